@@ -1,0 +1,218 @@
+"""One config object for the whole suite, and the one run-directory layout.
+
+A profile is a YAML file in ``kgir_lib/profiles/`` (``sample``, ``ci``, ``paper``,
+``paper_llama3``), optionally ``extends``-ing another. Papermill parameters
+override single fields; ``None`` means "keep the profile's value". The effective
+config is written into the run directory by :func:`start_run`.
+
+Run-directory layout (``<results>/<profile>/``)::
+
+    config/<notebook>.yaml      effective config of each notebook run
+    notebooks/<notebook>.ipynb  papermill output notebooks (main job)
+    cache/llm.sqlite            the LLM cache (every call, keyed by model + messages + params)
+    cache/embeddings/           dense embeddings, keyed by model and corpus content
+    kg/<dataset>/               triples table, vocabularies (notebook 01)
+    traces/<method>/<dataset>.jsonl   per-question traces
+    tables/                     CSV + Markdown tables
+    usage/<notebook>.csv        LLM usage per stage
+
+Figures go to ``<figures>/<profile>/``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+PROFILE_DIR = Path(__file__).parent / "profiles"
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class ConfigError(ValueError):
+    """A profile or parameter is invalid; the message names the file or field."""
+
+
+@dataclass
+class Config:
+    """Every knob of the suite. Field names are the papermill parameter names."""
+
+    profile: str = "sample"
+    description: str = ""
+    # LLM (one interface, several backends: llamacpp | openai | vllm | scripted)
+    llm_backend: str = "llamacpp"
+    llm_model: str = "SmolLM2-135M-Instruct-Q4_1"
+    llm_model_path: Optional[str] = None
+    llm_base_urls: list = field(default_factory=list)
+    llm_api_key_env: str = "KGIR_LLM_API_KEY"
+    llm_json_mode: str = "llamacpp"  # llamacpp | vllm | openai | none
+    llm_max_concurrency: int = 1
+    llm_timeout_s: float = 120.0
+    llm_max_retries: int = 3
+    llm_n_ctx: int = 4096
+    llm_n_threads: int = 2
+    llm_seed: int = 0
+    temperature: float = 0.0
+    max_new_tokens: int = 192
+    # retrieval
+    embed_model: str = "all-MiniLM-L6-v2"
+    embed_batch_size: int = 64
+    reranker_model: Optional[str] = None
+    # data
+    datasets: list = field(default_factory=lambda: ["musique", "hotpotqa", "musique_train"])
+    n_questions: Optional[int] = 8
+    seed: int = 0
+    # KG extraction (notebook 01)
+    extract_max_passages: Optional[int] = 60
+    extract_datasets: list = field(default_factory=lambda: ["musique", "hotpotqa"])
+    # KGIR-RAG (paper §2.2-2.4)
+    top_k: int = 10
+    ngram_n: int = 3
+    ngram_threshold: float = 0.5
+    max_iterations: int = 3
+    # baselines
+    kg2rag_m_hops: int = 1
+    kg2rag_budget: int = 10
+    ircot_max_steps: int = 3
+    iter_retgen_rounds: int = 3
+    # reader context
+    context_passages: int = 5
+    passage_chars: Optional[int] = 600
+    # locations (env overridable; not in profiles)
+    data_dir: Optional[str] = None
+    results_dir: Optional[str] = None
+    figures_dir: Optional[str] = None
+
+    # ---- derived locations -------------------------------------------------
+    @property
+    def data_path(self) -> Path:
+        return Path(self.data_dir) if self.data_dir else default_data_dir()
+
+    @property
+    def run_dir(self) -> Path:
+        base = Path(self.results_dir) if self.results_dir else default_results_dir()
+        return base / self.profile
+
+    @property
+    def fig_dir(self) -> Path:
+        base = Path(self.figures_dir) if self.figures_dir else default_figures_dir()
+        return base / self.profile
+
+    def path(self, *parts: str) -> Path:
+        """A path inside the run directory; parent folders are created."""
+        p = self.run_dir.joinpath(*parts)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        return p
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def default_data_dir() -> Path:
+    """``$KGIR_DATA_DIR``, else ``../shared/data`` beside the project root."""
+    env = os.environ.get("KGIR_DATA_DIR")
+    return Path(env) if env else PROJECT_ROOT.parent / "shared" / "data"
+
+
+def default_results_dir() -> Path:
+    env = os.environ.get("KGIR_RESULTS_DIR")
+    return Path(env) if env else PROJECT_ROOT / "results"
+
+
+def default_figures_dir() -> Path:
+    env = os.environ.get("KGIR_FIGURES_DIR")
+    return Path(env) if env else PROJECT_ROOT / "figures"
+
+
+_FIELDS = {f.name: f for f in fields(Config)}
+
+
+def _read_profile(name: str, seen: tuple = ()) -> dict:
+    path = Path(name) if name.endswith(".yaml") else PROFILE_DIR / f"{name}.yaml"
+    if not path.exists():
+        known = sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
+        raise ConfigError(f"unknown profile {name!r}: no file {path} (known profiles: {known})")
+    if name in seen:
+        raise ConfigError(f"profile {path}: 'extends' forms a cycle {seen + (name,)}")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"profile {path}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"profile {path}: expected a mapping of fields")
+    parent = data.pop("extends", None)
+    merged = _read_profile(parent, seen + (name,)) if parent else {}
+    for key in data:
+        if key not in _FIELDS:
+            raise ConfigError(f"profile {path}: unknown field {key!r}")
+    merged.update(data)
+    return merged
+
+
+def _coerce(name: str, value: Any) -> Any:
+    default = _FIELDS[name].default
+    if value is None or default is None or default is dataclasses.MISSING:
+        return value
+    kind = type(default)
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"parameter {name!r}: expected true/false, got {value!r}")
+        return value
+    if kind in (int, float):
+        try:
+            return kind(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"parameter {name!r}: expected a number, got {value!r}") from exc
+    if kind is str and not isinstance(value, str):
+        raise ConfigError(f"parameter {name!r}: expected a string, got {value!r}")
+    return value
+
+
+def load_config(profile: Optional[str] = None, **overrides: Any) -> Config:
+    """Build the effective config: profile YAML, then non-None ``overrides``.
+
+    ``profile=None`` reads ``$KGIR_PROFILE`` (the test suite sets ``ci``), else ``sample``.
+    """
+    profile = profile or os.environ.get("KGIR_PROFILE") or "sample"
+    values = _read_profile(profile)
+    for key, value in overrides.items():
+        if key not in _FIELDS:
+            raise ConfigError(f"unknown parameter {key!r} (not a field of kgir_lib.config.Config)")
+        if value is not None:
+            values[key] = value
+    values["profile"] = Path(profile).stem
+    for key in list(values):
+        values[key] = _coerce(key, values[key])
+    for key, env in (("data_dir", "KGIR_DATA_DIR"), ("results_dir", "KGIR_RESULTS_DIR"), ("figures_dir", "KGIR_FIGURES_DIR")):
+        if values.get(key) is None and os.environ.get(env):
+            values[key] = os.environ[env]
+    cfg = Config(**values)
+    _validate(cfg)
+    return cfg
+
+
+def _validate(cfg: Config) -> None:
+    if cfg.llm_backend not in {"llamacpp", "openai", "vllm", "scripted"}:
+        raise ConfigError(f"parameter 'llm_backend': unknown backend {cfg.llm_backend!r}")
+    if cfg.llm_json_mode not in {"llamacpp", "vllm", "openai", "none"}:
+        raise ConfigError(f"parameter 'llm_json_mode': unknown mode {cfg.llm_json_mode!r}")
+    if cfg.llm_backend == "openai" and not cfg.llm_base_urls:
+        raise ConfigError("parameter 'llm_base_urls': the openai backend needs at least one base URL")
+    for name in ("top_k", "max_iterations", "ngram_n", "context_passages", "llm_max_concurrency"):
+        if getattr(cfg, name) < 1:
+            raise ConfigError(f"parameter {name!r}: must be >= 1, got {getattr(cfg, name)}")
+    if not 0.0 <= cfg.ngram_threshold <= 1.0:
+        raise ConfigError(f"parameter 'ngram_threshold': must be in [0, 1], got {cfg.ngram_threshold}")
+    for key in cfg.to_dict():
+        if "api_key" in key and key != "llm_api_key_env":
+            raise ConfigError(f"parameter {key!r}: secrets come from the environment only")
+
+
+def start_run(cfg: Config, notebook: str) -> Path:
+    """Record the effective config of ``notebook`` in the run directory; return its path."""
+    path = cfg.path("config", f"{notebook}.yaml")
+    path.write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=True))
+    return path

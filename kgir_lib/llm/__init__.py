@@ -1,0 +1,40 @@
+"""The one LLM interface (:class:`LLM`) and its backends. Build it with :func:`build_llm`."""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from .backends import (LLMError, LlamaCppBackend, OpenAIBackend, ScriptedBackend, VLLMBackend,
+                       smollm2_gguf_path)
+from .cache import LLMCache, cache_key
+from .core import LLM, ChatRequest, ChatResult, StageUsage, Usage
+from .parsing import extract_json
+
+__all__ = ["LLM", "ChatRequest", "ChatResult", "Usage", "StageUsage", "LLMCache", "LLMError", "build_llm",
+           "build_backend", "extract_json", "cache_key", "smollm2_gguf_path", "ScriptedBackend",
+           "OpenAIBackend", "LlamaCppBackend", "VLLMBackend"]
+
+_BACKENDS: dict = {}
+
+
+def build_backend(cfg, script: Optional[Callable] = None):
+    """The backend named by ``cfg.llm_backend``; in-process engines are loaded once per process."""
+    if cfg.llm_backend == "scripted":
+        if script is None:
+            raise LLMError("parameter 'llm_backend': 'scripted' needs a script function (tests only)")
+        return ScriptedBackend(script, cfg.llm_model)
+    if cfg.llm_backend == "openai":
+        return OpenAIBackend(cfg.llm_model, cfg.llm_base_urls, cfg.llm_api_key_env, cfg.llm_max_concurrency,
+                             cfg.llm_timeout_s, cfg.llm_max_retries, cfg.llm_json_mode)
+    key = (cfg.llm_backend, cfg.llm_model, cfg.llm_model_path, cfg.llm_n_ctx)
+    if key not in _BACKENDS:
+        if cfg.llm_backend == "llamacpp":
+            _BACKENDS[key] = LlamaCppBackend(cfg.llm_model, cfg.llm_model_path, cfg.llm_n_ctx,
+                                             cfg.llm_n_threads, cfg.llm_json_mode, cfg.llm_seed)
+        else:
+            _BACKENDS[key] = VLLMBackend(cfg.llm_model, cfg.llm_json_mode)
+    return _BACKENDS[key]
+
+
+def build_llm(cfg, script: Optional[Callable] = None, progress: bool = True) -> LLM:
+    """LLM for ``cfg`` with the run directory's cache (``cache/llm.sqlite``)."""
+    return LLM(build_backend(cfg, script), LLMCache(cfg.path("cache", "llm.sqlite")), progress=progress)

@@ -1,0 +1,74 @@
+"""The one persistent LLM cache: SQLite, one row per call, written as each result arrives.
+
+Key = SHA-256 of the model id, the full messages and every sampling parameter,
+so a rerun with the same inputs costs nothing and a changed prompt or parameter
+misses. WAL mode and a busy timeout make it safe for two notebooks at once.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Optional
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    request TEXT NOT NULL,
+    text TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    seconds REAL NOT NULL,
+    created TEXT DEFAULT CURRENT_TIMESTAMP
+)
+"""
+
+
+def cache_key(model: str, request_payload: dict) -> str:
+    blob = json.dumps({"model": model, **request_payload}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class LLMCache:
+    """SQLite-backed map from :func:`cache_key` to a finished call."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA busy_timeout=60000")
+        self._conn.execute(_SCHEMA)
+        self._conn.commit()
+
+    def get(self, key: str) -> Optional[dict]:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT text, prompt_tokens, completion_tokens, seconds FROM calls WHERE key=?", (key,)
+            ).fetchone()
+        if row is None:
+            return None
+        return {"text": row[0], "prompt_tokens": row[1], "completion_tokens": row[2], "seconds": row[3]}
+
+    def put(self, key: str, model: str, request_payload: dict, text: str,
+            prompt_tokens: int, completion_tokens: int, seconds: float) -> None:
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO calls (key, model, request, text, prompt_tokens, completion_tokens, seconds)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key, model, json.dumps(request_payload, ensure_ascii=False), text,
+                 int(prompt_tokens), int(completion_tokens), float(seconds)),
+            )
+            self._conn.commit()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

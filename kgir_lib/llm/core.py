@@ -1,0 +1,175 @@
+"""The one LLM interface: a batch of chat requests in, results out, cached and accounted.
+
+Every stage of every method calls :meth:`LLM.generate` with a list of
+:class:`ChatRequest` and a ``stage`` name. Cache hits are answered from the
+SQLite cache; misses go to the backend as one batch, and each result is written
+to the cache the moment it arrives, so a run killed half way repeats no finished
+call when started again. :class:`Usage` counts calls, cache hits, tokens and
+seconds per stage; notebooks turn it into cost tables.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Optional, Protocol, Sequence
+
+from tqdm.auto import tqdm
+
+from .cache import LLMCache, cache_key
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One chat completion. ``json_schema`` asks for structured output where the backend can."""
+
+    messages: tuple  # tuple of (role, content) pairs
+    max_tokens: int = 192
+    temperature: float = 0.0
+    stop: tuple = ()
+    json_schema: Optional[dict] = None
+    seed: int = 0
+
+    @staticmethod
+    def chat(system: Optional[str], user: str, **kw) -> "ChatRequest":
+        msgs = ((("system", system),) if system else ()) + (("user", user),)
+        return ChatRequest(messages=msgs, **kw)
+
+    def message_dicts(self) -> list:
+        return [{"role": r, "content": c} for r, c in self.messages]
+
+    def payload(self) -> dict:
+        """Everything that determines the completion (the cache key's content)."""
+        return {
+            "messages": self.message_dicts(),
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "stop": list(self.stop),
+            "json_schema": self.json_schema,
+            "seed": self.seed,
+        }
+
+
+@dataclass
+class ChatResult:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    cached: bool = False
+
+
+class Backend(Protocol):
+    """What a backend implements. ``run`` calls ``on_result(i, result)`` as each request finishes."""
+
+    model_id: str
+
+    def run(self, requests: Sequence[ChatRequest], on_result: Callable[[int, ChatResult], None]) -> None: ...
+
+
+@dataclass
+class StageUsage:
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0  # wall time of the generate() calls of this stage
+    failures: int = 0
+
+
+@dataclass
+class Usage:
+    """LLM usage per stage. Token counts include cache hits (they are what the method costs)."""
+
+    stages: dict = field(default_factory=dict)
+
+    def stage(self, name: str) -> StageUsage:
+        return self.stages.setdefault(name, StageUsage())
+
+    def total(self) -> StageUsage:
+        tot = StageUsage()
+        for s in self.stages.values():
+            for k, v in asdict(s).items():
+                setattr(tot, k, getattr(tot, k) + v)
+        return tot
+
+    def snapshot(self) -> dict:
+        return {k: asdict(v) for k, v in self.stages.items()}
+
+    def since(self, snap: dict) -> "Usage":
+        """Usage accumulated after ``snap`` (from :meth:`snapshot`)."""
+        out = Usage()
+        for name, cur in self.stages.items():
+            before = snap.get(name, {})
+            out.stages[name] = StageUsage(**{k: v - before.get(k, 0) for k, v in asdict(cur).items()})
+        return out
+
+    def table(self):
+        import pandas as pd
+
+        rows = [{"stage": k, **asdict(v)} for k, v in self.stages.items()]
+        rows.append({"stage": "total", **asdict(self.total())})
+        return pd.DataFrame(rows).set_index("stage")
+
+
+class LLM:
+    """Cache + usage accounting in front of one backend."""
+
+    def __init__(self, backend: Backend, cache: Optional[LLMCache] = None, progress: bool = True):
+        self.backend = backend
+        self.cache = cache
+        self.usage = Usage()
+        self.progress = progress
+
+    @property
+    def model_id(self) -> str:
+        return self.backend.model_id
+
+    def generate(self, requests: Sequence[ChatRequest], stage: str = "default",
+                 desc: Optional[str] = None) -> list:
+        """Answer every request; returns one :class:`ChatResult` per request, in order."""
+        start = time.perf_counter()
+        results: list = [None] * len(requests)
+        usage = self.usage.stage(stage)
+        todo, keys = [], {}
+        for i, req in enumerate(requests):
+            payload = req.payload()
+            key = cache_key(self.model_id, payload)
+            hit = self.cache.get(key) if self.cache else None
+            if hit is not None:
+                results[i] = ChatResult(hit["text"], hit["prompt_tokens"], hit["completion_tokens"], 0.0, True)
+                usage.cache_hits += 1
+            else:
+                keys[i] = (key, payload)
+                todo.append(i)
+        usage.calls += len(requests)
+
+        if todo:
+            bar = tqdm(total=len(todo), desc=desc or f"LLM {stage}", disable=not self.progress or len(todo) < 2,
+                       leave=False)
+
+            def on_result(j: int, res: ChatResult) -> None:
+                i = todo[j]
+                results[i] = res
+                if self.cache is not None:
+                    key, payload = keys[i]
+                    self.cache.put(key, self.model_id, payload, res.text, res.prompt_tokens,
+                                   res.completion_tokens, res.seconds)
+                bar.update(1)
+
+            try:
+                self.backend.run([requests[i] for i in todo], on_result)
+            finally:
+                bar.close()
+        for res in results:
+            if res is None:  # a backend that gave up on a request: counted, answered empty
+                usage.failures += 1
+        results = [r if r is not None else ChatResult("", 0, 0, 0.0, False) for r in results]
+        for r in results:
+            usage.prompt_tokens += r.prompt_tokens
+            usage.completion_tokens += r.completion_tokens
+        usage.seconds += time.perf_counter() - start
+        return results
+
+    def complete(self, requests: Sequence[ChatRequest], stage: str = "default") -> list:
+        """Texts only."""
+        return [r.text for r in self.generate(requests, stage)]

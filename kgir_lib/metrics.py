@@ -1,0 +1,82 @@
+"""Answer and retrieval metrics (METHOD.md §6).
+
+EM / F1 use SQuAD normalisation (lower case, strip punctuation and the articles
+a/an/the, fold white space) and take the max over the gold answer and its
+aliases. F1 follows the official HotpotQA evaluation: a yes/no/noanswer
+prediction or gold scores F1 only when both are equal. Reported ×100 by
+:func:`summarise`.
+
+Recall@k is HippoRAG's passage-level definition: per question, the share of its
+gold passages among the first k passages of the method's final ranked list,
+averaged over questions.
+"""
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from typing import Iterable, Sequence
+
+_PUNCT = set(string.punctuation)
+_SPECIAL = {"yes", "no", "noanswer"}
+
+
+def normalize_answer(text: str) -> str:
+    text = str(text).lower()
+    text = "".join(ch for ch in text if ch not in _PUNCT)
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def exact_match(prediction: str, gold: str) -> float:
+    return float(normalize_answer(prediction) == normalize_answer(gold))
+
+
+def f1_score(prediction: str, gold: str) -> float:
+    pred, ref = normalize_answer(prediction), normalize_answer(gold)
+    if (pred in _SPECIAL or ref in _SPECIAL) and pred != ref:
+        return 0.0
+    pred_toks, ref_toks = pred.split(), ref.split()
+    common = Counter(pred_toks) & Counter(ref_toks)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred_toks), same / len(ref_toks)
+    return 2 * precision * recall / (precision + recall)
+
+
+def best_em(prediction: str, golds: Iterable[str]) -> float:
+    return max((exact_match(prediction, g) for g in golds), default=0.0)
+
+
+def best_f1(prediction: str, golds: Iterable[str]) -> float:
+    return max((f1_score(prediction, g) for g in golds), default=0.0)
+
+
+def recall_at_k(ranked_pids: Sequence[str], gold_pids: Sequence[str], k: int) -> float:
+    """Share of ``gold_pids`` among the first ``k`` of ``ranked_pids`` (duplicates count once)."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    gold = set(gold_pids)
+    if not gold:
+        return 0.0
+    top = set(list(dict.fromkeys(ranked_pids))[:k])
+    return len(gold & top) / len(gold)
+
+
+def summarise(predictions: Sequence[str], answers: Sequence[Sequence[str]],
+              rankings: Sequence[Sequence[str]] | None = None,
+              golds: Sequence[Sequence[str]] | None = None, ks: Sequence[int] = (2, 5)) -> dict:
+    """Mean EM, F1 (×100) and, given rankings and gold passages, Recall@k (×100)."""
+    if len(predictions) != len(answers):
+        raise ValueError("predictions and answers differ in length")
+    n = max(len(predictions), 1)
+    out = {
+        "n": len(predictions),
+        "EM": 100 * sum(best_em(p, a) for p, a in zip(predictions, answers)) / n,
+        "F1": 100 * sum(best_f1(p, a) for p, a in zip(predictions, answers)) / n,
+    }
+    if rankings is not None and golds is not None:
+        for k in ks:
+            out[f"R@{k}"] = 100 * sum(recall_at_k(r, g, k) for r, g in zip(rankings, golds)) / n
+    return out

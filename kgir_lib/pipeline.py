@@ -1,0 +1,81 @@
+"""Wiring for notebooks: config → LLM, dataset, indexes and knowledge graph in one :class:`Workspace`.
+
+Knowledge graph per dataset (METHOD.md §1), stored in ``<run>/kg/<dataset>/``:
+
+- a dataset that ships published OpenIE output (``musique_train``) imports it
+  (real GPT-3.5 triples for every passage);
+- otherwise notebook 01 extracts triples with the profile's LLM for a bounded
+  set of passages (``extract_max_passages``; ``null`` = all), and methods extract
+  further passages on demand, incrementally, when they first retrieve them
+  (:attr:`Workspace.ensure_kg`). Every extraction call goes through the LLM cache.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Sequence
+
+from .config import Config
+from .data import Dataset, load_dataset
+from .kg import KnowledgeGraph
+from .llm import LLM, build_llm
+from .methods.base import Workspace
+from .retrieval import DenseIndex, Encoder, Reranker
+
+_RERANKERS: dict = {}
+
+
+def kg_dir(cfg: Config, dataset: str) -> Path:
+    return cfg.run_dir / "kg" / dataset
+
+
+def openie_file(cfg: Config, dataset: str) -> Optional[Path]:
+    """Published OpenIE output shipped beside a dataset (HippoRAG's ``openie_<name>_results_*.json``)."""
+    folder = cfg.data_path / dataset
+    found = sorted(folder.glob(f"openie_{dataset}_results_*.json")) if folder.exists() else []
+    return found[0] if found else None
+
+
+def dense_index(cfg: Config, dataset: Dataset, progress: bool = True) -> DenseIndex:
+    enc = Encoder(cfg.embed_model, cfg.embed_batch_size)
+    return DenseIndex(dataset.corpus.passages, enc, cfg.run_dir / "cache" / "embeddings", progress=progress)
+
+
+def open_kg(cfg: Config, dataset: Dataset, llm: Optional[LLM]) -> tuple:
+    """The dataset's KG (loaded, imported or empty) and an ``ensure(pids)`` that extracts missing passages."""
+    from .kg.extract import update_kg
+    from .kg.openie import import_openie
+    from .kg.store import load_kg, save_kg
+
+    directory = kg_dir(cfg, dataset.name)
+    if (directory / "triples.parquet").exists():
+        kg = load_kg(directory)
+    elif openie_file(cfg, dataset.name) is not None:
+        kg, _ = import_openie(openie_file(cfg, dataset.name), dataset.corpus)
+        save_kg(kg, directory)
+    else:
+        kg = KnowledgeGraph()
+
+    def ensure(pids: Sequence[str]) -> None:
+        missing = kg.missing(pids)
+        if missing and llm is not None:
+            update_kg(kg, llm, [dataset.corpus[p] for p in missing])
+            save_kg(kg, directory)
+
+    return kg, ensure
+
+
+def reranker(cfg: Config) -> Optional[Reranker]:
+    if not cfg.reranker_model:
+        return None
+    if cfg.reranker_model not in _RERANKERS:
+        _RERANKERS[cfg.reranker_model] = Reranker(cfg.reranker_model)
+    return _RERANKERS[cfg.reranker_model]
+
+
+def workspace(cfg: Config, name: str, llm: Optional[LLM] = None, progress: bool = True) -> Workspace:
+    """Load dataset ``name`` and everything a method needs for it."""
+    llm = llm or build_llm(cfg, progress=progress)
+    ds = load_dataset(name, cfg.data_path)
+    kg, ensure = open_kg(cfg, ds, llm)
+    return Workspace(cfg=cfg, dataset=ds, llm=llm, dense=dense_index(cfg, ds, progress), kg=kg,
+                     reranker=reranker(cfg), ensure_kg=ensure)

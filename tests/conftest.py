@@ -1,0 +1,93 @@
+"""Shared fixtures: a scripted LLM, a deterministic bag-of-words encoder, a tiny workspace."""
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kgir_lib.config import load_config
+from kgir_lib.data import Corpus, Dataset, Passage, Question, passage_id
+from kgir_lib.kg import KnowledgeGraph, Triple
+from kgir_lib.llm import LLM, LLMCache, ScriptedBackend
+from kgir_lib.methods.base import Workspace
+from kgir_lib.retrieval import DenseIndex
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+class BagOfWordsEncoder:
+    """Deterministic stand-in for a sentence encoder: hashed word counts, L2-normalised."""
+
+    model_name = "bow-test"
+    batch_size = 16
+    dim = 256
+
+    def encode(self, texts, progress=False):
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in re.findall(r"\w+", t.lower()):
+                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms == 0, 1, norms)
+
+
+@pytest.fixture
+def cfg(tmp_path):
+    return load_config("ci", results_dir=str(tmp_path / "results"), figures_dir=str(tmp_path / "figures"),
+                       llm_backend="scripted")
+
+
+@pytest.fixture
+def make_llm(tmp_path):
+    """``make_llm(script)`` -> LLM over a ScriptedBackend with a fresh SQLite cache."""
+    def make(script, cache=True):
+        return LLM(ScriptedBackend(script), LLMCache(tmp_path / "llm.sqlite") if cache else None, progress=False)
+    return make
+
+
+def make_passage(title: str, text: str) -> Passage:
+    return Passage(passage_id(title, text), title, text)
+
+
+@pytest.fixture
+def tiny_dataset():
+    """Six passages around the paper's Fig. 6 case (Compaq / Hewlett-Packard) and one question."""
+    ps = [
+        make_passage("Compaq", "Compaq was the largest supplier of personal computers in 1994."),
+        make_passage("Hewlett-Packard", "In 2002 Hewlett-Packard merged with Compaq."),
+        make_passage("IBM", "IBM sold its PC business to Lenovo in 2005."),
+        make_passage("Lenovo", "Lenovo is a Chinese technology company."),
+        make_passage("Dell", "Dell was founded by Michael Dell in 1984."),
+        make_passage("Apple", "Apple released the Macintosh in 1984."),
+    ]
+    q = Question("q1", "Which company merged in 2002 with the top PC maker of 1994?", ("Hewlett-Packard", "HP"),
+                 (ps[0].pid, ps[1].pid), "tiny", 2)
+    return Dataset("tiny", [q], Corpus(ps))
+
+
+@pytest.fixture
+def tiny_kg(tiny_dataset):
+    p = {x.title: x.pid for x in tiny_dataset.corpus.passages}
+    triples = [
+        Triple("Compaq", "was top PC maker of", "1994", p["Compaq"]),
+        Triple("Compaq", "is a", "PC supplier", p["Compaq"]),
+        Triple("Hewlett-Packard", "merged with", "Compaq", p["Hewlett-Packard"]),
+        Triple("Hewlett-Packard", "merged in", "2002", p["Hewlett-Packard"]),
+        Triple("IBM", "sold PC business to", "Lenovo", p["IBM"]),
+        Triple("Lenovo", "is a", "Chinese technology company", p["Lenovo"]),
+        Triple("Dell", "founded by", "Michael Dell", p["Dell"]),
+        Triple("Apple", "released", "Macintosh", p["Apple"]),
+    ]
+    return KnowledgeGraph(triples, [x.pid for x in tiny_dataset.corpus.passages])
+
+
+@pytest.fixture
+def tiny_workspace(cfg, tiny_dataset, tiny_kg, make_llm):
+    """``tiny_workspace(script)`` -> Workspace over the tiny dataset with a scripted LLM."""
+    def make(script):
+        dense = DenseIndex(tiny_dataset.corpus.passages, BagOfWordsEncoder(), progress=False)
+        return Workspace(cfg=cfg, dataset=tiny_dataset, llm=make_llm(script), dense=dense, kg=tiny_kg)
+    return make
