@@ -1,0 +1,297 @@
+"""Ablations, sensitivity sweeps and KG-robustness studies (notebook 06).
+
+- KGIR-RAG, paper §3.4 / Table 7: the full method against ``w/o subgraph``,
+  ``w/o reflection`` and ``w/o rewrite`` (:func:`run_variants`,
+  :func:`ablation_table`), with the paper's reported drops
+  (:data:`kgir_lib.report.KGIR_ABLATION_DROPS`, MuSiQue, Qwen2.5-72B) in separate,
+  labelled columns beside ours.
+- KG²RAG (report, Tables 3-6 and Fig. 5): ``w/o expansion`` and ``w/o
+  organisation``; sensitivity to the seed count ``k`` and the expansion depth
+  ``m``; robustness when 5 % / 10 % of the triples are dropped at random
+  (:func:`drop_triples`, :func:`robustness`).
+- KGIR-RAG's own knobs: ``max_iterations``, top-k and the n-gram matching
+  threshold of eq. 5 (:func:`sweep`).
+
+Every run goes through the workspace's LLM, hence its SQLite cache: rerunning a
+study repeats no LLM call.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+import zlib
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .kg import KnowledgeGraph
+from .methods.base import Method, MethodOutput, Workspace
+from .report import KGIR_ABLATION_DROPS
+
+# Score columns every study reports (×100), as :func:`evaluate_outputs` returns them.
+METRICS = ("EM", "F1", "R@2", "R@5")
+# KGIRRAG(variant=...) -> the row label of paper Table 7.
+KGIR_VARIANT_LABELS = {"full": "KGIR-RAG (full)", "no_subgraph": "w/o subgraph",
+                       "no_reflection": "w/o reflection", "no_rewrite": "w/o rewrite"}
+# KG2RAG(variant=...) -> the row label of the KG²RAG report's Tables 3-4.
+KG2RAG_VARIANT_LABELS = {"full": "KG²RAG (full)", "no_expansion": "w/o expansion",
+                         "no_organisation": "w/o organisation"}
+
+
+# ----------------------------------------------------------------------------- KG perturbation
+def drop_triples(kg: KnowledgeGraph, fraction: float, seed: int) -> KnowledgeGraph:
+    """A copy of ``kg`` without exactly ``round(fraction * len(kg))`` triples chosen at random.
+
+    KG²RAG report, robustness study (Table 6): "randomly discard 5 % or 10 % of the
+    triples" to simulate an imperfect graph. The choice is ``random.Random(seed)``
+    sampling triple positions, so the same ``(kg, fraction, seed)`` always drops
+    the same triples. The set of processed passages (``extracted``) is kept: a
+    passage that lost all its triples is still "extracted", so the on-demand
+    extraction does not silently restore what was dropped. Triple order is kept.
+    ``round`` is Python's (half to even).
+    """
+    if not isinstance(fraction, (int, float)) or not 0.0 <= float(fraction) <= 1.0:
+        raise ValueError(f"parameter 'fraction': must be a number in [0, 1], got {fraction!r}")
+    triples = kg.triples
+    n_drop = round(float(fraction) * len(triples))
+    dropped = set(random.Random(seed).sample(range(len(triples)), n_drop))
+    kept = [t for i, t in enumerate(triples) if i not in dropped]
+    # passages with triples first, in kg order; then the rest (sorted: deterministic across processes)
+    order = list(dict.fromkeys(t.pid for t in triples))
+    extracted = order + sorted(kg.extracted - set(order))
+    return KnowledgeGraph(kept, extracted)
+
+
+def _keep_by_hash(triples: Sequence, fraction: float, seed: int) -> list:
+    """Each triple dropped with probability ``fraction``, decided by a seeded hash of the triple itself.
+
+    Unlike :func:`drop_triples` the count is only expected to be ``fraction * n``,
+    but the fate of a triple never depends on which other triples exist, so it is
+    stable however the graph grows (``hash`` of a str is not stable across
+    processes; CRC-32 is).
+    """
+    kept, seen = [], {}
+    for t in triples:
+        key = (t.head, t.relation, t.tail, t.pid)
+        seen[key] = seen.get(key, -1) + 1  # repeated triples get distinct draws
+        draw = zlib.crc32("\x1f".join((str(seed), *key, str(seen[key]))).encode("utf-8")) / 2 ** 32
+        if draw >= fraction:
+            kept.append(t)
+    return kept
+
+
+def perturbed_workspace(ws: Workspace, fraction: float, seed: int,
+                        scope: Optional[Iterable[str]] = None) -> Workspace:
+    """``ws`` whose knowledge graph lost ``fraction`` of its triples at random (KG²RAG robustness study).
+
+    The passages of ``scope`` (default: every passage extracted so far) form the
+    graph that :func:`drop_triples` perturbs exactly. Methods extract passages
+    they retrieve on demand (:meth:`Workspace.kg_for`): a passage outside that
+    graph is extracted into the base graph as usual and copied into the perturbed
+    one with each triple dropped with probability ``fraction``
+    (:func:`_keep_by_hash`). The base graph is never modified by the copy.
+    """
+    base, base_ensure = ws.kg, ws.ensure_kg
+    start = base if scope is None else base.subset(list(dict.fromkeys(scope)))
+    kg = drop_triples(start, fraction, seed)
+
+    def ensure(pids: Sequence[str]) -> None:
+        pids = list(pids)
+        if base_ensure is not None and base.missing(pids):
+            base_ensure(pids)
+        for pid in kg.missing(p for p in pids if p in base.extracted):
+            kg.add(pid, _keep_by_hash(base.triples_of([pid]), fraction, seed))
+
+    return dataclasses.replace(ws, kg=kg, ensure_kg=ensure)
+
+
+def recording_workspace(ws: Workspace) -> tuple:
+    """``(ws', read)``: ``ws'`` behaves as ``ws`` and ``read`` collects every passage id it read the KG for."""
+    read: list = []
+    base_ensure = ws.ensure_kg
+
+    def ensure(pids: Sequence[str]) -> None:
+        pids = list(pids)
+        read.extend(pids)
+        if base_ensure is not None:
+            base_ensure(pids)
+
+    return dataclasses.replace(ws, ensure_kg=ensure), read
+
+
+# ----------------------------------------------------------------------------- running and scoring
+def evaluate_outputs(ws: Workspace, questions: Sequence, outputs: Sequence[MethodOutput]) -> dict:
+    """EM, F1, Recall@2/5 (×100) and summed LLM usage of one run (scored by :mod:`kgir_lib.evaluate`)."""
+    from .evaluate import score
+
+    scores = dict(score(questions, outputs))
+    usage = {"calls": 0, "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    for o in outputs:
+        for key in usage:
+            usage[key] += int(getattr(o.usage, key, 0))
+    return {**scores, **usage}
+
+
+def run_and_score(ws: Workspace, questions: Sequence, method: Method) -> tuple:
+    """Run ``method`` on ``questions`` (via :func:`kgir_lib.evaluate.run_method`); ``(outputs, scores)``."""
+    from .evaluate import run_method
+
+    outputs = run_method(method, ws, questions)
+    return outputs, evaluate_outputs(ws, questions, outputs)
+
+
+def run_variants(ws: Workspace, questions: Sequence, factory: Callable[[str], Method],
+                 variants: Sequence[str], labels: Optional[Mapping[str, str]] = None) -> pd.DataFrame:
+    """One row per variant: ``factory(variant)`` run and scored on ``questions`` of ``ws.dataset``."""
+    rows = []
+    for variant in variants:
+        _, scores = run_and_score(ws, questions, factory(variant))
+        rows.append({"dataset": ws.dataset.name, "variant": variant,
+                     "label": (labels or {}).get(variant, variant), **scores})
+    return pd.DataFrame(rows)
+
+
+def sweep(ws: Workspace, questions: Sequence, factory: Callable[[Any], Method], values: Iterable[Any],
+          param: str = "value") -> pd.DataFrame:
+    """Sensitivity study: one row per parameter value, ``factory(value)`` run and scored on ``questions``.
+
+    KG²RAG report Fig. 5 (k) and Table 5 (m); KGIR-RAG's own knobs (iterations,
+    top-k, n-gram threshold). ``param`` names the swept parameter (a column).
+    """
+    values = list(values)
+    if not values:
+        raise ValueError(f"parameter 'values': nothing to sweep for {param!r}")
+    rows = []
+    for value in values:
+        _, scores = run_and_score(ws, questions, factory(value))
+        rows.append({"dataset": ws.dataset.name, "param": param, "value": value, **scores})
+    return pd.DataFrame(rows)
+
+
+def robustness_runs(ws: Workspace, questions: Sequence, factory: Callable[[], Method],
+                    fractions: Sequence[float], seeds: Sequence[int], scope: str = "read") -> pd.DataFrame:
+    """One row per (fraction, seed): the method on a graph with that share of triples dropped.
+
+    Fraction 0 is the unperturbed run; it is the same for every seed, so it runs
+    once, first. ``scope`` says which graph is perturbed exactly:
+
+    - ``"read"`` (default): the passages the unperturbed run read the KG for.
+      That set is fixed by the questions (and the LLM cache), while the stored
+      graph grows as later notebooks extract more passages; perturbing a fixed
+      graph keeps a rerun identical, hence free from the cache.
+    - ``"all"``: every passage extracted when the study starts (for methods that
+      read the whole graph, e.g. a BFS over the global ``G``).
+    """
+    if not seeds:
+        raise ValueError("parameter 'seeds': at least one seed is needed")
+    if scope not in ("read", "all"):
+        raise ValueError(f"parameter 'scope': 'read' or 'all', got {scope!r}")
+    fractions = sorted({float(f) for f in fractions} | {0.0})
+    rec_ws, read = recording_workspace(ws)
+    _, scores = run_and_score(rec_ws, questions, factory())
+    rows = [{"dataset": ws.dataset.name, "fraction": 0.0, "seed": seeds[0], "triples": len(ws.kg), **scores}]
+    passages = list(dict.fromkeys(read)) if scope == "read" else None
+    for fraction in fractions[1:]:
+        for seed in seeds:
+            pws = perturbed_workspace(ws, fraction, seed, passages)
+            n_start = len(pws.kg)
+            _, scores = run_and_score(pws, questions, factory())
+            rows.append({"dataset": ws.dataset.name, "fraction": fraction, "seed": seed, "triples": n_start,
+                         **scores})
+    if scope == "read":  # report the perturbed graph's size for fraction 0 on the same footing
+        rows[0]["triples"] = len(ws.kg.subset(passages))
+    return pd.DataFrame(rows)
+
+
+def summarise_seeds(runs: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd.DataFrame:
+    """Mean and standard deviation (ddof=1; 0 for a single seed) over seeds, per dataset and fraction."""
+    metrics = [m for m in metrics if m in runs.columns]
+    grouped = runs.groupby(["dataset", "fraction"], sort=True)
+    out = grouped.agg(seeds=("seed", "nunique"), triples=("triples", "mean"))
+    for m in metrics:
+        out[f"{m} mean"] = grouped[m].mean()
+        out[f"{m} std"] = grouped[m].std(ddof=1).fillna(0.0)
+    return out.reset_index()
+
+
+def robustness(ws: Workspace, questions: Sequence, factory: Callable[[], Method],
+               fractions: Sequence[float] = (0.0, 0.05, 0.10), seeds: Sequence[int] = (0, 1, 2)) -> pd.DataFrame:
+    """KG²RAG report Table 6: scores with 5 % / 10 % of triples dropped, mean and std over ``seeds``."""
+    return summarise_seeds(robustness_runs(ws, questions, factory, fractions, seeds))
+
+
+# ----------------------------------------------------------------------------- tables
+def ablation_table(results: pd.DataFrame, full: str = "full",
+                   labels: Mapping[str, str] = KGIR_VARIANT_LABELS,
+                   paper_drops: Mapping[str, tuple] = KGIR_ABLATION_DROPS,
+                   paper_dataset: str = "musique") -> pd.DataFrame:
+    """Paper Table 7 beside ours: EM/F1 of each variant, our change against ``full``, the paper's drop.
+
+    ``results`` has one row per (dataset, variant) with ``EM`` and ``F1`` (as from
+    :func:`run_variants`). Our columns: ``EM``, ``F1``, ``ΔEM (ours)``, ``ΔF1
+    (ours)``. The paper's drops (KGIR-RAG Table 7, MuSiQue, Qwen2.5-72B) are only
+    defined for ``paper_dataset`` and go in their own labelled columns; other
+    datasets leave them empty.
+    """
+    missing = [c for c in ("dataset", "variant", "EM", "F1") if c not in results.columns]
+    if missing:
+        raise ValueError(f"ablation_table: results lack columns {missing}")
+    rows = []
+    for dataset, part in results.groupby("dataset", sort=False):
+        base = part[part["variant"] == full]
+        if base.empty:
+            raise ValueError(f"ablation_table: dataset {dataset!r} has no {full!r} row to compare with")
+        em0, f10 = float(base["EM"].iloc[0]), float(base["F1"].iloc[0])
+        for r in part.itertuples(index=False):
+            label = labels.get(r.variant, r.variant)
+            paper = paper_drops.get(label) if dataset == paper_dataset else None
+            if dataset == paper_dataset and r.variant == full:
+                paper = (0.0, 0.0)
+            rows.append({"dataset": dataset, "variant": label, "n": getattr(r, "n", np.nan),
+                         "EM": float(r.EM), "F1": float(r.F1),
+                         "ΔEM (ours)": float(r.EM) - em0, "ΔF1 (ours)": float(r.F1) - f10,
+                         "ΔEM (paper, Qwen2.5-72B)": paper[0] if paper else np.nan,
+                         "ΔF1 (paper, Qwen2.5-72B)": paper[1] if paper else np.nan})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- plots
+def plot_ablation(ax, table: pd.DataFrame, dataset: str, metric: str = "EM") -> None:
+    """Bars: our change of ``metric`` per variant against the paper's drop (where the paper has one)."""
+    part = table[(table["dataset"] == dataset) & (table["variant"] != table["variant"].iloc[0])]
+    x = np.arange(len(part))
+    ax.bar(x - 0.2, part[f"Δ{metric} (ours)"], width=0.4, label="ours")
+    paper = part[f"Δ{metric} (paper, Qwen2.5-72B)"]
+    if paper.notna().any():
+        ax.bar(x + 0.2, paper.fillna(0.0), width=0.4, label="paper (Table 7, Qwen2.5-72B)", hatch="//")
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_xticks(x, part["variant"], rotation=15)
+    ax.set_ylabel(f"Δ{metric} vs full (points)")
+    ax.set_title(f"{dataset}: {metric}")
+    ax.legend(fontsize=8)
+
+
+def plot_sweep(ax, df: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), title: str = "") -> None:
+    """One line per dataset and metric against the swept value."""
+    for dataset, part in df.groupby("dataset", sort=False):
+        for m in metrics:
+            if m in part:
+                ax.plot(part["value"].astype(float), part[m], marker="o", label=f"{dataset} {m}")
+    ax.set_xlabel(str(df["param"].iloc[0]) if len(df) else "value")
+    ax.set_ylabel("score (×100)")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+
+
+def plot_robustness(ax, summary: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), title: str = "") -> None:
+    """Mean ± std over seeds against the share of triples dropped."""
+    for dataset, part in summary.groupby("dataset", sort=False):
+        for m in metrics:
+            if f"{m} mean" in part:
+                ax.errorbar(100 * part["fraction"], part[f"{m} mean"], yerr=part[f"{m} std"], marker="o",
+                            capsize=3, label=f"{dataset} {m}")
+    ax.set_xlabel("triples dropped (%)")
+    ax.set_ylabel("score (×100), mean ± std over seeds")
+    ax.set_title(title)
+    ax.legend(fontsize=8)

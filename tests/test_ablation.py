@@ -1,0 +1,142 @@
+"""Ablation / sensitivity / robustness studies (kgir_lib.ablation, notebook 06)."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kgir_lib import ablation
+from kgir_lib.kg import KnowledgeGraph, Triple
+from kgir_lib.report import KGIR_ABLATION_DROPS
+
+
+def numbered_kg(n: int, per_passage: int = 4, empty: int = 2) -> KnowledgeGraph:
+    triples = [Triple(f"h{i}", "r", f"t{i}", f"p{i // per_passage}") for i in range(n)]
+    return KnowledgeGraph(triples, [f"p{i // per_passage}" for i in range(n)] + [f"e{j}" for j in range(empty)])
+
+
+# ----------------------------------------------------------------------------- drop_triples
+def test_drop_triples_exact_values():
+    kg = numbered_kg(20)
+    out = ablation.drop_triples(kg, 0.1, seed=7)
+    expected_drop = set(random.Random(7).sample(range(20), 2))
+    assert [t.head for t in out.triples] == [f"h{i}" for i in range(20) if i not in expected_drop]
+    assert len(out) == 18
+    assert out.extracted == kg.extracted  # passages without triples stay "extracted"
+    assert len(kg) == 20  # input untouched
+
+
+@pytest.mark.parametrize("n,fraction,expected", [(20, 0.05, 1), (20, 0.1, 2), (10, 0.05, 0), (30, 0.05, 2),
+                                                 (7, 0.0, 0), (7, 1.0, 7), (0, 0.1, 0)])
+def test_drop_triples_count_is_round_fraction_n(n, fraction, expected):
+    out = ablation.drop_triples(numbered_kg(n), fraction, seed=0)
+    assert len(out) == n - expected  # 30 * 0.05 = 1.5 -> 2 (half to even)
+
+
+def test_drop_triples_seeded_and_seed_dependent():
+    kg = numbered_kg(100)
+    a = ablation.drop_triples(kg, 0.1, seed=1)
+    b = ablation.drop_triples(kg, 0.1, seed=1)
+    c = ablation.drop_triples(kg, 0.1, seed=2)
+    assert a.triples == b.triples
+    assert a.triples != c.triples
+    assert set(a.triples) <= set(kg.triples)
+
+
+def test_drop_triples_keeps_duplicates_apart():
+    t = Triple("a", "r", "b", "p")
+    kg = KnowledgeGraph([t, t, t, t], ["p"])
+    assert len(ablation.drop_triples(kg, 0.5, seed=3)) == 2
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, "0.1", None])
+def test_drop_triples_rejects_bad_fraction(bad):
+    with pytest.raises(ValueError, match="fraction"):
+        ablation.drop_triples(numbered_kg(4), bad, seed=0)
+
+
+def test_perturbed_workspace_extends_with_new_passages(tiny_workspace, tiny_dataset):
+    ws = tiny_workspace(lambda req: "")
+    full = ws.kg
+    pids = [p.pid for p in tiny_dataset.corpus.passages]
+    # only the first three passages are extracted so far; the rest arrive on demand
+    base = full.subset(pids[:3])
+    calls = []
+
+    def ensure(ps):
+        calls.append(list(ps))
+        for p in base.missing(ps):
+            base.add(p, full.triples_of([p]))
+
+    ws = ws.__class__(**{**ws.__dict__, "kg": base, "ensure_kg": ensure})
+    pws = ablation.perturbed_workspace(ws, 0.5, seed=0)
+    assert len(base) == 5 and len(pws.kg) == 5 - round(0.5 * 5)  # 2.5 -> 2 dropped
+    got = pws.kg_for(pids)
+    assert calls == [pids]
+    assert got.extracted == set(pids)
+    for p in pids[3:]:  # new passages: each triple kept or dropped by its own seeded hash
+        assert got.triples_of([p]) == ablation._keep_by_hash(full.triples_of([p]), 0.5, 0)
+    assert len(base) == len(full)  # the base graph is complete and untouched by the copy
+    # the same scope on the now larger base graph gives the same perturbed graph
+    again = ablation.perturbed_workspace(ws, 0.5, seed=0, scope=pids[:3]).kg_for(pids)
+    assert again.triples == got.triples
+    assert len(calls) == 1  # nothing missing: the base graph is not asked again
+
+
+def test_keep_by_hash_rate_and_stability():
+    kg = numbered_kg(4000)
+    kept = ablation._keep_by_hash(kg.triples, 0.1, seed=5)
+    assert 0.08 * 4000 < 4000 - len(kept) < 0.12 * 4000
+    # a triple's fate does not depend on the others
+    half = ablation._keep_by_hash(kg.triples[:2000], 0.1, seed=5)
+    assert half == [t for t in kept if int(t.head[1:]) < 2000]
+    assert ablation._keep_by_hash(kg.triples, 0.0, seed=5) == kg.triples
+
+
+# ----------------------------------------------------------------------------- tables
+def test_summarise_seeds_mean_and_std():
+    runs = pd.DataFrame([
+        {"dataset": "d", "fraction": 0.0, "seed": 0, "triples": 10, "EM": 50.0, "F1": 60.0},
+        {"dataset": "d", "fraction": 0.1, "seed": 0, "triples": 9, "EM": 40.0, "F1": 50.0},
+        {"dataset": "d", "fraction": 0.1, "seed": 1, "triples": 9, "EM": 20.0, "F1": 40.0},
+    ])
+    out = ablation.summarise_seeds(runs).set_index("fraction")
+    assert out.loc[0.0, "seeds"] == 1 and out.loc[0.0, "EM std"] == 0.0
+    assert out.loc[0.1, "seeds"] == 2
+    assert out.loc[0.1, "EM mean"] == 30.0
+    assert out.loc[0.1, "EM std"] == pytest.approx(np.std([40.0, 20.0], ddof=1))
+    assert out.loc[0.1, "F1 mean"] == 45.0
+
+
+def test_ablation_table_puts_paper_drops_in_own_columns():
+    res = pd.DataFrame([
+        {"dataset": "musique", "variant": "full", "n": 8, "EM": 25.0, "F1": 30.0},
+        {"dataset": "musique", "variant": "no_subgraph", "n": 8, "EM": 12.5, "F1": 31.0},
+        {"dataset": "musique", "variant": "no_reflection", "n": 8, "EM": 25.0, "F1": 20.0},
+        {"dataset": "musique", "variant": "no_rewrite", "n": 8, "EM": 0.0, "F1": 10.0},
+        {"dataset": "hotpotqa", "variant": "full", "n": 8, "EM": 50.0, "F1": 55.0},
+        {"dataset": "hotpotqa", "variant": "no_rewrite", "n": 8, "EM": 37.5, "F1": 60.0},
+    ])
+    t = ablation.ablation_table(res)
+    m = t[t.dataset == "musique"].set_index("variant")
+    assert list(m.index) == ["KGIR-RAG (full)", "w/o subgraph", "w/o reflection", "w/o rewrite"]
+    assert m.loc["w/o subgraph", "ΔEM (ours)"] == -12.5
+    assert m.loc["w/o subgraph", "ΔF1 (ours)"] == 1.0
+    assert m.loc["w/o rewrite", "ΔEM (ours)"] == -25.0
+    for label, (dem, df1) in KGIR_ABLATION_DROPS.items():
+        assert m.loc[label, "ΔEM (paper, Qwen2.5-72B)"] == dem
+        assert m.loc[label, "ΔF1 (paper, Qwen2.5-72B)"] == df1
+    assert m.loc["KGIR-RAG (full)", "ΔEM (paper, Qwen2.5-72B)"] == 0.0
+    h = t[t.dataset == "hotpotqa"].set_index("variant")
+    assert h.loc["w/o rewrite", "ΔF1 (ours)"] == 5.0
+    assert h["ΔEM (paper, Qwen2.5-72B)"].isna().all()  # the paper reports MuSiQue only
+    assert m.loc["w/o subgraph", "EM"] == 12.5  # our own columns hold our numbers
+
+
+def test_ablation_table_errors_name_the_problem():
+    with pytest.raises(ValueError, match="lack columns"):
+        ablation.ablation_table(pd.DataFrame([{"dataset": "d", "variant": "full"}]))
+    with pytest.raises(ValueError, match="no 'full' row"):
+        ablation.ablation_table(pd.DataFrame([{"dataset": "d", "variant": "no_rewrite", "EM": 1.0, "F1": 1.0}]))
