@@ -1,0 +1,57 @@
+"""Paper Table 3 (counts of entities, relations, triples per graph) and views for notebook 01."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Mapping, Optional, Sequence
+
+import pandas as pd
+
+from ..data import Corpus
+from .graph import KnowledgeGraph
+from .parse import DROP_REASONS
+from .store import total_drops
+
+
+def table3(graphs: Mapping[str, tuple]) -> pd.DataFrame:
+    """One row a graph: passages, entities, relations, triples, triples/passage, drops by reason.
+
+    ``graphs`` maps a name to ``(kg, drops)``; ``drops=None`` uses what the graph
+    recorded (:func:`kgir_lib.kg.store.total_drops`). Drop columns are
+    ``drop_<reason>``, the parser's reasons first, then any other (e.g. the import's
+    ``doc_not_in_corpus``), and ``drops_total``.
+    """
+    rows, extra = [], []
+    for name, (kg, drops) in graphs.items():
+        drops = Counter(drops) if drops is not None else total_drops(kg)
+        extra += [r for r in drops if r not in DROP_REASONS and r not in extra]
+        rows.append((name, kg.stats(), drops))
+    reasons = list(DROP_REASONS) + extra
+    out = []
+    for name, st, drops in rows:
+        out.append({"graph": name, **st, **{f"drop_{r}": int(drops.get(r, 0)) for r in reasons},
+                    "drops_total": int(sum(drops.values()))})
+    cols = ["graph", "passages", "entities", "relations", "triples", "triples_per_passage"]
+    df = pd.DataFrame(out, columns=cols + [f"drop_{r}" for r in reasons] + ["drops_total"])
+    return df.set_index("graph")
+
+
+def triples_per_passage(kg: KnowledgeGraph) -> pd.Series:
+    """Number of triples of every processed passage (0 included), indexed by pid."""
+    counts = Counter(t.pid for t in kg.triples)
+    return pd.Series({pid: counts.get(pid, 0) for pid in sorted(kg.extracted)}, dtype="int64",
+                     name="triples")
+
+
+def side_by_side(kg: KnowledgeGraph, corpus: Corpus, pids: Sequence[str], max_chars: Optional[int] = 400,
+                 raw: Optional[Mapping[str, str]] = None) -> pd.DataFrame:
+    """Passages next to their triples (and, if given, the raw LLM output) for reading."""
+    rows = []
+    for pid in pids:
+        p = corpus[pid]
+        text = p.text if max_chars is None or len(p.text) <= max_chars else p.text[:max_chars] + "…"
+        row = {"pid": pid, "passage": f"{p.title}: {text}",
+               "triples": "\n".join(t.text() for t in kg.triples_of([pid])) or "(none)"}
+        if raw is not None:
+            row["raw LLM output"] = raw.get(pid, "")
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("pid")

@@ -1,0 +1,164 @@
+"""On-disk form of a knowledge graph (METHOD.md §1), one folder per dataset.
+
+``<run>/kg/<dataset>/``::
+
+    triples.parquet   head, relation, tail, pid (all strings), grouped by passage
+    extracted.json    every processed passage id, including those that gave no triple
+    entities.csv      entity, triples (how many triples name it as head or tail)
+    relations.csv     relation, triples
+    drops.json        parser drops by passage: {pid: {reason: n}}
+    stats.json        paper Table 3 counts + drops by reason
+
+Every file is written to a temporary name and renamed into place, so a crash
+never leaves a half-written file; ``triples.parquet`` is written before
+``extracted.json``, so a passage is never marked processed without its triples.
+
+Parser drops are kept beside the graph in memory (:func:`record_drops`,
+:func:`drops_of`), so the LLM route (:func:`kgir_lib.kg.extract.update_kg`) and
+the OpenIE import record them and any later :func:`save_kg` writes them, even
+when called by code that knows nothing about drops.
+"""
+from __future__ import annotations
+
+import json
+import os
+import weakref
+from collections import Counter
+from pathlib import Path
+from typing import Mapping, Optional
+
+import pandas as pd
+
+from .graph import COLUMNS, KnowledgeGraph
+
+
+class KGStoreError(ValueError):
+    """A stored knowledge graph is missing or corrupt; the message names the file."""
+
+
+_DROPS: "weakref.WeakKeyDictionary[KnowledgeGraph, dict]" = weakref.WeakKeyDictionary()
+
+
+def record_drops(kg: KnowledgeGraph, by_pid: Mapping[str, Counter]) -> None:
+    """Remember the parser drops of passages of ``kg`` (replacing earlier ones of the same passages)."""
+    store = _DROPS.setdefault(kg, {})
+    for pid, drops in by_pid.items():
+        store[pid] = Counter({k: int(v) for k, v in drops.items() if v})
+
+
+def drops_of(kg: KnowledgeGraph) -> dict:
+    """Parser drops by passage, for the passages still in ``kg``."""
+    extracted = kg.extracted
+    return {pid: c for pid, c in _DROPS.get(kg, {}).items() if pid in extracted and c}
+
+
+def total_drops(kg: KnowledgeGraph) -> Counter:
+    out: Counter = Counter()
+    for c in drops_of(kg).values():
+        out.update(c)
+    return out
+
+
+# ---------------------------------------------------------------------------- writing
+def _atomic_write(path: Path, write) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _write_text(path: Path, text: str) -> None:
+    _atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"))
+
+
+def triples_frame(kg: KnowledgeGraph) -> pd.DataFrame:
+    """The stored triples table: columns head, relation, tail, pid, all of dtype ``str``."""
+    df = kg.to_frame()
+    return df.astype({c: "str" for c in COLUMNS}) if len(df) else pd.DataFrame({c: pd.Series([], dtype="str")
+                                                                                for c in COLUMNS})
+
+
+def vocabulary(kg: KnowledgeGraph, kind: str) -> pd.DataFrame:
+    """Entities (``kind="entity"``) or relations with how many triples use them, most used first."""
+    counts: Counter = Counter()
+    for t in kg.triples:
+        if kind == "entity":
+            counts.update({t.head, t.tail})
+        else:
+            counts[t.relation] += 1
+    rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return pd.DataFrame(rows, columns=[kind, "triples"])
+
+
+def _write_parquet(df: pd.DataFrame, path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([(c, pa.string()) for c in COLUMNS])
+    table = pa.Table.from_pydict({c: [str(x) for x in df[c]] for c in COLUMNS}, schema=schema)
+    _atomic_write(path, lambda p: pq.write_table(table, p))
+
+
+def save_kg(kg: KnowledgeGraph, directory: Path, drops: Optional[Mapping[str, Counter]] = None) -> Path:
+    """Write ``kg`` into ``directory`` (see the module docstring); returns the directory.
+
+    ``drops`` (per passage) is added to what :func:`record_drops` already holds for ``kg``.
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    if drops:
+        record_drops(kg, drops)
+    # passages with triples in table order, then those without: loading rebuilds the same triple order
+    order = list(dict.fromkeys([t.pid for t in kg.triples] + sorted(kg.extracted)))
+    _write_parquet(triples_frame(kg), directory / "triples.parquet")
+    for kind, name in (("entity", "entities.csv"), ("relation", "relations.csv")):
+        _write_text(directory / name, vocabulary(kg, kind).to_csv(index=False))
+    by_pid = drops_of(kg)
+    _write_text(directory / "drops.json", json.dumps({p: dict(c) for p, c in by_pid.items()}, indent=0,
+                                                      sort_keys=True))
+    stats = {**kg.stats(), "drops": dict(sorted(total_drops(kg).items()))}
+    _write_text(directory / "stats.json", json.dumps(stats, indent=2))
+    _write_text(directory / "extracted.json", json.dumps(order))
+    return directory
+
+
+# ---------------------------------------------------------------------------- reading
+def _read_json(path: Path, kind: type) -> object:
+    if not path.exists():
+        raise KGStoreError(f"{path}: missing (the KG folder is incomplete; rebuild it with notebook 01)")
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise KGStoreError(f"{path}: corrupt JSON ({exc})") from exc
+    if not isinstance(value, kind):
+        raise KGStoreError(f"{path}: expected a JSON {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def load_kg(directory: Path) -> KnowledgeGraph:
+    """Read a KG written by :func:`save_kg`; raises :class:`KGStoreError` naming the bad file."""
+    import pyarrow.parquet as pq
+
+    directory = Path(directory)
+    path = directory / "triples.parquet"
+    if not path.exists():
+        raise KGStoreError(f"{path}: missing (no knowledge graph stored in {directory})")
+    try:
+        df = pq.read_table(path).to_pandas()
+    except Exception as exc:  # pyarrow raises several classes for a damaged file
+        raise KGStoreError(f"{path}: unreadable parquet ({type(exc).__name__}: {exc})") from exc
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise KGStoreError(f"{path}: lacks columns {missing} (has {list(df.columns)})")
+    if df[COLUMNS].isna().any().any():
+        raise KGStoreError(f"{path}: has empty (null) cells")
+    extracted = _read_json(directory / "extracted.json", list)
+    kg = KnowledgeGraph.from_frame(df, [str(p) for p in extracted])
+    drops_path = directory / "drops.json"
+    if drops_path.exists():
+        raw = _read_json(drops_path, dict)
+        record_drops(kg, {str(p): Counter(c) for p, c in raw.items() if isinstance(c, dict)})
+    return kg
