@@ -1,0 +1,490 @@
+"""KGIR-RAG evidence subgraph (paper §2.2, Algorithm 1; METHOD.md §2).
+
+One small function per step of Algorithm 1::
+
+    D_q    = retrieve(ws, [q], k)                       eq. 2  dense cosine top-k
+    G_q    = question_triples(kg, D_q)                  eq. 3  triples of the retrieved passages
+    E_q    = parse_entities(NER(q))                     eq. 4  LLM named-entity recognition
+             (fallback: entities_in_question(q, entities(G_q)) when the LLM gives nothing usable)
+    M      = match_entities(E_q, entities(G_q), n, θ)   eq. 5  character n-gram matching
+    G_tmp  = seed_graph(G_q, M)                         eq. 5  matched seeds and their adjacent edges
+    B_i    = seed_components(G_tmp, seeds)              eq. 6  connected components holding a seed
+    w      = edge_weights(...)                          §2.2   relevance of each triple to q
+    T_e    = maximum_spanning_tree(B(e), w)             eq. 7  one maximum spanning tree per seed
+    G_Ans  = ∪_e T_e                                    eq. 7
+
+Choices the paper leaves open, made here and documented where they are made:
+
+- **n-gram similarity** (:func:`ngram_similarity`): the Dice coefficient of the
+  two sets of character n-grams (n = ``cfg.ngram_n`` = 3) of the normalised
+  names (lower case, punctuation removed, white space folded, padded with one
+  space at each end so short names and word boundaries count). A question
+  entity matches every graph entity at or above the threshold
+  (``cfg.ngram_threshold`` = 0.5), so name variants all become seeds.
+- **edge weight** (:func:`edge_weights`): the cross-encoder reranker score of
+  (question, triple text) when a reranker is configured (paper profile,
+  bge-reranker-large, as in Algorithm 1); otherwise (``"cosine"``, the default
+  without a reranker) the cosine similarity of the question embedding and the
+  triple text's embedding from the same dense encoder as eq. 2. This keeps one
+  score per edge, like the reranker; the literal "reuse eq. 2" reading (every
+  triple weighted by its source passage's cosine score) is available as
+  ``"passage"``, but it gives all triples of a passage the same weight, so the
+  tree among them is decided by tie-breaking alone.
+- **parallel edges and ties** (:func:`maximum_spanning_tree`): Kruskal's
+  algorithm over the triples sorted by weight, descending; equal weights keep
+  the input order (G_q order = retrieval rank of the source passage, then the
+  extractor's order), so the result is deterministic. Of several triples
+  between the same two entities at most one is kept (the heaviest; on a tie the
+  first). Self-loops (head == tail) are never kept.
+- **NER guard** (:func:`ground_entities`): entities the LLM returns that do not
+  occur in the question (a tiny model copies its few-shot examples) are dropped.
+  If nothing is left, or nothing left matches an entity of ``G_q``, the graph
+  entities that occur in the question are used instead
+  (:func:`entities_in_question`), and ``used_fallback`` records it.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Optional, Sequence
+
+import numpy as np
+
+from .kg import KnowledgeGraph, Triple
+from .llm import ChatRequest, extract_json
+from .prompts import load_prompt
+
+WEIGHTINGS = ("reranker", "cosine", "passage")
+
+
+# ---------------------------------------------------------------- step 1-2: D_q and G_q (eq. 2, 3)
+def retrieve(ws, queries: Sequence[str], k: int) -> list:
+    """``D_q`` for each query: the dense cosine top-k ``(pid, score)`` over the whole corpus (eq. 2)."""
+    if k < 1:
+        raise ValueError(f"parameter 'top_k': must be >= 1, got {k}")
+    return ws.dense.search(list(queries), k) if queries else []
+
+
+def question_triples(kg: KnowledgeGraph, pids: Iterable[str]) -> list:
+    """``G_q``: the triples whose source passage is in ``pids`` (eq. 3), in retrieval order."""
+    return kg.triples_of(list(pids))
+
+
+# ---------------------------------------------------------------- step 3: E_q = NER(q) (eq. 4)
+NER_MAX_TOKENS = 48
+
+
+def ner_requests(questions: Sequence[str], max_tokens: int = NER_MAX_TOKENS) -> list:
+    """One NER chat request per question (prompt ``kgir_ner``, eq. 4); send them in ONE ``generate`` call."""
+    prompt = load_prompt("kgir_ner")
+    reqs = []
+    for q in questions:
+        system, user = prompt.render(question=q)
+        reqs.append(ChatRequest.chat(system, user, max_tokens=max_tokens, stop=("\n\n", "\nQuestion:")))
+    return reqs
+
+
+_SPLIT = re.compile(r"\s*(?:;|\||\n|,\s|\t)\s*")
+_LABEL = re.compile(r"^\s*(?:named\s+)?entit(?:y|ies)\s*[:：]\s*", re.I)
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
+_NONE = {"", "none", "n/a", "na", "null", "no entities", "nothing", "unknown"}
+
+
+def _clean_entity(s: str) -> str:
+    s = _BULLET.sub("", str(s))
+    s = re.sub(r"^[\"'`\[\(\s]+|[\"'`\]\)\s.?!]+$", "", s)
+    return " ".join(s.split())
+
+
+def parse_entities(text: Optional[str]) -> list:
+    """Entity names in an NER reply (eq. 4), tolerant of format; never raises.
+
+    Accepted: ``{"named_entities": [...]}`` or any JSON list of strings, or an
+    ``Entities: A; B`` line (``;``, ``|``, ``, `` or newlines separate names).
+    Duplicates (case-insensitive) and placeholders like "none" are dropped.
+    """
+    if not text or not isinstance(text, str):
+        return []
+    raw: list = []
+    data = extract_json(text)
+    if isinstance(data, dict):
+        vals = data.get("named_entities", data.get("entities"))
+        if isinstance(vals, list):
+            raw = [v for v in vals if isinstance(v, (str, int, float))]
+    elif isinstance(data, list):
+        raw = [v for v in data if isinstance(v, (str, int, float))]
+    if not raw:
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        labelled = [ln for ln in lines if _LABEL.match(ln)]
+        body = _LABEL.sub("", labelled[0]) if labelled else (lines[0] if lines else "")
+        raw = _SPLIT.split(body)
+    out, seen = [], set()
+    for r in raw:
+        e = _clean_entity(str(r))
+        if e.lower() in _NONE or e.lower() in seen or len(e) > 120:
+            continue
+        seen.add(e.lower())
+        out.append(e)
+    return out
+
+
+def normalize_name(s: str) -> str:
+    """Lower case, accents folded, punctuation to spaces, white space folded."""
+    s = unicodedata.normalize("NFKD", str(s))
+    s = "".join(ch for ch in s if not unicodedata.combining(ch)).lower()
+    s = re.sub(r"[^\w\s]", " ", s)
+    return " ".join(s.split())
+
+
+_STOP = {"the", "a", "an", "of", "in", "on", "at", "to", "for", "and", "or", "by", "with", "from", "is", "was",
+         "what", "who", "which", "when", "where", "how", "why", "did", "does", "do"}
+
+
+def ground_entities(entities: Sequence[str], question: str) -> list:
+    """Keep the LLM entities that occur in ``question``: at least half of their content words do.
+
+    Guards against a small model copying its few-shot examples (METHOD.md §1:
+    malformed output is dropped, not trusted).
+    """
+    q_words = set(normalize_name(question).split())
+    kept = []
+    for e in entities:
+        words = [w for w in normalize_name(e).split() if w not in _STOP] or normalize_name(e).split()
+        if words and sum(w in q_words for w in words) * 2 >= len(words):
+            kept.append(e)
+    return kept
+
+
+def entities_in_question(question: str, graph_entities: Iterable[str], min_chars: int = 3) -> list:
+    """Fallback E_q: graph entities whose normalised name occurs in the question as whole words.
+
+    Longest first; a name contained in an already chosen longer one is skipped;
+    names shorter than ``min_chars`` or made of stop words only are ignored.
+    """
+    q = f" {normalize_name(question)} "
+    cands = {}
+    for e in graph_entities:
+        n = normalize_name(e)
+        if len(n) < min_chars or all(w in _STOP for w in n.split()):
+            continue
+        if f" {n} " in q and n not in cands:
+            cands[n] = e
+    chosen: list = []
+    for n in sorted(cands, key=lambda x: (-len(x), x)):
+        if not any(f" {n} " in f" {c} " for c in chosen):
+            chosen.append(n)
+    return [cands[n] for n in chosen]
+
+
+# ---------------------------------------------------------------- step 4: n-gram matching (eq. 5)
+def char_ngrams(s: str, n: int = 3) -> set:
+    """Set of character n-grams of the normalised name padded with one space each side.
+
+    A name shorter than ``n`` (after padding) gives itself as its only gram.
+    """
+    if n < 1:
+        raise ValueError(f"parameter 'ngram_n': must be >= 1, got {n}")
+    norm = normalize_name(s)
+    if not norm:
+        return set()
+    padded = f" {norm} "
+    if len(padded) <= n:
+        return {padded}
+    return {padded[i:i + n] for i in range(len(padded) - n + 1)}
+
+
+def ngram_similarity(a: str, b: str, n: int = 3) -> float:
+    """Dice coefficient 2|A∩B| / (|A|+|B|) of the character n-gram sets of ``a`` and ``b`` (eq. 5)."""
+    ga, gb = char_ngrams(a, n), char_ngrams(b, n)
+    if not ga or not gb:
+        return 0.0
+    return 2.0 * len(ga & gb) / (len(ga) + len(gb))
+
+
+def match_entities(E_q: Sequence[str], entities: Iterable[str], n: int = 3, threshold: float = 0.5) -> dict:
+    """For each question entity, the graph entities with n-gram similarity >= ``threshold`` (eq. 5).
+
+    Returns ``{question_entity: [(graph_entity, similarity), ...]}``, best first,
+    ties by name; a question entity without any match maps to ``[]``.
+    """
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"parameter 'ngram_threshold': must be in [0, 1], got {threshold}")
+    ents = sorted(set(entities))
+    grams = {e: char_ngrams(e, n) for e in ents}
+    out: dict = {}
+    for q in E_q:
+        gq = char_ngrams(q, n)
+        found = []
+        for e in ents:
+            ge = grams[e]
+            if gq and ge:
+                sim = 2.0 * len(gq & ge) / (len(gq) + len(ge))
+                if sim >= threshold and sim > 0:
+                    found.append((e, round(sim, 6)))
+        out[q] = sorted(found, key=lambda x: (-x[1], x[0]))
+    return out
+
+
+def seeds_of(matches: dict) -> list:
+    """Seed entities: every matched graph entity, in order of the question entities, deduplicated."""
+    return list(dict.fromkeys(e for found in matches.values() for e, _ in found))
+
+
+def seed_graph(triples: Sequence[Triple], matches: dict) -> list:
+    """``G_tmp``: the triples of ``G_q`` with a matched seed as head or tail (eq. 5), ``G_q`` order."""
+    seeds = set(seeds_of(matches))
+    return [t for t in dict.fromkeys(triples) if t.head in seeds or t.tail in seeds]
+
+
+# ---------------------------------------------------------------- step 5: components (eq. 6)
+@dataclass
+class Component:
+    """A connected component ``B_i`` of ``G_tmp``: its entities, triples and the seeds it holds."""
+
+    nodes: list
+    triples: list
+    seeds: list
+
+
+def seed_components(G_tmp: Sequence[Triple], seeds: Sequence[str]) -> list:
+    """Connected components of ``G_tmp`` that contain a seed (eq. 6), in order of their first seed.
+
+    Union-find over the triples (undirected: head and tail); seeds absent from
+    ``G_tmp`` are ignored. Nodes and triples keep ``G_tmp`` order.
+    """
+    parent: dict = {}
+
+    def find(x):
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for t in G_tmp:
+        ra, rb = find(t.head), find(t.tail)
+        if ra != rb:
+            parent[rb] = ra
+    nodes_in_order = list(dict.fromkeys(e for t in G_tmp for e in (t.head, t.tail)))
+    comps: dict = {}
+    for s in seeds:
+        if s in parent:
+            comps.setdefault(find(s), []).append(s)
+    out = []
+    for root, comp_seeds in comps.items():
+        out.append(Component(nodes=[n for n in nodes_in_order if find(n) == root],
+                             triples=[t for t in G_tmp if find(t.head) == root],
+                             seeds=list(dict.fromkeys(comp_seeds))))
+    return out
+
+
+# ---------------------------------------------------------------- step 6: edge weights
+def triple_text(t: Triple) -> str:
+    """What a triple's weight is computed from: ``head relation tail``."""
+    return f"{t.head} {t.relation} {t.tail}"
+
+
+def edge_weights(question: str, triples: Sequence[Triple], weighting: str = "cosine", *, encoder=None,
+                 reranker=None, passage_scores: Optional[dict] = None,
+                 question_vector: Optional[np.ndarray] = None) -> list:
+    """Relevance of each triple to the question, one float per triple (§2.2, Algorithm 1).
+
+    - ``"reranker"``: cross-encoder score of (question, triple text), e.g. bge-reranker-large.
+    - ``"cosine"``: cosine of the question's and the triple text's embeddings (normalised
+      encoder, so a dot product); ``question_vector`` may be given precomputed.
+    - ``"passage"``: the eq. 2 cosine score of the triple's source passage (``passage_scores[pid]``).
+    """
+    if not triples:
+        return []
+    if weighting == "reranker":
+        if reranker is None:
+            raise ValueError("edge weighting 'reranker' needs a reranker (set 'reranker_model')")
+        return reranker.score([(question, triple_text(t)) for t in triples])
+    if weighting == "cosine":
+        if encoder is None:
+            raise ValueError("edge weighting 'cosine' needs the dense encoder")
+        qv = question_vector if question_vector is not None else encoder.encode([question])[0]
+        tv = encoder.encode([triple_text(t) for t in triples])
+        return [float(x) for x in np.asarray(tv) @ np.asarray(qv)]
+    if weighting == "passage":
+        if passage_scores is None:
+            raise ValueError("edge weighting 'passage' needs the retrieval scores of the passages")
+        return [float(passage_scores.get(t.pid, 0.0)) for t in triples]
+    raise ValueError(f"unknown edge weighting {weighting!r} (choose from {WEIGHTINGS})")
+
+
+# ---------------------------------------------------------------- step 7: maximum spanning tree (eq. 7)
+def maximum_spanning_tree(triples: Sequence[Triple], weights: Sequence[float]) -> list:
+    """Indices into ``triples`` of a maximum spanning forest (eq. 7), Kruskal's algorithm.
+
+    Edges are taken by weight, heaviest first; equal weights keep input order
+    (stable sort), so ties and parallel edges resolve deterministically to the
+    earliest triple. Self-loops are skipped. Returned indices are sorted.
+    """
+    if len(triples) != len(weights):
+        raise ValueError(f"{len(triples)} triples but {len(weights)} weights")
+    order = sorted(range(len(triples)), key=lambda i: -float(weights[i]))
+    parent: dict = {}
+
+    def find(x):
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    kept = []
+    for i in order:
+        t = triples[i]
+        ra, rb = find(t.head), find(t.tail)
+        if ra == rb:  # self-loop, parallel edge or cycle
+            continue
+        parent[rb] = ra
+        kept.append(i)
+    return sorted(kept)
+
+
+# ---------------------------------------------------------------- the whole of Algorithm 1
+@dataclass
+class EvidenceSubgraph:
+    """Everything Algorithm 1 computed for one question; ``G_Ans`` = :attr:`kept`."""
+
+    question: str
+    retrieved: list = field(default_factory=list)    # D_q: [(pid, cosine)], best first
+    G_q: list = field(default_factory=list)          # triples of D_q (eq. 3)
+    llm_entities: list = field(default_factory=list)  # parsed NER output (before grounding)
+    E_q: list = field(default_factory=list)          # question entities used as seeds' names (eq. 4)
+    used_fallback: bool = False
+    fallback_reason: Optional[str] = None            # "no_entities" | "no_match"
+    matches: dict = field(default_factory=dict)      # {question entity: [(graph entity, similarity)]}
+    seeds: list = field(default_factory=list)
+    G_tmp: list = field(default_factory=list)        # (eq. 5)
+    components: list = field(default_factory=list)   # [Component] (eq. 6)
+    weights: dict = field(default_factory=dict)      # {Triple: weight} for G_tmp
+    kept: list = field(default_factory=list)         # G_Ans triples (eq. 7), G_tmp order
+    pruned: list = field(default_factory=list)       # G_tmp triples the trees dropped
+    weighting: str = "cosine"
+
+    @property
+    def G_Ans(self) -> list:
+        return self.kept
+
+    def ranked_evidence(self) -> list:
+        """G_Ans triples, heaviest first (ties: G_tmp order)."""
+        return sorted(self.kept, key=lambda t: -self.weights.get(t, 0.0))
+
+    def evidence_pids(self) -> list:
+        """Source passages of G_Ans edges, by their best edge weight (ties: first appearance)."""
+        return list(dict.fromkeys(t.pid for t in self.ranked_evidence()))
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable form (for traces)."""
+        def tri(t: Triple) -> list:
+            return [t.head, t.relation, t.tail, t.pid, round(float(self.weights.get(t, 0.0)), 6)]
+        return {
+            "question": self.question,
+            "retrieved": [[p, round(float(s), 6)] for p, s in self.retrieved],
+            "n_G_q": len(self.G_q),
+            "llm_entities": list(self.llm_entities),
+            "E_q": list(self.E_q),
+            "used_fallback": self.used_fallback,
+            "fallback_reason": self.fallback_reason,
+            "matches": {k: [[e, s] for e, s in v] for k, v in self.matches.items()},
+            "seeds": list(self.seeds),
+            "n_G_tmp": len(self.G_tmp),
+            "components": [{"seeds": c.seeds, "n_nodes": len(c.nodes), "n_triples": len(c.triples)}
+                           for c in self.components],
+            "weighting": self.weighting,
+            "G_Ans": [tri(t) for t in self.kept],
+            "pruned": [tri(t) for t in self.pruned],
+        }
+
+
+WeightFn = Callable[[str, Sequence[Triple]], Sequence[float]]
+
+
+def evidence_subgraph(question: str, retrieved: Sequence[tuple], G_q: Sequence[Triple],
+                      llm_entities: Sequence[str], weight_fn: WeightFn, n: int = 3, threshold: float = 0.5,
+                      weighting: str = "cosine", fallback_on_no_match: bool = True) -> EvidenceSubgraph:
+    """Algorithm 1 for one question, given ``D_q``, ``G_q`` and the parsed NER output.
+
+    ``weight_fn(question, triples) -> weights`` scores the edges of ``G_tmp``.
+    With no matched seed, ``G_tmp``, the components and ``G_Ans`` are empty.
+    """
+    sub = EvidenceSubgraph(question=question, retrieved=list(retrieved), G_q=list(G_q),
+                           llm_entities=list(llm_entities), weighting=weighting)
+    graph_entities = {e for t in G_q for e in (t.head, t.tail)}
+    E_q = ground_entities(llm_entities, question)
+    matches = match_entities(E_q, graph_entities, n, threshold) if E_q else {}
+    if not E_q or (fallback_on_no_match and not seeds_of(matches)):
+        sub.used_fallback = True
+        sub.fallback_reason = "no_entities" if not E_q else "no_match"
+        E_q = entities_in_question(question, graph_entities)
+        matches = match_entities(E_q, graph_entities, n, threshold)
+    sub.E_q, sub.matches = list(E_q), matches
+    sub.seeds = seeds_of(matches)
+    sub.G_tmp = seed_graph(G_q, matches)
+    sub.components = seed_components(sub.G_tmp, sub.seeds)
+    w = list(weight_fn(question, sub.G_tmp)) if sub.G_tmp else []
+    sub.weights = {t: float(x) for t, x in zip(sub.G_tmp, w)}
+    kept: set = set()
+    for comp in sub.components:  # one tree per seed; seeds sharing a component share its tree
+        weights = [sub.weights[t] for t in comp.triples]
+        kept.update(comp.triples[i] for i in maximum_spanning_tree(comp.triples, weights))
+    sub.kept = [t for t in sub.G_tmp if t in kept]
+    sub.pruned = [t for t in sub.G_tmp if t not in kept]
+    return sub
+
+
+def resolve_weighting(weighting: Optional[str], reranker) -> str:
+    """``None``/``"auto"``: the reranker when one is configured, else cosine."""
+    if weighting in (None, "auto"):
+        return "reranker" if reranker is not None else "cosine"
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"unknown edge weighting {weighting!r} (choose from {WEIGHTINGS} or 'auto')")
+    return weighting
+
+
+def build_subgraphs(ws, queries: Sequence[str], retrieved: Optional[Sequence[Sequence[tuple]]] = None, *,
+                    k: Optional[int] = None, n: Optional[int] = None, threshold: Optional[float] = None,
+                    weighting: Optional[str] = None, stage: str = "kgir_ner") -> tuple:
+    """Algorithm 1 for many queries with ONE batched NER ``llm.generate`` call.
+
+    ``retrieved`` (``D_q`` per query) is computed with :func:`retrieve` when not
+    given. The KG is read through ``ws.kg_for`` so passages not yet extracted are
+    extracted first. Returns ``(subgraphs, ner_results)``: one
+    :class:`EvidenceSubgraph` and one ``ChatResult`` per query.
+    """
+    cfg = ws.cfg
+    k = k or cfg.top_k
+    n = n or cfg.ngram_n
+    threshold = cfg.ngram_threshold if threshold is None else threshold
+    weighting = resolve_weighting(weighting, ws.reranker)
+    queries = list(queries)
+    if not queries:
+        return [], []
+    retrieved = [list(r) for r in retrieved] if retrieved is not None else retrieve(ws, queries, k)
+    kg = ws.kg_for(list(dict.fromkeys(p for r in retrieved for p, _ in r)))
+    results = ws.llm.generate(ner_requests(queries), stage=stage)
+    qvecs = ws.dense.embed_queries(queries) if weighting == "cosine" else None
+    subs = []
+    for i, (q, r, res) in enumerate(zip(queries, retrieved, results)):
+        scores = {p: s for p, s in r}
+        qv = qvecs[i] if qvecs is not None else None
+
+        def weight_fn(question, triples, _qv=qv, _scores=scores):
+            return edge_weights(question, triples, weighting, encoder=ws.dense.encoder, reranker=ws.reranker,
+                                passage_scores=_scores, question_vector=_qv)
+
+        G_q = question_triples(kg, [p for p, _ in r])
+        subs.append(evidence_subgraph(q, r, G_q, parse_entities(res.text), weight_fn, n, threshold, weighting))
+    return subs, results
+
+
+def format_triples(triples: Sequence[Triple], max_triples: Optional[int] = 30) -> str:
+    """Triples one a line, ``(head, relation, tail)``, as the rewrite and reflection prompts show them."""
+    ts = list(dict.fromkeys((t.head, t.relation, t.tail) for t in triples))
+    if max_triples is not None:
+        ts = ts[:max_triples]
+    return "\n".join(f"({h}, {r}, {t})" for h, r, t in ts) if ts else "(none)"

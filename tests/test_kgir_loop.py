@@ -1,0 +1,309 @@
+"""KGIR-RAG's loop (Algorithm 2 + reflection) driven by a scripted LLM whose replies pick each branch."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kgir_lib.data import Dataset, Question
+from kgir_lib.methods.base import read_traces, write_traces
+from kgir_lib.methods.kgir import KGIRRAG, VARIANTS
+from kgir_lib.rewrite import (FINAL_NOTE, evidence_block, format_history, parse_reflection, parse_rewrite,
+                              reflection_requests, rewrite_requests)
+
+Q_CASE = "Which company merged in 2002 with the top PC maker of 1994?"
+REWRITE = "Which company did Compaq merge with in 2002?"
+
+
+def stage_of(req) -> str:
+    system = req.messages[0][1]
+    if "named entities" in system:
+        return "ner"
+    if "rewrite a multi-hop question" in system:
+        return "rewrite"
+    if "You decide whether" in system:
+        return "reflect"
+    if "using the given passages" in system:
+        return "reader"
+    raise AssertionError(f"unknown prompt: {system[:60]}")
+
+
+def last_question(req) -> str:
+    return req.messages[-1][1].rsplit("Question:", 1)[-1].split("\n", 1)[0].strip()
+
+
+def make_script(reflect):
+    """Script: NER -> Compaq, rewrite -> REWRITE-ish, reflect -> ``reflect(req)``, reader -> 'HP (reader)'."""
+    def script(req):
+        kind = stage_of(req)
+        if kind == "ner":
+            return "Entities: Compaq; 1994"
+        if kind == "rewrite":
+            return f"{REWRITE} [{last_question(req)[:12]}]"
+        if kind == "reflect":
+            return reflect(req)
+        return "Answer: HP (reader)"
+    return script
+
+
+class CallLog:
+    """Wraps ``llm.generate`` to record (stage, number of requests) of every call."""
+
+    def __init__(self, llm):
+        self.calls = []
+        inner = llm.generate
+
+        def generate(requests, stage="default", desc=None):
+            self.calls.append((stage, len(requests)))
+            return inner(requests, stage=stage, desc=desc)
+        llm.generate = generate
+
+
+def run(ws, questions, **kw):
+    log = CallLog(ws.llm)
+    method = KGIRRAG(**kw)
+    outs = method.run(ws, questions)
+    return method, outs, log
+
+
+def answer_at_once(req):
+    return "Reasoning: Compaq merged with Hewlett-Packard.\nAnswer: Hewlett-Packard"
+
+
+def never(req):
+    return "Reasoning: not enough.\nMissing: the merger partner"
+
+
+# ---------------------------------------------------------------- branches of the loop
+def test_answer_at_once(tiny_workspace, tiny_dataset):
+    ws = tiny_workspace(make_script(answer_at_once))
+    method, outs, log = run(ws, tiny_dataset.questions)
+    assert log.calls == [("kgir_ner", 1), ("kgir_rewrite", 1), ("kgir_reflect", 1)]
+    o = outs[0]
+    assert o.answer == "Hewlett-Packard" and o.trace["answered_by"] == "reflection"
+    assert o.trace["iterations_used"] == 1
+    assert o.usage.calls == 3 and o.trace["llm"].keys() == {"kgir_ner", "kgir_rewrite", "kgir_reflect"}
+    r = o.trace["rounds"][0]
+    assert r["query"] == Q_CASE and r["rewrite"]["question"].startswith(REWRITE)
+    assert r["reflection"]["answerable"] and not r["reflection"]["final"]
+    # "Compaq" is not in the question: grounding keeps only "1994"
+    assert r["subgraph"]["llm_entities"] == ["Compaq", "1994"] and r["subgraph"]["E_q"] == ["1994"]
+    assert r["subgraph"]["G_Ans"] and not r["subgraph"]["used_fallback"]
+    assert method.stats["forced_answers"] == 0 and method.stats["subgraphs"] == 1
+
+
+def test_missing_then_answer(tiny_workspace, tiny_dataset):
+    def reflect(req):
+        return answer_at_once(req) if "Earlier rewrite 1" in req.messages[-1][1] else never(req)
+    ws = tiny_workspace(make_script(reflect))
+    _, outs, log = run(ws, tiny_dataset.questions, max_iterations=3)
+    assert log.calls == [("kgir_ner", 1), ("kgir_rewrite", 1), ("kgir_reflect", 1)] * 2
+    t = outs[0].trace
+    assert t["iterations_used"] == 2 and t["answered_by"] == "reflection" and outs[0].answer == "Hewlett-Packard"
+    q1 = t["rounds"][0]["rewrite"]["question"]
+    assert t["rounds"][1]["query"] == q1  # round 2 retrieves and builds its subgraph with the rewrite
+    assert t["history"] == [{"rewrite": q1, "missing": "the merger partner"}]
+    assert outs[0].usage.calls == 6
+
+
+def test_never_answers_until_the_cap_then_forced(tiny_workspace, tiny_dataset):
+    ws = tiny_workspace(make_script(never))
+    method, outs, log = run(ws, tiny_dataset.questions, max_iterations=3)
+    assert log.calls == [("kgir_ner", 1), ("kgir_rewrite", 1), ("kgir_reflect", 1)] * 3 + [("kgir_final", 1)]
+    t = outs[0].trace
+    assert t["iterations_used"] == 3 and t["answered_by"] == "forced_reader"
+    assert outs[0].answer == "HP (reader)"
+    assert [r["reflection"]["final"] for r in t["rounds"]] == [False, False, True]
+    reflects = [r for r in ws.llm.backend.seen if stage_of(r) == "reflect"]
+    assert [FINAL_NOTE in r.messages[-1][1] for r in reflects] == [False, False, True]
+    assert t["rounds"][-1]["final"]["forced"] and method.stats["forced_answers"] == 1
+    assert len(t["history"]) == 2
+
+
+def test_max_iterations_defaults_to_profile(tiny_workspace, tiny_dataset):
+    ws = tiny_workspace(make_script(never))
+    _, outs, _ = run(ws, tiny_dataset.questions)
+    assert outs[0].trace["iterations_used"] == ws.cfg.max_iterations == 2
+
+
+def test_stages_batched_across_open_questions(tiny_workspace, tiny_dataset):
+    """Three questions: A answers at once, B in round 2, C never: one generate call per stage per round."""
+    base = tiny_dataset.questions[0]
+    qs = [Question(f"q{x}", f"{base.question} ({x})", base.answers, base.gold_pids, "tiny", 2) for x in "ABC"]
+
+    def reflect(req):
+        user = req.messages[-1][1]
+        if "(A)" in user or ("(B)" in user and "Earlier rewrite 1" in user):
+            return answer_at_once(req)
+        return never(req)
+
+    def script(req):
+        if stage_of(req) == "rewrite":  # keep the question's tag in the rewrite
+            return f"{REWRITE} {last_question(req)[-3:]}"
+        return make_script(reflect)(req)
+    ws = tiny_workspace(script)
+    _, outs, log = run(ws, qs, max_iterations=3)
+    assert log.calls == [("kgir_ner", 3), ("kgir_rewrite", 3), ("kgir_reflect", 3),
+                         ("kgir_ner", 2), ("kgir_rewrite", 2), ("kgir_reflect", 2),
+                         ("kgir_ner", 1), ("kgir_rewrite", 1), ("kgir_reflect", 1),
+                         ("kgir_final", 1)]
+    assert [o.trace["iterations_used"] for o in outs] == [1, 2, 3]
+    assert [o.trace["answered_by"] for o in outs] == ["reflection", "reflection", "forced_reader"]
+    assert [o.usage.calls for o in outs] == [3, 6, 10]
+    assert sum(o.usage.calls for o in outs) == ws.llm.usage.total().calls
+
+
+# ---------------------------------------------------------------- ablations (paper Table 7)
+def test_no_subgraph_rewrites_from_passages(tiny_workspace, tiny_dataset):
+    ws = tiny_workspace(make_script(never))
+    _, outs, log = run(ws, tiny_dataset.questions, variant="no_subgraph", max_iterations=2)
+    assert log.calls == [("kgir_rewrite", 1), ("kgir_reflect", 1)] * 2 + [("kgir_final", 1)]
+    t = outs[0].trace
+    rewrites = [r for r in ws.llm.backend.seen if stage_of(r) == "rewrite"]
+    for req, rnd in zip(rewrites, t["rounds"]):
+        after_example = req.messages[-1][1].split("Mount Panorama Circuit?\n\n", 1)[1]
+        assert after_example.startswith(rnd["evidence"]) and "Triples:" not in after_example
+        top = ws.dataset.corpus[rnd["retrieved"][0][0]]
+        assert rnd["evidence"].startswith(f"Passages:\n{top.title}\n{top.text}")
+    assert "subgraph" not in t["rounds"][0]
+    assert outs[0].ranked_pids[:len(t["rounds"][0]["retrieved"])] == [p for p, _ in t["rounds"][0]["retrieved"]]
+
+
+def test_no_reflection_one_rewrite_one_retrieval(tiny_workspace, tiny_dataset):
+    ws = tiny_workspace(make_script(answer_at_once))
+    _, outs, log = run(ws, tiny_dataset.questions, variant="no_reflection", max_iterations=3)
+    assert log.calls == [("kgir_ner", 1), ("kgir_rewrite", 1), ("kgir_final", 1)]
+    t = outs[0].trace
+    assert t["answered_by"] == "reader" and outs[0].answer == "HP (reader)" and t["iterations_used"] == 1
+    reader = [r for r in ws.llm.backend.seen if stage_of(r) == "reader"][0]
+    assert last_question(reader) == t["rounds"][0]["rewrite"]["question"]
+    assert "rewrite_retrieved" in t["rounds"][0] and "reflection" not in t["rounds"][0]
+
+
+def test_no_rewrite_answers_from_first_subgraph(tiny_workspace, tiny_dataset):
+    ws = tiny_workspace(make_script(answer_at_once))
+    _, outs, log = run(ws, tiny_dataset.questions, variant="no_rewrite")
+    assert log.calls == [("kgir_ner", 1), ("kgir_final", 1)]
+    t = outs[0].trace
+    reader = [r for r in ws.llm.backend.seen if stage_of(r) == "reader"][0]
+    assert last_question(reader) == Q_CASE
+    kept = t["rounds"][0]["subgraph"]["G_Ans"]
+    assert kept and all(f"({h}, {r}, {tl})" in reader.messages[-1][1] for h, r, tl, _, _ in kept)
+    assert "rewrite" not in t["rounds"][0]
+
+
+def test_names_and_validation():
+    assert {KGIRRAG(v).name for v in VARIANTS} == {"KGIR-RAG", "KGIR-RAG w/o subgraph",
+                                                   "KGIR-RAG w/o reflection", "KGIR-RAG w/o rewrite"}
+    with pytest.raises(ValueError, match="variant"):
+        KGIRRAG("no_graph")
+    with pytest.raises(ValueError, match="max_iterations"):
+        KGIRRAG(max_iterations=0)
+    with pytest.raises(ValueError, match="ngram_threshold"):
+        KGIRRAG(ngram_threshold=2.0)
+    with pytest.raises(ValueError, match="edge weighting"):
+        KGIRRAG(edge_weight="pagerank")
+
+
+# ---------------------------------------------------------------- malformed output, ranked list, traces
+def test_malformed_replies_are_counted_not_fatal(tiny_workspace, tiny_dataset):
+    def script(req):
+        return {"ner": "???", "rewrite": "", "reflect": "I think so", "reader": ""}[stage_of(req)]
+    ws = tiny_workspace(script)
+    method, outs, _ = run(ws, tiny_dataset.questions, max_iterations=2)
+    t = outs[0].trace
+    assert method.stats["rewrite_malformed"] == 2 and method.stats["reflection_malformed"] == 2
+    assert method.stats["ner_fallbacks"] == 2
+    assert t["rounds"][0]["rewrite"]["malformed"] and t["rounds"][0]["rewrite"]["question"] == Q_CASE
+    assert t["rounds"][1]["query"] == Q_CASE  # a malformed rewrite keeps the question
+    assert t["rounds"][0]["reflection"]["malformed"] and t["answered_by"] == "forced_reader"
+    assert outs[0].answer == ""
+
+
+def test_ranked_list_evidence_first_then_retrieval_order(tiny_workspace, tiny_dataset):
+    ws = tiny_workspace(make_script(never))
+    _, outs, _ = run(ws, tiny_dataset.questions, max_iterations=2)
+    t = outs[0].trace
+    best = {}
+    for r in t["rounds"]:
+        for h, rel, tl, pid, w in r["subgraph"]["G_Ans"]:
+            best[pid] = max(best.get(pid, -1e9), w)
+    evidence = sorted(best, key=lambda p: -best[p])
+    rest = []
+    for r in t["rounds"]:
+        rest += [p for p, _ in r["retrieved"]] + [p for p, _ in r["rewrite_retrieved"]]
+    assert outs[0].ranked_pids == list(dict.fromkeys(evidence + rest))
+    assert set(outs[0].ranked_pids[:2]) == set(tiny_dataset.questions[0].gold_pids)
+
+
+def test_traces_are_json_and_roundtrip(tiny_workspace, tiny_dataset, tmp_path):
+    ws = tiny_workspace(make_script(never))
+    _, outs, _ = run(ws, tiny_dataset.questions, max_iterations=2)
+    path = write_traces(outs, tmp_path / "traces" / "kgir" / "tiny.jsonl")
+    back = read_traces(path)
+    assert back[0]["trace"]["rounds"][0]["subgraph"]["seeds"]
+    assert back[0]["usage"]["calls"] == 7
+    assert json.loads(json.dumps(outs[0].trace)) == back[0]["trace"]
+    for r in back[0]["trace"]["rounds"]:
+        assert {"iteration", "query", "retrieved", "subgraph", "evidence", "rewrite", "rewrite_retrieved",
+                "new_passages", "reflection"} <= set(r)
+
+
+def test_reruns_hit_the_cache_with_identical_outputs(tiny_workspace, tiny_dataset):
+    ws = tiny_workspace(make_script(never))
+    _, first, _ = run(ws, tiny_dataset.questions, max_iterations=2)
+    _, second, _ = run(ws, tiny_dataset.questions, max_iterations=2)
+    assert second[0].usage.cache_hits == second[0].usage.calls == 7
+    assert second[0].answer == first[0].answer and second[0].ranked_pids == first[0].ranked_pids
+
+
+# ---------------------------------------------------------------- prompt builders and parsers
+def test_parse_rewrite():
+    assert parse_rewrite(" What is the length of Mount Panorama Circuit?\nmore") == \
+        "What is the length of Mount Panorama Circuit?"
+    assert parse_rewrite("Rewritten question: Who founded Dell") == "Who founded Dell?"
+    assert parse_rewrite('"Which company did Compaq merge with?"') == "Which company did Compaq merge with?"
+    assert parse_rewrite("") is None and parse_rewrite(None) is None and parse_rewrite("??") is None
+    assert parse_rewrite("x" * 400) is None
+
+
+@pytest.mark.parametrize("text, answerable, answer, missing, malformed", [
+    ("The author is Harper Lee.\nAnswer: Alabama.", True, "Alabama", None, False),
+    ("Reasoning: no airport given.\nMissing: airports in Alabama", False, None, "airports in Alabama", False),
+    ("Answer: unknown", False, None, "unknown", False),
+    ("Answer: not enough information", False, None, "not enough information", False),
+    ("Answer:", False, None, None, False),
+    ("Missing: x\nAnswer: y", False, None, "x", False),
+    ("I have no idea", False, None, None, True),
+    ("", False, None, None, True),
+    (None, False, None, None, True),
+])
+def test_parse_reflection(text, answerable, answer, missing, malformed):
+    r = parse_reflection(text)
+    assert (r.answerable, r.answer, r.missing, r.malformed) == (answerable, answer, missing, malformed)
+
+
+def test_parse_reflection_keeps_reasoning():
+    r = parse_reflection(" Harper Lee wrote it.\nHer hometown is Alabama.\nAnswer: Alabama")
+    assert r.reasoning == "Harper Lee wrote it. Her hometown is Alabama."
+
+
+def test_request_builders():
+    hist = [{"rewrite": "Which company did Compaq merge with?", "missing": "the year"}]
+    assert format_history([]) == ""
+    assert format_history(hist, "orig?") == ("Original question: orig?\nEarlier rewrite 1: Which company did Compaq "
+                                             "merge with?\nStill missing after it: the year\n")
+    rw = rewrite_requests(["q?"], [evidence_block("(A, r, B)")], [hist])[0]
+    user = rw.messages[-1][1]
+    assert user.endswith("Triples:\n(A, r, B)\nEarlier rewrite 1: Which company did Compaq merge with?\n"
+                         "Still missing after it: the year\nQuestion: q?\nRewritten question:")
+    assert "Mount Panorama Circuit" in user  # the paper's Fig. 4 example
+    rf = reflection_requests(["q2?"], [evidence_block(passages_text="P\ntext")], [[]], ["(none)"], [True], ["q?"])[0]
+    user = rf.messages[-1][1]
+    assert "To Kill a Mockingbird" in user and "Missing: airports in Alabama" in user  # Fig. 5 examples
+    assert user.endswith("Passages:\nP\ntext\nNew passages:\n(none)\nOriginal question: q?\nQuestion: q2?\n"
+                         + FINAL_NOTE + "Reasoning:")
+    with pytest.raises(ValueError):
+        rewrite_requests(["a"], [], [])
+    with pytest.raises(ValueError):
+        reflection_requests(["a"], ["e"], [[]], ["p"], [])

@@ -1,0 +1,286 @@
+"""Algorithm 1 step by step on hand-made graphs whose answer is known (kgir_lib.subgraph)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from kgir_lib.kg import KnowledgeGraph, Triple
+from kgir_lib.subgraph import (build_subgraphs, char_ngrams, edge_weights, entities_in_question,
+                               evidence_subgraph, format_triples, ground_entities, match_entities,
+                               maximum_spanning_tree, ner_requests, ngram_similarity, parse_entities,
+                               question_triples, resolve_weighting, retrieve, seed_components, seed_graph,
+                               seeds_of)
+
+from conftest import BagOfWordsEncoder
+
+
+def T(h, r, t, pid="p1"):
+    return Triple(h, r, t, pid)
+
+
+def fixed_weights(table):
+    """weight_fn from a {(head, relation, tail): weight} table."""
+    return lambda question, triples: [table[(t.head, t.relation, t.tail)] for t in triples]
+
+
+# ---------------------------------------------------------------- n-grams (eq. 5)
+def test_char_ngrams_pads_and_normalises():
+    assert char_ngrams("Ab", 3) == {" ab", "ab "}
+    assert char_ngrams("A", 3) == {" a "}
+    assert char_ngrams("  ", 3) == set()
+    assert char_ngrams("Hewlett-Packard", 3) == char_ngrams("hewlett packard", 3)
+    with pytest.raises(ValueError, match="ngram_n"):
+        char_ngrams("abc", 0)
+
+
+def test_ngram_similarity_is_dice_of_trigram_sets():
+    assert ngram_similarity("abc", "abc") == 1.0
+    # " abc " -> {" ab", "abc", "bc "}; " abd " -> {" ab", "abd", "bd "}: 2*1/6
+    assert ngram_similarity("abc", "abd") == pytest.approx(1 / 3)
+    assert ngram_similarity("xyz", "abc") == 0.0
+    assert ngram_similarity("", "abc") == 0.0
+    assert ngram_similarity("Hewlett-Packard", "Hewlett Packard") == 1.0
+    assert ngram_similarity("Compaq", "compaq.") == 1.0
+
+
+def test_match_entities_threshold_order_and_no_match():
+    ents = ["Compaq", "Compaq Computer", "Hewlett-Packard", "IBM"]
+    m = match_entities(["compaq", "Lenovo"], ents, n=3, threshold=0.5)
+    assert [e for e, _ in m["compaq"]] == ["Compaq", "Compaq Computer"]
+    assert m["compaq"][0][1] == 1.0
+    assert m["compaq"][1][1] == pytest.approx(ngram_similarity("compaq", "Compaq Computer"), abs=1e-6)
+    assert m["Lenovo"] == []
+    assert [e for e, _ in match_entities(["compaq"], ents, threshold=0.9)["compaq"]] == ["Compaq"]
+    assert seeds_of(m) == ["Compaq", "Compaq Computer"]
+    with pytest.raises(ValueError, match="ngram_threshold"):
+        match_entities(["a"], ents, threshold=1.5)
+
+
+# ---------------------------------------------------------------- NER (eq. 4)
+@pytest.mark.parametrize("text, expected", [
+    ("Entities: Compaq; 1994", ["Compaq", "1994"]),
+    ('{"named_entities": ["Compaq", "HP", "compaq"]}', ["Compaq", "HP"]),
+    ('["Alan Turing"]', ["Alan Turing"]),
+    ("Compaq, 2002\nsomething else", ["Compaq", "2002"]),
+    ("- Compaq\n", ["Compaq"]),
+    ("Entities: none", []),
+    ("", []),
+    (None, []),
+    ("{broken", ["{broken"]),
+])
+def test_parse_entities_is_tolerant(text, expected):
+    assert parse_entities(text) == expected
+
+
+def test_ner_requests_one_per_question_with_versioned_prompt():
+    reqs = ner_requests(["Who founded Dell?", "Where is Paris?"])
+    assert len(reqs) == 2
+    assert reqs[0].messages[-1][1].endswith("Question: Who founded Dell?\nEntities:")
+
+
+def test_ground_entities_drops_entities_not_in_question():
+    q = "Which company merged in 2002 with the top PC maker of 1994?"
+    assert ground_entities(["Titanic", "1994", "PC maker", "Alan Turing"], q) == ["1994", "PC maker"]
+
+
+def test_entities_in_question_longest_first_whole_words():
+    ents = ["Compaq", "Compaq Computer", "Computer", "of", "PC", "Apple"]
+    q = "Who bought Compaq Computer, the maker of the PC?"
+    # 'Computer' lies inside the chosen 'Compaq Computer'; 'of' is a stop word; 'PC' is too short
+    assert entities_in_question(q, ents) == ["Compaq Computer"]
+    assert entities_in_question("Who founded Applebee's?", ["Apple"]) == []
+
+
+# ---------------------------------------------------------------- G_q, G_tmp, components (eq. 3, 5, 6)
+def test_question_triples_follow_retrieval_order():
+    a, b = T("A", "r", "B", "p1"), T("C", "r", "D", "p2")
+    kg = KnowledgeGraph([a, b], ["p1", "p2", "p3"])
+    assert question_triples(kg, ["p2", "p3", "p1"]) == [b, a]
+
+
+def test_seed_graph_keeps_edges_adjacent_to_seeds():
+    ts = [T("A", "r1", "B"), T("B", "r2", "C"), T("C", "r3", "D"), T("A", "r1", "B")]
+    g = seed_graph(ts, {"a": [("A", 1.0)], "d": [("D", 1.0)]})
+    assert g == [T("A", "r1", "B"), T("C", "r3", "D")]  # duplicates once, B-C not adjacent to a seed
+    assert seed_graph(ts, {"x": []}) == []
+
+
+def test_seed_components_disconnected_and_shared():
+    g = [T("A", "r", "B"), T("C", "r", "B"), T("X", "r", "Y")]
+    comps = seed_components(g, ["A", "X", "C", "missing"])
+    assert [c.seeds for c in comps] == [["A", "C"], ["X"]]
+    assert comps[0].nodes == ["A", "B", "C"] and comps[0].triples == g[:2]
+    assert comps[1].triples == [g[2]]
+    assert seed_components([], ["A"]) == []
+
+
+# ---------------------------------------------------------------- MST (eq. 7)
+def test_mst_drops_lightest_edge_of_a_cycle():
+    ts = [T("A", "r", "B"), T("B", "r", "C"), T("A", "r", "C")]
+    assert maximum_spanning_tree(ts, [0.9, 0.8, 0.1]) == [0, 1]
+    assert maximum_spanning_tree(ts, [0.1, 0.8, 0.9]) == [1, 2]
+
+
+def test_mst_parallel_edges_keep_heaviest():
+    ts = [T("A", "born in", "B"), T("A", "lives in", "B"), T("B", "r", "C")]
+    assert maximum_spanning_tree(ts, [0.2, 0.7, 0.5]) == [1, 2]
+
+
+def test_mst_ties_keep_input_order_and_skip_self_loops():
+    ts = [T("A", "r1", "B"), T("A", "r2", "B"), T("B", "r", "C"), T("C", "r", "A"), T("A", "self", "A")]
+    assert maximum_spanning_tree(ts, [0.5] * 5) == [0, 2]
+    assert maximum_spanning_tree(list(reversed(ts)), [0.5] * 5) == [1, 2]  # (C,A) then (B,C)
+    assert maximum_spanning_tree([], []) == []
+    with pytest.raises(ValueError, match="weights"):
+        maximum_spanning_tree(ts, [1.0])
+
+
+def test_mst_forest_on_disconnected_input():
+    ts = [T("A", "r", "B"), T("X", "r", "Y"), T("Y", "r", "Z"), T("X", "r", "Z")]
+    assert maximum_spanning_tree(ts, [0.1, 0.3, 0.2, 0.9]) == [0, 1, 3]
+
+
+# ---------------------------------------------------------------- whole Algorithm 1
+def _star_graph():
+    # seed "Compaq" with a parallel edge to HP, a triangle through PC supplier, and an unrelated edge
+    return [
+        T("Compaq", "was top PC maker of", "1994", "p1"),
+        T("Compaq", "is a", "PC supplier", "p1"),
+        T("Hewlett-Packard", "merged with", "Compaq", "p2"),
+        T("Hewlett-Packard", "acquired", "Compaq", "p2"),
+        T("Hewlett-Packard", "is a", "PC supplier", "p3"),
+        T("Dell", "founded by", "Michael Dell", "p4"),
+    ]
+
+
+WEIGHTS = {("Compaq", "was top PC maker of", "1994"): 0.9, ("Compaq", "is a", "PC supplier"): 0.3,
+           ("Hewlett-Packard", "merged with", "Compaq"): 0.8, ("Hewlett-Packard", "acquired", "Compaq"): 0.6,
+           ("Hewlett-Packard", "is a", "PC supplier"): 0.4, ("Dell", "founded by", "Michael Dell"): 0.95}
+
+
+def test_evidence_subgraph_known_answer():
+    g = _star_graph()
+    q = "Which company merged in 2002 with the top PC maker of 1994?"
+    sub = evidence_subgraph(q, [("p1", 0.5)], g, ["Compaq"], fixed_weights(WEIGHTS))
+    # "Compaq" is not in the question -> grounding drops it -> fallback to graph entities in the question
+    assert sub.used_fallback and sub.fallback_reason == "no_entities"
+    assert sub.E_q == ["1994"]
+    sub = evidence_subgraph("Who merged with Compaq?", [("p1", 0.5)], g, ["Compaq"], fixed_weights(WEIGHTS))
+    assert not sub.used_fallback and sub.E_q == ["Compaq"] and sub.seeds == ["Compaq"]
+    assert sub.G_tmp == g[:4]  # HP-PC supplier and Dell are not adjacent to the seed
+    assert len(sub.components) == 1
+    # parallel HP-Compaq edges: the heavier 'merged with' stays; no cycle otherwise
+    assert sub.kept == [g[0], g[1], g[2]]
+    assert sub.pruned == [g[3]]
+    assert sub.evidence_pids() == ["p1", "p2"]
+    assert [t.relation for t in sub.ranked_evidence()] == ["was top PC maker of", "merged with", "is a"]
+    json.dumps(sub.to_dict())
+
+
+def test_evidence_subgraph_disconnected_seeds_give_one_tree_each():
+    g = _star_graph()
+    sub = evidence_subgraph("Did Compaq and Michael Dell meet?", [], g, ["Compaq", "Michael Dell"],
+                            fixed_weights(WEIGHTS))
+    # "Dell" is a name variant of "Michael Dell" at Dice 0.5 (8 of 16 trigrams), so both seed one component
+    assert [c.seeds for c in sub.components] == [["Compaq"], ["Michael Dell", "Dell"]]
+    assert g[5] in sub.kept and g[3] in sub.pruned
+    assert len(sub.kept) == 4
+
+
+def test_evidence_subgraph_no_matched_entity_is_empty():
+    g = _star_graph()
+    sub = evidence_subgraph("Who painted the Mona Lisa?", [], g, ["Mona Lisa"], fixed_weights(WEIGHTS))
+    assert sub.E_q == [] and sub.used_fallback and sub.fallback_reason == "no_match"
+    assert sub.G_tmp == [] and sub.components == [] and sub.kept == [] and sub.pruned == []
+    assert sub.evidence_pids() == []
+    sub = evidence_subgraph("Who painted the Mona Lisa?", [], g, ["Mona Lisa"], fixed_weights(WEIGHTS),
+                            fallback_on_no_match=False)
+    assert sub.E_q == ["Mona Lisa"] and not sub.used_fallback and sub.kept == []
+
+
+def test_evidence_subgraph_tie_prefers_earlier_triple():
+    g = [T("A", "r1", "B", "p1"), T("A", "r2", "B", "p2")]
+    sub = evidence_subgraph("What about A?", [], g, ["A"], lambda q, ts: [0.5] * len(ts))
+    assert sub.kept == [g[0]] and sub.pruned == [g[1]]
+
+
+# ---------------------------------------------------------------- weights
+def test_edge_weights_modes():
+    ts = [T("Compaq", "merged with", "HP", "p1"), T("Dell", "founded by", "Michael Dell", "p2")]
+    enc = BagOfWordsEncoder()
+    w = edge_weights("Compaq merged with HP", ts, "cosine", encoder=enc)
+    assert w[0] == pytest.approx(1.0, abs=1e-5) and w[1] == pytest.approx(0.0, abs=1e-6)
+    qv = enc.encode(["Dell founded by Michael Dell"])[0]
+    w2 = edge_weights("ignored", ts, "cosine", encoder=enc, question_vector=qv)
+    assert w2[1] > w2[0]
+    assert edge_weights("q", ts, "passage", passage_scores={"p1": 0.7}) == [0.7, 0.0]
+
+    class FakeReranker:
+        def score(self, pairs):
+            return [float(len(b)) for _, b in pairs]
+    assert edge_weights("q", ts, "reranker", reranker=FakeReranker()) == [float(len("Compaq merged with HP")),
+                                                                          float(len("Dell founded by Michael Dell"))]
+    assert edge_weights("q", [], "cosine") == []
+    with pytest.raises(ValueError, match="reranker"):
+        edge_weights("q", ts, "reranker")
+    with pytest.raises(ValueError, match="unknown edge weighting"):
+        edge_weights("q", ts, "pagerank")
+    assert resolve_weighting(None, None) == "cosine"
+    assert resolve_weighting("auto", object()) == "reranker"
+    with pytest.raises(ValueError):
+        resolve_weighting("nope", None)
+
+
+def test_format_triples_dedupes_and_caps():
+    ts = [T("A", "r", "B", "p1"), T("A", "r", "B", "p2"), T("C", "r", "D", "p1")]
+    assert format_triples(ts) == "(A, r, B)\n(C, r, D)"
+    assert format_triples(ts, 1) == "(A, r, B)"
+    assert format_triples([]) == "(none)"
+
+
+# ---------------------------------------------------------------- batched entry point
+def test_build_subgraphs_one_ner_call_for_all_queries(tiny_workspace, tiny_dataset):
+    def script(req):
+        user = req.messages[-1][1]
+        if "Compaq" in user.rsplit("Question:", 1)[-1]:
+            return "Entities: Compaq"
+        return "nothing useful"
+    ws = tiny_workspace(script)
+    queries = [tiny_dataset.questions[0].question, "Which company did Compaq merge with in 2002?",
+               "Who founded Dell?"]
+    subs, results = build_subgraphs(ws, queries, k=3)
+    assert len(subs) == len(results) == 3
+    assert ws.llm.usage.stage("kgir_ner").calls == 3
+    assert len(ws.llm.backend.seen) == 3
+    q1, q2, q3 = subs
+    # q1: the NER reply is useless -> fallback to graph entities in the question ("2002", "1994")
+    assert q1.used_fallback and set(q1.E_q) == {"1994", "2002"} and not q2.used_fallback
+    assert q2.E_q == ["Compaq"] and "Compaq" in q2.seeds
+    assert {(t.head, t.relation, t.tail) for t in q2.G_tmp} <= {
+        ("Compaq", "was top PC maker of", "1994"), ("Compaq", "is a", "PC supplier"),
+        ("Hewlett-Packard", "merged with", "Compaq")}
+    assert all(t in q2.G_q for t in q2.G_tmp)
+    assert set(q2.kept) | set(q2.pruned) == set(q2.G_tmp)
+    assert q3.used_fallback and q3.E_q == ["Dell"] and q3.seeds == ["Dell", "Michael Dell"]
+    assert [p for p, _ in q1.retrieved] == [p for p, _ in retrieve(ws, [queries[0]], 3)[0]]
+    # a second build hits the LLM cache, with the same result
+    subs2, results2 = build_subgraphs(ws, queries, k=3)
+    assert all(r.cached for r in results2)
+    assert [s.to_dict() for s in subs2] == [s.to_dict() for s in subs]
+
+
+def test_build_subgraphs_extracts_missing_passages_first(tiny_workspace, tiny_dataset):
+    calls = []
+    ws = tiny_workspace(lambda req: "Entities: Compaq")
+    ws.ensure_kg = lambda pids: calls.append(list(pids))
+    build_subgraphs(ws, ["Who merged with Compaq?"], k=2)
+    assert len(calls) == 1 and len(calls[0]) == 2
+
+
+def test_build_subgraphs_empty_and_bad_k(tiny_workspace):
+    ws = tiny_workspace(lambda req: "")
+    assert build_subgraphs(ws, []) == ([], [])
+    with pytest.raises(ValueError, match="top_k"):
+        retrieve(ws, ["q"], 0)
