@@ -1,0 +1,163 @@
+"""The KGIR-RAG case study (kgir_lib.case_study, notebook 07) on the paper's Fig. 6 case (Compaq / HP)."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from conftest import BagOfWordsEncoder
+from kgir_lib import case_study as cs
+from kgir_lib.kg import Triple
+from kgir_lib.methods.base import write_traces
+
+REWRITE_1 = "Which company merged in 2002 with Compaq?"
+
+
+def fig6_script(req) -> str:
+    """A scripted LLM that walks through Fig. 6: bridge Compaq in round 1, answer in round 2."""
+    system, user = req.messages[0][1], req.messages[-1][1]
+    last_q = user.rsplit("Question:", 1)[-1]
+    if "named entities" in system:
+        return "Entities: Compaq; 2002" if "Compaq" in last_q else "Entities: PC maker; 1994"
+    if "rewrite a multi-hop question" in system:
+        return REWRITE_1
+    if "decide whether" in system:
+        if "Earlier rewrite 1" in user:
+            return " Hewlett-Packard merged with Compaq in 2002.\nAnswer: Hewlett-Packard"
+        return " The top PC maker of 1994 was Compaq.\nMissing: the company that merged with Compaq in 2002"
+    if "knowledge graph triples" in system:  # extraction of a free corpus
+        passage = user.rsplit("Passage:", 1)[-1]
+        if "Compaq was" in passage:
+            return "Compaq ## was top PC maker of ## 1994"
+        if "merged" in passage:
+            return "Hewlett-Packard ## merged with ## Compaq\nHewlett-Packard ## merged in ## 2002"
+        return "nothing useful"
+    return "Answer: unknown"
+
+
+@pytest.fixture
+def fig6_case(tiny_workspace, tiny_dataset):
+    ws = tiny_workspace(fig6_script)
+    return cs.run_case(ws, tiny_dataset.questions[0])
+
+
+def test_case_follows_every_stage(fig6_case, tiny_dataset):
+    case = fig6_case
+    assert case.answer == "Hewlett-Packard" and case.em == 1.0 and case.f1 == 1.0
+    assert case.answered_by == "reflection"
+    assert [r.iteration for r in case.rounds] == [1, 2]
+    r1, r2 = case.rounds
+    # round 1: retrieval over the whole tiny corpus, G_q = triples of those passages (eq. 3)
+    assert {p for p, _ in r1.retrieved} == {p.pid for p in tiny_dataset.corpus.passages}
+    assert len(r1.G_q) == 8
+    # NER (eq. 4): "PC maker" is in the question but matches no graph entity; "1994" matches exactly
+    assert r1.llm_entities == ["PC maker", "1994"]
+    assert ("1994", 1.0) in r1.matches["1994"]
+    assert "1994" in r1.seeds
+    assert Triple("Compaq", "was top PC maker of", "1994", r1.G_tmp[0].pid) in r1.G_tmp
+    assert set(r1.G_Ans) <= set(r1.G_tmp) <= set(r1.G_q)
+    assert r1.rewrite == REWRITE_1
+    assert r1.verdict() == "missing" and "merged with Compaq" in r1.reflection["missing"]
+    assert "Compaq" in r1.reflection["reasoning"]
+    # round 2 asks the rewritten question and answers it
+    assert r2.query == REWRITE_1
+    assert r2.verdict() == "answer" and r2.reflection["answer"] == "Hewlett-Packard"
+    assert case.recall["R@5"] == 100.0
+
+
+def test_case_tables(fig6_case):
+    case = fig6_case
+    steps = case.steps_frame()
+    assert list(steps.index) == [1, 2]
+    assert steps.loc[1, "verdict"] == "missing" and steps.loc[2, "verdict"] == "answer"
+    assert steps.loc[1, "gold retrieved"] == "2/2"
+    ps = case.passages_frame(1)
+    assert len(ps) == 6 and ps["gold"].sum() == 2
+    assert set(case.triples_frame(1, "G_Ans")["in G_Ans"]) == {True}
+    assert len(case.triples_frame(1, "G_q")) == 8
+    m = case.matches_frame(1)
+    assert list(m["question entity"]) == ["PC maker", "1994"]
+    res = case.result_frame()
+    assert res.loc[0, "EM"] == 100.0 and res.loc[0, "gold"] == "Hewlett-Packard | HP"
+    with pytest.raises(cs.CaseStudyError, match="round 3"):
+        case.round(3)
+    with pytest.raises(cs.CaseStudyError, match="which"):
+        case.triples_frame(1, "G_x")
+
+
+def test_subgraph_roundtrip_through_trace(fig6_case):
+    r1 = fig6_case.rounds[0]
+    d = fig6_case.output.trace["rounds"][0]["subgraph"]
+    sub = cs.subgraph_from_trace(json.loads(json.dumps(d)), r1.G_q)
+    assert sub.kept == r1.G_Ans and sub.seeds == r1.seeds
+    assert [c.seeds for c in sub.components] == [c["seeds"] for c in d["components"]]
+
+
+def test_find_bridge_cases_ranks_figure6_first(fig6_case, tiny_workspace, tiny_dataset, tmp_path):
+    good = fig6_case.output
+    # a second question answered at once in round 1 (no bridge), and an ablation trace that must be ignored
+    direct = json.loads(json.dumps(good.to_json()))
+    direct["qid"] = direct["trace"]["qid"] = "q2"
+    direct["trace"]["rounds"] = direct["trace"]["rounds"][:1]
+    direct["trace"]["rounds"][0]["reflection"] = {"answerable": True, "answer": "Compaq", "missing": None,
+                                                   "reasoning": "", "malformed": False}
+    direct["trace"]["rounds"][0]["rewrite"]["question"] = direct["trace"]["question"]
+    direct["answer"] = "Compaq"
+    ablated = json.loads(json.dumps(good.to_json()))
+    ablated["trace"]["variant"] = "no_rewrite"
+    ablated["trace"]["method"] = "KGIR-RAG w/o rewrite"
+    df = cs.find_bridge_cases([direct, good.to_json(), ablated], dataset="tiny")
+    assert list(df["qid"]) == ["q1", "q2"]
+    top = df.iloc[0]
+    assert top["figure6"] and top["figure6_correct"]
+    assert top["bridge_entities"] == ["Compaq"]
+    assert top["answered_round"] == 2 and top["EM"] == 100.0
+    low = df.iloc[1]
+    assert not low["figure6"] and not low["bridge_rewrite"] and low["answered_round"] == 1
+    # the same through trace files in a run directory
+    cfg = fig6_case.ws.cfg
+    write_traces([good], cfg.path("traces", "kgir_rag", "tiny.jsonl"))
+    recs = cs.load_kgir_traces(cfg)
+    assert [r["dataset"] for r in recs] == ["tiny"]
+    assert cs.find_bridge_cases(recs).loc[0, "figure6_correct"]
+
+
+def test_bridge_entities():
+    g = [["Compaq", "was top PC maker of", "1994", "p", 0.9]]
+    assert cs.bridge_entities("Which company merged in 2002 with the top PC maker of 1994?",
+                              "Which company merged in 2002 with Compaq?", g) == ["Compaq"]
+    assert cs.bridge_entities("Who founded Compaq?", "Who founded Compaq?", g) == []
+    assert cs.bridge_entities("q", None, g) == []
+
+
+def test_case_from_passages_extracts_and_answers(cfg, make_llm):
+    passages = [("Compaq", "Compaq was the largest supplier of personal computers in 1994."),
+                ("Hewlett-Packard", "In 2002 Hewlett-Packard merged with Compaq."),
+                ("Apple", "Apple released the Macintosh in 1984.")]
+    llm = make_llm(fig6_script)
+    case = cs.case_from_passages(cfg, "Which company merged in 2002 with the top PC maker of 1994?", passages,
+                                 ["Hewlett-Packard", "HP"], llm=llm, encoder=BagOfWordsEncoder())
+    assert case.dataset == "free" and case.qid == "free"
+    assert len(case.ws.kg) == 3 and case.ws.kg.extracted == {p.pid for p in case.ws.dataset.corpus.passages}
+    assert llm.usage.stages["extract"].calls == 3
+    assert case.answer == "Hewlett-Packard" and case.em == 1.0
+    assert case.recall == {}  # no gold passages for a free question
+    # a rerun costs no new LLM call (cache)
+    llm2 = make_llm(fig6_script)
+    again = cs.case_from_passages(cfg, "Which company merged in 2002 with the top PC maker of 1994?", passages,
+                                  ["Hewlett-Packard", "HP"], llm=llm2, encoder=BagOfWordsEncoder())
+    assert llm2.usage.total().cache_hits == llm2.usage.total().calls
+    assert again.answer == case.answer
+
+
+@pytest.mark.parametrize("bad,match", [([], "at least one"), ([("t",)], "item 0"), ([("t", "  ")], "non-empty"),
+                                       ([("t", 3)], "non-empty")])
+def test_free_passages_are_checked(cfg, make_llm, bad, match):
+    with pytest.raises(cs.CaseStudyError, match=match):
+        cs.case_from_passages(cfg, "q?", bad, llm=make_llm(fig6_script), encoder=BagOfWordsEncoder())
+
+
+def test_unknown_qid_names_it(tiny_dataset):
+    with pytest.raises(cs.CaseStudyError, match="no question 'nope'.*q1"):
+        cs.find_question(tiny_dataset, "nope")
