@@ -39,6 +39,49 @@ KG2RAG_VARIANT_LABELS = {"full": "KG²RAG (full)", "no_expansion": "w/o expansio
                          "no_organisation": "w/o organisation"}
 
 
+# Default values of each study (notebook 06 parameters override them; the profile's value is in each).
+GRID = {
+    "drop_fractions": (0.05, 0.10),          # KG²RAG report Table 6
+    "kg2rag_k": (5, 10, 15, 20),             # seed passages k (report Fig. 5; paper default 10)
+    "kg2rag_m": (0, 1, 2),                   # expansion hops m (report Table 5; default 1, 0 = w/o expansion)
+    "kgir_max_iterations": (1, 2, 3),        # KGIR-RAG loop bound (profile default 3)
+    "kgir_top_k": (5, 10, 15),               # |D_q| (paper: 10)
+    "kgir_ngram_threshold": (0.3, 0.5, 0.7),  # eq. 5 matching threshold (profile default 0.5)
+}
+_INT_GRIDS = {"kg2rag_k", "kg2rag_m", "kgir_max_iterations", "kgir_top_k"}
+
+
+def study_grid(**overrides: Optional[Sequence]) -> dict:
+    """:data:`GRID` with the non-``None`` ``overrides`` (notebook parameters), each checked.
+
+    Raises ``ValueError`` naming the parameter for an unknown study, an empty
+    list, a non-number, a non-integer where counts are swept, or a fraction or
+    threshold outside [0, 1].
+    """
+    grid = dict(GRID)
+    for key, values in overrides.items():
+        if key not in GRID:
+            raise ValueError(f"unknown study {key!r} (known: {sorted(GRID)})")
+        if values is None:
+            continue
+        values = [values] if isinstance(values, (int, float)) else list(values)
+        if not values:
+            raise ValueError(f"parameter {key!r}: give at least one value")
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ValueError(f"parameter {key!r}: {v!r} is not a number")
+            if key in _INT_GRIDS and float(v) != int(v):
+                raise ValueError(f"parameter {key!r}: {v!r} is not a whole number")
+            if key in ("drop_fractions", "kgir_ngram_threshold") and not 0.0 <= v <= 1.0:
+                raise ValueError(f"parameter {key!r}: {v!r} is outside [0, 1]")
+            if key in ("kg2rag_k", "kgir_max_iterations", "kgir_top_k") and v < 1:
+                raise ValueError(f"parameter {key!r}: {v!r} must be >= 1")
+            if key == "kg2rag_m" and v < 0:
+                raise ValueError(f"parameter {key!r}: {v!r} must be >= 0")
+        grid[key] = tuple(int(v) if key in _INT_GRIDS else float(v) for v in values)
+    return grid
+
+
 # ----------------------------------------------------------------------------- KG perturbation
 def drop_triples(kg: KnowledgeGraph, fraction: float, seed: int) -> KnowledgeGraph:
     """A copy of ``kg`` without exactly ``round(fraction * len(kg))`` triples chosen at random.
@@ -224,15 +267,16 @@ def robustness(ws: Workspace, questions: Sequence, factory: Callable[[], Method]
 # ----------------------------------------------------------------------------- tables
 def ablation_table(results: pd.DataFrame, full: str = "full",
                    labels: Mapping[str, str] = KGIR_VARIANT_LABELS,
-                   paper_drops: Mapping[str, tuple] = KGIR_ABLATION_DROPS,
-                   paper_dataset: str = "musique") -> pd.DataFrame:
+                   paper_drops: Optional[Mapping[str, tuple]] = KGIR_ABLATION_DROPS,
+                   paper_dataset: str = "musique", paper_label: str = "paper, Qwen2.5-72B") -> pd.DataFrame:
     """Paper Table 7 beside ours: EM/F1 of each variant, our change against ``full``, the paper's drop.
 
     ``results`` has one row per (dataset, variant) with ``EM`` and ``F1`` (as from
     :func:`run_variants`). Our columns: ``EM``, ``F1``, ``ΔEM (ours)``, ``ΔF1
     (ours)``. The paper's drops (KGIR-RAG Table 7, MuSiQue, Qwen2.5-72B) are only
     defined for ``paper_dataset`` and go in their own labelled columns; other
-    datasets leave them empty.
+    datasets leave them empty. ``paper_drops=None`` omits the paper's columns
+    (the KG²RAG report gives its ablations in words, not numbers).
     """
     missing = [c for c in ("dataset", "variant", "EM", "F1") if c not in results.columns]
     if missing:
@@ -245,24 +289,31 @@ def ablation_table(results: pd.DataFrame, full: str = "full",
         em0, f10 = float(base["EM"].iloc[0]), float(base["F1"].iloc[0])
         for r in part.itertuples(index=False):
             label = labels.get(r.variant, r.variant)
-            paper = paper_drops.get(label) if dataset == paper_dataset else None
-            if dataset == paper_dataset and r.variant == full:
-                paper = (0.0, 0.0)
-            rows.append({"dataset": dataset, "variant": label, "n": getattr(r, "n", np.nan),
-                         "EM": float(r.EM), "F1": float(r.F1),
-                         "ΔEM (ours)": float(r.EM) - em0, "ΔF1 (ours)": float(r.F1) - f10,
-                         "ΔEM (paper, Qwen2.5-72B)": paper[0] if paper else np.nan,
-                         "ΔF1 (paper, Qwen2.5-72B)": paper[1] if paper else np.nan})
+            row = {"dataset": dataset, "variant": label, "n": getattr(r, "n", np.nan),
+                   "EM": float(r.EM), "F1": float(r.F1),
+                   "ΔEM (ours)": float(r.EM) - em0, "ΔF1 (ours)": float(r.F1) - f10}
+            for m in ("R@2", "R@5"):  # recall, where the results have it
+                if m in part.columns:
+                    row[m] = float(part.loc[part["variant"] == r.variant, m].iloc[0])
+            if paper_drops is not None:
+                paper = paper_drops.get(label) if dataset == paper_dataset else None
+                if dataset == paper_dataset and r.variant == full:
+                    paper = (0.0, 0.0)
+                row[f"ΔEM ({paper_label})"] = paper[0] if paper else np.nan
+                row[f"ΔF1 ({paper_label})"] = paper[1] if paper else np.nan
+            rows.append(row)
     return pd.DataFrame(rows)
 
 
 # ----------------------------------------------------------------------------- plots
-def plot_ablation(ax, table: pd.DataFrame, dataset: str, metric: str = "EM") -> None:
-    """Bars: our change of ``metric`` per variant against the paper's drop (where the paper has one)."""
-    part = table[(table["dataset"] == dataset) & (table["variant"] != table["variant"].iloc[0])]
+def plot_ablation(ax, table: pd.DataFrame, dataset: str, metric: str = "EM",
+                  full_label: str = KGIR_VARIANT_LABELS["full"]) -> None:
+    """Bars: our change of ``metric`` per variant (from :func:`ablation_table`) beside the paper's drop."""
+    part = table[(table["dataset"] == dataset) & (table["variant"] != full_label)]
     x = np.arange(len(part))
     ax.bar(x - 0.2, part[f"Δ{metric} (ours)"], width=0.4, label="ours")
-    paper = part[f"Δ{metric} (paper, Qwen2.5-72B)"]
+    col = f"Δ{metric} (paper, Qwen2.5-72B)"
+    paper = part[col] if col in part else pd.Series(dtype=float)
     if paper.notna().any():
         ax.bar(x + 0.2, paper.fillna(0.0), width=0.4, label="paper (Table 7, Qwen2.5-72B)", hatch="//")
     ax.axhline(0, color="black", lw=0.8)

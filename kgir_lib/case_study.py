@@ -369,7 +369,9 @@ def traced_answers(cfg: Config, dataset: str, qid: str) -> dict:
             continue
         for rec in _read_jsonl(path):
             if str(rec.get("qid")) == str(qid):
-                out[_method_of(rec, path)] = (rec.get("answer", ""), rec.get("ranked_pids", []))
+                found = (rec.get("answer", ""), rec.get("ranked_pids", []))
+                out.setdefault(_method_of(rec, path), found)  # by the trace's method name ...
+                out.setdefault(path.parent.name, found)        # ... and by the folder (the method's key)
     return out
 
 
@@ -393,8 +395,9 @@ def baseline_answers(case: CaseStudy, methods: Optional[Iterable[str]] = None, r
         label = getattr(method, "name", name)
         if label == KGIR_METHOD:
             continue
-        if label in traced:
-            rows.append(_answer_row(label, *traced[label], q, "trace"))
+        hit = next((traced[k] for k in (label, getattr(method, "key", None), name) if k in traced), None)
+        if hit is not None:
+            rows.append(_answer_row(label, *hit, q, "trace"))
         elif run_missing:
             [out] = method.run(case.ws, [q])
             rows.append(_answer_row(label, out.answer, out.ranked_pids, q, "run"))
@@ -501,3 +504,127 @@ def load_kgir_traces(cfg: Config, datasets: Optional[Iterable[str]] = None) -> l
             if trace.get("method") == KGIR_METHOD and trace.get("variant", "full") == "full":
                 out.append({**rec, "dataset": path.stem})
     return out
+
+
+# ----------------------------------------------------------------------------- the paper's own example
+# KGIR-RAG Fig. 6 as a free question: a small corpus written for this suite (facts, not text copied from
+# a dataset), with distractors, so the bridge (Compaq) must be found before the answer (Hewlett-Packard).
+FIGURE6_EXAMPLE = {
+    "question": "Which company merged in 2002 with the top PC maker of 1994?",
+    "answers": ["Hewlett-Packard", "HP"],
+    "passages": [
+        ("Compaq", "Compaq was an American computer company. In 1994 Compaq became the largest "
+                   "manufacturer of personal computers in the world, ahead of IBM and Apple."),
+        ("Hewlett-Packard", "Hewlett-Packard (HP) was an American technology company. In 2002 Hewlett-Packard "
+                            "completed its merger with Compaq, the personal computer maker."),
+        ("IBM Personal Computer", "IBM sold its personal computer business to Lenovo in 2005."),
+        ("Dell", "Dell is a computer company founded by Michael Dell in 1984 in Austin, Texas."),
+        ("Apple Inc.", "Apple released the Macintosh personal computer in 1984."),
+        ("Gateway, Inc.", "Gateway was a computer maker; it was acquired by Acer in 2007."),
+    ],
+}
+
+
+# ----------------------------------------------------------------------------- notebook display
+def _show(*objs) -> None:
+    from IPython.display import Markdown, display
+
+    for o in objs:
+        display(Markdown(o) if isinstance(o, str) else o)
+
+
+def show_retrieval(case: CaseStudy, chars: int = 160) -> None:
+    """Each round's query and its dense top-k passages (eq. 2), gold passages marked."""
+    for r in case.rounds:
+        _show(f"**Round {r.iteration}** — query: *{r.query}*", case.passages_frame(r.iteration, chars=chars))
+
+
+def show_ner(case: CaseStudy) -> None:
+    """Each round's raw NER reply (eq. 4), the entities kept, and their n-gram matches in ``G_q`` (eq. 5)."""
+    for r in case.rounds:
+        if r.subgraph is None:
+            _show(f"**Round {r.iteration}**: no subgraph stage (ablation variant)")
+            continue
+        fb = f" — fallback used ({r.fallback_reason})" if r.used_fallback else ""
+        _show(f"**Round {r.iteration}** — |G_q| = {len(r.G_q)} triples; NER reply: `{(r.ner_raw or '').strip()}`{fb}; "
+              f"seeds: {', '.join(r.seeds) or '(none)'}", case.matches_frame(r.iteration))
+
+
+def draw_rounds(case: CaseStudy, width: float = 6.0):
+    """One panel per round: ``G_tmp`` with ``G_Ans`` highlighted (:func:`kgir_lib.viz.draw_subgraph`)."""
+    import matplotlib.pyplot as plt
+
+    from .viz import draw_subgraph, legend_handles
+
+    rounds = [r for r in case.rounds if r.subgraph is not None] or case.rounds[:1]
+    fig, axes = plt.subplots(1, max(len(rounds), 1), figsize=(width * max(len(rounds), 1), width * 0.8),
+                             squeeze=False)
+    for ax, r in zip(axes[0], rounds):
+        if r.subgraph is None:
+            ax.set_axis_off()
+            continue
+        draw_subgraph(ax, r.subgraph, title=f"round {r.iteration}: {r.query}")
+    fig.legend(handles=legend_handles(), loc="lower center", ncol=4, fontsize=8)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig
+
+
+def show_subgraphs(case: CaseStudy) -> None:
+    """Each round's ``G_Ans`` triples with their weights (eq. 7)."""
+    for r in case.rounds:
+        if r.subgraph is not None:
+            _show(f"**Round {r.iteration}** — G_tmp {len(r.G_tmp)} triples, {len(r.subgraph.components)} "
+                  f"component(s) with a seed, G_Ans {len(r.G_Ans)} triples:", case.triples_frame(r.iteration, "G_Ans"))
+
+
+def show_rewrites(case: CaseStudy) -> None:
+    """Each rewrite (eq. 8): the question before, the raw reply, the parsed rewrite, the bridge entities."""
+    for r in case.rounds:
+        if r.rewrite_raw is None:
+            continue
+        bridges = bridge_entities(case.question, r.rewrite, r.G_Ans)
+        bad = " (malformed: the previous question was kept)" if r.rewrite_malformed else ""
+        _show(f"**Round {r.iteration}** — *{r.query}* → **{r.rewrite}**{bad}  \n"
+              f"raw reply: `{(r.rewrite_raw or '').strip()}`  \n"
+              f"entities of G_Ans the rewrite introduces: {', '.join(bridges) or '(none)'}")
+        if r.new_passages:
+            _show("passages the rewrite retrieved that round's first retrieval had not:",
+                  case.passages_frame(r.iteration, "new"))
+
+
+def show_reflections(case: CaseStudy) -> None:
+    """Each reflection verdict (Fig. 5) with its reasoning, and any forced final reader call."""
+    for r in case.rounds:
+        if r.reflection:
+            v = r.reflection
+            what = f"answer **{v.get('answer')}**" if v.get("answerable") else (
+                f"missing: *{v.get('missing')}*" if v.get("missing") else "no verdict (malformed reply)")
+            _show(f"**Round {r.iteration}**{' (last round)' if v.get('final') else ''} — {what}  \n"
+                  f"reasoning: {v.get('reasoning') or '(none)'}  \nraw reply: `{(v.get('raw') or '').strip()}`")
+        if r.final:
+            _show(f"**Round {r.iteration}** — final reader call ({'forced' if r.final.get('forced') else 'ablation'}):"
+                  f" question *{r.final.get('question')}* → **{r.final.get('answer')}**")
+
+
+def display_case(case: CaseStudy, draw: bool = True):
+    """Every stage of ``case`` in order; returns the subgraph figure (or ``None``)."""
+    _show(f"### {case.question}", case.steps_frame())
+    _show("#### Retrieval (eq. 2)")
+    show_retrieval(case)
+    _show("#### NER and n-gram matches (eq. 4-5)")
+    show_ner(case)
+    fig = None
+    if draw:
+        _show("#### G_tmp and G_Ans (eq. 5-7)")
+        import matplotlib.pyplot as plt
+
+        fig = draw_rounds(case)
+        _show(fig)
+        plt.close(fig)  # shown once; still savable
+    show_subgraphs(case)
+    _show("#### Rewrites (eq. 8)")
+    show_rewrites(case)
+    _show("#### Reflection (Fig. 5)")
+    show_reflections(case)
+    _show("#### Result", case.result_frame())
+    return fig

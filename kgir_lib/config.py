@@ -78,6 +78,11 @@ class Config:
     kg2rag_budget: int = 10
     ircot_max_steps: int = 3
     iter_retgen_rounds: int = 3
+    # ablation / sensitivity / robustness studies (notebook 06)
+    ablation_datasets: list = field(default_factory=lambda: ["musique", "hotpotqa"])  # Table 7 and KG²RAG ablations
+    study_datasets: list = field(default_factory=lambda: ["musique_train"])  # sweeps and robustness
+    study_n_questions: Optional[int] = 4  # questions a sweep point (null: n_questions)
+    robustness_seeds: int = 3  # seeds a drop fraction (KG²RAG robustness)
     # reader context
     context_passages: int = 5
     passage_chars: Optional[int] = 600

@@ -140,3 +140,35 @@ def test_ablation_table_errors_name_the_problem():
         ablation.ablation_table(pd.DataFrame([{"dataset": "d", "variant": "full"}]))
     with pytest.raises(ValueError, match="no 'full' row"):
         ablation.ablation_table(pd.DataFrame([{"dataset": "d", "variant": "no_rewrite", "EM": 1.0, "F1": 1.0}]))
+
+
+def test_ablation_table_without_paper_columns_and_plots():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = pd.DataFrame([
+        {"dataset": "musique", "variant": "full", "EM": 10.0, "F1": 20.0, "R@2": 50.0, "R@5": 70.0},
+        {"dataset": "musique", "variant": "no_expansion", "EM": 5.0, "F1": 25.0, "R@2": 40.0, "R@5": 60.0},
+    ])
+    t = ablation.ablation_table(res, labels=ablation.KG2RAG_VARIANT_LABELS, paper_drops=None)
+    assert not any("paper" in c for c in t.columns)
+    row = t.set_index("variant").loc["w/o expansion"]
+    assert (row["ΔEM (ours)"], row["ΔF1 (ours)"], row["R@5"]) == (-5.0, 5.0, 60.0)
+    fig, ax = plt.subplots()
+    ablation.plot_ablation(ax, t, "musique", full_label=ablation.KG2RAG_VARIANT_LABELS["full"])
+    assert [tl.get_text() for tl in ax.get_xticklabels()] == ["w/o expansion"]
+    plt.close(fig)
+
+
+def test_study_grid_defaults_and_checks():
+    g = ablation.study_grid()
+    assert g == ablation.GRID and g["drop_fractions"] == (0.05, 0.10)
+    g = ablation.study_grid(kg2rag_k=[3, 6.0], drop_fractions=0.2, kgir_top_k=None)
+    assert g["kg2rag_k"] == (3, 6) and g["drop_fractions"] == (0.2,) and g["kgir_top_k"] == ablation.GRID["kgir_top_k"]
+    for kw, match in [({"kg2rag_k": []}, "at least one"), ({"kg2rag_k": [2.5]}, "whole number"),
+                      ({"drop_fractions": [1.5]}, "outside"), ({"kgir_top_k": ["5"]}, "not a number"),
+                      ({"kg2rag_m": [-1]}, ">= 0"), ({"nope": [1]}, "unknown study")]:
+        with pytest.raises(ValueError, match=match):
+            ablation.study_grid(**kw)

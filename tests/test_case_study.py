@@ -161,3 +161,19 @@ def test_free_passages_are_checked(cfg, make_llm, bad, match):
 def test_unknown_qid_names_it(tiny_dataset):
     with pytest.raises(cs.CaseStudyError, match="no question 'nope'.*q1"):
         cs.find_question(tiny_dataset, "nope")
+
+
+def test_display_case_shows_every_stage(fig6_case, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    shown = []
+    monkeypatch.setattr(cs, "_show", lambda *objs: shown.extend(objs))
+    fig = cs.display_case(fig6_case)
+    text = "\n".join(o for o in shown if isinstance(o, str))
+    for needle in ("Retrieval (eq. 2)", "NER and n-gram matches", "G_tmp and G_Ans", "Rewrites (eq. 8)",
+                   "Reflection (Fig. 5)", "Result", REWRITE_1, "missing: *the company that merged with Compaq",
+                   "answer **Hewlett-Packard**", "entities of G_Ans the rewrite introduces: Compaq"):
+        assert needle in text
+    assert len([a for a in fig.axes if a.get_title()]) == 2  # one panel per round
+    assert any(isinstance(o, pd.DataFrame) and "KGIR-RAG answer" in o.columns for o in shown)
