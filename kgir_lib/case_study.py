@@ -379,14 +379,15 @@ def baseline_answers(case: CaseStudy, methods: Optional[Iterable[str]] = None, r
                      use_traces: bool = True) -> pd.DataFrame:
     """What every other method answered for the case's question, scored like KGIR-RAG's answer.
 
-    ``methods`` are names for :func:`kgir_lib.methods.build_method` (default: every
-    method in ``METHODS``). An answer already in the run's traces (notebooks 04/05)
+    ``methods`` are registry keys for :func:`kgir_lib.methods.build_method` (default:
+    every method of notebook 05 except KGIR-RAG and the ablation variants). An
+    answer already in the run's traces (notebooks 04/05)
     is read from there (``source = "trace"``); otherwise the method runs now on
     this one question (``source = "run"``; cached). KGIR-RAG's own row comes first.
     """
-    from .methods import METHODS, build_method
+    from .methods import DEFAULT_METHODS, build_method
 
-    names = list(methods) if methods is not None else list(METHODS)
+    names = list(methods) if methods is not None else default_baselines(DEFAULT_METHODS)
     traced = traced_answers(case.ws.cfg, case.dataset, case.qid) if use_traces and case.dataset != FREE_DATASET else {}
     q = find_question(case.ws.dataset, case.qid)
     rows = [_answer_row(KGIR_METHOD, case.answer, case.output.ranked_pids, q, "this case")]
@@ -402,6 +403,11 @@ def baseline_answers(case: CaseStudy, methods: Optional[Iterable[str]] = None, r
             [out] = method.run(case.ws, [q])
             rows.append(_answer_row(label, out.answer, out.ranked_pids, q, "run"))
     return pd.DataFrame(rows).set_index("method")
+
+
+def default_baselines(keys: Iterable[str]) -> list:
+    """The baselines of a method list: no KGIR-RAG key and no ablation variant (``*_no_*``)."""
+    return [k for k in keys if not k.startswith("kgir") and "_no_" not in k]
 
 
 def _answer_row(method: str, answer: str, ranked: Sequence[str], q: Question, source: str) -> dict:

@@ -26,7 +26,7 @@ def fig6_script(req) -> str:
         if "Earlier rewrite 1" in user:
             return " Hewlett-Packard merged with Compaq in 2002.\nAnswer: Hewlett-Packard"
         return " The top PC maker of 1994 was Compaq.\nMissing: the company that merged with Compaq in 2002"
-    if "knowledge graph triples" in system:  # extraction of a free corpus
+    if not any("Question:" in c for _, c in req.messages):  # triple extraction of a free corpus
         passage = user.rsplit("Passage:", 1)[-1]
         if "Compaq was" in passage:
             return "Compaq ## was top PC maker of ## 1994"
@@ -177,3 +177,22 @@ def test_display_case_shows_every_stage(fig6_case, monkeypatch):
         assert needle in text
     assert len([a for a in fig.axes if a.get_title()]) == 2  # one panel per round
     assert any(isinstance(o, pd.DataFrame) and "KGIR-RAG answer" in o.columns for o in shown)
+
+
+def test_baseline_answers_from_traces_and_runs(fig6_case):
+    from kgir_lib.methods import MethodOutput
+
+    case = fig6_case
+    cfg = case.ws.cfg
+    # notebook 05 answered Naive Gen for this question already: read from its trace, no run
+    write_traces([MethodOutput("q1", "Compaq", [], trace={})], cfg.path("traces", "naive_gen", "tiny.jsonl"))
+    calls_before = case.ws.llm.usage.total().calls
+    df = cs.baseline_answers(case, methods=["naive_gen", "naive_rag"])
+    assert list(df.index) == ["KGIR-RAG", "Naive Gen", "Naive RAG"]
+    assert df.loc["Naive Gen", "source"] == "trace" and df.loc["Naive Gen", "answer"] == "Compaq"
+    assert df.loc["Naive Gen", "EM"] == 0.0
+    assert df.loc["Naive RAG", "source"] == "run"
+    assert df.loc["KGIR-RAG", "EM"] == 100.0 and df.loc["KGIR-RAG", "R@2"] == 100.0
+    assert case.ws.llm.usage.total().calls == calls_before + 1  # only Naive RAG's reader call
+    assert cs.default_baselines(["naive_gen", "kgir", "kg2rag", "kg2rag_no_expansion", "kgir_no_rewrite"]) == \
+        ["naive_gen", "kg2rag"]
