@@ -1,0 +1,211 @@
+"""Running, resuming, scoring, tables, cost and the paired bootstrap (kgir_lib.evaluate)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kgir_lib import evaluate as ev
+from kgir_lib.data import Question
+from kgir_lib.kg import KnowledgeGraph
+from kgir_lib.kg.extract import update_kg
+from kgir_lib.llm import LLM, ChatResult, LLMCache
+from kgir_lib.methods import METHODS, NaiveRAG
+from kgir_lib.methods.base import MethodOutput, QuestionUsage
+
+
+# ----------------------------------------------------------------------------- paired bootstrap
+def test_bootstrap_of_a_constant_difference_is_that_difference():
+    a = np.array([70.0, 20.0, 50.0, 100.0])
+    assert ev.paired_bootstrap(a, a - 10.0) == (10.0, 10.0, 10.0)
+    assert ev.paired_bootstrap(a, a) == (0.0, 0.0, 0.0)
+
+
+def test_bootstrap_two_questions_exact():
+    # differences {0, 1}: resampled means are 0, .5 or 1 with P = 1/4, 1/2, 1/4, so the 2.5 % and 97.5 %
+    # percentiles of 2000 resamples are 0 and 1
+    assert ev.paired_bootstrap([1.0, 1.0], [1.0, 0.0], n_boot=2000, seed=0) == (0.5, 0.0, 1.0)
+
+
+def test_bootstrap_four_questions_exact():
+    # differences {0, 0, 0, 1}: the resampled mean is Binomial(4, 1/4) / 4; P(mean = 0) = .32 > .025 and
+    # P(mean = 1) = .004 < .025 < P(mean >= .75) = .051, so the 95 % interval is [0, 0.75]
+    assert ev.paired_bootstrap([0, 0, 0, 1], [0, 0, 0, 0], n_boot=2000, seed=0) == (0.25, 0.0, 0.75)
+    assert ev.paired_bootstrap([0, 0, 0, 1], [0, 0, 0, 0], n_boot=2000, seed=7)[1:] == (0.0, 0.75)
+
+
+def test_bootstrap_is_seeded_and_checks_its_input():
+    rng = np.random.default_rng(1)
+    a, b = rng.random(30), rng.random(30)
+    assert ev.paired_bootstrap(a, b, seed=3) == ev.paired_bootstrap(a, b, seed=3)
+    diff, lo, hi = ev.paired_bootstrap(a, b)
+    assert lo <= diff <= hi and diff == pytest.approx(float(np.mean(a - b)))
+    with pytest.raises(ValueError, match="equal length"):
+        ev.paired_bootstrap([1, 2], [1])
+    with pytest.raises(ValueError, match="no paired"):
+        ev.paired_bootstrap([], [])
+    with pytest.raises(ValueError, match="NaN"):
+        ev.paired_bootstrap([1, float("nan")], [0, 0])
+
+
+# ----------------------------------------------------------------------------- scoring
+def q(qid, answers, gold):
+    return Question(qid, f"question {qid}", tuple(answers), tuple(gold), "d", 2)
+
+
+def test_score_per_question():
+    qs = [q("a", ["Hewlett-Packard", "HP"], ["g1", "g2"]), q("b", ["Paris"], ["g3"])]
+    outs = [MethodOutput("a", "HP", ["g1", "x", "y", "z", "g2"], QuestionUsage(2, 1, 100, 10, 1.5)),
+            MethodOutput("b", "the city of Paris", [], QuestionUsage(1, 0, 50, 5, 0.5), {"no_retrieval": True})]
+    df = ev.score(outs, qs)
+    assert df["EM"].tolist() == [100.0, 0.0]
+    assert df.loc[1, "F1"] == pytest.approx(100 * 2 * (1 / 3 * 1) / (1 / 3 + 1))  # "city of paris" vs "paris"
+    assert df.loc[0, "R@2"] == 50.0 and df.loc[0, "R@5"] == 100.0
+    assert np.isnan(df.loc[1, "R@2"])
+    assert df["calls"].tolist() == [2, 1] and df["prompt_tokens"].sum() == 150
+    assert ev.score(qs, outs).equals(df)  # either argument order
+    with pytest.raises(KeyError, match="'zz'"):
+        ev.score([MethodOutput("zz", "x", [])], qs)
+    m = ev.mean_scores(df)
+    assert m["n"] == 2 and m["EM"] == 50.0 and m["R@2"] == 50.0
+
+
+# ----------------------------------------------------------------------------- running and resuming
+class CountingNaive(NaiveRAG):
+    runs = 0
+
+    def run(self, ws, questions):
+        type(self).runs += 1
+        return super().run(ws, questions)
+
+
+def test_run_method_writes_traces_and_resumes(tiny_workspace):
+    ws = tiny_workspace(lambda req: "Answer: HP")
+    CountingNaive.runs = 0
+    qs = ws.dataset.questions
+    m = CountingNaive(key="naive_count")
+    first = ev.run_method(ws, m, qs)
+    path = ws.cfg.run_dir / "traces" / "naive_count" / "tiny.jsonl"
+    recs = [json.loads(x) for x in path.read_text().splitlines()]
+    assert recs[0]["qid"] == "q1" and recs[0]["trace"]["method"] == "Naive RAG"
+    meta = json.loads(path.with_suffix(".meta.json").read_text())
+    assert meta["qids"] == ["q1"] and meta["stages"]["naive_rag_reader"]["calls"] == 1
+    again = ev.run_method(ws, m, qs)
+    assert CountingNaive.runs == 1  # resumed from the trace file
+    assert [(o.qid, o.answer, o.ranked_pids) for o in again] == [(o.qid, o.answer, o.ranked_pids) for o in first]
+    assert again[0].usage == first[0].usage
+    ev.run_method(ws, CountingNaive(k=3, key="naive_count"), qs)  # other parameters: runs again
+    assert CountingNaive.runs == 2
+    ev.run_method(ws, m, qs, resume=False)
+    assert CountingNaive.runs == 3
+    swapped = ev.run_method(m, ws, qs)  # arguments swapped: accepted (and resumed)
+    assert CountingNaive.runs == 3 and swapped[0].answer == "HP"
+
+
+def test_run_method_checks_the_outputs(tiny_workspace):
+    ws = tiny_workspace(lambda req: "Answer: HP")
+
+    class Broken(NaiveRAG):
+        def run(self, ws, questions):
+            return []
+    with pytest.raises(ValueError, match="returned outputs"):
+        ev.run_method(ws, Broken(), ws.dataset.questions)
+
+
+class TimedBackend:
+    model_id = "timed"
+
+    def run(self, requests, on_result):
+        for i, _ in enumerate(requests):
+            on_result(i, ChatResult("Answer: HP", 10, 2, 1.5))
+
+
+def test_cache_hits_cost_their_stored_seconds(tmp_path):
+    from kgir_lib.llm import ChatRequest
+
+    llm = LLM(TimedBackend(), LLMCache(tmp_path / "c.sqlite"), progress=False)
+    req = [ChatRequest.chat(None, "hello")]
+    assert llm.generate(req)[0].seconds == 1.5
+    assert llm.generate(req)[0].seconds == 0.0  # plain LLM: a hit is free now
+    hit = ev.StoredTimeLLM(llm).generate(req)[0]
+    assert hit.cached and hit.seconds == 1.5
+    assert llm.usage.stage("default").calls == 3  # the view shares the usage
+
+
+# ----------------------------------------------------------------------------- suite, tables, cost
+def test_run_suite_scores_every_method_and_reports_skipped_ones(tiny_workspace, tiny_kg, monkeypatch):
+    ws = tiny_workspace(lambda req: "Answer: Hewlett-Packard")
+
+    def broken(**kw):
+        raise ImportError("no module kgir_lib.methods.nothing")
+    monkeypatch.setitem(METHODS, "broken", broken)
+    res = ev.run_suite(ws.cfg, ws.llm, ["tiny"], ["naive_gen", "naive_rag", "kg2rag", "broken"],
+                       workspace_fn=lambda cfg, name, llm: ws, progress=False)
+    assert res.skipped == {"broken": "ImportError: no module kgir_lib.methods.nothing"}
+    assert list(res.scores["method"]) == ["Naive Gen", "Naive RAG", "KG²RAG"]
+    assert res.scores["EM"].tolist() == [100.0, 100.0, 100.0]
+    assert res.runs["resumed"].tolist() == [False, False, False]
+    assert res.indexing.loc["tiny", "triples"] == len(tiny_kg)
+    again = ev.run_suite(ws.cfg, ws.llm, ["tiny"], ["naive_gen"], workspace_fn=lambda c, n, l: ws, progress=False)
+    assert again.runs["resumed"].tolist() == [True]
+
+
+def scores_frame():
+    rows = []
+    for method, em in (("KGIR-RAG", [100, 100, 0, 100]), ("Naive RAG", [0, 100, 0, 0]), ("BM25", [100, 100, 0, 100])):
+        for i, e in enumerate(em):
+            rows.append({"dataset": "musique", "key": method, "method": method, "qid": f"q{i}", "EM": float(e),
+                         "F1": float(e) / 2, "R@2": 50.0, "R@5": 100.0, "calls": 2, "cache_hits": 0,
+                         "prompt_tokens": 100 * (i + 1), "completion_tokens": 10, "seconds": 1.0})
+    return pd.DataFrame(rows)
+
+
+def test_summary_table_with_published_columns_kept_apart():
+    ours = ev.summary_table(scores_frame(), ("EM", "F1"), label="ours (tiny, n=4)", datasets=["musique", "hotpotqa"])
+    assert ours.loc["KGIR-RAG", ("ours (tiny, n=4)", "musique", "EM")] == 75.0
+    assert np.isnan(ours.loc["BM25", ("ours (tiny, n=4)", "hotpotqa", "F1")])
+    table = ev.with_published(ours, ev.published_qa(["musique", "hotpotqa"]))
+    hip = [c for c in table.columns.levels[0] if c.startswith("published: HippoRAG 2")][0]
+    assert table.loc["BM25", (hip, "musique", "EM")] == 20.3
+    assert table.loc["BM25", ("ours (tiny, n=4)", "musique", "EM")] == 75.0  # ours untouched
+    assert table.loc["GraphRAG", (hip, "hotpotqa", "F1")] == 68.6
+    assert np.isnan(table.loc["GraphRAG", ("ours (tiny, n=4)", "musique", "EM")])
+    assert list(table.index[:3]) == ["KGIR-RAG", "Naive RAG", "BM25"]
+    assert "Naive Gen" in table.index  # the published "no retrieval" row, under our name for it
+    recall = ev.with_published(ev.summary_table(scores_frame(), ("R@2", "R@5")), ev.published_recall(["musique"]))
+    derived = [c for c in recall.columns.levels[0] if c.startswith("derived")][0]
+    assert recall.loc["KGIR-RAG", (derived, "musique", "R@2")] == 49.7
+    flat = ev.flat_columns(table)
+    assert "ours (tiny, n=4) | musique | EM" in flat.columns
+
+
+def test_cost_table_per_question():
+    runs = pd.DataFrame([{"dataset": "musique", "method": m, "n": 4, "wall_seconds": 8.0}
+                         for m in ("KGIR-RAG", "Naive RAG", "BM25")])
+    cost = ev.cost_table(scores_frame(), runs)
+    assert cost.loc["BM25", "prompt tokens / q"] == 250.0
+    assert cost.loc["BM25", "tokens / q"] == 260.0
+    assert cost.loc["Naive RAG", "F1"] == 12.5
+    assert cost.loc["KGIR-RAG", "wall seconds / q (this run)"] == 2.0
+    assert ev.cost_table(scores_frame(), by_dataset=True).index.names == ["method", "dataset"]
+
+
+def test_bootstrap_table_says_which_differences_the_sample_supports():
+    bt = ev.bootstrap_table(scores_frame(), reference="KGIR-RAG", metrics=("EM",), n_boot=500)
+    row = bt.set_index("baseline").loc["BM25"]
+    assert (row["mean diff"], row["CI lo"], row["CI hi"], row["supported"]) == (0.0, 0.0, 0.0, "no")
+    nrag = bt.set_index("baseline").loc["Naive RAG"]
+    assert nrag["mean diff"] == 50.0 and nrag["n"] == 4 and nrag["CI lo"] >= 0.0
+    assert ev.bootstrap_table(scores_frame(), reference="absent").empty
+
+
+def test_indexing_cost_is_read_back_from_the_llm_cache(tiny_workspace, tiny_dataset):
+    ws = tiny_workspace(lambda req: "Compaq ## was ## PC maker")
+    ws.kg = KnowledgeGraph()
+    update_kg(ws.kg, ws.llm, tiny_dataset.corpus.passages[:3])
+    row = ev.indexing_cost(ws)
+    assert row["passages_extracted"] == 3 and row["extract_calls_found"] == 3
+    assert row["extract_completion_tokens"] == 3 * len("Compaq ## was ## PC maker".split())
+    assert row["source"].startswith("llm")
