@@ -135,7 +135,21 @@ def default_figures_dir() -> Path:
 _FIELDS = {f.name: f for f in fields(Config)}
 
 
+_SECRET_HINT = "secrets come from the environment only (the variable named by 'llm_api_key_env')"
+
+
+def _check_key(key: str, where: str) -> None:
+    if key in _FIELDS:
+        return
+    if any(word in key.lower() for word in ("api_key", "apikey", "secret", "password")):
+        raise ConfigError(f"{where}: field {key!r} is not allowed: {_SECRET_HINT}")
+    raise ConfigError(f"{where}: unknown field {key!r} (not a field of kgir_lib.config.Config)")
+
+
 def _read_profile(name: str, seen: tuple = ()) -> dict:
+    """Fields of profile ``name`` (a profile name or a ``.yaml`` path), its ``extends`` chain merged in."""
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"profile name must be a non-empty string, got {name!r}")
     path = Path(name) if name.endswith(".yaml") else PROFILE_DIR / f"{name}.yaml"
     if not path.exists():
         known = sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
@@ -149,30 +163,64 @@ def _read_profile(name: str, seen: tuple = ()) -> dict:
     if not isinstance(data, dict):
         raise ConfigError(f"profile {path}: expected a mapping of fields")
     parent = data.pop("extends", None)
+    if parent is not None and not isinstance(parent, str):
+        raise ConfigError(f"profile {path}: 'extends' must name a profile, got {parent!r}")
     merged = _read_profile(parent, seen + (name,)) if parent else {}
     for key in data:
-        if key not in _FIELDS:
-            raise ConfigError(f"profile {path}: unknown field {key!r}")
+        _check_key(key, f"profile {path}")
     merged.update(data)
     return merged
 
 
-def _coerce(name: str, value: Any) -> Any:
-    default = _FIELDS[name].default
-    if value is None or default is None or default is dataclasses.MISSING:
-        return value
-    kind = type(default)
-    if kind is bool:
+def _field_kind(name: str) -> tuple:
+    """(base type name, nullable) of a Config field, read from its annotation."""
+    kind = _FIELDS[name].type
+    kind = kind if isinstance(kind, str) else getattr(kind, "__name__", str(kind))
+    if kind.startswith("Optional[") and kind.endswith("]"):
+        return kind[len("Optional["):-1], True
+    return kind, False
+
+
+def _list_of_str(name: str) -> bool:
+    """Whether list field ``name`` holds strings (names, URLs): its default does, or it is empty."""
+    factory = _FIELDS[name].default_factory
+    default = factory() if factory is not dataclasses.MISSING else []
+    return all(isinstance(v, str) for v in default)
+
+
+def _coerce(name: str, value: Any, where: str = "") -> Any:
+    """``value`` checked against the type of field ``name``; ints widen to floats, a string to a 1-list."""
+    kind, nullable = _field_kind(name)
+    label = f"parameter {name!r}{where}"
+    if value is None:
+        if nullable:
+            return None
+        raise ConfigError(f"{label}: must not be null")
+    if kind == "bool":
         if not isinstance(value, bool):
-            raise ConfigError(f"parameter {name!r}: expected true/false, got {value!r}")
+            raise ConfigError(f"{label}: expected true/false, got {value!r}")
         return value
-    if kind in (int, float):
-        try:
-            return kind(value)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"parameter {name!r}: expected a number, got {value!r}") from exc
-    if kind is str and not isinstance(value, str):
-        raise ConfigError(f"parameter {name!r}: expected a string, got {value!r}")
+    if kind in ("int", "float"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{label}: expected a number, got {value!r}")
+        if kind == "int":
+            if isinstance(value, float) and not value.is_integer():
+                raise ConfigError(f"{label}: expected a whole number, got {value!r}")
+            return int(value)
+        return float(value)
+    if kind == "str":
+        if not isinstance(value, str):
+            raise ConfigError(f"{label}: expected a string, got {value!r}")
+        return value
+    if kind == "list":
+        if isinstance(value, str):
+            value = [value]
+        item = str if _list_of_str(name) else (str, int, float)
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, item) and not isinstance(v, bool)
+                                                           for v in value):
+            what = "strings" if item is str else "plain values"
+            raise ConfigError(f"{label}: expected a list of {what}, got {value!r}")
+        return list(value)
     return value
 
 
@@ -180,17 +228,17 @@ def load_config(profile: Optional[str] = None, **overrides: Any) -> Config:
     """Build the effective config: profile YAML, then non-None ``overrides``.
 
     ``profile=None`` reads ``$KGIR_PROFILE`` (the test suite sets ``ci``), else ``sample``.
+    Every value is type-checked; a bad one raises :class:`ConfigError` naming the field.
     """
     profile = profile or os.environ.get("KGIR_PROFILE") or "sample"
     values = _read_profile(profile)
     for key, value in overrides.items():
-        if key not in _FIELDS:
-            raise ConfigError(f"unknown parameter {key!r} (not a field of kgir_lib.config.Config)")
+        _check_key(key, "papermill parameters")
         if value is not None:
             values[key] = value
     values["profile"] = Path(profile).stem
     for key in list(values):
-        values[key] = _coerce(key, values[key])
+        values[key] = _coerce(key, values[key], f" (profile {values['profile']!r})")
     for key, env in (("data_dir", "KGIR_DATA_DIR"), ("results_dir", "KGIR_RESULTS_DIR"), ("figures_dir", "KGIR_FIGURES_DIR")):
         if values.get(key) is None and os.environ.get(env):
             values[key] = os.environ[env]
@@ -199,21 +247,40 @@ def load_config(profile: Optional[str] = None, **overrides: Any) -> Config:
     return cfg
 
 
+_AT_LEAST_ONE = ("top_k", "max_iterations", "ngram_n", "context_passages", "llm_max_concurrency", "llm_n_ctx",
+                 "llm_n_threads", "max_new_tokens", "embed_batch_size", "kg2rag_m_hops", "kg2rag_budget",
+                 "ircot_max_steps", "iter_retgen_rounds", "robustness_seeds")
+_AT_LEAST_ZERO = ("llm_max_retries", "n_questions", "extract_max_passages", "passage_chars", "temperature", "seed",
+                  "llm_seed", "study_n_questions")
+
+
 def _validate(cfg: Config) -> None:
     if cfg.llm_backend not in {"llamacpp", "openai", "vllm", "scripted"}:
-        raise ConfigError(f"parameter 'llm_backend': unknown backend {cfg.llm_backend!r}")
+        raise ConfigError(f"parameter 'llm_backend': unknown backend {cfg.llm_backend!r} "
+                          f"(llamacpp | openai | vllm | scripted)")
     if cfg.llm_json_mode not in {"llamacpp", "vllm", "openai", "none"}:
-        raise ConfigError(f"parameter 'llm_json_mode': unknown mode {cfg.llm_json_mode!r}")
+        raise ConfigError(f"parameter 'llm_json_mode': unknown mode {cfg.llm_json_mode!r} (llamacpp | vllm | openai | none)")
     if cfg.llm_backend == "openai" and not cfg.llm_base_urls:
         raise ConfigError("parameter 'llm_base_urls': the openai backend needs at least one base URL")
-    for name in ("top_k", "max_iterations", "ngram_n", "context_passages", "llm_max_concurrency"):
-        if getattr(cfg, name) < 1:
+    for url in cfg.llm_base_urls:
+        if not url.startswith(("http://", "https://")):
+            raise ConfigError(f"parameter 'llm_base_urls': {url!r} is not an http(s) URL")
+    for name in _AT_LEAST_ONE:
+        if name in _FIELDS and getattr(cfg, name) < 1:
             raise ConfigError(f"parameter {name!r}: must be >= 1, got {getattr(cfg, name)}")
+    for name in _AT_LEAST_ZERO:
+        value = getattr(cfg, name, None)
+        if value is not None and value < 0:
+            raise ConfigError(f"parameter {name!r}: must be >= 0, got {value}")
+    if cfg.llm_timeout_s <= 0:
+        raise ConfigError(f"parameter 'llm_timeout_s': must be > 0, got {cfg.llm_timeout_s}")
     if not 0.0 <= cfg.ngram_threshold <= 1.0:
         raise ConfigError(f"parameter 'ngram_threshold': must be in [0, 1], got {cfg.ngram_threshold}")
+    if not cfg.datasets:
+        raise ConfigError("parameter 'datasets': needs at least one dataset name")
     for key in cfg.to_dict():
         if "api_key" in key and key != "llm_api_key_env":
-            raise ConfigError(f"parameter {key!r}: secrets come from the environment only")
+            raise ConfigError(f"parameter {key!r}: {_SECRET_HINT}")
 
 
 def start_run(cfg: Config, notebook: str) -> Path:

@@ -82,26 +82,36 @@ def passage_id(title: str, text: str) -> str:
 
 
 def _find(data_dir: Path, name: str, suffix: str) -> Path:
-    for cand in (data_dir / name / f"{name}{suffix}", data_dir / f"{name}{suffix}"):
-        if cand.exists():
+    """``<data_dir>/<name>/<name><suffix>`` or ``<data_dir>/<name><suffix>``; else a DataError naming what is missing."""
+    candidates = (data_dir / name / f"{name}{suffix}", data_dir / f"{name}{suffix}")
+    for cand in candidates:
+        if cand.is_file():
             return cand
-    if not data_dir.exists():
+    if not data_dir.is_dir():
         raise DataError(f"data directory {data_dir} does not exist (set KGIR_DATA_DIR or the 'data_dir' parameter)")
     known = sorted({p.name.removesuffix("_corpus.json") for p in data_dir.rglob("*_corpus.json")})
-    raise DataError(f"unknown dataset {name!r}: no {name}{suffix} under {data_dir} (datasets found: {known})")
+    if name not in known:
+        raise DataError(f"unknown dataset {name!r}: no {name}{suffix} under {data_dir} (datasets found: {known})")
+    raise DataError(f"dataset {name!r}: missing file {name}{suffix} (looked for {candidates[0]} and {candidates[1]})")
 
 
 def _load_json(path: Path) -> object:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: not valid JSON ({exc})") from exc
 
 
-def _field(record: dict, key: str, path: Path, i: int) -> object:
-    if not isinstance(record, dict) or key not in record:
+def _field(record: dict, key: str, path: Path, i: int, kind: type | tuple | None = None) -> object:
+    """``record[key]``; a DataError naming the file, record and field if it is missing or of the wrong type."""
+    if not isinstance(record, dict):
+        raise DataError(f"{path}: record {i} is not a JSON object")
+    if key not in record:
         raise DataError(f"{path}: record {i} has no field {key!r}")
-    return record[key]
+    value = record[key]
+    if kind is not None and not isinstance(value, kind):
+        raise DataError(f"{path}: record {i} field {key!r} has the wrong type ({type(value).__name__})")
+    return value
 
 
 def load_corpus(path: Path) -> Corpus:
@@ -119,45 +129,61 @@ def load_corpus(path: Path) -> Corpus:
 
 
 def _musique_question(rec: dict, path: Path, i: int, corpus: Corpus, name: str) -> Question:
-    paragraphs = _field(rec, "paragraphs", path, i)
+    """A MuSiQue record; gold passages are its paragraphs with ``is_supporting`` (METHOD.md §6)."""
+    paragraphs = _field(rec, "paragraphs", path, i, list)
     gold = []
     for j, para in enumerate(paragraphs):
+        if not isinstance(para, dict):
+            raise DataError(f"{path}: record {i} paragraph {j} is not a JSON object")
         if para.get("is_supporting"):
             title = para.get("title")
             text = para.get("paragraph_text")
             if title is None or text is None:
                 raise DataError(f"{path}: record {i} paragraph {j} lacks 'title' or 'paragraph_text'")
-            pid = passage_id(title, text)
+            pid = passage_id(str(title), str(text))
             if pid not in corpus:
                 raise DataError(f"{path}: record {i}: supporting paragraph {title!r} is not in the corpus")
-            gold.append(pid)
-    answers = [str(_field(rec, "answer", path, i))] + [str(a) for a in rec.get("answer_aliases", [])]
+            if pid not in gold:
+                gold.append(pid)
+    aliases = rec.get("answer_aliases") or []
+    if not isinstance(aliases, list):
+        raise DataError(f"{path}: record {i} field 'answer_aliases' is not a list")
+    answers = [str(_field(rec, "answer", path, i))] + [str(a) for a in aliases]
     decomposition = rec.get("question_decomposition")
     return Question(
         qid=str(_field(rec, "id", path, i)),
         question=str(_field(rec, "question", path, i)),
-        answers=tuple(answers),
+        answers=tuple(dict.fromkeys(answers)),
         gold_pids=tuple(gold),
         dataset=name,
-        hops=len(decomposition) if decomposition else None,
+        hops=len(decomposition) if isinstance(decomposition, list) and decomposition else None,
     )
 
 
 def _hotpot_question(rec: dict, path: Path, i: int, corpus: Corpus, name: str, by_title: dict) -> Question:
-    facts = _field(rec, "supporting_facts", path, i)
-    titles = list(dict.fromkeys(f[0] for f in facts))
-    context = {c[0]: c[1] for c in _field(rec, "context", path, i)}
+    """A HotpotQA record; gold passages are the paragraphs whose titles are in ``supporting_facts``."""
+    facts = _field(rec, "supporting_facts", path, i, list)
+    context_raw = _field(rec, "context", path, i, list)
+    try:
+        titles = list(dict.fromkeys(str(f[0]) for f in facts))
+        context = {str(c[0]): c[1] for c in context_raw}
+    except (TypeError, IndexError, KeyError) as exc:
+        raise DataError(f"{path}: record {i}: 'supporting_facts' and 'context' must be lists of "
+                        f"[title, ...] pairs ({exc})") from None
     gold = []
     for title in titles:
-        # prefer the paragraph of this question's context (titles can repeat across the pool)
-        text = "".join(context[title]) if title in context else None
-        pid = passage_id(title, text) if text is not None else None
+        # prefer the paragraph of this question's context (titles can repeat across the pool);
+        # the corpus text is the context's sentences joined with "" (HippoRAG's convention)
+        sentences = context.get(title)
+        text = "".join(sentences) if isinstance(sentences, list) else sentences
+        pid = passage_id(title, text) if isinstance(text, str) else None
         if pid is None or pid not in corpus:
             candidates = by_title.get(title, [])
             if not candidates:
                 raise DataError(f"{path}: record {i}: supporting title {title!r} is not in the corpus")
             pid = candidates[0]
-        gold.append(pid)
+        if pid not in gold:
+            gold.append(pid)
     return Question(
         qid=str(_field(rec, "_id", path, i)),
         question=str(_field(rec, "question", path, i)),
@@ -169,9 +195,15 @@ def _hotpot_question(rec: dict, path: Path, i: int, corpus: Corpus, name: str, b
 
 
 def load_dataset(name: str, data_dir: Optional[Path] = None) -> Dataset:
-    """Load ``<name>.json`` + ``<name>_corpus.json``; the schema (MuSiQue or HotpotQA) is detected per record."""
+    """Load ``<name>.json`` + ``<name>_corpus.json``; the schema (MuSiQue or HotpotQA) is detected per record.
+
+    ``data_dir`` defaults to ``$KGIR_DATA_DIR``, else ``../shared/data`` beside the project.
+    Raises :class:`DataError` naming the dataset, file, record or field that is wrong.
+    """
     from .config import default_data_dir
 
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name:
+        raise DataError(f"unknown dataset {name!r}: a dataset is named by a plain file stem such as 'musique'")
     data_dir = Path(data_dir) if data_dir else default_data_dir()
     corpus = load_corpus(_find(data_dir, name, "_corpus.json"))
     qpath = _find(data_dir, name, ".json")
@@ -181,14 +213,18 @@ def load_dataset(name: str, data_dir: Optional[Path] = None) -> Dataset:
     by_title: dict = {}
     for p in corpus.passages:
         by_title.setdefault(p.title, []).append(p.pid)
-    questions = []
+    questions, seen = [], {}
     for i, rec in enumerate(raw):
         if isinstance(rec, dict) and "paragraphs" in rec:
-            questions.append(_musique_question(rec, qpath, i, corpus, name))
+            q = _musique_question(rec, qpath, i, corpus, name)
         elif isinstance(rec, dict) and "supporting_facts" in rec:
-            questions.append(_hotpot_question(rec, qpath, i, corpus, name, by_title))
+            q = _hotpot_question(rec, qpath, i, corpus, name, by_title)
         else:
             raise DataError(f"{qpath}: record {i} has neither 'paragraphs' (MuSiQue) nor 'supporting_facts' (HotpotQA)")
+        if q.qid in seen:
+            raise DataError(f"{qpath}: record {i} repeats question id {q.qid!r} of record {seen[q.qid]}")
+        seen[q.qid] = i
+        questions.append(q)
     return Dataset(name, questions, corpus)
 
 
@@ -196,37 +232,64 @@ def sample_questions(questions: Sequence[Question], n: Optional[int], seed: int 
     """The first ``n`` questions of a seeded shuffle (``random.Random(seed)``), kept in file order.
 
     ``n=None`` or ``n >= len`` keeps every question. The same ``seed`` and ``n`` always
-    give the same questions, and a larger ``n`` extends a smaller one's sample.
+    give the same questions, and a larger ``n`` extends a smaller one's sample (nested).
+    The corpus is not sampled: retrieval always searches the whole pool.
     """
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int)):
+        raise DataError(f"parameter 'n_questions': expected a whole number or None, got {n!r}")
+    if n is not None and n < 0:
+        raise DataError(f"parameter 'n_questions': must be >= 0, got {n}")
     if n is None or n >= len(questions):
         return list(questions)
-    if n < 0:
-        raise DataError(f"parameter 'n_questions': must be >= 0, got {n}")
     order = list(range(len(questions)))
     random.Random(seed).shuffle(order)
     keep = sorted(order[:n])
     return [questions[i] for i in keep]
 
 
-def download_hipporag2(names: Iterable[str], target: Path) -> list:
-    """Fetch HippoRAG 2's full 1000-question release from the Hugging Face hub into ``target``.
+HF_ENDPOINT = "https://huggingface.co"
 
-    Needs internet; where the hub cannot be reached this raises :class:`DataError`
-    with a plain message instead of a network traceback.
+
+def download_hipporag2(names: Iterable[str], target: Path, timeout_s: float = 10.0) -> list:
+    """Fetch HippoRAG 2's full 1000-question release (``osunlp/HippoRAG_2``) from the Hugging Face hub.
+
+    Files land in ``target/<name>/`` (the layout :func:`load_dataset` reads). Needs
+    internet: the hub is probed first with a short timeout, and where it cannot be
+    reached this raises :class:`DataError` with a plain message within seconds,
+    instead of a network traceback after minutes of retries. Plain HTTP (httpx,
+    honouring proxy variables and ``$HF_ENDPOINT``), so ``HF_HUB_OFFLINE`` set by a
+    model load elsewhere in the process does not interfere.
     """
-    try:
-        from huggingface_hub import hf_hub_download
-    except ImportError as exc:  # pragma: no cover - huggingface_hub ships with datasets
-        raise DataError("download_hipporag2 needs the huggingface_hub package") from exc
+    import os
+
+    import httpx
+
+    endpoint = os.environ.get("HF_ENDPOINT", HF_ENDPOINT).rstrip("/")
+    names = list(names)
+    timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 5.0))
     got = []
-    for name in names:
-        for fname in (f"{name}.json", f"{name}_corpus.json"):
-            try:
-                got.append(Path(hf_hub_download(HF_REPO, fname, repo_type="dataset", local_dir=str(target / name))))
-            except Exception as exc:  # network errors come in many classes
-                raise DataError(
-                    f"could not download {fname} from the Hugging Face hub ({HF_REPO}): "
-                    f"{type(exc).__name__}. This machine may have no internet; use the samples in "
-                    f"the data directory instead."
-                ) from None
+    try:
+        with httpx.Client(timeout=timeout, follow_redirects=True) as client:
+            client.head(f"{endpoint}/api/datasets/{HF_REPO}")  # fail fast when offline
+            for name in names:
+                folder = Path(target) / name
+                folder.mkdir(parents=True, exist_ok=True)
+                for fname in (f"{name}.json", f"{name}_corpus.json"):
+                    url = f"{endpoint}/datasets/{HF_REPO}/resolve/main/{fname}"
+                    dest, tmp = folder / fname, folder / f".{fname}.part"
+                    with client.stream("GET", url) as resp:
+                        if resp.status_code != 200:
+                            raise DataError(f"could not download {fname} from the Hugging Face hub ({HF_REPO}): "
+                                            f"HTTP {resp.status_code} for {url}")
+                        with open(tmp, "wb") as fh:
+                            for chunk in resp.iter_bytes():
+                                fh.write(chunk)
+                    os.replace(tmp, dest)
+                    got.append(dest)
+    except httpx.HTTPError as exc:
+        raise DataError(
+            f"could not reach the Hugging Face hub at {endpoint} to download {HF_REPO} "
+            f"({type(exc).__name__}: {exc}). This machine may have no internet; use the samples in "
+            f"the data directory instead."
+        ) from None
     return got

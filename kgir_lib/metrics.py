@@ -22,17 +22,21 @@ _SPECIAL = {"yes", "no", "noanswer"}
 
 
 def normalize_answer(text: str) -> str:
-    text = str(text).lower()
+    """SQuAD normalisation: lower case, drop ASCII punctuation, drop a/an/the, fold white space."""
+    text = "" if text is None else str(text).lower()
     text = "".join(ch for ch in text if ch not in _PUNCT)
     text = re.sub(r"\b(a|an|the)\b", " ", text)
     return " ".join(text.split())
 
 
 def exact_match(prediction: str, gold: str) -> float:
+    """1.0 if the normalised strings are equal (two empty answers are equal), else 0.0."""
     return float(normalize_answer(prediction) == normalize_answer(gold))
 
 
 def f1_score(prediction: str, gold: str) -> float:
+    """Token-level F1 of the normalised answers (official HotpotQA rules: yes/no/noanswer must match exactly;
+    no shared token, including two empty answers, gives 0)."""
     pred, ref = normalize_answer(prediction), normalize_answer(gold)
     if (pred in _SPECIAL or ref in _SPECIAL) and pred != ref:
         return 0.0
@@ -45,18 +49,28 @@ def f1_score(prediction: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def best_em(prediction: str, golds: Iterable[str]) -> float:
-    return max((exact_match(prediction, g) for g in golds), default=0.0)
+def _golds(golds: Iterable[str] | str) -> list:
+    # a bare string is one gold answer, not a sequence of one-letter answers
+    return [golds] if isinstance(golds, str) else list(golds)
 
 
-def best_f1(prediction: str, golds: Iterable[str]) -> float:
-    return max((f1_score(prediction, g) for g in golds), default=0.0)
+def best_em(prediction: str, golds: Iterable[str] | str) -> float:
+    """Max EM over the gold answer and its aliases (0.0 when there is none)."""
+    return max((exact_match(prediction, g) for g in _golds(golds)), default=0.0)
+
+
+def best_f1(prediction: str, golds: Iterable[str] | str) -> float:
+    """Max F1 over the gold answer and its aliases (0.0 when there is none)."""
+    return max((f1_score(prediction, g) for g in _golds(golds)), default=0.0)
 
 
 def recall_at_k(ranked_pids: Sequence[str], gold_pids: Sequence[str], k: int) -> float:
-    """Share of ``gold_pids`` among the first ``k`` of ``ranked_pids`` (duplicates count once)."""
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
+    """Share of ``gold_pids`` among the first ``k`` distinct ``ranked_pids`` (HippoRAG's Recall@k).
+
+    Duplicates count once on both sides; no gold passages gives 0.0.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be an integer >= 1, got {k!r}")
     gold = set(gold_pids)
     if not gold:
         return 0.0
@@ -67,9 +81,17 @@ def recall_at_k(ranked_pids: Sequence[str], gold_pids: Sequence[str], k: int) ->
 def summarise(predictions: Sequence[str], answers: Sequence[Sequence[str]],
               rankings: Sequence[Sequence[str]] | None = None,
               golds: Sequence[Sequence[str]] | None = None, ks: Sequence[int] = (2, 5)) -> dict:
-    """Mean EM, F1 (×100) and, given rankings and gold passages, Recall@k (×100)."""
+    """Mean EM, F1 (×100) and, given rankings and gold passages, Recall@k (×100).
+
+    Empty input gives zeros with ``n = 0``.
+    """
     if len(predictions) != len(answers):
-        raise ValueError("predictions and answers differ in length")
+        raise ValueError(f"predictions ({len(predictions)}) and answers ({len(answers)}) differ in length")
+    if (rankings is None) != (golds is None):
+        raise ValueError("Recall@k needs both rankings and golds")
+    if rankings is not None and not len(rankings) == len(golds) == len(predictions):
+        raise ValueError(f"rankings ({len(rankings)}), golds ({len(golds)}) and predictions "
+                         f"({len(predictions)}) differ in length")
     n = max(len(predictions), 1)
     out = {
         "n": len(predictions),

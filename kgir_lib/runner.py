@@ -9,6 +9,7 @@ its name and the path of its partial output; everything computed before it
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -17,47 +18,77 @@ from .config import PROJECT_ROOT, ConfigError, load_config
 from .data import DataError, load_dataset
 
 
-def notebooks(only: list | None = None) -> list:
-    found = sorted((PROJECT_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+def notebooks(only: list | None = None, folder: Path | None = None) -> list:
+    """The suite's notebooks ``NN_*.ipynb`` in order, optionally only those whose names start with ``only``."""
+    found = sorted(Path(folder or PROJECT_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     if only:
         found = [p for p in found if any(p.stem.startswith(o) for o in only)]
     return found
 
 
-def validate(profile: str) -> list:
-    """Load the profile and every dataset it names; returns summary lines (raises on bad input)."""
-    cfg = load_config(profile)
-    lines = [f"profile {cfg.profile}: {cfg.description}", f"data directory: {cfg.data_path}"]
+def validate(profile: str, params: dict | None = None) -> list:
+    """Load the profile (with ``params`` as overrides) and every dataset it names; summary lines.
+
+    Raises :class:`ConfigError` / :class:`DataError` naming what is wrong.
+    """
+    cfg = load_config(profile, **(params or {}))
+    lines = [f"profile {cfg.profile}: {cfg.description}", f"data directory: {cfg.data_path}",
+             f"results: {cfg.run_dir}"]
     for name in cfg.datasets:
         ds = load_dataset(name, cfg.data_path)
         lines.append(f"  {name}: {len(ds.questions)} questions, {len(ds.corpus)} passages")
     return lines
 
 
+def _parse_params(pairs: list) -> dict:
+    import yaml
+
+    params = {}
+    for name, value in pairs:
+        try:
+            params[name] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"parameter {name!r}: value {value!r} is not valid YAML ({exc})") from None
+    return params
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Run the notebook suite with papermill.")
-    ap.add_argument("--profile", default="sample")
-    ap.add_argument("--only", nargs="*", help="notebook name prefixes, e.g. 01 02")
+    ap.add_argument("--profile", default=None, help="profile name or YAML path (default: $KGIR_PROFILE, else sample)")
+    ap.add_argument("--only", nargs="+", help="notebook name prefixes, e.g. 01 02")
     ap.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                    help="extra papermill parameter (YAML value)")
+                    help="extra papermill parameter (YAML value), validated as a config field")
+    ap.add_argument("--notebooks-dir", type=Path, default=None, help="where the NN_*.ipynb notebooks are")
+    ap.add_argument("--validate-only", action="store_true", help="check the profile and data, run nothing")
     args = ap.parse_args(argv)
+    profile = args.profile or os.environ.get("KGIR_PROFILE") or "sample"
     try:
-        for line in validate(args.profile):
+        params = _parse_params(args.param)
+        for line in validate(profile, params):
             print(line)
     except (ConfigError, DataError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    nbs = notebooks(args.only)
-    if not nbs:
-        print("no notebooks under notebooks/ yet: profile and data validated, nothing to run")
+    if args.validate_only:
+        print("profile and data validated")
         return 0
-    import papermill as pm
-    import yaml
+    nbs = notebooks(args.only, args.notebooks_dir)
+    if args.only and not nbs:
+        print(f"error: no notebook matches --only {' '.join(args.only)}", file=sys.stderr)
+        return 2
+    if not nbs:
+        print("no notebooks found: profile and data validated, nothing to run")
+        return 0
+    return _run_notebooks(nbs, profile, params)
 
-    cfg = load_config(args.profile)
+
+def _run_notebooks(nbs: list, profile: str, params: dict) -> int:
+    import papermill as pm
+
+    cfg = load_config(profile, **params)
     outdir = cfg.run_dir / "notebooks"
     outdir.mkdir(parents=True, exist_ok=True)
-    params = {"profile": args.profile, **{k: yaml.safe_load(v) for k, v in args.param}}
+    nb_params = {"profile": profile, **params}
     timings = []
     for nb in nbs:
         out = outdir / nb.name
@@ -65,11 +96,15 @@ def main(argv=None) -> int:
         print(f"==> {nb.name} -> {out.relative_to(PROJECT_ROOT) if out.is_relative_to(PROJECT_ROOT) else out}",
               flush=True)
         try:
-            pm.execute_notebook(str(nb), str(out), parameters=params, cwd=str(nb.parent), progress_bar=False,
+            pm.execute_notebook(str(nb), str(out), parameters=nb_params, cwd=str(nb.parent), progress_bar=False,
                                 log_output=False, kernel_name="python3")
         except pm.PapermillExecutionError as exc:
             print(f"error: {nb.name} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}\n"
                   f"partial output: {out}", file=sys.stderr)
+            return 1
+        except Exception as exc:  # kernel died, kernel missing, unreadable notebook, ...
+            print(f"error: {nb.name} could not be executed: {type(exc).__name__}: {exc}\n"
+                  f"partial output (if any): {out}", file=sys.stderr)
             return 1
         timings.append((nb.name, time.perf_counter() - t0))
         print(f"    {timings[-1][1]:.0f} s", flush=True)

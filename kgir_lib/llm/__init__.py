@@ -5,12 +5,12 @@ from typing import Callable, Optional
 
 from .backends import (LLMError, LlamaCppBackend, OpenAIBackend, ScriptedBackend, VLLMBackend,
                        smollm2_gguf_path)
-from .cache import LLMCache, cache_key
+from .cache import LLMCache, LLMCacheError, cache_key
 from .core import LLM, ChatRequest, ChatResult, StageUsage, Usage
 from .parsing import extract_json
 
-__all__ = ["LLM", "ChatRequest", "ChatResult", "Usage", "StageUsage", "LLMCache", "LLMError", "build_llm",
-           "build_backend", "extract_json", "cache_key", "smollm2_gguf_path", "ScriptedBackend",
+__all__ = ["LLM", "ChatRequest", "ChatResult", "Usage", "StageUsage", "LLMCache", "LLMCacheError", "LLMError",
+           "build_llm", "build_backend", "extract_json", "cache_key", "smollm2_gguf_path", "ScriptedBackend",
            "OpenAIBackend", "LlamaCppBackend", "VLLMBackend"]
 
 _BACKENDS: dict = {}
@@ -25,7 +25,8 @@ def build_backend(cfg, script: Optional[Callable] = None):
     if cfg.llm_backend == "openai":
         return OpenAIBackend(cfg.llm_model, cfg.llm_base_urls, cfg.llm_api_key_env, cfg.llm_max_concurrency,
                              cfg.llm_timeout_s, cfg.llm_max_retries, cfg.llm_json_mode)
-    key = (cfg.llm_backend, cfg.llm_model, cfg.llm_model_path, cfg.llm_n_ctx)
+    key = (cfg.llm_backend, cfg.llm_model, cfg.llm_model_path, cfg.llm_n_ctx, cfg.llm_n_threads, cfg.llm_json_mode,
+           cfg.llm_seed)
     if key not in _BACKENDS:
         if cfg.llm_backend == "llamacpp":
             _BACKENDS[key] = LlamaCppBackend(cfg.llm_model, cfg.llm_model_path, cfg.llm_n_ctx,

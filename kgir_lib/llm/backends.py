@@ -10,7 +10,8 @@
 
 Structured output: a request's ``json_schema`` is passed in the form the server
 understands (``llm_json_mode``): llama.cpp's ``response_format={"type":
-"json_object", "schema": ...}``, vLLM's ``guided_json``, OpenAI's
+"json_object", "schema": ...}``, vLLM's ``structured_outputs={"json": ...}`` (the
+``guided_json`` field was removed in vLLM 0.12), OpenAI's
 ``response_format={"type": "json_schema", ...}``, or not at all (``none``). Parsing
 is tolerant either way (:mod:`kgir_lib.llm.parsing`).
 """
@@ -57,6 +58,9 @@ def smollm2_gguf_path() -> Path:
 class LlamaCppBackend:
     """llama.cpp in process; requests run one after another (2 cores are saturated by one)."""
 
+    TEMPLATE_TOKENS = 64  # room for the chat template's role markers
+    MIN_KEEP = 16
+
     def __init__(self, model_id: str, model_path: Optional[str] = None, n_ctx: int = 4096,
                  n_threads: int = 2, json_mode: str = "llamacpp", seed: int = 0):
         try:
@@ -72,18 +76,29 @@ class LlamaCppBackend:
         self.n_ctx = n_ctx
         self._llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
 
+    def _ntok(self, text: str) -> list:
+        return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+
     def _fit(self, req: ChatRequest) -> list:
-        """Trim the longest message so prompt + completion fit the context window."""
+        """Messages trimmed so prompt + completion fit the context window.
+
+        The longest message loses tokens from its middle (marked ``[...]``): its head
+        (instructions, few-shot examples) and its tail (the question) are kept.
+        """
         msgs = req.message_dicts()
-        budget = self.n_ctx - req.max_tokens - 64
-        def ntok(s: str) -> int:
-            return len(self._llm.tokenize(s.encode("utf-8"), add_bos=False))
-        total = sum(ntok(m["content"]) for m in msgs)
-        if total > budget:
-            longest = max(range(len(msgs)), key=lambda i: len(msgs[i]["content"]))
-            toks = self._llm.tokenize(msgs[longest]["content"].encode("utf-8"), add_bos=False)
-            keep = max(16, len(toks) - (total - budget))
-            msgs[longest]["content"] = self._llm.detokenize(toks[:keep]).decode("utf-8", "ignore")
+        budget = self.n_ctx - req.max_tokens - self.TEMPLATE_TOKENS
+        if budget < self.MIN_KEEP * len(msgs):
+            raise LLMError(f"max_tokens={req.max_tokens} leaves no room for the prompt in llm_n_ctx={self.n_ctx}")
+        sizes = [len(self._ntok(m["content"])) for m in msgs]
+        excess = sum(sizes) - budget
+        if excess > 0:
+            longest = max(range(len(msgs)), key=lambda i: sizes[i])
+            toks = self._ntok(msgs[longest]["content"])
+            keep = max(self.MIN_KEEP, len(toks) - excess - 4)  # 4: the "[...]" marker
+            head, tail = keep // 2, keep - keep // 2
+            text = (self._llm.detokenize(toks[:head]).decode("utf-8", "ignore") + "\n[...]\n"
+                    + self._llm.detokenize(toks[len(toks) - tail:]).decode("utf-8", "ignore"))
+            msgs[longest]["content"] = text
         return msgs
 
     def run(self, requests: Sequence[ChatRequest], on_result: Callable[[int, ChatResult], None]) -> None:
@@ -93,9 +108,12 @@ class LlamaCppBackend:
             if req.json_schema is not None and self.json_mode != "none":
                 kwargs["response_format"] = {"type": "json_object", "schema": req.json_schema}
             t0 = time.perf_counter()
-            out = self._llm.create_chat_completion(**kwargs)
-            usage = out.get("usage", {})
-            on_result(i, ChatResult(out["choices"][0]["message"]["content"] or "",
+            try:
+                out = self._llm.create_chat_completion(**kwargs)
+            except ValueError as exc:  # e.g. the prompt still exceeds the context window
+                raise LLMError(f"llama.cpp could not answer request {i}: {exc}") from exc
+            usage = out.get("usage") or {}
+            on_result(i, ChatResult(out["choices"][0]["message"].get("content") or "",
                                     usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
                                     time.perf_counter() - t0))
 
@@ -120,6 +138,9 @@ class OpenAIBackend:
         self.max_retries = max_retries
         self.json_mode = json_mode
         self.backoff_s = backoff_s
+        self.timeout_s = timeout_s
+        self.api_key_env = api_key_env
+        # the key is read from the environment only, and kept in the HTTP client's headers, nowhere else
         key = os.environ.get(api_key_env, "") if api_key_env else ""
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         limits = httpx.Limits(max_connections=max_concurrency * 2, max_keepalive_connections=max_concurrency)
@@ -134,7 +155,7 @@ class OpenAIBackend:
             body["stop"] = list(req.stop)
         if req.json_schema is not None:
             if self.json_mode == "vllm":
-                body["guided_json"] = req.json_schema
+                body["structured_outputs"] = {"json": req.json_schema}
             elif self.json_mode == "llamacpp":
                 body["response_format"] = {"type": "json_object", "schema": req.json_schema}
             elif self.json_mode == "openai":
@@ -146,7 +167,14 @@ class OpenAIBackend:
         with self._rr_lock:
             return self.base_urls[next(self._rr)]
 
+    def _refused(self, url: str, resp) -> LLMError:
+        hint = {401: f"check the API key in ${self.api_key_env}", 403: f"check the API key in ${self.api_key_env}",
+                404: "check 'llm_base_urls' (it usually ends in /v1) and 'llm_model'"}.get(resp.status_code, "")
+        return LLMError(f"LLM server refused the request: HTTP {resp.status_code} from {url}: "
+                        f"{resp.text[:300]}" + (f" ({hint})" if hint else ""))
+
     def _post(self, req: ChatRequest) -> ChatResult:
+        """One request, retried with exponential backoff on timeouts, connection errors and 5xx."""
         import httpx
 
         body = self._body(req)
@@ -158,40 +186,50 @@ class OpenAIBackend:
             t0 = time.perf_counter()
             try:
                 resp = self._client.post(f"{url}/chat/completions", json=body)
-            except httpx.ConnectError as exc:
-                last = f"cannot connect to {url} ({exc})"
             except httpx.TimeoutException:
-                last = f"timed out at {url}"
+                last = f"timed out after {self.timeout_s:g} s at {url}"
+            except httpx.TransportError as exc:
+                last = f"cannot connect to {url} ({type(exc).__name__}: {exc})"
             else:
                 if resp.status_code == 200:
-                    data = resp.json()
-                    usage = data.get("usage") or {}
-                    return ChatResult(data["choices"][0]["message"].get("content") or "",
-                                      usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
-                                      time.perf_counter() - t0)
+                    return self._parse(url, resp, time.perf_counter() - t0)
                 last = f"HTTP {resp.status_code} from {url}: {resp.text[:300]}"
                 if resp.status_code not in self.RETRY_STATUS:
-                    raise LLMError(f"LLM server refused the request: {last}")
+                    raise self._refused(url, resp)
             if attempt < self.max_retries:
                 time.sleep(self.backoff_s * (2 ** attempt))
         raise LLMError(f"LLM server unreachable or failing after {self.max_retries + 1} attempts "
                        f"(base URLs {sorted(tried_urls)}): {last}. Is the server running? "
                        f"Check 'llm_base_urls'.")
 
+    @staticmethod
+    def _parse(url: str, resp, seconds: float) -> ChatResult:
+        try:
+            data = resp.json()
+            text = data["choices"][0]["message"].get("content") or ""
+            usage = data.get("usage") or {}
+            return ChatResult(text, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
+                              seconds)
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise LLMError(f"LLM server at {url} sent a response that is not a chat completion "
+                           f"({type(exc).__name__}): {resp.text[:300]}") from None
+
     def run(self, requests: Sequence[ChatRequest], on_result: Callable[[int, ChatResult], None]) -> None:
-        if self.max_concurrency <= 1:
+        """Up to ``max_concurrency`` requests in flight; ``on_result`` runs in the caller's thread."""
+        if self.max_concurrency <= 1 or len(requests) <= 1:
             for i, req in enumerate(requests):
                 on_result(i, self._post(req))
             return
-        with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
+        pool = ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(requests)))
+        try:
             futures = {pool.submit(self._post, req): i for i, req in enumerate(requests)}
-            try:
-                for fut in as_completed(futures):
-                    on_result(futures[fut], fut.result())
-            except BaseException:
-                for fut in futures:
-                    fut.cancel()
-                raise
+            for fut in as_completed(futures):
+                on_result(futures[fut], fut.result())
+        finally:  # on an error: drop the queued requests, let the ones in flight finish
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def close(self) -> None:
+        self._client.close()
 
 
 # ---------------------------------------------------------------------------- vLLM offline
@@ -210,16 +248,13 @@ class VLLMBackend:  # pragma: no cover - needs a GPU and the vllm package
     def run(self, requests: Sequence[ChatRequest], on_result: Callable[[int, ChatResult], None]) -> None:
         from vllm import SamplingParams
 
-        try:
-            from vllm.sampling_params import GuidedDecodingParams
-        except ImportError:
-            GuidedDecodingParams = None
+        structured = _vllm_structured_output()
         params = []
         for req in requests:
             kw = dict(max_tokens=req.max_tokens, temperature=req.temperature, stop=list(req.stop) or None,
                       seed=req.seed)
-            if req.json_schema is not None and GuidedDecodingParams is not None:
-                kw["guided_decoding"] = GuidedDecodingParams(json=req.json_schema)
+            if req.json_schema is not None and self.json_mode != "none" and structured is not None:
+                kw.update(structured(req.json_schema))
             params.append(SamplingParams(**kw))
         t0 = time.perf_counter()
         outs = self._engine.chat([r.message_dicts() for r in requests], params, use_tqdm=True)
@@ -227,6 +262,22 @@ class VLLMBackend:  # pragma: no cover - needs a GPU and the vllm package
         for i, out in enumerate(outs):
             on_result(i, ChatResult(out.outputs[0].text, len(out.prompt_token_ids),
                                     len(out.outputs[0].token_ids), per))
+
+
+def _vllm_structured_output():  # pragma: no cover - needs vllm
+    """SamplingParams keywords for a JSON schema: ``structured_outputs`` (vLLM >= 0.10.2), else ``guided_decoding``."""
+    try:
+        from vllm.sampling_params import StructuredOutputsParams
+
+        return lambda schema: {"structured_outputs": StructuredOutputsParams(json=schema)}
+    except ImportError:
+        pass
+    try:
+        from vllm.sampling_params import GuidedDecodingParams
+
+        return lambda schema: {"guided_decoding": GuidedDecodingParams(json=schema)}
+    except ImportError:
+        return None
 
 
 # ---------------------------------------------------------------------------- scripted (tests)

@@ -32,18 +32,36 @@ def cache_key(model: str, request_payload: dict) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-class LLMCache:
-    """SQLite-backed map from :func:`cache_key` to a finished call."""
+class LLMCacheError(RuntimeError):
+    """The cache file cannot be opened or is not an LLM cache; the message names the file."""
 
-    def __init__(self, path: Path | str):
+
+class LLMCache:
+    """SQLite-backed map from :func:`cache_key` to a finished call.
+
+    One row is committed per result (WAL journal, ``synchronous=NORMAL``: a killed
+    process loses nothing that was committed). Several processes may share the file:
+    writers wait up to ``timeout_s`` for the lock.
+    """
+
+    def __init__(self, path: Path | str, timeout_s: float = 60.0):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(str(self.path), timeout=60, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA busy_timeout=60000")
-        self._conn.execute(_SCHEMA)
-        self._conn.commit()
+        try:
+            self._conn = sqlite3.connect(str(self.path), timeout=timeout_s, check_same_thread=False)
+            self._conn.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute(_SCHEMA)
+            self._conn.commit()
+            self._conn.execute("SELECT key, text, prompt_tokens, completion_tokens, seconds FROM calls LIMIT 1")
+        except sqlite3.DatabaseError as exc:
+            raise LLMCacheError(f"LLM cache {self.path}: cannot use it as an SQLite cache ({exc}); "
+                                f"move the file away to start a fresh cache") from exc
+
+    def __bool__(self) -> bool:  # a cache is truthy even when empty (``__len__`` would say otherwise)
+        return True
 
     def get(self, key: str) -> Optional[dict]:
         with self._lock:

@@ -29,6 +29,24 @@ class ChatRequest:
     json_schema: Optional[dict] = None
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        # Normalise so equal requests give equal cache keys: (role, content) tuples, a tuple of
+        # stop strings (a bare string is one stop, not its characters), numbers of one type.
+        try:
+            messages = tuple((str(role), str(content)) for role, content in self.messages)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"ChatRequest.messages must be (role, content) pairs, got {self.messages!r}") from exc
+        if not messages:
+            raise ValueError("ChatRequest.messages is empty")
+        stop = (self.stop,) if isinstance(self.stop, str) else tuple(str(s) for s in (self.stop or ()))
+        if isinstance(self.max_tokens, bool) or int(self.max_tokens) < 1:
+            raise ValueError(f"ChatRequest.max_tokens must be >= 1, got {self.max_tokens!r}")
+        object.__setattr__(self, "messages", messages)
+        object.__setattr__(self, "stop", stop)
+        object.__setattr__(self, "max_tokens", int(self.max_tokens))
+        object.__setattr__(self, "temperature", float(self.temperature))
+        object.__setattr__(self, "seed", int(self.seed))
+
     @staticmethod
     def chat(system: Optional[str], user: str, **kw) -> "ChatRequest":
         msgs = ((("system", system),) if system else ()) + (("user", user),)
@@ -126,19 +144,32 @@ class LLM:
 
     def generate(self, requests: Sequence[ChatRequest], stage: str = "default",
                  desc: Optional[str] = None) -> list:
-        """Answer every request; returns one :class:`ChatResult` per request, in order."""
+        """Answer every request; returns one :class:`ChatResult` per request, in order.
+
+        Cache hits never reach the backend; identical requests within the batch are sent
+        once (the repeats count as cache hits). Each backend result is written to the
+        cache as it arrives, so an interrupted batch resumes where it stopped. A request
+        the backend gave up on is counted in ``failures`` and answered with empty text.
+        """
         start = time.perf_counter()
         results: list = [None] * len(requests)
         usage = self.usage.stage(stage)
-        todo, keys = [], {}
+        todo: list = []      # indices of the first occurrence of each uncached request
+        keys: dict = {}      # request index -> (key, payload)
+        repeats: dict = {}   # key -> indices of later identical uncached requests in this batch
+        first_of: dict = {}  # key -> index of the first occurrence of an uncached request
         for i, req in enumerate(requests):
             payload = req.payload()
             key = cache_key(self.model_id, payload)
-            hit = self.cache.get(key) if self.cache else None
+            if key in first_of:
+                repeats.setdefault(key, []).append(i)
+                continue
+            hit = self.cache.get(key) if self.cache is not None else None  # (an empty cache is falsy)
             if hit is not None:
                 results[i] = ChatResult(hit["text"], hit["prompt_tokens"], hit["completion_tokens"], 0.0, True)
                 usage.cache_hits += 1
             else:
+                first_of[key] = i
                 keys[i] = (key, payload)
                 todo.append(i)
         usage.calls += len(requests)
@@ -160,6 +191,14 @@ class LLM:
                 self.backend.run([requests[i] for i in todo], on_result)
             finally:
                 bar.close()
+                usage.seconds += time.perf_counter() - start
+                start = time.perf_counter()
+        for key, idxs in repeats.items():
+            first = results[first_of[key]]
+            for i in idxs:
+                if first is not None:
+                    results[i] = ChatResult(first.text, first.prompt_tokens, first.completion_tokens, 0.0, True)
+                    usage.cache_hits += 1
         for res in results:
             if res is None:  # a backend that gave up on a request: counted, answered empty
                 usage.failures += 1

@@ -9,65 +9,94 @@ from __future__ import annotations
 import ast
 import json
 import re
+import warnings
 from typing import Any, Optional
 
 _FENCE = re.compile(r"```(?:json|python)?\s*(.*?)```", re.S | re.I)
 
 
-def _candidates(text: str):
+_CLOSE = {"{": "}", "[": "]"}
+
+
+def _balanced_from(text: str, start: int) -> str:
+    """The bracketed value opening at ``text[start]``; a truncated one is closed (strings and brackets)."""
+    stack, in_str, esc = [], None, False
+    for j in range(start, len(text)):
+        ch = text[j]
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == in_str:
+                in_str = None
+        elif ch in "\"'":
+            in_str = ch
+        elif ch in _CLOSE:
+            stack.append(_CLOSE[ch])
+        elif ch in "}]":
+            if not stack or ch != stack[-1]:
+                return text[start:j + 1]  # mismatched: let the parsers reject it
+            stack.pop()
+            if not stack:
+                return text[start:j + 1]
+    # truncated output (the model stopped mid-value): close what is open
+    tail = text[start:]
+    if esc:
+        tail = tail[:-1]
+    return tail + (in_str or "") + "".join(reversed(stack))
+
+
+def _candidates(text: str, limit: int = 64):
+    """Fenced blocks first, then bracketed values in order of their opening bracket, then the whole text."""
     for m in _FENCE.finditer(text):
         yield m.group(1)
-    for opener, closer in (("{", "}"), ("[", "]")):
-        start = text.find(opener)
-        while start != -1:
-            depth, in_str, esc = 0, None, False
-            for j in range(start, len(text)):
-                ch = text[j]
-                if in_str:
-                    if esc:
-                        esc = False
-                    elif ch == "\\":
-                        esc = True
-                    elif ch == in_str:
-                        in_str = None
-                elif ch in "\"'":
-                    in_str = ch
-                elif ch == opener:
-                    depth += 1
-                elif ch == closer:
-                    depth -= 1
-                    if depth == 0:
-                        yield text[start:j + 1]
-                        break
-            else:
-                yield text[start:] + closer * max(depth, 1)  # truncated output: try to close it
-            start = text.find(opener, start + 1)
+    tried = 0
+    for j, ch in enumerate(text):
+        if ch in _CLOSE:
+            yield _balanced_from(text, j)
+            tried += 1
+            if tried >= limit:  # bound the work on long, bracket-heavy text
+                break
     yield text
 
 
 def _loads(s: str) -> Any:
+    """JSON, JSON without trailing commas, or a Python literal that is valid JSON data; else ``None``."""
     s = s.strip()
     try:
         return json.loads(s)
-    except (json.JSONDecodeError, ValueError, RecursionError):
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
         pass
     s2 = re.sub(r",\s*([}\]])", r"\1", s)
     try:
         return json.loads(s2)
-    except (json.JSONDecodeError, ValueError, RecursionError):
+    except (ValueError, RecursionError):
         pass
     try:
-        return ast.literal_eval(s2)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        with warnings.catch_warnings():  # e.g. "invalid escape sequence" from the literal parser
+            warnings.simplefilter("ignore")
+            val = ast.literal_eval(s2)
+        json.dumps(val)  # only JSON data: no sets, bytes, Ellipsis, complex numbers
+        return val
+    except Exception:  # literal_eval raises many kinds on arbitrary text; this function never raises
         return None
 
 
 def extract_json(text: Optional[str]) -> Any:
-    """First JSON (or Python-literal) dict or list found in ``text``; ``None`` if there is none."""
+    """First JSON (or Python-literal) dict or list found in ``text``; ``None`` if there is none.
+
+    Tried in order: fenced code blocks, then each bracketed value by the position of
+    its opening bracket (a value cut off at the end of the text is closed first),
+    then the whole text. Trailing commas and single quotes are tolerated. Never raises.
+    """
     if not text or not isinstance(text, str):
         return None
-    for cand in _candidates(text):
-        val = _loads(cand)
-        if isinstance(val, (dict, list)):
-            return val
+    try:
+        for cand in _candidates(text):
+            val = _loads(cand)
+            if isinstance(val, (dict, list)):
+                return val
+    except Exception:  # pragma: no cover - defensive: malformed output is skipped, never a crash
+        return None
     return None

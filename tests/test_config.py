@@ -1,0 +1,200 @@
+"""Config: profiles, ``extends``, overrides, type checks, run directory, no secrets (issue #2, config)."""
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kgir_lib.config import PROFILE_DIR, Config, ConfigError, load_config, start_run
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch, tmp_path):
+    for var in ("KGIR_PROFILE", "KGIR_DATA_DIR", "KGIR_FIGURES_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("KGIR_RESULTS_DIR", str(tmp_path / "results"))
+
+
+@pytest.mark.parametrize("name", ["sample", "ci", "paper", "paper_llama3"])
+def test_every_shipped_profile_loads(name):
+    cfg = load_config(name)
+    assert cfg.profile == name
+    assert cfg.description
+
+
+def test_profile_values():
+    sample, ci, paper, llama3 = (load_config(p) for p in ("sample", "ci", "paper", "paper_llama3"))
+    assert (sample.llm_backend, sample.embed_model, sample.n_questions) == ("llamacpp", "all-MiniLM-L6-v2", 8)
+    # ci extends sample: its own fields, the rest inherited
+    assert (ci.n_questions, ci.extract_max_passages, ci.max_new_tokens) == (2, 12, 96)
+    assert (ci.embed_model, ci.top_k, ci.datasets) == (sample.embed_model, sample.top_k, sample.datasets)
+    assert (paper.llm_backend, paper.llm_json_mode, paper.embed_model) == ("openai", "vllm", "BAAI/bge-m3")
+    assert (paper.n_questions, paper.extract_max_passages, paper.passage_chars) == (1000, None, None)
+    # paper_llama3 extends paper, which extends sample
+    assert llama3.llm_model == "meta-llama/Meta-Llama-3-8B-Instruct"
+    assert (llama3.llm_backend, llama3.embed_model, llama3.llm_max_concurrency) == ("openai", "BAAI/bge-m3", 128)
+    assert llama3.ngram_n == sample.ngram_n
+
+
+def test_profile_files_name_only_known_fields():
+    known = {f.name for f in fields(Config)} | {"extends"}
+    for path in PROFILE_DIR.glob("*.yaml"):
+        assert set(yaml.safe_load(path.read_text())) <= known, path
+
+
+def test_env_profile_and_default(monkeypatch):
+    assert load_config().profile == "sample"
+    monkeypatch.setenv("KGIR_PROFILE", "ci")
+    assert load_config().profile == "ci"
+    assert load_config("paper").profile == "paper"
+
+
+def test_overrides_and_none_keeps_profile_value():
+    cfg = load_config("ci", n_questions=5, top_k=None, embed_model=None, temperature=None)
+    base = load_config("ci")
+    assert cfg.n_questions == 5
+    assert (cfg.top_k, cfg.embed_model, cfg.temperature) == (base.top_k, base.embed_model, base.temperature)
+
+
+def test_override_coercions():
+    cfg = load_config("ci", llm_timeout_s=30, n_questions=4.0, datasets="hotpotqa")
+    assert cfg.llm_timeout_s == 30.0 and isinstance(cfg.llm_timeout_s, float)
+    assert cfg.n_questions == 4 and isinstance(cfg.n_questions, int)
+    assert cfg.datasets == ["hotpotqa"]
+
+
+@pytest.mark.parametrize("field, value, needle", [
+    ("top_k", "ten", "'top_k'"),
+    ("top_k", True, "'top_k'"),
+    ("top_k", 2.5, "'top_k'"),
+    ("n_questions", "all", "'n_questions'"),
+    ("embed_model", 3, "'embed_model'"),
+    ("datasets", 7, "'datasets'"),
+    ("datasets", ["musique", 2], "'datasets'"),
+    ("temperature", "hot", "'temperature'"),
+    ("top_k", 0, "'top_k'"),
+    ("n_questions", -1, "'n_questions'"),
+    ("ngram_threshold", 1.5, "'ngram_threshold'"),
+    ("llm_backend", "gpt", "'llm_backend'"),
+    ("llm_json_mode", "xml", "'llm_json_mode'"),
+    ("llm_timeout_s", 0, "'llm_timeout_s'"),
+    ("datasets", [], "'datasets'"),
+])
+def test_bad_values_name_the_field(field, value, needle):
+    with pytest.raises(ConfigError, match=needle):
+        load_config("ci", **{field: value})
+
+
+def test_unknown_field_and_profile():
+    with pytest.raises(ConfigError, match="'no_such_field'"):
+        load_config("ci", no_such_field=1)
+    with pytest.raises(ConfigError, match="'nonexistent'") as exc:
+        load_config("nonexistent")
+    assert "sample" in str(exc.value)  # lists the known profiles
+
+
+def test_openai_needs_a_base_url():
+    with pytest.raises(ConfigError, match="llm_base_urls"):
+        load_config("sample", llm_backend="openai")
+    with pytest.raises(ConfigError, match="ftp://x"):
+        load_config("paper", llm_base_urls=["ftp://x"])
+
+
+def _write(path: Path, data: dict) -> str:
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def test_profile_file_extends_and_errors(tmp_path):
+    good = _write(tmp_path / "mine.yaml", {"extends": "ci", "top_k": 3})
+    cfg = load_config(good)
+    assert (cfg.profile, cfg.top_k, cfg.n_questions) == ("mine", 3, 2)
+
+    bad_field = _write(tmp_path / "badfield.yaml", {"extends": "ci", "topk": 3})
+    with pytest.raises(ConfigError, match="'topk'") as exc:
+        load_config(bad_field)
+    assert "badfield.yaml" in str(exc.value)
+
+    bad_type = _write(tmp_path / "badtype.yaml", {"extends": "ci", "max_iterations": "three"})
+    with pytest.raises(ConfigError, match="'max_iterations'"):
+        load_config(bad_type)
+
+    null_required = _write(tmp_path / "nulled.yaml", {"extends": "ci", "top_k": None})
+    with pytest.raises(ConfigError, match="'top_k'.*null"):
+        load_config(null_required)
+
+    bad_parent = _write(tmp_path / "orphan.yaml", {"extends": "missing_parent"})
+    with pytest.raises(ConfigError, match="'missing_parent'"):
+        load_config(bad_parent)
+
+    (tmp_path / "broken.yaml").write_text("top_k: [1,\n")
+    with pytest.raises(ConfigError, match="broken.yaml.*not valid YAML"):
+        load_config(str(tmp_path / "broken.yaml"))
+
+    (tmp_path / "alist.yaml").write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigError, match="alist.yaml.*mapping"):
+        load_config(str(tmp_path / "alist.yaml"))
+
+
+def test_extends_cycle_is_reported(tmp_path):
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    _write(a, {"extends": str(b)})
+    _write(b, {"extends": str(a)})
+    with pytest.raises(ConfigError, match="cycle"):
+        load_config(str(a))
+
+
+def test_no_secret_fields(tmp_path, monkeypatch):
+    names = [f.name for f in fields(Config)]
+    assert [n for n in names if "key" in n or "secret" in n or "token" in n.replace("max_new_tokens", "")] \
+        == ["llm_api_key_env"]
+    with pytest.raises(ConfigError, match="environment"):
+        load_config("ci", llm_api_key="sk-123")
+    profile = _write(tmp_path / "leaky.yaml", {"extends": "paper", "api_key": "sk-123"})
+    with pytest.raises(ConfigError, match="environment"):
+        load_config(profile)
+    # the key's value never reaches the recorded config
+    monkeypatch.setenv("KGIR_LLM_API_KEY", "sk-very-secret")
+    cfg = load_config("paper", results_dir=str(tmp_path / "res"))
+    written = start_run(cfg, "00_test").read_text()
+    assert "sk-very-secret" not in written
+    assert "KGIR_LLM_API_KEY" in written
+
+
+def test_locations_from_env_and_params(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGIR_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("KGIR_FIGURES_DIR", str(tmp_path / "figs"))
+    cfg = load_config("ci")
+    assert cfg.data_path == tmp_path / "data"
+    assert cfg.run_dir == tmp_path / "results" / "ci"
+    assert cfg.fig_dir == tmp_path / "figs" / "ci"
+    other = load_config("ci", results_dir=str(tmp_path / "elsewhere"))
+    assert other.run_dir == tmp_path / "elsewhere" / "ci"
+
+
+def test_default_data_dir_is_shared_data(monkeypatch):
+    from kgir_lib.config import PROJECT_ROOT
+
+    assert load_config("ci").data_path == PROJECT_ROOT.parent / "shared" / "data"
+
+
+def test_path_creates_parents(tmp_path):
+    cfg = load_config("ci")
+    p = cfg.path("traces", "kgir", "musique.jsonl")
+    assert p == tmp_path / "results" / "ci" / "traces" / "kgir" / "musique.jsonl"
+    assert p.parent.is_dir() and not p.exists()
+
+
+def test_start_run_writes_the_effective_config(tmp_path):
+    cfg = load_config("ci", top_k=7, n_questions=None)
+    path = start_run(cfg, "03_kgir")
+    assert path == tmp_path / "results" / "ci" / "config" / "03_kgir.yaml"
+    written = yaml.safe_load(path.read_text())
+    assert written == cfg.to_dict()
+    assert written["top_k"] == 7 and written["n_questions"] == 2 and written["profile"] == "ci"
+    # the written file is itself a loadable profile that reproduces the run's values
+    again = load_config(str(path))
+    assert {k: v for k, v in again.to_dict().items() if k != "profile"} == \
+        {k: v for k, v in cfg.to_dict().items() if k != "profile"}

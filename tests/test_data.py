@@ -1,0 +1,264 @@
+"""Data loaders on the real shared samples, sampling, and errors on crafted files (METHOD.md §5-6)."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from kgir_lib.data import (DataError, Passage, download_hipporag2, load_corpus, load_dataset, passage_id,
+                           sample_questions)
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+needs_shared = pytest.mark.skipif(not (SHARED_DATA / "musique").is_dir(), reason=f"no shared data at {SHARED_DATA}")
+
+
+@pytest.fixture(scope="module")
+def real():
+    return {name: load_dataset(name, SHARED_DATA) for name in ("musique", "hotpotqa", "musique_train")}
+
+
+# ------------------------------------------------------------------ the real shared data
+@needs_shared
+@pytest.mark.parametrize("name, n_q, n_p", [("musique", 84, 1471), ("hotpotqa", 84, 840),
+                                            ("musique_train", 100, 1890)])
+def test_real_counts(real, name, n_q, n_p):
+    ds = real[name]
+    assert (ds.name, len(ds.questions), len(ds.corpus)) == (name, n_q, n_p)
+    assert len(set(ds.corpus.pids)) == n_p
+    assert len({q.qid for q in ds.questions}) == n_q
+    assert all(q.dataset == name for q in ds.questions)
+
+
+@needs_shared
+@pytest.mark.parametrize("name", ["musique", "musique_train"])
+def test_musique_gold_is_every_supporting_paragraph(real, name):
+    raw = json.loads((SHARED_DATA / name / f"{name}.json").read_text())
+    ds = real[name]
+    by_id = {q.qid: q for q in ds.questions}
+    for rec in raw:
+        q = by_id[rec["id"]]
+        supporting = [p for p in rec["paragraphs"] if p["is_supporting"]]
+        assert len(q.gold_pids) == len(supporting) >= 2
+        for p in supporting:
+            pid = passage_id(p["title"], p["paragraph_text"])
+            assert pid in q.gold_pids
+            assert ds.corpus[pid].text == p["paragraph_text"]
+        assert q.answers[0] == rec["answer"]
+        assert set(rec["answer_aliases"]) <= set(q.answers)
+        assert q.hops == len(rec["question_decomposition"])
+    # 59 two-hop, 15 three-hop and 10 four-hop questions in the dev sample: 203 gold passages
+    if name == "musique":
+        assert sum(len(q.gold_pids) for q in ds.questions) == 59 * 2 + 15 * 3 + 10 * 4
+
+
+@needs_shared
+def test_hotpotqa_gold_is_the_supporting_titles(real):
+    raw = json.loads((SHARED_DATA / "hotpotqa" / "hotpotqa.json").read_text())
+    ds = real["hotpotqa"]
+    by_id = {q.qid: q for q in ds.questions}
+    for rec in raw:
+        q = by_id[rec["_id"]]
+        titles = {t for t, _ in rec["supporting_facts"]}
+        assert {ds.corpus[pid].title for pid in q.gold_pids} == titles
+        assert len(q.gold_pids) == len(titles) == 2
+        assert q.answers == (rec["answer"],)
+        # the gold passage is this question's own paragraph (sentences joined with "")
+        context = {t: "".join(s) for t, s in rec["context"]}
+        for pid in q.gold_pids:
+            p = ds.corpus[pid]
+            assert p.text == context[p.title]
+
+
+@needs_shared
+def test_passages_and_corpus_access(real):
+    corpus = real["musique"].corpus
+    first = corpus.passages[0]
+    assert isinstance(first, Passage)
+    assert corpus[first.pid] is first and first.pid in corpus and "nope" not in corpus
+    assert first.content == f"{first.title}\n{first.text}"
+    assert corpus.pids[0] == first.pid
+    raw = json.loads((SHARED_DATA / "musique" / "musique_corpus.json").read_text())
+    assert [(p.title, p.text) for p in corpus.passages] == [(r["title"], r["text"]) for r in raw]
+
+
+def test_passage_id_is_title_plus_text():
+    assert passage_id("A", "b") == passage_id("A", "b")
+    assert passage_id("A", "b") != passage_id("A", "c") != passage_id("B", "b")
+    assert passage_id("Ab", "c") != passage_id("A", "bc")
+
+
+# ------------------------------------------------------------------ sampling
+@needs_shared
+def test_sampling_is_seeded_nested_and_in_file_order(real):
+    qs = real["musique"].questions
+    s8 = sample_questions(qs, 8, seed=0)
+    assert s8 == sample_questions(qs, 8, seed=0)
+    assert len(s8) == 8 and len({q.qid for q in s8}) == 8
+    assert s8 != sample_questions(qs, 8, seed=1)
+    s20 = sample_questions(qs, 20, seed=0)
+    assert set(q.qid for q in s8) <= set(q.qid for q in s20)  # a larger n extends a smaller one
+    order = [qs.index(q) for q in s20]
+    assert order == sorted(order)
+    assert sample_questions(qs, None) == qs and sample_questions(qs, 1000) == qs
+    assert sample_questions(qs, 0) == []
+
+
+def test_sampling_exact_values():
+    # documented rule: first n of random.Random(seed).shuffle(range(len)), then file order
+    import random
+
+    items = [f"q{i}" for i in range(10)]
+    order = list(range(10))
+    random.Random(3).shuffle(order)
+    assert sample_questions(items, 4, seed=3) == [items[i] for i in sorted(order[:4])]
+
+
+def test_sampling_bad_n():
+    with pytest.raises(DataError, match="n_questions"):
+        sample_questions([1, 2, 3], -1)
+    with pytest.raises(DataError, match="n_questions"):
+        sample_questions([1, 2, 3], 2.5)
+
+
+# ------------------------------------------------------------------ crafted files: errors that name the problem
+def _musique_rec(i: int, title: str = "T", text: str = "body") -> dict:
+    return {"id": f"m{i}", "question": "q?", "answer": "a", "answer_aliases": ["alias"],
+            "paragraphs": [{"idx": 0, "title": title, "paragraph_text": text, "is_supporting": True},
+                           {"idx": 1, "title": "Other", "paragraph_text": "noise", "is_supporting": False}],
+            "question_decomposition": [{}, {}], "answerable": True}
+
+
+def _make(tmp_path: Path, name: str, questions, corpus, nested: bool = True) -> Path:
+    folder = tmp_path / name if nested else tmp_path
+    folder.mkdir(parents=True, exist_ok=True)
+    for suffix, content in ((".json", questions), ("_corpus.json", corpus)):
+        if content is not None:
+            text = content if isinstance(content, str) else json.dumps(content)
+            (folder / f"{name}{suffix}").write_text(text)
+    return tmp_path
+
+
+CORPUS = [{"title": "T", "text": "body"}, {"title": "Other", "text": "noise"}]
+
+
+@pytest.mark.parametrize("nested", [True, False])
+def test_crafted_musique_set_in_either_layout(tmp_path, nested):
+    d = _make(tmp_path, "myset", [_musique_rec(0), _musique_rec(1)], CORPUS + CORPUS[:1], nested)
+    ds = load_dataset("myset", d)
+    assert len(ds.corpus) == 2  # duplicate (title, text) rows collapse to one passage
+    q = ds.questions[0]
+    assert (q.qid, q.answers, q.hops, q.dataset) == ("m0", ("a", "alias"), 2, "myset")
+    assert q.gold_pids == (passage_id("T", "body"),)
+
+
+def test_crafted_hotpot_set(tmp_path):
+    rec = {"_id": "h1", "question": "q?", "answer": "yes", "type": "comparison", "level": "hard",
+           "supporting_facts": [["T", 0], ["T", 1], ["Other", 0]],
+           "context": [["T", ["bo", "dy"]], ["Other", ["noise"]]]}
+    ds = load_dataset("hp", _make(tmp_path, "hp", [rec], CORPUS))
+    assert ds.questions[0].gold_pids == (passage_id("T", "body"), passage_id("Other", "noise"))
+
+
+def test_unknown_dataset_names_it_and_lists_known(tmp_path):
+    d = _make(tmp_path, "myset", [_musique_rec(0)], CORPUS)
+    with pytest.raises(DataError, match="unknown dataset 'nosuch'.*myset"):
+        load_dataset("nosuch", d)
+
+
+def test_missing_data_dir(tmp_path):
+    with pytest.raises(DataError, match="does not exist"):
+        load_dataset("musique", tmp_path / "nowhere")
+
+
+def test_missing_questions_file_names_it(tmp_path):
+    d = _make(tmp_path, "myset", None, CORPUS)
+    with pytest.raises(DataError, match=r"missing file myset\.json"):
+        load_dataset("myset", d)
+
+
+@pytest.mark.parametrize("which", [".json", "_corpus.json"])
+def test_bad_json_names_the_file(tmp_path, which):
+    good_q, good_c = [_musique_rec(0)], CORPUS
+    d = _make(tmp_path, "myset", "[{oops" if which == ".json" else good_q,
+              "[{oops" if which == "_corpus.json" else good_c)
+    with pytest.raises(DataError, match=rf"myset{which}: not valid JSON"):
+        load_dataset("myset", d)
+
+
+@pytest.mark.parametrize("drop, needle", [("answer", "'answer'"), ("id", "'id'"), ("question", "'question'")])
+def test_missing_question_field_names_it(tmp_path, drop, needle):
+    rec = _musique_rec(0)
+    del rec[drop]
+    d = _make(tmp_path, "myset", [_musique_rec(1), rec], CORPUS)
+    with pytest.raises(DataError, match=rf"myset\.json: record 1 has no field {needle}"):
+        load_dataset("myset", d)
+
+
+def test_missing_corpus_field_names_it(tmp_path):
+    d = _make(tmp_path, "myset", [_musique_rec(0)], [{"title": "T"}])
+    with pytest.raises(DataError, match=r"myset_corpus\.json: record 0 has no field 'text'"):
+        load_dataset("myset", d)
+
+
+def test_other_schema_errors(tmp_path):
+    d = _make(tmp_path, "a", [{"id": "x", "question": "q"}], CORPUS)
+    with pytest.raises(DataError, match="neither 'paragraphs'"):
+        load_dataset("a", d)
+    d = _make(tmp_path, "b", [_musique_rec(0, title="Missing")], CORPUS)
+    with pytest.raises(DataError, match="'Missing' is not in the corpus"):
+        load_dataset("b", d)
+    d = _make(tmp_path, "c", {"not": "a list"}, CORPUS)
+    with pytest.raises(DataError, match="expected a list"):
+        load_dataset("c", d)
+    d = _make(tmp_path, "e", [_musique_rec(0), _musique_rec(0)], CORPUS)
+    with pytest.raises(DataError, match="repeats question id 'm0'"):
+        load_dataset("e", d)
+    rec = _musique_rec(0)
+    rec["paragraphs"] = "not a list"
+    d = _make(tmp_path, "f", [rec], CORPUS)
+    with pytest.raises(DataError, match="'paragraphs' has the wrong type"):
+        load_dataset("f", d)
+    hp = {"_id": "h", "question": "q", "answer": "a", "supporting_facts": [5], "context": []}
+    d = _make(tmp_path, "g", [hp], CORPUS)
+    with pytest.raises(DataError, match="record 0.*supporting_facts"):
+        load_dataset("g", d)
+
+
+def test_load_corpus_rejects_non_list(tmp_path):
+    p = tmp_path / "x_corpus.json"
+    p.write_text('{"title": "T"}')
+    with pytest.raises(DataError, match="x_corpus.json"):
+        load_corpus(p)
+
+
+def test_default_data_dir_from_env(tmp_path, monkeypatch):
+    d = _make(tmp_path, "myset", [_musique_rec(0)], CORPUS)
+    monkeypatch.setenv("KGIR_DATA_DIR", str(d))
+    assert len(load_dataset("myset").questions) == 1
+
+
+# ------------------------------------------------------------------ download: no internet here
+def test_download_fails_fast_with_a_clear_error(tmp_path, monkeypatch):
+    # An unroutable endpoint makes the result the same with or without internet.
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    t0 = time.perf_counter()
+    with pytest.raises(DataError, match="could not reach the Hugging Face hub") as exc:
+        download_hipporag2(["musique"], tmp_path / "dl", timeout_s=3)
+    assert time.perf_counter() - t0 < 10
+    assert "osunlp/HippoRAG_2" in str(exc.value) and "Traceback" not in str(exc.value)
+    assert not list((tmp_path).rglob("*.json"))
+
+
+def test_download_real_hub_fails_or_works_quickly(tmp_path, monkeypatch):
+    """On this machine (no internet) the real hub fails within seconds; elsewhere it may download."""
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    t0 = time.perf_counter()
+    try:
+        got = download_hipporag2([], tmp_path / "dl", timeout_s=5)
+    except DataError as exc:
+        assert "HippoRAG_2" in str(exc)
+        assert time.perf_counter() - t0 < 15
+    else:
+        assert got == []

@@ -1,0 +1,363 @@
+"""The OpenAI-compatible backend: against a real ``python -m llama_cpp.server`` started here, and a small
+local fake server (stdlib ``http.server``) for retries, API key, replicas, concurrency and error paths."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+import pytest
+
+from kgir_lib.config import load_config, start_run
+from kgir_lib.llm import LLM, ChatRequest, LLMCache, LLMError, OpenAIBackend, build_backend, build_llm, extract_json
+
+SERVER_MODULES = ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---------------------------------------------------------------- the real llama.cpp server
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory):
+    """``python -m llama_cpp.server`` with the embedded SmolLM2 GGUF on a free port; stopped at the end."""
+    missing = [m for m in SERVER_MODULES if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"llama-cpp-python's server extra is not installed (missing {missing}): "
+                    f"pip install 'llama-cpp-python[server]==0.3.36'")
+    from kgir_lib.llm import smollm2_gguf_path
+
+    try:
+        model = smollm2_gguf_path()
+    except LLMError as exc:
+        pytest.skip(str(exc))
+    port = free_port()
+    log = tmp_path_factory.mktemp("llama_server") / "server.log"
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
+           "--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--verbose", "False"]
+    with open(log, "w") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.time() + 180
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.time() > deadline:
+                pytest.fail(f"llama_cpp.server did not answer /v1/models within 180 s:\n{log.read_text()[-2000:]}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=20)
+
+
+def backend(urls, **kw) -> OpenAIBackend:
+    kw.setdefault("max_concurrency", 1)
+    kw.setdefault("timeout_s", 120)
+    kw.setdefault("max_retries", 1)
+    kw.setdefault("json_mode", "llamacpp")
+    kw.setdefault("backoff_s", 0.01)
+    return OpenAIBackend("SmolLM2-135M-Instruct", urls, **kw)
+
+
+QA = [ChatRequest.chat("Answer in a few words.", q, max_tokens=12)
+      for q in ("What is the capital of France?", "Who wrote Hamlet?", "What colour is the sky?")]
+
+
+@pytest.mark.slow
+def test_real_server_batch_texts_and_tokens(llama_server, tmp_path):
+    llm = LLM(backend([llama_server]), LLMCache(tmp_path / "c.sqlite"), progress=False)
+    out = llm.generate(QA, stage="qa")
+    assert len(out) == 3
+    for r in out:
+        assert isinstance(r.text, str) and r.text.strip()
+        assert r.prompt_tokens > 10 and 0 < r.completion_tokens <= 12
+        assert not r.cached and r.seconds > 0
+    again = llm.generate(QA, stage="qa")
+    assert all(r.cached for r in again) and [r.text for r in again] == [r.text for r in out]
+    u = llm.usage.stages["qa"]
+    assert (u.calls, u.cache_hits, u.failures) == (6, 3, 0)
+    assert u.prompt_tokens == 2 * sum(r.prompt_tokens for r in out)
+
+
+@pytest.mark.slow
+def test_real_server_json_mode(llama_server):
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    req = ChatRequest.chat("Reply in JSON.", "What is the capital of France?", max_tokens=40, json_schema=schema)
+    got = []
+    backend([llama_server]).run([req], lambda i, r: got.append(r))
+    parsed = extract_json(got[0].text)
+    assert isinstance(parsed, dict) and isinstance(parsed.get("answer"), str), got[0].text
+
+
+@pytest.mark.slow
+def test_real_server_through_build_llm(llama_server, tmp_path):
+    cfg = load_config("ci", llm_backend="openai", llm_base_urls=[llama_server], llm_json_mode="llamacpp",
+                      results_dir=str(tmp_path), max_new_tokens=8)
+    llm = build_llm(cfg, progress=False)
+    assert llm.model_id == f"openai:{cfg.llm_model}"
+    texts = llm.complete([ChatRequest.chat(None, "Say hello.", max_tokens=cfg.max_new_tokens)])
+    assert texts[0].strip()
+
+
+@pytest.mark.slow
+def test_round_robin_over_a_real_and_a_fake_replica(llama_server, fake):
+    b = backend([llama_server, fake.url])
+    got = {}
+    b.run(QA + [ChatRequest.chat(None, "Say hi.", max_tokens=4)], lambda i, r: got.__setitem__(i, r))
+    assert len(fake.seen) == 2  # requests 1 and 3 went to the second base URL
+    assert got[1].text.startswith("fake:") and got[3].text.startswith("fake:")
+    assert not got[0].text.startswith("fake:") and not got[2].text.startswith("fake:")
+
+
+# ---------------------------------------------------------------- a local fake OpenAI-compatible server
+class FakeOpenAI:
+    """Answers ``/v1/chat/completions`` with ``fake: <last user message>``; a ``plan`` of statuses
+    (or "timeout", "garbage") is served first. Records headers, bodies and requests in flight."""
+
+    def __init__(self, plan=(), delay: float = 0.0):
+        self.plan, self.delay = list(plan), delay
+        self.seen: list = []
+        self.lock = threading.Lock()
+        self.in_flight = self.max_in_flight = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                with outer.lock:
+                    outer.seen.append((dict(self.headers), body, self.path))
+                    outer.in_flight += 1
+                    outer.max_in_flight = max(outer.max_in_flight, outer.in_flight)
+                    step = outer.plan.pop(0) if outer.plan else 200
+                try:
+                    time.sleep(outer.delay + (1.5 if step == "timeout" else 0))
+                    if step in (200, "timeout"):
+                        text = "fake: " + body["messages"][-1]["content"]
+                        self._send(200, {"choices": [{"message": {"role": "assistant", "content": text}}],
+                                         "usage": {"prompt_tokens": 7, "completion_tokens": 3}})
+                    elif step == "garbage":
+                        self._send(200, "<html>proxy error</html>")
+                    else:
+                        self._send(step, {"error": {"message": f"scripted {step}"}})
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                finally:
+                    with outer.lock:
+                        outer.in_flight -= 1
+
+            def _send(self, status, payload):
+                data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def fake():
+    server = FakeOpenAI()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def make_fake():
+    servers = []
+
+    def make(plan=(), delay=0.0):
+        servers.append(FakeOpenAI(plan, delay))
+        return servers[-1]
+    yield make
+    for s in servers:
+        s.close()
+
+
+def run_all(b: OpenAIBackend, requests) -> list:
+    got = {}
+    b.run(requests, lambda i, r: got.__setitem__(i, r))
+    return [got.get(i) for i in range(len(requests))]
+
+
+def reqs(n: int, **kw) -> list:
+    return [ChatRequest.chat("sys", f"q{i}", **kw) for i in range(n)]
+
+
+def test_fake_server_roundtrip_and_request_body(fake):
+    out = run_all(backend([fake.url + "/"], json_mode="none"), [ChatRequest.chat("s", "hello", max_tokens=5,
+                                                                                 stop=("\n",), seed=3)])
+    assert (out[0].text, out[0].prompt_tokens, out[0].completion_tokens) == ("fake: hello", 7, 3)
+    headers, body, path = fake.seen[0]
+    assert path == "/v1/chat/completions"
+    assert body == {"model": "SmolLM2-135M-Instruct", "max_tokens": 5, "temperature": 0.0, "seed": 3,
+                    "stop": ["\n"], "messages": [{"role": "system", "content": "s"},
+                                                  {"role": "user", "content": "hello"}]}
+
+
+SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}}
+
+
+@pytest.mark.parametrize("mode, field, value", [
+    ("llamacpp", "response_format", {"type": "json_object", "schema": SCHEMA}),
+    ("vllm", "structured_outputs", {"json": SCHEMA}),
+    ("openai", "response_format", {"type": "json_schema", "json_schema": {"name": "output", "schema": SCHEMA}}),
+])
+def test_json_mode_request_forms(fake, mode, field, value):
+    run_all(backend([fake.url], json_mode=mode), [ChatRequest.chat(None, "x", json_schema=SCHEMA)])
+    body = fake.seen[0][1]
+    assert body[field] == value
+    assert not {"guided_json", "response_format", "structured_outputs"} - {field} & set(body)
+
+
+def test_json_mode_none_sends_no_schema(fake):
+    run_all(backend([fake.url], json_mode="none"), [ChatRequest.chat(None, "x", json_schema=SCHEMA)])
+    assert not {"guided_json", "response_format", "structured_outputs"} & set(fake.seen[0][1])
+
+
+def test_retries_503_then_success(make_fake):
+    server = make_fake(plan=[503, 503])
+    t0 = time.perf_counter()
+    out = run_all(backend([server.url], max_retries=3, backoff_s=0.05), [ChatRequest.chat(None, "x")])
+    assert out[0].text == "fake: x"
+    assert len(server.seen) == 3
+    assert time.perf_counter() - t0 >= 0.05 + 0.1  # exponential backoff: 0.05, then 0.1
+
+
+def test_retries_on_timeout(make_fake):
+    server = make_fake(plan=["timeout"])
+    out = run_all(backend([server.url], max_retries=2, timeout_s=0.5), [ChatRequest.chat(None, "x")])
+    assert out[0].text == "fake: x" and len(server.seen) == 2
+
+
+def test_gives_up_after_max_retries(make_fake):
+    server = make_fake(plan=[502] * 10)
+    with pytest.raises(LLMError, match=r"after 3 attempts.*HTTP 502") as exc:
+        run_all(backend([server.url], max_retries=2), [ChatRequest.chat(None, "x")])
+    assert server.url in str(exc.value)
+    assert len(server.seen) == 3
+
+
+@pytest.mark.parametrize("status, hint", [(400, "refused"), (401, "KGIR_TEST_KEY"), (404, "/v1")])
+def test_client_errors_are_not_retried(make_fake, status, hint):
+    server = make_fake(plan=[status])
+    with pytest.raises(LLMError, match=hint):
+        run_all(backend([server.url], max_retries=3, api_key_env="KGIR_TEST_KEY"), [ChatRequest.chat(None, "x")])
+    assert len(server.seen) == 1
+
+
+def test_malformed_response_is_a_clear_error(make_fake):
+    server = make_fake(plan=["garbage"])
+    with pytest.raises(LLMError, match="not a chat completion.*proxy error"):
+        run_all(backend([server.url]), [ChatRequest.chat(None, "x")])
+
+
+def test_unreachable_server_fails_fast_and_clearly():
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    t0 = time.perf_counter()
+    with pytest.raises(LLMError) as exc:
+        run_all(backend([url], max_retries=2, timeout_s=2), [ChatRequest.chat(None, "x")])
+    assert time.perf_counter() - t0 < 5
+    msg = str(exc.value)
+    assert "unreachable" in msg and url in msg and "llm_base_urls" in msg
+
+
+def test_unreachable_through_llm_keeps_finished_results(make_fake, tmp_path):
+    """A replica set where every URL is down: the error propagates out of LLM.generate, nothing is cached."""
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    llm = LLM(backend([url], max_retries=0), LLMCache(tmp_path / "c.sqlite"), progress=False)
+    with pytest.raises(LLMError, match="unreachable"):
+        llm.generate(reqs(3))
+    assert len(llm.cache) == 0
+
+
+def test_replicas_share_the_load(make_fake):
+    a, b = make_fake(), make_fake()
+    out = run_all(backend([a.url, b.url], max_concurrency=4), reqs(10))
+    assert [r.text for r in out] == [f"fake: q{i}" for i in range(10)]
+    assert len(a.seen) == len(b.seen) == 5
+
+
+def test_a_dead_replica_is_skipped_by_the_retry(make_fake):
+    live = make_fake()
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    out = run_all(backend([dead, live.url], max_retries=1), reqs(4))
+    assert [r.text for r in out] == [f"fake: q{i}" for i in range(4)]
+
+
+def test_api_key_from_the_environment_only(fake, monkeypatch, tmp_path):
+    monkeypatch.setenv("KGIR_TEST_KEY", "sk-test-123")
+    cfg = load_config("paper", llm_base_urls=[fake.url], llm_api_key_env="KGIR_TEST_KEY",
+                      results_dir=str(tmp_path))
+    b = build_backend(cfg)
+    run_all(b, [ChatRequest.chat(None, "x")])
+    headers = {k.lower(): v for k, v in fake.seen[0][0].items()}
+    assert headers["authorization"] == "Bearer sk-test-123"
+    assert "sk-test-123" not in json.dumps(cfg.to_dict())
+    assert "sk-test-123" not in start_run(cfg, "00_key").read_text()
+    assert "sk-test-123" not in json.dumps(vars(b), default=str)  # not kept on the backend object itself
+
+
+def test_no_key_no_authorization_header(fake, monkeypatch):
+    monkeypatch.delenv("KGIR_TEST_KEY", raising=False)
+    run_all(backend([fake.url], api_key_env="KGIR_TEST_KEY"), [ChatRequest.chat(None, "x")])
+    assert "authorization" not in {k.lower() for k in fake.seen[0][0]}
+
+
+@pytest.mark.parametrize("limit", [1, 4])
+def test_max_concurrency_requests_in_flight(make_fake, limit):
+    server = make_fake(delay=0.25)
+    out = run_all(backend([server.url], max_concurrency=limit), reqs(3 * limit))
+    assert [r.text for r in out] == [f"fake: q{i}" for i in range(3 * limit)]
+    assert server.max_in_flight == limit
+
+
+def test_llm_generate_keeps_order_with_concurrency(make_fake, tmp_path):
+    server = make_fake(delay=0.05)
+    llm = LLM(backend([server.url], max_concurrency=6), LLMCache(tmp_path / "c.sqlite"), progress=False)
+    out = llm.generate(reqs(18), stage="par")
+    assert [r.text for r in out] == [f"fake: q{i}" for i in range(18)]
+    assert len(llm.cache) == 18
+    llm.generate(reqs(18), stage="par")
+    assert len(server.seen) == 18
+
+
+def test_needs_a_base_url():
+    with pytest.raises(LLMError, match="llm_base_urls"):
+        OpenAIBackend("m", [])
