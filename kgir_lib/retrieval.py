@@ -73,7 +73,9 @@ class Encoder:
 
     @property
     def dim(self) -> int:
-        return int(self._model.get_sentence_embedding_dimension())
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or \
+            self._model.get_sentence_embedding_dimension  # renamed in sentence-transformers 6
+        return int(get_dim())
 
 
 def corpus_fingerprint(model: str, texts: Sequence[str]) -> str:
