@@ -20,6 +20,7 @@ by notebook 04 costs no LLM call.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
@@ -425,9 +426,33 @@ def _mentions(text: str, entity: str) -> bool:
     return len(n) >= 3 and f" {n} " in f" {normalize_name(text)} "
 
 
+_TRIPLE_ECHO = re.compile(r"^\s*[\(\[].*[\)\]]\s*\??\s*$")  # "(h, r, t)" or "(h, r t)?" copied whole
+_FUNCTION_WORDS = {"the", "a", "an", "of", "in", "on", "at", "to", "for", "and", "or", "by", "with", "from", "is",
+                   "was", "were", "are", "be", "what", "who", "whom", "which", "when", "where", "how", "why", "did",
+                   "does", "do", "that", "this", "it", "its", "as"}
+
+
+def is_question_rewrite(question: str, rewrite: Optional[str]) -> bool:
+    """Whether ``rewrite`` reads as a rewrite of ``question`` (eq. 8), not an echo of a triple or of the prompt.
+
+    It must not be wholly bracketed like a ``(h, r, t)`` triple, and must keep at least one
+    content word of the question (a rewrite changes the multi-hop part, not the
+    whole question).
+    """
+    if not rewrite or _TRIPLE_ECHO.match(rewrite):
+        return False
+    q_words = set(normalize_name(question).split()) - _FUNCTION_WORDS
+    return bool(q_words & set(normalize_name(rewrite).split()))
+
+
 def bridge_entities(question: str, rewrite: Optional[str], G_Ans: Sequence) -> list:
-    """Entities of ``G_Ans`` that the rewrite names and the original question does not (the bridge, Fig. 6)."""
-    if not rewrite:
+    """Entities of ``G_Ans`` that the rewrite names and the original question does not (the bridge, Fig. 6).
+
+    Empty when the rewrite is not a question rewrite (:func:`is_question_rewrite`):
+    a small model that copies a triple into the "rewrite" names the triple's
+    entities without having rewritten anything.
+    """
+    if not is_question_rewrite(question, rewrite):
         return []
     ents = dict.fromkeys(e for t in G_Ans for e in ((t[0], t[2]) if isinstance(t, (list, tuple)) else (t.head, t.tail)))
     return [e for e in ents if _mentions(rewrite, e) and not _mentions(question, e)]
@@ -455,6 +480,7 @@ def bridge_features(record: dict) -> dict:
         "question": question,
         "rounds": len(rounds),
         "unanswered_round1": bool(refl1) and not refl1.get("answerable", False),
+        "missing_round1": bool(refl1) and not refl1.get("answerable", False) and bool(refl1.get("missing")),
         "rewrite_1": rewrite1 or "",
         "bridge_entities": bridges,
         "bridge_rewrite": bool(bridges),
@@ -468,7 +494,8 @@ def bridge_features(record: dict) -> dict:
     feats["figure6"] = feats["unanswered_round1"] and feats["bridge_rewrite"] and feats["answered_round2"]
     feats["figure6_correct"] = feats["figure6"] and feats["EM"] == 100.0
     # ranking: the structural steps first (bridge rewrite weighs most), then correctness
-    feats["score"] = (2.0 * feats["bridge_rewrite"] + feats["unanswered_round1"] + feats["answered_round2"]
+    feats["score"] = (2.0 * feats["bridge_rewrite"] + feats["unanswered_round1"] + 0.5 * feats["missing_round1"]
+                      + feats["answered_round2"]
                       + 0.5 * (answered_round is not None and answered_round >= 2)
                       + feats["EM"] / 100 + 0.5 * feats["F1"] / 100)
     return feats
@@ -478,8 +505,11 @@ def find_bridge_cases(traces: Iterable[dict], dataset: Optional[str] = None) -> 
     """Rank KGIR-RAG traces by how closely they follow Fig. 6, best first.
 
     A full match (``figure6``) is: round 1's reflection did not answer, round 1's
-    rewrite names an entity of round 1's ``G_Ans`` absent from the question (the
-    bridge), and round 2's reflection answered; ``figure6_correct`` adds EM = 100.
+    rewrite is a rewrite of the question that names an entity of round 1's
+    ``G_Ans`` absent from the question (the bridge), and round 2's reflection
+    answered; ``figure6_correct`` adds EM = 100. ``missing_round1`` marks a round-1
+    verdict that named the missing information (as in Fig. 5) rather than a
+    malformed reply.
     Only full-method KGIR-RAG traces count (ablation variants are skipped).
     Ties keep the input order.
     """
@@ -491,7 +521,8 @@ def find_bridge_cases(traces: Iterable[dict], dataset: Optional[str] = None) -> 
         feats = bridge_features(rec)
         feats["dataset"] = rec.get("dataset") or trace.get("dataset") or dataset or ""
         rows.append(feats)
-    cols = ["dataset", "qid", "score", "figure6", "figure6_correct", "unanswered_round1", "bridge_rewrite",
+    cols = ["dataset", "qid", "score", "figure6", "figure6_correct", "unanswered_round1", "missing_round1",
+            "bridge_rewrite",
             "answered_round2", "answered_round", "rounds", "bridge_entities", "question", "rewrite_1", "answer",
             "gold", "EM", "F1"]
     df = pd.DataFrame(rows, columns=cols)

@@ -196,3 +196,12 @@ def test_baseline_answers_from_traces_and_runs(fig6_case):
     assert case.ws.llm.usage.total().calls == calls_before + 1  # only Naive RAG's reader call
     assert cs.default_baselines(["naive_gen", "kgir", "kg2rag", "kg2rag_no_expansion", "kgir_no_rewrite"]) == \
         ["naive_gen", "kg2rag"]
+
+
+def test_triple_echo_is_not_a_bridge_rewrite():
+    q = "What country was the author of Brand a citizen of?"
+    g = [["Brand", "is a play by", "Henrik Ibsen", "p", 0.5]]
+    assert cs.bridge_entities(q, "(Brand, is a play by Henrik Ibsen)?", g) == []
+    assert cs.bridge_entities(q, "(Brand, is a play by, Henrik Ibsen)?", g) == []
+    assert cs.bridge_entities(q, "Who is Henrik Ibsen?", g) == []  # keeps no content word of the question
+    assert cs.bridge_entities(q, "What country was Henrik Ibsen a citizen of?", g) == ["Henrik Ibsen"]
