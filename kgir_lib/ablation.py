@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 import zlib
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -29,7 +31,7 @@ from .kg import KnowledgeGraph
 from .methods.base import Method, MethodOutput, Workspace
 from .report import KGIR_ABLATION_DROPS
 
-# Score columns every study reports (×100), as :func:`evaluate_outputs` returns them.
+# Score columns every study reports (×100), as :func:`run_and_score` returns them.
 METRICS = ("EM", "F1", "R@2", "R@5")
 # KGIRRAG(variant=...) -> the row label of paper Table 7.
 KGIR_VARIANT_LABELS = {"full": "KGIR-RAG (full)", "no_subgraph": "w/o subgraph",
@@ -164,29 +166,45 @@ def recording_workspace(ws: Workspace) -> tuple:
 
 
 # ----------------------------------------------------------------------------- running and scoring
-def evaluate_outputs(ws: Workspace, questions: Sequence, outputs: Sequence[MethodOutput]) -> dict:
-    """EM, F1, Recall@2/5 (×100) and summed LLM usage of one run (scored by :mod:`kgir_lib.evaluate`)."""
-    from .evaluate import score
-
-    scores = dict(score(questions, outputs))
-    usage = {"calls": 0, "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0}
-    for o in outputs:
-        for key in usage:
-            usage[key] += int(getattr(o.usage, key, 0))
-    return {**scores, **usage}
+STUDY_TRACE_DIR = "06_ablation"  # traces/06_ablation/<run>/<dataset>.jsonl: apart from notebooks 04/05's traces
 
 
-def run_and_score(ws: Workspace, questions: Sequence, method: Method) -> tuple:
-    """Run ``method`` on ``questions`` (via :func:`kgir_lib.evaluate.run_method`); ``(outputs, scores)``."""
-    from .evaluate import run_method
+def study_trace_path(ws: Workspace, method: Method, run: str) -> Path:
+    """Where a study run's traces go: ``traces/06_ablation/<method key>-<run>/<dataset>.jsonl``.
 
-    outputs = run_method(method, ws, questions)
-    return outputs, evaluate_outputs(ws, questions, outputs)
+    Sweep points and perturbed graphs must not overwrite the method's own trace
+    file (``traces/<key>/<dataset>.jsonl``, notebooks 04/05), which the case study
+    and the tables read; their own paths also let :func:`kgir_lib.evaluate.run_method`
+    resume each of them.
+    """
+    from .evaluate import method_key
+
+    name = re.sub(r"[^A-Za-z0-9_.=-]+", "_", f"{method_key(method)}-{run}").strip("_")
+    return ws.cfg.path("traces", STUDY_TRACE_DIR, name, f"{ws.dataset.name}.jsonl")
+
+
+def run_and_score(ws: Workspace, questions: Sequence, method: Method, path: Optional[Path] = None,
+                  resume: bool = True) -> tuple:
+    """Run ``method`` (:func:`kgir_lib.evaluate.run_method`, traces at ``path``) and score it.
+
+    Returns ``(outputs, scores)``; ``scores`` holds ``n``, mean EM, F1, R@2, R@5
+    (×100; recall NaN without retrieval) and mean LLM usage per question
+    (:func:`kgir_lib.evaluate.mean_scores`; calls include cache hits).
+    """
+    from .evaluate import mean_scores, run_method, score
+
+    outputs = run_method(ws, method, list(questions), resume=resume, path=path)
+    return outputs, mean_scores(score(outputs, list(questions)))
 
 
 def run_variants(ws: Workspace, questions: Sequence, factory: Callable[[str], Method],
                  variants: Sequence[str], labels: Optional[Mapping[str, str]] = None) -> pd.DataFrame:
-    """One row per variant: ``factory(variant)`` run and scored on ``questions`` of ``ws.dataset``."""
+    """One row per variant: ``factory(variant)`` run and scored on ``questions`` of ``ws.dataset``.
+
+    Traces go to the method's own file (``traces/<key>/<dataset>.jsonl``): an
+    ablation variant is a method of its own (notebook 05 runs them too, and a run
+    with the same questions and settings is read back, not repeated).
+    """
     rows = []
     for variant in variants:
         _, scores = run_and_score(ws, questions, factory(variant))
@@ -200,14 +218,16 @@ def sweep(ws: Workspace, questions: Sequence, factory: Callable[[Any], Method], 
     """Sensitivity study: one row per parameter value, ``factory(value)`` run and scored on ``questions``.
 
     KG²RAG report Fig. 5 (k) and Table 5 (m); KGIR-RAG's own knobs (iterations,
-    top-k, n-gram threshold). ``param`` names the swept parameter (a column).
+    top-k, n-gram threshold). ``param`` names the swept parameter (a column and
+    part of each point's trace path, :func:`study_trace_path`).
     """
     values = list(values)
     if not values:
         raise ValueError(f"parameter 'values': nothing to sweep for {param!r}")
     rows = []
     for value in values:
-        _, scores = run_and_score(ws, questions, factory(value))
+        method = factory(value)
+        _, scores = run_and_score(ws, questions, method, study_trace_path(ws, method, f"{param}={value}"))
         rows.append({"dataset": ws.dataset.name, "param": param, "value": value, **scores})
     return pd.DataFrame(rows)
 
@@ -221,29 +241,35 @@ def robustness_runs(ws: Workspace, questions: Sequence, factory: Callable[[], Me
 
     - ``"read"`` (default): the passages the unperturbed run read the KG for.
       That set is fixed by the questions (and the LLM cache), while the stored
-      graph grows as later notebooks extract more passages; perturbing a fixed
-      graph keeps a rerun identical, hence free from the cache.
+      graph of a partly extracted dataset grows as later notebooks extract more
+      passages; perturbing a fixed graph keeps a rerun identical, hence free.
     - ``"all"``: every passage extracted when the study starts (for methods that
-      read the whole graph, e.g. a BFS over the global ``G``).
+      read the whole graph, e.g. KG²RAG's BFS over the global ``G``; stable
+      where the graph is complete, e.g. musique_train or the paper profile).
     """
+    seeds = list(seeds)
     if not seeds:
         raise ValueError("parameter 'seeds': at least one seed is needed")
     if scope not in ("read", "all"):
         raise ValueError(f"parameter 'scope': 'read' or 'all', got {scope!r}")
     fractions = sorted({float(f) for f in fractions} | {0.0})
     rec_ws, read = recording_workspace(ws)
-    _, scores = run_and_score(rec_ws, questions, factory())
-    rows = [{"dataset": ws.dataset.name, "fraction": 0.0, "seed": seeds[0], "triples": len(ws.kg), **scores}]
+    method = factory()
+    # the recording run must really run (a resumed trace reads no passage)
+    _, scores = run_and_score(rec_ws, questions, method, study_trace_path(ws, method, "drop=0"),
+                              resume=scope != "read")
     passages = list(dict.fromkeys(read)) if scope == "read" else None
+    n0 = len(ws.kg.subset(passages)) if scope == "read" else len(ws.kg)
+    rows = [{"dataset": ws.dataset.name, "fraction": 0.0, "seed": seeds[0], "triples": n0, **scores}]
     for fraction in fractions[1:]:
         for seed in seeds:
             pws = perturbed_workspace(ws, fraction, seed, passages)
             n_start = len(pws.kg)
-            _, scores = run_and_score(pws, questions, factory())
+            method = factory()
+            _, scores = run_and_score(pws, questions, method,
+                                      study_trace_path(ws, method, f"drop={fraction:g}-seed={seed}"))
             rows.append({"dataset": ws.dataset.name, "fraction": fraction, "seed": seed, "triples": n_start,
                          **scores})
-    if scope == "read":  # report the perturbed graph's size for fraction 0 on the same footing
-        rows[0]["triples"] = len(ws.kg.subset(passages))
     return pd.DataFrame(rows)
 
 

@@ -1,6 +1,7 @@
 """Ablation / sensitivity / robustness studies (kgir_lib.ablation, notebook 06)."""
 from __future__ import annotations
 
+import json
 import random
 
 import numpy as np
@@ -172,3 +173,82 @@ def test_study_grid_defaults_and_checks():
                       ({"kg2rag_m": [-1]}, ">= 0"), ({"nope": [1]}, "unknown study")]:
         with pytest.raises(ValueError, match=match):
             ablation.study_grid(**kw)
+
+
+# ----------------------------------------------------------------------------- runners (scripted LLM)
+class KGCounter:
+    """A stand-in method: reads the KG of the top passages, answers how many triples it saw (1 LLM call)."""
+
+    def __init__(self, k=6, tag="x"):
+        self.k, self.tag = k, tag
+        self.name, self.key = "KG counter", "kg_counter"
+
+    def run(self, ws, questions):
+        from kgir_lib.llm import ChatRequest
+        from kgir_lib.methods.base import MethodOutput, QuestionUsage
+
+        hits = ws.dense.search([q.question for q in questions], self.k)
+        outs = []
+        for q, h in zip(questions, hits):
+            kg = ws.kg_for([p for p, _ in h])
+            n = len(kg.triples_of([p for p, _ in h]))
+            [res] = ws.llm.generate([ChatRequest.chat(None, f"count {n} {self.tag}")], stage="counter")
+            u = QuestionUsage()
+            u.add(res)
+            outs.append(MethodOutput(q.qid, res.text, [p for p, _ in h], u, {}))
+        return outs
+
+
+def echo(req):
+    return req.messages[-1][1].split()[1]  # the count
+
+
+def test_sweep_scores_each_value_and_resumes(tiny_workspace, tiny_dataset):
+    ws = tiny_workspace(echo)
+    qs = tiny_dataset.questions
+    df = ablation.sweep(ws, qs, lambda k: KGCounter(k=k), [1, 2, 6], "k")
+    assert list(df["value"]) == [1, 2, 6] and set(df["param"]) == {"k"}
+    assert list(df["n"]) == [1, 1, 1] and (df["calls"] == 1).all()
+    assert set(df.columns) >= {"EM", "F1", "R@2", "R@5", "calls", "prompt_tokens"}
+    # recall of the gold Compaq/HP passages grows with k: exact values from the bag-of-words ranking
+    r5 = list(df["R@5"])
+    assert r5[0] <= r5[1] <= r5[2] and r5[2] == 100.0
+    for k in (1, 2, 6):
+        assert (ws.cfg.run_dir / "traces" / "06_ablation" / f"kg_counter-k={k}" / "tiny.jsonl").exists()
+    assert not (ws.cfg.run_dir / "traces" / "kg_counter").exists()  # the method's own traces untouched
+    calls = ws.llm.usage.total().calls
+    again = ablation.sweep(ws, qs, lambda k: KGCounter(k=k), [1, 2, 6], "k")
+    assert ws.llm.usage.total().calls == calls  # resumed from the traces: not even a cache lookup
+    pd.testing.assert_frame_equal(df, again)
+
+
+def test_robustness_runs_perturb_the_graph(tiny_workspace, tiny_dataset):
+    ws = tiny_workspace(echo)
+    qs = tiny_dataset.questions
+    runs = ablation.robustness_runs(ws, qs, lambda: KGCounter(k=6), [0.25, 0.5], seeds=[0, 1, 2], scope="all")
+    assert list(zip(runs["fraction"], runs["seed"])) == [(0.0, 0), (0.25, 0), (0.25, 1), (0.25, 2),
+                                                         (0.5, 0), (0.5, 1), (0.5, 2)]
+    assert list(runs["triples"]) == [8, 6, 6, 6, 4, 4, 4]  # 8 - round(0.25 * 8), 8 - round(0.5 * 8)
+    answers = [json.loads(l)["answer"] for l in open(ws.cfg.run_dir / "traces" / "06_ablation" /
+                                                     "kg_counter-drop=0.5-seed=1" / "tiny.jsonl")]
+    assert answers == ["4"]  # the method saw the perturbed graph
+    assert len(ws.kg) == 8  # the base graph is untouched
+    summary = ablation.summarise_seeds(runs)
+    assert list(summary["fraction"]) == [0.0, 0.25, 0.5] and list(summary["seeds"]) == [1, 3, 3]
+    assert list(summary["triples"]) == [8, 6, 4]
+
+
+def test_robustness_scope_read_perturbs_only_what_was_read(tiny_workspace, tiny_dataset):
+    ws = tiny_workspace(echo)
+    runs = ablation.robustness_runs(ws, tiny_dataset.questions, lambda: KGCounter(k=2), [0.5], seeds=[0])
+    hits = ws.dense.search([tiny_dataset.questions[0].question], 2)[0]
+    n_read = len(ws.kg.triples_of([p for p, _ in hits]))
+    assert list(runs["triples"]) == [n_read, n_read - round(0.5 * n_read)]
+
+
+def test_run_variants_rows(tiny_workspace, tiny_dataset):
+    ws = tiny_workspace(echo)
+    df = ablation.run_variants(ws, tiny_dataset.questions, lambda v: KGCounter(k=int(v), tag=v), ["6", "1"],
+                               {"6": "six"})
+    assert list(df["variant"]) == ["6", "1"] and list(df["label"]) == ["six", "1"]
+    assert list(df["dataset"]) == ["tiny", "tiny"]
