@@ -103,7 +103,7 @@ def test_real_server_batch_texts_and_tokens(llama_server, tmp_path):
 @pytest.mark.slow
 def test_real_server_json_mode(llama_server):
     schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
-    req = ChatRequest.chat("Reply in JSON.", "What is the capital of France?", max_tokens=40, json_schema=schema)
+    req = ChatRequest.chat("Reply in JSON.", "What is the capital of France?", max_tokens=24, json_schema=schema)
     got = []
     backend([llama_server]).run([req], lambda i, r: got.append(r))
     parsed = extract_json(got[0].text)

@@ -21,6 +21,7 @@ import itertools
 import os
 import threading
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -75,6 +76,11 @@ class LlamaCppBackend:
         self.json_mode = json_mode
         self.n_ctx = n_ctx
         self._llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
+        # free the model before interpreter shutdown (llama-cpp-python's __del__ fails late in teardown)
+        self._finalizer = weakref.finalize(self, self._llm.close)
+
+    def close(self) -> None:
+        self._finalizer()
 
     def _ntok(self, text: str) -> list:
         return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
