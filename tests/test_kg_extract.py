@@ -9,6 +9,7 @@ from kgir_lib.data import Corpus, Dataset, Question
 from kgir_lib.kg import KnowledgeGraph, Triple
 from kgir_lib.kg.extract import (MAX_TOKENS, extract_triples, extraction_pool, extraction_requests,
                                  update_kg)
+from kgir_lib.kg.parse import parse_triples
 from kgir_lib.kg.store import drops_of, load_kg, save_kg
 from kgir_lib.llm import LLM, LLMCache, ScriptedBackend
 from kgir_lib.prompts import load_prompt
@@ -18,9 +19,9 @@ from conftest import BagOfWordsEncoder, make_passage
 
 
 def passage_of(req) -> str:
-    """The passage (title + text) a request asks about: the last example slot of the prompt."""
-    user = req.messages[-1][1]
-    return user.rsplit("Passage:\n", 1)[1].rsplit("\n\nTriples:", 1)[0]
+    """The passage (title + text) a request asks about: its last user turn."""
+    assert req.messages[-1][0] == "user"
+    return req.messages[-1][1]
 
 
 def title_script(req) -> str:
@@ -51,12 +52,24 @@ def test_requests_follow_the_versioned_prompt(tiny_dataset):
     ps = tiny_dataset.corpus.passages[:2]
     reqs = extraction_requests(ps)
     prompt = load_prompt("kg_extract")
-    assert prompt.version == "1" and "KG²RAG" in prompt.source
+    assert prompt.version == "2" and "KG²RAG" in prompt.source
     assert len(reqs) == 2
     assert [passage_of(r) for r in reqs] == [p.content for p in ps]
-    assert all(r.max_tokens == MAX_TOKENS and r.temperature == 0.0 and r.stop for r in reqs)
-    # the few-shot examples use the same line format the parser reads
-    assert "## born in ##" in prompt.user
+    assert all(r.max_tokens == MAX_TOKENS and r.temperature == 0.0 for r in reqs)
+    roles = [role for role, _ in reqs[0].messages]
+    assert roles == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert reqs[0].messages[:-1] == reqs[1].messages[:-1]  # same two-shot history for every passage
+    # the worked examples are in the format the parser reads: 5 clean triples each
+    for role, text in reqs[0].messages[2:5:2]:
+        kept, drops = parse_triples(text)
+        assert len(kept) == 5 and not drops
+    assert reqs[0].messages[1][1].startswith("Marie Curie\n")
+
+
+def test_passage_text_cannot_break_the_turns():
+    p = make_passage("Odd", "A text with Passage:\n and\n\nTriples:\n inside, and {braces}.")
+    req = extraction_requests([p])[0]
+    assert len(req.messages) == 6 and passage_of(req) == p.content
 
 
 def test_extract_triples_one_batch_with_provenance(llm, tiny_dataset):
@@ -154,3 +167,41 @@ def test_extraction_pool_is_rank_major_union_capped():
     assert extraction_pool(ds, dense, [], k=3, cap=5) == []
     with pytest.raises(ValueError, match="extract_max_passages"):
         extraction_pool(ds, dense, ds.questions, k=3, cap=-1)
+
+
+# ---------------------------------------------------------------------------- notebook 01's build step
+def _write_dataset(root, name, passages, questions):
+    import json
+
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / f"{name}_corpus.json").write_text(json.dumps([{"title": p.title, "text": p.text} for p in passages]))
+    recs = [{"id": q.qid, "question": q.question, "answer": q.answers[0], "answer_aliases": [],
+             "paragraphs": [{"idx": i, "title": p.title, "paragraph_text": p.text,
+                             "is_supporting": p.pid in q.gold_pids} for i, p in enumerate(passages)]}
+            for q in questions]
+    (folder / f"{name}.json").write_text(json.dumps(recs))
+
+
+def test_build_kg_extracts_the_pool_once(tmp_path, tiny_dataset):
+    from kgir_lib.config import load_config
+    from kgir_lib.data import load_dataset
+    from kgir_lib.kg.extract import build_kg
+    from kgir_lib.pipeline import kg_dir
+
+    _write_dataset(tmp_path / "data", "tiny", tiny_dataset.corpus.passages, tiny_dataset.questions)
+    cfg = load_config("ci", data_dir=str(tmp_path / "data"), results_dir=str(tmp_path / "results"),
+                      llm_backend="scripted", extract_max_passages=3, top_k=4)
+    ds = load_dataset("tiny", cfg.data_path)
+    dense = DenseIndex(ds.corpus.passages, BagOfWordsEncoder(), progress=False)
+    llm = LLM(CountingBackend(title_script), LLMCache(tmp_path / "llm.sqlite"), progress=False)
+    first = build_kg(cfg, ds, llm, dense)
+    assert first.source == "llm" and len(first.pool) == 3 and first.report.new_calls == 3
+    assert first.kg.extracted == set(first.pool) and len(first.kg) == 6
+    assert first.drops == Counter(wrong_arity=3, head_equals_tail=3)
+    assert load_kg(kg_dir(cfg, "tiny")).to_frame().equals(first.kg.to_frame())
+    again = build_kg(cfg, ds, llm, dense)  # warm rerun: everything already in the stored KG
+    assert again.report.n_passages == 0 and len(llm.backend.seen) == 3
+    assert again.kg.to_frame().equals(first.kg.to_frame()) and again.drops == first.drops
+    with pytest.raises(ValueError, match="needs an LLM"):
+        build_kg(cfg, ds, None, None)

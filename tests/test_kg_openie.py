@@ -65,8 +65,7 @@ def test_import_equals_llm_route_stored_form(tmp_path):
     imported, imp_drops = import_openie(write(tmp_path, {"docs": plain}), sub)
 
     def script(req):
-        user = req.messages[-1][1]
-        return by_content[user.rsplit("Passage:\n", 1)[1].rsplit("\n\nTriples:", 1)[0]]
+        return by_content[req.messages[-1][1]]
 
     llm = LLM(ScriptedBackend(script), LLMCache(tmp_path / "llm.sqlite"), progress=False)
     extracted = KnowledgeGraph()

@@ -72,3 +72,5 @@ def test_published_recall_numbers():
     p = published_recall()
     assert p.loc["BM25"].tolist() == [32.4, 43.5, 57.3, 74.8]
     assert p.loc["NV-Embed-v2", "hotpotqa R@5"] == 94.5
+    assert list(p.index) == ["BM25", "Contriever", "NV-Embed-v2"]  # single-step retrievers only
+    assert published_recall(["musique"], ["HippoRAG 2"]).loc["HippoRAG 2"].tolist() == [56.1, 74.7]
