@@ -11,7 +11,9 @@
 
 Every file is written to a temporary name and renamed into place, so a crash
 never leaves a half-written file; ``triples.parquet`` is written before
-``extracted.json``, so a passage is never marked processed without its triples.
+``extracted.json``, so a passage is never marked processed without its triples (if a
+first save dies between the two, :func:`load_kg` warns and treats the passages
+with triples as processed).
 
 Parser drops are kept beside the graph in memory (:func:`record_drops`,
 :func:`drops_of`), so the LLM route (:func:`kgir_lib.kg.extract.update_kg`) and
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 import weakref
 from collections import Counter
 from pathlib import Path
@@ -61,7 +64,7 @@ def total_drops(kg: KnowledgeGraph) -> Counter:
 
 # ---------------------------------------------------------------------------- writing
 def _atomic_write(path: Path, write) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # unique per process: concurrent saves never mix
     try:
         write(tmp)
         os.replace(tmp, path)
@@ -155,8 +158,14 @@ def load_kg(directory: Path) -> KnowledgeGraph:
         raise KGStoreError(f"{path}: lacks columns {missing} (has {list(df.columns)})")
     if df[COLUMNS].isna().any().any():
         raise KGStoreError(f"{path}: has empty (null) cells")
-    extracted = _read_json(directory / "extracted.json", list)
-    kg = KnowledgeGraph.from_frame(df, [str(p) for p in extracted])
+    ext_path = directory / "extracted.json"
+    if ext_path.exists():
+        extracted = [str(p) for p in _read_json(ext_path, list)]
+    else:  # a first save interrupted after the triples: passages with triples count as processed
+        warnings.warn(f"{ext_path}: missing; treating the passages of {path.name} as the processed ones "
+                      f"(passages that gave no triple will be extracted again)", stacklevel=2)
+        extracted = list(dict.fromkeys(df["pid"].astype(str)))
+    kg = KnowledgeGraph.from_frame(df, extracted)
     drops_path = directory / "drops.json"
     if drops_path.exists():
         raw = _read_json(drops_path, dict)
