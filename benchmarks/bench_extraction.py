@@ -136,6 +136,7 @@ def render_markdown(result: dict) -> str:
     for key, title in (("notebooks_cold", "Notebooks, first (cold) run"), ("notebooks_warm", "Notebooks, warm rerun")):
         if key in result:
             df = pd.DataFrame(result[key]).T.rename_axis("notebook")
+            df = df.astype({"seconds": float, "new_llm_calls": int}).astype({"new_llm_calls": str})
             lines += [f"## {title}", "", to_markdown(df), ""]
     return "\n".join(lines)
 
