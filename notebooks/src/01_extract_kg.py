@@ -57,6 +57,7 @@ embed_model = None
 import time
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import MaxNLocator
 import pandas as pd
 from IPython.display import display
 
@@ -175,6 +176,7 @@ for ax, (name, b) in zip(axes[0], builds.items()):
             edgecolor="white", align="left")
     ax.set_title(f"{name} ({b.source}), mean {counts.mean():.2f}")
     ax.set_xlabel("triples per passage")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("passages")
 fig.tight_layout()
 report.save_figure(fig, cfg, "kg_triples_per_passage")

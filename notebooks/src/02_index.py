@@ -29,6 +29,7 @@ max_k = 20           # Recall@k curve up to this k
 
 # %%
 import matplotlib.pyplot as plt
+from matplotlib.ticker import MaxNLocator
 import pandas as pd
 from IPython.display import display
 
@@ -118,6 +119,7 @@ for ax, (name, curve) in zip(axes[0], curves.items()):
     ax.axvline(cfg.top_k, color="grey", linestyle="--", linewidth=0.8)
     ax.set_title(f"{name} (n = {int(curve['n'].iloc[0])})")
     ax.set_xlabel("k")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
 axes[0][0].set_ylabel("Recall@k (×100)")
 axes[0][-1].legend(loc="lower right", fontsize=8)
