@@ -45,7 +45,8 @@ USAGE = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "seconds")
 # Config fields that cannot change a method's outputs (not part of the resume fingerprint).
 _NEUTRAL_FIELDS = {"description", "datasets", "n_questions", "data_dir", "results_dir", "figures_dir",
                    "llm_max_concurrency", "llm_timeout_s", "llm_max_retries", "embed_batch_size",
-                   "llm_api_key_env", "llm_base_urls"}
+                   "llm_api_key_env", "llm_base_urls", "extract_datasets"}
+_NEUTRAL_PREFIXES = ("ablation_", "study_", "robustness_")  # notebook 06's study fields
 
 
 # ----------------------------------------------------------------------------- running
@@ -92,7 +93,8 @@ def _method_params(method: Any) -> dict:
 def run_fingerprint(ws: Workspace, method: Any) -> str:
     """What a trace file must match to be reused: config, method parameters, prompts, LLM and,
     for methods that read the KG, the KG's size and processed passages at the start of the run."""
-    cfg = {k: v for k, v in ws.cfg.to_dict().items() if k not in _NEUTRAL_FIELDS}
+    cfg = {k: v for k, v in ws.cfg.to_dict().items()
+           if k not in _NEUTRAL_FIELDS and not k.startswith(_NEUTRAL_PREFIXES)}
     parts = {"cfg": cfg, "method": type(method).__name__, "params": _method_params(method),
              "prompts": _prompts_digest(), "llm": ws.llm.model_id, "dataset": ws.dataset.name,
              "corpus": len(ws.dataset.corpus)}
@@ -498,3 +500,55 @@ def bootstrap_table(scores: pd.DataFrame, reference: str = "KGIR-RAG", metrics: 
                 rows.append({"dataset": d, "baseline": other, "metric": m, "n": len(common), "mean diff": diff,
                              "CI lo": lo, "CI hi": hi, "supported": verdict})
     return pd.DataFrame(rows)
+
+
+def published_indexing() -> pd.DataFrame:
+    """Indexing cost on MuSiQue as published in the HippoRAG 2 paper (millions of tokens), its own table."""
+    from . import report
+
+    label = f"published: {report.SOURCES['hipporag2']} (MuSiQue, 1000-question corpus)"
+    df = pd.DataFrame({(label, "input tokens (M)"): {k: v[0] for k, v in report.INDEXING_TOKENS_M.items()},
+                       (label, "output tokens (M)"): {k: v[1] for k, v in report.INDEXING_TOKENS_M.items()}})
+    df.columns = pd.MultiIndex.from_tuples(df.columns, names=["source", "quantity"])
+    df.index.name = "system"
+    return df
+
+
+# ----------------------------------------------------------------------------- figures
+def plot_f1_vs_tokens(cost: pd.DataFrame, title: str = "", ax=None):
+    """One point per method: mean F1 against LLM tokens (prompt + completion) per question (log x)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4.5))
+    x, y = cost["tokens / q"].astype(float), cost["F1"].astype(float)
+    ax.scatter(x, y, color="tab:blue")
+    for name, xi, yi in zip(cost.index, x, y):
+        ax.annotate(str(name), (xi, yi), textcoords="offset points", xytext=(4, 3), fontsize=8)
+    if (x > 0).all() and len(x):
+        ax.set_xscale("log")
+    ax.set_xlabel("LLM tokens per question (prompt + completion)")
+    ax.set_ylabel("F1 (×100)")
+    ax.set_title(title or "F1 against LLM tokens per question")
+    ax.grid(alpha=0.3)
+    return ax.figure
+
+
+def plot_bootstrap(bt: pd.DataFrame, metric: str = "F1", dataset: str = "all", reference: str = "KGIR-RAG",
+                   ax=None):
+    """Forest plot: ``reference`` minus each baseline on ``metric`` with its 95 % bootstrap CI."""
+    import matplotlib.pyplot as plt
+
+    sub = bt[(bt["metric"] == metric) & (bt["dataset"] == dataset)]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 0.35 * max(len(sub), 1) + 1.2))
+    ys = np.arange(len(sub))[::-1]
+    ax.errorbar(sub["mean diff"], ys, xerr=[sub["mean diff"] - sub["CI lo"], sub["CI hi"] - sub["mean diff"]],
+                fmt="o", color="tab:blue", ecolor="gray", capsize=3)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(ys)
+    ax.set_yticklabels(sub["baseline"])
+    ax.set_xlabel(f"{reference} − baseline, {metric} (×100), 95 % paired bootstrap CI")
+    ax.set_title(f"{metric}: {reference} against each baseline ({dataset})")
+    ax.grid(alpha=0.3, axis="x")
+    return ax.figure

@@ -209,3 +209,16 @@ def test_indexing_cost_is_read_back_from_the_llm_cache(tiny_workspace, tiny_data
     assert row["passages_extracted"] == 3 and row["extract_calls_found"] == 3
     assert row["extract_completion_tokens"] == 3 * len("Compaq ## was ## PC maker".split())
     assert row["source"].startswith("llm")
+
+
+def test_figures_and_published_indexing():
+    import matplotlib
+    matplotlib.use("Agg")
+    fig = ev.plot_f1_vs_tokens(ev.cost_table(scores_frame()))
+    assert [t.get_text() for t in fig.axes[0].texts] == ["KGIR-RAG", "Naive RAG", "BM25"]
+    bt = ev.bootstrap_table(scores_frame(), metrics=("F1",), n_boot=200)
+    fig = ev.plot_bootstrap(bt, dataset="musique")
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["Naive RAG", "BM25"]
+    pub = ev.published_indexing()
+    assert pub.loc["GraphRAG"].tolist() == [115.5, 36.1]
+    assert pub.columns.levels[0][0].startswith("published: HippoRAG 2 paper")

@@ -39,8 +39,9 @@ the whole corpus; here the graph is whatever ``ws.kg`` holds: on ``sample`` the
 musique/hotpotqa graphs are the extracted subset (notebook 01's pool plus the
 questions' dense top-k, extracted on demand), musique_train the full published
 GPT-3.5 OpenIE. Synonymy edges need every phrase embedded (≈16 k phrases on
-musique_train); the ``hipporag2_synonymy`` config field turns them off on CPU
-profiles. HippoRAG 2 uses a query instruction for its NV-Embed-v2 embeddings;
+musique_train): ``synonymy=None`` reads the config field ``hipporag2_synonymy``
+if the profile has one, else turns them on only for GPU-server backends
+(``openai``, ``vllm``) and skips them on CPU. HippoRAG 2 uses a query instruction for its NV-Embed-v2 embeddings;
 MiniLM has none.
 """
 from __future__ import annotations
@@ -249,7 +250,11 @@ class HippoRAG2(MethodBase):
 
     def graph(self, ws: Workspace, kg: KnowledgeGraph) -> tuple:
         """``(HippoGraph, fact embeddings)`` for the current KG (rebuilt when the KG grew)."""
-        synonymy = self.synonymy if self.synonymy is not None else bool(getattr(ws.cfg, "hipporag2_synonymy", True))
+        synonymy = self.synonymy
+        if synonymy is None:
+            synonymy = getattr(ws.cfg, "hipporag2_synonymy", None)
+        if synonymy is None:  # no config field: on for GPU-server backends, off on CPU (phrase embeddings)
+            synonymy = ws.cfg.llm_backend in ("openai", "vllm")
         sig = (ws.dataset.name, len(kg), len(kg.extracted), synonymy)
         if self._graphs.get("sig") != sig:
             vectors = None
