@@ -570,17 +570,41 @@ def _show(*objs) -> None:
         display(Markdown(o) if isinstance(o, str) else o)
 
 
+def repeated_rounds(case: CaseStudy) -> dict:
+    """``{round: earlier round}`` for rounds whose query and retrieval repeat an earlier round's.
+
+    When a rewrite is unusable the loop keeps the question, so the next round
+    retrieves the same passages and builds the same subgraph; the display says
+    so instead of printing the same tables again.
+    """
+    out: dict = {}
+    for i, r in enumerate(case.rounds):
+        for prev in case.rounds[:i]:
+            if prev.query == r.query and prev.retrieved == r.retrieved and prev.iteration not in out:
+                out[r.iteration] = prev.iteration
+                break
+    return out
+
+
 def show_retrieval(case: CaseStudy, chars: int = 160) -> None:
     """Each round's query and its dense top-k passages (eq. 2), gold passages marked."""
+    same = repeated_rounds(case)
     for r in case.rounds:
+        if r.iteration in same:
+            _show(f"**Round {r.iteration}** — the same query and passages as round {same[r.iteration]}")
+            continue
         _show(f"**Round {r.iteration}** — query: *{r.query}*", case.passages_frame(r.iteration, chars=chars))
 
 
 def show_ner(case: CaseStudy) -> None:
     """Each round's raw NER reply (eq. 4), the entities kept, and their n-gram matches in ``G_q`` (eq. 5)."""
+    same = repeated_rounds(case)
     for r in case.rounds:
         if r.subgraph is None:
             _show(f"**Round {r.iteration}**: no subgraph stage (ablation variant)")
+            continue
+        if r.iteration in same:
+            _show(f"**Round {r.iteration}** — the same NER, matches and seeds as round {same[r.iteration]}")
             continue
         fb = f" — fallback used ({r.fallback_reason})" if r.used_fallback else ""
         _show(f"**Round {r.iteration}** — |G_q| = {len(r.G_q)} triples; NER reply: `{(r.ner_raw or '').strip()}`{fb}; "
@@ -593,14 +617,17 @@ def draw_rounds(case: CaseStudy, width: float = 6.0):
 
     from .viz import draw_subgraph, legend_handles
 
-    rounds = [r for r in case.rounds if r.subgraph is not None] or case.rounds[:1]
+    same = repeated_rounds(case)
+    rounds = [r for r in case.rounds if r.subgraph is not None and r.iteration not in same] or case.rounds[:1]
     fig, axes = plt.subplots(1, max(len(rounds), 1), figsize=(width * max(len(rounds), 1), width * 0.8),
                              squeeze=False)
     for ax, r in zip(axes[0], rounds):
         if r.subgraph is None:
             ax.set_axis_off()
             continue
-        draw_subgraph(ax, r.subgraph, title=f"round {r.iteration}: {r.query}")
+        also = [k for k, v in same.items() if v == r.iteration]
+        label = f"round {r.iteration}" + (f" (= rounds {', '.join(map(str, also))})" if also else "")
+        draw_subgraph(ax, r.subgraph, title=f"{label}: {r.query}")
     fig.legend(handles=legend_handles(), loc="lower center", ncol=4, fontsize=8)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
@@ -608,8 +635,11 @@ def draw_rounds(case: CaseStudy, width: float = 6.0):
 
 def show_subgraphs(case: CaseStudy) -> None:
     """Each round's ``G_Ans`` triples with their weights (eq. 7)."""
+    same = repeated_rounds(case)
     for r in case.rounds:
-        if r.subgraph is not None:
+        if r.iteration in same:
+            _show(f"**Round {r.iteration}** — the same G_tmp and G_Ans as round {same[r.iteration]}")
+        elif r.subgraph is not None:
             _show(f"**Round {r.iteration}** — G_tmp {len(r.G_tmp)} triples, {len(r.subgraph.components)} "
                   f"component(s) with a seed, G_Ans {len(r.G_Ans)} triples:", case.triples_frame(r.iteration, "G_Ans"))
 

@@ -205,3 +205,27 @@ def test_triple_echo_is_not_a_bridge_rewrite():
     assert cs.bridge_entities(q, "(Brand, is a play by, Henrik Ibsen)?", g) == []
     assert cs.bridge_entities(q, "Who is Henrik Ibsen?", g) == []  # keeps no content word of the question
     assert cs.bridge_entities(q, "What country was Henrik Ibsen a citizen of?", g) == ["Henrik Ibsen"]
+
+
+def test_repeated_rounds_are_shown_once(tiny_workspace, tiny_dataset, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+
+    def stuck(req):  # a model that never rewrites usefully nor answers: every round repeats round 1
+        system = req.messages[0][1]
+        if "named entities" in system:
+            return "Entities: 1994"
+        if "rewrite a multi-hop question" in system:
+            return "(Compaq, was top PC maker of, 1994)"
+        return "(Compaq, was top PC maker of, 1994)"
+
+    case = cs.run_case(tiny_workspace(stuck), tiny_dataset.questions[0])
+    assert [r.iteration for r in case.rounds] == [1, 2]
+    assert cs.repeated_rounds(case) == {2: 1}
+    shown = []
+    monkeypatch.setattr(cs, "_show", lambda *objs: shown.extend(objs))
+    fig = cs.display_case(case)
+    text = "\n".join(o for o in shown if isinstance(o, str))
+    assert "**Round 2** — the same query and passages as round 1" in text
+    assert len([a for a in fig.axes if a.get_title()]) == 1 and "(= rounds 2)" in fig.axes[0].get_title()
