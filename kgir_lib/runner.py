@@ -60,7 +60,12 @@ def main(argv=None) -> int:
                     help="extra papermill parameter (YAML value), validated as a config field")
     ap.add_argument("--notebooks-dir", type=Path, default=None, help="where the NN_*.ipynb notebooks are")
     ap.add_argument("--validate-only", action="store_true", help="check the profile and data, run nothing")
+    ap.add_argument("--regenerate", action="store_true",
+                    help="rebuild every table and figure from the run directory with no new LLM call "
+                         "(KGIR_LLM_CACHE_ONLY=1: a request missing from the cache is an error)")
     args = ap.parse_args(argv)
+    if args.regenerate:
+        os.environ["KGIR_LLM_CACHE_ONLY"] = "1"  # inherited by the papermill kernels
     profile = args.profile or os.environ.get("KGIR_PROFILE") or "sample"
     try:
         params = _parse_params(args.param)
@@ -79,10 +84,10 @@ def main(argv=None) -> int:
     if not nbs:
         print("no notebooks found: profile and data validated, nothing to run")
         return 0
-    return _run_notebooks(nbs, profile, params)
+    return _run_notebooks(nbs, profile, params, "timings_regenerate.tsv" if args.regenerate else "timings.tsv")
 
 
-def _run_notebooks(nbs: list, profile: str, params: dict) -> int:
+def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "timings.tsv") -> int:
     import papermill as pm
 
     cfg = load_config(profile, **params)
@@ -110,7 +115,7 @@ def _run_notebooks(nbs: list, profile: str, params: dict) -> int:
         print(f"    {timings[-1][1]:.0f} s", flush=True)
     total = sum(t for _, t in timings)
     print(f"done: {len(timings)} notebooks in {total:.0f} s ({total / 60:.1f} min)")
-    (cfg.run_dir / "timings.tsv").write_text("".join(f"{n}\t{t:.1f}\n" for n, t in timings))
+    (cfg.run_dir / timings_file).write_text("".join(f"{n}\t{t:.1f}\n" for n, t in timings))
     return 0
 
 

@@ -1,15 +1,16 @@
 """The one LLM interface (:class:`LLM`) and its backends. Build it with :func:`build_llm`."""
 from __future__ import annotations
 
+import os
 from typing import Callable, Optional
 
 from .backends import (LLMError, LlamaCppBackend, OpenAIBackend, ScriptedBackend, VLLMBackend,
                        smollm2_gguf_path)
 from .cache import LLMCache, LLMCacheError, cache_key
-from .core import LLM, ChatRequest, ChatResult, StageUsage, Usage
+from .core import LLM, CacheMissError, ChatRequest, ChatResult, StageUsage, Usage
 from .parsing import extract_json
 
-__all__ = ["LLM", "ChatRequest", "ChatResult", "Usage", "StageUsage", "LLMCache", "LLMCacheError", "LLMError",
+__all__ = ["LLM", "ChatRequest", "ChatResult", "Usage", "StageUsage", "LLMCache", "LLMCacheError", "LLMError", "CacheMissError",
            "build_llm", "build_backend", "extract_json", "cache_key", "smollm2_gguf_path", "ScriptedBackend",
            "OpenAIBackend", "LlamaCppBackend", "VLLMBackend"]
 
@@ -36,6 +37,15 @@ def build_backend(cfg, script: Optional[Callable] = None):
     return _BACKENDS[key]
 
 
+def cache_only_mode() -> bool:
+    """True when ``$KGIR_LLM_CACHE_ONLY`` is set (regenerating tables and figures with no new LLM call)."""
+    return os.environ.get("KGIR_LLM_CACHE_ONLY", "").strip().lower() in {"1", "true", "yes"}
+
+
 def build_llm(cfg, script: Optional[Callable] = None, progress: bool = True) -> LLM:
-    """LLM for ``cfg`` with the run directory's cache (``cache/llm.sqlite``)."""
-    return LLM(build_backend(cfg, script), LLMCache(cfg.path("cache", "llm.sqlite")), progress=progress)
+    """LLM for ``cfg`` with the run directory's cache (``cache/llm.sqlite``).
+
+    Under :func:`cache_only_mode` every answer must come from the cache (see :class:`CacheMissError`).
+    """
+    return LLM(build_backend(cfg, script), LLMCache(cfg.path("cache", "llm.sqlite")), progress=progress,
+               cache_only=cache_only_mode())

@@ -129,14 +129,24 @@ class Usage:
         return pd.DataFrame(rows).set_index("stage")
 
 
-class LLM:
-    """Cache + usage accounting in front of one backend."""
+class CacheMissError(RuntimeError):
+    """A cache-only LLM was asked for a completion that is not in the cache."""
 
-    def __init__(self, backend: Backend, cache: Optional[LLMCache] = None, progress: bool = True):
+
+class LLM:
+    """Cache + usage accounting in front of one backend.
+
+    ``cache_only=True`` (the regeneration command, ``KGIR_LLM_CACHE_ONLY=1``) answers from
+    the cache alone and raises :class:`CacheMissError` instead of calling the backend.
+    """
+
+    def __init__(self, backend: Backend, cache: Optional[LLMCache] = None, progress: bool = True,
+                 cache_only: bool = False):
         self.backend = backend
         self.cache = cache
         self.usage = Usage()
         self.progress = progress
+        self.cache_only = cache_only
 
     @property
     def model_id(self) -> str:
@@ -173,6 +183,10 @@ class LLM:
                 keys[i] = (key, payload)
                 todo.append(i)
         usage.calls += len(requests)
+        if todo and self.cache_only:
+            where = self.cache.path if self.cache is not None else "(no cache)"
+            raise CacheMissError(f"cache-only run: {len(todo)} request(s) of stage {stage!r} are not in the LLM "
+                                 f"cache {where}; run the main job (scripts/main.sh) first")
 
         if todo:
             bar = tqdm(total=len(todo), desc=desc or f"LLM {stage}", disable=not self.progress or len(todo) < 2,
