@@ -28,11 +28,43 @@ REFLECT_MAX_TOKENS = 96
 FINAL_NOTE = "This is the last round: give your best answer now (write \"Answer: ...\").\n"
 
 _REWRITE = re.compile(r"^\s*(?:rewritten|new|simpler)?\s*question\s*[:：]\s*(.*)$", re.I)
-_ANSWER = re.compile(r"^\s*(?:final\s+)?answer\s*(?:is)?\s*[:：]\s*(.*)$", re.I)
-_MISSING = re.compile(r"^\s*(?:missing(?:\s+information)?|needed|need)\s*[:：]\s*(.*)$", re.I)
+_ANSWER = re.compile(r"^\s*(?:(?:so|thus|therefore|the|final|short)[\s,]+){0,3}answer\s*(?:is)?\s*[:：]\s*(.*)$", re.I)
+_MISSING = re.compile(r"^\s*(?:(?:the|still)\s+)?(?:missing(?:\s+information)?|information\s+missing|needed|need)"
+                      r"\s*[:：]\s*(.*)$", re.I)
+_QWORDS = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was", "were", "do",
+           "does", "did", "in", "on", "at", "from", "for", "of", "by", "can", "has", "have", "had", "name"}
 _REASON = re.compile(r"^\s*reasoning\s*[:：]\s*(.*)$", re.I)
 _NO_ANSWER = re.compile(r"^(?:unknown|none|n/?a|not (?:enough|sure|known|given|mentioned|available)|"
                         r"cannot (?:be )?(?:answer|determine)|can't|insufficient|no (?:answer|information))\b", re.I)
+
+
+def few_shot_chat(prompt_name: str, marker: str, values: dict, **request_kw) -> ChatRequest:
+    """A chat request from a versioned prompt whose worked examples become earlier chat turns.
+
+    The prompt's ``[user]`` text is split at blank lines *before* formatting (so
+    evidence with blank lines cannot break it). Every block but the last is an
+    example: its lines before the first line starting with ``marker`` are a
+    user turn, the rest the assistant's reply. The last block, formatted with
+    ``values``, is the final user turn; a trailing ``marker`` cue is removed
+    from it (the model starts its reply with the marker, as in the examples).
+    """
+    prompt = load_prompt(prompt_name)
+    blocks = prompt.user.split("\n\n")
+    msgs = [("system", prompt.system.format(**values))] if prompt.system else []
+    for block in blocks[:-1]:
+        lines = block.split("\n")
+        cut = next((i for i, ln in enumerate(lines) if ln.startswith(marker)), 0)
+        if cut == 0:
+            raise ValueError(f"prompt {prompt_name!r}: example block without a line starting {marker!r}: {block[:60]!r}")
+        msgs += [("user", "\n".join(lines[:cut]).format()), ("assistant", "\n".join(lines[cut:]).format())]
+    last = blocks[-1].rstrip()
+    if last.endswith(marker.strip()):
+        last = last[:-len(marker.strip())]
+    try:
+        msgs.append(("user", last.format(**values).rstrip()))
+    except KeyError as exc:
+        raise KeyError(f"prompt {prompt_name!r} needs a value for {exc.args[0]!r}") from None
+    return ChatRequest(messages=tuple(msgs), **request_kw)
 
 
 def format_history(history: Sequence[dict], original: Optional[str] = None) -> str:
@@ -66,31 +98,43 @@ def rewrite_requests(questions: Sequence[str], evidences: Sequence[str], histori
     """
     if not len(questions) == len(evidences) == len(histories):
         raise ValueError("rewrite_requests: questions, evidences and histories differ in length")
-    prompt = load_prompt("kgir_rewrite")
-    out = []
-    for q, ev, hist in zip(questions, evidences, histories):
-        system, user = prompt.render(question=q, evidence=ev, history=format_history(hist))
-        out.append(ChatRequest.chat(system, user, max_tokens=max_tokens, stop=("\n\n", "\nTriples:")))
-    return out
+    return [few_shot_chat("kgir_rewrite", "Rewritten question:",
+                          {"question": q, "evidence": ev, "history": format_history(hist)},
+                          max_tokens=max_tokens, stop=("\n\n", "\nTriples:"))
+            for q, ev, hist in zip(questions, evidences, histories)]
 
 
 def _strip(s: str) -> str:
     return re.sub(r"^[\"'*`\s]+|[\"'*`\s]+$", "", s).strip()
 
 
+def _is_question(line: str) -> bool:
+    """A usable rewrite: 3-300 characters, not a copied triple, and a question (ends in '?' or starts like one)."""
+    if not 3 <= len(line) <= 300 or line.startswith("(") or not re.search(r"\w", line):
+        return False
+    first = re.split(r"\W+", line.lower(), maxsplit=1)[0]
+    return line.endswith("?") or first in _QWORDS
+
+
 def parse_rewrite(text: Optional[str]) -> Optional[str]:
     """The rewritten question in a Rewrite reply, or ``None`` if the reply is unusable.
 
-    The prompt ends with ``Rewritten question:``, so the first non-empty line is
-    the rewrite (a repeated ``Rewritten question:`` / ``Question:`` marker is
-    removed). At most 300 characters; a '?' is appended when missing.
+    The prompt ends with ``Rewritten question:``, so the completion starts with
+    the rewrite. Taken, in this order: the first line marked ``Rewritten
+    question:``; else the first line that is a question (a ``Question:`` marker
+    is removed). A copied triple ``(h, r, t)`` or a statement is not a rewrite.
+    A '?' is appended when missing.
     """
-    line = next((ln for ln in (text or "").splitlines() if ln.strip()), "")
-    m = _REWRITE.match(line)
-    line = _strip(m.group(1) if m else line)
-    if len(line) < 3 or len(line) > 300 or not re.search(r"\w", line):
-        return None
-    return line if line.endswith("?") else line.rstrip(".") + "?"
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    marked = [m.group(1) for m in (re.match(r"^\s*rewritten\s+question\s*[:：]\s*(.*)$", ln, re.I) for ln in lines) if m]
+    candidates = [_strip(x) for x in marked]
+    for ln in lines:
+        m = _REWRITE.match(ln)
+        candidates.append(_strip(m.group(1) if m else ln))
+    for c in candidates:
+        if _is_question(c):
+            return c if c.endswith("?") else c.rstrip(".") + "?"
+    return None
 
 
 # ---------------------------------------------------------------- reflection (Fig. 5)
@@ -120,13 +164,13 @@ def reflection_requests(questions: Sequence[str], evidences: Sequence[str], hist
     originals = list(originals) if originals is not None else [None] * n
     if not (len(evidences) == len(histories) == len(passages) == len(final) == len(originals) == n):
         raise ValueError("reflection_requests: the argument lists differ in length")
-    prompt = load_prompt("kgir_reflect")
     out = []
     for q, ev, hist, ps, fin, orig in zip(questions, evidences, histories, passages, final, originals):
         hist_text = format_history(hist, orig if orig and orig != q else None)
-        system, user = prompt.render(question=q, evidence=ev, passages=ps, history=hist_text,
-                                     final_note=FINAL_NOTE if fin else "")
-        out.append(ChatRequest.chat(system, user, max_tokens=max_tokens, stop=("\nTriples:", "\nQuestion:", "\nNew passages:")))
+        values = {"question": q, "evidence": ev, "passages": ps, "history": hist_text,
+                  "final_note": FINAL_NOTE if fin else ""}
+        out.append(few_shot_chat("kgir_reflect", "Reasoning:", values, max_tokens=max_tokens,
+                                 stop=("\nTriples:", "\nQuestion:", "\nNew passages:")))
     return out
 
 

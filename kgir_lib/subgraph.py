@@ -52,8 +52,7 @@ from typing import Callable, Iterable, Optional, Sequence
 import numpy as np
 
 from .kg import KnowledgeGraph, Triple
-from .llm import ChatRequest, extract_json
-from .prompts import load_prompt
+from .llm import extract_json
 
 WEIGHTINGS = ("reranker", "cosine", "passage")
 
@@ -73,16 +72,21 @@ def question_triples(kg: KnowledgeGraph, pids: Iterable[str]) -> list:
 
 # ---------------------------------------------------------------- step 3: E_q = NER(q) (eq. 4)
 NER_MAX_TOKENS = 48
+NER_SCHEMA = {"type": "object", "required": ["named_entities"],
+              "properties": {"named_entities": {"type": "array", "items": {"type": "string"}, "maxItems": 6}}}
 
 
 def ner_requests(questions: Sequence[str], max_tokens: int = NER_MAX_TOKENS) -> list:
-    """One NER chat request per question (prompt ``kgir_ner``, eq. 4); send them in ONE ``generate`` call."""
-    prompt = load_prompt("kgir_ner")
-    reqs = []
-    for q in questions:
-        system, user = prompt.render(question=q)
-        reqs.append(ChatRequest.chat(system, user, max_tokens=max_tokens, stop=("\n\n", "\nQuestion:")))
-    return reqs
+    """One NER chat request per question (prompt ``kgir_ner``, eq. 4); send them in ONE ``generate`` call.
+
+    The reply is asked for as ``{"named_entities": [...]}`` (HippoRAG's question
+    NER format), constrained by a JSON schema where the backend supports it;
+    the prompt's examples are earlier chat turns.
+    """
+    from .rewrite import few_shot_chat
+
+    return [few_shot_chat("kgir_ner", "{", {"question": q}, max_tokens=max_tokens, json_schema=NER_SCHEMA)
+            for q in questions]
 
 
 _SPLIT = re.compile(r"\s*(?:;|\||\n|,\s|\t)\s*")
@@ -91,8 +95,11 @@ _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
 _NONE = {"", "none", "n/a", "na", "null", "no entities", "nothing", "unknown"}
 
 
+_PREFIX = re.compile(r"^.*?\b(?:answer|entities|entity)\s*(?:is|are)?\s*[:：]\s*", re.I)
+
+
 def _clean_entity(s: str) -> str:
-    s = _BULLET.sub("", str(s))
+    s = _BULLET.sub("", _PREFIX.sub("", str(s)))
     s = re.sub(r"^[\"'`\[\(\s]+|[\"'`\]\)\s.?!]+$", "", s)
     return " ".join(s.split())
 
@@ -142,7 +149,7 @@ _STOP = {"the", "a", "an", "of", "in", "on", "at", "to", "for", "and", "or", "by
 
 
 def ground_entities(entities: Sequence[str], question: str) -> list:
-    """Keep the LLM entities that occur in ``question``: at least half of their content words do.
+    """Keep the LLM entities that occur in ``question``: more than half of their content words do.
 
     Guards against a small model copying its few-shot examples (METHOD.md §1:
     malformed output is dropped, not trusted).
@@ -151,7 +158,7 @@ def ground_entities(entities: Sequence[str], question: str) -> list:
     kept = []
     for e in entities:
         words = [w for w in normalize_name(e).split() if w not in _STOP] or normalize_name(e).split()
-        if words and sum(w in q_words for w in words) * 2 >= len(words):
+        if words and sum(w in q_words for w in words) * 2 > len(words):
             kept.append(e)
     return kept
 
@@ -446,6 +453,16 @@ def resolve_weighting(weighting: Optional[str], reranker) -> str:
     return weighting
 
 
+def _weight_fn(ws, retrieved: Sequence[tuple], weighting: str, question_vector=None) -> WeightFn:
+    """The edge-weight function of one question for :func:`evidence_subgraph` (see :func:`edge_weights`)."""
+    scores = {p: float(s) for p, s in retrieved}
+
+    def weight_fn(question: str, triples: Sequence[Triple]) -> list:
+        return edge_weights(question, triples, weighting, encoder=ws.dense.encoder, reranker=ws.reranker,
+                            passage_scores=scores, question_vector=question_vector)
+    return weight_fn
+
+
 def build_subgraphs(ws, queries: Sequence[str], retrieved: Optional[Sequence[Sequence[tuple]]] = None, *,
                     k: Optional[int] = None, n: Optional[int] = None, threshold: Optional[float] = None,
                     weighting: Optional[str] = None, stage: str = "kgir_ner") -> tuple:
@@ -470,16 +487,39 @@ def build_subgraphs(ws, queries: Sequence[str], retrieved: Optional[Sequence[Seq
     qvecs = ws.dense.embed_queries(queries) if weighting == "cosine" else None
     subs = []
     for i, (q, r, res) in enumerate(zip(queries, retrieved, results)):
-        scores = {p: s for p, s in r}
-        qv = qvecs[i] if qvecs is not None else None
-
-        def weight_fn(question, triples, _qv=qv, _scores=scores):
-            return edge_weights(question, triples, weighting, encoder=ws.dense.encoder, reranker=ws.reranker,
-                                passage_scores=_scores, question_vector=_qv)
-
+        weight_fn = _weight_fn(ws, r, weighting, qvecs[i] if qvecs is not None else None)
         G_q = question_triples(kg, [p for p, _ in r])
         subs.append(evidence_subgraph(q, r, G_q, parse_entities(res.text), weight_fn, n, threshold, weighting))
     return subs, results
+
+
+def rebuild_subgraph(ws, sub: EvidenceSubgraph, *, n: Optional[int] = None, threshold: Optional[float] = None,
+                     weighting: Optional[str] = None) -> EvidenceSubgraph:
+    """Steps 4-7 again with other settings, on the same ``D_q``, ``G_q`` and NER output (no LLM call)."""
+    n = n or ws.cfg.ngram_n
+    threshold = ws.cfg.ngram_threshold if threshold is None else threshold
+    weighting = resolve_weighting(weighting or sub.weighting, ws.reranker)
+    weight_fn = _weight_fn(ws, sub.retrieved, weighting)
+    return evidence_subgraph(sub.question, sub.retrieved, sub.G_q, sub.llm_entities, weight_fn, n, threshold,
+                             weighting)
+
+
+def subgraph_row(sub: EvidenceSubgraph, gold_pids: Sequence[str] = ()) -> dict:
+    """Sizes of every step of Algorithm 1 for one question, and where its gold passages survive.
+
+    ``gold_in_*`` count gold passages among the retrieved passages (``D_q``) and
+    among the source passages of ``G_tmp`` and ``G_Ans`` edges.
+    """
+    gold = set(gold_pids)
+    src_tmp = {t.pid for t in sub.G_tmp}
+    src_ans = {t.pid for t in sub.kept}
+    return {
+        "D_q": len(sub.retrieved), "G_q": len(sub.G_q), "E_q": len(sub.E_q), "fallback": sub.used_fallback,
+        "seeds": len(sub.seeds), "G_tmp": len(sub.G_tmp), "components": len(sub.components),
+        "G_Ans": len(sub.kept), "pruned": len(sub.pruned),
+        "gold": len(gold), "gold_in_D_q": len(gold & {p for p, _ in sub.retrieved}),
+        "gold_in_G_tmp": len(gold & src_tmp), "gold_in_G_Ans": len(gold & src_ans),
+    }
 
 
 def format_triples(triples: Sequence[Triple], max_triples: Optional[int] = 30) -> str:

@@ -115,7 +115,7 @@ def test_never_answers_until_the_cap_then_forced(tiny_workspace, tiny_dataset):
     assert outs[0].answer == "HP (reader)"
     assert [r["reflection"]["final"] for r in t["rounds"]] == [False, False, True]
     reflects = [r for r in ws.llm.backend.seen if stage_of(r) == "reflect"]
-    assert [FINAL_NOTE in r.messages[-1][1] for r in reflects] == [False, False, True]
+    assert [FINAL_NOTE.strip() in r.messages[-1][1] for r in reflects] == [False, False, True]
     assert t["rounds"][-1]["final"]["forced"] and method.stats["forced_answers"] == 1
     assert len(t["history"]) == 2
 
@@ -161,8 +161,8 @@ def test_no_subgraph_rewrites_from_passages(tiny_workspace, tiny_dataset):
     t = outs[0].trace
     rewrites = [r for r in ws.llm.backend.seen if stage_of(r) == "rewrite"]
     for req, rnd in zip(rewrites, t["rounds"]):
-        after_example = req.messages[-1][1].split("Mount Panorama Circuit?\n\n", 1)[1]
-        assert after_example.startswith(rnd["evidence"]) and "Triples:" not in after_example
+        user = req.messages[-1][1]
+        assert user.startswith(rnd["evidence"]) and "Triples:" not in user
         top = ws.dataset.corpus[rnd["retrieved"][0][0]]
         assert rnd["evidence"].startswith(f"Passages:\n{top.title}\n{top.text}")
     assert "subgraph" not in t["rounds"][0]
@@ -265,6 +265,12 @@ def test_parse_rewrite():
     assert parse_rewrite('"Which company did Compaq merge with?"') == "Which company did Compaq merge with?"
     assert parse_rewrite("") is None and parse_rewrite(None) is None and parse_rewrite("??") is None
     assert parse_rewrite("x" * 400) is None
+    # SmolLM2 habits: copying a triple, echoing the question before the marked rewrite, a statement
+    assert parse_rewrite("(Seattle, experienced, snowfall)\n(Seattle, receives, rain)") is None
+    assert parse_rewrite("Question: What country was the author of Brand a citizen of?\n"
+                         "Rewritten question: What is the country of Henrik Ibsen?") == "What is the country of Henrik Ibsen?"
+    assert parse_rewrite("Harris W. Fawell is a graduate of North Central College.") is None
+    assert parse_rewrite("(a, b, c)\nWhere was Henrik Ibsen born?") == "Where was Henrik Ibsen born?"
 
 
 @pytest.mark.parametrize("text, answerable, answer, missing, malformed", [
@@ -274,6 +280,9 @@ def test_parse_rewrite():
     ("Answer: not enough information", False, None, "not enough information", False),
     ("Answer:", False, None, None, False),
     ("Missing: x\nAnswer: y", False, None, "x", False),
+    ("The answer is: Africa.\n\nThe answer is: Africa.", True, "Africa", None, False),
+    ("Harper Lee wrote it.\nMissing information: airports", False, None, "airports", False),
+    ("The typical snowfall is 12 inches.", False, None, None, True),
     ("I have no idea", False, None, None, True),
     ("", False, None, None, True),
     (None, False, None, None, True),
@@ -294,15 +303,24 @@ def test_request_builders():
     assert format_history(hist, "orig?") == ("Original question: orig?\nEarlier rewrite 1: Which company did Compaq "
                                              "merge with?\nStill missing after it: the year\n")
     rw = rewrite_requests(["q?"], [evidence_block("(A, r, B)")], [hist])[0]
-    user = rw.messages[-1][1]
-    assert user.endswith("Triples:\n(A, r, B)\nEarlier rewrite 1: Which company did Compaq merge with?\n"
-                         "Still missing after it: the year\nQuestion: q?\nRewritten question:")
-    assert "Mount Panorama Circuit" in user  # the paper's Fig. 4 example
-    rf = reflection_requests(["q2?"], [evidence_block(passages_text="P\ntext")], [[]], ["(none)"], [True], ["q?"])[0]
-    user = rf.messages[-1][1]
-    assert "To Kill a Mockingbird" in user and "Missing: airports in Alabama" in user  # Fig. 5 examples
-    assert user.endswith("Passages:\nP\ntext\nNew passages:\n(none)\nOriginal question: q?\nQuestion: q2?\n"
-                         + FINAL_NOTE + "Reasoning:")
+    assert [r for r, _ in rw.messages] == ["system", "user", "assistant", "user"]
+    assert rw.messages[-1][1] == ("Triples:\n(A, r, B)\nEarlier rewrite 1: Which company did Compaq merge with?\n"
+                                  "Still missing after it: the year\nQuestion: q?")
+    # the paper's Fig. 4 example, as an earlier turn
+    assert rw.messages[2] == ("assistant", "Rewritten question: What is the length of Mount Panorama Circuit?")
+    assert parse_rewrite(rw.messages[2][1]) == "What is the length of Mount Panorama Circuit?"
+    rf = reflection_requests(["q2?"], [evidence_block(passages_text="P\ntext\n\nP2\ntext2")], [[]], ["(none)"],
+                             [True], ["q?"])[0]
+    assert [r for r, _ in rf.messages] == ["system"] + ["user", "assistant"] * 2 + ["user"]
+    assert rf.messages[-1][1] == ("Passages:\nP\ntext\n\nP2\ntext2\nNew passages:\n(none)\nOriginal question: q?\n"
+                                  "Question: q2?\n" + FINAL_NOTE.rstrip())
+    # the paper's Fig. 5 examples: one answerable, one naming the missing fact; both parse
+    ex1, ex2 = parse_reflection(rf.messages[2][1]), parse_reflection(rf.messages[4][1])
+    assert (ex1.answerable, ex1.answer) == (True, "Alabama")
+    assert (ex2.answerable, ex2.missing) == (False, "airports in Alabama")
+    assert "To Kill a Mockingbird" in rf.messages[3][1]
+    not_final = reflection_requests(["q?"], ["e"], [[]], ["p"], [False])[0]
+    assert not_final.messages[-1][1].endswith("Question: q?")
     with pytest.raises(ValueError):
         rewrite_requests(["a"], [], [])
     with pytest.raises(ValueError):

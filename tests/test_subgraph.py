@@ -10,8 +10,8 @@ from kgir_lib.kg import KnowledgeGraph, Triple
 from kgir_lib.subgraph import (build_subgraphs, char_ngrams, edge_weights, entities_in_question,
                                evidence_subgraph, format_triples, ground_entities, match_entities,
                                maximum_spanning_tree, ner_requests, ngram_similarity, parse_entities,
-                               question_triples, resolve_weighting, retrieve, seed_components, seed_graph,
-                               seeds_of)
+                               question_triples, rebuild_subgraph, resolve_weighting, retrieve, seed_components,
+                               seed_graph, seeds_of, subgraph_row)
 
 from conftest import BagOfWordsEncoder
 
@@ -69,6 +69,8 @@ def test_match_entities_threshold_order_and_no_match():
     ("", []),
     (None, []),
     ("{broken", ["{broken"]),
+    ("The answer is: Germany; Germany", ["Germany"]),
+    ("Question: Who wrote Brand?\nEntities: Brand; Henrik Ibsen", ["Brand", "Henrik Ibsen"]),
 ])
 def test_parse_entities_is_tolerant(text, expected):
     assert parse_entities(text) == expected
@@ -77,12 +79,18 @@ def test_parse_entities_is_tolerant(text, expected):
 def test_ner_requests_one_per_question_with_versioned_prompt():
     reqs = ner_requests(["Who founded Dell?", "Where is Paris?"])
     assert len(reqs) == 2
-    assert reqs[0].messages[-1][1].endswith("Question: Who founded Dell?\nEntities:")
+    roles = [r for r, _ in reqs[0].messages]
+    assert roles == ["system"] + ["user", "assistant"] * 3 + ["user"]  # examples as earlier chat turns
+    assert reqs[0].messages[-1] == ("user", "Question: Who founded Dell?")
+    assert parse_entities(reqs[0].messages[2][1]) == ["Titanic"]  # the examples' replies parse
+    assert reqs[0].json_schema["required"] == ["named_entities"]
 
 
 def test_ground_entities_drops_entities_not_in_question():
     q = "Which company merged in 2002 with the top PC maker of 1994?"
     assert ground_entities(["Titanic", "1994", "PC maker", "Alan Turing"], q) == ["1994", "PC maker"]
+    # more than half of the content words must occur in the question
+    assert ground_entities(["top PC", "company Titanic", "maker of Mockingbird Lane"], q) == ["top PC"]
 
 
 def test_entities_in_question_longest_first_whole_words():
@@ -284,3 +292,26 @@ def test_build_subgraphs_empty_and_bad_k(tiny_workspace):
     assert build_subgraphs(ws, []) == ([], [])
     with pytest.raises(ValueError, match="top_k"):
         retrieve(ws, ["q"], 0)
+
+
+def test_subgraph_row_counts_each_step_and_gold_survival():
+    g = _star_graph()
+    sub = evidence_subgraph("Who merged with Compaq?", [("p1", 0.5), ("p2", 0.4), ("p4", 0.3)], g, ["Compaq"],
+                            fixed_weights(WEIGHTS))
+    row = subgraph_row(sub, ["p2", "p4", "p9"])
+    assert row == {"D_q": 3, "G_q": 6, "E_q": 1, "fallback": False, "seeds": 1, "G_tmp": 4, "components": 1,
+                   "G_Ans": 3, "pruned": 1, "gold": 3, "gold_in_D_q": 2, "gold_in_G_tmp": 1, "gold_in_G_Ans": 1}
+
+
+def test_rebuild_subgraph_reuses_ner_without_llm_calls(tiny_workspace):
+    ws = tiny_workspace(lambda req: "Entities: Compaq")
+    (sub,), _ = build_subgraphs(ws, ["Who merged with Compaq?"], k=6)
+    calls = ws.llm.usage.total().calls
+    same = rebuild_subgraph(ws, sub)
+    assert same.to_dict() == sub.to_dict()
+    strict = rebuild_subgraph(ws, sub, threshold=1.0)
+    assert strict.seeds == ["Compaq"] and set(strict.kept) <= set(sub.G_q)
+    by_passage = rebuild_subgraph(ws, sub, weighting="passage")
+    assert by_passage.weighting == "passage"
+    assert {t: w for t, w in by_passage.weights.items()} == {t: dict(sub.retrieved)[t.pid] for t in by_passage.G_tmp}
+    assert ws.llm.usage.total().calls == calls

@@ -287,3 +287,31 @@ class KGIRRAG:
             "usage": asdict(s.usage),
         }
         return MethodOutput(qid=s.q.qid, answer=s.answer or "", ranked_pids=ranked, usage=s.usage, trace=trace)
+
+
+# ---------------------------------------------------------------------- reading traces back
+def trace_row(trace: dict) -> dict:
+    """Loop facts of one question's trace: rounds, who answered, fallbacks and malformed replies, LLM use."""
+    rounds = trace.get("rounds", [])
+    llm = trace.get("llm", {})
+    return {
+        "qid": trace.get("qid"),
+        "iterations": trace.get("iterations_used", len(rounds)),
+        "answered_by": trace.get("answered_by"),
+        "ner_fallbacks": sum(bool((r.get("subgraph") or {}).get("used_fallback")) for r in rounds),
+        "rewrite_malformed": sum(bool((r.get("rewrite") or {}).get("malformed")) for r in rounds),
+        "reflection_malformed": sum(bool((r.get("reflection") or {}).get("malformed")) for r in rounds),
+        "G_Ans_triples": sum(len((r.get("subgraph") or {}).get("G_Ans", [])) for r in rounds),
+        "pruned_triples": sum(len((r.get("subgraph") or {}).get("pruned", [])) for r in rounds),
+        "llm_calls": sum(s.get("calls", 0) for s in llm.values()),
+        "prompt_tokens": sum(s.get("prompt_tokens", 0) for s in llm.values()),
+        "completion_tokens": sum(s.get("completion_tokens", 0) for s in llm.values()),
+        **{f"calls_{k}": llm.get(k, {}).get("calls", 0) for k in STAGES},
+    }
+
+
+def trace_table(outputs: Sequence[MethodOutput]):
+    """:func:`trace_row` for every output, as a DataFrame (works on outputs read back from trace files)."""
+    import pandas as pd
+
+    return pd.DataFrame([trace_row(o.trace) for o in outputs])

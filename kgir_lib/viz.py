@@ -1,0 +1,169 @@
+"""Drawing an evidence subgraph (paper §2.2, Algorithm 1): ``G_tmp`` with ``G_Ans`` highlighted.
+
+:func:`draw_subgraph` draws the entities of ``G_tmp`` and its edges: the edges the
+maximum spanning trees kept (``G_Ans``) solid and coloured by weight, the pruned
+ones grey and dashed; seeds are larger, outlined nodes. Parallel edges between
+two entities are drawn as one line labelled with the kept relation (or the first
+one) and a ``+n`` count.
+"""
+from __future__ import annotations
+
+import textwrap
+from typing import Optional
+
+import networkx as nx
+
+from .subgraph import EvidenceSubgraph
+
+KEPT_CMAP = "viridis"
+PRUNED_COLOR = "#bbbbbb"
+SEED_COLOR = "#e4572e"
+NODE_COLOR = "#9ecae1"
+
+
+def _short(s: str, width: int) -> str:
+    s = str(s)
+    s = s if len(s) <= 2 * width else s[:2 * width - 1] + "…"
+    return "\n".join(textwrap.wrap(s, width)) or s
+
+
+def subgraph_edges(sub: EvidenceSubgraph) -> dict:
+    """``{(u, v): {"kept": bool, "weight": float, "relations": [...], "label": str}}``, one entry per entity pair.
+
+    A pair is kept if any of its triples is in ``G_Ans``; its weight and label
+    are those of the kept triple, else of the heaviest pruned one.
+    """
+    kept = set(sub.kept)
+    pairs: dict = {}
+    for t in sub.G_tmp:
+        if t.head == t.tail:
+            continue
+        key = tuple(sorted((t.head, t.tail)))
+        e = pairs.setdefault(key, {"kept": False, "weight": float("-inf"), "relations": [], "label": ""})
+        e["relations"].append(t.relation)
+        w = float(sub.weights.get(t, 0.0))
+        better = (t in kept and not e["kept"]) or ((t in kept) == e["kept"] and w > e["weight"])
+        if better:
+            e["kept"], e["weight"], e["label"] = t in kept, w, t.relation
+    for e in pairs.values():
+        extra = len(e["relations"]) - 1
+        e["label"] = e["label"] + (f" (+{extra})" if extra else "")
+    return pairs
+
+
+def draw_subgraph(ax, sub: EvidenceSubgraph, title: Optional[str] = None, seed: int = 0, label_width: int = 16,
+                  edge_labels: bool = True) -> dict:
+    """Draw ``G_tmp`` of ``sub`` on matplotlib axes ``ax``: G_Ans coloured by weight, pruned edges grey.
+
+    Returns counts of what was drawn: ``{"nodes", "seeds", "kept_edges", "pruned_edges"}``
+    (entity pairs, parallel triples merged). An empty ``G_tmp`` draws a note instead.
+    """
+    import matplotlib.pyplot as plt
+
+    ax.set_axis_off()
+    if title:
+        ax.set_title(title, fontsize=9)
+    pairs = subgraph_edges(sub)
+    if not pairs:
+        ax.text(0.5, 0.5, "no matched entity: G_tmp is empty" if not sub.seeds else "seeds without edges",
+                ha="center", va="center", transform=ax.transAxes, fontsize=9, color="#555555")
+        return {"nodes": 0, "seeds": 0, "kept_edges": 0, "pruned_edges": 0}
+    g = nx.Graph()
+    for (u, v), e in pairs.items():
+        g.add_edge(u, v, **e)
+    pos = nx.spring_layout(g, seed=seed, k=1.2 / max(len(g) ** 0.5, 1))
+    seeds = [n for n in g if n in set(sub.seeds)]
+    others = [n for n in g if n not in set(sub.seeds)]
+    kept = [(u, v) for u, v, d in g.edges(data=True) if d["kept"]]
+    pruned = [(u, v) for u, v, d in g.edges(data=True) if not d["kept"]]
+    nx.draw_networkx_edges(g, pos, edgelist=pruned, ax=ax, edge_color=PRUNED_COLOR, style="dashed", width=1.0)
+    if kept:
+        ws = [g.edges[e]["weight"] for e in kept]
+        lo, hi = min(ws), max(ws)
+        nx.draw_networkx_edges(g, pos, edgelist=kept, ax=ax, edge_color=ws, edge_cmap=plt.get_cmap(KEPT_CMAP),
+                               edge_vmin=lo, edge_vmax=hi if hi > lo else lo + 1e-9, width=2.5)
+    nx.draw_networkx_nodes(g, pos, nodelist=others, ax=ax, node_color=NODE_COLOR, node_size=220)
+    nx.draw_networkx_nodes(g, pos, nodelist=seeds, ax=ax, node_color=SEED_COLOR, node_size=420,
+                           edgecolors="black", linewidths=1.2)
+    nx.draw_networkx_labels(g, pos, labels={n: _short(n, label_width) for n in g}, ax=ax, font_size=7)
+    if edge_labels:
+        nx.draw_networkx_edge_labels(g, pos, ax=ax, font_size=6,
+                                     edge_labels={(u, v): _short(d["label"], label_width)
+                                                  for u, v, d in g.edges(data=True)})
+    return {"nodes": g.number_of_nodes(), "seeds": len(seeds), "kept_edges": len(kept), "pruned_edges": len(pruned)}
+
+
+def legend_handles() -> list:
+    """Legend entries for :func:`draw_subgraph` figures."""
+    from matplotlib.lines import Line2D
+
+    return [Line2D([0], [0], color="#3b528b", lw=2.5, label="G_Ans edge (colour = weight)"),
+            Line2D([0], [0], color=PRUNED_COLOR, lw=1.0, ls="--", label="pruned by the MST"),
+            Line2D([0], [0], marker="o", color="w", markerfacecolor=SEED_COLOR, markeredgecolor="black",
+                   markersize=9, label="seed entity"),
+            Line2D([0], [0], marker="o", color="w", markerfacecolor=NODE_COLOR, markersize=7, label="entity")]
+
+
+# ---------------------------------------------------------------------- traces as text
+def _md(s) -> str:
+    return str(s).replace("|", "\\|").replace("\n", " ").strip()
+
+
+def render_trace(trace: dict, corpus=None, max_triples: int = 8, max_passages: int = 3) -> str:
+    """One KGIR-RAG question trace (``MethodOutput.trace``) as readable Markdown, round by round.
+
+    With ``corpus`` (``Dataset.corpus``) passage ids are shown as titles, gold ones marked ★.
+    """
+    gold = set(trace.get("gold_pids", []))
+
+    def title(pid: str) -> str:
+        name = corpus[pid].title if corpus is not None and pid in corpus else pid
+        return f"{'★ ' if pid in gold else ''}{name}"
+
+    lines = [f"**Q:** {trace.get('question', '')}  ",
+             f"**gold:** {', '.join(trace.get('gold_answers', [])[:3])} · **answer:** {trace.get('answer', '')!r} "
+             f"({trace.get('answered_by')}, {trace.get('iterations_used')} round(s), {trace.get('variant')})", ""]
+    for r in trace.get("rounds", []):
+        lines.append(f"**Round {r.get('iteration')}** — query: *{_md(r.get('query', ''))}*  ")
+        lines.append("retrieved: " + "; ".join(title(p) for p, _ in r.get("retrieved", [])[:max_passages]) + "  ")
+        sub = r.get("subgraph")
+        if sub:
+            fb = f" (fallback: {sub.get('fallback_reason')})" if sub.get("used_fallback") else ""
+            lines.append(f"NER: {sub.get('llm_entities')} → E_q {sub.get('E_q')}{fb}; seeds {sub.get('seeds')[:6]}; "
+                         f"|G_q| {sub.get('n_G_q')}, |G_tmp| {sub.get('n_G_tmp')}, |G_Ans| {len(sub.get('G_Ans', []))}, "
+                         f"pruned {len(sub.get('pruned', []))}  ")
+            best = sorted(sub.get("G_Ans", []), key=lambda x: -x[4])[:max_triples]
+            if best:
+                lines.append("G_Ans (by weight): " + "; ".join(f"({h}, {rel}, {t}) {w:.2f}" for h, rel, t, _, w in best)
+                             + "  ")
+        rw = r.get("rewrite")
+        if rw:
+            flag = " — *malformed, question kept*" if rw.get("malformed") else ""
+            lines.append(f"rewrite: *{_md(rw.get('question', ''))}*{flag}  ")
+        if r.get("new_passages") is not None and rw:
+            lines.append("new passages: " + ("; ".join(title(p) for p in r["new_passages"][:max_passages]) or "none")
+                         + "  ")
+        rf = r.get("reflection")
+        if rf:
+            verdict = (f"answer **{rf.get('answer')}**" if rf.get("answerable") else
+                       f"missing: {rf.get('missing')!r}" + (" (malformed reply)" if rf.get("malformed") else ""))
+            lines.append(f"reflection{' (last round)' if rf.get('final') else ''}: {_md(rf.get('reasoning', ''))[:200]} "
+                         f"→ {verdict}  ")
+        fin = r.get("final")
+        if fin:
+            lines.append(f"reader ({'forced' if fin.get('forced') else 'ablation'}) on *{_md(fin.get('question', ''))}* "
+                         f"→ **{fin.get('answer')}**  ")
+        lines.append("")
+    llm = trace.get("llm", {})
+    if llm:
+        lines.append("LLM: " + ", ".join(f"{k} {v.get('calls', 0)} call(s) / {v.get('prompt_tokens', 0)}+"
+                                         f"{v.get('completion_tokens', 0)} tokens" for k, v in llm.items()))
+    return "\n".join(lines)
+
+
+def pick_drawable(subs, n: int = 3, max_pairs: int = 24) -> list:
+    """Indices of up to ``n`` subgraphs worth drawing: legible (3..``max_pairs`` entity pairs), pruned ones first."""
+    sizes = [len(subgraph_edges(s)) for s in subs]
+    ok = [i for i, s in enumerate(subs) if 3 <= sizes[i] <= max_pairs]
+    ok.sort(key=lambda i: (not subs[i].pruned, -sizes[i]))
+    return ok[:n]
