@@ -182,6 +182,15 @@ def test_ircot_runs_to_the_step_cap_and_batches_open_questions(tiny_workspace):
     assert [o.answer for o in outs] == ["Hewlett-Packard", "Hewlett-Packard"]
 
 
+def test_ircot_stops_when_a_sentence_repeats(tiny_workspace):
+    ws = tiny_workspace(lambda req: "Answer: HP" if kind(req) == "reader" else "Compaq was big. Then.")
+    log = recorded(ws)
+    [out] = IRCoT(max_steps=5).run(ws, ws.dataset.questions)
+    assert log == [("ircot_reason", 1), ("ircot_reason", 1), ("ircot_reader", 1)]
+    assert out.trace["stop"] == "repeated" and out.trace["cot"] == ["Compaq was big."]
+    assert len(out.trace["retrievals"]) == 2
+
+
 def test_ircot_default_step_cap_comes_from_the_config(tiny_workspace):
     ws = tiny_workspace(ircot_script({}))
     log = recorded(ws)

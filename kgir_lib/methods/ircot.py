@@ -43,8 +43,11 @@ class IRCoT(MethodBase):
     1. retrieve the top-``k`` passages with the question;
     2. step ``s`` = 1 .. ``max_steps``: the LLM writes the next CoT sentence from the
        passages so far (``prompts/ircot.txt``); a sentence with "answer is" ends the
-       question's chain, an empty reply ends it too; any other sentence is the query
-       of a new top-``k`` retrieval (IRCoT retrieves with the last CoT sentence);
+       question's chain; an empty reply, or a sentence the chain already holds, ends it
+       too (a repeated sentence would retrieve the same passages again: IRCoT has no such
+       rule, but a small model that loops would otherwise spend every step on it); any
+       other sentence is the query of a new top-``k`` retrieval (IRCoT retrieves with the
+       last CoT sentence);
     3. the shared reader answers from the collected passages.
 
     LLM calls a question: (sentences written) + 1; retrievals: 1 + (sentences
@@ -91,6 +94,9 @@ class IRCoT(MethodBase):
                 sentence, answer = parse_step(res.text)
                 if not sentence:
                     s["stop"] = "empty"
+                    continue
+                if answer is None and sentence in s["cot"]:
+                    s["stop"] = "repeated"  # the same query again would retrieve the same passages
                     continue
                 s["cot"].append(sentence)
                 if answer is not None:
