@@ -229,7 +229,9 @@ def sweep(ws: Workspace, questions: Sequence, factory: Callable[[Any], Method], 
         method = factory(value)
         _, scores = run_and_score(ws, questions, method, study_trace_path(ws, method, f"{param}={value}"))
         rows.append({"dataset": ws.dataset.name, "param": param, "value": value, **scores})
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    df["value"] = df["value"].astype(object)  # 3 stays 3 when sweeps of ints and floats are concatenated
+    return df
 
 
 def robustness_runs(ws: Workspace, questions: Sequence, factory: Callable[[], Method],
@@ -355,6 +357,8 @@ def plot_sweep(ax, df: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), titl
         for m in metrics:
             if m in part:
                 ax.plot(part["value"].astype(float), part[m], marker="o", label=f"{dataset} {m}")
+    if len(df):
+        ax.set_xticks(sorted({float(v) for v in df["value"]}))
     ax.set_xlabel(str(df["param"].iloc[0]) if len(df) else "value")
     ax.set_ylabel("score (×100)")
     ax.set_title(title)
