@@ -108,9 +108,21 @@ def _strip(s: str) -> str:
     return re.sub(r"^[\"'*`\s]+|[\"'*`\s]+$", "", s).strip()
 
 
+def degenerate(text: str, n: int = 3, max_repeats: int = 2) -> bool:
+    """True when some word ``n``-gram occurs more than ``max_repeats`` times (a small model looping)."""
+    words = re.findall(r"\w+", text.lower())
+    seen: dict = {}
+    for i in range(len(words) - n + 1):
+        key = tuple(words[i:i + n])
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] > max_repeats:
+            return True
+    return False
+
+
 def _is_question(line: str) -> bool:
-    """A usable rewrite: 3-300 characters, not a copied triple, and a question (ends in '?' or starts like one)."""
-    if not 3 <= len(line) <= 300 or line.startswith("(") or not re.search(r"\w", line):
+    """A usable rewrite: 3-300 characters, not a copied triple, not looping, and a question."""
+    if not 3 <= len(line) <= 300 or line.startswith("(") or not re.search(r"\w", line) or degenerate(line):
         return False
     first = re.split(r"\W+", line.lower(), maxsplit=1)[0]
     return line.endswith("?") or first in _QWORDS
@@ -122,7 +134,8 @@ def parse_rewrite(text: Optional[str]) -> Optional[str]:
     The prompt ends with ``Rewritten question:``, so the completion starts with
     the rewrite. Taken, in this order: the first line marked ``Rewritten
     question:``; else the first line that is a question (a ``Question:`` marker
-    is removed). A copied triple ``(h, r, t)`` or a statement is not a rewrite.
+    is removed). A copied triple ``(h, r, t)``, a statement or a looping text
+    (:func:`degenerate`) is not a rewrite.
     A '?' is appended when missing.
     """
     lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]

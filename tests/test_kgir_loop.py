@@ -271,6 +271,8 @@ def test_parse_rewrite():
                          "Rewritten question: What is the country of Henrik Ibsen?") == "What is the country of Henrik Ibsen?"
     assert parse_rewrite("Harris W. Fawell is a graduate of North Central College.") is None
     assert parse_rewrite("(a, b, c)\nWhere was Henrik Ibsen born?") == "Where was Henrik Ibsen born?"
+    assert parse_rewrite("What is the school in the historical school in the historical school in the historical "
+                         "school?") is None
 
 
 @pytest.mark.parametrize("text, answerable, answer, missing, malformed", [

@@ -1,0 +1,227 @@
+# %% [markdown]
+# # 04 — Iterative query rewrite and reflection: KGIR-RAG end to end (paper §2.3–2.4, Algorithm 2, Figs 4–5)
+#
+# Notebook 03 built the evidence subgraph `G_Ans` of one retrieval. KGIR-RAG loops over it
+# (`kgir_lib/methods/kgir.py`, class `KGIRRAG`; prompts in `kgir_lib/prompts/kgir_*.txt`):
+#
+# 1. **Evidence subgraph** (Algorithm 1, notebook 03) of the current query: `D_t` = dense top-k, `G_Ans_t`.
+# 2. **Rewrite** (eq. 8, Fig. 4): `q'_t = Rewrite(q, q_history, G_Ans_t)` — the LLM replaces the multi-hop part of
+#    the question with facts from the triples without changing its meaning. The prompt carries the paper's
+#    example ("What is the length of the track where the 2013 Liqui Moly Bathurst 12 Hour was staged?" →
+#    "What is the length of Mount Panorama Circuit?"); `q_history` lists the earlier rewrites and what was
+#    still missing after each.
+# 3. **Retrieval with the rewrite**: `D'_t` = top-k(`q'_t`); the passages of `D'_t` that `D_t` did not hold
+#    (the first `context_passages` of them) are the round's *new passages*.
+# 4. **Reflection** (§2.4, Fig. 5): the LLM sees `G_Ans_t`, the history and the new passages, reasons step by
+#    step (`Reasoning:` line, chain of thought) and either answers (`Answer: …`) or names what is missing
+#    (`Missing: …`). The prompt carries the paper's two examples ("Where is the hometown of the author of To
+#    Kill a Mockingbird?" → Alabama; "Which airport is in the hometown …?" → missing: airports in Alabama).
+# 5. An answer ends the question; missing information sends it to the next round with `q'_t` as the query
+#    (new retrieval, new subgraph, new rewrite). In round `max_iterations` the reflection prompt says it must
+#    answer; a reply that still does not answer is answered by the shared reader from `G_Ans` and the new
+#    passages (recorded as `forced_reader`).
+#
+# **Batching.** The loop runs *stage by stage across all questions still open*: one batched `llm.generate`
+# call for NER, one for the rewrite, one for the reflection per round (and one final reader call), so a vLLM
+# server or engine is kept full (`benchmarks/bench_concurrency.py` measures the effect against a
+# `llama_cpp.server`).
+#
+# **Final ranked list** (Recall@k): the source passages of `G_Ans` edges over all rounds, by their best edge
+# weight, then every other retrieved passage in retrieval order (`D_1`, `D'_1`, `D_2`, …).
+#
+# **Deviations from the paper** (CPU, tiny model): the `sample` profile runs SmolLM2-135M-Instruct, which
+# follows few-shot formats only loosely, so (a) the prompts are short with one-line answer formats, (b) the
+# parsers are tolerant and count malformed replies instead of failing (a malformed rewrite keeps the previous
+# question; a malformed reflection counts as "not answerable"), (c) the forced final answer goes through the
+# shared reader when the reflection still does not answer. The paper's LLM is Qwen2.5-72B.
+#
+# Each question's trace (every round's query, retrieval, `G_Ans`, rewrite, new passages, reflection verdict,
+# answer and LLM usage) is saved as JSONL in `results/<profile>/traces/kgir/<dataset>.jsonl`.
+
+# %% tags=["parameters"]
+profile = None
+datasets = None         # None: the profile's datasets (sample: musique, hotpotqa, musique_train)
+n_questions = None      # questions a dataset; None: the profile's (sample: 8, ci: 2)
+max_iterations = None   # rounds before the forced answer; None: the profile's (sample: 3, ci: 2)
+top_k = None            # |D_t|; None: the profile's (10)
+ngram_threshold = None  # n-gram matching threshold; None: the profile's (0.5)
+n_traces = None         # traces rendered in §4; None: 3
+resume = None           # read back an identical earlier run's trace files; None: True
+
+# %%
+import matplotlib.pyplot as plt
+import pandas as pd
+from IPython.display import Markdown, display
+from tqdm.auto import tqdm
+
+from kgir_lib import evaluate as ev
+from kgir_lib import report
+from kgir_lib.config import load_config, start_run
+from kgir_lib.data import sample_questions
+from kgir_lib.llm import build_llm
+from kgir_lib.methods import build_method
+from kgir_lib.methods.kgir import STAGES, trace_table
+from kgir_lib.metrics import recall_at_k
+from kgir_lib.pipeline import workspace
+from kgir_lib.viz import render_trace
+
+cfg = load_config(profile, datasets=datasets, n_questions=n_questions, max_iterations=max_iterations, top_k=top_k,
+                  ngram_threshold=ngram_threshold)
+start_run(cfg, "04_iterative_rewrite")
+n_traces = 3 if n_traces is None else int(n_traces)
+resume = True if resume is None else bool(resume)
+llm = build_llm(cfg, progress=False)
+print(f"profile {cfg.profile}: LLM {cfg.llm_model} ({cfg.llm_backend}), encoder {cfg.embed_model}, "
+      f"reranker {cfg.reranker_model}; top_k {cfg.top_k}, max_iterations {cfg.max_iterations}, "
+      f"n-gram threshold {cfg.ngram_threshold}, reader context {cfg.context_passages} passages")
+print(f"datasets {cfg.datasets}, {cfg.n_questions} questions each (seed {cfg.seed})")
+if cfg.llm_backend == "llamacpp":
+    print(report.SMOLLM_NOTE)
+
+# %% [markdown]
+# ## 1. Run KGIR-RAG on every dataset
+#
+# `kgir_lib.evaluate.run_method` runs the method on the profile's question sample and writes the traces
+# (`traces/kgir/<dataset>.jsonl`, plus a `.meta.json` with the run's fingerprint, wall time and LLM usage by
+# stage). With `resume`, an identical earlier run (same questions, config, prompts, LLM and graph) is read
+# back instead; every LLM call is cached anyway. Passages first retrieved by a later round are extracted on
+# demand (indexing cost, stage `extract`). For comparison, single-step dense retrieval (`D_1` alone) is
+# scored on the same questions.
+
+# %%
+results = {}
+for name in tqdm(cfg.datasets, desc="datasets"):
+    ws = workspace(cfg, name, llm, progress=False)
+    qs = sample_questions(ws.dataset.questions, cfg.n_questions, cfg.seed)
+    method = build_method("kgir", max_iterations=cfg.max_iterations, top_k=cfg.top_k,
+                          ngram_threshold=cfg.ngram_threshold)
+    outputs = ev.run_method(ws, method, qs, resume=resume)
+    dense = ws.dense.search([q.question for q in qs], cfg.top_k)
+    results[name] = {"ws": ws, "questions": qs, "outputs": outputs, "scores": ev.score(outputs, qs),
+                     "loop": trace_table(outputs), "dense": dense,
+                     "meta": ev.read_meta(ev.trace_path(cfg, method, name))}
+    print(f"{name}: {len(qs)} questions -> {ev.trace_path(cfg, method, name)}")
+llm.usage.table().to_csv(cfg.path("usage", "04_iterative_rewrite.csv"))
+
+# %% [markdown]
+# ## 2. EM, F1, Recall@2/5, rounds, LLM calls and tokens per question
+#
+# EM / F1: SQuAD normalisation, max over gold answer and aliases, ×100. Recall@k: HippoRAG's definition on the
+# final ranked list above; *dense R@k* is single-step retrieval with the original question on the same
+# questions. Rounds: how many iterations the loop used; *by reflection* / *forced*: who gave the answer.
+# LLM calls and tokens are per question (cache hits included: they are what the method costs). Published
+# KGIR-RAG recall (**derived** from the paper's prose: KAG's recall as the paper cites it plus the stated
+# gains; Qwen2.5-72B, BGE-M3, 1,000 questions) is shown in separate columns.
+
+# %%
+rows = {}
+for name, r in results.items():
+    s, loop, qs = r["scores"], r["loop"], r["questions"]
+    dense_r = {k: 100 * sum(recall_at_k([p for p, _ in d], q.gold_pids, k) for d, q in zip(r["dense"], qs)) / len(qs)
+               for k in (2, 5)}
+    rows[name] = {
+        "n": len(s), "EM": s["EM"].mean(), "F1": s["F1"].mean(), "R@2": s["R@2"].mean(), "R@5": s["R@5"].mean(),
+        "dense R@2": dense_r[2], "dense R@5": dense_r[5],
+        "rounds / q": loop["iterations"].mean(),
+        "by reflection %": 100 * (loop["answered_by"] == "reflection").mean(),
+        "forced %": 100 * (loop["answered_by"] == "forced_reader").mean(),
+        "LLM calls / q": loop["llm_calls"].mean(), "prompt tokens / q": loop["prompt_tokens"].mean(),
+        "completion tokens / q": loop["completion_tokens"].mean(),
+        "NER fallback / round %": 100 * loop["ner_fallbacks"].sum() / max(loop["iterations"].sum(), 1),
+        "malformed rewrites %": 100 * loop["rewrite_malformed"].sum() / max(loop["iterations"].sum(), 1),
+        "malformed reflections %": 100 * loop["reflection_malformed"].sum() / max(loop["iterations"].sum(), 1),
+    }
+metrics = pd.DataFrame.from_dict(rows, orient="index")
+metrics.index.name = "dataset"
+for k, col in ((0, "published R@2 (derived)"), (1, "published R@5 (derived)")):
+    metrics[col] = [report.KGIR_RECALL_DERIVED.get(d, (None, None))[k] for d in metrics.index]
+if cfg.llm_backend == "llamacpp":
+    print(report.SMOLLM_NOTE)
+display(metrics.round(1))
+report.save_table(metrics.round(2), cfg, "04_kgir_metrics",
+                  f"KGIR-RAG end to end: profile {cfg.profile}, reader {cfg.llm_model}, {cfg.n_questions} questions a "
+                  f"dataset (seed {cfg.seed}), max_iterations {cfg.max_iterations}, top_k {cfg.top_k}. Published "
+                  f"columns: {report.SOURCES['kgir_derived']}."
+                  + (f" {report.SMOLLM_NOTE}" if cfg.llm_backend == "llamacpp" else ""))
+
+# %% [markdown]
+# ### LLM usage by stage
+#
+# Calls and tokens per stage, summed over each dataset's questions, from the traces (`kgir_ner`, `kgir_rewrite`,
+# `kgir_reflect`, `kgir_final`). Extraction of newly retrieved passages (stage `extract`) is indexing cost and
+# appears only in the run's `.meta.json` and in `usage/04_iterative_rewrite.csv`.
+
+# %%
+usage_rows = []
+for name, r in results.items():
+    for stage in STAGES:
+        tot = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cache_hits": 0}
+        for o in r["outputs"]:
+            for key in tot:
+                tot[key] += o.trace.get("llm", {}).get(stage, {}).get(key, 0)
+        usage_rows.append({"dataset": name, "stage": stage, **tot,
+                           "calls / q": tot["calls"] / max(len(r["outputs"]), 1)})
+usage = pd.DataFrame(usage_rows).set_index(["dataset", "stage"])
+display(usage.round(2))
+report.save_table(usage.round(2), cfg, "04_kgir_usage_by_stage", "KGIR-RAG LLM usage by stage (from the traces).")
+
+# %% [markdown]
+# ### Rounds used
+#
+# How many rounds each question took, split by who answered: the reflection (it judged the evidence enough)
+# or the forced reader at the cap.
+
+# %%
+fig, axes = plt.subplots(1, len(results), figsize=(4 * len(results), 3.2), squeeze=False)
+for ax, (name, r) in zip(axes[0], results.items()):
+    counts = r["loop"].groupby(["iterations", "answered_by"]).size().unstack(fill_value=0)
+    counts = counts.reindex(range(1, cfg.max_iterations + 1), fill_value=0)
+    counts.plot.bar(stacked=True, ax=ax, rot=0, legend=ax is axes[0][0])
+    ax.set_title(name)
+    ax.set_xlabel("rounds used")
+    ax.set_ylabel("questions")
+fig.tight_layout()
+report.save_figure(fig, cfg, "04_rounds_used")
+display(fig)
+plt.close(fig)
+
+# %% [markdown]
+# ## 3. Per question
+#
+# Answer, gold answer, scores, rounds and who answered, for every question.
+
+# %%
+per_q = pd.concat([r["scores"].assign(dataset=name).merge(r["loop"][["qid", "iterations", "answered_by"]], on="qid")
+                   for name, r in results.items()], ignore_index=True)
+cols = ["dataset", "qid", "answer", "gold", "EM", "F1", "R@2", "R@5", "iterations", "answered_by", "calls",
+        "prompt_tokens", "completion_tokens"]
+display(per_q[cols].round(1))
+report.save_table(per_q[cols].set_index(["dataset", "qid"]).round(2), cfg, "04_kgir_per_question",
+                  "KGIR-RAG per question.")
+
+# %% [markdown]
+# ## 4. A few traces, round by round
+#
+# Each round: the query, the first retrieved passages (★ = gold), the NER reply and the entities used, the
+# sizes of `G_q` / `G_tmp` / `G_Ans`, the heaviest `G_Ans` triples, the rewrite, the new passages, and the
+# reflection's reasoning and verdict. Shown: questions that took more than one round first.
+
+# %%
+shown = 0
+for name, r in results.items():
+    order = sorted(range(len(r["outputs"])), key=lambda j: -r["outputs"][j].trace.get("iterations_used", 0))
+    for j in order[:max(1, n_traces // max(len(results), 1))]:
+        if shown >= n_traces:
+            break
+        display(Markdown(f"#### [{name}]\n" + render_trace(r["outputs"][j].trace, r["ws"].dataset.corpus)))
+        shown += 1
+
+# %% [markdown]
+# ## What to take from this notebook
+#
+# * The loop's mechanics (rounds, batching, forced answers, traces) work on every dataset; the numbers from
+#   SmolLM2-135M say little about KGIR-RAG's accuracy — the model often ignores the answer/missing format, so
+#   many questions run to the cap and are answered by the reader. Notebook 05 compares every method with the
+#   same LLM; notebook 06 runs the Table 7 ablations (`KGIRRAG(variant=...)`).
+# * *Recall* is where the method's structure shows even with a small LLM: the ranked list puts the passages
+#   behind the evidence subgraph first and adds what the rewritten queries retrieve.
