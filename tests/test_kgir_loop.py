@@ -327,3 +327,27 @@ def test_request_builders():
         rewrite_requests(["a"], [], [])
     with pytest.raises(ValueError):
         reflection_requests(["a"], ["e"], [[]], ["p"], [])
+
+
+def test_few_shot_chat_turns_and_errors(monkeypatch):
+    import kgir_lib.rewrite as rw
+    from kgir_lib.prompts import Prompt
+
+    good = Prompt("t", "1", "", "Sys {{x}}", "Q: a\nA: 1\n\nQ: b\nA: {{2}}\n\nQ: {q}\nA:")
+    monkeypatch.setattr(rw, "load_prompt", lambda name: good)
+    req = rw.few_shot_chat("t", "A:", {"q": "c\n\nwith a blank line"}, max_tokens=5)
+    assert req.messages == (("system", "Sys {x}"), ("user", "Q: a"), ("assistant", "A: 1"), ("user", "Q: b"),
+                            ("assistant", "A: {2}"), ("user", "Q: c\n\nwith a blank line"))
+    assert req.max_tokens == 5
+    with pytest.raises(KeyError, match="'q'"):
+        rw.few_shot_chat("t", "A:", {})
+    monkeypatch.setattr(rw, "load_prompt", lambda name: Prompt("bad", "1", "", "", "Q: a\n\nQ: {q}"))
+    with pytest.raises(ValueError, match="example block"):
+        rw.few_shot_chat("bad", "A:", {"q": "x"})
+
+
+def test_degenerate_detects_loops():
+    from kgir_lib.rewrite import degenerate
+
+    assert degenerate("the school in the school in the school in the school")
+    assert not degenerate("What is the length of Mount Panorama Circuit?")

@@ -10,7 +10,8 @@ The loop, for every open question, round ``t = 1 .. max_iterations``::
     verdict = Reflection(q'_t, G_Ans_t, history, new_t) [stage kgir_reflect]
     answer  -> done;  missing -> history += (q'_t, missing), query_{t+1} = q'_t
 
-In the last round the reflection prompt says it must answer; a question whose
+Rewrite and Reflection see at most ``MAX_EVIDENCE_TRIPLES`` (20) ``G_Ans``
+triples, heaviest first. In the last round the reflection prompt says it must answer; a question whose
 reflection still gives no answer is answered by the shared reader from
 ``G_Ans_T`` and ``new_T`` (stage ``kgir_final``, recorded as ``forced``).
 
@@ -118,6 +119,7 @@ class KGIRRAG:
         resolve_weighting(edge_weight, None)  # validates the name
         self.variant = variant
         self.name = VARIANTS[variant]
+        self.uses_kg = variant != "no_subgraph"  # (evaluate.run_fingerprint: only then does the KG matter)
         self.max_iterations = max_iterations
         self.top_k = top_k
         self.ngram_threshold = ngram_threshold

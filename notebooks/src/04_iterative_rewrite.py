@@ -84,7 +84,8 @@ if cfg.llm_backend == "llamacpp":
 # `kgir_lib.evaluate.run_method` runs the method on the profile's question sample and writes the traces
 # (`traces/kgir/<dataset>.jsonl`, plus a `.meta.json` with the run's fingerprint, wall time and LLM usage by
 # stage). With `resume`, an identical earlier run (same questions, config, prompts, LLM and graph) is read
-# back instead; every LLM call is cached anyway. Passages first retrieved by a later round are extracted on
+# back instead (notebook 05 builds the method the same way, so it reads these runs back); every LLM call is
+# cached anyway. Passages first retrieved by a later round are extracted on
 # demand (indexing cost, stage `extract`). For comparison, single-step dense retrieval (`D_1` alone) is
 # scored on the same questions.
 
@@ -93,8 +94,7 @@ results = {}
 for name in tqdm(cfg.datasets, desc="datasets"):
     ws = workspace(cfg, name, llm, progress=False)
     qs = sample_questions(ws.dataset.questions, cfg.n_questions, cfg.seed)
-    method = build_method("kgir", max_iterations=cfg.max_iterations, top_k=cfg.top_k,
-                          ngram_threshold=cfg.ngram_threshold)
+    method = build_method("kgir")  # max_iterations, top_k, threshold: from cfg (as notebook 05 builds it)
     outputs = ev.run_method(ws, method, qs, resume=resume)
     dense = ws.dense.search([q.question for q in qs], cfg.top_k)
     results[name] = {"ws": ws, "questions": qs, "outputs": outputs, "scores": ev.score(outputs, qs),
