@@ -532,13 +532,15 @@ def find_bridge_cases(traces: Iterable[dict], dataset: Optional[str] = None) -> 
 def load_kgir_traces(cfg: Config, datasets: Optional[Iterable[str]] = None) -> list:
     """Every full KGIR-RAG trace record in the run directory, each tagged with its ``dataset``."""
     wanted = set(datasets) if datasets is not None else None
-    out = []
+    out, seen = [], set()
     for path in trace_files(cfg):
         if wanted is not None and path.stem not in wanted:
             continue
         for rec in _read_jsonl(path):
             trace = rec.get("trace") or {}
-            if trace.get("method") == KGIR_METHOD and trace.get("variant", "full") == "full":
+            key = (path.stem, str(rec.get("qid")))
+            if trace.get("method") == KGIR_METHOD and trace.get("variant", "full") == "full" and key not in seen:
+                seen.add(key)  # the same question traced by two notebooks counts once
                 out.append({**rec, "dataset": path.stem})
     return out
 

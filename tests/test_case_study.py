@@ -118,6 +118,8 @@ def test_find_bridge_cases_ranks_figure6_first(fig6_case, tiny_workspace, tiny_d
     # the same through trace files in a run directory
     cfg = fig6_case.ws.cfg
     write_traces([good], cfg.path("traces", "kgir_rag", "tiny.jsonl"))
+    write_traces([good], cfg.path("traces", "kgir", "tiny.jsonl"))  # the same question from another notebook
+    write_traces([good], cfg.path("traces", "06_ablation", "kgir-top_k=5", "tiny.jsonl"))  # a sweep point: not read
     recs = cs.load_kgir_traces(cfg)
     assert [r["dataset"] for r in recs] == ["tiny"]
     assert cs.find_bridge_cases(recs).loc[0, "figure6_correct"]
