@@ -213,7 +213,10 @@ robust
 #
 # `max_iterations` bounds the rewrite/reflection loop (in the last round reflection must answer);
 # `top_k` is the size of `D_q` (eq. 2) and so of `G_q`; the n-gram threshold decides which graph
-# entities match a question entity (eq. 5) and hence what `G_tmp` holds.
+# entities match a question entity (eq. 5) and hence what `G_tmp` holds. Notebook 03 shows what the
+# threshold does to the subgraph itself (seeds, `G_tmp`, `G_Ans`); here is its end-to-end effect. The
+# paper does not report these sweeps; it states k = 10 but not its maximum number of rounds (the profiles
+# use 3) nor its n-gram threshold (0.5 here).
 
 # %%
 kgir_sweeps = pd.concat([
