@@ -287,9 +287,13 @@ def summarise_seeds(runs: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd.
 
 
 def robustness(ws: Workspace, questions: Sequence, factory: Callable[[], Method],
-               fractions: Sequence[float] = (0.0, 0.05, 0.10), seeds: Sequence[int] = (0, 1, 2)) -> pd.DataFrame:
-    """KG²RAG report Table 6: scores with 5 % / 10 % of triples dropped, mean and std over ``seeds``."""
-    return summarise_seeds(robustness_runs(ws, questions, factory, fractions, seeds))
+               fractions: Sequence[float] = (0.0, 0.05, 0.10), seeds: Sequence[int] = (0, 1, 2),
+               scope: str = "read") -> pd.DataFrame:
+    """KG²RAG report Table 6: scores with 5 % / 10 % of triples dropped, mean and std over ``seeds``.
+
+    :func:`robustness_runs` then :func:`summarise_seeds`; ``scope`` as in :func:`robustness_runs`.
+    """
+    return summarise_seeds(robustness_runs(ws, questions, factory, fractions, seeds, scope))
 
 
 # ----------------------------------------------------------------------------- tables

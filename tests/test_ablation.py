@@ -252,3 +252,16 @@ def test_run_variants_rows(tiny_workspace, tiny_dataset):
                                {"6": "six"})
     assert list(df["variant"]) == ["6", "1"] and list(df["label"]) == ["six", "1"]
     assert list(df["dataset"]) == ["tiny", "tiny"]
+
+
+def test_robustness_is_the_seed_summary_of_the_runs(tiny_workspace, tiny_dataset):
+    ws = tiny_workspace(echo)
+    summary = ablation.robustness(ws, tiny_dataset.questions, lambda: KGCounter(k=6), [0.5], seeds=[3, 4],
+                                  scope="all")
+    assert list(summary["fraction"]) == [0.0, 0.5] and list(summary["seeds"]) == [1, 2]
+    # the counter answers "4" on both perturbed graphs: no gold match, but the mean/std columns exist
+    assert {"EM mean", "EM std", "F1 mean", "R@5 std"} <= set(summary.columns)
+    with pytest.raises(ValueError, match="seeds"):
+        ablation.robustness(ws, tiny_dataset.questions, lambda: KGCounter(), [0.5], seeds=[])
+    with pytest.raises(ValueError, match="scope"):
+        ablation.robustness(ws, tiny_dataset.questions, lambda: KGCounter(), [0.5], seeds=[0], scope="x")
