@@ -410,10 +410,10 @@ def with_published(ours: pd.DataFrame, published: Iterable[pd.DataFrame]) -> pd.
 
 
 def flat_columns(df: pd.DataFrame) -> pd.DataFrame:
-    """Column tuples joined with " | " (for Markdown/CSV readers that dislike MultiIndex)."""
+    """Column tuples joined with " / " (for Markdown/CSV readers that dislike MultiIndex; no "|": Markdown)."""
     out = df.copy()
     if isinstance(out.columns, pd.MultiIndex):
-        out.columns = [" | ".join(str(x) for x in c) for c in out.columns]
+        out.columns = [" / ".join(str(x) for x in c) for c in out.columns]
     return out
 
 
@@ -521,12 +521,23 @@ def plot_f1_vs_tokens(cost: pd.DataFrame, title: str = "", ax=None):
 
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4.5))
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+
     x, y = cost["tokens / q"].astype(float), cost["F1"].astype(float)
     ax.scatter(x, y, color="tab:blue")
+    groups: dict = {}  # methods at the same point share one number (e.g. Naive RAG = Dense)
     for name, xi, yi in zip(cost.index, x, y):
-        ax.annotate(str(name), (xi, yi), textcoords="offset points", xytext=(4, 3), fontsize=8)
-    if (x > 0).all() and len(x):
+        groups.setdefault((round(xi, 1), round(yi, 2)), []).append(str(name))
+    legend = []
+    for i, ((xi, yi), names) in enumerate(groups.items(), start=1):
+        ax.annotate(str(i), (xi, yi), textcoords="offset points", xytext=(3, 3), fontsize=8)
+        legend.append(f"{i}  {' = '.join(names)}")
+    ax.text(1.02, 1.0, "\n".join(legend), transform=ax.transAxes, va="top", fontsize=8, family="monospace")
+    if len(x) and (x > 0).all():
         ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("LLM tokens per question (prompt + completion)")
     ax.set_ylabel("F1 (×100)")
     ax.set_title(title or "F1 against LLM tokens per question")

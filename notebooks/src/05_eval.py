@@ -156,8 +156,9 @@ report.save_table(ev.flat_columns(recall), cfg, "05_table6_recall",
 # Per method, averaged over every question of every dataset: LLM calls, prompt and completion tokens
 # (cache hits included: they are what the method costs), **LLM seconds** — backend time of each call when it
 # was first computed (a cache hit counts the time stored with it, so the table does not depend on which
-# notebook ran a call first) — and this run's wall seconds per question (retrieval, graph work and cache
-# look-ups included; a resumed run keeps its first wall time).
+# notebook ran a call first) — and this run's wall seconds per question (retrieval, graph work, cache
+# look-ups and any on-demand triple extraction the method triggered included; a resumed run keeps its first
+# wall time).
 #
 # The indexing cost of a graph is read back from the LLM cache: the extraction request of every passage in
 # the graph is looked up and its stored tokens and seconds summed, whichever notebook extracted it. The
