@@ -1,10 +1,10 @@
 """Drawing an evidence subgraph (paper §2.2, Algorithm 1): ``G_tmp`` with ``G_Ans`` highlighted.
 
-:func:`draw_subgraph` draws the entities of ``G_tmp`` and its edges: the edges the
-maximum spanning trees kept (``G_Ans``) solid and coloured by weight, the pruned
-ones grey and dashed; seeds are larger, outlined nodes. Parallel edges between
-two entities are drawn as one line labelled with the kept relation (or the first
-one) and a ``+n`` count.
+:func:`draw_subgraph` draws the entities of ``G_tmp`` and every triple as an
+edge: those the maximum spanning trees kept (``G_Ans``) solid blue (darker =
+heavier), the pruned ones grey and dashed (parallel triples of one entity pair
+as arcs); seeds are larger, outlined red nodes. :func:`render_trace` writes a
+KGIR-RAG question trace as Markdown.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import networkx as nx
 
 from .subgraph import EvidenceSubgraph
 
-KEPT_CMAP = "viridis"
+KEPT_CMAP = "Blues"
 PRUNED_COLOR = "#bbbbbb"
 SEED_COLOR = "#e4572e"
 NODE_COLOR = "#9ecae1"
@@ -51,12 +51,40 @@ def subgraph_edges(sub: EvidenceSubgraph) -> dict:
     return pairs
 
 
+def component_layout(g: nx.Graph, seed: int = 0) -> dict:
+    """Positions: each connected component laid out on its own (spring layout), components on a grid.
+
+    Larger components get more room (scale ~ sqrt of their size), so a star of
+    ten triples stays legible next to a single edge.
+    """
+    import math
+
+    comps = sorted(nx.connected_components(g), key=lambda c: (-len(c), sorted(c)[0]))
+    cols = max(1, math.ceil(math.sqrt(len(comps))))
+    pos, x, y, row_h = {}, 0.0, 0.0, 0.0
+    for i, comp in enumerate(comps):
+        sub = g.subgraph(comp)
+        scale = 0.5 * math.sqrt(len(comp))
+        p = nx.spring_layout(sub, seed=seed, scale=scale) if len(comp) > 1 else {next(iter(comp)): (0.0, 0.0)}
+        if i and i % cols == 0:
+            x, y, row_h = 0.0, y - row_h - 0.8, 0.0
+        for n, (px, py) in p.items():
+            pos[n] = (x + scale + px, y - scale + py)
+        x += 2 * scale + 0.8
+        row_h = max(row_h, 2 * scale)
+    return pos
+
+
 def draw_subgraph(ax, sub: EvidenceSubgraph, title: Optional[str] = None, seed: int = 0, label_width: int = 16,
                   edge_labels: bool = True) -> dict:
-    """Draw ``G_tmp`` of ``sub`` on matplotlib axes ``ax``: G_Ans coloured by weight, pruned edges grey.
+    """Draw ``G_tmp`` of ``sub`` on matplotlib axes ``ax``: G_Ans edges blue (darker = heavier), pruned ones grey.
 
-    Returns counts of what was drawn: ``{"nodes", "seeds", "kept_edges", "pruned_edges"}``
-    (entity pairs, parallel triples merged). An empty ``G_tmp`` draws a note instead.
+    Every triple of ``G_tmp`` is one line: the kept triple of an entity pair is
+    straight, further (parallel) triples of the pair are grey dashed arcs beside
+    it; a pruned triple alone on its pair is a straight grey dashed line. Edge
+    labels show the kept relation of each pair (``+n`` = n parallel triples).
+    Returns counts of what was drawn: ``{"nodes", "seeds", "kept_edges",
+    "pruned_edges"}`` (triples). An empty ``G_tmp`` draws a note instead.
     """
     import matplotlib.pyplot as plt
 
@@ -71,17 +99,36 @@ def draw_subgraph(ax, sub: EvidenceSubgraph, title: Optional[str] = None, seed: 
     g = nx.Graph()
     for (u, v), e in pairs.items():
         g.add_edge(u, v, **e)
-    pos = nx.spring_layout(g, seed=seed, k=1.2 / max(len(g) ** 0.5, 1))
-    seeds = [n for n in g if n in set(sub.seeds)]
-    others = [n for n in g if n not in set(sub.seeds)]
-    kept = [(u, v) for u, v, d in g.edges(data=True) if d["kept"]]
-    pruned = [(u, v) for u, v, d in g.edges(data=True) if not d["kept"]]
-    nx.draw_networkx_edges(g, pos, edgelist=pruned, ax=ax, edge_color=PRUNED_COLOR, style="dashed", width=1.0)
-    if kept:
-        ws = [g.edges[e]["weight"] for e in kept]
+    pos = component_layout(g, seed)
+    seed_set = set(sub.seeds)
+    kept_set = set(sub.kept)
+    straight_kept, straight_pruned, arcs = [], [], []  # arcs: (u, v, rad)
+    drawn_first: dict = {}
+    for t in sorted(sub.G_tmp, key=lambda t: t not in kept_set):  # kept triples claim the straight line
+        if t.head == t.tail:
+            continue
+        key = tuple(sorted((t.head, t.tail)))
+        n = drawn_first.get(key, 0)
+        drawn_first[key] = n + 1
+        if n == 0:
+            (straight_kept if t in kept_set else straight_pruned).append((t.head, t.tail, sub.weights.get(t, 0.0)))
+        else:
+            arcs.append((t.head, t.tail, 0.25 * ((n + 1) // 2) * (1 if n % 2 else -1)))
+    if straight_pruned:
+        nx.draw_networkx_edges(g, pos, edgelist=[(u, v) for u, v, _ in straight_pruned], ax=ax,
+                               edge_color=PRUNED_COLOR, style="dashed", width=1.2)
+    for u, v, rad in arcs:
+        nx.draw_networkx_edges(g, pos, edgelist=[(u, v)], ax=ax, edge_color=PRUNED_COLOR, style="dashed",
+                               width=1.2, arrows=True, arrowstyle="-", connectionstyle=f"arc3,rad={rad}")
+    if straight_kept:
+        ws = [w for _, _, w in straight_kept]
         lo, hi = min(ws), max(ws)
-        nx.draw_networkx_edges(g, pos, edgelist=kept, ax=ax, edge_color=ws, edge_cmap=plt.get_cmap(KEPT_CMAP),
-                               edge_vmin=lo, edge_vmax=hi if hi > lo else lo + 1e-9, width=2.5)
+        span = hi - lo if hi > lo else 1.0
+        nx.draw_networkx_edges(g, pos, edgelist=[(u, v) for u, v, _ in straight_kept], ax=ax, edge_color=ws,
+                               edge_cmap=plt.get_cmap(KEPT_CMAP), edge_vmin=lo - 0.6 * span, edge_vmax=hi,
+                               width=2.5)
+    seeds = [n for n in g if n in seed_set]
+    others = [n for n in g if n not in seed_set]
     nx.draw_networkx_nodes(g, pos, nodelist=others, ax=ax, node_color=NODE_COLOR, node_size=220)
     nx.draw_networkx_nodes(g, pos, nodelist=seeds, ax=ax, node_color=SEED_COLOR, node_size=420,
                            edgecolors="black", linewidths=1.2)
@@ -90,14 +137,16 @@ def draw_subgraph(ax, sub: EvidenceSubgraph, title: Optional[str] = None, seed: 
         nx.draw_networkx_edge_labels(g, pos, ax=ax, font_size=6,
                                      edge_labels={(u, v): _short(d["label"], label_width)
                                                   for u, v, d in g.edges(data=True)})
-    return {"nodes": g.number_of_nodes(), "seeds": len(seeds), "kept_edges": len(kept), "pruned_edges": len(pruned)}
+    n_kept = len(straight_kept)
+    return {"nodes": g.number_of_nodes(), "seeds": len(seeds), "kept_edges": n_kept,
+            "pruned_edges": len(straight_pruned) + len(arcs)}
 
 
 def legend_handles() -> list:
     """Legend entries for :func:`draw_subgraph` figures."""
     from matplotlib.lines import Line2D
 
-    return [Line2D([0], [0], color="#3b528b", lw=2.5, label="G_Ans edge (colour = weight)"),
+    return [Line2D([0], [0], color="#2171b5", lw=2.5, label="G_Ans edge (darker = heavier)"),
             Line2D([0], [0], color=PRUNED_COLOR, lw=1.0, ls="--", label="pruned by the MST"),
             Line2D([0], [0], marker="o", color="w", markerfacecolor=SEED_COLOR, markeredgecolor="black",
                    markersize=9, label="seed entity"),
@@ -161,7 +210,7 @@ def render_trace(trace: dict, corpus=None, max_triples: int = 8, max_passages: i
     return "\n".join(lines)
 
 
-def pick_drawable(subs, n: int = 3, max_pairs: int = 24) -> list:
+def pick_drawable(subs, n: int = 3, max_pairs: int = 16) -> list:
     """Indices of up to ``n`` subgraphs worth drawing: legible (3..``max_pairs`` entity pairs), pruned ones first."""
     sizes = [len(subgraph_edges(s)) for s in subs]
     ok = [i for i, s in enumerate(subs) if 3 <= sizes[i] <= max_pairs]

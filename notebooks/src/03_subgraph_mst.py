@@ -185,8 +185,9 @@ print(f"NER fell back for {sum(1 for x in ner_rows if x['fallback'])} of {len(ne
 # ## 4. Drawings: `G_tmp` with `G_Ans` highlighted
 #
 # For a few real questions (legible ones, those where the trees pruned something first): seeds are outlined
-# red nodes, `G_Ans` edges are solid and coloured by weight (darker = lower), pruned edges are grey and
-# dashed. Parallel triples between two entities are drawn as one line labelled `relation (+n)`.
+# red nodes, `G_Ans` edges are solid blue (darker = heavier), pruned edges are grey and dashed; a pruned
+# triple parallel to a kept one (same two entities) is a grey arc beside it, and the label of such a pair reads
+# `relation (+n)`.
 
 # %%
 picks = [(n, j) for n, run in runs.items() for j in pick_drawable(run["subs"], n=n_draw)][:n_draw]
