@@ -12,7 +12,7 @@ import numpy as np
 from ..data import Question
 from ..llm import ChatRequest
 from ..prompts import load_prompt
-from .base import MethodOutput, Workspace
+from .base import Workspace
 from .retrievers import MethodBase, context_of, hits_pids, read, retrieval_output
 
 
