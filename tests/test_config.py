@@ -26,12 +26,13 @@ def test_every_shipped_profile_loads(name):
 
 def test_profile_values():
     sample, ci, paper, llama3 = (load_config(p) for p in ("sample", "ci", "paper", "paper_llama3"))
-    assert (sample.llm_backend, sample.embed_model, sample.n_questions) == ("llamacpp", "all-MiniLM-L6-v2", 8)
+    assert (sample.llm_backend, sample.embed_model, sample.n_questions) == ("llamacpp", "all-MiniLM-L6-v2", 4)
     # ci extends sample: its own fields, the rest inherited
     assert (ci.n_questions, ci.extract_max_passages, ci.max_new_tokens) == (2, 12, 96)
     assert (ci.embed_model, ci.top_k, ci.datasets) == (sample.embed_model, sample.top_k, sample.datasets)
     assert (paper.llm_backend, paper.llm_json_mode, paper.embed_model) == ("openai", "vllm", "BAAI/bge-m3")
     assert (paper.n_questions, paper.extract_max_passages, paper.passage_chars) == (1000, None, None)
+    assert (paper.iter_retgen_rounds, sample.iter_retgen_rounds) == (3, 2)  # ITER-RETGEN T=3 at paper scale
     # paper_llama3 extends paper, which extends sample
     assert llama3.llm_model == "meta-llama/Meta-Llama-3-8B-Instruct"
     assert (llama3.llm_backend, llama3.embed_model, llama3.llm_max_concurrency) == ("openai", "BAAI/bge-m3", 128)
