@@ -343,15 +343,33 @@ def plot_ablation(ax, table: pd.DataFrame, dataset: str, metric: str = "EM",
     """Bars: our change of ``metric`` per variant (from :func:`ablation_table`) beside the paper's drop."""
     part = table[(table["dataset"] == dataset) & (table["variant"] != full_label)]
     x = np.arange(len(part))
-    ax.bar(x - 0.2, part[f"Δ{metric} (ours)"], width=0.4, label="ours")
+    bars = ax.bar(x - 0.2, part[f"Δ{metric} (ours)"], width=0.4, label="ours")
+    ax.bar_label(bars, fmt="%.1f", fontsize=7)  # a zero change stays readable
     col = f"Δ{metric} (paper, Qwen2.5-72B)"
     paper = part[col] if col in part else pd.Series(dtype=float)
     if paper.notna().any():
-        ax.bar(x + 0.2, paper.fillna(0.0), width=0.4, label="paper (Table 7, Qwen2.5-72B)", hatch="//")
+        bars = ax.bar(x + 0.2, paper.fillna(0.0), width=0.4, label="paper (Table 7, Qwen2.5-72B)", hatch="//")
+        ax.bar_label(bars, fmt="%.1f", fontsize=7)
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xticks(x, part["variant"], rotation=15)
     ax.set_ylabel(f"Δ{metric} vs full (points)")
     ax.set_title(f"{dataset}: {metric}")
+    ax.legend(fontsize=8)
+
+
+def plot_variant_scores(ax, table: pd.DataFrame, metric: str = "F1") -> None:
+    """Grouped bars: ``metric`` of each variant (x) for each dataset (colour), from :func:`ablation_table`."""
+    datasets = list(dict.fromkeys(table["dataset"]))
+    variants = list(dict.fromkeys(table["variant"]))
+    width = 0.8 / max(len(datasets), 1)
+    for i, d in enumerate(datasets):
+        part = table[table["dataset"] == d].set_index("variant").reindex(variants)
+        x = np.arange(len(variants)) - 0.4 + width * (i + 0.5)
+        bars = ax.bar(x, part[metric], width=width, label=d)
+        ax.bar_label(bars, fmt="%.1f", fontsize=7)
+    ax.set_xticks(np.arange(len(variants)), variants, rotation=15)
+    ax.set_ylabel(f"{metric} (×100)")
+    ax.set_title(metric)
     ax.legend(fontsize=8)
 
 

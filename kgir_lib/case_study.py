@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
@@ -628,8 +629,10 @@ def draw_rounds(case: CaseStudy, width: float = 6.0):
             ax.set_axis_off()
             continue
         also = [k for k, v in same.items() if v == r.iteration]
-        label = f"round {r.iteration}" + (f" (= rounds {', '.join(map(str, also))})" if also else "")
-        draw_subgraph(ax, r.subgraph, title=f"{label}: {r.query}")
+        repeat = (f" (round {also[0]} repeats it)" if len(also) == 1 else
+                  f" (rounds {', '.join(map(str, also))} repeat it)" if also else "")
+        label = f"round {r.iteration}{repeat}"
+        draw_subgraph(ax, r.subgraph, title=textwrap.fill(f"{label}: {r.query}", 70))
     fig.legend(handles=legend_handles(), loc="lower center", ncol=4, fontsize=8)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig

@@ -265,3 +265,19 @@ def test_robustness_is_the_seed_summary_of_the_runs(tiny_workspace, tiny_dataset
         ablation.robustness(ws, tiny_dataset.questions, lambda: KGCounter(), [0.5], seeds=[])
     with pytest.raises(ValueError, match="scope"):
         ablation.robustness(ws, tiny_dataset.questions, lambda: KGCounter(), [0.5], seeds=[0], scope="x")
+
+
+def test_plot_variant_scores_one_bar_per_dataset_and_variant():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = pd.DataFrame([{"dataset": d, "variant": v, "F1": f} for d, f0 in (("musique", 1.0), ("hotpotqa", 2.0))
+                      for v, f in (("full", f0), ("w/o x", f0 + 1))])
+    fig, ax = plt.subplots()
+    ablation.plot_variant_scores(ax, t, "F1")
+    heights = sorted(p.get_height() for p in ax.patches)
+    assert heights == [1.0, 2.0, 2.0, 3.0]
+    assert [tl.get_text() for tl in ax.get_xticklabels()] == ["full", "w/o x"]
+    plt.close(fig)

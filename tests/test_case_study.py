@@ -230,4 +230,4 @@ def test_repeated_rounds_are_shown_once(tiny_workspace, tiny_dataset, monkeypatc
     fig = cs.display_case(case)
     text = "\n".join(o for o in shown if isinstance(o, str))
     assert "**Round 2** — the same query and passages as round 1" in text
-    assert len([a for a in fig.axes if a.get_title()]) == 1 and "(= rounds 2)" in fig.axes[0].get_title()
+    assert len([a for a in fig.axes if a.get_title()]) == 1 and "(round 2 repeats it)" in fig.axes[0].get_title()

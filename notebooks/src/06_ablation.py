@@ -24,14 +24,15 @@
 # 4. **KGIR-RAG's own knobs**: the maximum number of iterations, the retrieval top-k, and the n-gram
 #    matching threshold of eq. 5.
 #
-# **Budget (sample profile).** Sweeps multiply runs, and the embedded SmolLM2 answers a few calls a
-# second on 2 CPU cores. So on `sample` the ablations (1-2) use the profile's questions
-# (`n_questions`) of `ablation_datasets` (MuSiQue and HotpotQA), while the sweeps and the robustness study
-# (3-4) use a smaller subset (`study_n_questions`) of `study_datasets`: **musique_train**, the one
-# dataset with a complete knowledge graph (published GPT-3.5 OpenIE of all 1,890 passages). A complete
-# graph matters here: KG²RAG expands over the global graph, and perturbing a complete graph is the
-# experiment the report describes (on MuSiQue/HotpotQA the sample profile extracts only a bounded pool
-# of passages). The `paper` profile runs the full grid on MuSiQue and HotpotQA, 1000 questions each.
+# **Budget (sample profile).** Sweeps multiply runs, and the embedded SmolLM2 takes seconds per call on
+# 2 CPU cores. So on `sample` the ablations (1-2) use the profile's questions (`n_questions`) of
+# `ablation_datasets` (MuSiQue and HotpotQA), while the sweeps and the robustness study (3-4) use a
+# nested subset of that sample (`study_n_questions`, at most `n_questions`) of `study_datasets`:
+# **musique_train**, the one dataset with a complete knowledge graph (published GPT-3.5 OpenIE of all
+# 1,890 passages). A complete graph matters here: KG²RAG expands over the global graph, and perturbing a
+# complete graph is the experiment the report describes (on MuSiQue/HotpotQA the sample profile extracts
+# only a bounded pool of passages). The `paper` profile runs the full grid on MuSiQue and HotpotQA, 1000
+# questions each.
 # Every question subset is nested in notebook 04/05's sample, so the default settings are cache hits.
 
 # %% tags=["parameters"]
@@ -93,8 +94,11 @@ def kg2rag_variant(v):
     return build_method("kg2rag" if v == "full" else f"kg2rag_{v}")
 
 
+n_study = cfg.study_n_questions if cfg.study_n_questions is not None else cfg.n_questions
+if n_study is not None and cfg.n_questions is not None:
+    n_study = min(n_study, cfg.n_questions)  # nested in notebook 04/05's sample
 print(f"ablations: {cfg.ablation_datasets}, {cfg.n_questions} questions each; "
-      f"sweeps/robustness: {cfg.study_datasets}, {cfg.study_n_questions or cfg.n_questions} questions each, "
+      f"sweeps/robustness: {cfg.study_datasets}, {n_study} questions each, "
       f"{len(seeds)} seeds")
 print("grid:", grid)
 
@@ -140,15 +144,9 @@ kg2_variants = pd.concat([ablation.run_variants(ws_of(d), questions_of(d, cfg.n_
 kg2_table = ablation.ablation_table(kg2_variants, labels=ablation.KG2RAG_VARIANT_LABELS, paper_drops=None)
 report.save_table(kg2_table.set_index(["dataset", "variant"]), cfg, "06_kg2rag_ablation",
                   "KG²RAG ablations (report Tables 3-4; the report gives no numbers for these on MuSiQue/HotpotQA).")
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-for ax, metric in zip(axes, ("EM", "F1")):
-    for i, d in enumerate(cfg.ablation_datasets):
-        part = kg2_table[kg2_table.dataset == d]
-        ax.bar([x + 0.8 * i / len(cfg.ablation_datasets) for x in range(len(part))], part[metric],
-               width=0.8 / len(cfg.ablation_datasets), label=d)
-        ax.set_xticks(range(len(part)), part["variant"], rotation=15)
-    ax.set_ylabel(f"{metric} (×100)")
-    ax.legend(fontsize=8)
+fig, axes = plt.subplots(1, 4, figsize=(18, 3.6))
+for ax, metric in zip(axes, ("EM", "F1", "R@2", "R@5")):
+    ablation.plot_variant_scores(ax, kg2_table, metric)
 fig.tight_layout()
 report.save_figure(fig, cfg, "06_kg2rag_ablation")
 plt.show()
@@ -161,7 +159,7 @@ kg2_table
 # global graph (default 1; `m = 0` is *w/o expansion*).
 
 # %%
-study_q = {d: questions_of(d, cfg.study_n_questions or cfg.n_questions) for d in cfg.study_datasets}
+study_q = {d: questions_of(d, n_study) for d in cfg.study_datasets}
 
 
 def sweep_all(make, values, param):

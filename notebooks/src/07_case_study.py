@@ -96,8 +96,8 @@ else:
 print(f"case: dataset={dataset!r} qid={qid!r} ({choice}); {candidates['figure6'].sum() if len(candidates) else 0} "
       f"of {len(candidates)} traces follow the full Fig. 6 pattern, "
       f"{candidates['figure6_correct'].sum() if len(candidates) else 0} of them answered correctly")
-display(candidates.head(10)[["dataset", "qid", "score", "figure6", "figure6_correct", "bridge_entities",
-                             "question", "rewrite_1", "answer", "gold"]])
+display(candidates.head(10)[["dataset", "qid", "score", "figure6", "figure6_correct", "missing_round1",
+                             "bridge_entities", "question", "rewrite_1", "answer", "gold"]])
 
 # %% [markdown]
 # ## 2. Running KGIR-RAG on it
