@@ -254,34 +254,50 @@ class Component:
     seeds: list
 
 
-def seed_components(G_tmp: Sequence[Triple], seeds: Sequence[str]) -> list:
-    """Connected components of ``G_tmp`` that contain a seed (eq. 6), in order of their first seed.
+class UnionFind:
+    """Disjoint sets over hashable items (path halving): components (eq. 6) and Kruskal (eq. 7)."""
 
-    Union-find over the triples (undirected: head and tail); seeds absent from
-    ``G_tmp`` are ignored. Nodes and triples keep ``G_tmp`` order.
-    """
-    parent: dict = {}
+    def __init__(self) -> None:
+        self.parent: dict = {}
 
-    def find(x):
+    def __contains__(self, x) -> bool:
+        return x in self.parent
+
+    def find(self, x):
+        parent = self.parent
         parent.setdefault(x, x)
         while parent[x] != x:
             parent[x] = parent[parent[x]]
             x = parent[x]
         return x
 
+    def union(self, a, b) -> bool:
+        """Join the sets of ``a`` and ``b``; False if they were already one set."""
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return False
+        self.parent[rb] = ra
+        return True
+
+
+def seed_components(G_tmp: Sequence[Triple], seeds: Sequence[str]) -> list:
+    """Connected components of ``G_tmp`` that contain a seed (eq. 6), in order of their first seed.
+
+    Union-find over the triples (undirected: head and tail); seeds absent from
+    ``G_tmp`` are ignored. Nodes and triples keep ``G_tmp`` order.
+    """
+    uf = UnionFind()
     for t in G_tmp:
-        ra, rb = find(t.head), find(t.tail)
-        if ra != rb:
-            parent[rb] = ra
+        uf.union(t.head, t.tail)
     nodes_in_order = list(dict.fromkeys(e for t in G_tmp for e in (t.head, t.tail)))
     comps: dict = {}
     for s in seeds:
-        if s in parent:
-            comps.setdefault(find(s), []).append(s)
+        if s in uf:
+            comps.setdefault(uf.find(s), []).append(s)
     out = []
     for root, comp_seeds in comps.items():
-        out.append(Component(nodes=[n for n in nodes_in_order if find(n) == root],
-                             triples=[t for t in G_tmp if find(t.head) == root],
+        out.append(Component(nodes=[n for n in nodes_in_order if uf.find(n) == root],
+                             triples=[t for t in G_tmp if uf.find(t.head) == root],
                              seeds=list(dict.fromkeys(comp_seeds))))
     return out
 
@@ -332,23 +348,8 @@ def maximum_spanning_tree(triples: Sequence[Triple], weights: Sequence[float]) -
     if len(triples) != len(weights):
         raise ValueError(f"{len(triples)} triples but {len(weights)} weights")
     order = sorted(range(len(triples)), key=lambda i: -float(weights[i]))
-    parent: dict = {}
-
-    def find(x):
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    kept = []
-    for i in order:
-        t = triples[i]
-        ra, rb = find(t.head), find(t.tail)
-        if ra == rb:  # self-loop, parallel edge or cycle
-            continue
-        parent[rb] = ra
-        kept.append(i)
+    uf = UnionFind()
+    kept = [i for i in order if uf.union(triples[i].head, triples[i].tail)]  # False: self-loop, parallel edge, cycle
     return sorted(kept)
 
 

@@ -49,6 +49,7 @@ import numpy as np
 
 from ..data import Question
 from ..kg import Triple
+from ..subgraph import UnionFind, maximum_spanning_tree
 from .base import MethodOutput, QuestionUsage, Workspace
 from .retrievers import MethodBase, context_of, dedup, final_ranking, hits_json, hits_pids, read
 
@@ -95,26 +96,14 @@ def max_spanning_forest(edges: Sequence[tuple]) -> list:
     Returns the trees, each a list of ``(triple, weight)`` in the order Kruskal kept
     them (so a tree's first edge is its heaviest), trees ordered by their first edge.
     """
-    parent: dict = {}
-
-    def find(x):
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    kept = []
-    for i in sorted(range(len(edges)), key=lambda j: (-edges[j][1], j)):
-        t, w = edges[i]
-        a, b = find(t.head), find(t.tail)
-        if a == b:
-            continue
-        parent[a] = b
-        kept.append((t, w))
+    triples, weights = [t for t, _ in edges], [w for _, w in edges]
+    kept = sorted(maximum_spanning_tree(triples, weights), key=lambda i: (-weights[i], i))  # Kruskal's order
+    uf = UnionFind()
+    for i in kept:
+        uf.union(triples[i].head, triples[i].tail)
     trees: dict = {}
-    for t, w in kept:
-        trees.setdefault(find(t.head), []).append((t, w))
+    for i in kept:
+        trees.setdefault(uf.find(triples[i].head), []).append(edges[i])
     return list(trees.values())
 
 
