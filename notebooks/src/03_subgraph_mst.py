@@ -45,7 +45,7 @@
 # %% tags=["parameters"]
 profile = None
 datasets = None         # None: the profile's datasets (sample: musique, hotpotqa, musique_train)
-n_questions = None      # questions a dataset; None: the profile's (sample: 8, ci: 2)
+n_questions = None      # questions a dataset; None: the profile's (sample: 4, ci: 2)
 top_k = None            # |D_q|; None: the profile's (10, as in the paper)
 ngram_threshold = None  # θ of the n-gram matching; None: the profile's (0.5)
 n_draw = None           # subgraphs drawn in §4; None: 3

@@ -41,7 +41,7 @@
 # %% tags=["parameters"]
 profile = None
 datasets = None         # None: the profile's datasets (sample: musique, hotpotqa, musique_train)
-n_questions = None      # questions a dataset; None: the profile's (sample: 8, ci: 2)
+n_questions = None      # questions a dataset; None: the profile's (sample: 4, ci: 2)
 max_iterations = None   # rounds before the forced answer; None: the profile's (sample: 3, ci: 2)
 top_k = None            # |D_t|; None: the profile's (10)
 ngram_threshold = None  # n-gram matching threshold; None: the profile's (0.5)

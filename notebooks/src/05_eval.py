@@ -45,7 +45,7 @@
 # %% tags=["parameters"]
 profile = None
 datasets = None      # None: the profile's datasets (sample: musique, hotpotqa, musique_train)
-n_questions = None   # questions a dataset; None: the profile's n_questions (sample: 8, ci: 2)
+n_questions = None   # questions a dataset; None: the profile's n_questions (sample: 4, ci: 2)
 methods = None       # registry keys (kgir_lib.methods.METHODS); None: kgir_lib.methods.DEFAULT_METHODS
 resume = None        # reuse an identical earlier run's trace files; None: True
 n_boot = None        # bootstrap resamples; None: 2000
