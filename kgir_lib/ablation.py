@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .kg import KnowledgeGraph
-from .methods.base import Method, MethodOutput, Workspace
+from .methods.base import Method, MethodOutput, Workspace, trace_filename
 from .report import KGIR_ABLATION_DROPS
 
 # Score columns every study reports (×100), as :func:`run_and_score` returns them.
@@ -166,21 +166,21 @@ def recording_workspace(ws: Workspace) -> tuple:
 
 
 # ----------------------------------------------------------------------------- running and scoring
-STUDY_TRACE_DIR = "06_ablation"  # traces/06_ablation/<run>/<dataset>.jsonl: apart from notebooks 04/05's traces
+STUDY_TRACE_DIR = "06_ablation"  # traces/06_ablation/<run>/<dataset>.trace.jsonl: apart from notebooks 04/05's traces
 
 
 def study_trace_path(ws: Workspace, method: Method, run: str) -> Path:
-    """Where a study run's traces go: ``traces/06_ablation/<method key>-<run>/<dataset>.jsonl``.
+    """Where a study run's traces go: ``traces/06_ablation/<method key>-<run>/<dataset>.trace.jsonl``.
 
     Sweep points and perturbed graphs must not overwrite the method's own trace
-    file (``traces/<key>/<dataset>.jsonl``, notebooks 04/05), which the case study
+    file (``traces/<key>/<dataset>.trace.jsonl``, notebooks 04/05), which the case study
     and the tables read; their own paths also let :func:`kgir_lib.evaluate.run_method`
     resume each of them.
     """
     from .evaluate import method_key
 
     name = re.sub(r"[^A-Za-z0-9_.=-]+", "_", f"{method_key(method)}-{run}").strip("_")
-    return ws.cfg.path("traces", STUDY_TRACE_DIR, name, f"{ws.dataset.name}.jsonl")
+    return ws.cfg.path("traces", STUDY_TRACE_DIR, name, trace_filename(ws.dataset.name))
 
 
 def run_and_score(ws: Workspace, questions: Sequence, method: Method, path: Optional[Path] = None,
@@ -201,7 +201,7 @@ def run_variants(ws: Workspace, questions: Sequence, factory: Callable[[str], Me
                  variants: Sequence[str], labels: Optional[Mapping[str, str]] = None) -> pd.DataFrame:
     """One row per variant: ``factory(variant)`` run and scored on ``questions`` of ``ws.dataset``.
 
-    Traces go to the method's own file (``traces/<key>/<dataset>.jsonl``): an
+    Traces go to the method's own file (``traces/<key>/<dataset>.trace.jsonl``): an
     ablation variant is a method of its own (notebook 05 runs them too, and a run
     with the same questions and settings is read back, not repeated).
     """

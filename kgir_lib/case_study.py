@@ -341,7 +341,7 @@ def case_from_passages(cfg: Config, question: str, passages: Sequence, answers: 
 def trace_files(cfg: Config) -> list:
     """Every ``traces/<method>/<dataset>.jsonl`` of the run directory."""
     root = cfg.run_dir / "traces"
-    return sorted(root.glob("*/*.jsonl")) if root.exists() else []
+    return sorted(root.glob("*/*.trace.jsonl")) if root.exists() else []
 
 
 def _read_jsonl(path: Path) -> list:
@@ -367,7 +367,7 @@ def traced_answers(cfg: Config, dataset: str, qid: str) -> dict:
     """``{method: (answer, ranked_pids)}`` for question ``qid`` from the run's trace files."""
     out = {}
     for path in trace_files(cfg):
-        if path.stem != dataset:
+        if trace_dataset(path) != dataset:
             continue
         for rec in _read_jsonl(path):
             if str(rec.get("qid")) == str(qid):
@@ -530,19 +530,24 @@ def find_bridge_cases(traces: Iterable[dict], dataset: Optional[str] = None) -> 
     return df.sort_values("score", ascending=False, kind="stable").reset_index(drop=True)
 
 
+def trace_dataset(path: Path) -> str:
+    """The dataset a trace file belongs to (``<dataset>.trace.jsonl``)."""
+    return path.name.removesuffix(".jsonl").removesuffix(".trace")
+
+
 def load_kgir_traces(cfg: Config, datasets: Optional[Iterable[str]] = None) -> list:
     """Every full KGIR-RAG trace record in the run directory, each tagged with its ``dataset``."""
     wanted = set(datasets) if datasets is not None else None
     out, seen = [], set()
     for path in trace_files(cfg):
-        if wanted is not None and path.stem not in wanted:
+        if wanted is not None and trace_dataset(path) not in wanted:
             continue
         for rec in _read_jsonl(path):
             trace = rec.get("trace") or {}
-            key = (path.stem, str(rec.get("qid")))
+            key = (trace_dataset(path), str(rec.get("qid")))
             if trace.get("method") == KGIR_METHOD and trace.get("variant", "full") == "full" and key not in seen:
                 seen.add(key)  # the same question traced by two notebooks counts once
-                out.append({**rec, "dataset": path.stem})
+                out.append({**rec, "dataset": trace_dataset(path)})
     return out
 
 

@@ -12,7 +12,7 @@ Run-directory layout (``<results>/<profile>/``)::
     cache/llm.sqlite            the LLM cache (every call, keyed by model + messages + params)
     cache/embeddings/           dense embeddings, keyed by model and corpus content
     kg/<dataset>/               triples table, vocabularies (notebook 01)
-    traces/<method>/<dataset>.jsonl   per-question traces
+    traces/<method>/<dataset>.trace.jsonl   per-question traces
     tables/                     CSV + Markdown tables
     usage/<notebook>.csv        LLM usage per stage
 

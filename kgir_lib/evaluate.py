@@ -1,7 +1,7 @@
 """Running the compared methods, scoring them, and the paper-shaped tables (notebook 05).
 
 - :func:`run_method`: one method on one dataset's questions, traces written to
-  ``traces/<method key>/<dataset>.jsonl`` (+ ``.meta.json``), resumable.
+  ``traces/<method key>/<dataset>.trace.jsonl`` (+ ``.meta.json``), resumable.
 - :func:`score`: per-question EM, F1, Recall@2/5 and LLM usage (all ×100 where a
   metric, METHOD.md §6).
 - :func:`run_suite`: every method on every dataset with one LLM, one index and one
@@ -36,7 +36,7 @@ import pandas as pd
 
 from .data import Question, sample_questions
 from .llm import LLM, cache_key
-from .methods.base import MethodOutput, QuestionUsage, Workspace, read_traces, write_traces
+from .methods.base import MethodOutput, QuestionUsage, Workspace, read_traces, trace_filename, write_traces
 from .metrics import best_em, best_f1, recall_at_k
 from .prompts import PROMPT_DIR
 
@@ -73,7 +73,7 @@ def method_key(method: Any) -> str:
 
 
 def trace_path(cfg, method: Any, dataset: str) -> Path:
-    return cfg.path("traces", method_key(method), f"{dataset}.jsonl")
+    return cfg.path("traces", method_key(method), trace_filename(dataset))
 
 
 def _prompts_digest() -> str:
@@ -127,7 +127,7 @@ def run_method(ws: Any, method: Any, questions: Sequence[Question], resume: bool
                path: Optional[Path] = None) -> list:
     """Run ``method`` on ``questions`` of ``ws.dataset``; write and return the per-question outputs.
 
-    Traces go to ``path`` (default ``traces/<method key>/<dataset>.jsonl``), run facts
+    Traces go to ``path`` (default ``traces/<method key>/<dataset>.trace.jsonl``), run facts
     (question ids, fingerprint, wall seconds, LLM usage by stage) to the ``.meta.json``
     beside it. **Resume**: with ``resume=True``, a trace file whose meta lists exactly
     these question ids in this order and the same :func:`run_fingerprint` is read back

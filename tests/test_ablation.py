@@ -214,7 +214,7 @@ def test_sweep_scores_each_value_and_resumes(tiny_workspace, tiny_dataset):
     r5 = list(df["R@5"])
     assert r5[0] <= r5[1] <= r5[2] and r5[2] == 100.0
     for k in (1, 2, 6):
-        assert (ws.cfg.run_dir / "traces" / "06_ablation" / f"kg_counter-k={k}" / "tiny.jsonl").exists()
+        assert (ws.cfg.run_dir / "traces" / "06_ablation" / f"kg_counter-k={k}" / "tiny.trace.jsonl").exists()
     assert not (ws.cfg.run_dir / "traces" / "kg_counter").exists()  # the method's own traces untouched
     calls = ws.llm.usage.total().calls
     again = ablation.sweep(ws, qs, lambda k: KGCounter(k=k), [1, 2, 6], "k")
@@ -230,7 +230,7 @@ def test_robustness_runs_perturb_the_graph(tiny_workspace, tiny_dataset):
                                                          (0.5, 0), (0.5, 1), (0.5, 2)]
     assert list(runs["triples"]) == [8, 6, 6, 6, 4, 4, 4]  # 8 - round(0.25 * 8), 8 - round(0.5 * 8)
     answers = [json.loads(l)["answer"] for l in open(ws.cfg.run_dir / "traces" / "06_ablation" /
-                                                     "kg_counter-drop=0.5-seed=1" / "tiny.jsonl")]
+                                                     "kg_counter-drop=0.5-seed=1" / "tiny.trace.jsonl")]
     assert answers == ["4"]  # the method saw the perturbed graph
     assert len(ws.kg) == 8  # the base graph is untouched
     summary = ablation.summarise_seeds(runs)

@@ -117,9 +117,9 @@ def test_find_bridge_cases_ranks_figure6_first(fig6_case, tiny_workspace, tiny_d
     assert not low["figure6"] and not low["bridge_rewrite"] and low["answered_round"] == 1
     # the same through trace files in a run directory
     cfg = fig6_case.ws.cfg
-    write_traces([good], cfg.path("traces", "kgir_rag", "tiny.jsonl"))
-    write_traces([good], cfg.path("traces", "kgir", "tiny.jsonl"))  # the same question from another notebook
-    write_traces([good], cfg.path("traces", "06_ablation", "kgir-top_k=5", "tiny.jsonl"))  # a sweep point: not read
+    write_traces([good], cfg.path("traces", "kgir_rag", "tiny.trace.jsonl"))
+    write_traces([good], cfg.path("traces", "kgir", "tiny.trace.jsonl"))  # the same question from another notebook
+    write_traces([good], cfg.path("traces", "06_ablation", "kgir-top_k=5", "tiny.trace.jsonl"))  # a sweep point: not read
     recs = cs.load_kgir_traces(cfg)
     assert [r["dataset"] for r in recs] == ["tiny"]
     assert cs.find_bridge_cases(recs).loc[0, "figure6_correct"]
@@ -187,7 +187,7 @@ def test_baseline_answers_from_traces_and_runs(fig6_case):
     case = fig6_case
     cfg = case.ws.cfg
     # notebook 05 answered Naive Gen for this question already: read from its trace, no run
-    write_traces([MethodOutput("q1", "Compaq", [], trace={})], cfg.path("traces", "naive_gen", "tiny.jsonl"))
+    write_traces([MethodOutput("q1", "Compaq", [], trace={})], cfg.path("traces", "naive_gen", "tiny.trace.jsonl"))
     calls_before = case.ws.llm.usage.total().calls
     df = cs.baseline_answers(case, methods=["naive_gen", "naive_rag"])
     assert list(df.index) == ["KGIR-RAG", "Naive Gen", "Naive RAG"]

@@ -87,7 +87,7 @@ def test_run_method_writes_traces_and_resumes(tiny_workspace):
     qs = ws.dataset.questions
     m = CountingNaive(key="naive_count")
     first = ev.run_method(ws, m, qs)
-    path = ws.cfg.run_dir / "traces" / "naive_count" / "tiny.jsonl"
+    path = ws.cfg.run_dir / "traces" / "naive_count" / "tiny.trace.jsonl"
     recs = [json.loads(x) for x in path.read_text().splitlines()]
     assert recs[0]["qid"] == "q1" and recs[0]["trace"]["method"] == "Naive RAG"
     meta = json.loads(path.with_suffix(".meta.json").read_text())

@@ -239,7 +239,7 @@ def test_ranked_list_evidence_first_then_retrieval_order(tiny_workspace, tiny_da
 def test_traces_are_json_and_roundtrip(tiny_workspace, tiny_dataset, tmp_path):
     ws = tiny_workspace(make_script(never))
     _, outs, _ = run(ws, tiny_dataset.questions, max_iterations=2)
-    path = write_traces(outs, tmp_path / "traces" / "kgir" / "tiny.jsonl")
+    path = write_traces(outs, tmp_path / "traces" / "kgir" / "tiny.trace.jsonl")
     back = read_traces(path)
     assert back[0]["trace"]["rounds"][0]["subgraph"]["seeds"]
     assert back[0]["usage"]["calls"] == 7

@@ -84,6 +84,11 @@ class Method(Protocol):
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list: ...
 
 
+def trace_filename(dataset: str) -> str:
+    """A dataset's trace file name inside ``traces/<method>/``: ``<dataset>.trace.jsonl``."""
+    return f"{dataset}.trace.jsonl"
+
+
 def write_traces(outputs: Sequence[MethodOutput], path: Path) -> Path:
     """One JSON object a line (the per-question trace file of a run)."""
     path.parent.mkdir(parents=True, exist_ok=True)
