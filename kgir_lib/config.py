@@ -78,6 +78,11 @@ class Config:
     kg2rag_budget: int = 10
     ircot_max_steps: int = 3
     iter_retgen_rounds: int = 3
+    # HippoRAG 2 (methods/hipporag2.py; upstream defaults: linking_top_k 5, synonymy top 2047 at cosine >= 0.8)
+    hipporag2_synonymy: Optional[bool] = None  # synonymy edges; null: on for openai/vllm backends, off on CPU
+    hipporag2_link_top_k: int = 5              # facts linked to the question and phrase seeds kept
+    hipporag2_synonym_threshold: float = 0.8   # cosine a synonym must reach
+    hipporag2_synonym_top_k: int = 2047        # k of the phrase k-NN search for synonyms
     # ablation / sensitivity / robustness studies (notebook 06)
     ablation_datasets: list = field(default_factory=lambda: ["musique", "hotpotqa"])  # Table 7 and KG²RAG ablations
     study_datasets: list = field(default_factory=lambda: ["musique_train"])  # sweeps and robustness

@@ -8,8 +8,11 @@ import pytest
 
 from kgir_lib.kg import KnowledgeGraph, Triple
 from kgir_lib.methods import HippoRAG2
-from kgir_lib.methods.hipporag2 import (build_graph, enode, match_filtered, min_max, norm_phrase,
-                                        phrase_seed_weights, pnode, ppr_ranking, synonym_pairs)
+import networkx as nx
+
+from kgir_lib.methods.hipporag2 import (PPRGraph, build_graph, enode, match_filtered, min_max, norm_phrase,
+                                        phrase_seed_weights, pnode, ppr_ranking, synonym_neighbours, synonym_pairs,
+                                        top_k_stable)
 
 TRIPLES = [
     Triple("Eiffel Tower", "located in", "Paris", "p1"),
@@ -26,7 +29,9 @@ def test_graph_has_phrase_passage_and_fact_edges():
     hg = build_graph(KnowledgeGraph(TRIPLES, PIDS), PIDS)
     g = hg.graph
     assert g.number_of_nodes() == 4 + 6  # passages + {eiffel tower, paris, france, lyon, nice, monaco}
-    assert g[enode("nice")][enode("monaco")] == {"weight": 2.0, "kind": "fact"}
+    # two triples on nice-monaco, each counted twice (upstream stores a fact edge in both directions)
+    assert g[enode("nice")][enode("monaco")] == {"weight": 4.0, "kind": "fact"}
+    assert g[enode("paris")][enode("france")]["weight"] == 2.0 and g[pnode("p1")][enode("paris")]["weight"] == 1.0
     assert g[pnode("p1")][enode("eiffel tower")]["kind"] == "context"
     assert set(g[pnode("p3")]) == {enode("nice"), enode("france"), enode("monaco")}
     assert g.degree(pnode("p4")) == 0
@@ -64,11 +69,137 @@ def test_min_max():
 def test_synonym_pairs_above_threshold():
     b = np.array([0.9, np.sqrt(1 - 0.81)])
     mat = np.array([[1.0, 0.0], b, [0.0, 1.0]])
-    pairs = synonym_pairs(["a", "b", "c"], mat, threshold=0.8, top_k=2)
-    assert [(x, y) for x, y, _ in pairs] == [("a", "b")]
-    assert pairs[0][2] == pytest.approx(0.9)
+    pairs = synonym_pairs(["alpha", "beta", "gamma"], mat, threshold=0.8, top_k=2)
+    # alpha->beta and beta->alpha both found: the undirected edge sums the two directed cosines (upstream)
+    assert [(x, y) for x, y, _ in pairs] == [("alpha", "beta")]
+    assert pairs[0][2] == pytest.approx(1.8)
     hg = build_graph(KnowledgeGraph(TRIPLES, PIDS), PIDS, (["nice", "lyon"], np.array([[1.0, 0.0], [1.0, 0.0]])))
     assert hg.n_synonym_edges == 1 and hg.graph[enode("lyon")][enode("nice")]["kind"] == "synonym"
+
+
+def test_synonym_neighbours_follow_upstream_rules():
+    """Upstream add_synonymy_edges: k-NN top_k (self included), cosine >= threshold, > 2 alphanumerics, cap."""
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=16)
+    base /= np.linalg.norm(base)
+    vecs = []
+    for i in range(8):  # 8 near-copies of one direction: all pairwise cosines > 0.8
+        v = base + 0.05 * rng.normal(size=16)
+        vecs.append(v / np.linalg.norm(v))
+    far = np.eye(16)[0] - base * base[0]
+    vecs.append(far / np.linalg.norm(far))  # orthogonal to base: no synonym
+    mat = np.asarray(vecs)
+    names = [f"phrase {i}" for i in range(7)] + ["x1", "lonely phrase"]  # "x1": 2 alphanumerics, never a query
+    nb = synonym_neighbours(names, mat, threshold=0.8, top_k=2047)
+    assert 7 not in nb and 8 not in nb and set(nb) == set(range(7))
+    assert all(7 in [j for j, _ in nb[i]] for i in range(7))  # but "x1" can be another phrase's synonym
+    sims = mat @ mat.T
+    for i, found in nb.items():
+        assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
+        assert len(found) == 7 and i not in [j for j, _ in found]
+        assert all(s == pytest.approx(sims[i, j]) for j, s in found)
+    capped = synonym_neighbours(names, mat, threshold=0.8, top_k=2047, max_neighbours=3)
+    assert all(len(f) == 3 and f == nb[i][:3] for i, f in capped.items())
+    small_k = synonym_neighbours(names, mat, threshold=0.8, top_k=3)  # self + 2 others in the k-NN list
+    assert all(len(f) == 2 for f in small_k.values())
+    assert synonym_neighbours(names, mat, threshold=0.999, top_k=2047) == {}
+
+
+def test_phrase_seeds_keep_the_link_top_k_heaviest():
+    """Upstream get_top_k_weights: only the linking_top_k heaviest phrases stay seeds."""
+    facts = [("a", "r", "b"), ("c", "r", "d"), ("e", "r", "f")]
+    occurs = {"a": 1, "b": 2, "c": 1, "d": 4, "e": 1, "f": 1}
+    full = phrase_seed_weights(facts, [0.9, 0.6, 0.3], occurs)
+    assert len(full) == 6
+    top = phrase_seed_weights(facts, [0.9, 0.6, 0.3], occurs, top_k=3)
+    assert top == pytest.approx({"a": 0.9, "c": 0.6, "b": 0.45})
+    tie = phrase_seed_weights([("a", "r", "b")], [0.5], {"a": 1, "b": 1}, top_k=1)
+    assert tie == {"a": 0.5}  # tie: the phrase named first
+
+
+def test_link_top_k_caps_the_phrase_seeds_in_the_method(tiny_workspace):
+    ws = tiny_workspace(filter_reply(None))  # malformed reply: every candidate fact kept
+    [out] = HippoRAG2(synonymy=False, link_top_k=4).run(ws, ws.dataset.questions)
+    assert len(out.trace["kept"]) == 4
+    assert 0 < len(out.trace["seed_phrases"]) <= 4
+
+
+def test_hipporag2_settings_come_from_the_config(tiny_workspace):
+    ws = tiny_workspace(filter_reply([]))
+    for key, value in (("hipporag2_synonymy", True), ("hipporag2_link_top_k", 3),
+                       ("hipporag2_synonym_threshold", 0.9), ("hipporag2_synonym_top_k", 50)):
+        setattr(ws.cfg, key, value)
+    st = HippoRAG2().settings(ws)
+    assert st == {"synonymy": True, "link_top_k": 3, "phrase_top_k": 3, "synonym_threshold": 0.9,
+                  "synonym_top_k": 50}
+    assert HippoRAG2(link_top_k=7, synonymy=False).settings(ws)["link_top_k"] == 7
+    ws.cfg.hipporag2_synonymy = None
+    assert HippoRAG2().settings(ws)["synonymy"] is (ws.cfg.llm_backend in ("openai", "vllm"))
+
+
+def test_config_holds_the_hipporag2_fields():
+    from kgir_lib.config import load_config
+
+    cfg = load_config("sample", hipporag2_synonymy=True, hipporag2_link_top_k=5)
+    assert cfg.hipporag2_synonymy is True and cfg.hipporag2_link_top_k == 5
+    assert cfg.hipporag2_synonym_threshold == 0.8 and cfg.hipporag2_synonym_top_k == 2047
+
+
+# ----------------------------------------------------------------------------- PPR built once per graph
+def random_graph(seed: int, n_phr: int = 40, n_pas: int = 15) -> tuple:
+    rng = np.random.default_rng(seed)
+    g = nx.Graph()
+    pids = [f"p{i}" for i in range(n_pas)]
+    g.add_nodes_from(pnode(p) for p in pids)
+    for _ in range(90):
+        a, b = rng.integers(0, n_phr, 2)
+        if a != b:
+            g.add_edge(enode(f"e{a}"), enode(f"e{b}"), weight=float(rng.integers(1, 4)))
+    for p in pids[:-2]:  # the last two passages have no edge (dangling)
+        for e in rng.integers(0, n_phr, 3):
+            g.add_edge(pnode(p), enode(f"e{e}"), weight=1.0)
+    return g, pids
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_ppr_graph_equals_networkx_pagerank(seed):
+    """The cached operator reproduces networkx.pagerank (the old per-question call) to 1e-12."""
+    g, pids = random_graph(seed)
+    rng = np.random.default_rng(seed + 10)
+    ppr = PPRGraph(g)
+    nodes = [n for n in g if n.startswith("entity:")]
+    pers_list = []
+    for _ in range(3):
+        pers = {nodes[i]: float(rng.random()) for i in rng.choice(len(nodes), 4, replace=False)}
+        pers.update({pnode(p): 0.05 * float(rng.random()) for p in pids})
+        pers_list.append(pers)
+    resets = np.zeros((len(ppr), len(pers_list)))
+    for j, pers in enumerate(pers_list):
+        for node, w in pers.items():
+            resets[ppr.index[node], j] = w
+    batch = ppr.run(resets, 0.5)
+    for j, pers in enumerate(pers_list):
+        ref = nx.pagerank(g, alpha=0.5, personalization=pers, weight="weight", max_iter=200, tol=1e-10)
+        np.testing.assert_allclose(batch[:, j], [ref[n] for n in ppr.nodes], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(ppr.run(resets[:, j], 0.5), batch[:, j], rtol=0, atol=1e-15)
+        old = sorted(((p, ref[pnode(p)]) for p in pids), key=lambda x: -x[1])  # the old ranking
+        new = ppr_ranking(ppr, pers, pids, 0.5)
+        assert [p for p, _ in new] == [p for p, _ in old]
+        assert ppr_ranking(g, pers, pids, 0.5) == new  # an nx.Graph is accepted too
+    with pytest.raises(ValueError, match="seed"):
+        ppr.run(np.zeros(len(ppr)), 0.5)
+
+
+def test_hipporag_graph_builds_its_ppr_operator_once():
+    hg = build_graph(KnowledgeGraph(TRIPLES, PIDS), PIDS)
+    assert hg.ppr is hg.ppr and len(hg.ppr) == hg.graph.number_of_nodes()
+
+
+def test_top_k_stable_equals_a_full_stable_sort():
+    rng = np.random.default_rng(3)
+    for n, k in ((50, 5), (50, 50), (7, 10), (200, 1)):
+        x = rng.integers(0, 6, n).astype(np.float32)  # many ties
+        assert top_k_stable(x, k).tolist() == np.argsort(-x, kind="stable")[:k].tolist()
 
 
 def test_match_filtered():

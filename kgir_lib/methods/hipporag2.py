@@ -6,16 +6,25 @@ Offline graph (:func:`build_graph`) over the knowledge graph ``ws.kg``:
 - **phrase nodes**: the entities (heads and tails), names lower-cased with punctuation
   folded (HippoRAG's phrase normalisation), so spelling variants of case merge;
 - **passage nodes**: every passage of the corpus;
-- **fact edges** phrase–phrase, one per (head, tail) pair, weight = number of triples
-  joining them; **context edges** passage–phrase for every phrase a passage's triples
-  name (weight 1); optional **synonymy edges** phrase–phrase where the embeddings
-  of two phrases have cosine ≥ ``synonym_threshold`` (0.8 in HippoRAG 2), among
-  each phrase's ``synonym_top_k`` nearest, weight = the cosine.
+- **fact edges** phrase–phrase, one per (head, tail) pair, weight = 2 × the number of
+  triples joining them; **context edges** passage–phrase for every phrase a passage's
+  triples name (weight 1); optional **synonymy edges** phrase–phrase (below). The
+  factor 2 and the synonymy weights follow upstream HippoRAG 2 (``HippoRAG.py``,
+  ``add_fact_edges`` / ``add_synonymy_edges``): it records every fact edge in both
+  directions and every synonym as a directed pair, and loads both into an *undirected*
+  igraph, so a fact edge is held twice while a context edge is held once; an
+  undirected PPR sums parallel edges. Here one edge carries that summed weight.
+- **synonymy** (HippoRAG 2 §3, upstream defaults): for each phrase with more than two
+  alphanumeric characters, its ``synonym_top_k`` (2047) nearest phrases by cosine of
+  their embeddings, in order, while the cosine is ≥ ``synonym_threshold`` (0.8), at
+  most ``SYNONYM_MAX_NEIGHBOURS`` (101, upstream's ``num_nns > 100`` stop) of them;
+  the edge a–b weighs the sum of the cosines of the directed pairs a→b and b→a found.
 
 Online, per question (each LLM stage ONE batched call over all questions):
 
 1. **Query-to-triple linking**: cosine between the question and every fact
-   (a triple's text), min-max normalised over the facts; the top ``link_top_k`` (5).
+   (a triple's text), min-max normalised over the facts; the top ``link_top_k`` (5)
+   (upstream ``linking_top_k``).
 2. **Recognition memory**: the LLM keeps the facts relevant to the question
    (``prompts/hipporag2_filter.txt``, JSON in and out). Reply items are matched to
    the candidates (exact after normalisation, else the closest string with ratio ≥
@@ -24,24 +33,34 @@ Online, per question (each LLM stage ONE batched call over all questions):
    falls back to dense retrieval; so does this module.
 3. **Seeds**: each kept fact's score is given to its head and tail phrases, divided
    by the number of passages the phrase occurs in (node specificity), averaged over
-   the facts naming the phrase; every passage node gets its min-max normalised
-   dense score × ``passage_node_weight`` (0.05).
-4. **PPR**: ``networkx.pagerank(personalization=seeds, alpha=damping)`` with damping
-   0.5 (HippoRAG 2's value) on the weighted undirected graph; passages ranked by
-   their PPR probability (ties: dense rank).
+   the facts naming the phrase; only the ``phrase_top_k`` (= ``link_top_k``, 5)
+   heaviest phrases stay seeds (upstream ``get_top_k_weights``; ties: first named);
+   every passage node gets its min-max normalised dense score × ``passage_node_weight``
+   (0.05).
+4. **PPR** with damping 0.5 (HippoRAG 2's value) on the weighted undirected graph;
+   passages ranked by their PPR probability (ties: dense rank). The transition
+   matrix is built ONCE per graph (:class:`PPRGraph`, scipy sparse) and the power
+   iteration runs for all questions of a batch at once; it is the iteration of
+   ``networkx.pagerank`` (same start, dangling rule and stopping test), so the
+   scores equal networkx's to floating-point tolerance (tested).
 
 **Context**: the first ``cfg.context_passages`` passages of the PPR ranking;
 **candidates**: its top ``k`` (``cfg.top_k``). LLM calls a question: 1 filter
 (when enabled and the question has candidate facts) + 1 reader.
 
+**Config fields**: ``hipporag2_synonymy`` (null: on for GPU-server backends ``openai`` /
+``vllm``, off on CPU, where embedding ≈16 k phrases of musique_train costs minutes),
+``hipporag2_link_top_k``, ``hipporag2_synonym_threshold``, ``hipporag2_synonym_top_k``.
+
 **Deviations.** HippoRAG 2 extracts triples with NER + NER-conditioned OpenIE over
 the whole corpus; here the graph is whatever ``ws.kg`` holds: on ``sample`` the
 musique/hotpotqa graphs are the extracted subset (notebook 01's pool plus the
 questions' dense top-k, extracted on demand), musique_train the full published
-GPT-3.5 OpenIE. Synonymy edges need every phrase embedded (≈16 k phrases on
-musique_train): ``synonymy=None`` reads the config field ``hipporag2_synonymy``
-if the profile has one, else turns them on only for GPU-server backends
-(``openai``, ``vllm``) and skips them on CPU. HippoRAG 2 uses a query instruction for its NV-Embed-v2 embeddings;
+GPT-3.5 OpenIE. Upstream solves PPR with igraph's PRPACK (an exact solver, its own
+treatment of nodes without edges); here the power iteration stops at an L1 change
+below N·1e-10, and a passage without triples (no edge) sends its mass back to the
+seeds (networkx's rule). Upstream keys phrases by lower case only; here punctuation
+is folded too. HippoRAG 2 uses a query instruction for its NV-Embed-v2 embeddings;
 MiniLM has none.
 """
 from __future__ import annotations
@@ -88,6 +107,78 @@ def min_max(x: np.ndarray) -> np.ndarray:
     return np.ones_like(x) if hi - lo < 1e-12 else (x - lo) / (hi - lo)
 
 
+SYNONYM_MAX_NEIGHBOURS = 101  # upstream add_synonymy_edges stops once more than 100 synonyms were taken
+SYNONYM_MIN_ALNUM = 3         # upstream: a phrase needs > 2 alphanumeric characters to look for synonyms
+FACT_EDGE_WEIGHT = 2.0        # a triple counts twice on its fact edge (upstream holds both directions)
+
+
+class PPRGraph:
+    """The personalized-PageRank operator of an undirected weighted graph, built once per graph.
+
+    Holds the transposed row-stochastic transition matrix ``Aᵀ`` (scipy CSR), the nodes
+    without edges (dangling) and the node order (``list(graph)``, networkx's). :meth:`run`
+    is the power iteration of ``networkx.pagerank`` (``_pagerank_scipy``):
+    ``x ← α (xA + Σ_dangling x · p) + (1 − α) p`` from the uniform vector, stopping at the
+    first iteration whose L1 change is below ``N · tol``, for many reset vectors at once.
+    Building ``A`` is O(E) Python work; each question then costs only sparse products.
+    """
+
+    def __init__(self, graph: nx.Graph, weight: str = "weight"):
+        self.nodes = list(graph)
+        self.index = {n: i for i, n in enumerate(self.nodes)}
+        n = len(self.nodes)
+        if n == 0:
+            raise ValueError("personalized PageRank needs a graph with at least one node")
+        adj = nx.to_scipy_sparse_array(graph, nodelist=self.nodes, weight=weight, dtype=float)
+        out = np.asarray(adj.sum(axis=1)).ravel()
+        inv = np.zeros_like(out)
+        inv[out != 0] = 1.0 / out[out != 0]
+        import scipy.sparse as sp
+
+        transition = sp.dia_array((inv[None, :], 0), shape=adj.shape).tocsr() @ adj
+        self.transition_T = sp.csr_array(transition.T)
+        self.dangling = np.flatnonzero(out == 0)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def rows(self, nodes: Sequence) -> np.ndarray:
+        """Row index of each node (``KeyError`` for a node not in the graph)."""
+        return np.fromiter((self.index[x] for x in nodes), dtype=np.int64, count=len(nodes))
+
+    def run(self, resets: np.ndarray, damping: float, max_iter: int = 200, tol: float = 1e-10) -> np.ndarray:
+        """PPR probabilities, shape ``(N, Q)``, for reset vectors ``resets`` of shape ``(N, Q)`` (or ``(N,)``).
+
+        Each column is normalised to sum 1 (non-positive and NaN entries count as 0) and
+        iterated until its own stopping test holds; converged columns leave the batch.
+        """
+        r = np.asarray(resets, dtype=np.float64)
+        single = r.ndim == 1
+        r = r[:, None] if single else r
+        r = np.where(np.isnan(r) | (r < 0), 0.0, r)
+        totals = r.sum(axis=0)
+        if r.shape[0] != len(self.nodes):
+            raise ValueError(f"reset vectors have {r.shape[0]} rows for a graph of {len(self.nodes)} nodes")
+        if np.any(totals <= 0):
+            raise ValueError("personalized PageRank needs at least one seed node with positive weight")
+        p = r / totals
+        n = len(self.nodes)
+        out = np.empty_like(p)
+        active = np.arange(p.shape[1])
+        x = np.full_like(p, 1.0 / n)
+        for _ in range(max_iter):
+            pa = p[:, active]
+            last = x
+            x = damping * (self.transition_T @ x + x[self.dangling].sum(axis=0) * pa) + (1.0 - damping) * pa
+            done = np.abs(x - last).sum(axis=0) < n * tol
+            if done.any():
+                out[:, active[done]] = x[:, done]
+                active, x = active[~done], x[:, ~done]
+                if active.size == 0:
+                    return out[:, 0] if single else out
+        raise nx.PowerIterationFailedConvergence(max_iter)
+
+
 @dataclass
 class HippoGraph:
     graph: nx.Graph
@@ -96,10 +187,19 @@ class HippoGraph:
     fact_raw: list             # original (head, relation, tail) strings of that triple (shown to the LLM)
     phrase_passages: dict      # phrase -> number of passages whose triples name it
     n_synonym_edges: int = 0
+    _ppr: Optional[PPRGraph] = None
+
+    @property
+    def ppr(self) -> PPRGraph:
+        """The PPR operator of :attr:`graph`, built on first use and kept (one per graph)."""
+        if self._ppr is None:
+            self._ppr = PPRGraph(self.graph)
+        return self._ppr
 
 
 def build_graph(kg: KnowledgeGraph, passage_pids: Sequence[str], phrase_vectors=None,
-                synonym_threshold: float = 0.8, synonym_top_k: int = 10) -> HippoGraph:
+                synonym_threshold: float = 0.8, synonym_top_k: int = 2047,
+                synonym_max_neighbours: int = SYNONYM_MAX_NEIGHBOURS) -> HippoGraph:
     """The passage + phrase graph of HippoRAG 2 (see the module docstring).
 
     ``phrase_vectors``: ``(phrases, matrix)`` of normalised phrase embeddings for
@@ -116,7 +216,7 @@ def build_graph(kg: KnowledgeGraph, passage_pids: Sequence[str], phrase_vectors=
         facts.setdefault((h, r, tl), t)
         u, v = enode(h), enode(tl)
         w = g.get_edge_data(u, v, {}).get("weight", 0.0)
-        g.add_edge(u, v, weight=w + 1.0, kind="fact")
+        g.add_edge(u, v, weight=w + FACT_EDGE_WEIGHT, kind="fact")
         for ph in (h, tl):
             occurs.setdefault(ph, set()).add(t.pid)
             if pnode(t.pid) in g:
@@ -124,7 +224,7 @@ def build_graph(kg: KnowledgeGraph, passage_pids: Sequence[str], phrase_vectors=
     n_syn = 0
     if phrase_vectors is not None:
         phrases, mat = phrase_vectors
-        for a, b, sim in synonym_pairs(phrases, mat, synonym_threshold, synonym_top_k):
+        for a, b, sim in synonym_pairs(phrases, mat, synonym_threshold, synonym_top_k, synonym_max_neighbours):
             if not g.has_edge(enode(a), enode(b)):
                 g.add_edge(enode(a), enode(b), weight=float(sim), kind="synonym")
                 n_syn += 1
@@ -134,33 +234,63 @@ def build_graph(kg: KnowledgeGraph, passage_pids: Sequence[str], phrase_vectors=
                       {ph: len(ps) for ph, ps in occurs.items()}, n_syn)
 
 
-def synonym_pairs(phrases: Sequence[str], mat: np.ndarray, threshold: float, top_k: int,
-                  block: int = 1024) -> list:
-    """``(a, b, cosine)`` for phrase pairs with cosine ≥ ``threshold`` where one is among the other's
-    ``top_k`` nearest phrases; each pair once, ``a`` before ``b`` in ``phrases`` order."""
+def synonym_neighbours(phrases: Sequence[str], mat: np.ndarray, threshold: float, top_k: int,
+                       max_neighbours: int = SYNONYM_MAX_NEIGHBOURS, block: int = 256) -> dict:
+    """Upstream HippoRAG 2's synonym lists: ``{i: [(j, cosine), ...]}`` over phrase indices.
+
+    For each phrase ``i`` with at least :data:`SYNONYM_MIN_ALNUM` alphanumeric characters:
+    its ``top_k`` nearest phrases by cosine (the phrase itself among them, as in a k-NN
+    search over all phrases), best first (ties: lower index), skipping itself, taken while
+    the cosine is ≥ ``threshold``, at most ``max_neighbours``. Blocks of rows keep memory
+    at ``block × len(phrases)`` floats.
+    """
     mat = np.asarray(mat, dtype=np.float32)
     n = len(phrases)
-    pairs: dict = {}
-    kk = min(top_k, n - 1)
-    if kk < 1:
-        return []
+    out: dict = {}
+    if n < 2 or top_k < 1:
+        return out
+    eligible = np.array([len(re.sub(r"[^A-Za-z0-9]", "", p)) >= SYNONYM_MIN_ALNUM for p in phrases])
     for start in range(0, n, block):
         sims = mat[start:start + block] @ mat.T
-        rows = np.arange(sims.shape[0])
-        sims[rows, start + rows] = -np.inf
-        near = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
-        for r, cols in enumerate(near):
+        for r in range(sims.shape[0]):
             i = start + r
-            for j in cols:
-                s = float(sims[r, j])
-                if s >= threshold:
-                    key = (min(i, int(j)), max(i, int(j)))
-                    pairs[key] = max(pairs.get(key, s), s)
+            if not eligible[i]:
+                continue
+            row = sims[r]
+            cand = np.flatnonzero(row >= threshold)  # every neighbour that can pass the threshold
+            if cand.size == 0:
+                continue
+            order = cand[np.argsort(-row[cand], kind="stable")]
+            # the k-NN list holds the top_k phrases overall; those >= threshold are its head
+            order = order[:top_k]
+            found = [(int(j), float(row[j])) for j in order if j != i][:max_neighbours]
+            if found:
+                out[i] = found
+    return out
+
+
+def synonym_pairs(phrases: Sequence[str], mat: np.ndarray, threshold: float, top_k: int,
+                  max_neighbours: int = SYNONYM_MAX_NEIGHBOURS, block: int = 256) -> list:
+    """``(a, b, weight)`` synonymy edges, each unordered pair once, ``a`` before ``b`` in ``phrases`` order.
+
+    ``weight`` sums the cosines of the directed pairs found by :func:`synonym_neighbours`
+    (a→b and/or b→a), as upstream's undirected graph holds both.
+    """
+    pairs: dict = {}
+    for i, found in synonym_neighbours(phrases, mat, threshold, top_k, max_neighbours, block).items():
+        for j, s in found:
+            key = (min(i, j), max(i, j))
+            pairs[key] = pairs.get(key, 0.0) + s
     return [(phrases[a], phrases[b], s) for (a, b), s in sorted(pairs.items())]
 
 
-def phrase_seed_weights(facts: Sequence[tuple], scores: Sequence[float], phrase_passages: dict) -> dict:
-    """HippoRAG 2's phrase seeds: fact score / #passages of the phrase, averaged over the facts naming it."""
+def phrase_seed_weights(facts: Sequence[tuple], scores: Sequence[float], phrase_passages: dict,
+                        top_k: Optional[int] = None) -> dict:
+    """HippoRAG 2's phrase seeds: fact score / #passages of the phrase, averaged over the facts naming it.
+
+    ``top_k``: keep only the ``top_k`` heaviest phrases (upstream ``get_top_k_weights`` with
+    ``linking_top_k``; ties: the phrase named first); ``None`` keeps all.
+    """
     total: dict = {}
     count: dict = {}
     for (h, _, t), s in zip(facts, scores):
@@ -168,18 +298,45 @@ def phrase_seed_weights(facts: Sequence[tuple], scores: Sequence[float], phrase_
             n = phrase_passages.get(ph, 0)
             total[ph] = total.get(ph, 0.0) + (float(s) / n if n > 0 else float(s))
             count[ph] = count.get(ph, 0) + 1
-    return {ph: total[ph] / count[ph] for ph in total}
+    weights = {ph: total[ph] / count[ph] for ph in total}
+    if top_k is not None and len(weights) > top_k:
+        keep = sorted(weights, key=lambda ph: -weights[ph])[:top_k]  # stable: ties keep first-named order
+        weights = {ph: weights[ph] for ph in weights if ph in set(keep)}
+    return weights
 
 
-def ppr_ranking(graph: nx.Graph, personalization: dict, passage_pids: Sequence[str], damping: float) -> list:
-    """``(pid, ppr)`` for every passage, by descending PPR probability (ties: ``passage_pids`` order)."""
-    pers = {n: float(w) for n, w in personalization.items() if w > 0 and n in graph}
-    if not pers:
+def ppr_ranking(graph, personalization: dict, passage_pids: Sequence[str], damping: float) -> list:
+    """``(pid, ppr)`` for every passage, by descending PPR probability (ties: ``passage_pids`` order).
+
+    ``graph``: a :class:`PPRGraph` (built once per graph) or an ``nx.Graph`` (built here).
+    """
+    ppr = graph if isinstance(graph, PPRGraph) else PPRGraph(graph)
+    reset = np.zeros(len(ppr))
+    for node, w in personalization.items():
+        if w > 0 and node in ppr.index:
+            reset[ppr.index[node]] += float(w)
+    if not reset.any():
         raise ValueError("personalized PageRank needs at least one seed node with positive weight")
-    pr = nx.pagerank(graph, alpha=damping, personalization=pers, weight="weight", max_iter=200, tol=1e-10)
-    scored = [(p, pr.get(pnode(p), 0.0)) for p in passage_pids]
-    order = sorted(range(len(scored)), key=lambda i: (-scored[i][1], i))
-    return [scored[i] for i in order]
+    return rank_passages(ppr, ppr.run(reset, damping), passage_pids)
+
+
+def rank_passages(ppr: PPRGraph, scores: np.ndarray, passage_pids: Sequence[str]) -> list:
+    """``(pid, score)`` of every passage by descending score, ties in ``passage_pids`` order."""
+    vals = scores[ppr.rows([pnode(p) for p in passage_pids])]
+    order = np.lexsort((np.arange(len(vals)), -vals))
+    return [(passage_pids[i], float(vals[i])) for i in order]
+
+
+def top_k_stable(x: np.ndarray, k: int) -> np.ndarray:
+    """``np.argsort(-x, kind="stable")[:k]`` without sorting all of ``x`` (ties: lower index)."""
+    x = np.asarray(x)
+    if k <= 0 or x.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if k >= x.size:
+        return np.argsort(-x, kind="stable")
+    kth = np.partition(x, x.size - k)[x.size - k]  # the k-th largest value
+    cand = np.flatnonzero(x >= kth)
+    return cand[np.argsort(-x[cand], kind="stable")][:k]
 
 
 def match_filtered(reply, candidates: Sequence[tuple]) -> tuple:
@@ -211,6 +368,50 @@ def match_filtered(reply, candidates: Sequence[tuple]) -> tuple:
     return sorted(kept), unmatched, False
 
 
+def link_facts(hg: HippoGraph, fact_emb: np.ndarray, q_emb: np.ndarray, link_top_k: int) -> tuple:
+    """Query-to-triple linking for every question at once: ``(candidates, [(fact index, score)])`` each.
+
+    Cosine of the question and every fact (one matrix product for the batch), min-max
+    normalised over the facts; the ``link_top_k`` best facts (ties: KG order).
+    """
+    cands, cand_scores = [], []
+    if len(hg.facts) == 0 or len(q_emb) == 0:
+        return [[] for _ in range(len(q_emb))], [[] for _ in range(len(q_emb))]
+    raw_all = np.asarray(fact_emb) @ np.asarray(q_emb).T  # (facts, questions)
+    for qi in range(raw_all.shape[1]):
+        raw = raw_all[:, qi]
+        lo, hi = float(raw.min()), float(raw.max())
+        top = top_k_stable(raw, link_top_k)
+        norm = np.ones(len(top)) if hi - lo < 1e-12 else (raw[top].astype(np.float64) - lo) / (hi - lo)
+        cands.append([hg.fact_raw[j] for j in top])
+        cand_scores.append([(int(j), float(s)) for j, s in zip(top, norm)])
+    return cands, cand_scores
+
+
+def ppr_rankings(hg: HippoGraph, phrase_seeds: Sequence[dict], dense_scores: np.ndarray,
+                 passage_pids: Sequence[str], passage_node_weight: float, damping: float) -> list:
+    """Steps 3-4 for a batch: reset vectors (phrase seeds + weighted min-max dense scores), one PPR run.
+
+    Returns, per question, every passage as ``(pid, ppr)`` by descending PPR (ties: corpus order).
+    """
+    ppr = hg.ppr
+    prow = ppr.rows([pnode(p) for p in passage_pids])
+    resets = np.zeros((len(ppr), len(phrase_seeds)))
+    for qi, weights in enumerate(phrase_seeds):
+        for ph, w in weights.items():
+            if w > 0 and enode(ph) in ppr.index:
+                resets[ppr.index[enode(ph)], qi] += float(w)
+        col = np.asarray(dense_scores[qi], dtype=np.float64)
+        resets[prow, qi] += np.clip(min_max(col) * passage_node_weight, 0.0, None)
+    scores = ppr.run(resets, damping) if len(phrase_seeds) else np.zeros((len(ppr), 0))
+    out = []
+    for qi in range(len(phrase_seeds)):
+        vals = scores[prow, qi]
+        order = np.lexsort((np.arange(len(vals)), -vals))
+        out.append([(passage_pids[i], float(vals[i])) for i in order])
+    return out
+
+
 def cached_encode(ws: Workspace, texts: Sequence[str], tag: str) -> np.ndarray:
     """Normalised embeddings of ``texts`` with the workspace encoder, cached on disk by content."""
     enc = ws.dense.encoder
@@ -231,14 +432,20 @@ def cached_encode(ws: Workspace, texts: Sequence[str], tag: str) -> np.ndarray:
 
 @dataclass
 class HippoRAG2(MethodBase):
-    """HippoRAG 2-style PPR retrieval + the shared reader (see the module docstring)."""
+    """HippoRAG 2-style PPR retrieval + the shared reader (see the module docstring).
 
-    link_top_k: int = 5
+    ``None`` settings read the config (``hipporag2_*`` fields), else upstream's defaults:
+    ``link_top_k`` 5, ``synonym_threshold`` 0.8, ``synonym_top_k`` 2047; ``phrase_top_k``
+    defaults to ``link_top_k`` (upstream uses ``linking_top_k`` for both).
+    """
+
+    link_top_k: Optional[int] = None
+    phrase_top_k: Optional[int] = None
     passage_node_weight: float = 0.05
     damping: float = 0.5
     synonymy: Optional[bool] = None
-    synonym_threshold: float = 0.8
-    synonym_top_k: int = 10
+    synonym_threshold: Optional[float] = None
+    synonym_top_k: Optional[int] = None
     recognition_filter: bool = True
     k: Optional[int] = None
     name: str = "HippoRAG 2"
@@ -248,20 +455,35 @@ class HippoRAG2(MethodBase):
     def __post_init__(self) -> None:
         self._graphs: dict = {}
 
+    def settings(self, ws: Workspace) -> dict:
+        """The effective knobs: this object's value, else the config field, else upstream's default."""
+        cfg = ws.cfg
+
+        def pick(own, field, default):
+            if own is not None:
+                return own
+            value = getattr(cfg, field, None)
+            return default if value is None else value
+        synonymy = pick(self.synonymy, "hipporag2_synonymy", None)
+        if synonymy is None:  # on for GPU-server backends, off on CPU (phrase embeddings)
+            synonymy = cfg.llm_backend in ("openai", "vllm")
+        link = int(pick(self.link_top_k, "hipporag2_link_top_k", 5))
+        return {"synonymy": bool(synonymy), "link_top_k": link,
+                "phrase_top_k": int(self.phrase_top_k if self.phrase_top_k is not None else link),
+                "synonym_threshold": float(pick(self.synonym_threshold, "hipporag2_synonym_threshold", 0.8)),
+                "synonym_top_k": int(pick(self.synonym_top_k, "hipporag2_synonym_top_k", 2047))}
+
     def graph(self, ws: Workspace, kg: KnowledgeGraph) -> tuple:
-        """``(HippoGraph, fact embeddings)`` for the current KG (rebuilt when the KG grew)."""
-        synonymy = self.synonymy
-        if synonymy is None:
-            synonymy = getattr(ws.cfg, "hipporag2_synonymy", None)
-        if synonymy is None:  # no config field: on for GPU-server backends, off on CPU (phrase embeddings)
-            synonymy = ws.cfg.llm_backend in ("openai", "vllm")
-        sig = (ws.dataset.name, len(kg), len(kg.extracted), synonymy)
+        """``(HippoGraph, fact embeddings)`` for the current KG (rebuilt when the KG or a setting changed)."""
+        st = self.settings(ws)
+        sig = (ws.dataset.name, id(kg), len(kg), len(kg.extracted), hash(tuple(kg.triples)), tuple(ws.dense.pids),
+               st["synonymy"], st["synonym_threshold"], st["synonym_top_k"])
         if self._graphs.get("sig") != sig:
             vectors = None
-            if synonymy:
+            if st["synonymy"]:
                 phrases = sorted({norm_phrase(e) for e in kg.entities()} - {""})
                 vectors = (phrases, cached_encode(ws, phrases, "phrases"))
-            hg = build_graph(kg, ws.dense.pids, vectors, self.synonym_threshold, self.synonym_top_k)
+            hg = build_graph(kg, ws.dense.pids, vectors, st["synonym_threshold"], st["synonym_top_k"])
             self._graphs = {"sig": sig, "graph": hg, "facts": cached_encode(ws, hg.fact_texts, "facts")}
         return self._graphs["graph"], self._graphs["facts"]
 
@@ -285,42 +507,34 @@ class HippoRAG2(MethodBase):
 
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
         k = self._k(ws, self.k)
+        st = self.settings(ws)
         texts = [q.question for q in questions]
         dense_hits = ws.dense.search(texts, k)
         kg = ws.kg_for(list(dict.fromkeys(p for h in dense_hits for p, _ in h)))
         hg, fact_emb = self.graph(ws, kg)
         q_emb = ws.dense.embed_queries(texts) if texts else np.zeros((0, 1))
         dense_all = ws.dense.scores(texts) if texts else np.zeros((0, 0))
-
-        cands, cand_scores = [], []
-        for qi in range(len(texts)):
-            if len(hg.facts) == 0:
-                cands.append([])
-                cand_scores.append([])
-                continue
-            raw = fact_emb @ q_emb[qi]
-            norm = min_max(raw)
-            top = np.argsort(-raw, kind="stable")[: self.link_top_k]
-            cands.append([hg.fact_raw[j] for j in top])
-            cand_scores.append([(int(j), float(norm[j])) for j in top])
+        cands, cand_scores = link_facts(hg, fact_emb, q_emb, st["link_top_k"])
         filtered = self._filter(ws, texts, cands)
 
-        rankings, infos = [], []
+        rankings, infos, seeds = [None] * len(texts), [None] * len(texts), {}
         for qi, (kept, info, _) in enumerate(filtered):
             facts = [hg.facts[cand_scores[qi][i][0]] for i in kept]
             scores = [cand_scores[qi][i][1] for i in kept]
             info = dict(info, candidates=[list(c) for c in cands[qi]], kept=[list(cands[qi][i]) for i in kept])
             if not facts:
                 info["fallback"] = "dense (no fact kept)"
-                rankings.append(list(dense_hits[qi]))
-                infos.append(info)
-                continue
-            pers = {enode(ph): w for ph, w in phrase_seed_weights(facts, scores, hg.phrase_passages).items()}
-            for p, w in zip(ws.dense.pids, min_max(dense_all[qi]) * self.passage_node_weight):
-                pers[pnode(p)] = pers.get(pnode(p), 0.0) + float(w)
-            rankings.append(ppr_ranking(hg.graph, pers, ws.dense.pids, self.damping)[:k])
-            info["seed_phrases"] = sorted((ph for ph in pers if ph.startswith("entity:")))[:20]
-            infos.append(info)
+                rankings[qi] = list(dense_hits[qi])
+            else:
+                seeds[qi] = phrase_seed_weights(facts, scores, hg.phrase_passages, st["phrase_top_k"])
+                info["seed_phrases"] = sorted(enode(ph) for ph in seeds[qi])[:20]
+            infos[qi] = info
+        if seeds:
+            order = list(seeds)
+            ranked = ppr_rankings(hg, [seeds[qi] for qi in order], dense_all[order], ws.dense.pids,
+                                  self.passage_node_weight, self.damping)
+            for qi, r in zip(order, ranked):
+                rankings[qi] = r[:k]
 
         contexts = [context_of(ws, [p for p, _ in r]) for r in rankings]
         answers = read(ws, texts, contexts, stage="hipporag2_reader")
