@@ -21,10 +21,13 @@ Figures go to ``<figures>/<profile>/``.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Optional
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -52,6 +55,7 @@ class Config:
     llm_max_concurrency: int = 1
     llm_timeout_s: float = 120.0
     llm_max_retries: int = 3
+    llm_retry_window_s: float = 30.0  # openai backend: no new attempt starts later than this after the first
     llm_n_ctx: int = 4096
     llm_n_threads: int = 2
     llm_seed: int = 0
@@ -91,7 +95,9 @@ class Config:
     # reader context
     context_passages: int = 5
     passage_chars: Optional[int] = 600
-    # locations (env overridable; not in profiles)
+    # locations. Precedence: an explicit parameter, else $KGIR_DATA_DIR / $KGIR_RESULTS_DIR /
+    # $KGIR_FIGURES_DIR, else the profile's value, else the defaults below (the environment wins over a
+    # profile, so the test suite's KGIR_RESULTS_DIR is never silently overridden by a profile).
     data_dir: Optional[str] = None
     results_dir: Optional[str] = None
     figures_dir: Optional[str] = None
@@ -121,6 +127,7 @@ class Config:
         return dataclasses.asdict(self)
 
 
+
 def default_data_dir() -> Path:
     """``$KGIR_DATA_DIR``, else ``../shared/data`` beside the project root."""
     env = os.environ.get("KGIR_DATA_DIR")
@@ -138,6 +145,7 @@ def default_figures_dir() -> Path:
 
 
 _FIELDS = {f.name: f for f in fields(Config)}
+LOCATION_ENV = {"data_dir": "KGIR_DATA_DIR", "results_dir": "KGIR_RESULTS_DIR", "figures_dir": "KGIR_FIGURES_DIR"}
 
 
 _SECRET_HINT = "secrets come from the environment only (the variable named by 'llm_api_key_env')"
@@ -151,16 +159,26 @@ def _check_key(key: str, where: str) -> None:
     raise ConfigError(f"{where}: unknown field {key!r} (not a field of kgir_lib.config.Config)")
 
 
-def _read_profile(name: str, seen: tuple = ()) -> dict:
+def _profile_path(name: str, base: Optional[Path] = None) -> Path:
+    """The file of profile ``name``: a ``.yaml`` path (relative ones against ``base``, the folder of the
+    profile that ``extends`` it, else the current directory) or a name in ``kgir_lib/profiles/``."""
+    if not name.endswith(".yaml"):
+        return PROFILE_DIR / f"{name}.yaml"
+    path = Path(name).expanduser()
+    return path if path.is_absolute() or base is None else base / path
+
+
+def _read_profile(name: str, seen: tuple = (), base: Optional[Path] = None) -> dict:
     """Fields of profile ``name`` (a profile name or a ``.yaml`` path), its ``extends`` chain merged in."""
     if not isinstance(name, str) or not name:
         raise ConfigError(f"profile name must be a non-empty string, got {name!r}")
-    path = Path(name) if name.endswith(".yaml") else PROFILE_DIR / f"{name}.yaml"
+    path = _profile_path(name, base)
     if not path.exists():
         known = sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
         raise ConfigError(f"unknown profile {name!r}: no file {path} (known profiles: {known})")
-    if name in seen:
-        raise ConfigError(f"profile {path}: 'extends' forms a cycle {seen + (name,)}")
+    ident = str(path.resolve())
+    if ident in seen:
+        raise ConfigError(f"profile {path}: 'extends' forms a cycle {seen + (ident,)}")
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
@@ -170,7 +188,7 @@ def _read_profile(name: str, seen: tuple = ()) -> dict:
     parent = data.pop("extends", None)
     if parent is not None and not isinstance(parent, str):
         raise ConfigError(f"profile {path}: 'extends' must name a profile, got {parent!r}")
-    merged = _read_profile(parent, seen + (name,)) if parent else {}
+    merged = _read_profile(parent, seen + (ident,), path.parent) if parent else {}
     for key in data:
         _check_key(key, f"profile {path}")
     merged.update(data)
@@ -206,13 +224,7 @@ def _coerce(name: str, value: Any, where: str = "") -> Any:
             raise ConfigError(f"{label}: expected true/false, got {value!r}")
         return value
     if kind in ("int", "float"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{label}: expected a number, got {value!r}")
-        if kind == "int":
-            if isinstance(value, float) and not value.is_integer():
-                raise ConfigError(f"{label}: expected a whole number, got {value!r}")
-            return int(value)
-        return float(value)
+        return _number(kind, value, label)
     if kind == "str":
         if not isinstance(value, str):
             raise ConfigError(f"{label}: expected a string, got {value!r}")
@@ -229,6 +241,25 @@ def _coerce(name: str, value: Any, where: str = "") -> Any:
     return value
 
 
+def _number(kind: str, value: Any, label: str) -> Any:
+    """An int or float field's value. Text that reads as a number (``1e9``: YAML 1.1 reads an exponent
+    without a dot as text) is taken as that number; NaN and infinities are refused."""
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise ConfigError(f"{label}: expected a number, got the text {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{label}: expected a number, got {value!r} ({type(value).__name__})")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{label}: must be a finite number, got {value!r}")
+    if kind == "int":
+        if isinstance(value, float) and not value.is_integer():
+            raise ConfigError(f"{label}: expected a whole number, got {value!r}")
+        return int(value)
+    return float(value)
+
+
 def load_config(profile: Optional[str] = None, **overrides: Any) -> Config:
     """Build the effective config: profile YAML, then non-None ``overrides``.
 
@@ -237,16 +268,16 @@ def load_config(profile: Optional[str] = None, **overrides: Any) -> Config:
     """
     profile = profile or os.environ.get("KGIR_PROFILE") or "sample"
     values = _read_profile(profile)
+    for key, env in LOCATION_ENV.items():  # the environment wins over a profile's location
+        if os.environ.get(env):
+            values[key] = os.environ[env]
     for key, value in overrides.items():
         _check_key(key, "papermill parameters")
         if value is not None:
             values[key] = value
-    values["profile"] = Path(profile).stem
+    values["profile"] = Path(profile).stem.removesuffix(".yaml")
     for key in list(values):
         values[key] = _coerce(key, values[key], f" (profile {values['profile']!r})")
-    for key, env in (("data_dir", "KGIR_DATA_DIR"), ("results_dir", "KGIR_RESULTS_DIR"), ("figures_dir", "KGIR_FIGURES_DIR")):
-        if values.get(key) is None and os.environ.get(env):
-            values[key] = os.environ[env]
     cfg = Config(**values)
     _validate(cfg)
     return cfg
@@ -268,8 +299,9 @@ def _validate(cfg: Config) -> None:
     if cfg.llm_backend == "openai" and not cfg.llm_base_urls:
         raise ConfigError("parameter 'llm_base_urls': the openai backend needs at least one base URL")
     for url in cfg.llm_base_urls:
-        if not url.startswith(("http://", "https://")):
-            raise ConfigError(f"parameter 'llm_base_urls': {url!r} is not an http(s) URL")
+        _check_url(url)
+    _check_model_path(cfg)
+    _check_key_env_name(cfg.llm_api_key_env)
     for name in _AT_LEAST_ONE:
         if name in _FIELDS and getattr(cfg, name) < 1:
             raise ConfigError(f"parameter {name!r}: must be >= 1, got {getattr(cfg, name)}")
@@ -279,6 +311,8 @@ def _validate(cfg: Config) -> None:
             raise ConfigError(f"parameter {name!r}: must be >= 0, got {value}")
     if cfg.llm_timeout_s <= 0:
         raise ConfigError(f"parameter 'llm_timeout_s': must be > 0, got {cfg.llm_timeout_s}")
+    if cfg.llm_retry_window_s < 0:
+        raise ConfigError(f"parameter 'llm_retry_window_s': must be >= 0, got {cfg.llm_retry_window_s}")
     if not 0.0 <= cfg.ngram_threshold <= 1.0:
         raise ConfigError(f"parameter 'ngram_threshold': must be in [0, 1], got {cfg.ngram_threshold}")
     if not cfg.datasets:
@@ -286,6 +320,41 @@ def _validate(cfg: Config) -> None:
     for key in cfg.to_dict():
         if "api_key" in key and key != "llm_api_key_env":
             raise ConfigError(f"parameter {key!r}: {_SECRET_HINT}")
+
+
+def _check_url(url: str) -> None:
+    """An ``llm_base_urls`` entry: http(s), with a host."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise ConfigError(f"parameter 'llm_base_urls': {url!r} is not an http(s) URL")
+    try:
+        host, _ = parts.hostname, parts.port  # .port raises on a port that is not a number
+    except ValueError as exc:
+        raise ConfigError(f"parameter 'llm_base_urls': {url!r} has a bad port ({exc})") from None
+    if not host:
+        raise ConfigError(f"parameter 'llm_base_urls': {url!r} names no host (e.g. http://localhost:8000/v1)")
+
+
+def _check_model_path(cfg: Config) -> None:
+    """``llm_model_path``, where the llama.cpp backend will load it, must be an existing file."""
+    if cfg.llm_model_path is None or cfg.llm_backend != "llamacpp":
+        return
+    path = Path(cfg.llm_model_path).expanduser()
+    if not path.is_file():
+        what = "is a directory, not a GGUF file" if path.is_dir() else "does not exist"
+        raise ConfigError(f"parameter 'llm_model_path': {path.absolute()} {what}")
+
+
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
+
+
+def _check_key_env_name(name: str) -> None:
+    """``llm_api_key_env`` names a variable (e.g. KGIR_LLM_API_KEY); a value that does not look like a
+    name may be a pasted secret: refused, and never echoed."""
+    if name and not _ENV_NAME.fullmatch(name):
+        raise ConfigError("parameter 'llm_api_key_env': must be the NAME of an environment variable "
+                          "(capital letters, digits and '_', e.g. KGIR_LLM_API_KEY); the value given does "
+                          f"not look like one (not shown: it may be a secret). {_SECRET_HINT}")
 
 
 def start_run(cfg: Config, notebook: str) -> Path:

@@ -8,8 +8,9 @@ from kgir_lib.data import Corpus, Dataset, Passage, Question
 from kgir_lib.kg import KnowledgeGraph, Triple
 from kgir_lib.methods import KG2RAG, NaiveRAG
 from kgir_lib.methods.base import Workspace
-from kgir_lib.methods.kg2rag import (dfs_edges, expand, fill_budget, max_spanning_forest, tree_passages,
-                                     tree_triples_text)
+from kgir_lib.methods import kg2rag as kg2rag_module
+from kgir_lib.methods.kg2rag import (TripleAdjacency, dfs_edges, expand, fill_budget, max_spanning_forest,
+                                     tree_passages, tree_triples_text)
 from kgir_lib.retrieval import DenseIndex
 
 QUESTION = "hand-made question"
@@ -170,3 +171,66 @@ def test_seed_passages_are_extracted_on_demand(lookup_ws):
     ws.ensure_kg = lambda pids: asked.append(list(pids))
     KG2RAG(seed_k=2).run(ws, ws.dataset.questions)
     assert asked == [["pA", "pB"]]
+
+
+# ----------------------------------------------------------------------------- adjacency built once per graph
+def legacy_expand(graph_triples, seed_triples, m):
+    """The expansion as it was before the cached adjacency: the whole graph's adjacency rebuilt per call."""
+    from collections import defaultdict
+
+    adjacency = defaultdict(list)
+    for t in graph_triples:
+        adjacency[t.head].append(t)
+        if t.tail != t.head:
+            adjacency[t.tail].append(t)
+    out = dict.fromkeys(seed_triples)
+    frontier = list(dict.fromkeys(e for t in seed_triples for e in (t.head, t.tail)))
+    reached = set(frontier)
+    for _ in range(m):
+        nxt = []
+        for e in frontier:
+            for t in adjacency.get(e, ()):
+                out.setdefault(t, None)
+                for x in (t.head, t.tail):
+                    if x not in reached:
+                        reached.add(x)
+                        nxt.append(x)
+        frontier = nxt
+    return list(out)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_cached_adjacency_expands_exactly_as_before(seed):
+    rng = np.random.default_rng(seed)
+    ents = [f"E{i}" for i in range(60)]
+    graph = [Triple(ents[a], f"r{i}", ents[b], f"p{i % 25}")
+             for i, (a, b) in enumerate(rng.integers(0, 60, (200, 2)))]
+    graph += graph[:5] + [Triple("E1", "self", "E1", "p0")]  # duplicates and a self-loop
+    adj = TripleAdjacency(graph)
+    for m in (0, 1, 2):
+        for _ in range(5):
+            seeds = [graph[i] for i in rng.choice(len(graph), 4, replace=False)]
+            assert expand(adj, seeds, m) == legacy_expand(graph, seeds, m) == expand(graph, seeds, m)
+
+
+def test_adjacency_is_built_once_per_graph_and_rebuilt_when_it_changes(lookup_ws, monkeypatch):
+    built = []
+
+    class Counting(TripleAdjacency):
+        def __init__(self, triples):
+            built.append(len(triples))
+            super().__init__(triples)
+
+    monkeypatch.setattr(kg2rag_module, "TripleAdjacency", Counting)
+    ws = lookup_ws()
+    method = KG2RAG(seed_k=2)
+    qs = ws.dataset.questions
+    first = method.run(ws, qs * 3)  # three questions, one adjacency
+    assert built == [6]
+    method.run(ws, qs)
+    assert built == [6]
+    # a thinned copy with the same number of triples (robustness study) gets its own adjacency
+    ws.kg.add("pF", [Triple("W", "r7", "Q2", "pF")])
+    second = method.run(ws, qs)
+    assert built == [6, 6]
+    assert first[0].trace["organised_pids"] == second[0].trace["organised_pids"]

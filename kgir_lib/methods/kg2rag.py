@@ -35,7 +35,8 @@ filled with the seed passages in score order, so the reader never gets an empty
 context because extraction failed.
 
 **Global graph.** ``ws.kg`` after the seed passages have been extracted
-(``ws.kg_for``). On the ``sample`` profile the musique/hotpotqa graphs hold only the
+(``ws.kg_for``). Its entity → triples adjacency (:class:`TripleAdjacency`) is built once
+per graph and reused by every question (``benchmarks/bench_scale.py`` times it at paper size). On the ``sample`` profile the musique/hotpotqa graphs hold only the
 passages extracted so far (notebook 01's pool plus on-demand extractions), so the
 expansion only reaches those; musique_train has the full published OpenIE graph.
 """
@@ -48,7 +49,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..data import Question
-from ..kg import Triple
+from ..kg import KnowledgeGraph, Triple
 from ..subgraph import UnionFind, maximum_spanning_tree
 from .base import MethodOutput, QuestionUsage, Workspace
 from .retrievers import MethodBase, context_of, dedup, final_ranking, hits_json, hits_pids, read
@@ -58,20 +59,39 @@ VARIANTS = {"full": "KG²RAG", "no_expansion": "KG²RAG w/o expansion",
 
 
 # ---------------------------------------------------------------------------- pure graph steps
-def expand(graph_triples: Sequence[Triple], seed_triples: Sequence[Triple], m: int) -> list:
-    """``G_q^m``: the seed triples, then hop by hop every triple of ``graph_triples`` touching a reached entity.
+class TripleAdjacency:
+    """Entity → the triples that touch it, over the global graph ``G``; built ONCE per graph.
 
+    :func:`expand` walks it for every question (KG²RAG §3.2 graph-guided expansion), so
+    per question only the reached triples are visited, never the whole graph. An
+    entity's triples are in graph order; a triple appears once (head == tail once).
+    """
+
+    def __init__(self, graph_triples: Sequence[Triple]):
+        adjacency: dict = defaultdict(list)
+        for t in graph_triples:
+            adjacency[t.head].append(t)
+            if t.tail != t.head:
+                adjacency[t.tail].append(t)
+        self.adjacency = dict(adjacency)
+        self.n_triples = len(graph_triples)
+
+    def get(self, entity: str, default=()) -> list:
+        return self.adjacency.get(entity, default)
+
+
+def expand(graph, seed_triples: Sequence[Triple], m: int) -> list:
+    """``G_q^m``: the seed triples, then hop by hop every triple of the graph touching a reached entity.
+
+    ``graph``: a :class:`TripleAdjacency` (built once per graph; what :class:`KG2RAG` passes)
+    or the graph's triples (the adjacency is then built here, O(|G|)).
     Order: seed triples first, then triples in the order the BFS meets them
     (frontier entities in discovery order, each entity's triples in graph order).
     ``m = 0`` returns the seed triples (the "w/o expansion" ablation).
     """
     if m < 0:
         raise ValueError(f"parameter 'kg2rag_m_hops': must be >= 0, got {m}")
-    adjacency: dict = defaultdict(list)
-    for t in graph_triples:
-        adjacency[t.head].append(t)
-        if t.tail != t.head:
-            adjacency[t.tail].append(t)
+    adjacency = graph if isinstance(graph, TripleAdjacency) else TripleAdjacency(graph)
     out = dict.fromkeys(seed_triples)
     frontier = dedup(e for t in seed_triples for e in (t.head, t.tail))
     reached = set(frontier)
@@ -160,6 +180,26 @@ def fill_budget(ranked_trees: Sequence[Sequence[str]], budget: int, fallback: Se
     return list(out)
 
 
+def plan_question(kg: KnowledgeGraph, adjacency: TripleAdjacency, seed_pids: Sequence[str], sims_row,
+                  col: dict, m: int, organise: bool = True) -> dict:
+    """Steps 2-4 for one question, all but the tree reranking (which needs the reranker).
+
+    ``sims_row[col[pid]]`` is s(q, c) for every passage (eq. 2 cosine). Returns the plan
+    :class:`KG2RAG` traces: seeds, ``G_q^m`` sizes, expanded passages, scores and (when
+    ``organise``) the DFS-ordered maximum spanning trees of ``G_q^m``'s components.
+    """
+    seed_triples = kg.triples_of(seed_pids)
+    sub = expand(adjacency, seed_triples, m)
+    score = {p: float(sims_row[col[p]]) for p in dedup([*seed_pids, *(t.pid for t in sub)]) if p in col}
+    seed_set = set(seed_pids)
+    plan = {"seed_pids": list(seed_pids), "n_seed_triples": len(seed_triples), "n_triples": len(sub),
+            "expanded_pids": [p for p in dedup(t.pid for t in sub) if p not in seed_set], "score": score}
+    if organise:
+        edges = [(t, score.get(t.pid, 0.0)) for t in sub if t.pid in score]
+        plan["trees"] = [dfs_edges(tr) for tr in max_spanning_forest(edges)]
+    return plan
+
+
 # ---------------------------------------------------------------------------- the method
 @dataclass
 class KG2RAG(MethodBase):
@@ -209,6 +249,20 @@ class KG2RAG(MethodBase):
             raise ValueError(f"KG2RAG: seed_k and budget must be >= 1, got {seed_k} and {budget}")
         return m, seed_k, budget
 
+    def adjacency(self, kg: KnowledgeGraph) -> TripleAdjacency:
+        """The global graph's :class:`TripleAdjacency`, rebuilt only when the KG changed.
+
+        The key is the graph object and its content (triple count, processed passages
+        and a hash of the triples), so an on-demand extraction or a robustness study's
+        thinned copy gets its own adjacency; hashing is O(|G|) once per batch, not per question.
+        """
+        triples = kg.triples
+        sig = (id(kg), len(triples), len(kg.extracted), hash(tuple(triples)))
+        cached = getattr(self, "_adjacency", None)
+        if cached is None or cached[0] != sig:
+            self._adjacency = (sig, TripleAdjacency(triples))
+        return self._adjacency[1]
+
     def tree_scores(self, ws: Workspace, pairs: Sequence[tuple]) -> list:
         """r(q, T_i) for ``(question, triple representation)`` pairs: the reranker, else encoder cosine."""
         if not pairs:
@@ -224,24 +278,11 @@ class KG2RAG(MethodBase):
         texts = [q.question for q in questions]
         seeds = ws.dense.search(texts, seed_k)
         kg = ws.kg_for(dedup(p for h in seeds for p in hits_pids(h)))
-        graph_triples = kg.triples
+        adjacency = self.adjacency(kg)
         sims = ws.dense.scores(texts) if texts else np.zeros((0, 0))
         col = {p: i for i, p in enumerate(ws.dense.pids)}
-
-        plans = []
-        for qi, hits in enumerate(seeds):
-            seed_pids = hits_pids(hits)
-            seed_triples = kg.triples_of(seed_pids)
-            sub = expand(graph_triples, seed_triples, m)
-            score = {p: float(sims[qi, col[p]]) for p in dedup([*seed_pids, *(t.pid for t in sub)]) if p in col}
-            seed_set = set(seed_pids)
-            plan = {"seed_pids": seed_pids, "n_seed_triples": len(seed_triples), "n_triples": len(sub),
-                    "expanded_pids": [p for p in dedup(t.pid for t in sub) if p not in seed_set],
-                    "score": score}
-            if self.variant != "no_organisation":
-                edges = [(t, score.get(t.pid, 0.0)) for t in sub if t.pid in score]
-                plan["trees"] = [dfs_edges(tr) for tr in max_spanning_forest(edges)]
-            plans.append(plan)
+        plans = [plan_question(kg, adjacency, hits_pids(hits), sims[qi], col, m,
+                               self.variant != "no_organisation") for qi, hits in enumerate(seeds)]
 
         if self.variant != "no_organisation":
             pairs = [(texts[qi], tree_triples_text(tr)) for qi, pl in enumerate(plans) for tr in pl["trees"]]
