@@ -309,12 +309,12 @@ def free_workspace(cfg: Config, question: Question, passages: Sequence[Passage],
     encoder = encoder or Encoder(cfg.embed_model, cfg.embed_batch_size)
     dense = DenseIndex(ds.corpus.passages, encoder, cfg.run_dir / "cache" / "embeddings", progress=False)
     kg = KnowledgeGraph()
-    update_kg(kg, llm, ds.corpus.passages, stage="extract")
+    update_kg(kg, llm, ds.corpus.passages, stage="extract", max_tokens=cfg.max_tokens("extract"))
 
     def ensure(pids: Sequence[str]) -> None:
         missing = kg.missing(pids)
         if missing:
-            update_kg(kg, llm, [ds.corpus[p] for p in missing], stage="extract")
+            update_kg(kg, llm, [ds.corpus[p] for p in missing], stage="extract", max_tokens=cfg.max_tokens("extract"))
 
     return Workspace(cfg=cfg, dataset=ds, llm=llm, dense=dense, kg=kg, reranker=reranker(cfg), ensure_kg=ensure)
 
@@ -345,17 +345,10 @@ def trace_files(cfg: Config) -> list:
 
 
 def _read_jsonl(path: Path) -> list:
-    out = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # a torn last line of an interrupted run: skipped, never a crash
-    return out
+    """A trace file's records (:func:`kgir_lib.traces.read_traces`: a torn last line is dropped, else an error)."""
+    from .traces import read_traces
+
+    return read_traces(path)
 
 
 def _method_of(record: dict, path: Path) -> str:

@@ -39,12 +39,13 @@ from .llm import LLM, cache_key
 from .methods.base import MethodOutput, QuestionUsage, Workspace, read_traces, trace_filename, write_traces
 from .metrics import best_em, best_f1, recall_at_k
 from .prompts import PROMPT_DIR
+from . import traces
 
 METRICS = ("EM", "F1", "R@2", "R@5")
 USAGE = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "seconds")
 # Config fields that cannot change a method's outputs (not part of the resume fingerprint).
 _NEUTRAL_FIELDS = {"description", "datasets", "n_questions", "data_dir", "results_dir", "figures_dir",
-                   "llm_max_concurrency", "llm_timeout_s", "llm_max_retries", "embed_batch_size",
+                   "llm_max_concurrency", "llm_timeout_s", "llm_max_retries", "llm_retry_window_s", "embed_batch_size",
                    "llm_api_key_env", "llm_base_urls", "extract_datasets"}
 _NEUTRAL_PREFIXES = ("ablation_", "study_", "robustness_")  # notebook 06's study fields
 
@@ -114,13 +115,8 @@ def load_outputs(path: Path) -> list:
 
 
 def read_meta(path: Path) -> Optional[dict]:
-    meta = Path(path).with_suffix(".meta.json")
-    if not meta.exists():
-        return None
-    try:
-        return json.loads(meta.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
-        return None
+    """The ``.meta.json`` of trace file ``path`` (:func:`kgir_lib.traces.read_meta`); ``None`` if missing."""
+    return traces.read_meta(path)
 
 
 def run_method(ws: Any, method: Any, questions: Sequence[Question], resume: bool = True,
@@ -166,7 +162,7 @@ def run_method(ws: Any, method: Any, questions: Sequence[Question], resume: bool
             "qids": qids, "fingerprint": fp, "wall_seconds": wall, "llm_model": ws.llm.model_id,
             "stages": stages, "params": _method_params(method), "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
             "run_id": uuid.uuid4().hex}
-    path.with_suffix(".meta.json").write_text(json.dumps(meta, indent=1, default=str), encoding="utf-8")
+    traces.write_meta(path, meta)  # atomic, after the traces (write_traces removed the stale one)
     return outputs
 
 
@@ -228,7 +224,7 @@ def run_suite(cfg, llm: LLM, datasets: Sequence[str], method_keys: Sequence[str]
     A method that cannot be built (e.g. KGIR-RAG's module missing) is reported in
     ``skipped`` with the reason, never dropped silently.
     """
-    from tqdm.auto import tqdm
+    from .progress import progress as tqdm
 
     from .methods import LABELS, build_method
 

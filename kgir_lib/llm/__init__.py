@@ -25,7 +25,8 @@ def build_backend(cfg, script: Optional[Callable] = None):
         return ScriptedBackend(script, cfg.llm_model)
     if cfg.llm_backend == "openai":
         return OpenAIBackend(cfg.llm_model, cfg.llm_base_urls, cfg.llm_api_key_env, cfg.llm_max_concurrency,
-                             cfg.llm_timeout_s, cfg.llm_max_retries, cfg.llm_json_mode)
+                             cfg.llm_timeout_s, cfg.llm_max_retries, cfg.llm_json_mode,
+                             retry_window_s=cfg.llm_retry_window_s)
     key = (cfg.llm_backend, cfg.llm_model, cfg.llm_model_path, cfg.llm_n_ctx, cfg.llm_n_threads, cfg.llm_json_mode,
            cfg.llm_seed)
     if key not in _BACKENDS:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import random
 import threading
 import time
 import weakref
@@ -31,6 +32,30 @@ from .core import ChatRequest, ChatResult
 
 class LLMError(RuntimeError):
     """A backend could not answer (server unreachable, model file missing, ...)."""
+
+
+class _RetryableError(Exception):
+    """One failed attempt worth retrying; ``retry_after``: seconds the server asked to wait (429/503)."""
+
+    def __init__(self, message: str, retry_after: Optional[float] = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def _retry_after(value: Optional[str]) -> Optional[float]:
+    """A ``Retry-After`` header in seconds (delta-seconds or an HTTP date); None if absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError, IndexError):
+        return None
 
 
 # ---------------------------------------------------------------------------- llama.cpp
@@ -114,7 +139,7 @@ class LlamaCppBackend:
             usage = out.get("usage") or {}
             on_result(i, ChatResult(out["choices"][0]["message"].get("content") or "",
                                     usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
-                                    time.perf_counter() - t0))
+                                    time.perf_counter() - t0, finish_reason=out["choices"][0].get("finish_reason")))
 
 
 # ---------------------------------------------------------------------------- OpenAI-compatible
@@ -122,11 +147,19 @@ class OpenAIBackend:
     """An OpenAI-compatible ``/v1/chat/completions`` server, or several replicas of one."""
 
     RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+    MAX_BACKOFF_S = 60.0  # one pause between attempts never exceeds this (Retry-After aside)
 
     def __init__(self, model_id: str, base_urls: Sequence[str], api_key_env: str = "KGIR_LLM_API_KEY",
                  max_concurrency: int = 8, timeout_s: float = 120.0, max_retries: int = 3,
-                 json_mode: str = "vllm", backoff_s: float = 0.5):
+                 json_mode: str = "vllm", backoff_s: float = 0.5, retry_window_s: float = 60.0):
+        """``timeout_s``: the total deadline of one HTTP attempt (connect, send, wait, read; not per read).
+        ``max_retries`` / ``retry_window_s``: a failed attempt (timeout, connection error, 408/409/429/5xx,
+        empty completion) is retried after ``backoff_s * 2**n`` seconds (+ up to 50 % jitter, at least the
+        server's ``Retry-After``) while fewer than ``max_retries`` retries were made and the next attempt
+        would start within ``retry_window_s`` of the first."""
         import httpx
+
+        from .deadline import install
 
         if not base_urls:
             raise LLMError("parameter 'llm_base_urls': the openai backend needs at least one base URL")
@@ -138,12 +171,16 @@ class OpenAIBackend:
         self.json_mode = json_mode
         self.backoff_s = backoff_s
         self.timeout_s = timeout_s
+        self.retry_window_s = retry_window_s
         self.api_key_env = api_key_env
         # the key is read from the environment only, and kept in the HTTP client's headers, nowhere else
         key = os.environ.get(api_key_env, "") if api_key_env else ""
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         limits = httpx.Limits(max_connections=max_concurrency * 2, max_keepalive_connections=max_concurrency)
-        self._client = httpx.Client(timeout=timeout_s, headers=headers, limits=limits)
+        transport = httpx.HTTPTransport(limits=limits)
+        install(transport)  # every socket operation is bounded by the attempt's total deadline
+        timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0))
+        self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
         self._rr = itertools.cycle(range(len(self.base_urls)))
         self._rr_lock = threading.Lock()
 
@@ -173,45 +210,94 @@ class OpenAIBackend:
                         f"{resp.text[:300]}" + (f" ({hint})" if hint else ""))
 
     def _post(self, req: ChatRequest) -> ChatResult:
-        """One request, retried with exponential backoff on timeouts, connection errors and 5xx."""
-        import httpx
-
+        """One request: attempts with a total deadline each, retried with backoff over the retry window."""
         body = self._body(req)
-        last: Optional[str] = None
-        tried_urls = set()
-        for attempt in range(self.max_retries + 1):
+        start = time.monotonic()
+        failures: list = []
+        tried_urls: set = set()
+        while True:
             url = self._next_url()
             tried_urls.add(url)
-            t0 = time.perf_counter()
             try:
-                resp = self._client.post(f"{url}/chat/completions", json=body)
-            except httpx.TimeoutException:
-                last = f"timed out after {self.timeout_s:g} s at {url}"
-            except httpx.TransportError as exc:
-                last = f"cannot connect to {url} ({type(exc).__name__}: {exc})"
-            else:
-                if resp.status_code == 200:
-                    return self._parse(url, resp, time.perf_counter() - t0)
-                last = f"HTTP {resp.status_code} from {url}: {resp.text[:300]}"
-                if resp.status_code not in self.RETRY_STATUS:
-                    raise self._refused(url, resp)
-            if attempt < self.max_retries:
-                time.sleep(self.backoff_s * (2 ** attempt))
-        raise LLMError(f"LLM server unreachable or failing after {self.max_retries + 1} attempts "
-                       f"(base URLs {sorted(tried_urls)}): {last}. Is the server running? "
-                       f"Check 'llm_base_urls'.")
+                return self._attempt(url, body)
+            except _RetryableError as exc:
+                failures.append(str(exc))
+                wait = self._backoff(len(failures), exc.retry_after)
+            elapsed = time.monotonic() - start
+            if len(failures) > self.max_retries or elapsed + wait > self.retry_window_s:
+                raise LLMError(self._give_up(failures, tried_urls, elapsed, wait))
+            time.sleep(wait)
+
+    def _attempt(self, url: str, body: dict) -> ChatResult:
+        """One HTTP attempt under a total deadline of ``timeout_s``; :class:`_RetryableError` if worth retrying."""
+        import httpx
+
+        from .deadline import deadline
+
+        t0 = time.monotonic()
+        try:
+            with deadline(t0 + self.timeout_s):
+                with self._client.stream("POST", f"{url}/chat/completions", json=body) as resp:
+                    raw = bytearray()
+                    for chunk in resp.iter_bytes():
+                        raw += chunk
+                        if time.monotonic() - t0 > self.timeout_s:
+                            raise httpx.ReadTimeout("total deadline passed while reading the body")
+                    status, headers = resp.status_code, resp.headers
+        except httpx.TimeoutException:
+            raise _RetryableError(f"no complete answer within the {self.timeout_s:g} s deadline from {url}") from None
+        except httpx.TransportError as exc:
+            raise _RetryableError(f"cannot connect to {url} or the connection dropped "
+                                  f"({type(exc).__name__}: {exc})") from None
+        if status == 200:
+            return self._parse(url, bytes(raw), time.monotonic() - t0)
+        text = bytes(raw[:300]).decode("utf-8", "replace")
+        if status in self.RETRY_STATUS:
+            raise _RetryableError(f"HTTP {status} from {url}: {text}", _retry_after(headers.get("retry-after")))
+        raise self._refused(url, httpx.Response(status, content=bytes(raw)))
+
+    def _backoff(self, n: int, retry_after: Optional[float] = None) -> float:
+        """The pause before retry ``n`` (1, 2, ...): exponential with up to 50 % jitter, at least Retry-After."""
+        wait = min(self.MAX_BACKOFF_S, self.backoff_s * (2 ** (n - 1))) * (1.0 + 0.5 * random.random())
+        return max(wait, retry_after or 0.0)
+
+    def _give_up(self, failures: list, urls: set, elapsed: float, wait: float) -> str:
+        why = (f"{len(failures) - 1} retries (llm_max_retries={self.max_retries})"
+               if len(failures) > self.max_retries else
+               f"the next attempt (in {wait:.1f} s) would leave the retry window "
+               f"llm_retry_window_s={self.retry_window_s:g} s")
+        return (f"LLM server unreachable or failing after {len(failures)} attempts in {elapsed:.1f} s, "
+                f"stopped by {why} (base URLs {sorted(urls)}): {failures[-1]}. Is the server running? "
+                f"Check 'llm_base_urls', 'llm_timeout_s', 'llm_retry_window_s'.")
 
     @staticmethod
-    def _parse(url: str, resp, seconds: float) -> ChatResult:
+    def _parse(url: str, raw: bytes, seconds: float) -> ChatResult:
+        """A chat completion from a 200 body. Null or empty content is a failed attempt (retried, never
+        cached); content that is not text is an :class:`LLMError`; lone surrogates become U+FFFD."""
+        import json
+
+        from ..traces import REPLACED, replace_surrogates
+
+        snippet = raw[:300].decode("utf-8", "replace")
         try:
-            data = resp.json()
-            text = data["choices"][0]["message"].get("content") or ""
+            data = json.loads(raw)
+            choice = data["choices"][0]
+            content = choice["message"].get("content")
             usage = data.get("usage") or {}
-            return ChatResult(text, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
-                              seconds)
+            ptok, ctok = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
             raise LLMError(f"LLM server at {url} sent a response that is not a chat completion "
-                           f"({type(exc).__name__}): {resp.text[:300]}") from None
+                           f"({type(exc).__name__}): {snippet}") from None
+        if content is None or content == "":
+            raise _RetryableError(f"LLM server at {url} sent an empty completion (content "
+                                  f"{'null' if content is None else 'empty'}, finish_reason "
+                                  f"{choice.get('finish_reason')!r}): {snippet}")
+        if not isinstance(content, str):
+            raise LLMError(f"LLM server at {url} sent message content of type {type(content).__name__}, "
+                           f"not text (a multi-part or tool answer is not supported): {snippet}")
+        content, n = replace_surrogates(content)
+        REPLACED["llm"] += n
+        return ChatResult(content, ptok, ctok, seconds, finish_reason=choice.get("finish_reason"))
 
     def run(self, requests: Sequence[ChatRequest], on_result: Callable[[int, ChatResult], None]) -> None:
         """Up to ``max_concurrency`` requests in flight; ``on_result`` runs in the caller's thread."""
@@ -260,7 +346,7 @@ class VLLMBackend:  # pragma: no cover - needs a GPU and the vllm package
         per = (time.perf_counter() - t0) / max(len(requests), 1)
         for i, out in enumerate(outs):
             on_result(i, ChatResult(out.outputs[0].text, len(out.prompt_token_ids),
-                                    len(out.outputs[0].token_ids), per))
+                                    len(out.outputs[0].token_ids), per, finish_reason=out.outputs[0].finish_reason))
 
 
 def _vllm_structured_output():  # pragma: no cover - needs vllm

@@ -28,8 +28,10 @@ CREATE TABLE IF NOT EXISTS calls (
 
 
 def cache_key(model: str, request_payload: dict) -> str:
+    """SHA-256 of the model id and the request payload (``surrogatepass``: a prompt quoting a lone surrogate
+    still has a key; every other text hashes exactly as plain UTF-8)."""
     blob = json.dumps({"model": model, **request_payload}, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class LLMCacheError(RuntimeError):
@@ -48,6 +50,7 @@ class LLMCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self.surrogates_replaced = 0  # lone surrogates replaced by U+FFFD in stored texts
         try:
             self._conn = sqlite3.connect(str(self.path), timeout=timeout_s, check_same_thread=False)
             self._conn.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
@@ -63,29 +66,85 @@ class LLMCache:
     def __bool__(self) -> bool:  # a cache is truthy even when empty (``__len__`` would say otherwise)
         return True
 
+    def _db_error(self, exc: sqlite3.DatabaseError, what: str) -> LLMCacheError:
+        return LLMCacheError(f"LLM cache {self.path}: SQLite error while {what} ({type(exc).__name__}: {exc}); "
+                             f"if the file is damaged, move it away to start a fresh cache (the committed "
+                             f"response log, if any, refills it)")
+
     def get(self, key: str) -> Optional[dict]:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT text, prompt_tokens, completion_tokens, seconds FROM calls WHERE key=?", (key,)
-            ).fetchone()
+        """The stored call for ``key`` (``text``, ``prompt_tokens``, ``completion_tokens``, ``seconds``), or None."""
+        try:
+            with self._lock:
+                row = self._conn.execute(
+                    "SELECT text, prompt_tokens, completion_tokens, seconds FROM calls WHERE key=?", (key,)
+                ).fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise self._db_error(exc, "reading") from exc
         if row is None:
             return None
         return {"text": row[0], "prompt_tokens": row[1], "completion_tokens": row[2], "seconds": row[3]}
 
     def put(self, key: str, model: str, request_payload: dict, text: str,
             prompt_tokens: int, completion_tokens: int, seconds: float) -> None:
-        with self._lock:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO calls (key, model, request, text, prompt_tokens, completion_tokens, seconds)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (key, model, json.dumps(request_payload, ensure_ascii=False), text,
-                 int(prompt_tokens), int(completion_tokens), float(seconds)),
-            )
-            self._conn.commit()
+        """Store one finished call. Only a ``str`` completion is stored (anything else is an
+        :class:`LLMCacheError`); lone surrogates are replaced by U+FFFD and counted
+        (:attr:`surrogates_replaced`, and ``kgir_lib.traces.REPLACED["llm_cache"]``)."""
+        if not isinstance(text, str):
+            raise LLMCacheError(f"LLM cache {self.path}: refusing to store a {type(text).__name__} completion "
+                                f"for key {key[:12]}… (only text completions are cached)")
+        text = self._scrub(text)
+        request = self._scrub(json.dumps(request_payload, ensure_ascii=False))
+        try:
+            with self._lock:
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO calls (key, model, request, text, prompt_tokens, completion_tokens,"
+                    " seconds) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (key, model, request, text, int(prompt_tokens), int(completion_tokens), float(seconds)),
+                )
+                self._conn.commit()
+        except sqlite3.DatabaseError as exc:
+            raise self._db_error(exc, "writing") from exc
+
+    def _scrub(self, text: str) -> str:
+        from ..traces import REPLACED, replace_surrogates
+
+        clean, n = replace_surrogates(text)
+        if n:
+            self.surrogates_replaced += n
+            REPLACED["llm_cache"] += n
+        return clean
+
+    # ------------------------------------------------------------------ bulk rows (the response log)
+    def rows(self) -> list:
+        """Every call as ``(key, model, text, prompt_tokens, completion_tokens, seconds)``, sorted by key."""
+        try:
+            with self._lock:
+                return self._conn.execute("SELECT key, model, text, prompt_tokens, completion_tokens, seconds "
+                                          "FROM calls ORDER BY key").fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise self._db_error(exc, "reading every row") from exc
+
+    def insert_missing(self, rows: list, request_note: str = "{}") -> int:
+        """Insert ``(key, model, text, prompt_tokens, completion_tokens, seconds)`` rows whose key is not
+        cached yet (one transaction); existing rows are never touched. Returns how many were inserted."""
+        try:
+            with self._lock:
+                before = self._conn.total_changes
+                self._conn.executemany(
+                    "INSERT OR IGNORE INTO calls (key, model, request, text, prompt_tokens, completion_tokens,"
+                    " seconds) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [(k, m, request_note, self._scrub(t), int(p), int(c), float(s)) for k, m, t, p, c, s in rows])
+                self._conn.commit()
+                return self._conn.total_changes - before
+        except sqlite3.DatabaseError as exc:
+            raise self._db_error(exc, "importing rows") from exc
 
     def __len__(self) -> int:
-        with self._lock:
-            return self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+        try:
+            with self._lock:
+                return self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise self._db_error(exc, "counting rows") from exc
 
     def close(self) -> None:
         with self._lock:

@@ -8,7 +8,6 @@ usage attributed to that question.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Protocol, Sequence
@@ -90,14 +89,14 @@ def trace_filename(dataset: str) -> str:
 
 
 def write_traces(outputs: Sequence[MethodOutput], path: Path) -> Path:
-    """One JSON object a line (the per-question trace file of a run)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        for o in outputs:
-            fh.write(json.dumps(o.to_json(), ensure_ascii=False, default=str) + "\n")
-    return path
+    """One JSON object a line (the per-question trace file of a run), written atomically (:mod:`kgir_lib.traces`)."""
+    from .. import traces
+
+    return traces.write_traces(outputs, path)
 
 
 def read_traces(path: Path) -> list:
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    """The records of a trace file (:func:`kgir_lib.traces.read_traces`: a torn last line is dropped)."""
+    from .. import traces
+
+    return traces.read_traces(path)

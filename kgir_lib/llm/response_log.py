@@ -1,0 +1,144 @@
+"""The committed response log: the LLM cache as compact, deterministic, gzipped JSONL.
+
+``results/<profile>/llm_responses.jsonl.gz`` holds one line per cached call, sorted by
+request key::
+
+    {"completion_tokens": 12, "key": "<sha256>", "model": "openai:...", "prompt_tokens": 431,
+     "seconds": 0.84, "text": "..."}
+
+No prompt is stored (the key is the SHA-256 of model + messages + sampling
+parameters, :func:`kgir_lib.llm.cache_key`), so the log stays small. The cache
+(``cache/llm.sqlite``) is not committed; the log is. :func:`import_log` fills a
+fresh cache from it (rows already cached are left alone), so a run continues on
+a new machine, and ``--regenerate`` (cache only) rebuilds every table from it.
+:func:`export_log` writes it atomically (gzip with a zero timestamp, sorted keys:
+the same cache gives the same bytes, and a longer run gives a small diff).
+
+The runner (:mod:`kgir_lib.runner`) imports the log before the first notebook and
+exports it after every notebook, so a crash still leaves a log of what was done.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+from pathlib import Path
+from typing import Iterator, Optional
+
+from .cache import LLMCache, LLMCacheError
+
+LOG_NAME = "llm_responses.jsonl.gz"
+FIELDS = ("key", "model", "text", "prompt_tokens", "completion_tokens", "seconds")
+IMPORTED_NOTE = json.dumps({"imported_from": LOG_NAME})  # the ``request`` column of an imported row
+
+
+def log_path(cfg) -> Path:
+    """Where the run's response log lives: ``<results>/<profile>/llm_responses.jsonl.gz``."""
+    return cfg.run_dir / LOG_NAME
+
+
+def cache_path(cfg) -> Path:
+    """The run's SQLite LLM cache: ``<results>/<profile>/cache/llm.sqlite``."""
+    return cfg.path("cache", "llm.sqlite")
+
+
+def _line(row: tuple) -> str:
+    rec = dict(zip(FIELDS, row))
+    rec["seconds"] = round(float(rec["seconds"] or 0.0), 3)
+    return json.dumps(rec, sort_keys=True, ensure_ascii=False)
+
+
+def export_log(cache: LLMCache, path: Path) -> int:
+    """Write every row of ``cache`` to ``path`` (gzipped JSONL, sorted by key), atomically; returns the rows.
+
+    Rows already in the log but not in the cache (a cache started afresh without an
+    import) are kept: exporting never loses a logged response.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    merged = {row[0]: tuple(row) for row in read_log(path)} if path.exists() else {}
+    merged.update({row[0]: tuple(row) for row in cache.rows()})
+    rows = [merged[k] for k in sorted(merged)]
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as gz:
+        for row in rows:
+            gz.write((_line(row) + "\n").encode("utf-8"))
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(buf.getvalue())
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return len(rows)
+
+
+def read_log(path: Path) -> Iterator[tuple]:
+    """The rows of a response log as ``(key, model, text, prompt_tokens, completion_tokens, seconds)``.
+
+    A bad line raises :class:`LLMCacheError` naming the file and line; a log torn by a
+    kill of an old, non-atomic writer is cut at its last complete line.
+    """
+    path = Path(path)
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                yield _row(line, path, n)
+    except (OSError, EOFError, UnicodeDecodeError) as exc:  # gzip.BadGzipFile is an OSError
+        raise LLMCacheError(f"response log {path}: unreadable ({type(exc).__name__}: {exc}); "
+                            f"restore it from git (git checkout -- {path.name})") from None
+
+
+def _row(line: str, path: Path, n: int) -> tuple:
+    try:
+        rec = json.loads(line)
+        row = tuple(rec[f] for f in FIELDS)
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise LLMCacheError(f"response log {path}: line {n} is not a response record ({exc})") from None
+    key, model, text, ptok, ctok, secs = row
+    if not (isinstance(key, str) and isinstance(model, str) and isinstance(text, str)):
+        raise LLMCacheError(f"response log {path}: line {n}: 'key', 'model' and 'text' must be strings")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (ptok, ctok, secs)):
+        raise LLMCacheError(f"response log {path}: line {n}: token counts and seconds must be numbers")
+    return row
+
+
+def import_log(cache: LLMCache, path: Path) -> int:
+    """Insert the rows of the log at ``path`` that ``cache`` does not hold yet; how many were inserted.
+
+    A missing log imports nothing (returns 0)."""
+    path = Path(path)
+    if not path.exists():
+        return 0
+    return cache.insert_missing(list(read_log(path)), request_note=IMPORTED_NOTE)
+
+
+def sync_run_cache(cfg, cache: Optional[LLMCache] = None) -> tuple:
+    """Import the run's log into its cache (``cfg``'s run directory); ``(inserted, cache path, log path)``."""
+    own = cache is None
+    cache = cache if cache is not None else LLMCache(cache_path(cfg))
+    try:
+        return import_log(cache, log_path(cfg)), cache.path, log_path(cfg)
+    finally:
+        if own:
+            cache.close()
+
+
+def export_run_cache(cfg, cache: Optional[LLMCache] = None) -> tuple:
+    """Export the run's cache to its log; ``(rows, log path)``. No cache file: nothing is written."""
+    path = cache_path(cfg)
+    if cache is None and not path.exists():
+        return 0, log_path(cfg)
+    own = cache is None
+    cache = cache if cache is not None else LLMCache(path)
+    try:
+        return export_log(cache, log_path(cfg)), log_path(cfg)
+    finally:
+        if own:
+            cache.close()
