@@ -5,7 +5,8 @@
   are normalised, so a dot product is the cosine similarity.
 - :class:`DenseIndex`: corpus embeddings cached on disk, keyed by model and corpus
   content; :meth:`DenseIndex.search` returns the cosine top-k.
-- :class:`BM25Index`: Okapi BM25 (rank_bm25) over the same passages.
+- :class:`BM25Index`: Okapi BM25 (rank_bm25's definition, scored from precomputed sparse
+  postings; optionally bm25s) over the same passages.
 - :class:`Reranker`: a cross-encoder (bge-reranker-large on the paper profile).
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
+from .progress import progress as tqdm  # one line per bar in executed notebooks
 
 from .data import Passage
 
@@ -146,7 +147,7 @@ class DenseIndex:
         sims = np.asarray(vectors) @ self.embeddings.T
         out = []
         for row in sims:
-            top = np.argsort(-row, kind="stable")[:k]
+            top = _top_k_stable(row, k)
             out.append([(self.pids[i], float(row[i])) for i in top])
         return out
 
@@ -159,22 +160,95 @@ def tokenize(text: str) -> list:
 
 
 class BM25Index:
-    """Okapi BM25 (k1=1.5, b=0.75, rank_bm25's defaults) over title + text."""
+    """Okapi BM25 over title + text (paper §3.3's BM25 baseline), scored from a sparse matrix.
 
-    def __init__(self, passages: Sequence[Passage]):
-        from rank_bm25 import BM25Okapi
+    ``backend="rank_bm25"`` (default): rank_bm25's ``BM25Okapi`` definition (k1 = 1.5,
+    b = 0.75, idf = ln((N − n + 0.5)/(n + 0.5)) with a negative idf replaced by
+    0.25 × the mean idf). Its per-(passage, term) weights
+    ``idf · tf (k1+1) / (tf + k1 (1 − b + b·|d|/avgdl))`` are computed once into a
+    column-sparse matrix, so a query adds only the posting lists of its tokens (in
+    query order, repeated tokens repeatedly): the same floating-point operations as
+    ``BM25Okapi.get_scores``, bit for bit (tested), without its Python loop over every
+    passage for every query token.
 
+    ``backend="bm25s"``: bm25s's sparse index with the same tokens, TF part ``atire``
+    (= Okapi's) and idf ``robertson`` (negative idf clipped to 0 instead of rank_bm25's
+    floor), float32. Equal to rank_bm25 wherever no query term occurs in more than half
+    the passages (tested); ``benchmarks/bench_scale.py`` compares the two side by side.
+    """
+
+    BACKENDS = ("rank_bm25", "bm25s")
+
+    def __init__(self, passages: Sequence[Passage], backend: str = "rank_bm25"):
+        if backend not in self.BACKENDS:
+            raise ValueError(f"BM25 backend {backend!r}: choose from {self.BACKENDS}")
+        self.backend = backend
         self.passages = list(passages)
         self.pids = [p.pid for p in self.passages]
-        self._bm25 = BM25Okapi([tokenize(p.content) or ["<empty>"] for p in self.passages])
+        docs = [tokenize(p.content) or ["<empty>"] for p in self.passages]
+        if backend == "bm25s":
+            import bm25s
+
+            self._bm25s = bm25s.BM25(method="atire", idf_method="robertson", k1=1.5, b=0.75)
+            self._bm25s.index(docs, show_progress=False)
+            self._vocab = self._bm25s.vocab_dict
+            return
+        from rank_bm25 import BM25Okapi
+
+        self._bm25 = BM25Okapi(docs)
+        self._postings = self._weight_postings(self._bm25)
+
+    @staticmethod
+    def _weight_postings(bm) -> dict:
+        """term → (passage indices, weights): rank_bm25's per-term score contributions, nonzero entries only."""
+        k1, b = bm.k1, bm.b
+        doc_len = np.asarray(bm.doc_len)
+        rows: dict = {}
+        for i, freqs in enumerate(bm.doc_freqs):
+            for term in freqs:
+                rows.setdefault(term, []).append(i)
+        out = {}
+        for term, idx in rows.items():
+            idx = np.asarray(idx, dtype=np.int64)
+            tf = np.array([bm.doc_freqs[i][term] for i in idx], dtype=np.float64)
+            # the expression and operation order of BM25Okapi.get_scores, on the nonzero entries
+            out[term] = (idx, (bm.idf.get(term) or 0) * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len[idx] / bm.avgdl))))
+        return out
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every passage for one query (float64; bm25s: float32 widened)."""
+        tokens = tokenize(query)
+        if self.backend == "bm25s":
+            ids = [self._vocab[t] for t in tokens if t in self._vocab]
+            if not ids:
+                return np.zeros(len(self.pids))
+            return np.asarray(self._bm25s.get_scores(ids), dtype=np.float64)
+        score = np.zeros(len(self.pids))
+        for t in tokens:
+            hit = self._postings.get(t)
+            if hit is not None:
+                score[hit[0]] += hit[1]
+        return score
 
     def search(self, queries: Sequence[str], k: int) -> list:
+        """For each query, the top-k ``(pid, score)`` pairs, best first (ties: corpus order)."""
         out = []
         for q in queries:
-            row = np.asarray(self._bm25.get_scores(tokenize(q)))
-            top = np.argsort(-row, kind="stable")[:k]
+            row = self.scores(q)
+            top = _top_k_stable(row, k)
             out.append([(self.pids[i], float(row[i])) for i in top])
         return out
+
+
+def _top_k_stable(x: np.ndarray, k: int) -> np.ndarray:
+    """``np.argsort(-x, kind="stable")[:k]`` without sorting the whole corpus (ties: lower index)."""
+    if k <= 0 or x.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if k >= x.size:
+        return np.argsort(-x, kind="stable")
+    kth = np.partition(x, x.size - k)[x.size - k]
+    cand = np.flatnonzero(x >= kth)
+    return cand[np.argsort(-x[cand], kind="stable")][:k]
 
 
 class Reranker:

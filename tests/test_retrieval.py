@@ -134,6 +134,53 @@ def test_bm25_ranks_the_exact_match_first():
     assert len(bm25.search(["x"], 100)[0]) == 6
 
 
+def musique_like_passages(n=120, seed=0):
+    """A corpus with a long tail of rare terms and a few words in most passages (negative rank_bm25 idf)."""
+    rng = np.random.default_rng(seed)
+    vocab = [f"w{i}" for i in range(400)]
+    out = []
+    for i in range(n):
+        words = list(rng.choice(vocab, int(rng.integers(5, 40)), p=np.arange(400, 0, -1) / np.arange(400, 0, -1).sum()))
+        if i % 3:
+            words += ["the", "of"]  # in two thirds of the passages: idf < 0 -> rank_bm25's floor
+        out.append(make_passage(f"T{i}", " ".join(words)))
+    return out
+
+
+def test_sparse_bm25_scores_equal_rank_bm25_bit_for_bit():
+    ps = musique_like_passages()
+    index = BM25Index(ps)
+    rng = np.random.default_rng(1)
+    queries = ["the w1 w1 of w7 w399 unseen", "w3", "zzz", ""] + [
+        " ".join(rng.choice([f"w{i}" for i in range(400)] + ["the", "of"], 8)) for _ in range(20)]
+    for q in queries:
+        ref = np.asarray(index._bm25.get_scores(tokenize(q)))
+        assert np.array_equal(index.scores(q), ref), q
+        assert [p for p, _ in index.search([q], 10)[0]] == [ps[i].pid for i in np.argsort(-ref, kind="stable")[:10]]
+
+
+def test_bm25s_agrees_with_rank_bm25_where_no_term_is_in_half_the_passages():
+    pytest.importorskip("bm25s")
+    ps = musique_like_passages()
+    ref, fast = BM25Index(ps), BM25Index(ps, backend="bm25s")
+    n = len(ps)
+    df = {}
+    for p in ps:
+        for t in set(tokenize(p.content)):
+            df[t] = df.get(t, 0) + 1
+    rare = [t for t, f in df.items() if f < n / 2]
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        q = " ".join(rng.choice(rare, 6))
+        np.testing.assert_allclose(fast.scores(q), ref.scores(q), rtol=2e-6, atol=1e-6)
+    # a word in most passages: rank_bm25 floors its negative idf at 0.25 x mean idf, bm25s clips it to 0
+    common = ref.scores("the") - fast.scores("the")
+    assert common.max() > 0 and np.allclose(fast.scores("the"), 0.0)
+    assert fast.scores("zzz unknown").tolist() == [0.0] * n
+    with pytest.raises(ValueError, match="backend"):
+        BM25Index(ps, backend="nope")
+
+
 def test_tokenize():
     assert tokenize("Hewlett-Packard's PC, 1994!") == ["hewlett", "packard", "s", "pc", "1994"]
 
