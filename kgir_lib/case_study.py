@@ -309,12 +309,12 @@ def free_workspace(cfg: Config, question: Question, passages: Sequence[Passage],
     encoder = encoder or Encoder(cfg.embed_model, cfg.embed_batch_size)
     dense = DenseIndex(ds.corpus.passages, encoder, cfg.run_dir / "cache" / "embeddings", progress=False)
     kg = KnowledgeGraph()
-    update_kg(kg, llm, ds.corpus.passages, stage="extract")
+    update_kg(kg, llm, ds.corpus.passages, stage="extract", max_tokens=cfg.max_tokens("extract"))
 
     def ensure(pids: Sequence[str]) -> None:
         missing = kg.missing(pids)
         if missing:
-            update_kg(kg, llm, [ds.corpus[p] for p in missing], stage="extract")
+            update_kg(kg, llm, [ds.corpus[p] for p in missing], stage="extract", max_tokens=cfg.max_tokens("extract"))
 
     return Workspace(cfg=cfg, dataset=ds, llm=llm, dense=dense, kg=kg, reranker=reranker(cfg), ensure_kg=ensure)
 

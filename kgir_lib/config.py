@@ -60,7 +60,18 @@ class Config:
     llm_n_threads: int = 2
     llm_seed: int = 0
     temperature: float = 0.0
-    max_new_tokens: int = 192
+    max_new_tokens: int = 192  # budget of any LLM stage without its own field below (e.g. free-form case-study calls)
+    # per-stage generation budgets (max new tokens; issue 10 item 1). Paper values (paper.yaml) are large
+    # enough never to cut a well-formed answer; usage tables count truncated completions (finish "length").
+    max_tokens_extract: int = 256        # KG extraction, one passage's triple list (METHOD.md §1)
+    max_tokens_ner: int = 64             # KGIR-RAG NER(q), eq. 4
+    max_tokens_rewrite: int = 64         # KGIR-RAG Rewrite, eq. 8
+    max_tokens_reflect: int = 192        # KGIR-RAG Reflection (CoT + verdict), §2.4
+    max_tokens_reader: int = 32          # the shared reader and closed-book answers
+    max_tokens_hyde: int = 128           # HyDE hypothetical passage
+    max_tokens_ircot: int = 64           # IRCoT: one reasoning sentence
+    max_tokens_iter_retgen: int = 96     # ITER-RETGEN generation of rounds 1..T-1
+    max_tokens_hipporag2_filter: int = 256  # HippoRAG 2 recognition-memory filter (JSON facts)
     # retrieval
     embed_model: str = "all-MiniLM-L6-v2"
     embed_batch_size: int = 64
@@ -76,6 +87,8 @@ class Config:
     top_k: int = 10
     ngram_n: int = 3
     ngram_threshold: float = 0.5
+    match_method: str = "dice"           # eq. 5 similarity: dice | overlap | containment (subgraph.SIMILARITIES)
+    gtmp_reading: str = "passages"       # Algorithm 1 G_tmp: "passages" (connect D_q's entities) | "seed_star" (§2.2)
     max_iterations: int = 3
     # baselines
     kg2rag_m_hops: int = 1
@@ -126,6 +139,11 @@ class Config:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    def max_tokens(self, stage: str) -> int:
+        """The generation budget of ``stage`` (``extract``, ``ner``, ``rewrite``, ``reflect``, ``reader``,
+        ``hyde``, ``ircot``, ``iter_retgen``, ``hipporag2_filter``): field ``max_tokens_<stage>``, else
+        ``max_new_tokens``."""
+        return int(getattr(self, f"max_tokens_{stage}", self.max_new_tokens))
 
 
 def default_data_dir() -> Path:

@@ -58,7 +58,7 @@ def open_kg(cfg: Config, dataset: Dataset, llm: Optional[LLM]) -> tuple:
     def ensure(pids: Sequence[str]) -> None:
         missing = kg.missing(pids)
         if missing and llm is not None:
-            update_kg(kg, llm, [dataset.corpus[p] for p in missing])
+            update_kg(kg, llm, [dataset.corpus[p] for p in missing], max_tokens=cfg.max_tokens("extract"))
             save_kg(kg, directory)
 
     return kg, ensure

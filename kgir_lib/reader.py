@@ -50,6 +50,16 @@ def parse_answer(text: str) -> str:
     return line
 
 
+MAX_ANSWER_WORDS = 12
+
+
+def answer_usable(text: str) -> bool:
+    """A reader reply parsed as intended (issue 9 §3): a non-empty short answer (at most
+    ``MAX_ANSWER_WORDS`` words), not a sentence or an empty reply."""
+    answer = parse_answer(text)
+    return bool(answer) and len(answer.split()) <= MAX_ANSWER_WORDS
+
+
 def answer_batch(llm, questions: Sequence[str], contexts: Sequence[str], stage: str = "reader",
                  max_tokens: int = 32) -> list:
     """Read every (question, context) pair in one batched LLM call; returns (answer, ChatResult) pairs."""

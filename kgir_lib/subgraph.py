@@ -7,13 +7,42 @@ One small function per step of Algorithm 1::
     E_q    = parse_entities(NER(q))                     eq. 4  LLM named-entity recognition
              (fallback: entities_in_question(q, entities(G_q)) when the LLM gives nothing usable)
     M      = match_entities(E_q, entities(G_q), n, θ)   eq. 5  character n-gram matching
-    G_tmp  = seed_graph(G_q, M)                         eq. 5  matched seeds and their adjacent edges
+             (+ triple_matches: whole-triple matching of entities that matched no name)
+    G_tmp  = tmp_graph(G_q, M, reading)                 eq. 5  see "two readings" below
     B_i    = seed_components(G_tmp, seeds)              eq. 6  connected components holding a seed
-    w      = edge_weights(...)                          §2.2   relevance of each triple to q
+    w      = edge_weights(...)                          §2.2   relevance of each triple of the B_i to q
     T_e    = maximum_spanning_tree(B(e), w)             eq. 7  one maximum spanning tree per seed
     G_Ans  = ∪_e T_e                                    eq. 7
 
 Choices the paper leaves open, made here and documented where they are made:
+
+- **Two readings of G_tmp** (issue 10 item 4; ``cfg.gtmp_reading``). §2.2's
+  prose says "take each entity of E_q as a seed and add it and its adjacent
+  edges" (``"seed_star"``: :func:`seed_graph`); the description of Algorithm 1
+  says "connect the entities of the retrieved passages into the passage graph
+  G_tmp, take its connected components B_i, weight the edges of B_i with the
+  reranker, MST" (``"passages"``: every triple of ``G_q``; the components that
+  hold a seed are the ``B_i``, eq. 7's MST(e) for e ∈ E_q). **Default
+  ``"passages"``**: (1) it is the reading under which eqs. 6-7 do any work -- a
+  union of stars is already connected around each seed and its spanning tree
+  can only drop parallel edges (11 of 131 triples in the SmolLM2 sample traces),
+  whereas the paper motivates the MST as the step that removes the noise the
+  adjacent edges bring; (2) the overview (§2.1: "extract the connected graph
+  of the question's entities, then an MST weighted by relevance") and Algorithm
+  1 both describe it; (3) it reaches the second hop -- the bridge entity's
+  triples hang off the seed's neighbours, not the seed. Notebook 03 reports
+  MST removal % and gold-passage survival under both (:func:`compare_readings`).
+- **Similarity** (issue 10 item 5; ``cfg.match_method``, threshold
+  ``cfg.ngram_threshold``): ``"dice"`` (character n-grams), ``"overlap"``
+  (overlap coefficient of the n-gram sets) or ``"containment"`` (content-word
+  containment); ``benchmarks/bench_matching.py`` measures them
+  (``results/benchmarks/matching.md``).
+- **Whole-triple matching** (issue 10 item 5b, :func:`triple_matches`): a
+  question entity that matches no entity name (an LLM NER that returns a
+  description, "PC maker of 1994") is matched against whole triples: if all
+  its content words occur in ``head relation tail``, that triple's head and
+  tail become seeds (eq. 5 "judge whether the question's entities and the
+  passage triples are the same entity").
 
 - **n-gram similarity** (:func:`ngram_similarity`): the Dice coefficient of the
   two sets of character n-grams (n = ``cfg.ngram_n`` = 3) of the normalised
@@ -136,6 +165,17 @@ def parse_entities(text: Optional[str]) -> list:
     return out
 
 
+def ner_usable(text: Optional[str], question: str) -> bool:
+    """An NER reply parsed as intended (issue 9 §3): a JSON list of names (``{"named_entities": [...]}``
+    or a bare list) with at least one name that occurs in ``question`` (:func:`ground_entities`)."""
+    data = extract_json(text) if text else None
+    vals = data.get("named_entities", data.get("entities")) if isinstance(data, dict) else data
+    if not isinstance(vals, list):
+        return False
+    names = [str(v) for v in vals if isinstance(v, (str, int, float)) and str(v).strip()]
+    return bool(ground_entities(names, question))
+
+
 def normalize_name(s: str) -> str:
     """Lower case, accents folded, punctuation to spaces, white space folded."""
     s = unicodedata.normalize("NFKD", str(s))
@@ -201,34 +241,63 @@ def char_ngrams(s: str, n: int = 3) -> set:
     return {padded[i:i + n] for i in range(len(padded) - n + 1)}
 
 
-def ngram_similarity(a: str, b: str, n: int = 3) -> float:
-    """Dice coefficient 2|A∩B| / (|A|+|B|) of the character n-gram sets of ``a`` and ``b`` (eq. 5)."""
-    ga, gb = char_ngrams(a, n), char_ngrams(b, n)
-    if not ga or not gb:
-        return 0.0
-    return 2.0 * len(ga & gb) / (len(ga) + len(gb))
+def _dice(a: set, b: set) -> float:
+    return 2.0 * len(a & b) / (len(a) + len(b)) if a and b else 0.0
 
 
-def match_entities(E_q: Sequence[str], entities: Iterable[str], n: int = 3, threshold: float = 0.5) -> dict:
-    """For each question entity, the graph entities with n-gram similarity >= ``threshold`` (eq. 5).
+def _overlap(a: set, b: set) -> float:
+    return len(a & b) / min(len(a), len(b)) if a and b else 0.0
 
+
+def content_tokens(s: str) -> set:
+    """Words of the normalised name without stop words (all words if they are all stop words)."""
+    words = normalize_name(s).split()
+    return {w for w in words if w not in _STOP} or set(words)
+
+
+def ngram_similarity(a: str, b: str, n: int = 3, method: str = "dice") -> float:
+    """Similarity of two entity names (eq. 5), one of :data:`SIMILARITIES`:
+
+    - ``"dice"``: 2|A∩B| / (|A|+|B|) of the character n-gram sets;
+    - ``"overlap"``: |A∩B| / min(|A|, |B|) of the character n-gram sets (overlap coefficient);
+    - ``"containment"``: |W_a∩W_b| / min(|W_a|, |W_b|) of the content-word sets (token containment).
+    """
+    if method == "dice":
+        return _dice(char_ngrams(a, n), char_ngrams(b, n))
+    if method == "overlap":
+        return _overlap(char_ngrams(a, n), char_ngrams(b, n))
+    if method == "containment":
+        return _overlap(content_tokens(a), content_tokens(b))
+    raise ValueError(f"unknown matching method {method!r} (choose from {SIMILARITIES})")
+
+
+SIMILARITIES = ("dice", "overlap", "containment")
+
+
+def match_entities(E_q: Sequence[str], entities: Iterable[str], n: int = 3, threshold: float = 0.5,
+                   method: str = "dice") -> dict:
+    """For each question entity, the graph entities with similarity >= ``threshold`` (eq. 5).
+
+    ``method`` is one of :data:`SIMILARITIES` (:func:`ngram_similarity`).
     Returns ``{question_entity: [(graph_entity, similarity), ...]}``, best first,
     ties by name; a question entity without any match maps to ``[]``.
     """
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"parameter 'ngram_threshold': must be in [0, 1], got {threshold}")
+    if method not in SIMILARITIES:
+        raise ValueError(f"unknown matching method {method!r} (choose from {SIMILARITIES})")
     ents = sorted(set(entities))
-    grams = {e: char_ngrams(e, n) for e in ents}
+    feats = (lambda x: content_tokens(x)) if method == "containment" else (lambda x: char_ngrams(x, n))
+    score = _dice if method == "dice" else _overlap
+    grams = {e: feats(e) for e in ents}
     out: dict = {}
     for q in E_q:
-        gq = char_ngrams(q, n)
+        gq = feats(q)
         found = []
         for e in ents:
-            ge = grams[e]
-            if gq and ge:
-                sim = 2.0 * len(gq & ge) / (len(gq) + len(ge))
-                if sim >= threshold and sim > 0:
-                    found.append((e, round(sim, 6)))
+            sim = score(gq, grams[e])
+            if sim >= threshold and sim > 0:
+                found.append((e, round(sim, 6)))
         out[q] = sorted(found, key=lambda x: (-x[1], x[0]))
     return out
 
@@ -239,9 +308,27 @@ def seeds_of(matches: dict) -> list:
 
 
 def seed_graph(triples: Sequence[Triple], matches: dict) -> list:
-    """``G_tmp``: the triples of ``G_q`` with a matched seed as head or tail (eq. 5), ``G_q`` order."""
+    """``G_tmp``, reading ``"seed_star"``: the triples of ``G_q`` with a matched seed as head or tail (§2.2,
+    eq. 5), ``G_q`` order."""
     seeds = set(seeds_of(matches))
     return [t for t in dict.fromkeys(triples) if t.head in seeds or t.tail in seeds]
+
+
+GTMP_READINGS = ("passages", "seed_star")
+
+
+def tmp_graph(triples: Sequence[Triple], matches: dict, reading: str = "passages") -> list:
+    """``G_tmp`` under one of the two readings of Algorithm 1 (issue 10 item 4; module docstring):
+
+    - ``"passages"``: every triple of ``G_q`` ("connect the entities of the retrieved passages"),
+      deduplicated, ``G_q`` order; the seeds then pick the components ``B_i``;
+    - ``"seed_star"``: :func:`seed_graph`, the seeds and their adjacent edges.
+    """
+    if reading == "passages":
+        return list(dict.fromkeys(triples))
+    if reading == "seed_star":
+        return seed_graph(triples, matches)
+    raise ValueError(f"unknown G_tmp reading {reading!r} (choose from {GTMP_READINGS})")
 
 
 # ---------------------------------------------------------------- step 5: components (eq. 6)
@@ -371,8 +458,15 @@ class EvidenceSubgraph:
     components: list = field(default_factory=list)   # [Component] (eq. 6)
     weights: dict = field(default_factory=dict)      # {Triple: weight} for G_tmp
     kept: list = field(default_factory=list)         # G_Ans triples (eq. 7), G_tmp order
-    pruned: list = field(default_factory=list)       # G_tmp triples the trees dropped
+    pruned: list = field(default_factory=list)       # triples of the seed components the trees dropped
     weighting: str = "cosine"
+    reading: str = "passages"                        # G_tmp reading (tmp_graph)
+
+    @property
+    def removal(self) -> float:
+        """Share of the seed components' triples the spanning trees removed (NaN without components)."""
+        total = len(self.kept) + len(self.pruned)
+        return len(self.pruned) / total if total else float("nan")
 
     @property
     def G_Ans(self) -> list:
@@ -404,6 +498,7 @@ class EvidenceSubgraph:
             "components": [{"seeds": c.seeds, "n_nodes": len(c.nodes), "n_triples": len(c.triples)}
                            for c in self.components],
             "weighting": self.weighting,
+            "reading": self.reading,
             "G_Ans": [tri(t) for t in self.kept],
             "pruned": [tri(t) for t in self.pruned],
         }
@@ -412,36 +507,66 @@ class EvidenceSubgraph:
 WeightFn = Callable[[str, Sequence[Triple]], Sequence[float]]
 
 
+def triple_matches(E_q: Sequence[str], triples: Sequence[Triple], matches: dict) -> dict:
+    """Eq. 5 against whole triples, for question entities that matched no entity name.
+
+    A question entity whose content words all occur in a triple's ``head relation
+    tail`` text (e.g. the description "PC maker of 1994" in ``(Compaq, was top PC
+    maker of, 1994)``) is matched to that triple's head and tail (similarity 1.0).
+    Returns a copy of ``matches`` with those entries filled; entities already
+    matched are left alone.
+    """
+    out = {k: list(v) for k, v in matches.items()}
+    words = [(t, set(normalize_name(triple_text(t)).split())) for t in dict.fromkeys(triples)]
+    for e in E_q:
+        if out.get(e):
+            continue
+        need = content_tokens(e)
+        found: dict = {}
+        for t, w in words:
+            if need and need <= w:
+                found.setdefault(t.head, 1.0)
+                found.setdefault(t.tail, 1.0)
+        out[e] = sorted(found.items(), key=lambda x: (-x[1], x[0]))
+    return out
+
+
 def evidence_subgraph(question: str, retrieved: Sequence[tuple], G_q: Sequence[Triple],
                       llm_entities: Sequence[str], weight_fn: WeightFn, n: int = 3, threshold: float = 0.5,
-                      weighting: str = "cosine", fallback_on_no_match: bool = True) -> EvidenceSubgraph:
+                      weighting: str = "cosine", fallback_on_no_match: bool = True, reading: str = "passages",
+                      method: str = "dice", match_triples: bool = True) -> EvidenceSubgraph:
     """Algorithm 1 for one question, given ``D_q``, ``G_q`` and the parsed NER output.
 
-    ``weight_fn(question, triples) -> weights`` scores the edges of ``G_tmp``.
-    With no matched seed, ``G_tmp``, the components and ``G_Ans`` are empty.
+    ``weight_fn(question, triples) -> weights`` scores the edges of the seed components.
+    ``reading`` selects ``G_tmp`` (:func:`tmp_graph`), ``method`` the eq. 5 similarity,
+    ``match_triples`` the whole-triple matching of unmatched entities (:func:`triple_matches`).
+    With no matched seed, the components and ``G_Ans`` are empty.
     """
     sub = EvidenceSubgraph(question=question, retrieved=list(retrieved), G_q=list(G_q),
-                           llm_entities=list(llm_entities), weighting=weighting)
+                           llm_entities=list(llm_entities), weighting=weighting, reading=reading)
     graph_entities = {e for t in G_q for e in (t.head, t.tail)}
     E_q = ground_entities(llm_entities, question)
-    matches = match_entities(E_q, graph_entities, n, threshold) if E_q else {}
+    matches = match_entities(E_q, graph_entities, n, threshold, method) if E_q else {}
+    if E_q and match_triples:
+        matches = triple_matches(E_q, G_q, matches)
     if not E_q or (fallback_on_no_match and not seeds_of(matches)):
         sub.used_fallback = True
         sub.fallback_reason = "no_entities" if not E_q else "no_match"
         E_q = entities_in_question(question, graph_entities)
-        matches = match_entities(E_q, graph_entities, n, threshold)
+        matches = match_entities(E_q, graph_entities, n, threshold, method)
     sub.E_q, sub.matches = list(E_q), matches
     sub.seeds = seeds_of(matches)
-    sub.G_tmp = seed_graph(G_q, matches)
+    sub.G_tmp = tmp_graph(G_q, matches, reading)
     sub.components = seed_components(sub.G_tmp, sub.seeds)
-    w = list(weight_fn(question, sub.G_tmp)) if sub.G_tmp else []
-    sub.weights = {t: float(x) for t, x in zip(sub.G_tmp, w)}
+    in_comps = [t for c in sub.components for t in c.triples]
+    w = list(weight_fn(question, in_comps)) if in_comps else []
+    sub.weights = {t: float(x) for t, x in zip(in_comps, w)}
     kept: set = set()
     for comp in sub.components:  # one tree per seed; seeds sharing a component share its tree
         weights = [sub.weights[t] for t in comp.triples]
         kept.update(comp.triples[i] for i in maximum_spanning_tree(comp.triples, weights))
     sub.kept = [t for t in sub.G_tmp if t in kept]
-    sub.pruned = [t for t in sub.G_tmp if t not in kept]
+    sub.pruned = [t for t in in_comps if t not in kept]
     return sub
 
 
@@ -466,7 +591,7 @@ def _weight_fn(ws, retrieved: Sequence[tuple], weighting: str, question_vector=N
 
 def build_subgraphs(ws, queries: Sequence[str], retrieved: Optional[Sequence[Sequence[tuple]]] = None, *,
                     k: Optional[int] = None, n: Optional[int] = None, threshold: Optional[float] = None,
-                    weighting: Optional[str] = None, stage: str = "kgir_ner") -> tuple:
+                    weighting: Optional[str] = None, stage: str = "kgir_ner", reading: Optional[str] = None) -> tuple:
     """Algorithm 1 for many queries with ONE batched NER ``llm.generate`` call.
 
     ``retrieved`` (``D_q`` per query) is computed with :func:`retrieve` when not
@@ -484,25 +609,56 @@ def build_subgraphs(ws, queries: Sequence[str], retrieved: Optional[Sequence[Seq
         return [], []
     retrieved = [list(r) for r in retrieved] if retrieved is not None else retrieve(ws, queries, k)
     kg = ws.kg_for(list(dict.fromkeys(p for r in retrieved for p, _ in r)))
-    results = ws.llm.generate(ner_requests(queries), stage=stage)
+    results = ws.llm.generate(ner_requests(queries, cfg.max_tokens("ner")), stage=stage)
     qvecs = ws.dense.embed_queries(queries) if weighting == "cosine" else None
     subs = []
     for i, (q, r, res) in enumerate(zip(queries, retrieved, results)):
         weight_fn = _weight_fn(ws, r, weighting, qvecs[i] if qvecs is not None else None)
         G_q = question_triples(kg, [p for p, _ in r])
-        subs.append(evidence_subgraph(q, r, G_q, parse_entities(res.text), weight_fn, n, threshold, weighting))
+        subs.append(evidence_subgraph(q, r, G_q, parse_entities(res.text), weight_fn, n, threshold, weighting,
+                                      reading=reading or cfg.gtmp_reading, method=cfg.match_method))
     return subs, results
 
 
 def rebuild_subgraph(ws, sub: EvidenceSubgraph, *, n: Optional[int] = None, threshold: Optional[float] = None,
-                     weighting: Optional[str] = None) -> EvidenceSubgraph:
+                     weighting: Optional[str] = None, reading: Optional[str] = None,
+                     method: Optional[str] = None) -> EvidenceSubgraph:
     """Steps 4-7 again with other settings, on the same ``D_q``, ``G_q`` and NER output (no LLM call)."""
     n = n or ws.cfg.ngram_n
     threshold = ws.cfg.ngram_threshold if threshold is None else threshold
     weighting = resolve_weighting(weighting or sub.weighting, ws.reranker)
     weight_fn = _weight_fn(ws, sub.retrieved, weighting)
     return evidence_subgraph(sub.question, sub.retrieved, sub.G_q, sub.llm_entities, weight_fn, n, threshold,
-                             weighting)
+                             weighting, reading=reading or sub.reading, method=method or ws.cfg.match_method)
+
+
+def compare_readings(ws, subs: Sequence[EvidenceSubgraph], gold: Sequence[Sequence[str]],
+                     readings: Sequence[str] = GTMP_READINGS) -> "object":
+    """Both ``G_tmp`` readings side by side (issue 10 item 4), one row a reading, over ``subs``:
+
+    ``G_tmp``, ``component triples`` and ``G_Ans`` (sums), ``MST removal %`` (pruned / component
+    triples, pooled), ``gold in D_q`` and ``gold in G_Ans`` (gold passages that are the source of a
+    triple), and ``gold survival %`` = gold in G_Ans / gold in D_q. No LLM call.
+    """
+    import pandas as pd
+
+    rows = []
+    for reading in readings:
+        tot = {"G_tmp": 0, "component triples": 0, "G_Ans": 0, "gold in D_q": 0, "gold in G_Ans": 0}
+        for sub, g in zip(subs, gold):
+            alt = rebuild_subgraph(ws, sub, reading=reading)
+            gset, in_dq = set(g), {p for p, _ in alt.retrieved}
+            tot["G_tmp"] += len(alt.G_tmp)
+            tot["component triples"] += len(alt.kept) + len(alt.pruned)
+            tot["G_Ans"] += len(alt.kept)
+            tot["gold in D_q"] += len(gset & in_dq)
+            tot["gold in G_Ans"] += len(gset & {t.pid for t in alt.kept})
+        comp = tot["component triples"]
+        rows.append({"reading": reading, **tot,
+                     "MST removal %": 100.0 * (comp - tot["G_Ans"]) / comp if comp else float("nan"),
+                     "gold survival %": (100.0 * tot["gold in G_Ans"] / tot["gold in D_q"]
+                                         if tot["gold in D_q"] else float("nan"))})
+    return pd.DataFrame(rows).set_index("reading")
 
 
 def subgraph_row(sub: EvidenceSubgraph, gold_pids: Sequence[str] = ()) -> dict:
@@ -517,7 +673,7 @@ def subgraph_row(sub: EvidenceSubgraph, gold_pids: Sequence[str] = ()) -> dict:
     return {
         "D_q": len(sub.retrieved), "G_q": len(sub.G_q), "E_q": len(sub.E_q), "fallback": sub.used_fallback,
         "seeds": len(sub.seeds), "G_tmp": len(sub.G_tmp), "components": len(sub.components),
-        "G_Ans": len(sub.kept), "pruned": len(sub.pruned),
+        "G_Ans": len(sub.kept), "pruned": len(sub.pruned), "seeded": bool(sub.seeds),
         "gold": len(gold), "gold_in_D_q": len(gold & {p for p, _ in sub.retrieved}),
         "gold_in_G_tmp": len(gold & src_tmp), "gold_in_G_Ans": len(gold & src_ans),
     }

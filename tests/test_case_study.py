@@ -55,7 +55,7 @@ def test_case_follows_every_stage(fig6_case, tiny_dataset):
     assert r1.llm_entities == ["PC maker", "1994"]
     assert ("1994", 1.0) in r1.matches["1994"]
     assert "1994" in r1.seeds
-    assert Triple("Compaq", "was top PC maker of", "1994", r1.G_tmp[0].pid) in r1.G_tmp
+    assert ("Compaq", "was top PC maker of", "1994") in {(t.head, t.relation, t.tail) for t in r1.G_tmp}
     assert set(r1.G_Ans) <= set(r1.G_tmp) <= set(r1.G_q)
     assert r1.rewrite == REWRITE_1
     assert r1.verdict() == "missing" and "merged with Compaq" in r1.reflection["missing"]

@@ -7,7 +7,8 @@ import pytest
 
 from kgir_lib.data import Dataset, Question
 from kgir_lib.methods.base import read_traces, write_traces
-from kgir_lib.methods.kgir import KGIRRAG, VARIANTS
+from kgir_lib.methods.kgir import (KGIRRAG, VARIANTS, ranked_list, reflection_passages, seed_match_rate, trace_row,
+                                   usable_counts, usable_table)
 from kgir_lib.rewrite import (FINAL_NOTE, evidence_block, format_history, parse_reflection, parse_rewrite,
                               reflection_requests, rewrite_requests)
 
@@ -166,7 +167,8 @@ def test_no_subgraph_rewrites_from_passages(tiny_workspace, tiny_dataset):
         top = ws.dataset.corpus[rnd["retrieved"][0][0]]
         assert rnd["evidence"].startswith(f"Passages:\n{top.title}\n{top.text}")
     assert "subgraph" not in t["rounds"][0]
-    assert outs[0].ranked_pids[:len(t["rounds"][0]["retrieved"])] == [p for p, _ in t["rounds"][0]["retrieved"]]
+    d2 = [[p for p, _ in r["rewrite_retrieved"]] for r in t["rounds"]]
+    assert outs[0].ranked_pids == ranked_list({}, d2, [p for p, _ in t["rounds"][0]["retrieved"]])
 
 
 def test_no_reflection_one_rewrite_one_retrieval(tiny_workspace, tiny_dataset):
@@ -176,7 +178,15 @@ def test_no_reflection_one_rewrite_one_retrieval(tiny_workspace, tiny_dataset):
     t = outs[0].trace
     assert t["answered_by"] == "reader" and outs[0].answer == "HP (reader)" and t["iterations_used"] == 1
     reader = [r for r in ws.llm.backend.seen if stage_of(r) == "reader"][0]
-    assert last_question(reader) == t["rounds"][0]["rewrite"]["question"]
+    # issue 10 item 3: the reader gets the original question, G_Ans_1 and the top passages of D'_1
+    assert last_question(reader) == Q_CASE
+    user = reader.messages[-1][1]
+    kept = t["rounds"][0]["subgraph"]["G_Ans"]
+    assert kept and all(f"({h}, {r}, {tl})" in user for h, r, tl, _, _ in kept)
+    top = [p for p, _ in t["rounds"][0]["rewrite_retrieved"]][:ws.cfg.context_passages]
+    assert all(f"{ws.dataset.corpus[p].title}\n" in user for p in top)
+    others = [p for p, _ in t["rounds"][0]["rewrite_retrieved"]][ws.cfg.context_passages:]
+    assert not any(f"Passages:\n{ws.dataset.corpus[p].title}\n" in user for p in others)
     assert "rewrite_retrieved" in t["rounds"][0] and "reflection" not in t["rounds"][0]
 
 
@@ -220,7 +230,18 @@ def test_malformed_replies_are_counted_not_fatal(tiny_workspace, tiny_dataset):
     assert outs[0].answer == ""
 
 
-def test_ranked_list_evidence_first_then_retrieval_order(tiny_workspace, tiny_dataset):
+def test_ranked_list_known_answer():
+    """Issue 10 item 2: G_Ans passages by best weight, then D'_1..D'_T interleaved by round, then D_1."""
+    evidence = {"e1": 0.2, "e2": 0.9}
+    rewrites = [["a1", "a2", "e1", "a3"], ["b1", "a1", "b2"]]
+    first = ["d1", "a2", "d2", "b2"]
+    assert ranked_list(evidence, rewrites, first) == ["e2", "e1", "a1", "b1", "a2", "b2", "a3", "d1", "d2"]
+    # the rewrite reaches the top 5 even when D_1 alone would fill it (the old list: e2, e1, d1, a2, d2, ...)
+    assert "b1" in ranked_list(evidence, rewrites, first)[:5]
+    assert ranked_list({}, [], first) == first
+
+
+def test_ranked_list_in_the_loop(tiny_workspace, tiny_dataset):
     ws = tiny_workspace(make_script(never))
     _, outs, _ = run(ws, tiny_dataset.questions, max_iterations=2)
     t = outs[0].trace
@@ -228,12 +249,63 @@ def test_ranked_list_evidence_first_then_retrieval_order(tiny_workspace, tiny_da
     for r in t["rounds"]:
         for h, rel, tl, pid, w in r["subgraph"]["G_Ans"]:
             best[pid] = max(best.get(pid, -1e9), w)
-    evidence = sorted(best, key=lambda p: -best[p])
-    rest = []
-    for r in t["rounds"]:
-        rest += [p for p, _ in r["retrieved"]] + [p for p, _ in r["rewrite_retrieved"]]
-    assert outs[0].ranked_pids == list(dict.fromkeys(evidence + rest))
+    d2 = [[p for p, _ in r["rewrite_retrieved"]] for r in t["rounds"]]
+    assert outs[0].ranked_pids == ranked_list(best, d2, [p for p, _ in t["rounds"][0]["retrieved"]])
     assert set(outs[0].ranked_pids[:2]) == set(tiny_dataset.questions[0].gold_pids)
+
+
+def test_reflection_passages_never_blind():
+    """Issue 10 item 5b: new passages of D'_t first, topped up from D'_t; an unchanged rewrite still shows D'_t."""
+    assert reflection_passages(["a", "b", "c"], ["c", "x", "a", "y"], 3) == ["x", "y", "c"]
+    assert reflection_passages(["a", "b"], ["a", "b"], 2) == ["a", "b"]  # the old rule showed nothing
+    assert reflection_passages(["a"], ["x", "y", "z"], 2) == ["x", "y"]
+
+
+def test_empty_subgraph_rewrites_from_passages_and_reflection_sees_them(tiny_workspace, tiny_dataset):
+    """NER finds nothing that matches (G_Ans empty) and the rewrite returns the question: the rewrite and the
+    reflection see the best passages of D_t, never '(none)' (issue 10 item 5b)."""
+    def script(req):
+        kind = stage_of(req)
+        if kind == "ner":
+            return '{"named_entities": ["Mona Lisa"]}'
+        if kind == "rewrite":
+            return f"Rewritten question: {last_question(req)}"
+        if kind == "reflect":
+            return never(req)
+        return "Answer: HP (reader)"
+    ws = tiny_workspace(script)
+    q = Question("q2", "Who painted the Mona Lisa?", ("Leonardo",), (), "tiny", 1)
+    method, outs, _ = run(ws, [q], max_iterations=1)
+    r = outs[0].trace["rounds"][0]
+    assert r["subgraph"]["G_Ans"] == [] and r["evidence_source"] == "passages"
+    assert r["evidence"].startswith("Passages:\n") and method.stats["empty_subgraph_rounds"] == 1
+    assert r["rewrite"]["unchanged"] and r["new_passages"] == []
+    assert r["reflection_passages"] == [p for p, _ in r["rewrite_retrieved"]][:ws.cfg.context_passages]
+    reflect = [x for x in ws.llm.backend.seen if stage_of(x) == "reflect"][0]
+    top = ws.dataset.corpus[r["reflection_passages"][0]]
+    assert f"{top.title}\n{top.text}" in reflect.messages[-1][1]
+    off = KGIRRAG(passages_when_empty=False)
+    outs2 = off.run(tiny_workspace(script), [q])
+    assert outs2[0].trace["rounds"][0]["evidence"] == "Triples:\n(none)"
+
+
+def test_usable_outputs_and_seed_rate_in_traces(tiny_workspace, tiny_dataset):
+    """Issue 9 §3 / issue 10 item 5b: per-stage usable counts and the seed-match rate come from the traces."""
+    def script(req):
+        return {"ner": '{"named_entities": ["PC maker", "1994"]}', "rewrite": "Rewritten question: " + REWRITE,
+                "reflect": "Reasoning: no.", "reader": "Answer: HP"}[stage_of(req)]
+    ws = tiny_workspace(script)
+    _, outs, _ = run(ws, tiny_dataset.questions, max_iterations=2)
+    counts = usable_counts([o.trace for o in outs])
+    # round 2's query is the rewrite, which names neither "PC maker" nor "1994": grounded away, not usable
+    assert counts["ner"] == {"outputs": 2, "usable": 1, "truncated": 0}
+    assert counts["rewrite"]["usable"] == 2 and counts["reflect"] == {"outputs": 2, "usable": 0, "truncated": 0}
+    assert counts["reader"] == {"outputs": 1, "usable": 1, "truncated": 0}
+    assert seed_match_rate([o.trace for o in outs]) == 1.0
+    table = usable_table(outs)
+    assert table.loc["reflect", "usable %"] == 0.0 and table.loc["ner", "usable %"] == 50.0
+    row = trace_row(outs[0].trace)
+    assert row["rounds_with_seed"] == 2 and row["subgraph_rounds"] == 2
 
 
 def test_traces_are_json_and_roundtrip(tiny_workspace, tiny_dataset, tmp_path):

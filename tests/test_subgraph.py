@@ -175,7 +175,8 @@ def test_evidence_subgraph_known_answer():
     # "Compaq" is not in the question -> grounding drops it -> fallback to graph entities in the question
     assert sub.used_fallback and sub.fallback_reason == "no_entities"
     assert sub.E_q == ["1994"]
-    sub = evidence_subgraph("Who merged with Compaq?", [("p1", 0.5)], g, ["Compaq"], fixed_weights(WEIGHTS))
+    sub = evidence_subgraph("Who merged with Compaq?", [("p1", 0.5)], g, ["Compaq"], fixed_weights(WEIGHTS),
+                            reading="seed_star")
     assert not sub.used_fallback and sub.E_q == ["Compaq"] and sub.seeds == ["Compaq"]
     assert sub.G_tmp == g[:4]  # HP-PC supplier and Dell are not adjacent to the seed
     assert len(sub.components) == 1
@@ -185,6 +186,28 @@ def test_evidence_subgraph_known_answer():
     assert sub.evidence_pids() == ["p1", "p2"]
     assert [t.relation for t in sub.ranked_evidence()] == ["was top PC maker of", "merged with", "is a"]
     json.dumps(sub.to_dict())
+
+
+def test_passages_reading_connects_the_retrieved_passages_and_prunes_cycles():
+    """Issue 10 item 4: G_tmp = every triple of G_q; the seed's component B_i reaches HP's other edge, and
+    the MST drops the cycle edge (Compaq, is a, PC supplier) that the seed-star reading keeps."""
+    g = _star_graph()
+    star = evidence_subgraph("Who merged with Compaq?", [], g, ["Compaq"], fixed_weights(WEIGHTS),
+                             reading="seed_star")
+    sub = evidence_subgraph("Who merged with Compaq?", [], g, ["Compaq"], fixed_weights(WEIGHTS))
+    assert sub.reading == "passages" and sub.G_tmp == g
+    assert [c.seeds for c in sub.components] == [["Compaq"]] and len(sub.components[0].triples) == 5
+    # Kruskal: 0.9 C-1994, 0.8 HP-C, (0.6 parallel), 0.4 HP-PC supplier, (0.3 closes the cycle)
+    assert sub.kept == [g[0], g[2], g[4]] and sub.pruned == [g[1], g[3]]
+    assert star.kept == [g[0], g[1], g[2]] and star.pruned == [g[3]]
+    assert sub.removal == pytest.approx(2 / 5) and star.removal == pytest.approx(1 / 4)
+    assert g[5] not in sub.weights  # Dell's component holds no seed: not weighted, not kept
+    with pytest.raises(ValueError, match="G_tmp reading"):
+        evidence_subgraph("Who merged with Compaq?", [], g, ["Compaq"], fixed_weights(WEIGHTS), reading="both")
+
+
+def test_config_default_reading_is_passages(cfg):
+    assert cfg.gtmp_reading == "passages"
 
 
 def test_evidence_subgraph_disconnected_seeds_give_one_tree_each():
@@ -201,7 +224,7 @@ def test_evidence_subgraph_no_matched_entity_is_empty():
     g = _star_graph()
     sub = evidence_subgraph("Who painted the Mona Lisa?", [], g, ["Mona Lisa"], fixed_weights(WEIGHTS))
     assert sub.E_q == [] and sub.used_fallback and sub.fallback_reason == "no_match"
-    assert sub.G_tmp == [] and sub.components == [] and sub.kept == [] and sub.pruned == []
+    assert sub.G_tmp == g and sub.components == [] and sub.kept == [] and sub.pruned == []  # no seed, no B_i
     assert sub.evidence_pids() == []
     sub = evidence_subgraph("Who painted the Mona Lisa?", [], g, ["Mona Lisa"], fixed_weights(WEIGHTS),
                             fallback_on_no_match=False)
@@ -266,11 +289,12 @@ def test_build_subgraphs_one_ner_call_for_all_queries(tiny_workspace, tiny_datas
     # q1: the NER reply is useless -> fallback to graph entities in the question ("2002", "1994")
     assert q1.used_fallback and set(q1.E_q) == {"1994", "2002"} and not q2.used_fallback
     assert q2.E_q == ["Compaq"] and "Compaq" in q2.seeds
-    assert {(t.head, t.relation, t.tail) for t in q2.G_tmp} <= {
+    assert q2.G_tmp == list(dict.fromkeys(q2.G_q))  # the default reading: every triple of D_q
+    assert set(q2.kept) | set(q2.pruned) == {t for c in q2.components for t in c.triples}
+    (star,), _ = build_subgraphs(ws, queries[1:2], k=3, reading="seed_star")
+    assert {(t.head, t.relation, t.tail) for t in star.G_tmp} <= {
         ("Compaq", "was top PC maker of", "1994"), ("Compaq", "is a", "PC supplier"),
         ("Hewlett-Packard", "merged with", "Compaq")}
-    assert all(t in q2.G_q for t in q2.G_tmp)
-    assert set(q2.kept) | set(q2.pruned) == set(q2.G_tmp)
     assert q3.used_fallback and q3.E_q == ["Dell"] and q3.seeds == ["Dell", "Michael Dell"]
     assert [p for p, _ in q1.retrieved] == [p for p, _ in retrieve(ws, [queries[0]], 3)[0]]
     # a second build hits the LLM cache, with the same result
@@ -297,10 +321,11 @@ def test_build_subgraphs_empty_and_bad_k(tiny_workspace):
 def test_subgraph_row_counts_each_step_and_gold_survival():
     g = _star_graph()
     sub = evidence_subgraph("Who merged with Compaq?", [("p1", 0.5), ("p2", 0.4), ("p4", 0.3)], g, ["Compaq"],
-                            fixed_weights(WEIGHTS))
+                            fixed_weights(WEIGHTS), reading="seed_star")
     row = subgraph_row(sub, ["p2", "p4", "p9"])
     assert row == {"D_q": 3, "G_q": 6, "E_q": 1, "fallback": False, "seeds": 1, "G_tmp": 4, "components": 1,
-                   "G_Ans": 3, "pruned": 1, "gold": 3, "gold_in_D_q": 2, "gold_in_G_tmp": 1, "gold_in_G_Ans": 1}
+                   "G_Ans": 3, "pruned": 1, "seeded": True, "gold": 3, "gold_in_D_q": 2, "gold_in_G_tmp": 1,
+                   "gold_in_G_Ans": 1}
 
 
 def test_rebuild_subgraph_reuses_ner_without_llm_calls(tiny_workspace):
@@ -313,5 +338,6 @@ def test_rebuild_subgraph_reuses_ner_without_llm_calls(tiny_workspace):
     assert strict.seeds == ["Compaq"] and set(strict.kept) <= set(sub.G_q)
     by_passage = rebuild_subgraph(ws, sub, weighting="passage")
     assert by_passage.weighting == "passage"
-    assert {t: w for t, w in by_passage.weights.items()} == {t: dict(sub.retrieved)[t.pid] for t in by_passage.G_tmp}
+    comp = [t for c in by_passage.components for t in c.triples]
+    assert {t: w for t, w in by_passage.weights.items()} == {t: dict(sub.retrieved)[t.pid] for t in comp}
     assert ws.llm.usage.total().calls == calls

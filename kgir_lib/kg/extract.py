@@ -27,7 +27,7 @@ from .parse import parse_triples
 from .store import drops_of, load_kg, record_drops, save_kg
 
 PROMPT = "kg_extract"
-MAX_TOKENS = 64  # ~3-4 short triples; SmolLM2 mostly repeats itself past that, and every token costs CPU time
+MAX_TOKENS = 256  # default budget when no profile is given; runs use cfg.max_tokens("extract") (paper: 1024)
 _PASSAGE, _TRIPLES = "Passage:\n", "\n\nTriples:\n"
 
 
@@ -189,7 +189,7 @@ def build_kg(cfg, ds: Dataset, llm: Optional[LLM], dense=None) -> KGBuild:
     kg = load_kg(directory) if (directory / "triples.parquet").exists() else KnowledgeGraph()
     questions = sample_questions(ds.questions, cfg.n_questions, cfg.seed)
     pool = extraction_pool(ds, dense, questions, cfg.top_k, cfg.extract_max_passages)
-    report = update_kg(kg, llm, [ds.corpus[p] for p in pool])
+    report = update_kg(kg, llm, [ds.corpus[p] for p in pool], max_tokens=cfg.max_tokens("extract"))
     save_kg(kg, directory)
     sub = kg.subset(pool)
     in_pool = set(pool)

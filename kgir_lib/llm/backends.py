@@ -139,7 +139,7 @@ class LlamaCppBackend:
             usage = out.get("usage") or {}
             on_result(i, ChatResult(out["choices"][0]["message"].get("content") or "",
                                     usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
-                                    time.perf_counter() - t0))
+                                    time.perf_counter() - t0, finish_reason=out["choices"][0].get("finish_reason")))
 
 
 # ---------------------------------------------------------------------------- OpenAI-compatible
@@ -297,7 +297,7 @@ class OpenAIBackend:
                            f"not text (a multi-part or tool answer is not supported): {snippet}")
         content, n = replace_surrogates(content)
         REPLACED["llm"] += n
-        return ChatResult(content, ptok, ctok, seconds)
+        return ChatResult(content, ptok, ctok, seconds, finish_reason=choice.get("finish_reason"))
 
     def run(self, requests: Sequence[ChatRequest], on_result: Callable[[int, ChatResult], None]) -> None:
         """Up to ``max_concurrency`` requests in flight; ``on_result`` runs in the caller's thread."""
@@ -346,7 +346,7 @@ class VLLMBackend:  # pragma: no cover - needs a GPU and the vllm package
         per = (time.perf_counter() - t0) / max(len(requests), 1)
         for i, out in enumerate(outs):
             on_result(i, ChatResult(out.outputs[0].text, len(out.prompt_token_ids),
-                                    len(out.outputs[0].token_ids), per))
+                                    len(out.outputs[0].token_ids), per, finish_reason=out.outputs[0].finish_reason))
 
 
 def _vllm_structured_output():  # pragma: no cover - needs vllm

@@ -6,6 +6,13 @@ SQLite cache; misses go to the backend as one batch, and each result is written
 to the cache the moment it arrives, so a run killed half way repeats no finished
 call when started again. :class:`Usage` counts calls, cache hits, tokens and
 seconds per stage; notebooks turn it into cost tables.
+
+Truncation (issue 10 item 1): a completion that stopped at its ``max_tokens``
+budget (``finish_reason == "length"``) is counted per stage in
+:attr:`StageUsage.truncated`. Backends report ``finish_reason`` where the server
+does (llama.cpp, OpenAI-compatible servers, vLLM); the cache does not store it,
+so for a cache hit, or a backend that gives none, a completion of at least
+``max_tokens`` tokens counts as truncated (:func:`infer_finish_reason`).
 """
 from __future__ import annotations
 
@@ -13,7 +20,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Optional, Protocol, Sequence
 
-from tqdm.auto import tqdm
+from ..progress import progress as tqdm  # one line per bar in executed notebooks
 
 from .cache import LLMCache, cache_key
 
@@ -74,6 +81,20 @@ class ChatResult:
     completion_tokens: int = 0
     seconds: float = 0.0
     cached: bool = False
+    finish_reason: Optional[str] = None  # "stop" | "length" | None (unknown); see infer_finish_reason
+
+    @property
+    def truncated(self) -> bool:
+        """The completion hit its token budget (``finish_reason == "length"``)."""
+        return self.finish_reason == "length"
+
+
+def infer_finish_reason(result: ChatResult, request: ChatRequest) -> str:
+    """``result.finish_reason`` if the backend gave one, else ``"length"`` when the completion used the
+    whole budget (``completion_tokens >= request.max_tokens``), else ``"stop"``."""
+    if result.finish_reason:
+        return result.finish_reason
+    return "length" if result.completion_tokens >= request.max_tokens else "stop"
 
 
 class Backend(Protocol):
@@ -92,6 +113,7 @@ class StageUsage:
     completion_tokens: int = 0
     seconds: float = 0.0  # wall time of the generate() calls of this stage
     failures: int = 0
+    truncated: int = 0  # completions cut at the token budget (finish_reason "length"), cache hits included
 
 
 @dataclass
@@ -216,10 +238,13 @@ class LLM:
         for res in results:
             if res is None:  # a backend that gave up on a request: counted, answered empty
                 usage.failures += 1
-        results = [r if r is not None else ChatResult("", 0, 0, 0.0, False) for r in results]
-        for r in results:
+        results = [r if r is not None else ChatResult("", 0, 0, 0.0, False, "error") for r in results]
+        for r, req in zip(results, requests):
+            if r.finish_reason != "error":
+                r.finish_reason = infer_finish_reason(r, req)
             usage.prompt_tokens += r.prompt_tokens
             usage.completion_tokens += r.completion_tokens
+            usage.truncated += int(r.truncated)
         usage.seconds += time.perf_counter() - start
         return results
 

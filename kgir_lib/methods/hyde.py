@@ -59,7 +59,7 @@ class HyDE(MethodBase):
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
         texts = [q.question for q in questions]
         prompt = load_prompt("hyde")
-        reqs = [ChatRequest.chat(*prompt.render(question=t), max_tokens=96, stop=("\n\n", "\nQuestion:"))
+        reqs = [ChatRequest.chat(*prompt.render(question=t), max_tokens=ws.cfg.max_tokens("hyde"), stop=("\n\n", "\nQuestion:"))
                 for t in texts]
         docs = ws.llm.generate(reqs, stage="hyde_generate")
         vectors = hyde_vectors(ws, texts, [d.text for d in docs], self.include_query)

@@ -71,7 +71,7 @@ class IRCoT(MethodBase):
         ctx = format_passages(ws.passages(context_of(ws, pool)), ws.cfg.passage_chars)
         system, user = load_prompt("ircot").render(context=ctx, question=question,
                                                    cot=" ".join(cot) if cot else "(none)")
-        return ChatRequest.chat(system, user, max_tokens=48, stop=("\n",))
+        return ChatRequest.chat(system, user, max_tokens=ws.cfg.max_tokens("ircot"), stop=("\n",))
 
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
         k = self._k(ws, self.k)

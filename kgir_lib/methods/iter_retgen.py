@@ -47,7 +47,7 @@ class IterRetGen(MethodBase):
     def _request(self, ws: Workspace, question: str, pids: list) -> ChatRequest:
         ctx = format_passages(ws.passages(pids), ws.cfg.passage_chars)
         system, user = load_prompt("iter_retgen").render(context=ctx, question=question)
-        return ChatRequest.chat(system, user, max_tokens=64, stop=("\n\n", "\nQuestion:", "\nPassages:"))
+        return ChatRequest.chat(system, user, max_tokens=ws.cfg.max_tokens("iter_retgen"), stop=("\n\n", "\nQuestion:", "\nPassages:"))
 
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
         rounds = int(self.rounds if self.rounds is not None else ws.cfg.iter_retgen_rounds)

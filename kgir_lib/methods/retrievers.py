@@ -50,7 +50,7 @@ def read(ws: Workspace, questions: Sequence[str], context_pids: Sequence[Sequenc
     Returns ``(answer, ChatResult)`` pairs; ``context_pids`` must already be cut by :func:`context_of`.
     """
     contexts = [format_passages(ws.passages(pids), ws.cfg.passage_chars) for pids in context_pids]
-    return answer_batch(ws.llm, list(questions), contexts, stage=stage)
+    return answer_batch(ws.llm, list(questions), contexts, stage=stage, max_tokens=ws.cfg.max_tokens("reader"))
 
 
 def interleave(lists: Sequence[Sequence[str]]) -> list:
