@@ -87,6 +87,9 @@ def _find(data_dir: Path, name: str, suffix: str) -> Path:
     for cand in candidates:
         if cand.is_file():
             return cand
+    if data_dir.exists() and not data_dir.is_dir():
+        raise DataError(f"data directory {data_dir} is a file, not a directory (set KGIR_DATA_DIR or the "
+                        f"'data_dir' parameter to the folder holding <name>.json and <name>_corpus.json)")
     if not data_dir.is_dir():
         raise DataError(f"data directory {data_dir} does not exist (set KGIR_DATA_DIR or the 'data_dir' parameter)")
     known = sorted({p.name.removesuffix("_corpus.json") for p in data_dir.rglob("*_corpus.json")})
@@ -109,18 +112,55 @@ def _field(record: dict, key: str, path: Path, i: int, kind: type | tuple | None
     if key not in record:
         raise DataError(f"{path}: record {i} has no field {key!r}")
     value = record[key]
-    if kind is not None and not isinstance(value, kind):
-        raise DataError(f"{path}: record {i} field {key!r} has the wrong type ({type(value).__name__})")
+    if kind is not None and (not isinstance(value, kind) or isinstance(value, bool) and bool not in _kinds(kind)):
+        want = " or ".join(_JSON_NAMES.get(k, k.__name__) for k in _kinds(kind))
+        raise DataError(f"{path}: record {i} field {key!r} must be {want}, got {_json_name(value)}")
     return value
+
+
+_JSON_NAMES = {str: "a string", int: "a whole number", float: "a number", list: "a list", dict: "an object"}
+
+
+def _kinds(kind: type | tuple) -> tuple:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _json_name(value: object) -> str:
+    if value is None:
+        return "null"
+    return {bool: "true/false", dict: "an object", list: "a list", str: "a string"}.get(type(value), "a number")
+
+
+def _text(record: dict, key: str, path: Path, i: int, allow_empty: bool = True) -> str:
+    """A text field (a JSON string; ``null``, numbers, lists and objects are refused)."""
+    value = _field(record, key, path, i, str)
+    if not allow_empty and not value.strip():
+        raise DataError(f"{path}: record {i} field {key!r} is empty")
+    return value
+
+
+def _ident(record: dict, key: str, path: Path, i: int) -> str:
+    """A question id: a non-empty string or a whole number."""
+    value = _field(record, key, path, i, (str, int))
+    if isinstance(value, str) and not value.strip():
+        raise DataError(f"{path}: record {i} field {key!r} is empty")
+    return str(value)
+
+
+def _answer(record: dict, key: str, path: Path, i: int) -> str:
+    """A gold answer: a string or a number (kept as its text); null, lists and objects are refused."""
+    return str(_field(record, key, path, i, (str, int, float)))
 
 
 def load_corpus(path: Path) -> Corpus:
     raw = _load_json(path)
     if not isinstance(raw, list):
         raise DataError(f"{path}: expected a list of {{title, text}} records")
+    if not raw:
+        raise DataError(f"{path}: the corpus is empty (no passage to retrieve)")
     passages, seen = [], set()
     for i, rec in enumerate(raw):
-        title, text = str(_field(rec, "title", path, i)), str(_field(rec, "text", path, i))
+        title, text = _text(rec, "title", path, i), _text(rec, "text", path, i)
         pid = passage_id(title, text)
         if pid not in seen:
             seen.add(pid)
@@ -138,21 +178,22 @@ def _musique_question(rec: dict, path: Path, i: int, corpus: Corpus, name: str) 
         if para.get("is_supporting"):
             title = para.get("title")
             text = para.get("paragraph_text")
-            if title is None or text is None:
-                raise DataError(f"{path}: record {i} paragraph {j} lacks 'title' or 'paragraph_text'")
-            pid = passage_id(str(title), str(text))
+            if not isinstance(title, str) or not isinstance(text, str):
+                raise DataError(f"{path}: record {i} paragraph {j}: 'title' and 'paragraph_text' must be strings")
+            pid = passage_id(title, text)
             if pid not in corpus:
                 raise DataError(f"{path}: record {i}: supporting paragraph {title!r} is not in the corpus")
             if pid not in gold:
                 gold.append(pid)
     aliases = rec.get("answer_aliases") or []
-    if not isinstance(aliases, list):
-        raise DataError(f"{path}: record {i} field 'answer_aliases' is not a list")
-    answers = [str(_field(rec, "answer", path, i))] + [str(a) for a in aliases]
+    if not isinstance(aliases, list) or not all(isinstance(a, (str, int, float)) and not isinstance(a, bool)
+                                                for a in aliases):
+        raise DataError(f"{path}: record {i} field 'answer_aliases' must be a list of strings")
+    answers = [_answer(rec, "answer", path, i)] + [str(a) for a in aliases]
     decomposition = rec.get("question_decomposition")
     return Question(
-        qid=str(_field(rec, "id", path, i)),
-        question=str(_field(rec, "question", path, i)),
+        qid=_ident(rec, "id", path, i),
+        question=_text(rec, "question", path, i, allow_empty=False),
         answers=tuple(dict.fromkeys(answers)),
         gold_pids=tuple(gold),
         dataset=name,
@@ -185,19 +226,34 @@ def _hotpot_question(rec: dict, path: Path, i: int, corpus: Corpus, name: str, b
         if pid not in gold:
             gold.append(pid)
     return Question(
-        qid=str(_field(rec, "_id", path, i)),
-        question=str(_field(rec, "question", path, i)),
-        answers=(str(_field(rec, "answer", path, i)),),
+        qid=_ident(rec, "_id", path, i),
+        question=_text(rec, "question", path, i, allow_empty=False),
+        answers=(_answer(rec, "answer", path, i),),
         gold_pids=tuple(gold),
         dataset=name,
         hops=2,
     )
 
 
+def declares_no_gold(data_dir: Path, name: str) -> bool:
+    """Whether dataset ``name`` declares that its questions have no gold passages: a file
+    ``<name>_meta.json`` beside its questions holding ``{"gold_passages": false}``."""
+    for cand in (data_dir / name / f"{name}_meta.json", data_dir / f"{name}_meta.json"):
+        if cand.is_file():
+            meta = _load_json(cand)
+            if not isinstance(meta, dict) or not isinstance(meta.get("gold_passages", True), bool):
+                raise DataError(f"{cand}: expected an object such as {{\"gold_passages\": false}}")
+            return meta.get("gold_passages", True) is False
+    return False
+
+
 def load_dataset(name: str, data_dir: Optional[Path] = None) -> Dataset:
     """Load ``<name>.json`` + ``<name>_corpus.json``; the schema (MuSiQue or HotpotQA) is detected per record.
 
     ``data_dir`` defaults to ``$KGIR_DATA_DIR``, else ``../shared/data`` beside the project.
+    Every field's type is checked (question, passage text and answer are strings, ids strings or
+    whole numbers); an empty question set or corpus is refused, and so is a question without a
+    supporting passage unless the dataset declares it has none (:func:`declares_no_gold`).
     Raises :class:`DataError` naming the dataset, file, record or field that is wrong.
     """
     from .config import default_data_dir
@@ -210,6 +266,9 @@ def load_dataset(name: str, data_dir: Optional[Path] = None) -> Dataset:
     raw = _load_json(qpath)
     if not isinstance(raw, list):
         raise DataError(f"{qpath}: expected a list of questions")
+    if not raw:
+        raise DataError(f"{qpath}: the question set is empty")
+    no_gold = declares_no_gold(data_dir, name)
     by_title: dict = {}
     for p in corpus.passages:
         by_title.setdefault(p.title, []).append(p.pid)
@@ -223,6 +282,10 @@ def load_dataset(name: str, data_dir: Optional[Path] = None) -> Dataset:
             raise DataError(f"{qpath}: record {i} has neither 'paragraphs' (MuSiQue) nor 'supporting_facts' (HotpotQA)")
         if q.qid in seen:
             raise DataError(f"{qpath}: record {i} repeats question id {q.qid!r} of record {seen[q.qid]}")
+        if not q.gold_pids and not no_gold:
+            raise DataError(f"{qpath}: record {i} (question {q.qid!r}) has no supporting passage (gold), so "
+                            f"Recall@k cannot be scored; fix the record, or declare a dataset without gold "
+                            f"passages in {name}_meta.json: {{\"gold_passages\": false}}")
         seen[q.qid] = i
         questions.append(q)
     return Dataset(name, questions, corpus)

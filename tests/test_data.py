@@ -218,7 +218,7 @@ def test_other_schema_errors(tmp_path):
     rec = _musique_rec(0)
     rec["paragraphs"] = "not a list"
     d = _make(tmp_path, "f", [rec], CORPUS)
-    with pytest.raises(DataError, match="'paragraphs' has the wrong type"):
+    with pytest.raises(DataError, match="'paragraphs' must be a list, got a string"):
         load_dataset("f", d)
     hp = {"_id": "h", "question": "q", "answer": "a", "supporting_facts": [5], "context": []}
     d = _make(tmp_path, "g", [hp], CORPUS)
@@ -262,3 +262,81 @@ def test_download_real_hub_fails_or_works_quickly(tmp_path, monkeypatch):
         assert time.perf_counter() - t0 < 15
     else:
         assert got == []
+
+
+# ------------------------------------------------------------------ issue 13 item 3: field types, empty sets, no gold
+@pytest.mark.parametrize("field, value, needle", [
+    ("question", None, "'question' must be a string, got null"),
+    ("question", "  ", "'question' is empty"),
+    ("question", ["q"], "'question' must be a string, got a list"),
+    ("id", None, "'id' must be a string or a whole number, got null"),
+    ("id", True, "'id' must be a string or a whole number, got true/false"),
+    ("answer", {"x": 1}, "'answer' must be a string or a whole number or a number, got an object"),
+    ("answer", None, "'answer' must be .* got null"),
+    ("answer_aliases", [None], "'answer_aliases' must be a list of strings"),
+])
+def test_question_field_types_are_checked(tmp_path, field, value, needle):
+    rec = _musique_rec(1)
+    rec[field] = value
+    d = _make(tmp_path, "myset", [_musique_rec(0), rec], CORPUS)
+    with pytest.raises(DataError, match=rf"myset\.json: record 1 field {needle}"):
+        load_dataset("myset", d)
+
+
+def test_hotpot_field_types_are_checked(tmp_path):
+    rec = {"_id": None, "question": "q?", "answer": "yes", "supporting_facts": [["T", 0]],
+           "context": [["T", ["bo", "dy"]]]}
+    with pytest.raises(DataError, match=r"hp\.json: record 0 field '_id' must be"):
+        load_dataset("hp", _make(tmp_path, "hp", [rec], CORPUS))
+
+
+@pytest.mark.parametrize("corpus, needle", [
+    ([{"title": "T", "text": None}], r"record 0 field 'text' must be a string, got null"),
+    ([{"title": 5, "text": "x"}], r"record 0 field 'title' must be a string, got a number"),
+    ([], "the corpus is empty"),
+])
+def test_corpus_field_types_and_empty_corpus(tmp_path, corpus, needle):
+    d = _make(tmp_path, "myset", [_musique_rec(0)], corpus)
+    with pytest.raises(DataError, match=rf"myset_corpus\.json: {needle}"):
+        load_dataset("myset", d)
+
+
+def test_supporting_paragraph_text_must_be_a_string(tmp_path):
+    rec = _musique_rec(0)
+    rec["paragraphs"][0]["paragraph_text"] = None
+    with pytest.raises(DataError, match="record 0 paragraph 0: 'title' and 'paragraph_text' must be strings"):
+        load_dataset("myset", _make(tmp_path, "myset", [rec], CORPUS))
+
+
+def test_empty_question_set(tmp_path):
+    with pytest.raises(DataError, match=r"myset\.json: the question set is empty"):
+        load_dataset("myset", _make(tmp_path, "myset", [], CORPUS))
+
+
+def test_question_without_gold_refused_unless_declared(tmp_path):
+    rec = _musique_rec(1)
+    for p in rec["paragraphs"]:
+        p["is_supporting"] = False
+    d = _make(tmp_path, "myset", [_musique_rec(0), rec], CORPUS)
+    with pytest.raises(DataError, match=r"myset\.json: record 1 \(question 'm1'\) has no supporting passage"):
+        load_dataset("myset", d)
+    (d / "myset" / "myset_meta.json").write_text(json.dumps({"gold_passages": False}))
+    ds = load_dataset("myset", d)
+    assert ds.questions[1].gold_pids == ()
+    (d / "myset" / "myset_meta.json").write_text(json.dumps({"gold_passages": "no"}))
+    with pytest.raises(DataError, match="myset_meta.json: expected an object"):
+        load_dataset("myset", d)
+
+
+def test_numeric_ids_and_answers_are_kept_as_text(tmp_path):
+    rec = _musique_rec(0)
+    rec["id"], rec["answer"] = 7, 1994
+    q = load_dataset("myset", _make(tmp_path, "myset", [rec], CORPUS)).questions[0]
+    assert (q.qid, q.answers[0]) == ("7", "1994")
+
+
+def test_data_dir_that_is_a_file(tmp_path):
+    f = tmp_path / "data.json"
+    f.write_text("[]")
+    with pytest.raises(DataError, match="is a file, not a directory"):
+        load_dataset("musique", f)
