@@ -187,8 +187,8 @@ def score(outputs: Sequence[MethodOutput], questions: Sequence[Question]) -> pd.
                "EM": 100.0 * best_em(o.answer, q.answers), "F1": 100.0 * best_f1(o.answer, q.answers)}
         no_retrieval = bool((o.trace or {}).get("no_retrieval"))
         for k in (2, 5):
-            row[f"R@{k}"] = (np.nan if no_retrieval or not q.gold_pids
-                             else 100.0 * recall_at_k(o.ranked_pids, q.gold_pids, k))
+            # no gold passages: recall_at_k is NaN (metrics module docstring: one rule with summarise)
+            row[f"R@{k}"] = np.nan if no_retrieval else 100.0 * recall_at_k(o.ranked_pids, q.gold_pids, k)
         u = o.usage if isinstance(o.usage, QuestionUsage) else QuestionUsage(**o.usage)
         row.update({k: getattr(u, k) for k in USAGE})
         rows.append(row)

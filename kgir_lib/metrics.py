@@ -9,6 +9,14 @@ prediction or gold scores F1 only when both are equal. Reported ×100 by
 Recall@k is HippoRAG's passage-level definition: per question, the share of its
 gold passages among the first k passages of the method's final ranked list,
 averaged over questions.
+
+**Questions without gold passages** (issue 10 item 8; one rule everywhere):
+Recall@k is *undefined* for them (:func:`recall_at_k` returns NaN) and they are
+left out of the Recall@k mean (:func:`mean_recall`, used by :func:`summarise`;
+``evaluate.score`` / ``mean_scores`` skip the NaN the same way); EM and F1 still
+count them. Scoring them 0 would penalise a method for a question no ranked
+list can answer; HippoRAG's evaluation sets have gold passages for every
+question, so the rule changes nothing there.
 """
 from __future__ import annotations
 
@@ -67,15 +75,21 @@ def best_f1(prediction: str, golds: Iterable[str] | str) -> float:
 def recall_at_k(ranked_pids: Sequence[str], gold_pids: Sequence[str], k: int) -> float:
     """Share of ``gold_pids`` among the first ``k`` distinct ``ranked_pids`` (HippoRAG's Recall@k).
 
-    Duplicates count once on both sides; no gold passages gives 0.0.
+    Duplicates count once on both sides; no gold passages gives NaN (undefined; module docstring).
     """
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
     gold = set(gold_pids)
     if not gold:
-        return 0.0
+        return float("nan")
     top = set(list(dict.fromkeys(ranked_pids))[:k])
     return len(gold & top) / len(gold)
+
+
+def mean_recall(rankings: Sequence[Sequence[str]], golds: Sequence[Sequence[str]], k: int) -> float:
+    """Mean Recall@k over the questions that have gold passages (NaN when none has)."""
+    vals = [recall_at_k(r, g, k) for r, g in zip(rankings, golds) if set(g)]
+    return sum(vals) / len(vals) if vals else float("nan")
 
 
 def summarise(predictions: Sequence[str], answers: Sequence[Sequence[str]],
@@ -83,7 +97,8 @@ def summarise(predictions: Sequence[str], answers: Sequence[Sequence[str]],
               golds: Sequence[Sequence[str]] | None = None, ks: Sequence[int] = (2, 5)) -> dict:
     """Mean EM, F1 (×100) and, given rankings and gold passages, Recall@k (×100).
 
-    Empty input gives zeros with ``n = 0``.
+    Recall@k averages over the questions with gold passages only (``n_recall`` of them;
+    module docstring). Empty input gives zeros with ``n = 0``.
     """
     if len(predictions) != len(answers):
         raise ValueError(f"predictions ({len(predictions)}) and answers ({len(answers)}) differ in length")
@@ -99,6 +114,7 @@ def summarise(predictions: Sequence[str], answers: Sequence[Sequence[str]],
         "F1": 100 * sum(best_f1(p, a) for p, a in zip(predictions, answers)) / n,
     }
     if rankings is not None and golds is not None:
+        out["n_recall"] = sum(bool(set(g)) for g in golds)
         for k in ks:
-            out[f"R@{k}"] = 100 * sum(recall_at_k(r, g, k) for r, g in zip(rankings, golds)) / n
+            out[f"R@{k}"] = 100 * mean_recall(rankings, golds, k)
     return out

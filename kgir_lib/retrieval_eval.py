@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from .metrics import recall_at_k
+from .metrics import mean_recall
 from .report import HIPPORAG2_RECALL
 
 
@@ -35,7 +35,7 @@ def recall_curve(index_by_name: Mapping[str, object], questions: Sequence, ks: S
     for name, index in index_by_name.items():
         ranked = rankings(index, qs, max(ks))
         for k in ks:
-            r = 100 * sum(recall_at_k(rk, q.gold_pids, k) for rk, q in zip(ranked, qs)) / len(qs) if qs else float("nan")
+            r = 100 * mean_recall(ranked, [q.gold_pids for q in qs], k)
             rows.append({"retriever": name, "k": int(k), "recall": r, "n": len(qs)})
     return pd.DataFrame(rows, columns=["retriever", "k", "recall", "n"])
 

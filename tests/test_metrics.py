@@ -1,6 +1,8 @@
 """EM / F1 / Recall@k (METHOD.md §6): hand-computed cases and agreement with the official HotpotQA logic."""
 from __future__ import annotations
 
+import math
+
 import re
 import string
 from collections import Counter
@@ -9,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kgir_lib.metrics import (best_em, best_f1, exact_match, f1_score, normalize_answer, recall_at_k,
+from kgir_lib.metrics import (mean_recall, best_em, best_f1, exact_match, f1_score, normalize_answer, recall_at_k,
                               summarise)
 
 
@@ -136,7 +138,7 @@ def test_recall_at_k_by_hand():
     assert recall_at_k(["g1", "g1", "g2"], ["g1", "g2"], 2) == 1.0   # duplicates count once
     assert recall_at_k(ranked, ["g1", "g1"], 2) == 1.0
     assert recall_at_k([], ["g1"], 5) == 0.0
-    assert recall_at_k(ranked, [], 5) == 0.0
+    assert math.isnan(recall_at_k(ranked, [], 5))  # undefined without gold passages (issue 10 item 8)
     with pytest.raises(ValueError, match="k must be"):
         recall_at_k(ranked, ["g1"], 0)
 
@@ -151,6 +153,24 @@ def test_summarise_by_hand():
     assert out["R@5"] == pytest.approx(100 * (1.0 + 1.0) / 2)
     assert set(summarise(["a"], [["a"]])) == {"n", "EM", "F1"}
     assert summarise([], [])["EM"] == 0.0
+
+
+def test_questions_without_gold_one_rule_in_summarise_and_score():
+    """Issue 10 item 8: a question without gold passages is left out of Recall@k (not scored 0), in
+    metrics.summarise and evaluate.score/mean_scores alike; EM/F1 still count it."""
+    from kgir_lib.data import Question
+    from kgir_lib.evaluate import mean_scores, score
+    from kgir_lib.methods.base import MethodOutput
+
+    rankings, golds = [["g1", "x"], ["y", "z"]], [["g1"], []]
+    out = summarise(["a", "b"], [["a"], ["c"]], rankings=rankings, golds=golds)
+    assert out["R@2"] == 100.0 and out["n_recall"] == 1 and out["EM"] == 50.0  # the old rule: 50.0
+    assert mean_recall(rankings, golds, 2) == 1.0
+    assert math.isnan(mean_recall([["x"]], [[]], 2))
+    qs = [Question("q1", "?", ("a",), ("g1",), "t", 1), Question("q2", "?", ("c",), (), "t", 1)]
+    outs = [MethodOutput("q1", "a", ["g1", "x"]), MethodOutput("q2", "b", ["y", "z"])]
+    means = mean_scores(score(outs, qs))
+    assert means["R@2"] == out["R@2"] and means["EM"] == out["EM"]
 
 
 def test_summarise_rejects_misaligned_input():
