@@ -224,7 +224,7 @@ def run_suite(cfg, llm: LLM, datasets: Sequence[str], method_keys: Sequence[str]
     A method that cannot be built (e.g. KGIR-RAG's module missing) is reported in
     ``skipped`` with the reason, never dropped silently.
     """
-    from tqdm.auto import tqdm
+    from .progress import progress as tqdm
 
     from .methods import LABELS, build_method
 

@@ -10,8 +10,69 @@ from typing import Optional
 
 import pandas as pd
 
-SMOLLM_NOTE = ("Numbers from the embedded SmolLM2-135M-Instruct (sample profile) show that the pipeline runs; "
-               "they are not a reproduction of the paper, whose readers are Qwen2.5-72B and Llama-3-8B.")
+# What each LLM the suite knows is, for the caveat every notebook prints (matched by substring of llm_model).
+PAPER_LLMS = ("Qwen2.5-72B-Instruct", "Llama-3-8B-Instruct")
+KNOWN_LLMS = {
+    "Qwen2.5-Coder-0.5B-Instruct": "a 0.5 B-parameter code-tuned chat model (Qwen2.5-Coder family)",
+    "Qwen2.5-Coder-1.5B-Instruct": "a 1.5 B-parameter code-tuned chat model (Qwen2.5-Coder family)",
+    "SmolLM2-135M-Instruct": "a 135 M-parameter chat model (SmolLM2 family)",
+    "Qwen2.5-72B-Instruct": "the KGIR-RAG paper's reader for Table 4",
+    "Llama-3-8B-Instruct": "the KGIR-RAG paper's reader for Table 5",
+}
+
+
+def describe_llm(cfg) -> str:
+    """``cfg.llm_model`` in words: its name, what it is (when known) and how it runs."""
+    if cfg.llm_backend == "scripted":
+        return f"{cfg.llm_model} (scripted test replies, not a language model)"
+    name = cfg.llm_model.replace("Meta-Llama", "Llama").lower()
+    what = next((w for key, w in KNOWN_LLMS.items() if key.lower() in name), None)
+    how = {"llamacpp": "GGUF via llama.cpp in process, on CPU", "openai": "an OpenAI-compatible server",
+           "vllm": "vLLM in process"}.get(cfg.llm_backend, cfg.llm_backend)
+    return f"{cfg.llm_model} ({what + ', ' if what else ''}{how})"
+
+
+def is_paper_llm(cfg) -> bool:
+    name = cfg.llm_model.replace("Meta-Llama", "Llama").lower()
+    return cfg.llm_backend != "scripted" and any(p.lower() in name for p in PAPER_LLMS)
+
+
+def model_note(cfg, short: bool = False) -> str:
+    """The caveat for whichever LLM ``cfg`` configures: which model made the numbers and what they are worth.
+
+    ``short``: one line to put under a table (the model and that its numbers are not the paper's).
+    """
+    n = f"{cfg.n_questions} questions a dataset" if cfg.n_questions is not None else "every question"
+    if cfg.llm_backend == "scripted":
+        return (f"LLM: {describe_llm(cfg)}. Every number here is a test artefact and says nothing about any method.")
+    if is_paper_llm(cfg):
+        if short:
+            return f"Numbers by {cfg.llm_model} (a paper reader), profile '{cfg.profile}', {n}."
+        return (f"LLM: {describe_llm(cfg)}; profile '{cfg.profile}', {n}. "
+                "The reader matches the paper's; the numbers are comparable with it only at the paper's scale "
+                "(1000 questions) and with its retrievers (BGE-M3, bge-reranker-large).")
+    if short:
+        return (f"Numbers by {cfg.llm_model} (profile '{cfg.profile}', {n}): a small model's, "
+                "not the paper's numbers.")
+    return (f"LLM: {describe_llm(cfg)}; profile '{cfg.profile}', {n}. Its numbers show what this pipeline does "
+            f"with a small model on a small sample; they are not a reproduction of the paper's numbers, whose "
+            f"readers are {' and '.join(PAPER_LLMS)}.")
+
+
+def run_header(cfg, notebook: str, with_llm: bool = True) -> str:
+    """The first lines a notebook prints: profile, models, datasets, where the effective config went."""
+    lines = [f"{notebook} - profile '{cfg.profile}': {cfg.description}".rstrip(": ")]
+    models = f"encoder {cfg.embed_model}, reranker {cfg.reranker_model or 'none (cosine edge weights)'}"
+    if with_llm:
+        where = cfg.llm_model_path or ("embedded GGUF" if cfg.llm_backend == "llamacpp" else
+                                       ", ".join(cfg.llm_base_urls) or cfg.llm_backend)
+        models = f"LLM {cfg.llm_model} ({cfg.llm_backend}: {where}), " + models
+    lines.append(models)
+    n = cfg.n_questions if cfg.n_questions is not None else "all"
+    lines.append(f"datasets {list(cfg.datasets)}, {n} questions each (seed {cfg.seed}); top_k {cfg.top_k}; "
+                 f"effective config: {cfg.run_dir / 'config' / (notebook + '.yaml')}")
+    return "\n".join(lines)
+
 
 # HippoRAG 2 paper (arXiv 2502.14802), reader Llama-3.3-70B: EM / F1.
 HIPPORAG2_QA = {

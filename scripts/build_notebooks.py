@@ -1,86 +1,64 @@
-"""Build ``notebooks/NN_name.ipynb`` from its diffable source ``notebooks/src/NN_name.py``.
+"""Build ``notebooks/NN_name.ipynb`` from its diffable source ``notebooks/src/NN_name.py`` with jupytext.
 
-Source format (percent cells, as jupytext writes them):
+The sources are jupytext percent scripts (``# %%`` code cells, ``# %% [markdown]`` cells,
+``# %% tags=["parameters"]``), paired with the notebooks (``formats: ipynb,src//py:percent`` in each
+notebook's metadata and in ``[tool.jupytext]`` of pyproject.toml, so ``jupytext --sync`` and Jupyter's
+jupytext extension keep the pair in step). jupytext does the conversion; this script only adds what jupytext does not:
 
-    # %% [markdown]
-    # # Title
-    # Some *markdown*.
-
-    # %% tags=["parameters"]
-    profile = None
-
-    # %%
-    from kgir_lib import ...
-
-If the main job has executed the notebook for the ``sample`` profile
-(``results/sample/notebooks/NN_name.ipynb``), each built cell gets the outputs
-of the executed cell with the same source, so the committed notebook shows a
-reader the sample run without running anything.
+* the outputs of the ``sample`` run: if the main job has executed the notebook
+  (``results/<profile>/notebooks/NN_name.ipynb``), each code cell gets the outputs of the executed
+  cell with the same source, so the committed notebook shows the sample run without running anything;
+* stable cell ids (``NN-000``, ...) so rebuilding changes no line that did not change.
 
 Usage: ``python scripts/build_notebooks.py [NN_name ...] [--profile sample] [--no-outputs]``
 """
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
 from pathlib import Path
 
+import jupytext
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "notebooks" / "src"
 OUT = ROOT / "notebooks"
-_HEADER = re.compile(r"^# %%(?P<md>\s*\[markdown\])?(?:\s+tags=(?P<tags>\[.*\]))?\s*$")
+FORMATS = "ipynb,src//py:percent"
+# The pairing, and filters that keep the sources free of a metadata header (``jupytext --sync`` leaves them as they are).
+JUPYTEXT = {"formats": FORMATS, "notebook_metadata_filter": "-all", "cell_metadata_filter": "tags,-all"}
+METADATA = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+            "language_info": {"name": "python"}, "jupytext": JUPYTEXT}
 
 
-def parse_source(text: str) -> list:
-    cells, kind, tags, lines = [], None, [], []
-
-    def flush():
-        if kind is None:
-            return
-        body = "\n".join(lines).strip("\n")
-        if kind == "markdown":
-            body = "\n".join(re.sub(r"^# ?", "", ln) for ln in body.splitlines())
-            cell = nbformat.v4.new_markdown_cell(body)
-        else:
-            cell = nbformat.v4.new_code_cell(body)
-        if tags:
-            cell.metadata["tags"] = tags
-        cells.append(cell)
-
-    for line in text.splitlines():
-        m = _HEADER.match(line)
-        if m:
-            flush()
-            kind = "markdown" if m.group("md") else "code"
-            tags = json.loads(m.group("tags")) if m.group("tags") else []
-            lines = []
-        elif kind is not None:
-            lines.append(line)
-    flush()
-    return cells
+def read_source(name: str) -> nbformat.NotebookNode:
+    """The notebook jupytext reads from ``notebooks/src/<name>.py`` (cells only, our metadata)."""
+    nb = jupytext.read(SRC / f"{name}.py", fmt="py:percent")
+    nb.metadata = nbformat.from_dict(METADATA)
+    return nb
 
 
-def build(name: str, profile: str, with_outputs: bool) -> Path:
-    src = SRC / f"{name}.py"
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
-    nb.cells = parse_source(src.read_text(encoding="utf-8"))
+def copy_outputs(nb: nbformat.NotebookNode, executed: Path) -> int:
+    """Give each code cell of ``nb`` the outputs of the cell of ``executed`` with the same source; count them."""
+    done = nbformat.read(executed, as_version=4)
+    by_source = {}
+    for c in done.cells:
+        if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", []):
+            by_source.setdefault(c.source, c)
+    n = 0
+    for c in nb.cells:
+        if c.cell_type == "code" and c.source in by_source:
+            c.outputs = by_source[c.source].get("outputs", [])
+            c.execution_count = by_source[c.source].get("execution_count")
+            n += 1
+    return n
+
+
+def build(name: str, profile: str = "sample", with_outputs: bool = True) -> Path:
+    nb = read_source(name)
     executed = ROOT / "results" / profile / "notebooks" / f"{name}.ipynb"
     if with_outputs and executed.exists():
-        done = nbformat.read(executed, as_version=4)
-        by_source = {}
-        for c in done.cells:
-            if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", []):
-                by_source.setdefault(c.source, c)
-        for c in nb.cells:
-            if c.cell_type == "code" and c.source in by_source:
-                c.outputs = by_source[c.source].get("outputs", [])
-                c.execution_count = by_source[c.source].get("execution_count")
+        copy_outputs(nb, executed)
     for i, c in enumerate(nb.cells):
         c["id"] = f"{name[:2]}-{i:03d}"
     path = OUT / f"{name}.ipynb"

@@ -17,22 +17,22 @@
 # * **musique_train** gets a *real-LLM* graph with no LLM at hand: HippoRAG published the OpenIE output
 #   of gpt-3.5-turbo-1106 for its 1,890 paragraphs (`openie_musique_train_results_*.json`). We import it
 #   through the same parser as our own extraction, so the stored form is identical.
-# * **musique** and **hotpotqa** are extracted here with the profile's LLM. On the `sample` profile that is
-#   SmolLM2-135M-Instruct on a CPU: its triples are a **smoke test of the pipeline, not a reproduction**
-#   of the paper's graph.
+# * **musique** and **hotpotqa** are extracted here with the profile's LLM, named in the first output below.
+#   On the CPU profiles that is a small model, so its triples show what the pipeline does with it; they are
+#   **not a reproduction** of the paper's graph (extracted by Qwen2.5-72B).
 #
 # ### Which prompt, and why
 #
 # We follow **KG²RAG's** extraction (§3.1, Fig. 3 of the KG²RAG paper): *one* call per passage with two
 # worked examples, asking for the informative triples of the text without adding words. HippoRAG's
 # alternative — named-entity recognition first, then triples conditioned on the entities — costs *two*
-# calls per passage; on a 2-core CPU, where one SmolLM2 call takes seconds, the single call halves the
+# calls per passage; on a 2-core CPU, where one call of the embedded model takes seconds, the single call halves the
 # indexing time, and KG²RAG is the method KGIR-RAG builds on. The prompt is the versioned file
-# `kgir_lib/prompts/kg_extract.txt`. For the 135M model we ask for `subject | relation | object` lines
+# `kgir_lib/prompts/kg_extract.txt`. For the small embedded models we ask for `subject | relation | object` lines
 # (not JSON) and send the two examples as earlier chat turns: of the variants we tried on real passages
 # (examples inside one message, `##` separators, JSON constrained by a schema) this one gave the most
-# well-formed triples, and JSON was also slower. Completions are capped at 64 tokens: the tiny model
-# mostly repeats its first lines after that.
+# well-formed triples, and JSON was also slower. Completions are capped (the profile's extraction budget): small
+# models mostly repeat their first lines after that.
 #
 # ### Parsing real LLM output
 #
@@ -42,13 +42,15 @@
 # raises (property-tested with hypothesis).
 
 # %% tags=["parameters"]
-profile = None
+profile = None              # None: $KGIR_PROFILE, else "sample"
+config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "top_k": 5}; a field passed
+                           # by name (papermill / runner -p NAME VALUE) reaches the config too
 datasets = None              # e.g. ["musique", "hotpotqa", "musique_train"]; None: the profile's
 extract_datasets = None      # datasets extracted with the LLM; None: the profile's
 n_questions = None           # sampled questions whose top-k passages are extracted
 extract_max_passages = None  # cap on passages extracted per dataset (the profile's; the paper profile: all)
 top_k = None                 # dense top-k of each sampled question (paper: 10)
-llm_backend = None           # model overrides: None keeps the profile's
+llm_backend = None           # model overrides (None keeps the profile's), e.g. llm_model_path = "/x.gguf"
 llm_model = None
 llm_model_path = None
 embed_model = None
@@ -62,25 +64,16 @@ import pandas as pd
 from IPython.display import display
 
 from kgir_lib import pipeline, report
-from kgir_lib.config import load_config, start_run
 from kgir_lib.data import load_dataset
-from kgir_lib.kg.extract import MAX_TOKENS, build_kg, raw_outputs
+from kgir_lib.kg.extract import build_kg, raw_outputs
 from kgir_lib.kg.parse import parse_triples
 from kgir_lib.kg.stats import side_by_side, table3, triples_per_passage
-from kgir_lib.llm import build_llm
+from kgir_lib.notebook import open_notebook
 
 pd.set_option("display.max_colwidth", 200)
-overrides = dict(datasets=datasets, extract_datasets=extract_datasets, n_questions=n_questions,
-                 extract_max_passages=extract_max_passages, top_k=top_k, llm_backend=llm_backend,
-                 llm_model=llm_model, llm_model_path=llm_model_path, embed_model=embed_model)
-cfg = load_config(profile, **overrides)
-start_run(cfg, "01_extract_kg")
-llm = build_llm(cfg)
-print(f"profile {cfg.profile}: extractor {llm.model_id} (max {MAX_TOKENS} new tokens), embeddings {cfg.embed_model}")
-print(f"datasets {cfg.datasets}; LLM extraction for {cfg.extract_datasets}: the dense top-{cfg.top_k} passages "
-      f"of {cfg.n_questions} sampled questions, at most {cfg.extract_max_passages} passages a dataset")
-if cfg.llm_backend == "llamacpp":
-    print(report.SMOLLM_NOTE)
+cfg, llm = open_notebook("01_extract_kg", globals(), progress=True)
+print(f"LLM extraction for {cfg.extract_datasets}: the dense top-{cfg.top_k} passages of {cfg.n_questions} "
+      f"sampled questions, at most {cfg.extract_max_passages} passages a dataset")
 
 # %% [markdown]
 # ## 1. The parser on malformed output
@@ -151,7 +144,7 @@ t3 = table3({f"{name} ({b.source}: {'gpt-3.5-turbo-1106' if b.source == 'openie'
 caption = ("Table 3 (our graphs). Counts of passages, entities, relations, triples; parser drops by reason. "
            "musique_train: HippoRAG's published gpt-3.5-turbo-1106 OpenIE, all passages. musique / hotpotqa: "
            f"{llm.model_id}, the extraction pool of profile '{cfg.profile}' only"
-           + (" (SmolLM2: a smoke test of the pipeline, not a reproduction)." if cfg.llm_backend == "llamacpp" else "."))
+           + f". {report.model_note(cfg, short=True)}")
 report.save_table(t3, cfg, "table3_kg_stats", caption)
 print(caption)
 display(t3.round(2))
@@ -159,14 +152,13 @@ published = pd.DataFrame([{"graph": "KG²RAG paper, HotpotQA-full (LLaMA3-8B; 66
                            "entities": 98226, "relations": 19813, "triples": 211356,
                            "triples_per_passage": round(211356 / 66581, 2)}]).set_index("graph")
 display(published)
-if cfg.llm_backend == "llamacpp":
-    print(report.SMOLLM_NOTE)
+print(report.model_note(cfg, short=True))
 
 # %% [markdown]
 # ## 4. Triples per passage
 #
 # KG²RAG's Fig. 4 shows a long-tailed number of triples per passage. The real-LLM graph should look like
-# that; SmolLM2's counts mostly show how often the tiny model manages a well-formed triple at all.
+# that; a small model's counts also show how often it manages a well-formed triple at all.
 
 # %%
 fig, axes = plt.subplots(1, len(builds), figsize=(4.5 * len(builds), 3.2), squeeze=False)
@@ -195,8 +187,7 @@ for name, b in builds.items():
     raw = raw_outputs(llm, [ds.corpus[p] for p in pids]) if b.source == "llm" else None
     print(f"--- {name} ({b.source})")
     display(side_by_side(b.kg, ds.corpus, pids, max_chars=300, raw=raw))
-if cfg.llm_backend == "llamacpp":
-    print(report.SMOLLM_NOTE)
+print(report.model_note(cfg, short=True))
 
 # %% [markdown]
 # ## 6. Cost of the extraction

@@ -21,7 +21,9 @@
 # ours; they are not the same experiment.
 
 # %% tags=["parameters"]
-profile = None
+profile = None              # None: $KGIR_PROFILE, else "sample"
+config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "top_k": 5}; a field passed
+                           # by name (papermill / runner -p NAME VALUE) reaches the config too
 datasets = None      # e.g. ["musique", "hotpotqa", "musique_train"]; None: the profile's
 n_questions = None   # size of the question sample the later notebooks answer (recall is also shown on it)
 embed_model = None   # encoder override, e.g. "BAAI/bge-m3"; None: the profile's
@@ -34,14 +36,12 @@ import pandas as pd
 from IPython.display import display
 
 from kgir_lib import pipeline, report
-from kgir_lib.config import load_config, start_run
 from kgir_lib.data import load_dataset, sample_questions
+from kgir_lib.notebook import open_notebook
 from kgir_lib.retrieval import BM25Index
 from kgir_lib.retrieval_eval import published_recall, recall_curve, recall_table
 
-cfg = load_config(profile, datasets=datasets, n_questions=n_questions, embed_model=embed_model)
-start_run(cfg, "02_index")
-print(f"profile {cfg.profile}: datasets {cfg.datasets}, encoder {cfg.embed_model}, question sample {cfg.n_questions}")
+cfg, _ = open_notebook("02_index", globals(), llm=False)  # no LLM call in this notebook
 
 # %% [markdown]
 # ## 1. Build the indexes

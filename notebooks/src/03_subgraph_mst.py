@@ -43,7 +43,9 @@
 # triples between the same pair of entities) and the edges that close a cycle through two seeds.
 
 # %% tags=["parameters"]
-profile = None
+profile = None              # None: $KGIR_PROFILE, else "sample"
+config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "top_k": 5}; a field passed
+                           # by name (papermill / runner -p NAME VALUE) reaches the config too
 datasets = None         # None: the profile's datasets (sample: musique, hotpotqa, musique_train)
 n_questions = None      # questions a dataset; None: the profile's (sample: 4, ci: 2)
 top_k = None            # |D_q|; None: the profile's (10, as in the paper)
@@ -54,25 +56,18 @@ n_draw = None           # subgraphs drawn in §4; None: 3
 import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import display
-from tqdm.auto import tqdm
 
 from kgir_lib import report
-from kgir_lib.config import load_config, start_run
+from kgir_lib.progress import progress
 from kgir_lib.data import sample_questions
-from kgir_lib.llm import build_llm
+from kgir_lib.notebook import open_notebook
 from kgir_lib.pipeline import workspace
 from kgir_lib.subgraph import build_subgraphs, rebuild_subgraph, subgraph_row
 from kgir_lib.viz import draw_subgraph, legend_handles, pick_drawable
 
-cfg = load_config(profile, datasets=datasets, n_questions=n_questions, top_k=top_k, ngram_threshold=ngram_threshold)
-start_run(cfg, "03_subgraph_mst")
+cfg, llm = open_notebook("03_subgraph_mst", globals())
 n_draw = 3 if n_draw is None else int(n_draw)
-llm = build_llm(cfg, progress=False)
-print(f"profile {cfg.profile}: LLM {cfg.llm_model} ({cfg.llm_backend}), encoder {cfg.embed_model}, "
-      f"reranker {cfg.reranker_model}; top_k {cfg.top_k}, n-gram n {cfg.ngram_n}, threshold {cfg.ngram_threshold}")
-print(f"datasets {cfg.datasets}, {cfg.n_questions} questions each (seed {cfg.seed})")
-if cfg.llm_backend == "llamacpp":
-    print(report.SMOLLM_NOTE)
+print(f"n-gram n {cfg.ngram_n}, threshold {cfg.ngram_threshold}")
 
 # %% [markdown]
 # ## 1. Algorithm 1 for every sampled question
@@ -86,7 +81,7 @@ if cfg.llm_backend == "llamacpp":
 
 # %%
 runs = {}
-for name in tqdm(cfg.datasets, desc="datasets"):
+for name in progress(cfg.datasets, desc="datasets"):
     ws = workspace(cfg, name, llm, progress=False)
     qs = sample_questions(ws.dataset.questions, cfg.n_questions, cfg.seed)
     subs, ner = build_subgraphs(ws, [q.question for q in qs])
@@ -157,8 +152,7 @@ def summarise_steps(df: pd.DataFrame) -> pd.Series:
 
 summary = per_q.groupby("dataset", sort=False).apply(summarise_steps, include_groups=False)
 summary.loc["all"] = summarise_steps(per_q)
-if cfg.llm_backend == "llamacpp":
-    print(report.SMOLLM_NOTE)
+print(report.model_note(cfg, short=True))
 display(summary.round(1))
 report.save_table(summary.round(2), cfg, "03_subgraph_steps",
                   f"Algorithm 1 step sizes, MST removal and gold-passage survival; profile {cfg.profile}, "

@@ -39,7 +39,9 @@
 # answer and LLM usage) is saved as JSONL in `results/<profile>/traces/kgir/<dataset>.jsonl`.
 
 # %% tags=["parameters"]
-profile = None
+profile = None              # None: $KGIR_PROFILE, else "sample"
+config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "top_k": 5}; a field passed
+                           # by name (papermill / runner -p NAME VALUE) reaches the config too
 datasets = None         # None: the profile's datasets (sample: musique, hotpotqa, musique_train)
 n_questions = None      # questions a dataset; None: the profile's (sample: 4, ci: 2)
 max_iterations = None   # rounds before the forced answer; None: the profile's (sample: 3, ci: 2)
@@ -52,31 +54,23 @@ resume = None           # read back an identical earlier run's trace files; None
 import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
-from tqdm.auto import tqdm
 
 from kgir_lib import evaluate as ev
 from kgir_lib import report
-from kgir_lib.config import load_config, start_run
 from kgir_lib.data import sample_questions
-from kgir_lib.llm import build_llm
 from kgir_lib.methods import build_method
 from kgir_lib.methods.kgir import STAGES, trace_table
 from kgir_lib.metrics import recall_at_k
+from kgir_lib.notebook import open_notebook
 from kgir_lib.pipeline import workspace
+from kgir_lib.progress import progress
 from kgir_lib.viz import render_trace
 
-cfg = load_config(profile, datasets=datasets, n_questions=n_questions, max_iterations=max_iterations, top_k=top_k,
-                  ngram_threshold=ngram_threshold)
-start_run(cfg, "04_iterative_rewrite")
+cfg, llm = open_notebook("04_iterative_rewrite", globals())
 n_traces = 3 if n_traces is None else int(n_traces)
 resume = True if resume is None else bool(resume)
-llm = build_llm(cfg, progress=False)
-print(f"profile {cfg.profile}: LLM {cfg.llm_model} ({cfg.llm_backend}), encoder {cfg.embed_model}, "
-      f"reranker {cfg.reranker_model}; top_k {cfg.top_k}, max_iterations {cfg.max_iterations}, "
-      f"n-gram threshold {cfg.ngram_threshold}, reader context {cfg.context_passages} passages")
-print(f"datasets {cfg.datasets}, {cfg.n_questions} questions each (seed {cfg.seed})")
-if cfg.llm_backend == "llamacpp":
-    print(report.SMOLLM_NOTE)
+print(f"max_iterations {cfg.max_iterations}, n-gram threshold {cfg.ngram_threshold}, "
+      f"reader context {cfg.context_passages} passages")
 
 # %% [markdown]
 # ## 1. Run KGIR-RAG on every dataset
@@ -91,7 +85,7 @@ if cfg.llm_backend == "llamacpp":
 
 # %%
 results = {}
-for name in tqdm(cfg.datasets, desc="datasets"):
+for name in progress(cfg.datasets, desc="datasets"):
     ws = workspace(cfg, name, llm, progress=False)
     qs = sample_questions(ws.dataset.questions, cfg.n_questions, cfg.seed)
     method = build_method("kgir")  # max_iterations, top_k, threshold: from cfg (as notebook 05 builds it)
@@ -135,14 +129,13 @@ metrics = pd.DataFrame.from_dict(rows, orient="index")
 metrics.index.name = "dataset"
 for k, col in ((0, "published R@2 (derived)"), (1, "published R@5 (derived)")):
     metrics[col] = [report.KGIR_RECALL_DERIVED.get(d, (None, None))[k] for d in metrics.index]
-if cfg.llm_backend == "llamacpp":
-    print(report.SMOLLM_NOTE)
+print(report.model_note(cfg, short=True))
 display(metrics.round(1))
 report.save_table(metrics.round(2), cfg, "04_kgir_metrics",
                   f"KGIR-RAG end to end: profile {cfg.profile}, reader {cfg.llm_model}, {cfg.n_questions} questions a "
                   f"dataset (seed {cfg.seed}), max_iterations {cfg.max_iterations}, top_k {cfg.top_k}. Published "
                   f"columns: {report.SOURCES['kgir_derived']}."
-                  + (f" {report.SMOLLM_NOTE}" if cfg.llm_backend == "llamacpp" else ""))
+                  + f" {report.model_note(cfg, short=True)}")
 
 # %% [markdown]
 # ### LLM usage by stage

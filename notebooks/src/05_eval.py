@@ -43,7 +43,9 @@
 # `kgir.py`). Naive Gen retrieves nothing: its recall is shown as empty, not 0.
 
 # %% tags=["parameters"]
-profile = None
+profile = None              # None: $KGIR_PROFILE, else "sample"
+config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "top_k": 5}; a field passed
+                           # by name (papermill / runner -p NAME VALUE) reaches the config too
 datasets = None      # None: the profile's datasets (sample: musique, hotpotqa, musique_train)
 n_questions = None   # questions a dataset; None: the profile's n_questions (sample: 4, ci: 2)
 methods = None       # registry keys (kgir_lib.methods.METHODS); None: kgir_lib.methods.DEFAULT_METHODS
@@ -58,23 +60,15 @@ from IPython.display import display
 
 from kgir_lib import evaluate as ev
 from kgir_lib import report
-from kgir_lib.config import load_config, start_run
-from kgir_lib.llm import build_llm
 from kgir_lib.methods import DEFAULT_METHODS, LABELS
+from kgir_lib.notebook import open_notebook
 
-cfg = load_config(profile, datasets=datasets, n_questions=n_questions)
-start_run(cfg, "05_eval")
+cfg, llm = open_notebook("05_eval", globals())
 method_keys = list(methods) if methods is not None else list(DEFAULT_METHODS)
 resume = True if resume is None else bool(resume)
 n_boot = 2000 if n_boot is None else int(n_boot)
 reference = reference or "KGIR-RAG"
-llm = build_llm(cfg, progress=False)
-print(f"profile {cfg.profile}: LLM {cfg.llm_model} ({cfg.llm_backend}), encoder {cfg.embed_model}, "
-      f"reranker {cfg.reranker_model}, {cfg.n_questions} questions a dataset (seed {cfg.seed})")
-print(f"datasets: {cfg.datasets}")
 print(f"methods ({len(method_keys)}): {[LABELS.get(k, k) for k in method_keys]}")
-if cfg.llm_backend == "llamacpp":
-    print(report.SMOLLM_NOTE)
 
 # %% [markdown]
 # ## 1. Run every method on every dataset
@@ -108,8 +102,7 @@ ours = ev.ours_label(cfg, n_label)
 caption_ours = (f"Ours: profile `{cfg.profile}`, reader LLM {cfg.llm_model}, encoder {cfg.embed_model}, "
                 f"{n_label} questions a dataset (seed {cfg.seed}; the same questions for every method). "
                 f"Published numbers: separate, labelled column groups; other LLMs, retrievers and corpora.")
-if cfg.llm_backend == "llamacpp":
-    caption_ours += " " + report.SMOLLM_NOTE
+caption_ours += " " + report.model_note(cfg, short=True)
 
 # %% [markdown]
 # ## 2. Tables 4 / 5 — EM and F1 (paper §3.3.2)
@@ -126,8 +119,7 @@ if cfg.llm_backend == "llamacpp":
 # %%
 qa = ev.with_published(ev.summary_table(suite.scores, ("EM", "F1"), label=ours, datasets=cfg.datasets),
                        ev.published_qa(cfg.datasets))
-if cfg.llm_backend == "llamacpp":
-    print(report.SMOLLM_NOTE)
+print(report.model_note(cfg, short=True))
 display(qa.round(1))
 qa_name = "05_table4_5_qa_" + "".join(c if c.isalnum() or c in "-_." else "_" for c in cfg.llm_model)
 report.save_table(ev.flat_columns(qa), cfg, qa_name,
@@ -144,8 +136,7 @@ report.save_table(ev.flat_columns(qa), cfg, qa_name,
 # %%
 recall = ev.with_published(ev.summary_table(suite.scores, ("R@2", "R@5"), label=ours, datasets=cfg.datasets),
                            ev.published_recall(cfg.datasets))
-if cfg.llm_backend == "llamacpp":
-    print(report.SMOLLM_NOTE)
+print(report.model_note(cfg, short=True))
 display(recall.round(1))
 report.save_table(ev.flat_columns(recall), cfg, "05_table6_recall",
                   f"KGIR-RAG Table 6 shape: Recall@2 / Recall@5 (×100). {caption_ours}")

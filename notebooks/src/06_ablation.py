@@ -24,7 +24,7 @@
 # 4. **KGIR-RAG's own knobs**: the maximum number of iterations, the retrieval top-k, and the n-gram
 #    matching threshold of eq. 5.
 #
-# **Budget (sample profile).** Sweeps multiply runs, and the embedded SmolLM2 takes seconds per call on
+# **Budget (sample profile).** Sweeps multiply runs, and the embedded model takes seconds per call on
 # 2 CPU cores. So on `sample` the ablations (1-2) use the profile's questions (`n_questions`) of
 # `ablation_datasets` (MuSiQue and HotpotQA), while the sweeps and the robustness study (3-4) use a
 # nested subset of that sample (`study_n_questions`, at most `n_questions`) of `study_datasets`:
@@ -36,7 +36,9 @@
 # Every question subset is nested in notebook 04/05's sample, so the default settings are cache hits.
 
 # %% tags=["parameters"]
-profile = None
+profile = None              # None: $KGIR_PROFILE, else "sample"
+config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "top_k": 5}; a field passed
+                           # by name (papermill / runner -p NAME VALUE) reaches the config too
 ablation_datasets = None    # Table 7 / KG²RAG ablations; None: the profile's ablation_datasets
 study_datasets = None       # sweeps and robustness; None: the profile's study_datasets
 study_n_questions = None    # questions a sweep point; None: the profile's study_n_questions
@@ -54,22 +56,16 @@ import pandas as pd
 from IPython.display import display
 
 from kgir_lib import ablation, report
-from kgir_lib.config import load_config, start_run
 from kgir_lib.data import sample_questions
-from kgir_lib.llm import build_llm
 from kgir_lib.methods import build_method
+from kgir_lib.notebook import open_notebook
 from kgir_lib.pipeline import workspace
 
-cfg = load_config(profile, ablation_datasets=ablation_datasets, study_datasets=study_datasets,
-                  study_n_questions=study_n_questions, robustness_seeds=robustness_seeds)
-start_run(cfg, "06_ablation")
+cfg, llm = open_notebook("06_ablation", globals())
 grid = ablation.study_grid(drop_fractions=drop_fractions, kg2rag_k=kg2rag_k_values, kg2rag_m=kg2rag_m_values,
                            kgir_max_iterations=kgir_iterations, kgir_top_k=kgir_top_k_values,
                            kgir_ngram_threshold=ngram_thresholds)
 seeds = list(range(cfg.robustness_seeds))
-llm = build_llm(cfg)
-if cfg.llm_backend == "llamacpp":
-    print(report.SMOLLM_NOTE)
 _ws = {}
 
 
@@ -236,7 +232,8 @@ kgir_sweeps
 # %% [markdown]
 # ## Reading these numbers
 #
-# - With SmolLM2-135M the differences between variants are mostly noise on a handful of questions:
+# - With a small CPU model (named in the first output) and a handful of questions the differences between
+#   variants are mostly noise:
 #   the tables show that every switch of the method runs and how it changes cost and retrieval, not
 #   the paper's effect sizes. The paper-scale recipe (README) runs the same notebook on the `paper`
 #   profile, where Table 7's comparison is meaningful.
@@ -247,7 +244,6 @@ kgir_sweeps
 #   hits included: they are what the setting costs on a fresh run).
 
 # %%
-if cfg.llm_backend == "llamacpp":
-    print(report.SMOLLM_NOTE)
+print(report.model_note(cfg, short=True))
 print("LLM usage of this notebook (calls include cache hits):")
 llm.usage.table()

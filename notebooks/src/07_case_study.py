@@ -33,7 +33,9 @@
 # Every LLM call goes through the run's cache: a question notebook 04 already answered costs nothing.
 
 # %% tags=["parameters"]
-profile = None
+profile = None              # None: $KGIR_PROFILE, else "sample"
+config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "top_k": 5}; a field passed
+                           # by name (papermill / runner -p NAME VALUE) reaches the config too
 dataset = None          # e.g. "musique"; None: the best Fig. 6 candidate of the run's traces
 qid = None              # question id in `dataset`
 free_question = None    # None: the paper's Fig. 6 question
@@ -50,18 +52,12 @@ from IPython.display import Markdown, display
 
 from kgir_lib import case_study as cs
 from kgir_lib import report
-from kgir_lib.config import load_config, start_run
 from kgir_lib.data import load_dataset, sample_questions
-from kgir_lib.llm import build_llm
+from kgir_lib.notebook import open_notebook
 
 pd.set_option("display.max_colwidth", 120)
-cfg = load_config(profile)
-start_run(cfg, "07_case_study")
-llm = build_llm(cfg)
-if cfg.llm_backend == "llamacpp":
-    print(report.SMOLLM_NOTE)
-print(f"profile {cfg.profile}: {cfg.llm_model}, top_k={cfg.top_k}, max_iterations={cfg.max_iterations}, "
-      f"n-gram n={cfg.ngram_n} threshold={cfg.ngram_threshold}")
+cfg, llm = open_notebook("07_case_study", globals())
+print(f"max_iterations={cfg.max_iterations}, n-gram n={cfg.ngram_n} threshold={cfg.ngram_threshold}")
 
 # %% [markdown]
 # ## 1. Choosing the question
@@ -180,8 +176,7 @@ report.save_table(case.steps_frame(), cfg, f"07_case_steps_{safe}",
                   f"KGIR-RAG rounds for {dataset} {qid}: {case.question}")
 report.save_table(answers, cfg, f"07_case_answers_{safe}",
                   f"Answers of every method for {dataset} {qid}: {case.question}")
-if cfg.llm_backend == "llamacpp":
-    print(report.SMOLLM_NOTE)
+print(report.model_note(cfg, short=True))
 answers
 
 # %% [markdown]
@@ -205,7 +200,7 @@ print("saved", report.save_figure(free_fig, cfg, "07_free_question_subgraphs"))
 # %% [markdown]
 # ## What this shows, and what it does not
 #
-# - The trace exposes every intermediate the paper describes; with the embedded SmolLM2-135M the NER,
+# - The trace exposes every intermediate the paper describes; with a small embedded model (named in the first output) the NER,
 #   rewrites and verdicts are often poor (copied examples, unchanged rewrites, premature answers), which
 #   is exactly what the per-stage view makes visible. The candidate table above says how often the
 #   sample run followed the Fig. 6 pattern at all.

@@ -1,0 +1,301 @@
+"""The numbers of every notebook's tables, read after the ci-profile run (see conftest.py in this folder).
+
+``--nbval-lax`` only proves that the cells run. These tests read the CSV tables each notebook wrote
+to ``$KGIR_RESULTS_DIR/<profile>/tables`` and check their shape, columns and ranges: recall and
+EM/F1 in [0, 100], n per dataset equal to the profile's, a row for every method and variant the
+profile runs, and LLM usage consistent with the trace files (modelled on Microsoft recommenders'
+notebook tests, which read the numbers an executed notebook recorded).
+
+Each ``check_NN`` takes the config the notebooks ran with, so it can also be pointed at another
+run directory by hand: ``check_05(load_config("sample"))``.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from kgir_lib.methods import DEFAULT_METHODS, LABELS
+
+PCT = (0.0, 100.0)
+
+
+def table(cfg, name: str) -> pd.DataFrame:
+    path = cfg.run_dir / "tables" / f"{name}.csv"
+    assert path.exists(), f"notebook table {path} was not written"
+    df = pd.read_csv(path)
+    assert len(df), f"{path} is empty"
+    return df
+
+
+def in_range(values, lo: float, hi: float, what: str) -> None:
+    vals = pd.to_numeric(pd.Series(values), errors="raise").dropna()
+    bad = vals[(vals < lo - 1e-9) | (vals > hi + 1e-9)]
+    assert bad.empty, f"{what}: values outside [{lo}, {hi}]: {bad.tolist()}"
+
+
+def has_columns(df: pd.DataFrame, cols, what: str) -> None:
+    missing = [c for c in cols if c not in df.columns]
+    assert not missing, f"{what}: missing columns {missing} (has {list(df.columns)})"
+
+
+def n_questions(cfg) -> int:
+    """Questions a dataset the profile answers (every dataset of the sample data has more than that)."""
+    assert cfg.n_questions is not None, "checks assume a profile with n_questions set (ci)"
+    return int(cfg.n_questions)
+
+
+def profile_methods(cfg) -> list:
+    return list(getattr(cfg, "methods", None) or DEFAULT_METHODS)
+
+
+def config_written(cfg, notebook: str) -> None:
+    assert (cfg.run_dir / "config" / f"{notebook}.yaml").exists(), f"{notebook} wrote no effective config"
+
+
+def trace_usage(cfg) -> dict:
+    """{(method label, dataset): {qid: LLM calls}} from the trace files of notebooks 04/05."""
+    out = {}
+    for meta_path in sorted((cfg.run_dir / "traces").glob("*/*.meta.json")):
+        meta = json.loads(meta_path.read_text())
+        lines = meta_path.with_name(meta_path.name.replace(".meta.json", ".jsonl"))
+        if not lines.exists():
+            continue
+        calls = {}
+        for line in lines.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                rec = json.loads(line)
+                calls[rec["qid"]] = rec["usage"]["calls"]
+        out[(meta["method"], meta["dataset"])] = calls
+    return out
+
+
+# ----------------------------------------------------------------------------- 01
+def check_01(cfg) -> None:
+    config_written(cfg, "01_extract_kg")
+    t3 = table(cfg, "table3_kg_stats")
+    has_columns(t3, ["graph", "passages", "entities", "relations", "triples", "triples_per_passage"], "table 3")
+    for c in ("passages", "entities", "relations", "triples"):
+        in_range(t3[c], 0, math.inf, f"table 3 {c}")
+    assert (t3["passages"] > 0).all(), "every graph covers passages"
+    ratio = t3["triples"] / t3["passages"]
+    assert (ratio - t3["triples_per_passage"]).abs().max() < 1e-6, "triples_per_passage = triples / passages"
+    graphs = [g.split(" ")[0] for g in t3["graph"]]
+    expected = [d for d in cfg.datasets if d in cfg.extract_datasets or d == "musique_train"]
+    assert sorted(graphs) == sorted(expected), f"table 3 rows {graphs}, expected one graph per dataset {expected}"
+    cost = table(cfg, "kg_extraction_cost")
+    has_columns(cost, ["dataset", "source", "passages in pool", "new LLM calls", "prompt tokens"], "extraction cost")
+    assert sorted(cost["dataset"]) == sorted(expected)
+    llm_rows = cost[cost["source"] == "llm"]
+    if cfg.extract_max_passages is not None:
+        in_range(llm_rows["passages in pool"], 0, cfg.extract_max_passages, "extraction pool size")
+    assert (llm_rows["new LLM calls"] <= llm_rows["passages in pool"]).all(), "at most one call a pooled passage"
+
+
+# ----------------------------------------------------------------------------- 02
+def check_02(cfg) -> None:
+    config_written(cfg, "02_index")
+    rec = table(cfg, "recall_single_step")
+    cols = [f"{d} R@{k}" for d in cfg.datasets for k in (2, 5)]
+    has_columns(rec, ["retriever", *cols], "single-step recall")
+    ours = rec[rec["retriever"].str.startswith("ours: ")]
+    assert set(ours["retriever"]) == {f"ours: dense ({cfg.embed_model})", "ours: BM25"}
+    for c in cols:
+        in_range(rec[c], *PCT, c)
+    for d in cfg.datasets:
+        assert (ours[f"{d} R@5"] >= ours[f"{d} R@2"] - 1e-9).all(), f"{d}: recall grows with k"
+        assert ours[f"{d} R@2"].notna().all()
+    sample = table(cfg, "recall_single_step_sample")
+    for d in cfg.datasets:
+        assert (sample[f"{d} n"] == n_questions(cfg)).all(), f"{d}: n = the profile's n_questions"
+        in_range(sample[f"{d} R@2"], *PCT, f"{d} R@2")
+        assert (sample[f"{d} R@5"] >= sample[f"{d} R@2"] - 1e-9).all()
+    curve = table(cfg, "recall_curve")
+    in_range(curve["recall"], *PCT, "recall curve")
+
+
+# ----------------------------------------------------------------------------- 03
+def check_03(cfg) -> None:
+    config_written(cfg, "03_subgraph_mst")
+    per_q = table(cfg, "03_subgraph_per_question")
+    has_columns(per_q, ["dataset", "qid", "D_q", "G_q", "G_tmp", "G_Ans", "gold", "gold_in_D_q", "gold_in_G_Ans"],
+                "03 per question")
+    assert per_q.groupby("dataset")["qid"].nunique().to_dict() == {d: n_questions(cfg) for d in cfg.datasets}
+    assert (per_q["D_q"] <= cfg.top_k).all(), "|D_q| <= top_k"
+    assert (per_q["G_Ans"] <= per_q["G_tmp"]).all(), "G_Ans is a spanning forest of G_tmp"
+    assert (per_q["gold_in_G_Ans"] <= per_q["gold_in_D_q"]).all() and (per_q["gold_in_D_q"] <= per_q["gold"]).all()
+    steps = table(cfg, "03_subgraph_steps")
+    per_ds = steps[steps["dataset"] != "all"]
+    assert sorted(per_ds["dataset"]) == sorted(cfg.datasets) and (per_ds["questions"] == n_questions(cfg)).all()
+    for c in [c for c in steps.columns if c.endswith("%")]:
+        in_range(steps[c], *PCT, f"03 steps {c}")
+
+
+# ----------------------------------------------------------------------------- 04
+def check_04(cfg) -> None:
+    config_written(cfg, "04_iterative_rewrite")
+    n = n_questions(cfg)
+    metrics = table(cfg, "04_kgir_metrics")
+    has_columns(metrics, ["dataset", "n", "EM", "F1", "R@2", "R@5", "rounds / q", "LLM calls / q"], "04 metrics")
+    assert sorted(metrics["dataset"]) == sorted(cfg.datasets) and (metrics["n"] == n).all()
+    for c in ("EM", "F1", "R@2", "R@5", "dense R@2", "dense R@5"):
+        in_range(metrics[c], *PCT, f"04 {c}")
+    in_range(metrics["rounds / q"], 1, cfg.max_iterations, "rounds a question")
+    per_q = table(cfg, "04_kgir_per_question")
+    assert per_q.groupby("dataset")["qid"].nunique().to_dict() == {d: n for d in cfg.datasets}
+    in_range(per_q["iterations"], 1, cfg.max_iterations, "iterations")
+    for c in ("EM", "F1", "R@2", "R@5"):
+        in_range(per_q[c], *PCT, f"04 per question {c}")
+    # usage: per question (from the traces) = per stage summed
+    by_stage = table(cfg, "04_kgir_usage_by_stage")
+    calls_q = per_q.groupby("dataset")["calls"].sum()
+    calls_stage = by_stage.groupby("dataset")["calls"].sum()
+    assert calls_q.to_dict() == calls_stage.to_dict(), "04: calls per question and per stage disagree"
+    traced = trace_usage(cfg)
+    for d, part in per_q.groupby("dataset"):
+        calls = traced.get(("KGIR-RAG", d))
+        assert calls is not None, f"no KGIR-RAG trace file for {d}"
+        assert {q: calls[q] for q in part["qid"]} == dict(zip(part["qid"], part["calls"])), d
+    means = per_q.groupby("dataset")["calls"].mean()
+    for _, row in metrics.iterrows():
+        assert abs(row["LLM calls / q"] - means[row["dataset"]]) < 0.01
+
+
+# ----------------------------------------------------------------------------- 05
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def _ours(df: pd.DataFrame, metric: str) -> dict:
+    """{dataset: column} of our columns ``ours (<model>, n=N) / <dataset> / <metric>``."""
+    out = {}
+    for c in df.columns:
+        m = re.match(r"^ours \((.+), n=(\d+)\) / (.+) / (.+)$", c)
+        if m and m.group(4) == metric:
+            out[m.group(3)] = c
+    return out
+
+
+def check_05(cfg) -> None:
+    config_written(cfg, "05_eval")
+    n = n_questions(cfg)
+    labels = [LABELS[k] for k in profile_methods(cfg)]
+    qa = table(cfg, f"05_table4_5_qa_{_safe(cfg.llm_model)}")
+    assert set(labels) <= set(qa["method"]), f"methods without a row: {set(labels) - set(qa['method'])}"
+    assert any(f"ours ({cfg.llm_model}, n={n})" in c for c in qa.columns), "our column group names model and n"
+    for metric in ("EM", "F1"):
+        cols = _ours(qa, metric)
+        assert sorted(cols) == sorted(cfg.datasets), metric
+        for c in cols.values():
+            in_range(qa[c], *PCT, c)
+            assert qa.set_index("method").loc[labels, c].notna().all(), f"{c}: a method has no score"
+    published = [c for c in qa.columns if c.startswith("published")]
+    assert published, "published numbers in their own labelled columns"
+    rec = table(cfg, "05_table6_recall")
+    r2, r5 = _ours(rec, "R@2"), _ours(rec, "R@5")
+    assert sorted(r2) == sorted(cfg.datasets)
+    ours_rec = rec.set_index("method")
+    for d in cfg.datasets:
+        in_range(ours_rec[r2[d]], *PCT, r2[d])
+        retrieving = [lab for lab in labels if lab != "Naive Gen"]
+        assert ours_rec.loc[retrieving, r2[d]].notna().all(), f"{d}: a retrieving method has no recall"
+        assert (ours_rec.loc[retrieving, r5[d]] >= ours_rec.loc[retrieving, r2[d]] - 1e-9).all()
+        if "Naive Gen" in labels:
+            assert ours_rec.loc["Naive Gen", [r2[d], r5[d]]].isna().all(), "Naive Gen retrieves nothing"
+    cost = table(cfg, "05_cost_per_question_by_dataset")
+    has_columns(cost, ["method", "dataset", "questions", "LLM calls / q", "prompt tokens / q"], "05 cost")
+    assert set(labels) <= set(cost["method"])
+    assert (cost["questions"] == n).all(), "n per method and dataset = the profile's n_questions"
+    for c in ("LLM calls / q", "prompt tokens / q", "completion tokens / q", "cache hits / q"):
+        in_range(cost[c], 0, math.inf, c)
+    assert (cost["cache hits / q"] <= cost["LLM calls / q"] + 1e-9).all()
+    traced = trace_usage(cfg)
+    for _, row in cost.iterrows():
+        calls = traced.get((row["method"], row["dataset"]))
+        assert calls is not None, f"no trace file for {row['method']} on {row['dataset']}"
+        assert len(calls) >= n
+        assert abs(row["LLM calls / q"] - sum(calls.values()) / len(calls)) < 0.01, (row["method"], row["dataset"])
+    overall = table(cfg, "05_cost_per_question")
+    assert set(labels) <= set(overall["method"])
+    assert (overall["questions"] == n * len(cfg.datasets)).all()
+    boot = table(cfg, "05_bootstrap_ci")
+    has_columns(boot, ["dataset", "baseline", "metric", "n", "mean diff", "CI lo", "CI hi"], "bootstrap")
+    assert (boot["CI lo"] <= boot["mean diff"] + 1e-9).all() and (boot["mean diff"] <= boot["CI hi"] + 1e-9).all()
+    in_range(boot[["mean diff", "CI lo", "CI hi"]].stack(), -100, 100, "bootstrap differences")
+    per_ds = boot[boot["dataset"] != "all"]
+    assert (per_ds["n"] == n).all() and (boot.loc[boot["dataset"] == "all", "n"] == n * len(cfg.datasets)).all()
+    assert set(boot["baseline"]) == set(labels) - {"KGIR-RAG"}
+
+
+# ----------------------------------------------------------------------------- 06
+def check_06(cfg) -> None:
+    from kgir_lib import ablation
+
+    config_written(cfg, "06_ablation")
+    n = n_questions(cfg)
+    for name, labels in (("06_kgir_ablation", ablation.KGIR_VARIANT_LABELS),
+                         ("06_kg2rag_ablation", ablation.KG2RAG_VARIANT_LABELS)):
+        t = table(cfg, name)
+        assert len(t) == len(labels) * len(cfg.ablation_datasets), name
+        for d, part in t.groupby("dataset"):
+            assert list(part["variant"]) == list(labels.values()), (name, d)
+            full = part.iloc[0]
+            assert (part["ΔEM (ours)"] - (part["EM"] - full["EM"])).abs().max() < 1e-6, name
+        assert (t["n"] == n).all(), name
+        for c in ("EM", "F1", "R@2", "R@5"):
+            in_range(t[c], *PCT, f"{name} {c}")
+    grid = ablation.study_grid()
+    n_study = min(cfg.study_n_questions or n, n)
+    for name, key in (("06_kg2rag_k", "kg2rag_k"), ("06_kg2rag_m", "kg2rag_m")):
+        t = table(cfg, name)
+        for d, part in t.groupby("dataset"):
+            assert list(part["value"]) == list(grid[key]), (name, d)
+        assert sorted(set(t["dataset"])) == sorted(cfg.study_datasets) and (t["n"] == n_study).all(), name
+        for c in ("EM", "F1", "R@2", "R@5"):
+            in_range(t[c], *PCT, f"{name} {c}")
+    sens = table(cfg, "06_kgir_sensitivity")
+    assert set(sens["param"]) == {"max_iterations", "top_k", "ngram_threshold"} and (sens["n"] == n_study).all()
+    robust = table(cfg, "06_kg2rag_robustness")
+    for d, part in robust.groupby("dataset"):
+        part = part.sort_values("fraction")
+        assert list(part["fraction"]) == [0.0, *grid["drop_fractions"]], d
+        assert (part.loc[part["fraction"] > 0, "seeds"] == cfg.robustness_seeds).all()
+        assert part["triples"].is_monotonic_decreasing, "dropping triples leaves fewer"
+        in_range(part[[c for c in part.columns if c.endswith(" mean")]].stack(), *PCT, "robustness means")
+
+
+# ----------------------------------------------------------------------------- 07
+def check_07(cfg) -> None:
+    config_written(cfg, "07_case_study")
+    tables = cfg.run_dir / "tables"
+    answers = sorted(tables.glob("07_case_answers_*.csv"))
+    steps = sorted(tables.glob("07_case_steps_*.csv"))
+    assert len(answers) >= 1 and len(steps) >= 1, "the case study saves its steps and answers"
+    for path in answers:
+        t = pd.read_csv(path)
+        has_columns(t, ["method", "answer", "EM", "F1", "source"], path.name)
+        assert t["method"].iloc[0] == "KGIR-RAG" and t["method"].is_unique
+        for c in ("EM", "F1", "R@2", "R@5"):
+            in_range(t[c], *PCT, f"{path.name} {c}")
+    for path in steps:
+        t = pd.read_csv(path)
+        assert list(t["round"]) == list(range(1, len(t) + 1)) and len(t) <= cfg.max_iterations, path.name
+
+
+CHECKS = {"01_extract_kg": check_01, "02_index": check_02, "03_subgraph_mst": check_03,
+          "04_iterative_rewrite": check_04, "05_eval": check_05, "06_ablation": check_06, "07_case_study": check_07}
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("notebook", list(CHECKS))
+def test_notebook_tables(notebook, executed):
+    CHECKS[notebook](executed(notebook))
+
+
+def test_every_notebook_has_checks():
+    root = Path(__file__).resolve().parents[2] / "notebooks"
+    assert sorted(p.stem for p in root.glob("[0-9][0-9]_*.ipynb")) == sorted(CHECKS)

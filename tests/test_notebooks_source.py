@@ -1,0 +1,62 @@
+"""The notebooks and their jupytext sources agree, and every notebook opens the same way."""
+from __future__ import annotations
+
+import ast
+from dataclasses import fields
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from kgir_lib.config import Config
+
+jupytext = pytest.importorskip("jupytext")
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCES = sorted((REPO / "notebooks" / "src").glob("[0-9][0-9]_*.py"))
+FIELDS = {f.name for f in fields(Config)}
+
+
+def _cells(nb) -> list:
+    return [(c.cell_type, c.source, list(c.metadata.get("tags", []))) for c in nb.cells]
+
+
+def test_every_source_has_a_notebook():
+    assert len(SOURCES) == 7
+    assert sorted(p.stem for p in (REPO / "notebooks").glob("[0-9][0-9]_*.ipynb")) == [p.stem for p in SOURCES]
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)
+def test_source_and_notebook_agree(src):
+    """Same cells, types, sources and tags: rebuild with ``python scripts/build_notebooks.py`` if this fails."""
+    text = jupytext.read(src, fmt="py:percent")
+    nb = nbformat.read(REPO / "notebooks" / f"{src.stem}.ipynb", as_version=4)
+    assert _cells(nb) == _cells(text), f"notebooks/{src.stem}.ipynb is stale: python scripts/build_notebooks.py"
+    assert nb.metadata.get("jupytext", {}).get("formats") == "ipynb,src//py:percent"
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)
+def test_one_parameters_cell_then_open_notebook(src):
+    cells = jupytext.read(src, fmt="py:percent").cells
+    tagged = [i for i, c in enumerate(cells) if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1, "exactly one cell tagged 'parameters'"
+    params = cells[tagged[0]]
+    values = {}
+    exec(compile(params.source, str(src), "exec"), {}, values)  # literals only
+    assert values.get("profile", "missing") is None
+    assert values.get("config_overrides") == {}
+    for name, value in values.items():
+        if name in FIELDS:
+            assert value is None, f"Config field {name!r} must default to None (keep the profile's value)"
+    opener = next(c for c in cells[tagged[0] + 1:] if c.cell_type == "code")
+    assert f'open_notebook("{src.stem}", globals()' in opener.source
+    tree = ast.parse(opener.source)
+    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    assert not called & {"load_config", "start_run", "build_llm"}, "the opener is one call: open_notebook"
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)
+def test_no_hard_coded_model_caveat(src):
+    text = src.read_text()
+    assert "SMOLLM_NOTE" not in text
+    assert 'llm_backend == "llamacpp"' not in text, "the caveat follows the configured model: report.model_note"

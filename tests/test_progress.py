@@ -1,0 +1,54 @@
+"""Progress bars: one line per bar in an executed notebook, a plain tqdm bar elsewhere."""
+from __future__ import annotations
+
+import re
+
+import nbformat
+import pytest
+
+from kgir_lib.progress import in_notebook, progress
+
+CELLS = {
+    "passages": ("import time\nfrom kgir_lib.progress import progress\n"
+                 "for _ in progress(range(40), desc='passages', mininterval=0):\n    time.sleep(0.002)"),
+    "manual": ("bar = progress(total=30, desc='manual', mininterval=0)\nfor _ in range(30):\n    bar.update(1)\n"
+               "bar.close()"),
+    "LLM extract": ("from kgir_lib.llm import LLM, ChatRequest, ScriptedBackend\n"
+                    "llm = LLM(ScriptedBackend(lambda r: 'ok'), None, progress=True)\n"
+                    "_ = llm.generate([ChatRequest.chat(None, f'q{i}') for i in range(30)], stage='extract')"),
+    "embed": ("from kgir_lib.progress import progress as tqdm  # as the library's call sites import it\n"
+              "with tqdm(['a'] * 25, desc='embed', mininterval=0) as it:\n    _ = [x for x in it]"),
+}
+
+
+def _lines(cell) -> list:
+    """Every non-empty text line a stored cell shows (stream text and text/plain outputs; \\r splits too)."""
+    out = []
+    for o in cell.outputs:
+        text = o.get("text", "") if o.output_type == "stream" else o.get("data", {}).get("text/plain", "")
+        out += [s for s in re.split(r"[\r\n]", text) if s.strip()]
+    return out
+
+
+def test_plain_tqdm_outside_a_notebook():
+    assert not in_notebook()
+    bar = progress(range(3), desc="x", disable=True)
+    assert type(bar).__name__ == "tqdm" and list(bar) == [0, 1, 2]
+
+
+@pytest.mark.notebooks
+def test_executed_notebook_keeps_one_line_per_bar(tmp_path):
+    pm = pytest.importorskip("papermill")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in CELLS.values()]
+    src, out = tmp_path / "bars.ipynb", tmp_path / "bars.out.ipynb"
+    nbformat.write(nb, src)
+    pm.execute_notebook(str(src), str(out), cwd=str(tmp_path), progress_bar=False, kernel_name="python3")
+    done = nbformat.read(out, as_version=4)
+    for desc, cell in zip(CELLS, done.cells):
+        lines = _lines(cell)
+        bars = [ln for ln in lines if desc in ln]
+        assert len(bars) == 1, (desc, lines)
+        assert re.search(r"100%.*(\d+)/\1", bars[0]), bars[0]  # the bar's final state
+        assert not [ln for ln in lines if re.search(r"\d+/\d+", ln) and desc not in ln], lines
