@@ -185,6 +185,21 @@ class OpenAIBackend:
         self._rr_lock = threading.Lock()
 
     def _body(self, req: ChatRequest) -> dict:
+        """The ``/v1/chat/completions`` JSON body of one request (checked against vLLM 0.33.0's
+        ``ChatCompletionRequest`` and llama-cpp-python 0.3.36's server types; tests/test_vllm_request.py).
+
+        Always ``model``, ``messages``, ``max_tokens``, ``temperature``, ``seed`` and, when set,
+        ``stop``. ``max_tokens`` is kept for every server: llama.cpp's server knows no
+        ``max_completion_tokens``, and vLLM 0.33 still honours ``max_tokens`` (deprecated
+        there in favour of ``max_completion_tokens``, used when the latter is absent).
+        Structured output by ``json_mode``: ``vllm`` → ``structured_outputs: {"json": schema}``
+        (vLLM ≥ 0.10.2; the old ``guided_json`` field is *ignored* by 0.33 with only a warning,
+        so output would not be constrained); ``llamacpp`` → ``response_format: {"type":
+        "json_object", "schema": schema}`` (llama.cpp's grammar from the schema; vLLM would
+        treat it as plain JSON mode); ``openai`` → ``response_format: {"type": "json_schema",
+        "json_schema": {"name": "output", "schema": schema}}`` (OpenAI's form; vLLM reads it too);
+        ``none`` → nothing.
+        """
         body = {"model": self.model, "messages": req.message_dicts(), "max_tokens": req.max_tokens,
                 "temperature": req.temperature, "seed": req.seed}
         if req.stop:
@@ -331,6 +346,8 @@ class VLLMBackend:  # pragma: no cover - needs a GPU and the vllm package
         self._engine = VLLM(model=model_id, **engine_kw)
 
     def run(self, requests: Sequence[ChatRequest], on_result: Callable[[int, ChatResult], None]) -> None:
+        """ONE ``LLM.chat`` call for the batch; ``SamplingParams(max_tokens, temperature, stop, seed)`` and,
+        for a schema, ``structured_outputs=StructuredOutputsParams(json=schema)`` (vLLM 0.33.0's fields)."""
         from vllm import SamplingParams
 
         structured = _vllm_structured_output()
