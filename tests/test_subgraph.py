@@ -80,9 +80,11 @@ def test_ner_requests_one_per_question_with_versioned_prompt():
     reqs = ner_requests(["Who founded Dell?", "Where is Paris?"])
     assert len(reqs) == 2
     roles = [r for r, _ in reqs[0].messages]
-    assert roles == ["system"] + ["user", "assistant"] * 3 + ["user"]  # examples as earlier chat turns
+    n_examples = (len(roles) - 2) // 2
+    assert n_examples >= 2 and roles == ["system"] + ["user", "assistant"] * n_examples + ["user"]  # chat turns
     assert reqs[0].messages[-1] == ("user", "Question: Who founded Dell?")
-    assert parse_entities(reqs[0].messages[2][1]) == ["Titanic"]  # the examples' replies parse
+    for _, reply in reqs[0].messages[2:-1:2]:  # every example reply parses and is usable
+        assert parse_entities(reply)
     assert reqs[0].json_schema["required"] == ["named_entities"]
 
 
