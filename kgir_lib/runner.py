@@ -2,9 +2,22 @@
 
 ``python -m kgir_lib.runner --profile sample`` executes ``notebooks/NN_*.ipynb`` into
 ``results/<profile>/notebooks/`` (never over the source notebooks), passing
-``profile`` as the papermill parameter. A notebook that fails stops the job with
-its name and the path of its partial output; everything computed before it
-(cache, KG, tables) stays on disk, so a rerun resumes from the cache.
+``profile`` and every ``-p NAME VALUE`` as papermill parameters. A ``-p`` name is a
+config field (checked as :func:`kgir_lib.config.load_config` checks it) or one of the
+notebook-only parameters in :data:`NOTEBOOK_PARAMS` (``resume``, ``methods``,
+``n_boot``, ``qid``, ``dataset``); both reach every notebook.
+
+Paths are resolved once, here: a relative ``KGIR_DATA_DIR`` / ``KGIR_RESULTS_DIR`` /
+``KGIR_FIGURES_DIR``, profile path, or ``-p`` path (``data_dir``, ``results_dir``,
+``figures_dir``, ``llm_model_path``) is made absolute against the directory the
+runner was started from, so the kernels (which run in ``notebooks/``) use what was
+validated.
+
+The committed response log (``results/<profile>/llm_responses.jsonl.gz``,
+:mod:`kgir_lib.llm.response_log`) is imported into the LLM cache before the first
+notebook and exported after every notebook, finished or failed. A notebook that
+fails stops the job with its name and the path of its partial output; everything
+computed before it (cache, log, KG, tables) stays on disk, so a rerun resumes.
 """
 from __future__ import annotations
 
@@ -14,8 +27,21 @@ import sys
 import time
 from pathlib import Path
 
-from .config import PROJECT_ROOT, ConfigError, load_config
+from .config import LOCATION_ENV, PROJECT_ROOT, ConfigError, load_config
 from .data import DataError, load_dataset
+
+# Parameters some notebooks take that are not config fields: name -> (check, what it must be).
+NOTEBOOK_PARAMS: dict = {
+    "resume": (lambda v: isinstance(v, bool), "true or false"),
+    "methods": (lambda v: isinstance(v, list) and bool(v) and all(isinstance(m, str) and m for m in v),
+                "a non-empty list of method keys, e.g. [kgir, ircot]"),
+    "n_boot": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, "a whole number >= 1"),
+    "qid": (lambda v: isinstance(v, (str, int)) and not isinstance(v, bool) and str(v).strip() != "",
+            "a question id"),
+    "dataset": (lambda v: isinstance(v, str) and bool(v.strip()), "a dataset name"),
+}
+PATH_PARAMS = ("data_dir", "results_dir", "figures_dir", "llm_model_path")
+DATASET_LISTS = ("datasets", "extract_datasets", "ablation_datasets", "study_datasets")
 
 
 def notebooks(only: list | None = None, folder: Path | None = None) -> list:
@@ -26,21 +52,75 @@ def notebooks(only: list | None = None, folder: Path | None = None) -> list:
     return found
 
 
+def split_params(params: dict) -> tuple:
+    """``(config overrides, notebook-only parameters)``; a notebook-only value is checked here."""
+    config, notebook = {}, {}
+    for name, value in params.items():
+        if name in NOTEBOOK_PARAMS:
+            check, what = NOTEBOOK_PARAMS[name]
+            value = _normalise(name, value)
+            if value is not None and not check(value):
+                raise ConfigError(f"parameter {name!r}: must be {what}, got {value!r}")
+            notebook[name] = value
+        else:
+            config[name] = value
+    return config, notebook
+
+
+def _normalise(name: str, value: object) -> object:
+    """``n_boot`` written as ``1e3`` (YAML reads it as text) is the number; a numeric ``qid`` is its text."""
+    if name == "n_boot" and isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return value
+        return int(number) if number.is_integer() else value
+    if name == "qid" and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
 def validate(profile: str, params: dict | None = None) -> list:
     """Load the profile (with ``params`` as overrides) and every dataset it names; summary lines.
 
-    Raises :class:`ConfigError` / :class:`DataError` naming what is wrong.
+    Every name in ``datasets``, ``extract_datasets``, ``ablation_datasets``, ``study_datasets``
+    and a ``dataset`` parameter must load. Raises :class:`ConfigError` / :class:`DataError`
+    naming what is wrong.
     """
-    cfg = load_config(profile, **(params or {}))
+    config, notebook = split_params(params or {})
+    cfg = load_config(profile, **config)
+    _check_methods(notebook.get("methods"))
     lines = [f"profile {cfg.profile}: {cfg.description}", f"data directory: {cfg.data_path}",
              f"results: {cfg.run_dir}"]
-    for name in cfg.datasets:
-        ds = load_dataset(name, cfg.data_path)
+    named = {field: list(getattr(cfg, field)) for field in DATASET_LISTS}
+    if notebook.get("dataset") is not None:
+        named["dataset"] = [notebook["dataset"]]
+    loaded: dict = {}
+    for field, names in named.items():
+        for name in names:
+            if name not in loaded:
+                try:
+                    loaded[name] = load_dataset(name, cfg.data_path)
+                except DataError as exc:
+                    raise DataError(f"parameter {field!r}: {exc}") from None
+    for name, ds in loaded.items():
         lines.append(f"  {name}: {len(ds.questions)} questions, {len(ds.corpus)} passages")
     return lines
 
 
+def _check_methods(methods: list | None) -> None:
+    """Every key of a ``methods`` parameter must be a registered method."""
+    if not methods:
+        return
+    from .methods import METHODS
+
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ConfigError(f"parameter 'methods': unknown method key(s) {unknown} (known: {sorted(METHODS)})")
+
+
 def _parse_params(pairs: list) -> dict:
+    """``-p NAME VALUE`` pairs, each value read as YAML (so ``[a, b]`` is a list and ``4`` a number)."""
     import yaml
 
     params = {}
@@ -52,12 +132,31 @@ def _parse_params(pairs: list) -> dict:
     return params
 
 
+def resolve_paths(profile: str, params: dict, cwd: Path | None = None) -> str:
+    """Make every relative location absolute against ``cwd`` (default: the current directory), once:
+    the ``KGIR_*_DIR`` variables (in ``os.environ``, inherited by the kernels), the ``-p`` paths in
+    ``params`` (in place) and a profile given as a ``.yaml`` path (returned)."""
+    base = Path(cwd or os.getcwd())
+    for env in LOCATION_ENV.values():
+        value = os.environ.get(env)
+        if value and not Path(value).expanduser().is_absolute():
+            os.environ[env] = os.path.abspath(base / Path(value).expanduser())
+    for name in PATH_PARAMS:
+        value = params.get(name)
+        if isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
+            params[name] = os.path.abspath(base / Path(value).expanduser())
+    if profile.endswith(".yaml") and not Path(profile).expanduser().is_absolute():
+        profile = os.path.abspath(base / Path(profile).expanduser())
+    return profile
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Run the notebook suite with papermill.")
     ap.add_argument("--profile", default=None, help="profile name or YAML path (default: $KGIR_PROFILE, else sample)")
     ap.add_argument("--only", nargs="+", help="notebook name prefixes, e.g. 01 02")
     ap.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                    help="extra papermill parameter (YAML value), validated as a config field")
+                    help="papermill parameter (YAML value) for every notebook: a config field, or one of "
+                         f"{', '.join(NOTEBOOK_PARAMS)}")
     ap.add_argument("--notebooks-dir", type=Path, default=None, help="where the NN_*.ipynb notebooks are")
     ap.add_argument("--validate-only", action="store_true", help="check the profile and data, run nothing")
     ap.add_argument("--regenerate", action="store_true",
@@ -68,7 +167,8 @@ def main(argv=None) -> int:
         os.environ["KGIR_LLM_CACHE_ONLY"] = "1"  # inherited by the papermill kernels
     profile = args.profile or os.environ.get("KGIR_PROFILE") or "sample"
     try:
-        params = _parse_params(args.param)
+        params = {k: _normalise(k, v) for k, v in _parse_params(args.param).items()}
+        profile = resolve_paths(profile, params)
         for line in validate(profile, params):
             print(line)
     except (ConfigError, DataError) as exc:
@@ -87,12 +187,43 @@ def main(argv=None) -> int:
     return _run_notebooks(nbs, profile, params, "timings_regenerate.tsv" if args.regenerate else "timings.tsv")
 
 
+def sync_log(cfg) -> None:
+    """Import the run's committed response log into its LLM cache (rows not cached yet)."""
+    from .llm.response_log import sync_run_cache
+
+    inserted, cache, log = sync_run_cache(cfg)
+    if log.exists():
+        print(f"response log: {inserted} response(s) imported from {log} into {cache}", flush=True)
+
+
+def export_log(cfg) -> None:
+    """Export the run's LLM cache to its response log; a failure is reported, never fatal."""
+    from .llm import LLMCacheError
+    from .llm.response_log import export_run_cache
+
+    try:
+        rows, log = export_run_cache(cfg)
+    except (LLMCacheError, OSError) as exc:
+        print(f"warning: response log not exported: {exc}", file=sys.stderr)
+        return
+    if rows:
+        print(f"    response log: {rows} response(s) in {log}", flush=True)
+
+
 def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "timings.tsv") -> int:
     import papermill as pm
 
-    cfg = load_config(profile, **params)
+    from .llm import LLMCacheError
+
+    config, _ = split_params(params)
+    cfg = load_config(profile, **config)
     outdir = cfg.run_dir / "notebooks"
     outdir.mkdir(parents=True, exist_ok=True)
+    try:
+        sync_log(cfg)
+    except LLMCacheError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     nb_params = {"profile": profile, **params}
     timings = []
     for nb in nbs:
@@ -111,6 +242,8 @@ def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "t
             print(f"error: {nb.name} could not be executed: {type(exc).__name__}: {exc}\n"
                   f"partial output (if any): {out}", file=sys.stderr)
             return 1
+        finally:
+            export_log(cfg)  # after every notebook, finished or not: a crash still leaves the log
         timings.append((nb.name, time.perf_counter() - t0))
         print(f"    {timings[-1][1]:.0f} s", flush=True)
     total = sum(t for _, t in timings)

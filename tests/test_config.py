@@ -200,3 +200,76 @@ def test_start_run_writes_the_effective_config(tmp_path):
     again = load_config(str(path))
     assert {k: v for k, v in again.to_dict().items() if k != "profile"} == \
         {k: v for k, v in cfg.to_dict().items() if k != "profile"}
+
+
+# ------------------------------------------------------------------ issue 13 items 5, 7, 9
+def test_relative_extends_resolves_against_the_profile_folder(tmp_path, monkeypatch):
+    (tmp_path / "profiles").mkdir()
+    _write(tmp_path / "profiles" / "base.yaml", {"extends": "ci", "top_k": 3})
+    child = _write(tmp_path / "profiles" / "child.yaml", {"extends": "base.yaml", "seed": 5})
+    monkeypatch.chdir(tmp_path)  # not the profiles' folder
+    cfg = load_config(child)
+    assert (cfg.top_k, cfg.seed, cfg.n_questions) == (3, 5, 2)
+    _write(tmp_path / "profiles" / "loop.yaml", {"extends": "./loop.yaml"})
+    with pytest.raises(ConfigError, match="cycle"):
+        load_config(str(tmp_path / "profiles" / "loop.yaml"))
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf"])
+def test_non_finite_numbers_in_a_profile_are_refused(tmp_path, value):
+    path = tmp_path / "p.yaml"
+    path.write_text(f"extends: ci\nllm_timeout_s: {value}\n")
+    with pytest.raises(ConfigError, match="'llm_timeout_s'.*finite"):
+        load_config(str(path))
+
+
+def test_numbers_written_as_text_with_an_exponent(tmp_path):
+    assert load_config("ci", top_k="1e2", temperature="5e-1").top_k == 100
+    with pytest.raises(ConfigError, match="'top_k'.*whole number, got 1.5"):
+        load_config("ci", top_k="1.5")
+    with pytest.raises(ConfigError, match="'top_k'.*expected a number, got the text 'ten'"):
+        load_config("ci", top_k="ten")
+
+
+def test_environment_wins_over_a_profile_location_and_a_parameter_over_both(tmp_path, monkeypatch):
+    profile = _write(tmp_path / "p.yaml", {"extends": "ci", "results_dir": str(tmp_path / "from_profile")})
+    monkeypatch.setenv("KGIR_RESULTS_DIR", str(tmp_path / "from_env"))
+    assert load_config(profile).run_dir == tmp_path / "from_env" / "p"
+    assert load_config(profile, results_dir=str(tmp_path / "param")).run_dir == tmp_path / "param" / "p"
+    monkeypatch.delenv("KGIR_RESULTS_DIR")
+    assert load_config(profile).run_dir == tmp_path / "from_profile" / "p"
+
+
+@pytest.mark.parametrize("url, needle", [("http://", "names no host"), ("http:///v1", "names no host"),
+                                         ("ftp://host/v1", "not an http"), ("http://h:x/v1", "bad port")])
+def test_base_urls_need_a_host(url, needle):
+    with pytest.raises(ConfigError, match=f"'llm_base_urls'.*{needle}"):
+        load_config("paper", llm_base_urls=[url])
+
+
+def test_model_path_must_exist_for_llamacpp(tmp_path):
+    with pytest.raises(ConfigError, match="'llm_model_path'.*does not exist"):
+        load_config("ci", llm_model_path=str(tmp_path / "missing.gguf"))
+    with pytest.raises(ConfigError, match="'llm_model_path'.*is a directory"):
+        load_config("ci", llm_model_path=str(tmp_path))
+    (tmp_path / "m.gguf").write_bytes(b"GGUF")
+    assert load_config("ci", llm_model_path=str(tmp_path / "m.gguf")).llm_model_path.endswith("m.gguf")
+
+
+@pytest.mark.parametrize("value", ["sk-proj-AbC123secretvalue", "hf_AbCdEf123456", "Bearer xyz", "my key"])
+def test_a_secret_pasted_as_the_key_variable_name_is_refused_and_not_echoed(tmp_path, value):
+    with pytest.raises(ConfigError, match="'llm_api_key_env'.*NAME of an environment variable") as exc:
+        load_config("ci", llm_api_key_env=value, results_dir=str(tmp_path))
+    assert value not in str(exc.value)
+    assert not (tmp_path / "ci" / "config").exists()
+
+
+def test_key_variable_names_that_are_fine():
+    assert load_config("ci", llm_api_key_env="OPENAI_API_KEY").llm_api_key_env == "OPENAI_API_KEY"
+    assert load_config("ci", llm_api_key_env="").llm_api_key_env == ""
+
+
+def test_retry_window_per_profile():
+    assert load_config("ci").llm_retry_window_s < 60 <= load_config("paper").llm_retry_window_s
+    with pytest.raises(ConfigError, match="'llm_retry_window_s'.*>= 0"):
+        load_config("ci", llm_retry_window_s=-1)

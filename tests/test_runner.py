@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -117,6 +118,99 @@ def test_notebook_discovery(tmp_path):
 
 def test_validate_in_process():
     lines = runner.validate("ci", {"datasets": ["hotpotqa"]})
-    assert lines[0].startswith("profile ci:") and lines[-1] == "  hotpotqa: 84 questions, 840 passages"
+    assert lines[0].startswith("profile ci:") and "  hotpotqa: 84 questions, 840 passages" in lines
     with pytest.raises(Exception, match="'datasets'"):
         runner.validate("ci", {"datasets": 5})
+
+
+# ------------------------------------------------------------------ issue 13: what --validate-only refuses
+ONE = ["-p", "datasets", "[hotpotqa]", "-p", "extract_datasets", "[hotpotqa]", "-p", "ablation_datasets",
+       "[hotpotqa]", "-p", "study_datasets", "[hotpotqa]"]
+
+
+def main_in_process(capsys, *args) -> tuple:
+    code = runner.main(["--profile", "ci", "--validate-only", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["-p", "llm_timeout_s", ".nan"], "'llm_timeout_s'.*finite"),
+    (["-p", "llm_timeout_s", "nan"], "'llm_timeout_s'.*finite"),
+    (["-p", "temperature", "inf"], "'temperature'.*finite"),
+    (["-p", "top_k", "1e400"], "'top_k'.*finite"),
+    (["-p", "top_k", "many"], "'top_k'.*expected a number, got the text 'many'"),
+    (["-p", "llm_backend", "openai", "-p", "llm_base_urls", "http://"], "'llm_base_urls'.*names no host"),
+    (["-p", "llm_base_urls", "http://localhost:port/v1"], "'llm_base_urls'.*bad port"),
+    (["-p", "llm_model_path", "no/such/model.gguf"], "'llm_model_path'.*no/such/model.gguf does not exist"),
+    (["-p", "study_datasets", "[musique_trian]"], "'study_datasets'.*unknown dataset 'musique_trian'"),
+    (["-p", "ablation_datasets", "[nosuch]"], "'ablation_datasets'.*unknown dataset 'nosuch'"),
+    (["-p", "extract_datasets", "[nosuch]"], "'extract_datasets'.*unknown dataset 'nosuch'"),
+    (["-p", "dataset", "nosuch"], "'dataset'.*unknown dataset 'nosuch'"),
+    (["-p", "resume", "maybe"], "'resume': must be true or false"),
+    (["-p", "n_boot", "0"], "'n_boot': must be a whole number >= 1"),
+    (["-p", "methods", "[kgir, no_such_method]"], "'methods'.*no_such_method"),
+])
+def test_validate_only_refuses(capsys, args, needle):
+    code, _, err = main_in_process(capsys, *ONE, *args)
+    assert code == 2, err
+    assert re.search(needle, err), err
+
+
+def test_validate_only_refuses_a_secret_as_the_key_variable_without_echoing_it(capsys):
+    code, out, err = main_in_process(capsys, *ONE, "-p", "llm_api_key_env", "sk-proj-AbC123secretvalue")
+    assert code == 2 and "'llm_api_key_env'" in err and "NAME of an environment variable" in err
+    assert "AbC123secretvalue" not in out + err
+
+
+def test_a_number_written_with_an_exponent_is_a_number(capsys):
+    code, out, err = main_in_process(capsys, *ONE, "-p", "top_k", "1e9", "-p", "n_boot", "1e3")
+    assert code == 0, err
+    assert runner.load_config("ci", top_k="1e9").top_k == 1_000_000_000
+
+
+def test_notebook_only_parameters_are_accepted(capsys):
+    code, out, err = main_in_process(capsys, *ONE, "-p", "resume", "false", "-p", "methods", "[kgir, ircot]",
+                                     "-p", "n_boot", "50", "-p", "qid", "5a8b57f25542995d1e6f1371",
+                                     "-p", "dataset", "hotpotqa")
+    assert code == 0, err
+
+
+PROBE_ALL = """
+import json, os
+from kgir_lib.config import load_config, start_run
+from kgir_lib.llm import LLMCache
+cfg = load_config(profile, top_k=top_k)
+start_run(cfg, "00_probe")
+LLMCache(cfg.path("cache", "llm.sqlite")).put("k" * 64, "scripted:m", {}, "an answer", 3, 2, 0.5)
+cfg.path("probe.json").write_text(json.dumps({
+    "cwd": os.getcwd(), "run_dir": str(cfg.run_dir), "data_path": str(cfg.data_path), "top_k": cfg.top_k,
+    "notebook": {k: globals().get(k) for k in ("resume", "methods", "n_boot", "qid", "dataset")}}))
+"""
+
+
+def test_runner_injects_every_parameter_resolves_relative_dirs_and_exports_the_log(tmp_path):
+    """Notebook-only parameters reach the kernel; relative KGIR_* dirs are resolved against the runner's
+    directory, not the kernel's (notebooks/); the response log is written after each notebook, even a failed one."""
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    _notebook(nbs / "00_probe.ipynb", PROBE_ALL)
+    _notebook(nbs / "01_fail.ipynb", "raise ValueError('scripted failure')")
+    (tmp_path / "data").symlink_to(Path(__file__).resolve().parents[2] / "shared" / "data")
+    env = {**os.environ, "KGIR_RESULTS_DIR": "rel_results", "KGIR_DATA_DIR": "data",
+           "KGIR_FIGURES_DIR": "figs"}
+    env.pop("KGIR_PROFILE", None)
+    out = subprocess.run([sys.executable, "-m", "kgir_lib.runner", "--profile", "ci", "--notebooks-dir", str(nbs),
+                          *ONE, "-p", "top_k", "4", "-p", "resume", "false", "-p", "methods", "[kgir]",
+                          "-p", "n_boot", "7", "-p", "qid", "q1", "-p", "dataset", "hotpotqa"],
+                         cwd=tmp_path, env=env, text=True, capture_output=True, timeout=300)
+    assert out.returncode == 1 and "01_fail.ipynb failed" in out.stderr, out.stderr
+    run_dir = tmp_path / "rel_results" / "ci"
+    probe = json.loads((run_dir / "probe.json").read_text())
+    assert probe["cwd"] == str(nbs)  # the kernel ran elsewhere ...
+    assert probe["run_dir"] == str(run_dir) and probe["data_path"] == str(tmp_path / "data")  # ... on absolute paths
+    assert probe["top_k"] == 4
+    assert probe["notebook"] == {"resume": False, "methods": ["kgir"], "n_boot": 7, "qid": "q1", "dataset": "hotpotqa"}
+    from kgir_lib.llm.response_log import read_log
+
+    assert [r[:3] for r in read_log(run_dir / "llm_responses.jsonl.gz")] == [("k" * 64, "scripted:m", "an answer")]
