@@ -7,15 +7,14 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
 
 from kgir_lib.config import load_config, start_run
+from fake_server import fake, make_fake  # noqa: F401  (fixtures)
 from kgir_lib.llm import LLM, ChatRequest, LLMCache, LLMError, OpenAIBackend, build_backend, build_llm, extract_json
 
 SERVER_MODULES = ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings")
@@ -130,86 +129,7 @@ def test_round_robin_over_a_real_and_a_fake_replica(llama_server, fake):
     assert not got[0].text.startswith("fake:") and not got[2].text.startswith("fake:")
 
 
-# ---------------------------------------------------------------- a local fake OpenAI-compatible server
-class FakeOpenAI:
-    """Answers ``/v1/chat/completions`` with ``fake: <last user message>``; a ``plan`` of statuses
-    (or "timeout", "garbage") is served first. Records headers, bodies and requests in flight."""
-
-    def __init__(self, plan=(), delay: float = 0.0):
-        self.plan, self.delay = list(plan), delay
-        self.seen: list = []
-        self.lock = threading.Lock()
-        self.in_flight = self.max_in_flight = 0
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                with outer.lock:
-                    outer.seen.append((dict(self.headers), body, self.path))
-                    outer.in_flight += 1
-                    outer.max_in_flight = max(outer.max_in_flight, outer.in_flight)
-                    step = outer.plan.pop(0) if outer.plan else 200
-                try:
-                    time.sleep(outer.delay + (1.5 if step == "timeout" else 0))
-                    if step in (200, "timeout"):
-                        text = "fake: " + body["messages"][-1]["content"]
-                        self._send(200, {"choices": [{"message": {"role": "assistant", "content": text}}],
-                                         "usage": {"prompt_tokens": 7, "completion_tokens": 3}})
-                    elif step == "garbage":
-                        self._send(200, "<html>proxy error</html>")
-                    else:
-                        self._send(step, {"error": {"message": f"scripted {step}"}})
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-                finally:
-                    with outer.lock:
-                        outer.in_flight -= 1
-
-            def _send(self, status, payload):
-                data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-@pytest.fixture
-def fake():
-    server = FakeOpenAI()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def make_fake():
-    servers = []
-
-    def make(plan=(), delay=0.0):
-        servers.append(FakeOpenAI(plan, delay))
-        return servers[-1]
-    yield make
-    for s in servers:
-        s.close()
-
-
+# ---------------------------------------------------------------- the fake OpenAI-compatible server (tests/fake_server.py)
 def run_all(b: OpenAIBackend, requests) -> list:
     got = {}
     b.run(requests, lambda i, r: got.__setitem__(i, r))
@@ -361,3 +281,103 @@ def test_llm_generate_keeps_order_with_concurrency(make_fake, tmp_path):
 def test_needs_a_base_url():
     with pytest.raises(LLMError, match="llm_base_urls"):
         OpenAIBackend("m", [])
+
+
+# ---------------------------------------------------------------- issue 13 items 4-6: a misbehaving server
+def test_500_is_retried(make_fake):
+    server = make_fake(plan=[500, 500])
+    out = run_all(backend([server.url], max_retries=3), [ChatRequest.chat(None, "x")])
+    assert out[0].text == "fake: x" and len(server.seen) == 3
+
+
+def test_429_retry_after_is_honoured(make_fake):
+    server = make_fake(plan=[("429", 1)])
+    t0 = time.perf_counter()
+    out = run_all(backend([server.url], max_retries=2, retry_window_s=10), [ChatRequest.chat(None, "x")])
+    assert out[0].text == "fake: x" and len(server.seen) == 2
+    assert time.perf_counter() - t0 >= 1.0  # the backoff alone would have been ~0.01 s
+
+
+def test_retry_after_beyond_the_window_gives_up_at_once(make_fake):
+    server = make_fake(plan=[("429", 120)])
+    t0 = time.perf_counter()
+    with pytest.raises(LLMError, match=r"HTTP 429.*|retry window") as exc:
+        run_all(backend([server.url], max_retries=5, retry_window_s=5), [ChatRequest.chat(None, "x")])
+    assert time.perf_counter() - t0 < 3
+    assert "llm_retry_window_s=5" in str(exc.value) and "HTTP 429" in str(exc.value)
+    assert len(server.seen) == 1
+
+
+def test_retry_window_bounds_the_retries(make_fake):
+    server = make_fake(plan=[503] * 50)
+    t0 = time.perf_counter()
+    with pytest.raises(LLMError, match="retry window llm_retry_window_s=1"):
+        run_all(backend([server.url], max_retries=50, backoff_s=0.1, retry_window_s=1.0),
+                [ChatRequest.chat(None, "x")])
+    assert time.perf_counter() - t0 < 2.5
+    assert 3 <= len(server.seen) < 10  # 0.1, 0.2, 0.4 (+ jitter) fit in the window; 0.8 more does not
+
+
+def test_backoff_is_exponential_with_bounded_jitter():
+    b = backend(["http://127.0.0.1:9/v1"], backoff_s=0.5)
+    for n in range(1, 12):
+        base = min(b.MAX_BACKOFF_S, 0.5 * 2 ** (n - 1))
+        waits = [b._backoff(n) for _ in range(50)]
+        assert all(base <= w <= 1.5 * base for w in waits)
+        assert len(set(waits)) > 1  # jittered
+    assert b._backoff(1, retry_after=7.0) == 7.0
+
+
+def test_dropped_connection_is_retried(make_fake):
+    server = make_fake(plan=["drop"])
+    out = run_all(backend([server.url], max_retries=2), [ChatRequest.chat(None, "x")])
+    assert out[0].text == "fake: x" and len(server.seen) == 2
+
+
+def test_a_trickling_server_cannot_hold_past_the_deadline(make_fake):
+    """Old behaviour: the timeout was per read, so one byte every 0.2 s held a 1 s timeout for the whole
+    ~200-byte answer (~40 s). Now each attempt ends at its total deadline."""
+    server = make_fake(plan=["trickle", "trickle"], trickle_s=0.2)
+    t0 = time.perf_counter()
+    with pytest.raises(LLMError, match="deadline"):
+        run_all(backend([server.url], max_retries=1, timeout_s=1.0), [ChatRequest.chat(None, "x")])
+    assert time.perf_counter() - t0 < 3.5  # two attempts of 1 s + backoff + slack
+    assert len(server.seen) == 2
+
+
+def test_a_slow_but_steady_server_is_waited_for_within_the_deadline(make_fake):
+    server = make_fake(plan=["timeout"], slow_s=0.5)
+    out = run_all(backend([server.url], max_retries=0, timeout_s=3.0), [ChatRequest.chat(None, "x")])
+    assert out[0].text == "fake: x"
+
+
+@pytest.mark.parametrize("step", ["null", "empty"])
+def test_null_or_empty_content_is_a_failed_call_retried_then_reported_never_cached(make_fake, tmp_path, step):
+    server = make_fake(plan=[step, "ok"])
+    llm = LLM(backend([server.url], max_retries=2), LLMCache(tmp_path / "c.sqlite"), progress=False)
+    assert llm.complete([ChatRequest.chat(None, "x")]) == ["fake: x"] and len(server.seen) == 2
+    server = make_fake(plan=[step] * 3)
+    llm = LLM(backend([server.url], max_retries=2), LLMCache(tmp_path / "d.sqlite"), progress=False)
+    with pytest.raises(LLMError, match=f"empty completion.*content {step}"):
+        llm.complete([ChatRequest.chat(None, "x")])
+    assert len(server.seen) == 3 and len(llm.cache) == 0
+
+
+def test_content_as_a_list_is_a_clear_error_and_never_cached(make_fake, tmp_path):
+    server = make_fake(plan=["list"])
+    llm = LLM(backend([server.url], max_retries=3), LLMCache(tmp_path / "c.sqlite"), progress=False)
+    with pytest.raises(LLMError, match="content of type list, not text"):
+        llm.complete([ChatRequest.chat(None, "x")])
+    assert len(server.seen) == 1 and len(llm.cache) == 0
+
+
+def test_a_lone_surrogate_in_a_reply_is_replaced_and_counted(make_fake, tmp_path):
+    from kgir_lib.traces import REPLACED
+
+    server = make_fake(plan=["surrogate"])
+    llm = LLM(backend([server.url]), LLMCache(tmp_path / "c.sqlite"), progress=False)
+    before = REPLACED["llm"]
+    assert llm.complete([ChatRequest.chat(None, "x")]) == ["bad \ufffd char"]
+    assert REPLACED["llm"] == before + 1
+    assert llm.complete([ChatRequest.chat(None, "x")]) == ["bad \ufffd char"]  # from the cache
+    assert len(server.seen) == 1
