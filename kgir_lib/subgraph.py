@@ -461,6 +461,7 @@ class EvidenceSubgraph:
     pruned: list = field(default_factory=list)       # triples of the seed components the trees dropped
     weighting: str = "cosine"
     reading: str = "passages"                        # G_tmp reading (tmp_graph)
+    matched_by_triple: list = field(default_factory=list)  # question entities matched via whole triples
 
     @property
     def removal(self) -> float:
@@ -499,6 +500,7 @@ class EvidenceSubgraph:
                            for c in self.components],
             "weighting": self.weighting,
             "reading": self.reading,
+            "matched_by_triple": list(self.matched_by_triple),
             "G_Ans": [tri(t) for t in self.kept],
             "pruned": [tri(t) for t in self.pruned],
         }
@@ -548,7 +550,9 @@ def evidence_subgraph(question: str, retrieved: Sequence[tuple], G_q: Sequence[T
     E_q = ground_entities(llm_entities, question)
     matches = match_entities(E_q, graph_entities, n, threshold, method) if E_q else {}
     if E_q and match_triples:
+        by_name = matches
         matches = triple_matches(E_q, G_q, matches)
+        sub.matched_by_triple = [e for e in E_q if matches.get(e) and not by_name.get(e)]
     if not E_q or (fallback_on_no_match and not seeds_of(matches)):
         sub.used_fallback = True
         sub.fallback_reason = "no_entities" if not E_q else "no_match"

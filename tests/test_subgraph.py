@@ -343,3 +343,33 @@ def test_rebuild_subgraph_reuses_ner_without_llm_calls(tiny_workspace):
     comp = [t for c in by_passage.components for t in c.triples]
     assert {t: w for t, w in by_passage.weights.items()} == {t: dict(sub.retrieved)[t.pid] for t in comp}
     assert ws.llm.usage.total().calls == calls
+
+
+# ---------------------------------------------------------------- issue 10 items 5 / 5b: matching
+def test_similarity_methods_on_the_issue_pairs():
+    pairs = [("Compaq", "Compaq Computer Corporation"), ("Paris", "Paris Hilton")]
+    dice = [ngram_similarity(a, b) for a, b in pairs]
+    assert dice[0] == pytest.approx(12 / 29) and dice[1] == pytest.approx(0.588, abs=1e-3)  # the issue's 0.41, 0.59
+    assert ngram_similarity(*pairs[0], method="overlap") == 1.0
+    assert ngram_similarity(*pairs[0], method="containment") == 1.0
+    assert ngram_similarity("Paris", "Paris Hilton", method="containment") == 1.0
+    assert ngram_similarity("Hewlett-Packard", "Packard Bell", method="containment") == 0.5
+    assert ngram_similarity("Hewlett-Packard", "HP", method="containment") == 0.0
+    with pytest.raises(ValueError, match="matching method"):
+        ngram_similarity("a", "b", method="jaccard")
+    m = match_entities(["Compaq"], ["Compaq Computer Corporation", "IBM"], threshold=0.8, method="overlap")
+    assert m == {"Compaq": [("Compaq Computer Corporation", 1.0)]}
+    assert match_entities(["Compaq"], ["Compaq Computer Corporation"], threshold=0.5)["Compaq"] == []
+
+
+def test_whole_triple_matching_of_a_description():
+    """'PC maker of 1994' names no node, but all its content words occur in (Compaq, was top PC maker of,
+    1994): its head and tail become seeds, without the fallback (the Fig. 6 failure of the old matcher)."""
+    g = _star_graph()
+    q = "Which company merged in 2002 with the top PC maker of 1994?"
+    sub = evidence_subgraph(q, [], g, ["PC maker of 1994"], fixed_weights(WEIGHTS))
+    assert not sub.used_fallback and sub.matched_by_triple == ["PC maker of 1994"]
+    assert sub.seeds == ["1994", "Compaq"]
+    assert ("Compaq", "was top PC maker of", "1994") in {(t.head, t.relation, t.tail) for t in sub.kept}
+    old = evidence_subgraph(q, [], g, ["PC maker of 1994"], fixed_weights(WEIGHTS), match_triples=False)
+    assert old.used_fallback and old.fallback_reason == "no_match"
