@@ -373,3 +373,20 @@ def test_whole_triple_matching_of_a_description():
     assert ("Compaq", "was top PC maker of", "1994") in {(t.head, t.relation, t.tail) for t in sub.kept}
     old = evidence_subgraph(q, [], g, ["PC maker of 1994"], fixed_weights(WEIGHTS), match_triples=False)
     assert old.used_fallback and old.fallback_reason == "no_match"
+
+
+def test_compare_readings_side_by_side(tiny_workspace, tiny_dataset):
+    """Notebook 03's table: both readings on the same D_q, G_q and NER reply, no LLM call."""
+    from kgir_lib.subgraph import compare_readings
+
+    ws = tiny_workspace(lambda req: '{"named_entities": ["Compaq"]}')
+    (sub,), _ = build_subgraphs(ws, ["Who merged with Compaq in 2002?"], k=6)
+    calls = ws.llm.usage.total().calls
+    table = compare_readings(ws, [sub], [tiny_dataset.questions[0].gold_pids])
+    assert list(table.index) == ["passages", "seed_star"]
+    # tiny KG: Compaq's component = {Compaq, 1994, PC supplier, Hewlett-Packard, 2002}, 4 triples, a tree
+    assert table.loc["passages", "component triples"] == 4 and table.loc["passages", "G_Ans"] == 4
+    assert table.loc["seed_star", "G_tmp"] == 3 and table.loc["passages", "G_tmp"] == 8
+    assert table.loc["passages", "MST removal %"] == 0.0
+    assert table.loc["passages", "gold survival %"] == 100.0
+    assert ws.llm.usage.total().calls == calls

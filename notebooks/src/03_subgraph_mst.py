@@ -125,8 +125,9 @@ display(pd.DataFrame([{"head": t.head, "relation": t.relation, "tail": t.tail, "
 # Per question: `|D_q|`, `|G_q|`, `|E_q|`, whether NER fell back, seeds, `|G_tmp|`, components, `|G_Ans|`,
 # triples the trees pruned; and the gold passages found in `D_q`, among the source passages of `G_tmp` edges
 # and among the source passages of `G_Ans` edges. **Gold survival** = gold passages behind a `G_Ans` edge /
-# gold passages in `D_q` (what the subgraph keeps of what retrieval found). **MST removal** = pruned /
-# `|G_tmp|` triples.
+# gold passages in `D_q` (what the subgraph keeps of what retrieval found). **MST removal** = pruned / triples of
+# the seed components `B_i` (under the default `passages` reading `G_tmp` also holds components without a seed,
+# which are never weighted). **Seed-match rate** = questions with at least one seed.
 
 # %%
 rows = []
@@ -141,7 +142,9 @@ def summarise_steps(df: pd.DataFrame) -> pd.Series:
     g_dq = df["gold_in_D_q"].sum()
     return pd.Series({
         "questions": len(df), "mean |G_q|": df["G_q"].mean(), "mean |G_tmp|": df["G_tmp"].mean(),
-        "mean |G_Ans|": df["G_Ans"].mean(), "MST removal %": 100 * df["pruned"].sum() / max(df["G_tmp"].sum(), 1),
+        "mean |G_Ans|": df["G_Ans"].mean(),
+        "MST removal %": 100 * df["pruned"].sum() / max(df["G_Ans"].sum() + df["pruned"].sum(), 1),
+        "seed-match %": 100 * df["seeded"].mean(),
         "G_q -> G_Ans kept %": 100 * df["G_Ans"].sum() / max(df["G_q"].sum(), 1),
         "empty G_Ans %": 100 * (df["G_Ans"] == 0).mean(), "NER fallback %": 100 * df["fallback"].mean(),
         "gold in D_q %": 100 * g_dq / max(df["gold"].sum(), 1),
@@ -160,6 +163,63 @@ report.save_table(summary.round(2), cfg, "03_subgraph_steps",
                   f"edge weights {runs[cfg.datasets[0]]['subs'][0].weighting if runs[cfg.datasets[0]]['subs'] else '-'}.")
 report.save_table(per_q.set_index(["dataset", "qid"]), cfg, "03_subgraph_per_question",
                   "Algorithm 1 per question (counts of triples, entities, gold passages).")
+
+# %% [markdown]
+# ### 3b. The two readings of `G_tmp`, side by side
+#
+# The paper describes `G_tmp` twice (issue 10 item 4; `cfg.gtmp_reading`, documented in `kgir_lib/subgraph.py`):
+#
+# * **`seed_star`** (§2.2 prose, eq. 5): each seed entity and its adjacent edges. A union of stars: its spanning
+#   tree can only drop parallel edges and edges between two seeds.
+# * **`passages`** (the description of Algorithm 1): connect the entities of the retrieved passages into
+#   `G_tmp`, take the connected components `B_i` holding a seed (eq. 6), weight their edges, MST per seed
+#   (eq. 7). This is the default: it is the reading under which eqs. 6-7 remove anything beyond parallel
+#   edges — the paper's stated reason for the MST — and the one that reaches the second hop.
+#
+# `compare_readings` reruns steps 4–7 under both readings on the same `D_q`, `G_q` and NER replies (no LLM
+# call): MST removal % (pruned / triples of the seed components) and gold-passage survival (gold passages behind
+# a `G_Ans` edge / gold passages in `D_q`).
+
+# %%
+from kgir_lib.subgraph import compare_readings
+
+readings = pd.concat({n: compare_readings(run["ws"], run["subs"], [q.gold_pids for q in run["questions"]])
+                      for n, run in runs.items()}, names=["dataset", "reading"])
+display(readings.round(1))
+report.save_table(readings.round(2), cfg, "03_gtmp_readings",
+                  f"Both G_tmp readings of Algorithm 1 on the same D_q, G_q and NER (profile {cfg.profile}; "
+                  f"default reading {cfg.gtmp_reading}).")
+
+# %% [markdown]
+# ### 3c. Seed-match rate: how often Algorithm 1 has a seed at all
+#
+# When no seed matches, `G_Ans` is empty; the step that fails is eq. 5 (matching `E_q` to the entities of
+# `G_q`). Rewrite then has no fact to substitute and returns the question, so the rewritten retrieval repeats
+# `D_q` (notebook 04 shows what KGIR-RAG does then: the passages of `D_q` stand in for the subgraph). The table
+# gives, per dataset, the share of questions with at least one seed: from the LLM's entities alone, after
+# whole-triple matching (entities such as "PC maker of 1994" that name no node but do occur in a triple), and
+# after the fallback to graph entities written in the question — under each similarity (`cfg.match_method`;
+# measured on real pairs in `results/benchmarks/matching.md`).
+
+# %%
+seed_rows = []
+for method in ("dice", "overlap", "containment"):
+    for n, run in runs.items():
+        subs_m = [rebuild_subgraph(run["ws"], s, method=method) for s in run["subs"]]
+        llm_only = [bool(s.seeds) and not s.used_fallback for s in subs_m]
+        seed_rows.append({"dataset": n, "method": method, "questions": len(subs_m),
+                          "seed from LLM entities %": 100 * sum(llm_only) / max(len(subs_m), 1),
+                          "of which via whole triples %": 100 * sum(bool(s.matched_by_triple) and not s.used_fallback
+                                                                    for s in subs_m) / max(len(subs_m), 1),
+                          "seed after fallback %": 100 * sum(bool(s.seeds) for s in subs_m) / max(len(subs_m), 1),
+                          "empty G_Ans %": 100 * sum(not s.kept for s in subs_m) / max(len(subs_m), 1),
+                          "gold in G_Ans": sum(len(set(q.gold_pids) & {t.pid for t in s.kept})
+                                               for q, s in zip(run["questions"], subs_m))})
+seed_rate = pd.DataFrame(seed_rows).set_index(["dataset", "method"])
+display(seed_rate.round(1))
+report.save_table(seed_rate.round(2), cfg, "03_seed_match",
+                  f"Seed-match rate per dataset and similarity (threshold {cfg.ngram_threshold}; profile "
+                  f"{cfg.profile}); the default similarity is {cfg.match_method}.")
 
 # %% [markdown]
 # **NER fallback.** The count above is the share of questions whose NER reply gave no usable entity (none
