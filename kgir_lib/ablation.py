@@ -13,7 +13,7 @@
   threshold of eq. 5 (:func:`sweep`).
 
 Every run goes through the workspace's LLM, hence its SQLite cache: rerunning a
-study repeats no LLM call.
+study repeats no LLM call. The figures of notebook 06 are drawn by :mod:`kgir_lib.viz`.
 """
 from __future__ import annotations
 
@@ -28,11 +28,10 @@ import numpy as np
 import pandas as pd
 
 from .kg import KnowledgeGraph
-from .methods.base import Method, MethodOutput, Workspace, trace_filename
+from .methods.base import Method, Workspace, trace_filename
+from .evaluate import METRICS  # the score columns every study reports (×100), as run_and_score returns them
 from .report import KGIR_ABLATION_DROPS
 
-# Score columns every study reports (×100), as :func:`run_and_score` returns them.
-METRICS = ("EM", "F1", "R@2", "R@5")
 # KGIRRAG(variant=...) -> the row label of paper Table 7.
 KGIR_VARIANT_LABELS = {"full": "KGIR-RAG (full)", "no_subgraph": "w/o subgraph",
                        "no_reflection": "w/o reflection", "no_rewrite": "w/o rewrite"}
@@ -335,66 +334,3 @@ def ablation_table(results: pd.DataFrame, full: str = "full",
                 row[f"ΔF1 ({paper_label})"] = paper[1] if paper else np.nan
             rows.append(row)
     return pd.DataFrame(rows)
-
-
-# ----------------------------------------------------------------------------- plots
-def plot_ablation(ax, table: pd.DataFrame, dataset: str, metric: str = "EM",
-                  full_label: str = KGIR_VARIANT_LABELS["full"]) -> None:
-    """Bars: our change of ``metric`` per variant (from :func:`ablation_table`) beside the paper's drop."""
-    part = table[(table["dataset"] == dataset) & (table["variant"] != full_label)]
-    x = np.arange(len(part))
-    bars = ax.bar(x - 0.2, part[f"Δ{metric} (ours)"], width=0.4, label="ours")
-    ax.bar_label(bars, fmt="%.1f", fontsize=7)  # a zero change stays readable
-    col = f"Δ{metric} (paper, Qwen2.5-72B)"
-    paper = part[col] if col in part else pd.Series(dtype=float)
-    if paper.notna().any():
-        bars = ax.bar(x + 0.2, paper.fillna(0.0), width=0.4, label="paper (Table 7, Qwen2.5-72B)", hatch="//")
-        ax.bar_label(bars, fmt="%.1f", fontsize=7)
-    ax.axhline(0, color="black", lw=0.8)
-    ax.set_xticks(x, part["variant"], rotation=15)
-    ax.set_ylabel(f"Δ{metric} vs full (points)")
-    ax.set_title(f"{dataset}: {metric}")
-    ax.legend(fontsize=8)
-
-
-def plot_variant_scores(ax, table: pd.DataFrame, metric: str = "F1") -> None:
-    """Grouped bars: ``metric`` of each variant (x) for each dataset (colour), from :func:`ablation_table`."""
-    datasets = list(dict.fromkeys(table["dataset"]))
-    variants = list(dict.fromkeys(table["variant"]))
-    width = 0.8 / max(len(datasets), 1)
-    for i, d in enumerate(datasets):
-        part = table[table["dataset"] == d].set_index("variant").reindex(variants)
-        x = np.arange(len(variants)) - 0.4 + width * (i + 0.5)
-        bars = ax.bar(x, part[metric], width=width, label=d)
-        ax.bar_label(bars, fmt="%.1f", fontsize=7)
-    ax.set_xticks(np.arange(len(variants)), variants, rotation=15)
-    ax.set_ylabel(f"{metric} (×100)")
-    ax.set_title(metric)
-    ax.legend(fontsize=8)
-
-
-def plot_sweep(ax, df: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), title: str = "") -> None:
-    """One line per dataset and metric against the swept value."""
-    for dataset, part in df.groupby("dataset", sort=False):
-        for m in metrics:
-            if m in part:
-                ax.plot(part["value"].astype(float), part[m], marker="o", label=f"{dataset} {m}")
-    if len(df):
-        ax.set_xticks(sorted({float(v) for v in df["value"]}))
-    ax.set_xlabel(str(df["param"].iloc[0]) if len(df) else "value")
-    ax.set_ylabel("score (×100)")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-
-
-def plot_robustness(ax, summary: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), title: str = "") -> None:
-    """Mean ± std over seeds against the share of triples dropped."""
-    for dataset, part in summary.groupby("dataset", sort=False):
-        for m in metrics:
-            if f"{m} mean" in part:
-                ax.errorbar(100 * part["fraction"], part[f"{m} mean"], yerr=part[f"{m} std"], marker="o",
-                            capsize=3, label=f"{dataset} {m}")
-    ax.set_xlabel("triples dropped (%)")
-    ax.set_ylabel("score (×100), mean ± std over seeds")
-    ax.set_title(title)
-    ax.legend(fontsize=8)

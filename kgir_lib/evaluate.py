@@ -6,13 +6,13 @@
   metric, METHOD.md §6).
 - :func:`run_suite`: every method on every dataset with one LLM, one index and one
   cache per dataset, on one fixed question sample.
-- :func:`summary_table`, :func:`with_published`: KGIR-RAG Tables 4/5 (EM/F1) and 6
-  (Recall@2/5) with published numbers (:mod:`kgir_lib.report`) in separate,
-  labelled column groups.
+- :func:`summary_table`: our column group of KGIR-RAG Tables 4/5 (EM/F1) and 6
+  (Recall@2/5); :func:`kgir_lib.report.with_published` puts the published numbers
+  beside it in separate, labelled column groups; the figures are in :mod:`kgir_lib.viz`.
 - :func:`cost_table`, :func:`indexing_cost`: LLM calls, tokens and seconds per
   question; the LLM cost of building each graph.
-- :func:`paired_bootstrap`, :func:`bootstrap_table`: confidence intervals for the
-  difference between KGIR-RAG and each baseline.
+- :func:`paired_bootstrap`, :func:`bootstrap_table` (:mod:`kgir_lib.bootstrap`, re-exported):
+  confidence intervals for the difference between KGIR-RAG and each baseline.
 
 **LLM seconds.** A cache hit costs nothing now, but the method did cost that
 time when the call was first computed (possibly by an earlier notebook). So that
@@ -29,7 +29,7 @@ import time
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -40,6 +40,7 @@ from .methods.base import MethodOutput, QuestionUsage, Workspace, read_traces, t
 from .metrics import best_em, best_f1, recall_at_k
 from .prompts import PROMPT_DIR
 from . import traces
+from .bootstrap import bootstrap_table, paired_bootstrap  # noqa: F401 (notebook 05: ev.bootstrap_table)
 
 METRICS = ("EM", "F1", "R@2", "R@5")
 USAGE = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "seconds")
@@ -314,7 +315,7 @@ def indexing_cost(ws: Workspace, extract_usage=None, stage_prefix: str = "extrac
 
 # ----------------------------------------------------------------------------- tables
 def ours_label(cfg, n: int) -> str:
-    """The column-group label of our numbers, e.g. ``ours (SmolLM2-135M-Instruct-Q4_1, n=8)``."""
+    """The column-group label of our numbers, e.g. ``ours (Qwen2.5-Coder-0.5B-Instruct-Q4_K_M, n=10)``."""
     return f"ours ({cfg.llm_model}, n={n})"
 
 
@@ -333,83 +334,6 @@ def summary_table(scores: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), l
         if d in datasets:
             for m in metrics:
                 out.loc[method, (label, d, m)] = row[m]
-    return out
-
-
-def _published_frame(source: str, numbers: Mapping[str, Mapping[str, tuple]], metrics: Sequence[str],
-                     rename: Mapping[str, str], datasets: Sequence[str], scale: float = 1.0) -> pd.DataFrame:
-    rows = {}
-    for method, by_ds in numbers.items():
-        row = {}
-        for d in datasets:
-            if d in by_ds:
-                vals = by_ds[d] if isinstance(by_ds[d], (tuple, list)) else (by_ds[d],)
-                for m, v in zip(metrics, vals):
-                    if v is not None:
-                        row[(source, d, m)] = float(v) * scale
-        if row:
-            rows[rename.get(method, method)] = row
-    if not rows:
-        return pd.DataFrame()
-    df = pd.DataFrame.from_dict(rows, orient="index")
-    df.columns = pd.MultiIndex.from_tuples(df.columns, names=["source", "dataset", "metric"])
-    df.index.name = "method"
-    return df
-
-
-# Published rows that are the same method as one of ours (by our display name); other rows keep their names.
-PUBLISHED_SAME_METHOD = {"no retrieval": "Naive Gen", "BM25": "BM25", "HippoRAG 2": "HippoRAG 2",
-                         "KG²RAG": "KG²RAG", "semantic RAG": "Naive RAG"}
-
-
-def published_qa(datasets: Sequence[str]) -> list:
-    """The published EM/F1 column groups of METHOD.md §7 (one frame per source)."""
-    from . import report
-
-    kg2rag = {m: {"hotpotqa": (None, 100 * v)} for m, v in report.KG2RAG_F1.items()}
-    return [
-        _published_frame(f"published: {report.SOURCES['hipporag2']}", report.HIPPORAG2_QA, ("EM", "F1"),
-                         PUBLISHED_SAME_METHOD, datasets),
-        _published_frame(f"published: {report.SOURCES['kag']}", {"KAG": report.KAG_QA}, ("EM", "F1"), {}, datasets),
-        _published_frame("published: KG²RAG paper (LLaMA3-8B, HotpotQA distractor setting, response F1)", kg2rag,
-                         ("EM", "F1"), PUBLISHED_SAME_METHOD, datasets),
-    ]
-
-
-def published_recall(datasets: Sequence[str]) -> list:
-    """The published Recall@2/@5 column groups of METHOD.md §7, the derived KGIR-RAG numbers labelled so."""
-    from . import report
-
-    return [
-        _published_frame(f"published: {report.SOURCES['hipporag2']}", report.HIPPORAG2_RECALL, ("R@2", "R@5"),
-                         PUBLISHED_SAME_METHOD, datasets),
-        _published_frame(f"published: {report.SOURCES['kag']}", {"KAG": report.KAG_RECALL}, ("R@2", "R@5"), {},
-                         datasets),
-        _published_frame(report.SOURCES["kgir_derived"], {"KGIR-RAG": report.KGIR_RECALL_DERIVED},
-                         ("R@2", "R@5"), {}, datasets),
-    ]
-
-
-def with_published(ours: pd.DataFrame, published: Iterable[pd.DataFrame]) -> pd.DataFrame:
-    """Our column group, then each published group beside it (outer join on the method rows).
-
-    Rows: our methods in their order, then published-only methods (e.g. GraphRAG,
-    KAG). A published number sits only in its own labelled column group, never in ours.
-    """
-    out = ours.copy()
-    for pub in published:
-        if pub is None or pub.empty:
-            continue
-        out = out.join(pub, how="outer", sort=False)
-    order = list(ours.index) + [m for m in out.index if m not in set(ours.index)]
-    return out.loc[order]
-
-
-def flat_columns(df: pd.DataFrame) -> pd.DataFrame:
-    """Column tuples joined with " / " (for Markdown/CSV readers that dislike MultiIndex; no "|": Markdown)."""
-    out = df.copy()
-    if isinstance(out.columns, pd.MultiIndex):
-        out.columns = [" / ".join(str(x) for x in c) for c in out.columns]
     return out
 
 
@@ -436,126 +360,3 @@ def cost_table(scores: pd.DataFrame, runs: Optional[pd.DataFrame] = None, by_dat
         r = runs.groupby(keys, sort=False)[["wall_seconds", "n"]].sum()
         out["wall seconds / q (this run)"] = r["wall_seconds"] / r["n"].where(r["n"] > 0)
     return out
-
-
-# ----------------------------------------------------------------------------- bootstrap
-def paired_bootstrap(a: Sequence[float], b: Sequence[float], n_boot: int = 2000, seed: int = 0,
-                     alpha: float = 0.05) -> tuple:
-    """Paired bootstrap CI of mean(a - b) over questions: ``(mean_diff, lo, hi)``.
-
-    ``a[i]`` and ``b[i]`` are two methods' scores on the same question i. Resample the
-    question indices with replacement ``n_boot`` times (``numpy.random.default_rng(seed)``),
-    take the mean difference of each resample; the interval is the (α/2, 1-α/2)
-    percentiles of those means (numpy's linear interpolation); ``mean_diff`` is the
-    observed mean difference.
-    """
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if a.shape != b.shape or a.ndim != 1:
-        raise ValueError(f"paired_bootstrap: a and b must be 1-D and of equal length, got {a.shape} and {b.shape}")
-    if a.size == 0:
-        raise ValueError("paired_bootstrap: no paired values")
-    if np.isnan(a).any() or np.isnan(b).any():
-        raise ValueError("paired_bootstrap: NaN scores (a metric not defined for some question)")
-    if n_boot < 1 or not 0 < alpha < 1:
-        raise ValueError(f"paired_bootstrap: need n_boot >= 1 and 0 < alpha < 1, got {n_boot}, {alpha}")
-    d = a - b
-    idx = np.random.default_rng(seed).integers(0, d.size, size=(n_boot, d.size))
-    means = d[idx].mean(axis=1)
-    lo, hi = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)])
-    return float(d.mean()), float(lo), float(hi)
-
-
-def bootstrap_table(scores: pd.DataFrame, reference: str = "KGIR-RAG", metrics: Sequence[str] = ("EM", "F1"),
-                    n_boot: int = 2000, seed: int = 0, pooled: bool = True) -> pd.DataFrame:
-    """``reference`` minus every other method, per dataset (and pooled over datasets), paired by question.
-
-    Columns: ``n``, ``mean diff``, ``CI lo``, ``CI hi`` (95 %), and ``supported``:
-    ``reference better`` / ``baseline better`` when the CI excludes 0, else ``no``.
-    Pooled rows (dataset ``all``) resample (dataset, question) pairs together.
-    """
-    if scores.empty or reference not in set(scores["method"]):
-        return pd.DataFrame(columns=["dataset", "baseline", "metric", "n", "mean diff", "CI lo", "CI hi",
-                                     "supported"])
-    groups = [(d, scores[scores["dataset"] == d]) for d in dict.fromkeys(scores["dataset"])]
-    if pooled and len(groups) > 1:
-        groups.append(("all", scores))
-    rows = []
-    for d, df in groups:
-        ref = df[df["method"] == reference].set_index(["dataset", "qid"])
-        for other in dict.fromkeys(df["method"]):
-            if other == reference:
-                continue
-            oth = df[df["method"] == other].set_index(["dataset", "qid"])
-            common = ref.index.intersection(oth.index)
-            if len(common) == 0:
-                continue
-            for m in metrics:
-                diff, lo, hi = paired_bootstrap(ref.loc[common, m].to_numpy(), oth.loc[common, m].to_numpy(),
-                                                n_boot=n_boot, seed=seed)
-                verdict = "reference better" if lo > 0 else "baseline better" if hi < 0 else "no"
-                rows.append({"dataset": d, "baseline": other, "metric": m, "n": len(common), "mean diff": diff,
-                             "CI lo": lo, "CI hi": hi, "supported": verdict})
-    return pd.DataFrame(rows)
-
-
-def published_indexing() -> pd.DataFrame:
-    """Indexing cost on MuSiQue as published in the HippoRAG 2 paper (millions of tokens), its own table."""
-    from . import report
-
-    label = f"published: {report.SOURCES['hipporag2']} (MuSiQue, 1000-question corpus)"
-    df = pd.DataFrame({(label, "input tokens (M)"): {k: v[0] for k, v in report.INDEXING_TOKENS_M.items()},
-                       (label, "output tokens (M)"): {k: v[1] for k, v in report.INDEXING_TOKENS_M.items()}})
-    df.columns = pd.MultiIndex.from_tuples(df.columns, names=["source", "quantity"])
-    df.index.name = "system"
-    return df
-
-
-# ----------------------------------------------------------------------------- figures
-def plot_f1_vs_tokens(cost: pd.DataFrame, title: str = "", ax=None):
-    """One point per method: mean F1 against LLM tokens (prompt + completion) per question (log x)."""
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7, 4.5))
-    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
-
-    x, y = cost["tokens / q"].astype(float), cost["F1"].astype(float)
-    ax.scatter(x, y, color="tab:blue")
-    groups: dict = {}  # methods at the same point share one number (e.g. Naive RAG = Dense)
-    for name, xi, yi in zip(cost.index, x, y):
-        groups.setdefault((round(xi, 1), round(yi, 2)), []).append(str(name))
-    legend = []
-    for i, ((xi, yi), names) in enumerate(groups.items(), start=1):
-        ax.annotate(str(i), (xi, yi), textcoords="offset points", xytext=(3, 3), fontsize=8)
-        legend.append(f"{i}  {' = '.join(names)}")
-    ax.text(1.02, 1.0, "\n".join(legend), transform=ax.transAxes, va="top", fontsize=8, family="monospace")
-    if len(x) and (x > 0).all():
-        ax.set_xscale("log")
-        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-        ax.xaxis.set_major_formatter(ScalarFormatter())
-        ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("LLM tokens per question (prompt + completion)")
-    ax.set_ylabel("F1 (×100)")
-    ax.set_title(title or "F1 against LLM tokens per question")
-    ax.grid(alpha=0.3)
-    return ax.figure
-
-
-def plot_bootstrap(bt: pd.DataFrame, metric: str = "F1", dataset: str = "all", reference: str = "KGIR-RAG",
-                   ax=None):
-    """Forest plot: ``reference`` minus each baseline on ``metric`` with its 95 % bootstrap CI."""
-    import matplotlib.pyplot as plt
-
-    sub = bt[(bt["metric"] == metric) & (bt["dataset"] == dataset)]
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7, 0.35 * max(len(sub), 1) + 1.2))
-    ys = np.arange(len(sub))[::-1]
-    ax.errorbar(sub["mean diff"], ys, xerr=[sub["mean diff"] - sub["CI lo"], sub["CI hi"] - sub["mean diff"]],
-                fmt="o", color="tab:blue", ecolor="gray", capsize=3)
-    ax.axvline(0, color="black", lw=0.8)
-    ax.set_yticks(ys)
-    ax.set_yticklabels(sub["baseline"])
-    ax.set_xlabel(f"{reference} − baseline, {metric} (×100), 95 % paired bootstrap CI")
-    ax.set_title(f"{metric}: {reference} against each baseline ({dataset})")
-    ax.grid(alpha=0.3, axis="x")
-    return ax.figure

@@ -35,19 +35,25 @@ def openie_file(cfg: Config, dataset: str) -> Optional[Path]:
     return found[0] if found else None
 
 
-def dense_index(cfg: Config, dataset: Dataset, progress: bool = True) -> DenseIndex:
-    enc = Encoder(cfg.embed_model, cfg.embed_batch_size)
+def dense_index(cfg: Config, dataset: Dataset, progress: bool = True, encoder=None) -> DenseIndex:
+    """Dense index over the whole corpus with the profile's encoder (or ``encoder``); embeddings cached."""
+    enc = encoder or Encoder(cfg.embed_model, cfg.embed_batch_size)
     return DenseIndex(dataset.corpus.passages, enc, cfg.run_dir / "cache" / "embeddings", progress=progress)
 
 
-def open_kg(cfg: Config, dataset: Dataset, llm: Optional[LLM]) -> tuple:
-    """The dataset's KG (loaded, imported or empty) and an ``ensure(pids)`` that extracts missing passages."""
+def open_kg(cfg: Config, dataset: Dataset, llm: Optional[LLM], store: bool = True) -> tuple:
+    """The dataset's KG (loaded, imported or empty) and an ``ensure(pids)`` that extracts missing passages.
+
+    ``store=False``: an empty graph that lives in memory only (a user-supplied corpus, notebook 07).
+    """
     from .kg.extract import update_kg
     from .kg.openie import import_openie
     from .kg.store import load_kg, save_kg
 
     directory = kg_dir(cfg, dataset.name)
-    if (directory / "triples.parquet").exists():
+    if not store:
+        kg = KnowledgeGraph()
+    elif (directory / "triples.parquet").exists():
         kg = load_kg(directory)
     elif openie_file(cfg, dataset.name) is not None:
         kg, _ = import_openie(openie_file(cfg, dataset.name), dataset.corpus)
@@ -59,7 +65,8 @@ def open_kg(cfg: Config, dataset: Dataset, llm: Optional[LLM]) -> tuple:
         missing = kg.missing(pids)
         if missing and llm is not None:
             update_kg(kg, llm, [dataset.corpus[p] for p in missing], max_tokens=cfg.max_tokens("extract"))
-            save_kg(kg, directory)
+            if store:
+                save_kg(kg, directory)
 
     return kg, ensure
 
@@ -72,10 +79,14 @@ def reranker(cfg: Config) -> Optional[Reranker]:
     return _RERANKERS[cfg.reranker_model]
 
 
-def workspace(cfg: Config, name: str, llm: Optional[LLM] = None, progress: bool = True) -> Workspace:
-    """Load dataset ``name`` and everything a method needs for it."""
+def workspace(cfg: Config, name, llm: Optional[LLM] = None, progress: bool = True, encoder=None,
+              store: bool = True) -> Workspace:
+    """Everything a method needs for dataset ``name`` (a name in the data directory, or a :class:`Dataset`).
+
+    ``encoder`` replaces the profile's encoder; ``store=False`` keeps the KG in memory (see :func:`open_kg`).
+    """
     llm = llm or build_llm(cfg, progress=progress)
-    ds = load_dataset(name, cfg.data_path)
-    kg, ensure = open_kg(cfg, ds, llm)
-    return Workspace(cfg=cfg, dataset=ds, llm=llm, dense=dense_index(cfg, ds, progress), kg=kg,
+    ds = name if isinstance(name, Dataset) else load_dataset(name, cfg.data_path)
+    kg, ensure = open_kg(cfg, ds, llm, store=store)
+    return Workspace(cfg=cfg, dataset=ds, llm=llm, dense=dense_index(cfg, ds, progress, encoder), kg=kg,
                      reranker=reranker(cfg), ensure_kg=ensure)

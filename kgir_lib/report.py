@@ -6,7 +6,7 @@ separate, labelled columns beside ours — never mixed into our own columns.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Mapping, Optional, Sequence
 
 import pandas as pd
 
@@ -115,6 +115,91 @@ SOURCES = {
 }
 
 
+# ----------------------------------------------------------------------------- published numbers as column groups
+def _published_frame(source: str, numbers: Mapping[str, Mapping[str, tuple]], metrics: Sequence[str],
+                     rename: Mapping[str, str], datasets: Sequence[str], scale: float = 1.0) -> pd.DataFrame:
+    rows = {}
+    for method, by_ds in numbers.items():
+        row = {}
+        for d in datasets:
+            if d in by_ds:
+                vals = by_ds[d] if isinstance(by_ds[d], (tuple, list)) else (by_ds[d],)
+                for m, v in zip(metrics, vals):
+                    if v is not None:
+                        row[(source, d, m)] = float(v) * scale
+        if row:
+            rows[rename.get(method, method)] = row
+    if not rows:
+        return pd.DataFrame()
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.columns = pd.MultiIndex.from_tuples(df.columns, names=["source", "dataset", "metric"])
+    df.index.name = "method"
+    return df
+
+
+# Published rows that are the same method as one of ours (by our display name); other rows keep their names.
+PUBLISHED_SAME_METHOD = {"no retrieval": "Naive Gen", "BM25": "BM25", "HippoRAG 2": "HippoRAG 2",
+                         "KG²RAG": "KG²RAG", "semantic RAG": "Naive RAG"}
+
+
+def published_qa(datasets: Sequence[str]) -> list:
+    """The published EM/F1 column groups of METHOD.md §7 (one frame per source)."""
+    kg2rag = {m: {"hotpotqa": (None, 100 * v)} for m, v in KG2RAG_F1.items()}
+    return [
+        _published_frame(f"published: {SOURCES['hipporag2']}", HIPPORAG2_QA, ("EM", "F1"),
+                         PUBLISHED_SAME_METHOD, datasets),
+        _published_frame(f"published: {SOURCES['kag']}", {"KAG": KAG_QA}, ("EM", "F1"), {}, datasets),
+        _published_frame("published: KG²RAG paper (LLaMA3-8B, HotpotQA distractor setting, response F1)", kg2rag,
+                         ("EM", "F1"), PUBLISHED_SAME_METHOD, datasets),
+    ]
+
+
+def published_recall(datasets: Sequence[str]) -> list:
+    """The published Recall@2/@5 column groups of METHOD.md §7, the derived KGIR-RAG numbers labelled so."""
+    return [
+        _published_frame(f"published: {SOURCES['hipporag2']}", HIPPORAG2_RECALL, ("R@2", "R@5"),
+                         PUBLISHED_SAME_METHOD, datasets),
+        _published_frame(f"published: {SOURCES['kag']}", {"KAG": KAG_RECALL}, ("R@2", "R@5"), {},
+                         datasets),
+        _published_frame(SOURCES["kgir_derived"], {"KGIR-RAG": KGIR_RECALL_DERIVED},
+                         ("R@2", "R@5"), {}, datasets),
+    ]
+
+
+def with_published(ours: pd.DataFrame, published: Iterable[pd.DataFrame]) -> pd.DataFrame:
+    """Our column group, then each published group beside it (outer join on the method rows).
+
+    Rows: our methods in their order, then published-only methods (e.g. GraphRAG,
+    KAG). A published number sits only in its own labelled column group, never in ours.
+    """
+    out = ours.copy()
+    for pub in published:
+        if pub is None or pub.empty:
+            continue
+        out = out.join(pub, how="outer", sort=False)
+    order = list(ours.index) + [m for m in out.index if m not in set(ours.index)]
+    return out.loc[order]
+
+
+def flat_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """Column tuples joined with " / " (for Markdown/CSV readers that dislike MultiIndex; no "|": Markdown)."""
+    out = df.copy()
+    if isinstance(out.columns, pd.MultiIndex):
+        out.columns = [" / ".join(str(x) for x in c) for c in out.columns]
+    return out
+
+
+def published_indexing() -> pd.DataFrame:
+    """Indexing cost on MuSiQue as published in the HippoRAG 2 paper (millions of tokens), its own table."""
+    label = f"published: {SOURCES['hipporag2']} (MuSiQue, 1000-question corpus)"
+    df = pd.DataFrame({(label, "input tokens (M)"): {k: v[0] for k, v in INDEXING_TOKENS_M.items()},
+                       (label, "output tokens (M)"): {k: v[1] for k, v in INDEXING_TOKENS_M.items()}})
+    df.columns = pd.MultiIndex.from_tuples(df.columns, names=["source", "quantity"])
+    df.index.name = "system"
+    return df
+
+
+# ----------------------------------------------------------------------------- saving
 def to_markdown(df: pd.DataFrame, floatfmt: str = ".1f") -> str:
     """A GitHub Markdown table (no extra dependency)."""
     df = df.reset_index() if not isinstance(df.index, pd.RangeIndex) else df

@@ -9,9 +9,11 @@ KGIR-RAG question trace as Markdown.
 from __future__ import annotations
 
 import textwrap
-from typing import Optional
+from typing import Optional, Sequence
 
 import networkx as nx
+import numpy as np
+import pandas as pd
 
 from .subgraph import EvidenceSubgraph
 
@@ -216,3 +218,117 @@ def pick_drawable(subs, n: int = 3, max_pairs: int = 16) -> list:
     ok = [i for i, s in enumerate(subs) if 3 <= sizes[i] <= max_pairs]
     ok.sort(key=lambda i: (not subs[i].pruned, -sizes[i]))
     return ok[:n]
+
+
+# ----------------------------------------------------------------------------- notebook 05 figures
+def plot_f1_vs_tokens(cost: pd.DataFrame, title: str = "", ax=None):
+    """One point per method: mean F1 against LLM tokens (prompt + completion) per question (log x)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4.5))
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+
+    x, y = cost["tokens / q"].astype(float), cost["F1"].astype(float)
+    ax.scatter(x, y, color="tab:blue")
+    groups: dict = {}  # methods at the same point share one number (e.g. Naive RAG = Dense)
+    for name, xi, yi in zip(cost.index, x, y):
+        groups.setdefault((round(xi, 1), round(yi, 2)), []).append(str(name))
+    legend = []
+    for i, ((xi, yi), names) in enumerate(groups.items(), start=1):
+        ax.annotate(str(i), (xi, yi), textcoords="offset points", xytext=(3, 3), fontsize=8)
+        legend.append(f"{i}  {' = '.join(names)}")
+    ax.text(1.02, 1.0, "\n".join(legend), transform=ax.transAxes, va="top", fontsize=8, family="monospace")
+    if len(x) and (x > 0).all():
+        ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("LLM tokens per question (prompt + completion)")
+    ax.set_ylabel("F1 (×100)")
+    ax.set_title(title or "F1 against LLM tokens per question")
+    ax.grid(alpha=0.3)
+    return ax.figure
+
+
+def plot_bootstrap(bt: pd.DataFrame, metric: str = "F1", dataset: str = "all", reference: str = "KGIR-RAG",
+                   ax=None):
+    """Forest plot: ``reference`` minus each baseline on ``metric`` with its 95 % bootstrap CI."""
+    import matplotlib.pyplot as plt
+
+    sub = bt[(bt["metric"] == metric) & (bt["dataset"] == dataset)]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 0.35 * max(len(sub), 1) + 1.2))
+    ys = np.arange(len(sub))[::-1]
+    ax.errorbar(sub["mean diff"], ys, xerr=[sub["mean diff"] - sub["CI lo"], sub["CI hi"] - sub["mean diff"]],
+                fmt="o", color="tab:blue", ecolor="gray", capsize=3)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(ys)
+    ax.set_yticklabels(sub["baseline"])
+    ax.set_xlabel(f"{reference} − baseline, {metric} (×100), 95 % paired bootstrap CI")
+    ax.set_title(f"{metric}: {reference} against each baseline ({dataset})")
+    ax.grid(alpha=0.3, axis="x")
+    return ax.figure
+
+
+# ----------------------------------------------------------------------------- notebook 06 figures
+def plot_ablation(ax, table: pd.DataFrame, dataset: str, metric: str = "EM",
+                  full_label: str = "KGIR-RAG (full)") -> None:
+    """Bars: our change of ``metric`` per variant (from :func:`ablation_table`) beside the paper's drop."""
+    part = table[(table["dataset"] == dataset) & (table["variant"] != full_label)]
+    x = np.arange(len(part))
+    bars = ax.bar(x - 0.2, part[f"Δ{metric} (ours)"], width=0.4, label="ours")
+    ax.bar_label(bars, fmt="%.1f", fontsize=7)  # a zero change stays readable
+    col = f"Δ{metric} (paper, Qwen2.5-72B)"
+    paper = part[col] if col in part else pd.Series(dtype=float)
+    if paper.notna().any():
+        bars = ax.bar(x + 0.2, paper.fillna(0.0), width=0.4, label="paper (Table 7, Qwen2.5-72B)", hatch="//")
+        ax.bar_label(bars, fmt="%.1f", fontsize=7)
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_xticks(x, part["variant"], rotation=15)
+    ax.set_ylabel(f"Δ{metric} vs full (points)")
+    ax.set_title(f"{dataset}: {metric}")
+    ax.legend(fontsize=8)
+
+
+def plot_variant_scores(ax, table: pd.DataFrame, metric: str = "F1") -> None:
+    """Grouped bars: ``metric`` of each variant (x) for each dataset (colour), from :func:`ablation_table`."""
+    datasets = list(dict.fromkeys(table["dataset"]))
+    variants = list(dict.fromkeys(table["variant"]))
+    width = 0.8 / max(len(datasets), 1)
+    for i, d in enumerate(datasets):
+        part = table[table["dataset"] == d].set_index("variant").reindex(variants)
+        x = np.arange(len(variants)) - 0.4 + width * (i + 0.5)
+        bars = ax.bar(x, part[metric], width=width, label=d)
+        ax.bar_label(bars, fmt="%.1f", fontsize=7)
+    ax.set_xticks(np.arange(len(variants)), variants, rotation=15)
+    ax.set_ylabel(f"{metric} (×100)")
+    ax.set_title(metric)
+    ax.legend(fontsize=8)
+
+
+def plot_sweep(ax, df: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), title: str = "") -> None:
+    """One line per dataset and metric against the swept value."""
+    for dataset, part in df.groupby("dataset", sort=False):
+        for m in metrics:
+            if m in part:
+                ax.plot(part["value"].astype(float), part[m], marker="o", label=f"{dataset} {m}")
+    if len(df):
+        ax.set_xticks(sorted({float(v) for v in df["value"]}))
+    ax.set_xlabel(str(df["param"].iloc[0]) if len(df) else "value")
+    ax.set_ylabel("score (×100)")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+
+
+def plot_robustness(ax, summary: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), title: str = "") -> None:
+    """Mean ± std over seeds against the share of triples dropped."""
+    for dataset, part in summary.groupby("dataset", sort=False):
+        for m in metrics:
+            if f"{m} mean" in part:
+                ax.errorbar(100 * part["fraction"], part[f"{m} mean"], yerr=part[f"{m} std"], marker="o",
+                            capsize=3, label=f"{dataset} {m}")
+    ax.set_xlabel("triples dropped (%)")
+    ax.set_ylabel("score (×100), mean ± std over seeds")
+    ax.set_title(title)
+    ax.legend(fontsize=8)

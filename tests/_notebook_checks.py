@@ -1,9 +1,9 @@
-"""Checks on the numbers the notebooks wrote, run after the notebooks in the same pytest session.
+"""Pytest hook and fixture for ``test_notebook_tables.py`` (imported by ``tests/conftest.py``).
 
 ``scripts/test.sh`` runs ``pytest tests notebooks/NN_*.ipynb --nbval-lax`` with ``KGIR_PROFILE=ci``
-and a temporary ``KGIR_RESULTS_DIR``. The hook below moves the tests of this folder after the
-notebooks' nbval cells, so they read the tables the notebooks have just written (the notebooks run
-once). In a session without the notebooks (``pytest tests``) these tests skip.
+and a temporary ``KGIR_RESULTS_DIR``. The hook moves the tests of ``test_notebook_tables.py`` after
+the notebooks' nbval cells, so they read the tables the notebooks have just written (the notebooks
+run once). In a session without the notebooks (``pytest tests``) those tests skip.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
+CHECKS_FILE = "test_notebook_tables.py"
 
 
 def _is_nbval(item) -> bool:
@@ -31,12 +31,13 @@ class _NotebookFailures:
 
 
 def pytest_collection_modifyitems(session, config, items):
+    """Record which notebooks nbval runs in this session; move the table checks after them."""
     notebooks = [it for it in items if _is_nbval(it)]
     config._kgir_notebooks = {Path(str(it.fspath)).stem for it in notebooks}
     if not hasattr(config, "_kgir_failures"):
         config._kgir_failures = _NotebookFailures()
         config.pluginmanager.register(config._kgir_failures, "kgir-notebook-failures")
-    checks = [it for it in items if Path(str(it.fspath)).resolve().parent == HERE]
+    checks = [it for it in items if Path(str(it.fspath)).name == CHECKS_FILE]
     ids = {id(it) for it in checks}
     items[:] = [it for it in items if id(it) not in ids] + checks
 

@@ -14,6 +14,7 @@ from kgir_lib.kg import KnowledgeGraph, Triple
 from kgir_lib.llm import LLM, LLMCache, ScriptedBackend
 from kgir_lib.methods.base import Workspace
 from kgir_lib.retrieval import DenseIndex
+from _notebook_checks import executed, pytest_collection_modifyitems  # noqa: F401  (table checks after the notebooks)
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

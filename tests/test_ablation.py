@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kgir_lib import ablation
+from kgir_lib import ablation, viz
 from kgir_lib.kg import KnowledgeGraph, Triple
 from kgir_lib.report import KGIR_ABLATION_DROPS
 
@@ -158,7 +158,7 @@ def test_ablation_table_without_paper_columns_and_plots():
     row = t.set_index("variant").loc["w/o expansion"]
     assert (row["ΔEM (ours)"], row["ΔF1 (ours)"], row["R@5"]) == (-5.0, 5.0, 60.0)
     fig, ax = plt.subplots()
-    ablation.plot_ablation(ax, t, "musique", full_label=ablation.KG2RAG_VARIANT_LABELS["full"])
+    viz.plot_ablation(ax, t, "musique", full_label=ablation.KG2RAG_VARIANT_LABELS["full"])
     assert [tl.get_text() for tl in ax.get_xticklabels()] == ["w/o expansion"]
     plt.close(fig)
 
@@ -276,7 +276,7 @@ def test_plot_variant_scores_one_bar_per_dataset_and_variant():
     t = pd.DataFrame([{"dataset": d, "variant": v, "F1": f} for d, f0 in (("musique", 1.0), ("hotpotqa", 2.0))
                       for v, f in (("full", f0), ("w/o x", f0 + 1))])
     fig, ax = plt.subplots()
-    ablation.plot_variant_scores(ax, t, "F1")
+    viz.plot_variant_scores(ax, t, "F1")
     heights = sorted(p.get_height() for p in ax.patches)
     assert heights == [1.0, 2.0, 2.0, 3.0]
     assert [tl.get_text() for tl in ax.get_xticklabels()] == ["full", "w/o x"]

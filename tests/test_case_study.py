@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from conftest import BagOfWordsEncoder
+from kgir_lib import case_display
 from kgir_lib import case_study as cs
 from kgir_lib.kg import Triple
 from kgir_lib.methods.base import write_traces
@@ -170,7 +171,7 @@ def test_display_case_shows_every_stage(fig6_case, monkeypatch):
 
     matplotlib.use("Agg")
     shown = []
-    monkeypatch.setattr(cs, "_show", lambda *objs: shown.extend(objs))
+    monkeypatch.setattr(case_display, "_show", lambda *objs: shown.extend(objs))
     fig = cs.display_case(fig6_case)
     text = "\n".join(o for o in shown if isinstance(o, str))
     for needle in ("Retrieval (eq. 2)", "NER and n-gram matches", "G_tmp and G_Ans", "Rewrites (eq. 8)",
@@ -226,8 +227,15 @@ def test_repeated_rounds_are_shown_once(tiny_workspace, tiny_dataset, monkeypatc
     assert [r.iteration for r in case.rounds] == [1, 2]
     assert cs.repeated_rounds(case) == {2: 1}
     shown = []
-    monkeypatch.setattr(cs, "_show", lambda *objs: shown.extend(objs))
+    monkeypatch.setattr(case_display, "_show", lambda *objs: shown.extend(objs))
     fig = cs.display_case(case)
     text = "\n".join(o for o in shown if isinstance(o, str))
     assert "**Round 2** — the same query and passages as round 1" in text
     assert len([a for a in fig.axes if a.get_title()]) == 1 and "(round 2 repeats it)" in fig.axes[0].get_title()
+
+
+def test_figure6_example_is_package_data():
+    ex = cs.load_example("figure6")
+    assert ex == cs.FIGURE6_EXAMPLE
+    assert ex["question"].startswith("Which company merged in 2002") and "Hewlett-Packard" in ex["answers"]
+    assert len(ex["passages"]) == 6 and all(isinstance(p, tuple) and len(p) == 2 for p in ex["passages"])

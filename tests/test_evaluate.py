@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from kgir_lib import evaluate as ev
+from kgir_lib import report, viz
 from kgir_lib.data import Question
 from kgir_lib.kg import KnowledgeGraph
 from kgir_lib.kg.extract import update_kg
@@ -166,7 +167,7 @@ def test_summary_table_with_published_columns_kept_apart():
     ours = ev.summary_table(scores_frame(), ("EM", "F1"), label="ours (tiny, n=4)", datasets=["musique", "hotpotqa"])
     assert ours.loc["KGIR-RAG", ("ours (tiny, n=4)", "musique", "EM")] == 75.0
     assert np.isnan(ours.loc["BM25", ("ours (tiny, n=4)", "hotpotqa", "F1")])
-    table = ev.with_published(ours, ev.published_qa(["musique", "hotpotqa"]))
+    table = report.with_published(ours, report.published_qa(["musique", "hotpotqa"]))
     hip = [c for c in table.columns.levels[0] if c.startswith("published: HippoRAG 2")][0]
     assert table.loc["BM25", (hip, "musique", "EM")] == 20.3
     assert table.loc["BM25", ("ours (tiny, n=4)", "musique", "EM")] == 75.0  # ours untouched
@@ -174,10 +175,10 @@ def test_summary_table_with_published_columns_kept_apart():
     assert np.isnan(table.loc["GraphRAG", ("ours (tiny, n=4)", "musique", "EM")])
     assert list(table.index[:3]) == ["KGIR-RAG", "Naive RAG", "BM25"]
     assert "Naive Gen" in table.index  # the published "no retrieval" row, under our name for it
-    recall = ev.with_published(ev.summary_table(scores_frame(), ("R@2", "R@5")), ev.published_recall(["musique"]))
+    recall = report.with_published(ev.summary_table(scores_frame(), ("R@2", "R@5")), report.published_recall(["musique"]))
     derived = [c for c in recall.columns.levels[0] if c.startswith("derived")][0]
     assert recall.loc["KGIR-RAG", (derived, "musique", "R@2")] == 49.7
-    flat = ev.flat_columns(table)
+    flat = report.flat_columns(table)
     assert "ours (tiny, n=4) / musique / EM" in flat.columns
 
 
@@ -214,13 +215,13 @@ def test_indexing_cost_is_read_back_from_the_llm_cache(tiny_workspace, tiny_data
 def test_figures_and_published_indexing():
     import matplotlib
     matplotlib.use("Agg")
-    fig = ev.plot_f1_vs_tokens(ev.cost_table(scores_frame()))
+    fig = viz.plot_f1_vs_tokens(ev.cost_table(scores_frame()))
     # KGIR-RAG and BM25 have the same tokens and F1: one shared label
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert texts[:2] == ["1", "2"] and texts[2] == "1  KGIR-RAG = BM25\n2  Naive RAG"
     bt = ev.bootstrap_table(scores_frame(), metrics=("F1",), n_boot=200)
-    fig = ev.plot_bootstrap(bt, dataset="musique")
+    fig = viz.plot_bootstrap(bt, dataset="musique")
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["Naive RAG", "BM25"]
-    pub = ev.published_indexing()
+    pub = report.published_indexing()
     assert pub.loc["GraphRAG"].tolist() == [115.5, 36.1]
     assert pub.columns.levels[0][0].startswith("published: HippoRAG 2 paper")

@@ -1,4 +1,4 @@
-"""The numbers of every notebook's tables, read after the ci-profile run (see conftest.py in this folder).
+"""The numbers of every notebook's tables, read after the ci-profile run (ordering: tests/_notebook_checks.py).
 
 ``--nbval-lax`` only proves that the cells run. These tests read the CSV tables each notebook wrote
 to ``$KGIR_RESULTS_DIR/<profile>/tables`` and check their shape, columns and ranges: recall and
@@ -297,5 +297,5 @@ def test_notebook_tables(notebook, executed):
 
 
 def test_every_notebook_has_checks():
-    root = Path(__file__).resolve().parents[2] / "notebooks"
+    root = Path(__file__).resolve().parents[1] / "notebooks"
     assert sorted(p.stem for p in root.glob("[0-9][0-9]_*.ipynb")) == sorted(CHECKS)

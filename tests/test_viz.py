@@ -22,7 +22,8 @@ W = {"was top PC maker of": 0.9, "is a": 0.3, "merged with": 0.8, "acquired": 0.
 
 
 def sub_for(entities, question="Who merged with Compaq?"):
-    return evidence_subgraph(question, [], G, entities, lambda q, ts: [W[t.relation] for t in ts])
+    """The subgraph under the seed-star reading of G_tmp (these drawings are about stars around seeds)."""
+    return evidence_subgraph(question, [], G, entities, lambda q, ts: [W[t.relation] for t in ts], reading="seed_star")
 
 
 def test_subgraph_edges_merge_parallel_triples():

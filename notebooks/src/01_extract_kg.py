@@ -50,7 +50,7 @@ extract_datasets = None      # datasets extracted with the LLM; None: the profil
 n_questions = None           # sampled questions whose top-k passages are extracted
 extract_max_passages = None  # cap on passages extracted per dataset (the profile's; the paper profile: all)
 top_k = None                 # dense top-k of each sampled question (paper: 10)
-llm_backend = None           # model overrides (None keeps the profile's), e.g. llm_model_path = "/x.gguf"
+llm_backend = None           # model overrides; None keeps the profile's
 llm_model = None
 llm_model_path = None
 embed_model = None

@@ -59,7 +59,7 @@ import pandas as pd
 from IPython.display import display
 
 from kgir_lib import evaluate as ev
-from kgir_lib import report
+from kgir_lib import report, viz
 from kgir_lib.methods import DEFAULT_METHODS, LABELS
 from kgir_lib.notebook import open_notebook
 
@@ -117,12 +117,12 @@ caption_ours += " " + report.model_note(cfg, short=True)
 # themselves are not available as text (METHOD.md §7).
 
 # %%
-qa = ev.with_published(ev.summary_table(suite.scores, ("EM", "F1"), label=ours, datasets=cfg.datasets),
-                       ev.published_qa(cfg.datasets))
+qa = report.with_published(ev.summary_table(suite.scores, ("EM", "F1"), label=ours, datasets=cfg.datasets),
+                       report.published_qa(cfg.datasets))
 print(report.model_note(cfg, short=True))
 display(qa.round(1))
 qa_name = "05_table4_5_qa_" + "".join(c if c.isalnum() or c in "-_." else "_" for c in cfg.llm_model)
-report.save_table(ev.flat_columns(qa), cfg, qa_name,
+report.save_table(report.flat_columns(qa), cfg, qa_name,
                   f"KGIR-RAG Tables 4/5 shape: EM / F1 (×100), reader {cfg.llm_model}. {caption_ours}")
 
 # %% [markdown]
@@ -134,11 +134,11 @@ report.save_table(ev.flat_columns(qa), cfg, qa_name,
 # added to KAG's recall as the KGIR-RAG paper cites it, give the numbers shown.
 
 # %%
-recall = ev.with_published(ev.summary_table(suite.scores, ("R@2", "R@5"), label=ours, datasets=cfg.datasets),
-                           ev.published_recall(cfg.datasets))
+recall = report.with_published(ev.summary_table(suite.scores, ("R@2", "R@5"), label=ours, datasets=cfg.datasets),
+                           report.published_recall(cfg.datasets))
 print(report.model_note(cfg, short=True))
 display(recall.round(1))
-report.save_table(ev.flat_columns(recall), cfg, "05_table6_recall",
+report.save_table(report.flat_columns(recall), cfg, "05_table6_recall",
                   f"KGIR-RAG Table 6 shape: Recall@2 / Recall@5 (×100). {caption_ours}")
 
 # %% [markdown]
@@ -167,13 +167,13 @@ display(suite.indexing)
 report.save_table(suite.indexing, cfg, "05_indexing_cost",
                   f"Graphs used by the KG methods and the LLM cost of building them (read back from the LLM cache; "
                   f"extractor {cfg.llm_model}). musique_train: imported published OpenIE, cost not paid here.")
-pub_index = ev.published_indexing()
+pub_index = report.published_indexing()
 display(pub_index)
-report.save_table(ev.flat_columns(pub_index), cfg, "05_indexing_cost_published",
+report.save_table(report.flat_columns(pub_index), cfg, "05_indexing_cost_published",
                   "Published indexing cost, MuSiQue (HippoRAG 2 paper), millions of tokens; not our measurement.")
 
 # %%
-fig = ev.plot_f1_vs_tokens(cost, f"F1 vs tokens per question ({cfg.llm_model}, n={n_label} a dataset)")
+fig = viz.plot_f1_vs_tokens(cost, f"F1 vs tokens per question ({cfg.llm_model}, n={n_label} a dataset)")
 report.save_figure(fig, cfg, "05_f1_vs_tokens")
 plt.show()
 
@@ -196,7 +196,7 @@ else:
     report.save_table(bt.set_index(["dataset", "baseline", "metric"]), cfg, "05_bootstrap_ci",
                       f"{reference} minus each method, paired bootstrap 95 % CI ({n_boot} resamples). {caption_ours}")
     pooled = "all" if "all" in set(bt["dataset"]) else bt["dataset"].iloc[0]
-    fig = ev.plot_bootstrap(bt, "F1", pooled, reference)
+    fig = viz.plot_bootstrap(bt, "F1", pooled, reference)
     report.save_figure(fig, cfg, "05_bootstrap_f1")
     plt.show()
 

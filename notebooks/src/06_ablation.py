@@ -55,7 +55,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import display
 
-from kgir_lib import ablation, report
+from kgir_lib import ablation, report, viz
 from kgir_lib.data import sample_questions
 from kgir_lib.methods import build_method
 from kgir_lib.notebook import open_notebook
@@ -119,7 +119,7 @@ fig, axes = plt.subplots(len(cfg.ablation_datasets), 2, figsize=(10, 3.6 * len(c
                          squeeze=False)
 for row, d in zip(axes, cfg.ablation_datasets):
     for ax, metric in zip(row, ("EM", "F1")):
-        ablation.plot_ablation(ax, table7, d, metric)
+        viz.plot_ablation(ax, table7, d, metric)
 fig.tight_layout()
 report.save_figure(fig, cfg, "06_kgir_ablation")
 plt.show()
@@ -142,7 +142,7 @@ report.save_table(kg2_table.set_index(["dataset", "variant"]), cfg, "06_kg2rag_a
                   "KG²RAG ablations (report Tables 3-4; the report gives no numbers for these on MuSiQue/HotpotQA).")
 fig, axes = plt.subplots(1, 4, figsize=(18, 3.6))
 for ax, metric in zip(axes, ("EM", "F1", "R@2", "R@5")):
-    ablation.plot_variant_scores(ax, kg2_table, metric)
+    viz.plot_variant_scores(ax, kg2_table, metric)
 fig.tight_layout()
 report.save_figure(fig, cfg, "06_kg2rag_ablation")
 plt.show()
@@ -171,8 +171,8 @@ report.save_table(kg2_k.set_index(["dataset", "value"]), cfg, "06_kg2rag_k",
 report.save_table(kg2_m.set_index(["dataset", "value"]), cfg, "06_kg2rag_m",
                   "KG²RAG: sensitivity to the expansion depth m (report Table 5).")
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
-ablation.plot_sweep(axes[0], kg2_k, ("EM", "F1", "R@5"), "KG²RAG: seed passages k")
-ablation.plot_sweep(axes[1], kg2_m, ("EM", "F1", "R@5"), "KG²RAG: expansion hops m")
+viz.plot_sweep(axes[0], kg2_k, ("EM", "F1", "R@5"), "KG²RAG: seed passages k")
+viz.plot_sweep(axes[1], kg2_m, ("EM", "F1", "R@5"), "KG²RAG: expansion hops m")
 fig.tight_layout()
 report.save_figure(fig, cfg, "06_kg2rag_sensitivity")
 plt.show()
@@ -196,7 +196,7 @@ report.save_table(robust.set_index(["dataset", "fraction"]), cfg, "06_kg2rag_rob
                   "KG²RAG with a share of triples dropped at random (report Table 6): "
                   f"mean and std over {len(seeds)} seeds.")
 fig, ax = plt.subplots(figsize=(6, 3.6))
-ablation.plot_robustness(ax, robust, ("EM", "F1", "R@5"), "KG²RAG: triples dropped at random")
+viz.plot_robustness(ax, robust, ("EM", "F1", "R@5"), "KG²RAG: triples dropped at random")
 fig.tight_layout()
 report.save_figure(fig, cfg, "06_kg2rag_robustness")
 plt.show()
@@ -223,7 +223,7 @@ report.save_table(kgir_sweeps.set_index(["dataset", "param", "value"]), cfg, "06
 params = list(dict.fromkeys(kgir_sweeps["param"]))
 fig, axes = plt.subplots(1, len(params), figsize=(5 * len(params), 3.6), squeeze=False)
 for ax, p in zip(axes[0], params):
-    ablation.plot_sweep(ax, kgir_sweeps[kgir_sweeps.param == p], ("EM", "F1", "R@5"), f"KGIR-RAG: {p}")
+    viz.plot_sweep(ax, kgir_sweeps[kgir_sweeps.param == p], ("EM", "F1", "R@5"), f"KGIR-RAG: {p}")
 fig.tight_layout()
 report.save_figure(fig, cfg, "06_kgir_sensitivity")
 plt.show()

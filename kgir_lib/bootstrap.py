@@ -1,0 +1,70 @@
+"""Paired bootstrap confidence intervals: which differences between methods a question sample supports.
+
+Per question, the difference of a metric between two methods is resampled over questions with
+replacement; the interval is the percentiles of the resampled mean differences (notebook 05, §5).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+
+def paired_bootstrap(a: Sequence[float], b: Sequence[float], n_boot: int = 2000, seed: int = 0,
+                     alpha: float = 0.05) -> tuple:
+    """Paired bootstrap CI of mean(a - b) over questions: ``(mean_diff, lo, hi)``.
+
+    ``a[i]`` and ``b[i]`` are two methods' scores on the same question i. Resample the
+    question indices with replacement ``n_boot`` times (``numpy.random.default_rng(seed)``),
+    take the mean difference of each resample; the interval is the (α/2, 1-α/2)
+    percentiles of those means (numpy's linear interpolation); ``mean_diff`` is the
+    observed mean difference.
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"paired_bootstrap: a and b must be 1-D and of equal length, got {a.shape} and {b.shape}")
+    if a.size == 0:
+        raise ValueError("paired_bootstrap: no paired values")
+    if np.isnan(a).any() or np.isnan(b).any():
+        raise ValueError("paired_bootstrap: NaN scores (a metric not defined for some question)")
+    if n_boot < 1 or not 0 < alpha < 1:
+        raise ValueError(f"paired_bootstrap: need n_boot >= 1 and 0 < alpha < 1, got {n_boot}, {alpha}")
+    d = a - b
+    idx = np.random.default_rng(seed).integers(0, d.size, size=(n_boot, d.size))
+    means = d[idx].mean(axis=1)
+    lo, hi = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return float(d.mean()), float(lo), float(hi)
+
+
+def bootstrap_table(scores: pd.DataFrame, reference: str = "KGIR-RAG", metrics: Sequence[str] = ("EM", "F1"),
+                    n_boot: int = 2000, seed: int = 0, pooled: bool = True) -> pd.DataFrame:
+    """``reference`` minus every other method, per dataset (and pooled over datasets), paired by question.
+
+    Columns: ``n``, ``mean diff``, ``CI lo``, ``CI hi`` (95 %), and ``supported``:
+    ``reference better`` / ``baseline better`` when the CI excludes 0, else ``no``.
+    Pooled rows (dataset ``all``) resample (dataset, question) pairs together.
+    """
+    if scores.empty or reference not in set(scores["method"]):
+        return pd.DataFrame(columns=["dataset", "baseline", "metric", "n", "mean diff", "CI lo", "CI hi",
+                                     "supported"])
+    groups = [(d, scores[scores["dataset"] == d]) for d in dict.fromkeys(scores["dataset"])]
+    if pooled and len(groups) > 1:
+        groups.append(("all", scores))
+    rows = []
+    for d, df in groups:
+        ref = df[df["method"] == reference].set_index(["dataset", "qid"])
+        for other in dict.fromkeys(df["method"]):
+            if other == reference:
+                continue
+            oth = df[df["method"] == other].set_index(["dataset", "qid"])
+            common = ref.index.intersection(oth.index)
+            if len(common) == 0:
+                continue
+            for m in metrics:
+                diff, lo, hi = paired_bootstrap(ref.loc[common, m].to_numpy(), oth.loc[common, m].to_numpy(),
+                                                n_boot=n_boot, seed=seed)
+                verdict = "reference better" if lo > 0 else "baseline better" if hi < 0 else "no"
+                rows.append({"dataset": d, "baseline": other, "metric": m, "n": len(common), "mean diff": diff,
+                             "CI lo": lo, "CI hi": hi, "supported": verdict})
+    return pd.DataFrame(rows)

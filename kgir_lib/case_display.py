@@ -1,0 +1,143 @@
+"""A case study in a notebook: each stage of KGIR-RAG shown as Markdown, tables and subgraph drawings."""
+from __future__ import annotations
+
+import textwrap
+
+from .bridge_cases import bridge_entities
+from .case_records import CaseStudy
+
+
+def _show(*objs) -> None:
+    from IPython.display import Markdown, display
+
+    for o in objs:
+        display(Markdown(o) if isinstance(o, str) else o)
+
+
+def repeated_rounds(case: CaseStudy) -> dict:
+    """``{round: earlier round}`` for rounds whose query and retrieval repeat an earlier round's.
+
+    When a rewrite is unusable the loop keeps the question, so the next round
+    retrieves the same passages and builds the same subgraph; the display says
+    so instead of printing the same tables again.
+    """
+    out: dict = {}
+    for i, r in enumerate(case.rounds):
+        for prev in case.rounds[:i]:
+            if prev.query == r.query and prev.retrieved == r.retrieved and prev.iteration not in out:
+                out[r.iteration] = prev.iteration
+                break
+    return out
+
+
+def show_retrieval(case: CaseStudy, chars: int = 160) -> None:
+    """Each round's query and its dense top-k passages (eq. 2), gold passages marked."""
+    same = repeated_rounds(case)
+    for r in case.rounds:
+        if r.iteration in same:
+            _show(f"**Round {r.iteration}** — the same query and passages as round {same[r.iteration]}")
+            continue
+        _show(f"**Round {r.iteration}** — query: *{r.query}*", case.passages_frame(r.iteration, chars=chars))
+
+
+def show_ner(case: CaseStudy) -> None:
+    """Each round's raw NER reply (eq. 4), the entities kept, and their n-gram matches in ``G_q`` (eq. 5)."""
+    same = repeated_rounds(case)
+    for r in case.rounds:
+        if r.subgraph is None:
+            _show(f"**Round {r.iteration}**: no subgraph stage (ablation variant)")
+            continue
+        if r.iteration in same:
+            _show(f"**Round {r.iteration}** — the same NER, matches and seeds as round {same[r.iteration]}")
+            continue
+        fb = f" — fallback used ({r.fallback_reason})" if r.used_fallback else ""
+        _show(f"**Round {r.iteration}** — |G_q| = {len(r.G_q)} triples; NER reply: `{(r.ner_raw or '').strip()}`{fb}; "
+              f"seeds: {', '.join(r.seeds) or '(none)'}", case.matches_frame(r.iteration))
+
+
+def draw_rounds(case: CaseStudy, width: float = 6.0):
+    """One panel per round: ``G_tmp`` with ``G_Ans`` highlighted (:func:`kgir_lib.viz.draw_subgraph`)."""
+    import matplotlib.pyplot as plt
+
+    from .viz import draw_subgraph, legend_handles
+
+    same = repeated_rounds(case)
+    rounds = [r for r in case.rounds if r.subgraph is not None and r.iteration not in same] or case.rounds[:1]
+    fig, axes = plt.subplots(1, max(len(rounds), 1), figsize=(width * max(len(rounds), 1), width * 0.8),
+                             squeeze=False)
+    for ax, r in zip(axes[0], rounds):
+        if r.subgraph is None:
+            ax.set_axis_off()
+            continue
+        also = [k for k, v in same.items() if v == r.iteration]
+        repeat = (f" (round {also[0]} repeats it)" if len(also) == 1 else
+                  f" (rounds {', '.join(map(str, also))} repeat it)" if also else "")
+        label = f"round {r.iteration}{repeat}"
+        draw_subgraph(ax, r.subgraph, title=textwrap.fill(f"{label}: {r.query}", 70))
+    fig.legend(handles=legend_handles(), loc="lower center", ncol=4, fontsize=8)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig
+
+
+def show_subgraphs(case: CaseStudy) -> None:
+    """Each round's ``G_Ans`` triples with their weights (eq. 7)."""
+    same = repeated_rounds(case)
+    for r in case.rounds:
+        if r.iteration in same:
+            _show(f"**Round {r.iteration}** — the same G_tmp and G_Ans as round {same[r.iteration]}")
+        elif r.subgraph is not None:
+            _show(f"**Round {r.iteration}** — G_tmp {len(r.G_tmp)} triples, {len(r.subgraph.components)} "
+                  f"component(s) with a seed, G_Ans {len(r.G_Ans)} triples:", case.triples_frame(r.iteration, "G_Ans"))
+
+
+def show_rewrites(case: CaseStudy) -> None:
+    """Each rewrite (eq. 8): the question before, the raw reply, the parsed rewrite, the bridge entities."""
+    for r in case.rounds:
+        if r.rewrite_raw is None:
+            continue
+        bridges = bridge_entities(case.question, r.rewrite, r.G_Ans)
+        bad = " (malformed: the previous question was kept)" if r.rewrite_malformed else ""
+        _show(f"**Round {r.iteration}** — *{r.query}* → **{r.rewrite}**{bad}  \n"
+              f"raw reply: `{(r.rewrite_raw or '').strip()}`  \n"
+              f"entities of G_Ans the rewrite introduces: {', '.join(bridges) or '(none)'}")
+        if r.new_passages:
+            _show("passages the rewrite retrieved that round's first retrieval had not:",
+                  case.passages_frame(r.iteration, "new"))
+
+
+def show_reflections(case: CaseStudy) -> None:
+    """Each reflection verdict (Fig. 5) with its reasoning, and any forced final reader call."""
+    for r in case.rounds:
+        if r.reflection:
+            v = r.reflection
+            what = f"answer **{v.get('answer')}**" if v.get("answerable") else (
+                f"missing: *{v.get('missing')}*" if v.get("missing") else "no verdict (malformed reply)")
+            _show(f"**Round {r.iteration}**{' (last round)' if v.get('final') else ''} — {what}  \n"
+                  f"reasoning: {v.get('reasoning') or '(none)'}  \nraw reply: `{(v.get('raw') or '').strip()}`")
+        if r.final:
+            _show(f"**Round {r.iteration}** — final reader call ({'forced' if r.final.get('forced') else 'ablation'}):"
+                  f" question *{r.final.get('question')}* → **{r.final.get('answer')}**")
+
+
+def display_case(case: CaseStudy, draw: bool = True):
+    """Every stage of ``case`` in order; returns the subgraph figure (or ``None``)."""
+    _show(f"### {case.question}", case.steps_frame())
+    _show("#### Retrieval (eq. 2)")
+    show_retrieval(case)
+    _show("#### NER and n-gram matches (eq. 4-5)")
+    show_ner(case)
+    fig = None
+    if draw:
+        _show("#### G_tmp and G_Ans (eq. 5-7)")
+        import matplotlib.pyplot as plt
+
+        fig = draw_rounds(case)
+        _show(fig)
+        plt.close(fig)  # shown once; still savable
+    show_subgraphs(case)
+    _show("#### Rewrites (eq. 8)")
+    show_rewrites(case)
+    _show("#### Reflection (Fig. 5)")
+    show_reflections(case)
+    _show("#### Result", case.result_frame())
+    return fig
