@@ -121,3 +121,17 @@ def test_side_by_side(tiny_kg, tiny_dataset):
     assert df.loc[p.pid, "passage"].startswith("Hewlett-Packard: In 2002")
     assert df.loc[p.pid, "triples"] == "(Hewlett-Packard, merged with, Compaq)\n(Hewlett-Packard, merged in, 2002)"
     assert df.loc[p.pid, "raw LLM output"] == "raw"
+
+
+def test_lone_surrogates_are_replaced_counted_and_saved(tmp_path):
+    """Issue 13 item 6: a lone surrogate from an LLM reply made save_kg raise UnicodeEncodeError."""
+    from kgir_lib.traces import REPLACED
+
+    kg = KnowledgeGraph([Triple("Bad\ud800name", "is", "x\udc80", "p1"), Triple("A", "b", "C", "p1")], ["p1"])
+    before = REPLACED["kg_store"]
+    with pytest.warns(UserWarning, match="2 lone surrogate"):
+        d = save_kg(kg, tmp_path / "kg")
+    assert REPLACED["kg_store"] == before + 2
+    loaded = load_kg(d)
+    assert [(t.head, t.tail) for t in loaded.triples] == [("Bad\ufffdname", "x\ufffd"), ("A", "C")]
+    assert "Bad\ufffdname" in (d / "entities.csv").read_text(encoding="utf-8")

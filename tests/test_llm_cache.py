@@ -140,3 +140,44 @@ def test_unusable_cache_file_is_named(tmp_path):
     con.close()
     with pytest.raises(LLMCacheError, match="other.sqlite"):
         LLMCache(other)
+
+
+# ------------------------------------------------------------------ issue 13 items 4 and 6
+def test_a_cache_corrupted_in_its_middle_pages_names_the_file(tmp_path):
+    """Old behaviour: opening worked (the first page is fine) and a later read raised a bare sqlite3.DatabaseError."""
+    path = tmp_path / "llm.sqlite"
+    cache = LLMCache(path)
+    for i in range(400):
+        cache.put(f"key{i:04d}", "m", {"i": i}, f"answer {i} " + "x" * 900, 1, 1, 0.1)
+    cache.close()
+    size = path.stat().st_size
+    with open(path, "r+b") as fh:  # overwrite pages in the middle, keep the header and first pages
+        fh.seek(size // 2)
+        fh.write(b"\xa5" * 64 * 1024)
+    cache = LLMCache(path)  # still opens
+    with pytest.raises(LLMCacheError, match=r"llm\.sqlite.*SQLite error") as exc:
+        for i in range(400):
+            cache.get(f"key{i:04d}")
+        len(cache)
+    assert "move it away" in str(exc.value)
+
+
+@pytest.mark.parametrize("text", [None, ["a", "b"], {"content": "x"}, 5])
+def test_only_text_completions_are_cached(tmp_path, text):
+    cache = LLMCache(tmp_path / "c.sqlite")
+    with pytest.raises(LLMCacheError, match=r"c\.sqlite: refusing to store a .* completion"):
+        cache.put("k", "m", {}, text, 1, 1, 0.1)
+    assert len(cache) == 0
+
+
+def test_lone_surrogates_are_replaced_and_counted_in_put(tmp_path):
+    from kgir_lib.traces import REPLACED
+
+    cache = LLMCache(tmp_path / "c.sqlite")
+    before = REPLACED["llm_cache"]
+    payload = {"messages": [{"role": "user", "content": "quote \udc80"}]}
+    key = cache_key("m", payload)  # a prompt quoting a surrogate still has a key
+    cache.put(key, "m", payload, "reply \ud800 here", 1, 1, 0.1)
+    assert cache.get(key)["text"] == "reply \ufffd here"
+    assert cache.surrogates_replaced == 2 and REPLACED["llm_cache"] == before + 2
+    assert cache_key("m", {"x": "plain"}) == cache_key("m", {"x": "plain"})

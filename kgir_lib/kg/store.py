@@ -32,7 +32,7 @@ from typing import Mapping, Optional
 
 import pandas as pd
 
-from .graph import COLUMNS, KnowledgeGraph
+from .graph import COLUMNS, KnowledgeGraph, Triple
 
 
 class KGStoreError(ValueError):
@@ -105,10 +105,31 @@ def _write_parquet(df: pd.DataFrame, path: Path) -> None:
     _atomic_write(path, lambda p: pq.write_table(table, p))
 
 
+def _clean(kg: KnowledgeGraph, directory: Path) -> KnowledgeGraph:
+    """``kg`` itself, or a copy whose triple texts have their lone surrogates replaced by U+FFFD (they
+    cannot be stored as UTF-8); replacements are counted in ``kgir_lib.traces.REPLACED["kg_store"]``."""
+    from ..traces import REPLACED, replace_surrogates
+
+    total, triples = 0, []
+    for t in kg.triples:
+        parts = []
+        for value in (t.head, t.relation, t.tail):
+            clean, n = replace_surrogates(value)
+            total += n
+            parts.append(clean)
+        triples.append(Triple(*parts, t.pid))
+    if not total:
+        return kg
+    REPLACED["kg_store"] += total
+    warnings.warn(f"{directory}: {total} lone surrogate(s) in triples replaced by U+FFFD", stacklevel=3)
+    return KnowledgeGraph(triples, sorted(kg.extracted))
+
+
 def save_kg(kg: KnowledgeGraph, directory: Path, drops: Optional[Mapping[str, Counter]] = None) -> Path:
     """Write ``kg`` into ``directory`` (see the module docstring); returns the directory.
 
     ``drops`` (per passage) is added to what :func:`record_drops` already holds for ``kg``.
+    Lone surrogates in triple texts are stored as U+FFFD (counted, see :func:`_clean`).
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -116,13 +137,14 @@ def save_kg(kg: KnowledgeGraph, directory: Path, drops: Optional[Mapping[str, Co
         record_drops(kg, drops)
     # passages with triples in table order, then those without: loading rebuilds the same triple order
     order = list(dict.fromkeys([t.pid for t in kg.triples] + sorted(kg.extracted)))
+    by_pid, drops_total = drops_of(kg), total_drops(kg)
+    kg = _clean(kg, directory)
     _write_parquet(triples_frame(kg), directory / "triples.parquet")
     for kind, name in (("entity", "entities.csv"), ("relation", "relations.csv")):
         _write_text(directory / name, vocabulary(kg, kind).to_csv(index=False))
-    by_pid = drops_of(kg)
     _write_text(directory / "drops.json", json.dumps({p: dict(c) for p, c in by_pid.items()}, indent=0,
                                                       sort_keys=True))
-    stats = {**kg.stats(), "drops": dict(sorted(total_drops(kg).items()))}
+    stats = {**kg.stats(), "drops": dict(sorted(drops_total.items()))}
     _write_text(directory / "stats.json", json.dumps(stats, indent=2))
     _write_text(directory / "extracted.json", json.dumps(order))
     return directory

@@ -1,0 +1,91 @@
+"""The committed response log (issue 14): export -> fresh cache -> import -> a cache-only LLM answers everything."""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from kgir_lib.llm import LLM, CacheMissError, ChatRequest, LLMCache, LLMCacheError, ScriptedBackend
+from kgir_lib.llm.response_log import (export_log, export_run_cache, import_log, log_path, read_log,
+                                       sync_run_cache)
+
+REQUESTS = [ChatRequest.chat("sys", f"question {i}", max_tokens=16) for i in range(6)]
+
+
+def answer(req: ChatRequest) -> str:
+    return "answer to " + req.messages[-1][1]
+
+
+def fill(path) -> LLM:
+    llm = LLM(ScriptedBackend(answer), LLMCache(path), progress=False)
+    llm.generate(REQUESTS, stage="fill")
+    return llm
+
+
+def test_round_trip_answers_every_request_with_zero_backend_calls(tmp_path):
+    first = fill(tmp_path / "a.sqlite")
+    log = tmp_path / "llm_responses.jsonl.gz"
+    assert export_log(first.cache, log) == 6
+    fresh = LLMCache(tmp_path / "fresh.sqlite")
+    assert import_log(fresh, log) == 6
+    backend = ScriptedBackend(lambda req: pytest.fail("the backend must not be called"))
+    replay = LLM(backend, fresh, progress=False, cache_only=True)
+    out = replay.generate(REQUESTS, stage="replay")
+    assert [r.text for r in out] == [answer(r) for r in REQUESTS]
+    assert all(r.cached for r in out) and backend.seen == []
+    before = first.generate(REQUESTS, stage="again")
+    assert [(r.prompt_tokens, r.completion_tokens) for r in out] == [(r.prompt_tokens, r.completion_tokens)
+                                                                     for r in before]
+    assert import_log(fresh, log) == 0  # idempotent: rows already cached are left alone
+
+
+def test_the_log_holds_no_prompt_and_is_deterministic(tmp_path):
+    llm = fill(tmp_path / "a.sqlite")
+    a, b = tmp_path / "a.jsonl.gz", tmp_path / "b.jsonl.gz"
+    export_log(llm.cache, a)
+    export_log(llm.cache, b)
+    assert a.read_bytes() == b.read_bytes()  # gzip without a timestamp, rows sorted by key
+    lines = gzip.decompress(a.read_bytes()).decode().splitlines()
+    recs = [json.loads(x) for x in lines]
+    assert [r["key"] for r in recs] == sorted(r["key"] for r in recs)
+    assert set(recs[0]) == {"key", "model", "text", "prompt_tokens", "completion_tokens", "seconds"}
+    assert not any("question 1" in x and "answer" not in x for x in lines)
+    assert all(list(json.loads(x)) == sorted(json.loads(x)) for x in lines)  # sorted keys: small diffs
+
+
+def test_export_never_drops_logged_rows_missing_from_the_cache(tmp_path):
+    log = tmp_path / "log.jsonl.gz"
+    export_log(fill(tmp_path / "a.sqlite").cache, log)
+    other = LLMCache(tmp_path / "other.sqlite")
+    other.put("f" * 64, "m", {}, "another", 1, 1, 0.1)
+    assert export_log(other, log) == 7
+
+
+def test_run_level_sync_and_export(cfg):
+    cache = LLMCache(cfg.path("cache", "llm.sqlite"))
+    cache.put("a" * 64, "scripted:x", {}, "one", 2, 1, 0.25)
+    cache.close()
+    rows, path = export_run_cache(cfg)
+    assert rows == 1 and path == log_path(cfg) == cfg.run_dir / "llm_responses.jsonl.gz"
+    cfg.path("cache", "llm.sqlite").unlink()
+    inserted, cache_file, _ = sync_run_cache(cfg)
+    assert inserted == 1 and LLMCache(cache_file).get("a" * 64)["text"] == "one"
+
+
+def test_a_damaged_log_is_an_error_naming_it(tmp_path):
+    bad = tmp_path / "llm_responses.jsonl.gz"
+    bad.write_bytes(b"not gzip")
+    with pytest.raises(LLMCacheError, match=r"llm_responses\.jsonl\.gz: unreadable"):
+        import_log(LLMCache(tmp_path / "c.sqlite"), bad)
+    bad.write_bytes(gzip.compress(b'{"key": "k", "model": "m", "text": null, "prompt_tokens": 1, '
+                                  b'"completion_tokens": 1, "seconds": 0}\n'))
+    with pytest.raises(LLMCacheError, match="line 1: 'key', 'model' and 'text' must be strings"):
+        list(read_log(bad))
+
+
+def test_missing_log_imports_nothing_and_cache_only_still_refuses_misses(tmp_path):
+    cache = LLMCache(tmp_path / "c.sqlite")
+    assert import_log(cache, tmp_path / "absent.jsonl.gz") == 0
+    with pytest.raises(CacheMissError):
+        LLM(ScriptedBackend(answer), cache, progress=False, cache_only=True).generate(REQUESTS[:1])

@@ -1,0 +1,106 @@
+"""Trace files (kgir_lib.traces): atomic writes, meta written last, torn lines, surrogates; one reader for all."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from kgir_lib import case_study, traces
+from kgir_lib import evaluate as ev
+from kgir_lib.methods import NaiveRAG
+from kgir_lib.methods.base import MethodOutput, read_traces, write_traces
+
+
+def outputs(n: int, answer: str = "HP") -> list:
+    return [MethodOutput(f"q{i}", answer, [f"p{i}"], trace={"method": "m"}) for i in range(n)]
+
+
+def test_write_is_atomic_a_failure_before_the_rename_keeps_the_old_file(tmp_path, monkeypatch):
+    path = tmp_path / "t" / "d.trace.jsonl"
+    write_traces(outputs(3), path)
+    old = path.read_bytes()
+
+    def die(*args):  # the process dies between writing the temporary file and renaming it
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", die)
+    with pytest.raises(KeyboardInterrupt):
+        write_traces(outputs(5, "new"), path)
+    assert path.read_bytes() == old
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left behind
+
+
+def test_write_traces_removes_the_stale_meta_before_replacing_the_traces(tmp_path):
+    path = tmp_path / "d.trace.jsonl"
+    write_traces(outputs(2), path)
+    traces.write_meta(path, {"qids": ["q0", "q1"], "fingerprint": "old"})
+    assert traces.read_meta(path)["fingerprint"] == "old"
+    write_traces(outputs(3), path)
+    assert traces.read_meta(path) is None  # never a meta that vouches for other traces
+    assert not traces.meta_path(path).exists()
+
+
+def test_a_torn_last_line_is_recovered_with_a_warning(tmp_path):
+    path = tmp_path / "d.trace.jsonl"
+    write_traces(outputs(3), path)
+    text = path.read_text()
+    path.write_text(text[: len(text) - 15])  # killed while the old code wrote the last line
+    with pytest.warns(UserWarning, match=r"d\.trace\.jsonl: dropped a torn last line 3"):
+        recs = read_traces(path)
+    assert [r["qid"] for r in recs] == ["q0", "q1"]
+
+
+def test_a_bad_line_in_the_middle_is_an_error_naming_file_and_line(tmp_path):
+    path = tmp_path / "d.trace.jsonl"
+    lines = [json.dumps(o.to_json()) for o in outputs(3)]
+    lines[1] = lines[1][:20]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(traces.TraceError, match=r"d\.trace\.jsonl: line 2 is not valid JSON"):
+        read_traces(path)
+    with pytest.raises(traces.TraceError, match="line 2"):  # the case study reads with the same function
+        case_study._read_jsonl(path)
+
+
+def test_not_utf8_names_the_file(tmp_path):
+    path = tmp_path / "d.trace.jsonl"
+    path.write_bytes(b'{"qid": "\xff"}\n')
+    with pytest.raises(traces.TraceError, match=r"d\.trace\.jsonl: not UTF-8"):
+        read_traces(path)
+
+
+def test_lone_surrogates_are_replaced_counted_and_the_file_is_complete(tmp_path):
+    """Old behaviour: UnicodeEncodeError half way, leaving an empty trace file."""
+    path = tmp_path / "d.trace.jsonl"
+    outs = outputs(2)
+    outs[0].answer = "bad \ud800"
+    outs[1].trace["note"] = ["x\udc80y"]
+    before = traces.REPLACED["traces"]
+    with pytest.warns(UserWarning, match="2 lone surrogate"):
+        write_traces(outs, path)
+    assert traces.REPLACED["traces"] == before + 2
+    recs = read_traces(path)
+    assert recs[0]["answer"] == "bad \ufffd" and recs[1]["trace"]["note"] == ["x\ufffdy"]
+
+
+def test_unreadable_meta_means_run_again(tmp_path):
+    path = tmp_path / "d.trace.jsonl"
+    traces.meta_path(path).write_text('{"qids": [')
+    with pytest.warns(UserWarning, match="unreadable"):
+        assert traces.read_meta(path) is None
+
+
+def test_run_method_resume_after_a_torn_trace_file_runs_again(tiny_workspace):
+    """Old behaviour: a truncated trace file next to its old meta made resume=True raise a bare JSONDecodeError."""
+    ws = tiny_workspace(lambda req: "Answer: HP")
+    m = NaiveRAG()
+    qs = ws.dataset.questions
+    first = ev.run_method(ws, m, qs)
+    path = ev.trace_path(ws.cfg, m, ws.dataset.name)
+    text = path.read_text()
+    path.write_text(text[: len(text) // 2])
+    with pytest.warns(UserWarning, match="torn last line"):
+        again = ev.run_method(ws, m, qs, resume=True)
+    assert [(o.qid, o.answer) for o in again] == [(o.qid, o.answer) for o in first]
+    assert read_traces(path)[0]["qid"] == "q1"  # rewritten whole
+    assert ev.read_meta(path)["qids"] == ["q1"]
