@@ -4,7 +4,8 @@ In a terminal it is a plain ``tqdm`` bar on stderr. In a Jupyter kernel (interac
 the bar is **one display output updated in place** (``display(..., display_id=True)`` then
 ``update_display``): a live notebook shows it moving, and an executed notebook stores only the
 bar's last state, one line per bar — not one stream line per update, which is what a text bar
-leaves in a papermill notebook. No ipywidgets needed.
+leaves in a papermill notebook; a bar with ``leave=False`` (the LLM's per-call bars) ends empty.
+No ipywidgets needed.
 
 The returned object is a ``tqdm`` instance (``update``, ``set_postfix``, ``close``, context manager).
 """
@@ -39,13 +40,17 @@ class _DisplayFile:
         self._shown = None
 
     def write(self, s: str) -> int:
-        for part in s.replace("\n", "\r").split("\r"):
-            if part.strip():
-                self._text = part.rstrip()
+        if s.strip("\n") == "":
+            return len(s)  # the newline after a bar that stays
+        last = s.replace("\n", "\r").split("\r")[-1]
+        if last.strip():
+            self._text = last.rstrip()
+        elif s.startswith("\r"):
+            self._text = ""  # tqdm clearing a bar with leave=False
         return len(s)
 
     def flush(self) -> None:
-        if not self._text or self._text == self._shown:
+        if self._text == self._shown or (self._handle is None and not self._text):
             return
         from IPython.display import display
 
@@ -62,7 +67,6 @@ class _NotebookBar(_tqdm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["file"] = _DisplayFile()
-        kwargs["leave"] = True  # the stored notebook keeps each bar's final state, one line
         kwargs.setdefault("mininterval", 0.5)
         kwargs.setdefault("ncols", 90)
         super().__init__(*args, **kwargs)

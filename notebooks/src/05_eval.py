@@ -76,7 +76,7 @@ print(f"methods ({len(method_keys)}): {[LABELS.get(k, k) for k in method_keys]}"
 # `kgir_lib.evaluate.run_suite` builds one workspace per dataset (`pipeline.workspace`: the dense index over
 # the whole corpus, the knowledge graph of notebook 01, BM25 on demand) around **the one LLM** built above,
 # draws the question sample once, and runs each method on it (`run_method`). Each run writes one JSON line a
-# question to `results/<profile>/traces/<method key>/<dataset>.jsonl` (answer, ranked passages, usage, the
+# question to `results/<profile>/traces/<method key>/<dataset>.trace.jsonl` (answer, ranked passages, usage, the
 # method's trace) and a `.meta.json` beside it (question ids, a fingerprint of config, method parameters,
 # prompts, LLM and — for graph methods — the graph, wall time, LLM usage by stage). With `resume`, an
 # identical earlier run is read back instead of run again; every LLM call is cached in any case, so a rerun
