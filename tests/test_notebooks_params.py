@@ -95,7 +95,7 @@ def test_runner_parameters_reach_every_notebook_config(tmp_path):
     out = subprocess.run([sys.executable, "-m", "kgir_lib.runner", "--profile", "ci", "--notebooks-dir", str(nbs),
                           "-p", "top_k", "5", "-p", "llm_model", "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M",
                           "-p", "llm_backend", "openai", "-p", "llm_base_urls", "[http://127.0.0.1:9/v1]",
-                          "-p", "kg2rag_budget", "4"],
+                          "-p", "kg2rag_budget", "4", "-p", "methods", "[naive_rag, kgir]"],
                          cwd=REPO, env=env, text=True, capture_output=True, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     for name in ("02_index", "05_eval"):
@@ -107,3 +107,4 @@ def test_runner_parameters_reach_every_notebook_config(tmp_path):
     executed = nbformat.read(tmp_path / "results" / "ci" / "notebooks" / "05_eval.ipynb", as_version=4)
     text = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code" for o in c.outputs)
     assert "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M" in text and "SmolLM2" not in text
+    assert "methods (2): ['Naive RAG', 'KGIR-RAG']" in text  # a notebook-only parameter reaches it too
