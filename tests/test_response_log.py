@@ -89,3 +89,19 @@ def test_missing_log_imports_nothing_and_cache_only_still_refuses_misses(tmp_pat
     assert import_log(cache, tmp_path / "absent.jsonl.gz") == 0
     with pytest.raises(CacheMissError):
         LLM(ScriptedBackend(answer), cache, progress=False, cache_only=True).generate(REQUESTS[:1])
+
+
+def test_build_llm_imports_the_run_log_once(cfg, monkeypatch):
+    """A notebook run outside the runner (papermill or Jupyter) still starts from the committed log."""
+    from kgir_lib.llm import build_llm
+    from kgir_lib.llm import response_log
+
+    src = LLMCache(cfg.path("tmp", "src.sqlite"))
+    src.put("b" * 64, "scripted:x", {}, "logged", 1, 1, 0.1)
+    export_log(src, log_path(cfg))
+    llm = build_llm(cfg, script=answer, progress=False)
+    assert llm.cache.get("b" * 64)["text"] == "logged"
+    calls = []
+    monkeypatch.setattr(response_log, "import_log", lambda *a: calls.append(a) or 0)
+    build_llm(cfg, script=answer, progress=False)
+    assert calls == []  # the same log version is not read twice in one process

@@ -48,5 +48,8 @@ def build_llm(cfg, script: Optional[Callable] = None, progress: bool = True) -> 
 
     Under :func:`cache_only_mode` every answer must come from the cache (see :class:`CacheMissError`).
     """
-    return LLM(build_backend(cfg, script), LLMCache(cfg.path("cache", "llm.sqlite")), progress=progress,
-               cache_only=cache_only_mode())
+    from .response_log import import_once
+
+    cache = LLMCache(cfg.path("cache", "llm.sqlite"))
+    import_once(cfg, cache)  # the committed response log (results/<profile>/llm_responses.jsonl.gz), if any
+    return LLM(build_backend(cfg, script), cache, progress=progress, cache_only=cache_only_mode())

@@ -130,6 +130,24 @@ def sync_run_cache(cfg, cache: Optional[LLMCache] = None) -> tuple:
             cache.close()
 
 
+_IMPORTED: set = set()  # (cache file, log file, log size, log mtime) already imported by this process
+
+
+def import_once(cfg, cache: LLMCache) -> int:
+    """:func:`import_log` of the run's log into ``cache``, once per process and log version (so building
+    the LLM in every notebook cell costs one ``stat``); how many rows were inserted."""
+    path = log_path(cfg)
+    if not path.exists():
+        return 0
+    st = path.stat()
+    token = (str(Path(cache.path).resolve()), str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if token in _IMPORTED:
+        return 0
+    inserted = import_log(cache, path)
+    _IMPORTED.add(token)
+    return inserted
+
+
 def export_run_cache(cfg, cache: Optional[LLMCache] = None) -> tuple:
     """Export the run's cache to its log; ``(rows, log path)``. No cache file: nothing is written."""
     path = cache_path(cfg)
