@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from dataclasses import fields
 from typing import Any, Mapping, Optional
 
@@ -53,7 +54,10 @@ def config_params(namespace: Mapping[str, Any]) -> dict:
 
 
 def quiet_progress_bars() -> None:
-    """Turn off Hugging Face's own text bars ("Loading weights ...") that would pile up in a stored notebook."""
+    """Turn off Hugging Face's own text bars ("Loading weights ...") that would pile up in a stored notebook,
+    and tqdm's "IProgress not found" warning (a library importing ``tqdm.autonotebook``; our bars need no
+    ipywidgets, see :mod:`kgir_lib.progress`)."""
+    warnings.filterwarnings("ignore", message="IProgress not found")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     if "transformers" in sys.modules:
         try:
