@@ -31,6 +31,7 @@ from kgir_lib.llm.build import cpu_flags  # noqa: E402
 from kgir_lib.llm.embedded import installed_models  # noqa: E402
 from kgir_lib.metrics import best_em, best_f1  # noqa: E402
 from kgir_lib.reader import format_passages, parse_answer, reader_request  # noqa: E402
+from kgir_lib.report import to_markdown  # noqa: E402
 
 
 def run_model(name: str, questions, corpus, max_tokens: int, n_threads: int) -> dict:
@@ -77,7 +78,7 @@ def main(argv=None) -> int:
           "llama-cpp-python built portably (kgir_lib/llm/build.py).  ",
           "Reader: the suite's shared prompt and parser (kgir_lib/reader.py), greedy, "
           f"max {args.max_tokens} new tokens; EM/F1 SQuAD-normalised, max over aliases.", "",
-          table.to_markdown(index=False, floatfmt=".1f")]
+          to_markdown(table)]
     args.out.with_suffix(".md").write_text("\n".join(md) + "\n")
     print(args.out.with_suffix(".md").read_text())
     return 0
