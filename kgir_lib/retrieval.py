@@ -51,29 +51,83 @@ def _load_sentence_transformer(model: str, device: Optional[str]):
     return SentenceTransformer(location, device=device)
 
 
-class Encoder:
-    """A sentence-transformers model with normalised embeddings; loaded once per process.
+ENCODER_BACKENDS = ("sentence-transformers", "bge-m3")
 
-    ``device=None`` lets sentence-transformers choose (CUDA when present, else CPU).
+
+def default_encoder_backend(model: str) -> str:
+    """``"bge-m3"`` (FlagEmbedding's ``BGEM3FlagModel``, as the paper's BGE-M3 is served) for a model whose
+    name or folder contains ``bge-m3`` when FlagEmbedding is installed; else ``"sentence-transformers"``."""
+    import importlib.util
+
+    if "bge-m3" in str(model).lower() and importlib.util.find_spec("FlagEmbedding") is not None:
+        return "bge-m3"
+    return "sentence-transformers"
+
+
+def _load_bge_m3(model: str, device: Optional[str], batch_size: int):
+    """FlagEmbedding's ``BGEM3FlagModel`` (dense vectors only, normalised; fp16 only off the CPU)."""
+    from FlagEmbedding import BGEM3FlagModel
+
+    on_cpu = device == "cpu" or (device is None and not _cuda_available())
+    return BGEM3FlagModel(model, normalize_embeddings=True, use_fp16=not on_cpu, devices=device,
+                          batch_size=batch_size, return_dense=True, return_sparse=False, return_colbert_vecs=False)
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except ImportError:  # pragma: no cover - torch is a dependency of both backends
+        return False
+
+
+class Encoder:
+    """A dense encoder with normalised embeddings (paper eq. 2: cosine = dot product); loaded once per process.
+
+    ``backend`` (default :func:`default_encoder_backend`): ``"sentence-transformers"`` (MiniLM on the
+    sample profile) or ``"bge-m3"``: FlagEmbedding's ``BGEM3FlagModel`` dense vectors (CLS pooling,
+    L2-normalised, the paper profile's BAAI/bge-m3; queries get no instruction, inputs are cut at
+    FlagEmbedding's 512 tokens). ``device=None`` lets the library choose (CUDA when present, else CPU).
+    :attr:`cache_name` keys the embedding cache: the model name, plus the backend when it is not
+    sentence-transformers, so vectors of one backend are never read for the other.
     """
 
-    def __init__(self, model: str, batch_size: int = 64, device: Optional[str] = None):
+    def __init__(self, model: str, batch_size: int = 64, device: Optional[str] = None,
+                 backend: Optional[str] = None):
         self.model_name = model
         self.batch_size = batch_size
-        key = (model, device)
+        self.backend = backend or default_encoder_backend(model)
+        if self.backend not in ENCODER_BACKENDS:
+            raise ValueError(f"encoder backend {self.backend!r}: choose from {ENCODER_BACKENDS}")
+        key = (model, device, self.backend)
         if key not in _ENCODERS:
-            _ENCODERS[key] = _load_sentence_transformer(model, device)
+            if self.backend == "bge-m3":
+                _ENCODERS[key] = _load_bge_m3(_resolve_model(model), device, batch_size)
+            else:
+                _ENCODERS[key] = _load_sentence_transformer(model, device)
         self._model = _ENCODERS[key]
+
+    @property
+    def cache_name(self) -> str:
+        return self.model_name if self.backend == "sentence-transformers" else f"{self.model_name}|{self.backend}"
 
     def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if self.backend == "bge-m3":
+            out = self._model.encode(list(texts), batch_size=self.batch_size, return_dense=True,
+                                     return_sparse=False, return_colbert_vecs=False)
+            emb = np.asarray(out["dense_vecs"], dtype=np.float32)
+            return emb.reshape(len(texts), -1)
         emb = self._model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
                                  show_progress_bar=progress, convert_to_numpy=True)
         return emb.astype(np.float32)
 
     @property
     def dim(self) -> int:
+        if self.backend == "bge-m3":
+            return int(self._model.model.model.config.hidden_size)
         get_dim = getattr(self._model, "get_embedding_dimension", None) or \
             self._model.get_sentence_embedding_dimension  # renamed in sentence-transformers 6
         return int(get_dim())
@@ -98,7 +152,8 @@ class DenseIndex:
         path = None
         if cache_dir is not None:
             safe = re.sub(r"[^A-Za-z0-9_.-]", "_", encoder.model_name)
-            path = Path(cache_dir) / f"{safe}-{corpus_fingerprint(encoder.model_name, texts)}.npy"
+            key = getattr(encoder, "cache_name", encoder.model_name)  # model (+ backend when not the default)
+            path = Path(cache_dir) / f"{safe}-{corpus_fingerprint(key, texts)}.npy"
         self.cache_path = path
         self.embeddings = self._load_cached(path, len(texts)) if path is not None else None
         if self.embeddings is None:
@@ -252,19 +307,28 @@ def _top_k_stable(x: np.ndarray, k: int) -> np.ndarray:
 
 
 class Reranker:
-    """Cross-encoder relevance of (query, text) pairs, e.g. bge-reranker-large (paper §2.2)."""
+    """Cross-encoder relevance of (query, text) pairs, e.g. bge-reranker-large (paper §2.2, Algorithm 1).
 
-    def __init__(self, model: str, batch_size: int = 32):
+    With FlagEmbedding installed: ``FlagReranker`` (fp16 off the CPU only, FlagEmbedding drops it on
+    CPU), ``compute_score(..., normalize=True)``: the sigmoid of the model's relevance logit, so
+    higher = more relevant and scores lie in (0, 1). Else sentence-transformers' ``CrossEncoder``.
+    One score per pair, in input order, batched by ``batch_size``.
+    """
+
+    def __init__(self, model: str, batch_size: int = 32, device: Optional[str] = None):
+        location = _resolve_model(model)
         try:
             from FlagEmbedding import FlagReranker
 
-            self._flag = FlagReranker(model, use_fp16=True)
+            on_cpu = device == "cpu" or (device is None and not _cuda_available())
+            self._flag = FlagReranker(location, use_fp16=not on_cpu, devices=device, batch_size=batch_size)
             self._ce = None
         except ImportError:
             from sentence_transformers import CrossEncoder
 
             self._flag = None
-            self._ce = CrossEncoder(model)
+            self._ce = CrossEncoder(location, device=device)
+        self.model_name = model
         self.batch_size = batch_size
 
     def score(self, pairs: Sequence[tuple]) -> list:

@@ -146,36 +146,57 @@ class PPRGraph:
         """Row index of each node (``KeyError`` for a node not in the graph)."""
         return np.fromiter((self.index[x] for x in nodes), dtype=np.int64, count=len(nodes))
 
-    def run(self, resets: np.ndarray, damping: float, max_iter: int = 200, tol: float = 1e-10) -> np.ndarray:
+    def run(self, resets: np.ndarray, damping: float, max_iter: int = 200, tol: float = 1e-10,
+            chunk: int = 8) -> np.ndarray:
         """PPR probabilities, shape ``(N, Q)``, for reset vectors ``resets`` of shape ``(N, Q)`` (or ``(N,)``).
 
         Each column is normalised to sum 1 (non-positive and NaN entries count as 0) and
-        iterated until its own stopping test holds; converged columns leave the batch.
+        iterated until its own stopping test holds. Columns go ``chunk`` at a time (one sparse
+        product serves them all; small blocks stay in cache) and leave their block when converged.
         """
         r = np.asarray(resets, dtype=np.float64)
         single = r.ndim == 1
         r = r[:, None] if single else r
-        r = np.where(np.isnan(r) | (r < 0), 0.0, r)
-        totals = r.sum(axis=0)
         if r.shape[0] != len(self.nodes):
             raise ValueError(f"reset vectors have {r.shape[0]} rows for a graph of {len(self.nodes)} nodes")
+        r = np.where(np.isnan(r) | (r < 0), 0.0, r)
+        totals = r.sum(axis=0)
         if np.any(totals <= 0):
             raise ValueError("personalized PageRank needs at least one seed node with positive weight")
         p = r / totals
+        out = np.empty_like(p)
+        for start in range(0, p.shape[1], max(1, chunk)):
+            block = slice(start, start + max(1, chunk))
+            out[:, block] = self._iterate(np.ascontiguousarray(p[:, block]), damping, max_iter, tol)
+        return out[:, 0] if single else out
+
+    def _iterate(self, p: np.ndarray, damping: float, max_iter: int, tol: float) -> np.ndarray:
+        """networkx's update ``x ← α (xA + Σ_dangling x · p) + (1 − α) p`` on a block, in place, same operation order."""
         n = len(self.nodes)
+        keep = (1.0 - damping) * p
+        x = np.full_like(p, 1.0 / n)
+        buf = np.empty_like(p)
         out = np.empty_like(p)
         active = np.arange(p.shape[1])
-        x = np.full_like(p, 1.0 / n)
         for _ in range(max_iter):
-            pa = p[:, active]
-            last = x
-            x = damping * (self.transition_T @ x + x[self.dangling].sum(axis=0) * pa) + (1.0 - damping) * pa
-            done = np.abs(x - last).sum(axis=0) < n * tol
+            y = self.transition_T @ x
+            mass = x[self.dangling].sum(axis=0)  # row by row, as networkx's sum(x[is_dangling])
+            np.multiply(p, mass, out=buf)
+            buf += y
+            buf *= damping
+            buf += keep
+            np.subtract(buf, x, out=x)
+            np.abs(x, out=x)
+            err = x.sum(axis=0)
+            x, buf = buf, x
+            done = err < n * tol
             if done.any():
                 out[:, active[done]] = x[:, done]
-                active, x = active[~done], x[:, ~done]
+                stay = ~done
+                active = active[stay]
                 if active.size == 0:
-                    return out[:, 0] if single else out
+                    return out
+                x, buf, p, keep = (np.ascontiguousarray(a[:, stay]) for a in (x, buf, p, keep))
         raise nx.PowerIterationFailedConvergence(max_iter)
 
 
@@ -377,9 +398,11 @@ def link_facts(hg: HippoGraph, fact_emb: np.ndarray, q_emb: np.ndarray, link_top
     cands, cand_scores = [], []
     if len(hg.facts) == 0 or len(q_emb) == 0:
         return [[] for _ in range(len(q_emb))], [[] for _ in range(len(q_emb))]
-    raw_all = np.asarray(fact_emb) @ np.asarray(q_emb).T  # (facts, questions)
-    for qi in range(raw_all.shape[1]):
-        raw = raw_all[:, qi]
+    fact_emb, q_emb = np.asarray(fact_emb), np.asarray(q_emb)
+    for qi in range(len(q_emb)):
+        if qi % 64 == 0:  # one matrix product per 64 questions: (facts, 64) floats at a time
+            raw_all = fact_emb @ q_emb[qi:qi + 64].T
+        raw = raw_all[:, qi % 64]
         lo, hi = float(raw.min()), float(raw.max())
         top = top_k_stable(raw, link_top_k)
         norm = np.ones(len(top)) if hi - lo < 1e-12 else (raw[top].astype(np.float64) - lo) / (hi - lo)
@@ -417,7 +440,7 @@ def cached_encode(ws: Workspace, texts: Sequence[str], tag: str) -> np.ndarray:
     enc = ws.dense.encoder
     if not texts:
         return np.zeros((0, ws.dense.embeddings.shape[1]), dtype=np.float32)
-    fp = corpus_fingerprint(f"{enc.model_name}|{tag}", texts)
+    fp = corpus_fingerprint(f"{getattr(enc, 'cache_name', enc.model_name)}|{tag}", texts)
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", enc.model_name)
     path = ws.cfg.run_dir / "cache" / "embeddings" / f"{tag}-{safe}-{fp}.npy"
     if path.exists():
