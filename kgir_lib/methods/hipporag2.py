@@ -18,7 +18,9 @@ Offline graph (:func:`build_graph`) over the knowledge graph ``ws.kg``:
   alphanumeric characters, its ``synonym_top_k`` (2047) nearest phrases by cosine of
   their embeddings, in order, while the cosine is ≥ ``synonym_threshold`` (0.8), at
   most ``SYNONYM_MAX_NEIGHBOURS`` (101, upstream's ``num_nns > 100`` stop) of them;
-  the edge a–b weighs the sum of the cosines of the directed pairs a→b and b→a found.
+  the edge a–b weighs the sum of the cosines of the directed pairs a→b and b→a found. A pair
+  already joined by a fact keeps its fact edge (upstream overwrites that direction's fact count
+  with the cosine).
 
 Online, per question (each LLM stage ONE batched call over all questions):
 
