@@ -86,8 +86,8 @@ class Config:
     # KGIR-RAG (paper §2.2-2.4)
     top_k: int = 10
     ngram_n: int = 3
-    ngram_threshold: float = 0.5
-    match_method: str = "dice"           # eq. 5 similarity: dice | overlap | containment (subgraph.SIMILARITIES)
+    ngram_threshold: float = 0.8         # eq. 5 threshold (results/benchmarks/matching.md: overlap at 0.8)
+    match_method: str = "overlap"        # eq. 5 similarity: dice | overlap | containment (subgraph.SIMILARITIES)
     gtmp_reading: str = "passages"       # Algorithm 1 G_tmp: "passages" (connect D_q's entities) | "seed_star" (§2.2)
     max_iterations: int = 3
     # baselines
