@@ -173,24 +173,29 @@ class PPRGraph:
         return out[:, 0] if single else out
 
     def _iterate(self, p: np.ndarray, damping: float, max_iter: int, tol: float) -> np.ndarray:
-        """networkx's update ``x ← α (xA + Σ_dangling x · p) + (1 − α) p`` on a block, in place, same operation order."""
+        """networkx's update ``x ← α (xA + Σ_dangling x · p) + (1 − α) p`` on a block, same operation order.
+
+        Where every column of ``p`` is 0 the update is exactly ``α · xA`` (adding 0.0 changes no
+        float), so the full formula runs only on the rows where some reset mass sits (the
+        passages and the seed phrases): fewer passes over the ``N``-row arrays, same bits.
+        """
         n = len(self.nodes)
-        keep = (1.0 - damping) * p
+        rows = np.flatnonzero(p.any(axis=1))
+        p_rows = p[rows]
+        keep_rows = (1.0 - damping) * p_rows
         x = np.full_like(p, 1.0 / n)
-        buf = np.empty_like(p)
         out = np.empty_like(p)
         active = np.arange(p.shape[1])
         for _ in range(max_iter):
             y = self.transition_T @ x
             mass = x[self.dangling].sum(axis=0)  # row by row, as networkx's sum(x[is_dangling])
-            np.multiply(p, mass, out=buf)
-            buf += y
-            buf *= damping
-            buf += keep
-            np.subtract(buf, x, out=x)
+            seeded = damping * (y[rows] + mass * p_rows) + keep_rows
+            y *= damping
+            y[rows] = seeded
+            np.subtract(y, x, out=x)
             np.abs(x, out=x)
             err = x.sum(axis=0)
-            x, buf = buf, x
+            x = y
             done = err < n * tol
             if done.any():
                 out[:, active[done]] = x[:, done]
@@ -198,7 +203,8 @@ class PPRGraph:
                 active = active[stay]
                 if active.size == 0:
                     return out
-                x, buf, p, keep = (np.ascontiguousarray(a[:, stay]) for a in (x, buf, p, keep))
+                x = np.ascontiguousarray(x[:, stay])
+                p_rows, keep_rows = p_rows[:, stay], keep_rows[:, stay]
         raise nx.PowerIterationFailedConvergence(max_iter)
 
 
@@ -414,26 +420,31 @@ def link_facts(hg: HippoGraph, fact_emb: np.ndarray, q_emb: np.ndarray, link_top
 
 
 def ppr_rankings(hg: HippoGraph, phrase_seeds: Sequence[dict], dense_scores: np.ndarray,
-                 passage_pids: Sequence[str], passage_node_weight: float, damping: float) -> list:
-    """Steps 3-4 for a batch: reset vectors (phrase seeds + weighted min-max dense scores), one PPR run.
+                 passage_pids: Sequence[str], passage_node_weight: float, damping: float,
+                 k: Optional[int] = None, block: int = 8) -> list:
+    """Steps 3-4 for a batch: reset vectors (phrase seeds + weighted min-max dense scores), PPR.
 
-    Returns, per question, every passage as ``(pid, ppr)`` by descending PPR (ties: corpus order).
+    Returns, per question, the passages as ``(pid, ppr)`` by descending PPR (ties: corpus
+    order): all of them, or the top ``k``. Questions go ``block`` at a time, so memory
+    stays at a few ``(nodes × block)`` arrays however many questions there are.
     """
     ppr = hg.ppr
     prow = ppr.rows([pnode(p) for p in passage_pids])
-    resets = np.zeros((len(ppr), len(phrase_seeds)))
-    for qi, weights in enumerate(phrase_seeds):
-        for ph, w in weights.items():
-            if w > 0 and enode(ph) in ppr.index:
-                resets[ppr.index[enode(ph)], qi] += float(w)
-        col = np.asarray(dense_scores[qi], dtype=np.float64)
-        resets[prow, qi] += np.clip(min_max(col) * passage_node_weight, 0.0, None)
-    scores = ppr.run(resets, damping) if len(phrase_seeds) else np.zeros((len(ppr), 0))
     out = []
-    for qi in range(len(phrase_seeds)):
-        vals = scores[prow, qi]
-        order = np.lexsort((np.arange(len(vals)), -vals))
-        out.append([(passage_pids[i], float(vals[i])) for i in order])
+    for start in range(0, len(phrase_seeds), block):
+        seeds = phrase_seeds[start:start + block]
+        resets = np.zeros((len(ppr), len(seeds)))
+        for j, weights in enumerate(seeds):
+            for ph, w in weights.items():
+                if w > 0 and enode(ph) in ppr.index:
+                    resets[ppr.index[enode(ph)], j] += float(w)
+            col = np.asarray(dense_scores[start + j], dtype=np.float64)
+            resets[prow, j] += np.clip(min_max(col) * passage_node_weight, 0.0, None)
+        scores = ppr.run(resets, damping, chunk=block)
+        for j in range(len(seeds)):
+            vals = scores[prow, j]
+            order = (np.lexsort((np.arange(len(vals)), -vals)) if k is None else top_k_stable(vals, k))
+            out.append([(passage_pids[i], float(vals[i])) for i in order])
     return out
 
 
@@ -557,9 +568,9 @@ class HippoRAG2(MethodBase):
         if seeds:
             order = list(seeds)
             ranked = ppr_rankings(hg, [seeds[qi] for qi in order], dense_all[order], ws.dense.pids,
-                                  self.passage_node_weight, self.damping)
+                                  self.passage_node_weight, self.damping, k=k)
             for qi, r in zip(order, ranked):
-                rankings[qi] = r[:k]
+                rankings[qi] = r
 
         contexts = [context_of(ws, [p for p, _ in r]) for r in rankings]
         answers = read(ws, texts, contexts, stage="hipporag2_reader")
