@@ -278,3 +278,12 @@ def test_graph_covers_the_whole_kg_and_is_rebuilt_when_it_grows(tiny_workspace):
     ws.kg.add(pid, ws.kg.triples_of([pid]) + [Triple("Apple", "based in", "Cupertino", pid)])
     hg2, _ = m.graph(ws, ws.kg)
     assert hg2 is not hg and len(hg2.facts) == len(hg.facts) + 1
+
+
+def test_filter_budget_comes_from_the_profile(tiny_workspace):
+    """Issue 10 item 1: the recognition-memory filter's max_tokens is the profile's, not a constant."""
+    ws = tiny_workspace(filter_reply([["Hewlett-Packard", "merged with", "Compaq"]]))
+    ws.cfg.max_tokens_hipporag2_filter = 512
+    HippoRAG2(synonymy=False).run(ws, ws.dataset.questions)
+    filt = [r for r in ws.llm.backend.seen if r.messages[-1][1].rstrip().endswith("Relevant facts:")]
+    assert len(filt) == 1 and filt[0].max_tokens == 512

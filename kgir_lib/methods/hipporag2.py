@@ -532,8 +532,9 @@ class HippoRAG2(MethodBase):
         import json
 
         prompt = load_prompt("hipporag2_filter")
+        budget = ws.cfg.max_tokens("hipporag2_filter")  # the profile's budget (issue 10 item 1)
         reqs = [ChatRequest.chat(*prompt.render(question=texts[i], facts=json.dumps(
-            {"fact": [list(f) for f in cands[i]]}, ensure_ascii=False)), max_tokens=128,
+            {"fact": [list(f) for f in cands[i]]}, ensure_ascii=False)), max_tokens=budget,
             stop=("\n\n", "\nQuestion:"), json_schema=FILTER_SCHEMA) for i in todo]
         for i, res in zip(todo, ws.llm.generate(reqs, stage="hipporag2_filter") if reqs else []):
             kept, unmatched, malformed = match_filtered(extract_json(res.text), cands[i])
