@@ -3,9 +3,11 @@
 - ``q' = Rewrite(q, q_history, G_Ans)``: :func:`rewrite_requests` / :func:`parse_rewrite`
   (prompt ``kgir_rewrite``): the LLM replaces the multi-hop part of the question
   with facts from the evidence triples without changing its meaning.
-- ``Reflection(q', G_Ans, q_history, new passages)``: :func:`reflection_requests` /
+- ``Reflection(q', G_Ans, q_history, P_t)``: :func:`reflection_requests` /
   :func:`parse_reflection` (prompt ``kgir_reflect``): chain of thought, then either
-  ``Answer: ...`` or ``Missing: ...``. In the last allowed round the prompt tells
+  ``Answer: ...`` or ``Missing: ...``. ``P_t`` ("Retrieved passages") are the
+  passages of the rewritten question's retrieval, new ones first
+  (:func:`kgir_lib.methods.kgir.reflection_passages`). In the last allowed round the prompt tells
   the model it must answer (``final=True``); a reply that still does not answer
   is left to the method's forced final reader call.
 
@@ -168,7 +170,7 @@ class Reflection:
 def reflection_requests(questions: Sequence[str], evidences: Sequence[str], histories: Sequence[Sequence[dict]],
                         passages: Sequence[str], final: Sequence[bool], originals: Optional[Sequence[str]] = None,
                         max_tokens: int = REFLECT_MAX_TOKENS) -> list:
-    """One Reflection request per (rewritten) question: evidence triples, history, passages new to this round.
+    """One Reflection request per (rewritten) question: evidence, history and the round's passages ``P_t``.
 
     ``final[i]`` marks the last allowed round: the prompt then says the model must answer.
     ``originals[i]``, when it differs from ``questions[i]``, is shown as the original question.
@@ -183,7 +185,7 @@ def reflection_requests(questions: Sequence[str], evidences: Sequence[str], hist
         values = {"question": q, "evidence": ev, "passages": ps, "history": hist_text,
                   "final_note": FINAL_NOTE if fin else ""}
         out.append(few_shot_chat("kgir_reflect", "Reasoning:", values, max_tokens=max_tokens,
-                                 stop=("\nTriples:", "\nQuestion:", "\nNew passages:")))
+                                 stop=("\nTriples:", "\nQuestion:", "\nRetrieved passages:")))
     return out
 
 

@@ -385,14 +385,15 @@ def test_request_builders():
     assert parse_rewrite(rw.messages[2][1]) == "What is the length of Mount Panorama Circuit?"
     rf = reflection_requests(["q2?"], [evidence_block(passages_text="P\ntext\n\nP2\ntext2")], [[]], ["(none)"],
                              [True], ["q?"])[0]
-    assert [r for r, _ in rf.messages] == ["system"] + ["user", "assistant"] * 2 + ["user"]
-    assert rf.messages[-1][1] == ("Passages:\nP\ntext\n\nP2\ntext2\nNew passages:\n(none)\nOriginal question: q?\n"
+    assert [r for r, _ in rf.messages] == ["system"] + ["user", "assistant"] * 3 + ["user"]
+    assert rf.messages[-1][1] == ("Passages:\nP\ntext\n\nP2\ntext2\nRetrieved passages:\n(none)\nOriginal question: q?\n"
                                   "Question: q2?\n" + FINAL_NOTE.rstrip())
     # the paper's Fig. 5 examples: one answerable, one naming the missing fact; both parse
-    ex1, ex2 = parse_reflection(rf.messages[2][1]), parse_reflection(rf.messages[4][1])
+    ex1, ex2 = parse_reflection(rf.messages[2][1]), parse_reflection(rf.messages[6][1])
+    assert not parse_reflection(rf.messages[4][1]).answerable  # the MuSiQue-train example: a hop is missing
     assert (ex1.answerable, ex1.answer) == (True, "Alabama")
     assert (ex2.answerable, ex2.missing) == (False, "airports in Alabama")
-    assert "To Kill a Mockingbird" in rf.messages[3][1]
+    assert "To Kill a Mockingbird" in rf.messages[5][1]
     not_final = reflection_requests(["q?"], ["e"], [[]], ["p"], [False])[0]
     assert not_final.messages[-1][1].endswith("Question: q?")
     with pytest.raises(ValueError):
