@@ -13,9 +13,9 @@ import pandas as pd
 # What each LLM the suite knows is, for the caveat every notebook prints (matched by substring of llm_model).
 PAPER_LLMS = ("Qwen2.5-72B-Instruct", "Llama-3-8B-Instruct")
 KNOWN_LLMS = {
-    "Qwen2.5-Coder-0.5B-Instruct": "a 0.5 B-parameter code-tuned chat model (Qwen2.5-Coder family)",
-    "Qwen2.5-Coder-1.5B-Instruct": "a 1.5 B-parameter code-tuned chat model (Qwen2.5-Coder family)",
-    "SmolLM2-135M-Instruct": "a 135 M-parameter chat model (SmolLM2 family)",
+    "Qwen2.5-Coder-0.5B-Instruct": "a 0.5 B-parameter code-tuned chat model of the Qwen2.5-Coder family",
+    "Qwen2.5-Coder-1.5B-Instruct": "a 1.5 B-parameter code-tuned chat model of the Qwen2.5-Coder family",
+    "SmolLM2-135M-Instruct": "a 135 M-parameter chat model of the SmolLM2 family",
     "Qwen2.5-72B-Instruct": "the KGIR-RAG paper's reader for Table 4",
     "Llama-3-8B-Instruct": "the KGIR-RAG paper's reader for Table 5",
 }
