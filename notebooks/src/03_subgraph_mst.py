@@ -115,7 +115,7 @@ print(f"Step 5 (eq. 6) — {len(sub.components)} component(s): " +
       "; ".join(f"seeds {c.seeds}: {len(c.nodes)} entities, {len(c.triples)} triples" for c in sub.components))
 print("Steps 6-7 (eq. 7) — G_tmp edges, weights and the trees' verdict:")
 kept = set(sub.kept)
-display(pd.DataFrame([{"head": t.head, "relation": t.relation, "tail": t.tail, "weight": sub.weights[t],
+display(pd.DataFrame([{"head": t.head, "relation": t.relation, "tail": t.tail, "weight": sub.weights.get(t),
                        "in G_Ans": t in kept, "source": ws.dataset.corpus[t.pid].title,
                        "gold source": t.pid in q.gold_pids} for t in sub.G_tmp]).round(3))
 
