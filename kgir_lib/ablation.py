@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 
 from .kg import KnowledgeGraph
-from .methods.base import Method, Workspace, trace_filename
+from .methods.base import Method, Workspace
+from .traces import trace_filename
 from .evaluate import METRICS  # the score columns every study reports (×100), as run_and_score returns them
 from .report import KGIR_ABLATION_DROPS
 

@@ -12,6 +12,7 @@ from typing import Iterable, Optional, Sequence
 import pandas as pd
 
 from .case_records import KGIR_METHOD
+from .methods.kgir_rounds import trace_rounds
 from .metrics import best_em, best_f1
 from .subgraph import _STOP, normalize_name
 
@@ -54,26 +55,21 @@ def bridge_entities(question: str, rewrite: Optional[str], G_Ans: Sequence) -> l
 def bridge_features(record: dict) -> dict:
     """How far one KGIR-RAG trace follows Fig. 6 (a record is a trace-file line or a bare trace)."""
     trace = record.get("trace", record)
-    rounds = trace.get("rounds", [])
+    rounds = trace_rounds(trace)
     question = trace.get("question", "")
     answer = record.get("answer", trace.get("answer", "")) or ""
     gold = trace.get("gold_answers", [])
-    r1 = rounds[0] if rounds else {}
-    refl1 = r1.get("reflection") or {}
-    rewrite1 = (r1.get("rewrite") or {}).get("question")
-    g_ans1 = (r1.get("subgraph") or {}).get("G_Ans", [])
-    bridges = bridge_entities(question, rewrite1, g_ans1)
-    answered_round = None
-    for r in rounds:
-        if (r.get("reflection") or {}).get("answerable"):
-            answered_round = int(r.get("iteration", 0))
-            break
+    r1 = rounds[0] if rounds else None
+    refl1 = r1.reflection if r1 else None
+    rewrite1 = r1.rewrite if r1 else None
+    bridges = bridge_entities(question, rewrite1, r1.G_Ans if r1 else [])
+    answered_round = next((r.iteration for r in rounds if r.reflection and r.reflection.answerable), None)
     feats = {
         "qid": str(trace.get("qid", record.get("qid", ""))),
         "question": question,
         "rounds": len(rounds),
-        "unanswered_round1": bool(refl1) and not refl1.get("answerable", False),
-        "missing_round1": bool(refl1) and not refl1.get("answerable", False) and bool(refl1.get("missing")),
+        "unanswered_round1": refl1 is not None and not refl1.answerable,
+        "missing_round1": refl1 is not None and not refl1.answerable and bool(refl1.missing),
         "rewrite_1": rewrite1 or "",
         "bridge_entities": bridges,
         "bridge_rewrite": bool(bridges),

@@ -110,13 +110,13 @@ def show_reflections(case: CaseStudy) -> None:
     for r in case.rounds:
         if r.reflection:
             v = r.reflection
-            what = f"answer **{v.get('answer')}**" if v.get("answerable") else (
-                f"missing: *{v.get('missing')}*" if v.get("missing") else "no verdict (malformed reply)")
-            _show(f"**Round {r.iteration}**{' (last round)' if v.get('final') else ''} — {what}  \n"
-                  f"reasoning: {v.get('reasoning') or '(none)'}  \nraw reply: `{(v.get('raw') or '').strip()}`")
+            what = f"answer **{v.answer}**" if v.answerable else (
+                f"missing: *{v.missing}*" if v.missing else "no verdict (malformed reply)")
+            _show(f"**Round {r.iteration}**{' (last round)' if v.final else ''} — {what}  \n"
+                  f"reasoning: {v.reasoning or '(none)'}  \nraw reply: `{(v.raw or '').strip()}`")
         if r.final:
-            _show(f"**Round {r.iteration}** — final reader call ({'forced' if r.final.get('forced') else 'ablation'}):"
-                  f" question *{r.final.get('question')}* → **{r.final.get('answer')}**")
+            _show(f"**Round {r.iteration}** — final reader call ({'forced' if r.final.forced else 'ablation'}):"
+                  f" question *{r.final.question}* → **{r.final.answer}**")
 
 
 def display_case(case: CaseStudy, draw: bool = True):

@@ -1,6 +1,7 @@
 """The records of a KGIR-RAG case study (paper §3.5, Fig. 6; notebook 07): one round, one case.
 
-:class:`CaseRound` is one round of the loop as its trace recorded it; :class:`CaseStudy` is everything
+:class:`CaseRound` is one round of the loop (the loop's own record, :mod:`kgir_lib.methods.kgir_rounds`,
+read back from the trace); :class:`CaseStudy` is everything
 KGIR-RAG did for one question, with tables for the notebook. Built by :mod:`kgir_lib.case_build`,
 shown by :mod:`kgir_lib.case_display`; :mod:`kgir_lib.case_study` re-exports all of it.
 """
@@ -12,8 +13,8 @@ from typing import Optional
 import pandas as pd
 
 from .methods.base import MethodOutput, Workspace
+from .methods.kgir_rounds import CaseRound
 from .metrics import recall_at_k
-from .subgraph import EvidenceSubgraph
 
 KGIR_METHOD = "KGIR-RAG"
 FREE_DATASET = "free"
@@ -22,49 +23,6 @@ FREE_QID = "free"
 
 class CaseStudyError(ValueError):
     """A question id, dataset or user-supplied passage list is unusable; the message says which."""
-
-
-@dataclass
-class CaseRound:
-    """One round of the KGIR-RAG loop as the trace recorded it (§2.2-2.4)."""
-
-    iteration: int
-    query: str
-    retrieved: list                      # D_t: [(pid, cosine)], best first (eq. 2)
-    G_q: list                            # triples of D_t (eq. 3)
-    ner_raw: Optional[str] = None        # the LLM's NER reply (eq. 4)
-    llm_entities: list = field(default_factory=list)
-    E_q: list = field(default_factory=list)
-    used_fallback: bool = False
-    fallback_reason: Optional[str] = None
-    matches: dict = field(default_factory=dict)  # {question entity: [(graph entity, n-gram similarity)]}
-    seeds: list = field(default_factory=list)
-    subgraph: Optional[EvidenceSubgraph] = None  # G_tmp, components, weights, G_Ans
-    evidence: str = ""                   # what Rewrite and Reflection were shown
-    rewrite: Optional[str] = None        # q'_t (eq. 8)
-    rewrite_raw: Optional[str] = None
-    rewrite_malformed: bool = False
-    rewrite_retrieved: list = field(default_factory=list)
-    new_passages: list = field(default_factory=list)  # passages new to the round, shown to Reflection
-    reflection: Optional[dict] = None    # answerable, answer, missing, reasoning, raw, final
-    final: Optional[dict] = None         # the forced / ablation reader call, when there was one
-
-    @property
-    def G_tmp(self) -> list:
-        return list(self.subgraph.G_tmp) if self.subgraph else []
-
-    @property
-    def G_Ans(self) -> list:
-        return list(self.subgraph.kept) if self.subgraph else []
-
-    def verdict(self) -> str:
-        """'answer', 'missing', 'malformed' or '' (no reflection in this round)."""
-        r = self.reflection
-        if not r:
-            return ""
-        if r.get("answerable"):
-            return "answer"
-        return "malformed" if r.get("malformed") else "missing"
 
 
 @dataclass
@@ -106,7 +64,7 @@ class CaseStudy:
                 "|G_q|": len(r.G_q), "E_q": "; ".join(r.E_q), "seeds": "; ".join(r.seeds),
                 "|G_tmp|": len(r.G_tmp), "|G_Ans|": len(r.G_Ans), "rewrite": r.rewrite or "",
                 "verdict": r.verdict(),
-                "answer / missing": (r.reflection or {}).get("answer") or (r.reflection or {}).get("missing") or "",
+                "answer / missing": (r.reflection.answer or r.reflection.missing or "") if r.reflection else "",
             })
         return pd.DataFrame(rows).set_index("round")
 

@@ -10,7 +10,8 @@ One import for the notebook; each concern lives in its own module:
 - :mod:`kgir_lib.case_baselines`: :func:`baseline_answers`, what every other method answered;
 - :mod:`kgir_lib.bridge_cases`: :func:`find_bridge_cases`, Fig. 6 candidates ranked;
 - :mod:`kgir_lib.case_display`: ``show_*``, :func:`draw_rounds`, :func:`display_case`;
-- here: reading the run's trace files for the case study (:func:`load_kgir_traces`, :func:`traced_answers`).
+- here: the run's traces for the case study (:func:`load_kgir_traces`, :func:`traced_answers`; file
+  reading is :mod:`kgir_lib.traces`).
 
 Everything goes through the workspace's LLM and its cache: a case already run
 by notebook 04 costs no LLM call.
@@ -23,14 +24,15 @@ from typing import Iterable, Optional
 from .bridge_cases import bridge_entities, bridge_features, find_bridge_cases, is_question_rewrite
 from .case_baselines import baseline_answers, default_baselines
 from .case_build import (FIGURE6_EXAMPLE, case_from_dataset, case_from_output, case_from_passages, find_question,
-                         free_workspace, load_example, round_from_trace, run_case, subgraph_from_trace)
+                         free_workspace, load_example, run_case)
 from .case_display import (display_case, draw_rounds, repeated_rounds, show_ner, show_reflections, show_retrieval,
                            show_rewrites, show_subgraphs)
 from .case_records import FREE_DATASET, FREE_QID, KGIR_METHOD, CaseRound, CaseStudy, CaseStudyError
 from .config import Config
+from .traces import read_traces, trace_dataset, trace_files
 
 __all__ = ["CaseRound", "CaseStudy", "CaseStudyError", "KGIR_METHOD", "FREE_DATASET", "FREE_QID", "FIGURE6_EXAMPLE",
-           "load_example", "subgraph_from_trace", "round_from_trace", "case_from_output", "run_case", "find_question",
+           "load_example", "case_from_output", "run_case", "find_question",
            "case_from_dataset", "free_workspace", "case_from_passages", "baseline_answers", "default_baselines",
            "is_question_rewrite", "bridge_entities", "bridge_features", "find_bridge_cases", "repeated_rounds",
            "show_retrieval", "show_ner", "draw_rounds", "show_subgraphs", "show_rewrites", "show_reflections",
@@ -38,19 +40,6 @@ __all__ = ["CaseRound", "CaseStudy", "CaseStudyError", "KGIR_METHOD", "FREE_DATA
 
 
 # ----------------------------------------------------------------------------- the run's trace files
-def trace_files(cfg: Config) -> list:
-    """Every ``traces/<method>/<dataset>.jsonl`` of the run directory."""
-    root = cfg.run_dir / "traces"
-    return sorted(root.glob("*/*.trace.jsonl")) if root.exists() else []
-
-
-def _read_jsonl(path: Path) -> list:
-    """A trace file's records (:func:`kgir_lib.traces.read_traces`: a torn last line is dropped, else an error)."""
-    from .traces import read_traces
-
-    return read_traces(path)
-
-
 def _method_of(record: dict, path: Path) -> str:
     trace = record.get("trace") or {}
     return str(trace.get("method") or path.parent.name)
@@ -62,17 +51,12 @@ def traced_answers(cfg: Config, dataset: str, qid: str) -> dict:
     for path in trace_files(cfg):
         if trace_dataset(path) != dataset:
             continue
-        for rec in _read_jsonl(path):
+        for rec in read_traces(path):
             if str(rec.get("qid")) == str(qid):
                 found = (rec.get("answer", ""), rec.get("ranked_pids", []))
                 out.setdefault(_method_of(rec, path), found)  # by the trace's method name ...
                 out.setdefault(path.parent.name, found)        # ... and by the folder (the method's key)
     return out
-
-
-def trace_dataset(path: Path) -> str:
-    """The dataset a trace file belongs to (``<dataset>.trace.jsonl``)."""
-    return path.name.removesuffix(".jsonl").removesuffix(".trace")
 
 
 def load_kgir_traces(cfg: Config, datasets: Optional[Iterable[str]] = None) -> list:
@@ -82,7 +66,7 @@ def load_kgir_traces(cfg: Config, datasets: Optional[Iterable[str]] = None) -> l
     for path in trace_files(cfg):
         if wanted is not None and trace_dataset(path) not in wanted:
             continue
-        for rec in _read_jsonl(path):
+        for rec in read_traces(path):
             trace = rec.get("trace") or {}
             key = (trace_dataset(path), str(rec.get("qid")))
             if trace.get("method") == KGIR_METHOD and trace.get("variant", "full") == "full" and key not in seen:

@@ -35,15 +35,15 @@ import numpy as np
 import pandas as pd
 
 from .data import Question, sample_questions
-from .llm import LLM, cache_key
-from .methods.base import MethodOutput, QuestionUsage, Workspace, read_traces, trace_filename, write_traces
+from .llm import LLM, LLMUsage, cache_key
+from .methods.base import MethodOutput, Workspace
 from .metrics import best_em, best_f1, recall_at_k
 from .prompts import PROMPT_DIR
 from . import traces
 from .bootstrap import bootstrap_table, paired_bootstrap  # noqa: F401 (notebook 05: ev.bootstrap_table)
 
 METRICS = ("EM", "F1", "R@2", "R@5")
-USAGE = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "seconds")
+USAGE = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "seconds")  # LLMUsage fields in score()
 # Config fields that cannot change a method's outputs (not part of the resume fingerprint).
 _NEUTRAL_FIELDS = {"description", "datasets", "n_questions", "data_dir", "results_dir", "figures_dir",
                    "llm_max_concurrency", "llm_timeout_s", "llm_max_retries", "llm_retry_window_s", "embed_batch_size",
@@ -52,14 +52,21 @@ _NEUTRAL_PREFIXES = ("ablation_", "study_", "robustness_")  # notebook 06's stud
 
 
 # ----------------------------------------------------------------------------- running
-class StoredTimeLLM(LLM):
-    """The same LLM (shared cache, backend and usage) whose cache hits report their stored backend seconds."""
+class StoredTimeLLM:
+    """A wrapper around an LLM whose cache hits report their stored backend seconds.
 
-    def __init__(self, inner: LLM):  # super().__init__ is not called: this object is a view on ``inner``
-        self.__dict__ = inner.__dict__
+    Everything but :meth:`generate` is the wrapped LLM's (its cache, backend, usage, ``model_id``,
+    ``progress``): calls go through ``inner.generate``, so they are counted in ``inner.usage``.
+    """
+
+    def __init__(self, inner: LLM):
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:  # only reached for attributes this wrapper does not define
+        return getattr(self.inner, name)
 
     def generate(self, requests, stage: str = "default", desc: Optional[str] = None) -> list:
-        results = LLM.generate(self, requests, stage=stage, desc=desc)
+        results = self.inner.generate(requests, stage=stage, desc=desc)
         if self.cache is not None:
             for req, res in zip(requests, results):
                 if res.cached:
@@ -75,7 +82,7 @@ def method_key(method: Any) -> str:
 
 
 def trace_path(cfg, method: Any, dataset: str) -> Path:
-    return cfg.path("traces", method_key(method), trace_filename(dataset))
+    return cfg.path("traces", method_key(method), traces.trace_filename(dataset))
 
 
 def _prompts_digest() -> str:
@@ -107,12 +114,7 @@ def run_fingerprint(ws: Workspace, method: Any) -> str:
 
 def load_outputs(path: Path) -> list:
     """:class:`MethodOutput` objects back from a trace file."""
-    out = []
-    for rec in read_traces(Path(path)):
-        usage = QuestionUsage(**{k: rec.get("usage", {}).get(k, 0) for k in USAGE})
-        out.append(MethodOutput(str(rec["qid"]), rec.get("answer", ""), list(rec.get("ranked_pids", [])),
-                                usage, rec.get("trace", {})))
-    return out
+    return [MethodOutput.from_json(rec) for rec in traces.read_traces(Path(path))]
 
 
 def read_meta(path: Path) -> Optional[dict]:
@@ -131,11 +133,7 @@ def run_method(ws: Any, method: Any, questions: Sequence[Question], resume: bool
     instead of running again (code changes are not in the fingerprint: delete
     ``traces/`` or pass ``resume=False`` after changing a method). The LLM cache makes a
     rerun cheap anyway; resuming also keeps the first run's wall time.
-
-    ``run_method(method, ws, questions)`` (arguments swapped) is accepted too.
     """
-    if isinstance(method, Workspace) and not isinstance(ws, Workspace):
-        ws, method = method, ws
     if not isinstance(ws, Workspace):
         raise TypeError(f"run_method: expected a Workspace, got {type(ws).__name__}")
     questions = list(questions)
@@ -157,7 +155,7 @@ def run_method(ws: Any, method: Any, questions: Sequence[Question], resume: bool
                          f"{[o.qid for o in outputs]} instead of the questions {qids}")
     for o in outputs:
         o.trace.setdefault("method", getattr(method, "name", method_key(method)))
-    write_traces(outputs, path)
+    traces.write_traces(outputs, path)
     stages = {k: v for k, v in ws.llm.usage.since(snap).snapshot().items() if v.get("calls")}
     meta = {"method": getattr(method, "name", None), "key": method_key(method), "dataset": ws.dataset.name,
             "qids": qids, "fingerprint": fp, "wall_seconds": wall, "llm_model": ws.llm.model_id,
@@ -173,11 +171,11 @@ def score(outputs: Sequence[MethodOutput], questions: Sequence[Question]) -> pd.
 
     Recall is NaN for a method without retrieval (trace ``no_retrieval``) and for a
     question without gold passages. Rows follow ``outputs``; every output's question
-    must be in ``questions``. ``score(questions, outputs)`` is accepted too.
+    must be in ``questions``.
     """
     outputs, questions = list(outputs), list(questions)
-    if outputs and isinstance(outputs[0], Question) or questions and isinstance(questions[0], MethodOutput):
-        outputs, questions = questions, outputs
+    if any(isinstance(o, Question) for o in outputs[:1]):
+        raise TypeError("score(outputs, questions): the method outputs come first")
     by_qid = {q.qid: q for q in questions}
     rows = []
     for o in outputs:
@@ -190,7 +188,7 @@ def score(outputs: Sequence[MethodOutput], questions: Sequence[Question]) -> pd.
         for k in (2, 5):
             # no gold passages: recall_at_k is NaN (metrics module docstring: one rule with summarise)
             row[f"R@{k}"] = np.nan if no_retrieval else 100.0 * recall_at_k(o.ranked_pids, q.gold_pids, k)
-        u = o.usage if isinstance(o.usage, QuestionUsage) else QuestionUsage(**o.usage)
+        u = o.usage if isinstance(o.usage, LLMUsage) else LLMUsage.from_dict(o.usage)
         row.update({k: getattr(u, k) for k in USAGE})
         rows.append(row)
     cols = ["qid", "answer", "gold", *METRICS, *USAGE]
@@ -212,7 +210,8 @@ class SuiteResult:
     scores: pd.DataFrame            # one row a (dataset, method, question)
     runs: pd.DataFrame              # one row a (dataset, method): wall time, resumed, LLM usage
     indexing: pd.DataFrame          # one row a dataset: the graph and its extraction cost
-    skipped: dict = field(default_factory=dict)  # method key -> reason it could not be built
+    skipped: dict = field(default_factory=dict)  # always empty: every method is built or the suite fails
+    # (kept because notebook 05 reads it; a method that cannot be built raises, it is never skipped)
 
 
 def run_suite(cfg, llm: LLM, datasets: Sequence[str], method_keys: Sequence[str],
@@ -222,8 +221,7 @@ def run_suite(cfg, llm: LLM, datasets: Sequence[str], method_keys: Sequence[str]
     """Every method on every dataset: ONE ``llm`` (one cache), one workspace (index, KG) per dataset,
     the same question sample (:func:`kgir_lib.data.sample_questions` with ``n_questions``, ``seed``) for all.
 
-    A method that cannot be built (e.g. KGIR-RAG's module missing) is reported in
-    ``skipped`` with the reason, never dropped silently.
+    A method that cannot be built (unknown key, bad parameter) raises: nothing is dropped silently.
     """
     from .progress import progress as tqdm
 
@@ -242,13 +240,8 @@ def run_suite(cfg, llm: LLM, datasets: Sequence[str], method_keys: Sequence[str]
         snap = llm.usage.snapshot()
         for key in method_keys:
             bar.set_postfix_str(f"{name}: {key}")
-            try:
-                method = build_method(key, **kw.get(key, {}))
-            except (ImportError, AttributeError) as exc:
-                skipped[key] = f"{type(exc).__name__}: {exc}"
-                bar.update(1)
-                continue
-            label = getattr(method, "name", None) or LABELS.get(key, key)
+            method = build_method(key, **kw.get(key, {}))
+            label = method.name or LABELS.get(key, key)
             path = trace_path(cfg, method, name)
             before = read_meta(path)
             t0 = time.perf_counter()

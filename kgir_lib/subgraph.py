@@ -513,6 +513,30 @@ class EvidenceSubgraph:
             "pruned": [tri(t) for t in self.pruned],
         }
 
+    @classmethod
+    def from_dict(cls, d: dict, G_q: Sequence[Triple] = ()) -> "EvidenceSubgraph":
+        """The subgraph back from :meth:`to_dict` (a trace). ``G_tmp`` is ``G_Ans`` plus the pruned triples;
+        when ``G_q`` is given their order is ``G_q``'s (Algorithm 1 keeps it), else kept first."""
+        def tri(row: Sequence) -> Triple:
+            return Triple(str(row[0]), str(row[1]), str(row[2]), str(row[3]))
+
+        kept = [tri(x) for x in d.get("G_Ans", [])]
+        pruned = [tri(x) for x in d.get("pruned", [])]
+        weights = {tri(x): float(x[4]) for x in d.get("G_Ans", []) + d.get("pruned", []) if len(x) > 4}
+        tmp = set(kept) | set(pruned)
+        in_gq = [t for t in dict.fromkeys(G_q) if t in tmp]
+        G_tmp = in_gq if len(in_gq) == len(tmp) else list(dict.fromkeys(kept + pruned))
+        seeds = list(d.get("seeds", []))
+        kept_set, pruned_set = set(kept), set(pruned)
+        return cls(question=d.get("question", ""), retrieved=[tuple(x) for x in d.get("retrieved", [])],
+                   G_q=list(G_q), llm_entities=list(d.get("llm_entities", [])), E_q=list(d.get("E_q", [])),
+                   used_fallback=bool(d.get("used_fallback")), fallback_reason=d.get("fallback_reason"),
+                   matches={k: [(e, float(s)) for e, s in v] for k, v in d.get("matches", {}).items()},
+                   seeds=seeds, G_tmp=G_tmp, components=seed_components(G_tmp, seeds), weights=weights,
+                   kept=[t for t in G_tmp if t in kept_set], pruned=[t for t in G_tmp if t in pruned_set],
+                   weighting=d.get("weighting", "cosine"), reading=d.get("reading", "passages"),
+                   matched_by_triple=list(d.get("matched_by_triple", [])))
+
 
 WeightFn = Callable[[str, Sequence[Triple]], Sequence[float]]
 

@@ -1,4 +1,7 @@
-"""The one place where per-question trace files (JSONL) and their ``.meta.json`` are written and read.
+"""The one place where per-question trace files (JSONL) and their ``.meta.json`` are named, written and read.
+
+A run's traces are ``traces/<method key>/<dataset>.trace.jsonl`` (:func:`trace_filename`,
+:func:`trace_files`), one ``MethodOutput.to_json()`` a line.
 
 Writing is atomic: the lines go to a temporary file in the same folder, which is
 flushed, fsync'ed and renamed over the old file (``os.replace``), so a kill
@@ -64,6 +67,26 @@ def _dumps(record: Any) -> str:
     if _SURROGATE.search(line):
         line = json.dumps(scrub(json.loads(line)), ensure_ascii=False, default=str)
     return line
+
+
+# ---------------------------------------------------------------------------- where trace files live
+TRACE_SUFFIX = ".trace.jsonl"
+
+
+def trace_filename(dataset: str) -> str:
+    """A dataset's trace file name inside ``traces/<method>/``: ``<dataset>.trace.jsonl``."""
+    return f"{dataset}{TRACE_SUFFIX}"
+
+
+def trace_dataset(path: Path) -> str:
+    """The dataset a trace file belongs to (``<dataset>.trace.jsonl``)."""
+    return Path(path).name.removesuffix(".jsonl").removesuffix(".trace")
+
+
+def trace_files(cfg: Any) -> list:
+    """Every ``traces/<method>/<dataset>.trace.jsonl`` of ``cfg``'s run directory (not the studies' subfolders)."""
+    root = cfg.run_dir / "traces"
+    return sorted(root.glob(f"*/*{TRACE_SUFFIX}")) if root.exists() else []
 
 
 # ---------------------------------------------------------------------------- atomic writing

@@ -174,36 +174,36 @@ def render_trace(trace: dict, corpus=None, max_triples: int = 8, max_passages: i
     lines = [f"**Q:** {trace.get('question', '')}  ",
              f"**gold:** {', '.join(trace.get('gold_answers', [])[:3])} · **answer:** {trace.get('answer', '')!r} "
              f"({trace.get('answered_by')}, {trace.get('iterations_used')} round(s), {trace.get('variant')})", ""]
-    for r in trace.get("rounds", []):
-        lines.append(f"**Round {r.get('iteration')}** — query: *{_md(r.get('query', ''))}*  ")
-        lines.append("retrieved: " + "; ".join(title(p) for p, _ in r.get("retrieved", [])[:max_passages]) + "  ")
-        sub = r.get("subgraph")
+    from .methods.kgir_rounds import trace_rounds
+
+    for r in trace_rounds(trace):
+        lines.append(f"**Round {r.iteration}** — query: *{_md(r.query)}*  ")
+        lines.append("retrieved: " + "; ".join(title(p) for p, _ in r.retrieved[:max_passages]) + "  ")
+        sub = r.subgraph
         if sub:
-            fb = f" (fallback: {sub.get('fallback_reason')})" if sub.get("used_fallback") else ""
-            lines.append(f"NER: {sub.get('llm_entities')} → E_q {sub.get('E_q')}{fb}; seeds {sub.get('seeds')[:6]}; "
-                         f"|G_q| {sub.get('n_G_q')}, |G_tmp| {sub.get('n_G_tmp')}, |G_Ans| {len(sub.get('G_Ans', []))}, "
-                         f"pruned {len(sub.get('pruned', []))}  ")
-            best = sorted(sub.get("G_Ans", []), key=lambda x: -x[4])[:max_triples]
+            fb = f" (fallback: {sub.fallback_reason})" if sub.used_fallback else ""
+            lines.append(f"NER: {sub.llm_entities} → E_q {sub.E_q}{fb}; seeds {sub.seeds[:6]}; "
+                         f"|G_q| {r.n_G_q}, |G_tmp| {r.n_G_tmp}, |G_Ans| {len(sub.kept)}, "
+                         f"pruned {len(sub.pruned)}  ")
+            best = sub.ranked_evidence()[:max_triples]
             if best:
-                lines.append("G_Ans (by weight): " + "; ".join(f"({h}, {rel}, {t}) {w:.2f}" for h, rel, t, _, w in best)
+                lines.append("G_Ans (by weight): " + "; ".join(f"({t.head}, {t.relation}, {t.tail}) "
+                                                               f"{sub.weights.get(t, 0.0):.2f}" for t in best) + "  ")
+        if r.rewrite_raw is not None:
+            flag = " — *malformed, question kept*" if r.rewrite_malformed else ""
+            lines.append(f"rewrite: *{_md(r.rewrite or '')}*{flag}  ")
+            if r.reflection_passages is not None:
+                lines.append("new passages: " + ("; ".join(title(p) for p in r.new_passages[:max_passages]) or "none")
                              + "  ")
-        rw = r.get("rewrite")
-        if rw:
-            flag = " — *malformed, question kept*" if rw.get("malformed") else ""
-            lines.append(f"rewrite: *{_md(rw.get('question', ''))}*{flag}  ")
-        if r.get("new_passages") is not None and rw:
-            lines.append("new passages: " + ("; ".join(title(p) for p in r["new_passages"][:max_passages]) or "none")
-                         + "  ")
-        rf = r.get("reflection")
+        rf = r.reflection
         if rf:
-            verdict = (f"answer **{rf.get('answer')}**" if rf.get("answerable") else
-                       f"missing: {rf.get('missing')!r}" + (" (malformed reply)" if rf.get("malformed") else ""))
-            lines.append(f"reflection{' (last round)' if rf.get('final') else ''}: {_md(rf.get('reasoning', ''))[:200]} "
-                         f"→ {verdict}  ")
-        fin = r.get("final")
+            verdict = (f"answer **{rf.answer}**" if rf.answerable else
+                       f"missing: {rf.missing!r}" + (" (malformed reply)" if rf.malformed else ""))
+            lines.append(f"reflection{' (last round)' if rf.final else ''}: {_md(rf.reasoning)[:200]} → {verdict}  ")
+        fin = r.final
         if fin:
-            lines.append(f"reader ({'forced' if fin.get('forced') else 'ablation'}) on *{_md(fin.get('question', ''))}* "
-                         f"→ **{fin.get('answer')}**  ")
+            lines.append(f"reader ({'forced' if fin.forced else 'ablation'}) on *{_md(fin.question)}* "
+                         f"→ **{fin.answer}**  ")
         lines.append("")
     llm = trace.get("llm", {})
     if llm:

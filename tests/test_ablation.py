@@ -185,7 +185,8 @@ class KGCounter:
 
     def run(self, ws, questions):
         from kgir_lib.llm import ChatRequest
-        from kgir_lib.methods.base import MethodOutput, QuestionUsage
+        from kgir_lib.llm import LLMUsage
+        from kgir_lib.methods.base import MethodOutput
 
         hits = ws.dense.search([q.question for q in questions], self.k)
         outs = []
@@ -193,7 +194,7 @@ class KGCounter:
             kg = ws.kg_for([p for p, _ in h])
             n = len(kg.triples_of([p for p, _ in h]))
             [res] = ws.llm.generate([ChatRequest.chat(None, f"count {n} {self.tag}")], stage="counter")
-            u = QuestionUsage()
+            u = LLMUsage()
             u.add(res)
             outs.append(MethodOutput(q.qid, res.text, [p for p, _ in h], u, {}))
         return outs

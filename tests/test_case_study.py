@@ -10,7 +10,8 @@ from conftest import BagOfWordsEncoder
 from kgir_lib import case_display
 from kgir_lib import case_study as cs
 from kgir_lib.kg import Triple
-from kgir_lib.methods.base import write_traces
+from kgir_lib.subgraph import EvidenceSubgraph
+from kgir_lib.traces import write_traces
 
 REWRITE_1 = "Which company merged in 2002 with Compaq?"
 
@@ -59,11 +60,11 @@ def test_case_follows_every_stage(fig6_case, tiny_dataset):
     assert ("Compaq", "was top PC maker of", "1994") in {(t.head, t.relation, t.tail) for t in r1.G_tmp}
     assert set(r1.G_Ans) <= set(r1.G_tmp) <= set(r1.G_q)
     assert r1.rewrite == REWRITE_1
-    assert r1.verdict() == "missing" and "merged with Compaq" in r1.reflection["missing"]
-    assert "Compaq" in r1.reflection["reasoning"]
+    assert r1.verdict() == "missing" and "merged with Compaq" in r1.reflection.missing
+    assert "Compaq" in r1.reflection.reasoning
     # round 2 asks the rewritten question and answers it
     assert r2.query == REWRITE_1
-    assert r2.verdict() == "answer" and r2.reflection["answer"] == "Hewlett-Packard"
+    assert r2.verdict() == "answer" and r2.reflection.answer == "Hewlett-Packard"
     assert case.recall["R@5"] == 100.0
 
 
@@ -90,7 +91,7 @@ def test_case_tables(fig6_case):
 def test_subgraph_roundtrip_through_trace(fig6_case):
     r1 = fig6_case.rounds[0]
     d = fig6_case.output.trace["rounds"][0]["subgraph"]
-    sub = cs.subgraph_from_trace(json.loads(json.dumps(d)), r1.G_q)
+    sub = EvidenceSubgraph.from_dict(json.loads(json.dumps(d)), r1.G_q)
     assert sub.kept == r1.G_Ans and sub.seeds == r1.seeds
     assert [c.seeds for c in sub.components] == [c["seeds"] for c in d["components"]]
 

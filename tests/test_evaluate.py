@@ -14,7 +14,8 @@ from kgir_lib.kg import KnowledgeGraph
 from kgir_lib.kg.extract import update_kg
 from kgir_lib.llm import LLM, ChatResult, LLMCache
 from kgir_lib.methods import METHODS, NaiveRAG
-from kgir_lib.methods.base import MethodOutput, QuestionUsage
+from kgir_lib.llm import LLMUsage
+from kgir_lib.methods.base import MethodOutput
 
 
 # ----------------------------------------------------------------------------- paired bootstrap
@@ -58,15 +59,16 @@ def q(qid, answers, gold):
 
 def test_score_per_question():
     qs = [q("a", ["Hewlett-Packard", "HP"], ["g1", "g2"]), q("b", ["Paris"], ["g3"])]
-    outs = [MethodOutput("a", "HP", ["g1", "x", "y", "z", "g2"], QuestionUsage(2, 1, 100, 10, 1.5)),
-            MethodOutput("b", "the city of Paris", [], QuestionUsage(1, 0, 50, 5, 0.5), {"no_retrieval": True})]
+    outs = [MethodOutput("a", "HP", ["g1", "x", "y", "z", "g2"], LLMUsage(2, 1, 100, 10, 1.5)),
+            MethodOutput("b", "the city of Paris", [], LLMUsage(1, 0, 50, 5, 0.5), {"no_retrieval": True})]
     df = ev.score(outs, qs)
     assert df["EM"].tolist() == [100.0, 0.0]
     assert df.loc[1, "F1"] == pytest.approx(100 * 2 * (1 / 3 * 1) / (1 / 3 + 1))  # "city of paris" vs "paris"
     assert df.loc[0, "R@2"] == 50.0 and df.loc[0, "R@5"] == 100.0
     assert np.isnan(df.loc[1, "R@2"])
     assert df["calls"].tolist() == [2, 1] and df["prompt_tokens"].sum() == 150
-    assert ev.score(qs, outs).equals(df)  # either argument order
+    with pytest.raises(TypeError, match="outputs come first"):  # one argument order
+        ev.score(qs, outs)
     with pytest.raises(KeyError, match="'zz'"):
         ev.score([MethodOutput("zz", "x", [])], qs)
     m = ev.mean_scores(df)
@@ -75,6 +77,7 @@ def test_score_per_question():
 
 # ----------------------------------------------------------------------------- running and resuming
 class CountingNaive(NaiveRAG):
+    key = "naive_count"
     runs = 0
 
     def run(self, ws, questions):
@@ -86,7 +89,7 @@ def test_run_method_writes_traces_and_resumes(tiny_workspace):
     ws = tiny_workspace(lambda req: "Answer: HP")
     CountingNaive.runs = 0
     qs = ws.dataset.questions
-    m = CountingNaive(key="naive_count")
+    m = CountingNaive()
     first = ev.run_method(ws, m, qs)
     path = ws.cfg.run_dir / "traces" / "naive_count" / "tiny.trace.jsonl"
     recs = [json.loads(x) for x in path.read_text().splitlines()]
@@ -97,12 +100,12 @@ def test_run_method_writes_traces_and_resumes(tiny_workspace):
     assert CountingNaive.runs == 1  # resumed from the trace file
     assert [(o.qid, o.answer, o.ranked_pids) for o in again] == [(o.qid, o.answer, o.ranked_pids) for o in first]
     assert again[0].usage == first[0].usage
-    ev.run_method(ws, CountingNaive(k=3, key="naive_count"), qs)  # other parameters: runs again
+    ev.run_method(ws, CountingNaive(k=3), qs)  # other parameters: runs again
     assert CountingNaive.runs == 2
     ev.run_method(ws, m, qs, resume=False)
     assert CountingNaive.runs == 3
-    swapped = ev.run_method(m, ws, qs)  # arguments swapped: accepted (and resumed)
-    assert CountingNaive.runs == 3 and swapped[0].answer == "HP"
+    with pytest.raises(TypeError, match="Workspace"):  # one argument order
+        ev.run_method(m, ws, qs)
 
 
 def test_run_method_checks_the_outputs(tiny_workspace):
@@ -130,21 +133,27 @@ def test_cache_hits_cost_their_stored_seconds(tmp_path):
     req = [ChatRequest.chat(None, "hello")]
     assert llm.generate(req)[0].seconds == 1.5
     assert llm.generate(req)[0].seconds == 0.0  # plain LLM: a hit is free now
-    hit = ev.StoredTimeLLM(llm).generate(req)[0]
+    timed = ev.StoredTimeLLM(llm)
+    hit = timed.generate(req)[0]
     assert hit.cached and hit.seconds == 1.5
-    assert llm.usage.stage("default").calls == 3  # the view shares the usage
+    assert llm.usage.stage("default").calls == 3  # counted by the wrapped LLM
+    assert timed.usage is llm.usage and timed.model_id == llm.model_id and timed.cache is llm.cache
+    assert "usage" not in vars(timed)  # a wrapper, not a second view of the LLM's __dict__
 
 
 # ----------------------------------------------------------------------------- suite, tables, cost
-def test_run_suite_scores_every_method_and_reports_skipped_ones(tiny_workspace, tiny_kg, monkeypatch):
+def test_run_suite_scores_every_method_and_a_broken_one_raises(tiny_workspace, tiny_kg, monkeypatch):
     ws = tiny_workspace(lambda req: "Answer: Hewlett-Packard")
 
     def broken(**kw):
         raise ImportError("no module kgir_lib.methods.nothing")
     monkeypatch.setitem(METHODS, "broken", broken)
-    res = ev.run_suite(ws.cfg, ws.llm, ["tiny"], ["naive_gen", "naive_rag", "kg2rag", "broken"],
-                       workspace_fn=lambda cfg, name, llm: ws, progress=False)
-    assert res.skipped == {"broken": "ImportError: no module kgir_lib.methods.nothing"}
+    with pytest.raises(ImportError, match="nothing"):  # never skipped silently
+        ev.run_suite(ws.cfg, ws.llm, ["tiny"], ["naive_gen", "broken"], workspace_fn=lambda cfg, name, llm: ws,
+                     progress=False)
+    res = ev.run_suite(ws.cfg, ws.llm, ["tiny"], ["naive_gen", "naive_rag", "kg2rag"],
+                       workspace_fn=lambda cfg, name, llm: ws, progress=False, resume=False)
+    assert res.skipped == {}
     assert list(res.scores["method"]) == ["Naive Gen", "Naive RAG", "KG²RAG"]
     assert res.scores["EM"].tolist() == [100.0, 100.0, 100.0]
     assert res.runs["resumed"].tolist() == [False, False, False]

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from kgir_lib.data import Dataset, Question
-from kgir_lib.methods.base import read_traces, write_traces
+from kgir_lib.traces import read_traces, write_traces
 from kgir_lib.methods.kgir import (KGIRRAG, VARIANTS, ranked_list, reflection_passages, seed_match_rate, trace_row,
                                    usable_counts, usable_table)
 from kgir_lib.rewrite import (FINAL_NOTE, evidence_block, format_history, parse_reflection, parse_rewrite,

@@ -7,10 +7,10 @@ from typing import Callable, Optional
 from .backends import (LLMError, LlamaCppBackend, OpenAIBackend, ScriptedBackend, VLLMBackend,
                        smollm2_gguf_path)
 from .cache import LLMCache, LLMCacheError, cache_key
-from .core import LLM, CacheMissError, ChatRequest, ChatResult, StageUsage, Usage
+from .core import LLM, CacheMissError, ChatRequest, ChatResult, LLMUsage, Usage
 from .parsing import extract_json
 
-__all__ = ["LLM", "ChatRequest", "ChatResult", "Usage", "StageUsage", "LLMCache", "LLMCacheError", "LLMError", "CacheMissError",
+__all__ = ["LLM", "ChatRequest", "ChatResult", "Usage", "LLMUsage", "LLMCache", "LLMCacheError", "LLMError", "CacheMissError",
            "build_llm", "build_backend", "extract_json", "cache_key", "smollm2_gguf_path", "ScriptedBackend",
            "OpenAIBackend", "LlamaCppBackend", "VLLMBackend"]
 

@@ -9,7 +9,7 @@ seconds per stage; notebooks turn it into cost tables.
 
 Truncation (issue 10 item 1): a completion that stopped at its ``max_tokens``
 budget (``finish_reason == "length"``) is counted per stage in
-:attr:`StageUsage.truncated`. Backends report ``finish_reason`` where the server
+:attr:`LLMUsage.truncated`. Backends report ``finish_reason`` where the server
 does (llama.cpp, OpenAI-compatible servers, vLLM); the cache does not store it,
 so for a cache hit, or a backend that gives none, a completion of at least
 ``max_tokens`` tokens counts as truncated (:func:`infer_finish_reason`).
@@ -17,7 +17,7 @@ so for a cache hit, or a backend that gives none, a completion of at least
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Callable, Optional, Protocol, Sequence
 
 from ..progress import progress as tqdm  # one line per bar in executed notebooks
@@ -106,14 +106,37 @@ class Backend(Protocol):
 
 
 @dataclass
-class StageUsage:
+class LLMUsage:
+    """LLM usage summed over some calls: the one usage record, per stage (:class:`Usage`), per question
+    (:attr:`kgir_lib.methods.base.MethodOutput.usage`) and per question and stage (KGIR-RAG's traces)."""
+
     calls: int = 0
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    seconds: float = 0.0  # wall time of the generate() calls of this stage
-    failures: int = 0
-    truncated: int = 0  # completions cut at the token budget (finish_reason "length"), cache hits included
+    seconds: float = 0.0  # for a stage: wall time of its generate() calls; for a question: its results' seconds
+    failures: int = 0     # requests the backend gave up on (answered empty, finish_reason "error")
+    truncated: int = 0    # completions cut at the token budget (finish_reason "length"), cache hits included
+
+    def add(self, result: "ChatResult") -> "LLMUsage":
+        """Count one call's result."""
+        self.calls += 1
+        self.cache_hits += int(result.cached)
+        self.prompt_tokens += result.prompt_tokens
+        self.completion_tokens += result.completion_tokens
+        self.seconds += result.seconds
+        self.failures += int(result.finish_reason == "error")
+        self.truncated += int(bool(result.truncated))
+        return self
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Optional[dict]) -> "LLMUsage":
+        """The record back from :meth:`to_dict`; keys it does not know are ignored, missing ones are 0."""
+        d = d or {}
+        return cls(**{f.name: d.get(f.name, 0) for f in fields(cls)})
 
 
 @dataclass
@@ -122,11 +145,11 @@ class Usage:
 
     stages: dict = field(default_factory=dict)
 
-    def stage(self, name: str) -> StageUsage:
-        return self.stages.setdefault(name, StageUsage())
+    def stage(self, name: str) -> LLMUsage:
+        return self.stages.setdefault(name, LLMUsage())
 
-    def total(self) -> StageUsage:
-        tot = StageUsage()
+    def total(self) -> LLMUsage:
+        tot = LLMUsage()
         for s in self.stages.values():
             for k, v in asdict(s).items():
                 setattr(tot, k, getattr(tot, k) + v)
@@ -140,7 +163,7 @@ class Usage:
         out = Usage()
         for name, cur in self.stages.items():
             before = snap.get(name, {})
-            out.stages[name] = StageUsage(**{k: v - before.get(k, 0) for k, v in asdict(cur).items()})
+            out.stages[name] = LLMUsage(**{k: v - before.get(k, 0) for k, v in asdict(cur).items()})
         return out
 
     def table(self):

@@ -1,7 +1,7 @@
 """Every compared method behind one interface (KGIR-RAG §3.3.1, METHOD.md §4).
 
-A method has a ``name`` and ``run(ws, questions) -> list[MethodOutput]``
-(:class:`kgir_lib.methods.base.Method`): questions in; answers, the final ranked
+Every method inherits :class:`kgir_lib.methods.base.MethodBase`: a display ``name``, a registry
+``key``, and ``run(ws, questions) -> list[MethodOutput]``: questions in; answers, the final ranked
 passage list (Recall@k) and per-question LLM usage + a trace out. Every method
 is batch-first (each stage is one ``ws.llm.generate`` call over the open
 questions) and answers through the shared reader (:mod:`kgir_lib.reader`).
@@ -13,28 +13,27 @@ and candidates.
 
 :data:`METHODS` maps a registry key to a factory; :func:`build_method` builds one
 (``build_method("kg2rag", m_hops=2)``); :data:`DEFAULT_METHODS` is notebook 05's
-order. KGIR-RAG (``kgir_lib.methods.kgir``) is imported lazily, only when one of
-its keys is built.
+order.
 """
 from __future__ import annotations
 
-from typing import Callable
-
-from .base import Method, MethodOutput, QuestionUsage, Workspace, read_traces, write_traces
+from ..llm import LLMUsage
+from ..traces import read_traces, write_traces
+from .base import Method, MethodBase, MethodOutput, Workspace
 from .hipporag2 import HippoRAG2
 from .hyde import HyDE
 from .ircot import IRCoT
 from .iter_retgen import IterRetGen
 from .kg2rag import KG2RAG
+from .kgir import KGIRRAG
 from .naive import NaiveGen, NaiveRAG
 from .retrievers import BM25Retriever, DenseRetriever, final_ranking
 
 
-def _kgir(variant: str) -> Callable:
+def _variant(cls, variant: str):
+    """A registry factory: ``cls`` with ``variant`` fixed."""
     def make(**kw):
-        from .kgir import KGIRRAG  # written in parallel; imported only when asked for
-
-        return KGIRRAG(variant=variant, **kw)
+        return cls(variant=variant, **kw)
     return make
 
 
@@ -46,17 +45,17 @@ METHODS: dict = {
     "ircot": IRCoT,
     "iter_retgen": IterRetGen,
     "hyde": HyDE,
-    "kg2rag": lambda **kw: KG2RAG(variant="full", **kw),
-    "kg2rag_no_expansion": lambda **kw: KG2RAG(variant="no_expansion", **kw),
-    "kg2rag_no_organisation": lambda **kw: KG2RAG(variant="no_organisation", **kw),
+    "kg2rag": _variant(KG2RAG, "full"),
+    "kg2rag_no_expansion": _variant(KG2RAG, "no_expansion"),
+    "kg2rag_no_organisation": _variant(KG2RAG, "no_organisation"),
     "hipporag2": HippoRAG2,
-    "kgir": _kgir("full"),
-    "kgir_no_subgraph": _kgir("no_subgraph"),
-    "kgir_no_reflection": _kgir("no_reflection"),
-    "kgir_no_rewrite": _kgir("no_rewrite"),
+    "kgir": _variant(KGIRRAG, "full"),
+    "kgir_no_subgraph": _variant(KGIRRAG, "no_subgraph"),
+    "kgir_no_reflection": _variant(KGIRRAG, "no_reflection"),
+    "kgir_no_rewrite": _variant(KGIRRAG, "no_rewrite"),
 }
 
-# Display names of the registry keys (tables are indexed by these; a built method's ``name`` wins).
+# Display names of the registry keys (tables are indexed by these; equal to each built method's ``name``).
 LABELS: dict = {
     "naive_gen": "Naive Gen", "naive_rag": "Naive RAG", "bm25": "BM25", "dense": "Dense",
     "ircot": "IRCoT", "iter_retgen": "ITER-RETGEN", "hyde": "HyDE", "kg2rag": "KG²RAG",
@@ -75,15 +74,9 @@ def build_method(name: str, **kw) -> Method:
     """The method registered as ``name`` (a key of :data:`METHODS`), with constructor overrides ``kw``."""
     if name not in METHODS:
         raise KeyError(f"unknown method {name!r} (known: {', '.join(METHODS)})")
-    method = METHODS[name](**kw)
-    if not getattr(method, "key", None):
-        try:
-            method.key = name
-        except AttributeError:
-            pass
-    return method
+    return METHODS[name](**kw)
 
 
-__all__ = ["METHODS", "LABELS", "DEFAULT_METHODS", "build_method", "Method", "MethodOutput", "QuestionUsage",
+__all__ = ["METHODS", "LABELS", "DEFAULT_METHODS", "build_method", "Method", "MethodBase", "MethodOutput", "LLMUsage",
            "Workspace", "read_traces", "write_traces", "final_ranking", "NaiveGen", "NaiveRAG", "BM25Retriever",
-           "DenseRetriever", "IRCoT", "IterRetGen", "HyDE", "KG2RAG", "HippoRAG2"]
+           "DenseRetriever", "IRCoT", "IterRetGen", "HyDE", "KG2RAG", "HippoRAG2", "KGIRRAG"]

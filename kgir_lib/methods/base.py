@@ -4,37 +4,18 @@ A method takes a :class:`Workspace` (config, one dataset, the LLM, the dense and
 BM25 indexes, the knowledge graph) and a list of questions, and returns one
 :class:`MethodOutput` per question: the answer, the final ranked passage list
 (for Recall@k; each method documents how it builds it), a trace, and the LLM
-usage attributed to that question.
+usage attributed to that question. Every method inherits :class:`MethodBase`.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Optional, Protocol, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import Callable, ClassVar, Optional, Protocol, Sequence
 
 from ..config import Config
-from ..data import Dataset, Passage, Question
+from ..data import Dataset, Question
 from ..kg import KnowledgeGraph
-from ..llm import LLM, ChatResult
+from ..llm import LLM, LLMUsage
 from ..retrieval import BM25Index, DenseIndex, Reranker
-
-
-@dataclass
-class QuestionUsage:
-    """LLM usage attributed to one question (summed over its requests)."""
-
-    calls: int = 0
-    cache_hits: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    seconds: float = 0.0
-
-    def add(self, result: ChatResult) -> None:
-        self.calls += 1
-        self.cache_hits += int(result.cached)
-        self.prompt_tokens += result.prompt_tokens
-        self.completion_tokens += result.completion_tokens
-        self.seconds += result.seconds
 
 
 @dataclass
@@ -42,11 +23,17 @@ class MethodOutput:
     qid: str
     answer: str
     ranked_pids: list
-    usage: QuestionUsage = field(default_factory=QuestionUsage)
+    usage: LLMUsage = field(default_factory=LLMUsage)
     trace: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_json(cls, rec: dict) -> "MethodOutput":
+        """An output back from its trace-file line (:meth:`to_json`); usage keys it lacks count 0."""
+        return cls(str(rec["qid"]), rec.get("answer", ""), list(rec.get("ranked_pids", [])),
+                   LLMUsage.from_dict(rec.get("usage")), rec.get("trace", {}))
 
 
 @dataclass
@@ -79,24 +66,30 @@ class Workspace:
 
 class Method(Protocol):
     name: str
+    key: str
 
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list: ...
 
 
-def trace_filename(dataset: str) -> str:
-    """A dataset's trace file name inside ``traces/<method>/``: ``<dataset>.trace.jsonl``."""
-    return f"{dataset}.trace.jsonl"
+@dataclass
+class MethodBase:
+    """What every method shares: a display ``name`` and a registry ``key`` (class attributes; a method with
+    variants reads them from a class-level table by its ``variant``), whether it reads the KG, and its
+    parameters (the dataclass fields).
 
+    ``run(ws, questions)`` answers every question: one :class:`MethodOutput` a question, in order.
+    """
 
-def write_traces(outputs: Sequence[MethodOutput], path: Path) -> Path:
-    """One JSON object a line (the per-question trace file of a run), written atomically (:mod:`kgir_lib.traces`)."""
-    from .. import traces
+    name: ClassVar[str] = ""
+    key: ClassVar[str] = ""
+    uses_kg: ClassVar[bool] = False  # whether it reads the KG (part of the trace-resume fingerprint)
 
-    return traces.write_traces(outputs, path)
+    def params(self) -> dict:
+        """The constructor parameters (part of the trace-resume fingerprint, :mod:`kgir_lib.evaluate`)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
 
+    def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
+        raise NotImplementedError
 
-def read_traces(path: Path) -> list:
-    """The records of a trace file (:func:`kgir_lib.traces.read_traces`: a torn last line is dropped)."""
-    from .. import traces
-
-    return traces.read_traces(path)
+    def _k(self, ws: Workspace, k: Optional[int]) -> int:
+        return int(k) if k is not None else int(ws.cfg.top_k)

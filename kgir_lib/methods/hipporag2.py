@@ -77,11 +77,11 @@ import numpy as np
 
 from ..data import Question
 from ..kg import KnowledgeGraph
-from ..llm import ChatRequest, extract_json
+from ..llm import ChatRequest, LLMUsage, extract_json
 from ..prompts import load_prompt
 from ..retrieval import corpus_fingerprint
-from .base import MethodOutput, QuestionUsage, Workspace
-from .retrievers import MethodBase, context_of, final_ranking, hits_json, read
+from .base import MethodBase, MethodOutput, Workspace
+from .retrievers import context_of, final_ranking, hits_json, read
 
 FILTER_SCHEMA = {"type": "object", "properties": {"fact": {"type": "array", "items": {
     "type": "array", "items": {"type": "string"}, "minItems": 3, "maxItems": 3}}}, "required": ["fact"]}
@@ -484,9 +484,9 @@ class HippoRAG2(MethodBase):
     synonym_top_k: Optional[int] = None
     recognition_filter: bool = True
     k: Optional[int] = None
-    name: str = "HippoRAG 2"
-    key: str = "hipporag2"
-    uses_kg = True  # whether it reads the KG (part of the trace-resume fingerprint)
+    name = "HippoRAG 2"
+    key = "hipporag2"
+    uses_kg = True
 
     def __post_init__(self) -> None:
         self._graphs: dict = {}
@@ -578,7 +578,7 @@ class HippoRAG2(MethodBase):
         out = []
         for q, r, ctx, info, (kept, _, fres), (answer, res) in zip(questions, rankings, contexts, infos,
                                                                     filtered, answers):
-            usage = QuestionUsage()
+            usage = LLMUsage()
             if fres is not None:
                 usage.add(fres)
             usage.add(res)

@@ -12,8 +12,8 @@ import numpy as np
 from ..data import Question
 from ..llm import ChatRequest
 from ..prompts import load_prompt
-from .base import Workspace
-from .retrievers import MethodBase, context_of, hits_pids, read, retrieval_output
+from .base import MethodBase, Workspace
+from .retrievers import context_of, hits_pids, read, retrieval_output
 
 
 def hyde_vectors(ws: Workspace, questions: Sequence[str], passages: Sequence[str],
@@ -52,9 +52,9 @@ class HyDE(MethodBase):
 
     include_query: bool = True
     k: Optional[int] = None
-    name: str = "HyDE"
-    key: str = "hyde"
-    uses_kg = False  # whether it reads the KG (part of the trace-resume fingerprint)
+    name = "HyDE"
+    key = "hyde"
+    uses_kg = False
 
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
         texts = [q.question for q in questions]

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ..data import Question
-from ..llm import ChatRequest
+from ..llm import ChatRequest, LLMUsage
 from ..prompts import load_prompt
 from ..reader import format_passages
-from .base import MethodOutput, QuestionUsage, Workspace
-from .retrievers import MethodBase, context_of, final_ranking, hits_json, hits_pids, interleave, read
+from .base import MethodBase, MethodOutput, Workspace
+from .retrievers import context_of, final_ranking, hits_json, hits_pids, interleave, read
 
 ANSWER_MARKER = re.compile(r"answer\s+is\s*[:：]?\s*(.*)", re.I)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -63,9 +63,9 @@ class IRCoT(MethodBase):
 
     max_steps: Optional[int] = None
     k: Optional[int] = None
-    name: str = "IRCoT"
-    key: str = "ircot"
-    uses_kg = False  # whether it reads the KG (part of the trace-resume fingerprint)
+    name = "IRCoT"
+    key = "ircot"
+    uses_kg = False
 
     def _request(self, ws: Workspace, question: str, pool: list, cot: list) -> ChatRequest:
         ctx = format_passages(ws.passages(context_of(ws, pool)), ws.cfg.passage_chars)
@@ -78,7 +78,7 @@ class IRCoT(MethodBase):
         steps = int(self.max_steps if self.max_steps is not None else ws.cfg.ircot_max_steps)
         texts = [q.question for q in questions]
         state = [{"retrievals": [{"query": t, "hits": h}], "cot": [], "raw": [], "stop": None,
-                  "cot_answer": None, "usage": QuestionUsage()}
+                  "cot_answer": None, "usage": LLMUsage()}
                  for t, h in zip(texts, ws.dense.search(texts, k))]
         for _ in range(steps):
             open_ = [i for i, s in enumerate(state) if s["stop"] is None]

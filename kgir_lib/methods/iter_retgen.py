@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ..data import Question
-from ..llm import ChatRequest
+from ..llm import ChatRequest, LLMUsage
 from ..prompts import load_prompt
 from ..reader import format_passages
-from .base import MethodOutput, QuestionUsage, Workspace
-from .retrievers import MethodBase, context_of, final_ranking, hits_json, hits_pids, read
+from .base import MethodBase, MethodOutput, Workspace
+from .retrievers import context_of, final_ranking, hits_json, hits_pids, read
 
 
 def next_query(question: str, generation: str) -> str:
@@ -40,9 +40,9 @@ class IterRetGen(MethodBase):
 
     rounds: Optional[int] = None
     k: Optional[int] = None
-    name: str = "ITER-RETGEN"
-    key: str = "iter_retgen"
-    uses_kg = False  # whether it reads the KG (part of the trace-resume fingerprint)
+    name = "ITER-RETGEN"
+    key = "iter_retgen"
+    uses_kg = False
 
     def _request(self, ws: Workspace, question: str, pids: list) -> ChatRequest:
         ctx = format_passages(ws.passages(pids), ws.cfg.passage_chars)
@@ -55,7 +55,7 @@ class IterRetGen(MethodBase):
             raise ValueError(f"parameter 'iter_retgen_rounds': must be >= 1, got {rounds}")
         k = self._k(ws, self.k)
         texts = [q.question for q in questions]
-        usages = [QuestionUsage() for _ in questions]
+        usages = [LLMUsage() for _ in questions]
         log = [[] for _ in questions]
         queries = list(texts)
         for t in range(1, rounds + 1):

@@ -50,12 +50,14 @@ import numpy as np
 
 from ..data import Question
 from ..kg import KnowledgeGraph, Triple
+from ..llm import LLMUsage
 from ..subgraph import UnionFind, maximum_spanning_tree
-from .base import MethodOutput, QuestionUsage, Workspace
-from .retrievers import MethodBase, context_of, dedup, final_ranking, hits_json, hits_pids, read
+from .base import MethodBase, MethodOutput, Workspace
+from .retrievers import context_of, dedup, final_ranking, hits_json, hits_pids, read
 
 VARIANTS = {"full": "KG²RAG", "no_expansion": "KG²RAG w/o expansion",
             "no_organisation": "KG²RAG w/o organisation"}
+KEYS = {"full": "kg2rag", "no_expansion": "kg2rag_no_expansion", "no_organisation": "kg2rag_no_organisation"}
 
 
 # ---------------------------------------------------------------------------- pure graph steps
@@ -230,15 +232,19 @@ class KG2RAG(MethodBase):
     m_hops: Optional[int] = None
     seed_k: Optional[int] = None
     budget: Optional[int] = None
-    name: str = ""
-    key: str = ""
-    uses_kg = True  # whether it reads the KG (part of the trace-resume fingerprint)
+    uses_kg = True
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
             raise ValueError(f"KG2RAG: unknown variant {self.variant!r} (known: {sorted(VARIANTS)})")
-        self.name = self.name or VARIANTS[self.variant]
-        self.key = self.key or ("kg2rag" if self.variant == "full" else f"kg2rag_{self.variant}")
+
+    @property
+    def name(self) -> str:  # the display name of the variant (class-level table VARIANTS)
+        return VARIANTS[self.variant]
+
+    @property
+    def key(self) -> str:  # the registry key of the variant (class-level table KEYS)
+        return KEYS[self.variant]
 
     def _settings(self, ws: Workspace) -> tuple:
         m = 0 if self.variant == "no_expansion" else int(self.m_hops if self.m_hops is not None
@@ -303,7 +309,7 @@ class KG2RAG(MethodBase):
         answers = read(ws, texts, contexts, stage=f"{self.key}_reader")
         out = []
         for q, hits, pl, ctx, (answer, res) in zip(questions, seeds, plans, contexts, answers):
-            usage = QuestionUsage()
+            usage = LLMUsage()
             usage.add(res)
             out.append(MethodOutput(q.qid, answer, final_ranking(ctx, pl["organised"] + pl["seed_pids"]),
                                     usage, self._trace(hits, pl, ctx, res.text, m, budget)))

@@ -76,23 +76,28 @@ whether it was cut at the token budget (``truncated``). :func:`usable_table`
 turns traces into rates per stage; ``rounds_with_seed`` / ``rounds`` is the
 seed-match rate (issue 10 item 5b).
 
-Each :class:`MethodOutput` carries a JSON-serialisable trace: every round's
-query, retrieval, subgraph (``EvidenceSubgraph.to_dict``), rewrite (raw and
-parsed), new passages, reflection verdict (raw and parsed), the answer, who
-answered, and the LLM usage per stage.
+Each :class:`MethodOutput` carries a JSON-serialisable trace: every round as a
+:class:`~kgir_lib.methods.kgir_rounds.CaseRound` (``to_dict``: query, retrieval,
+subgraph, rewrite (raw and parsed), new passages, reflection verdict (raw and
+parsed), final reader call), the answer, who answered, and the LLM usage per
+stage (:class:`~kgir_lib.llm.LLMUsage`). The tables read from traces
+(:func:`trace_row`, :func:`usable_table`, ...) live in :mod:`kgir_lib.methods.kgir_rounds`.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from ..progress import progress as tqdm  # one line per bar in executed notebooks
 
 from ..data import Question
+from ..llm import LLMUsage
 from ..reader import answer_usable, format_passages, parse_answer, reader_request
 from ..rewrite import (evidence_block, parse_reflection, parse_rewrite, reflection_requests, rewrite_requests)
 from ..subgraph import EvidenceSubgraph, build_subgraphs, format_triples, ner_usable, resolve_weighting, retrieve
-from .base import MethodOutput, QuestionUsage, Workspace
+from .base import MethodBase, MethodOutput, Workspace
+from .kgir_rounds import (STAGES, USABLE_STAGES, CaseRound, FinalCall, Verdict, seed_match_rate,  # noqa: F401
+                          trace_row, trace_rounds, trace_table, usable_counts, usable_table)
 from .retrievers import interleave
 
 VARIANTS = {
@@ -101,7 +106,8 @@ VARIANTS = {
     "no_reflection": "KGIR-RAG w/o reflection",
     "no_rewrite": "KGIR-RAG w/o rewrite",
 }
-STAGES = ("kgir_ner", "kgir_rewrite", "kgir_reflect", "kgir_final")
+KEYS = {"full": "kgir", "no_subgraph": "kgir_no_subgraph", "no_reflection": "kgir_no_reflection",
+        "no_rewrite": "kgir_no_rewrite"}
 MAX_EVIDENCE_TRIPLES = 20
 
 
@@ -112,9 +118,9 @@ class _Open:
     q: Question
     query: str
     history: list = field(default_factory=list)
-    rounds: list = field(default_factory=list)
-    usage: QuestionUsage = field(default_factory=QuestionUsage)
-    stage_usage: dict = field(default_factory=dict)
+    rounds: list = field(default_factory=list)            # [CaseRound]
+    usage: LLMUsage = field(default_factory=LLMUsage)
+    stage_usage: dict = field(default_factory=dict)       # stage -> LLMUsage
     evidence_weights: dict = field(default_factory=dict)  # pid -> best G_Ans edge weight
     first_retrieval: list = field(default_factory=list)   # D_1 pids
     rewrite_retrievals: list = field(default_factory=list)  # [D'_t pids] by round
@@ -125,14 +131,7 @@ class _Open:
 
     def account(self, stage: str, result) -> None:
         self.usage.add(result)
-        s = self.stage_usage.setdefault(stage, {"calls": 0, "cache_hits": 0, "prompt_tokens": 0,
-                                                 "completion_tokens": 0, "seconds": 0.0, "truncated": 0})
-        s["calls"] += 1
-        s["truncated"] = s.get("truncated", 0) + int(bool(getattr(result, "truncated", False)))
-        s["cache_hits"] += int(result.cached)
-        s["prompt_tokens"] += result.prompt_tokens
-        s["completion_tokens"] += result.completion_tokens
-        s["seconds"] += result.seconds
+        self.stage_usage.setdefault(stage, LLMUsage()).add(result)
 
     def ranked_pids(self) -> list:
         """G_Ans passages (best edge weight), then D'_1..D'_T interleaved by round, then D_1 (module docstring)."""
@@ -155,35 +154,46 @@ def reflection_passages(first: Sequence[str], rewritten: Sequence[str], n: int) 
     return list(dict.fromkeys(new + list(rewritten)))[:n]
 
 
-class KGIRRAG:
+@dataclass
+class KGIRRAG(MethodBase):
     """KGIR-RAG and its Table 7 ablations; see the module docstring for the loop and the ranked list.
 
     ``max_iterations``, ``top_k`` and ``ngram_threshold`` default (``None``) to the
     profile's values; ``edge_weight`` is ``"auto"`` (reranker if configured, else
     cosine of question and triple text), ``"reranker"``, ``"cosine"`` or ``"passage"``.
+    ``name`` and ``key`` are the variant's (class-level tables ``VARIANTS`` and ``KEYS``).
     """
 
-    def __init__(self, variant: str = "full", max_iterations: Optional[int] = None, top_k: Optional[int] = None,
-                 ngram_threshold: Optional[float] = None, edge_weight: Optional[str] = None,
-                 passages_when_empty: bool = True):
-        if variant not in VARIANTS:
-            raise ValueError(f"unknown KGIR-RAG variant {variant!r} (choose from {sorted(VARIANTS)})")
-        if max_iterations is not None and max_iterations < 1:
-            raise ValueError(f"parameter 'max_iterations': must be >= 1, got {max_iterations}")
-        if top_k is not None and top_k < 1:
-            raise ValueError(f"parameter 'top_k': must be >= 1, got {top_k}")
-        if ngram_threshold is not None and not 0.0 <= ngram_threshold <= 1.0:
-            raise ValueError(f"parameter 'ngram_threshold': must be in [0, 1], got {ngram_threshold}")
-        resolve_weighting(edge_weight, None)  # validates the name
-        self.variant = variant
-        self.name = VARIANTS[variant]
-        self.uses_kg = variant != "no_subgraph"  # (evaluate.run_fingerprint: only then does the KG matter)
-        self.max_iterations = max_iterations
-        self.top_k = top_k
-        self.ngram_threshold = ngram_threshold
-        self.edge_weight = edge_weight
-        self.passages_when_empty = passages_when_empty
+    variant: str = "full"
+    max_iterations: Optional[int] = None
+    top_k: Optional[int] = None
+    ngram_threshold: Optional[float] = None
+    edge_weight: Optional[str] = None
+    passages_when_empty: bool = True
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise ValueError(f"unknown KGIR-RAG variant {self.variant!r} (choose from {sorted(VARIANTS)})")
+        if self.max_iterations is not None and self.max_iterations < 1:
+            raise ValueError(f"parameter 'max_iterations': must be >= 1, got {self.max_iterations}")
+        if self.top_k is not None and self.top_k < 1:
+            raise ValueError(f"parameter 'top_k': must be >= 1, got {self.top_k}")
+        if self.ngram_threshold is not None and not 0.0 <= self.ngram_threshold <= 1.0:
+            raise ValueError(f"parameter 'ngram_threshold': must be in [0, 1], got {self.ngram_threshold}")
+        resolve_weighting(self.edge_weight, None)  # validates the name
         self.stats: dict = {}
+
+    @property
+    def name(self) -> str:
+        return VARIANTS[self.variant]
+
+    @property
+    def key(self) -> str:
+        return KEYS[self.variant]
+
+    @property
+    def uses_kg(self) -> bool:  # (evaluate.run_fingerprint: only then does the KG matter)
+        return self.variant != "no_subgraph"
 
     # ------------------------------------------------------------------ helpers
     def _rounds(self, ws: Workspace) -> int:
@@ -220,11 +230,9 @@ class KGIRRAG:
             last = t == T
             # -- retrieval with the current query (eq. 2), batched
             D = retrieve(ws, [s.query for s in open_], k)
-            rounds = [{"iteration": t, "query": s.query, "retrieved": [[p, round(float(x), 6)] for p, x in d]}
-                      for s, d in zip(open_, D)]
+            rounds = [CaseRound(iteration=t, query=s.query, retrieved=[(p, float(x)) for p, x in d]) for s, d in zip(open_, D)]
             for s, d, r in zip(open_, D, rounds):
                 s.rounds.append(r)
-                r["usable"], r["truncated"] = {}, {}
                 if t == 1:
                     s.first_retrieval = [p for p, _ in d]
             # -- evidence subgraph (Algorithm 1): ONE NER call for all open questions
@@ -247,9 +255,9 @@ class KGIRRAG:
                 parsed = parse_rewrite(res.text)
                 self._count("rewrite_malformed", int(parsed is None))
                 rewrites.append(parsed or s.query)
-                r["rewrite"] = {"raw": res.text, "question": parsed or s.query, "malformed": parsed is None,
-                                "unchanged": (parsed or s.query).strip().lower() == s.query.strip().lower()}
-                r["usable"]["rewrite"], r["truncated"]["rewrite"] = parsed is not None, res.truncated
+                r.rewrite_raw, r.rewrite, r.rewrite_malformed = res.text, parsed or s.query, parsed is None
+                r.rewrite_unchanged = (parsed or s.query).strip().lower() == s.query.strip().lower()
+                r.usable["rewrite"], r.truncated["rewrite"] = parsed is not None, res.truncated
             # -- retrieval with the rewritten questions; the reflection's passages P_t
             D2 = retrieve(ws, rewrites, k)
             shown = []
@@ -258,9 +266,9 @@ class KGIRRAG:
                 seen = set(first)
                 shown.append(reflection_passages(first, second, n_ctx))
                 s.rewrite_retrievals.append(second)
-                r["rewrite_retrieved"] = [[p, round(float(x), 6)] for p, x in d2]
-                r["new_passages"] = [p for p in second if p not in seen][:n_ctx]
-                r["reflection_passages"] = shown[-1]
+                r.rewrite_retrieved = [(p, float(x)) for p, x in d2]
+                r.new_passages = [p for p in second if p not in seen][:n_ctx]
+                r.reflection_passages = shown[-1]
             if self.variant == "no_reflection":
                 for s, sub, d2 in zip(open_, subs, D2):
                     s.final_context = self._reader_context(ws, sub, [p for p, _ in d2[:n_ctx]])
@@ -277,12 +285,12 @@ class KGIRRAG:
                 s.account("kgir_reflect", res)
                 verdict = parse_reflection(res.text)
                 self._count("reflection_malformed", int(verdict.malformed))
-                r["reflection"] = {"raw": res.text, "final": last, **verdict.to_dict()}
-                r["usable"]["reflect"], r["truncated"]["reflect"] = not verdict.malformed, res.truncated
+                r.reflection = Verdict(**verdict.to_dict(), raw=res.text, final=last)
+                r.usable["reflect"], r.truncated["reflect"] = not verdict.malformed, res.truncated
                 if verdict.answerable:
                     s.answer, s.answered_by = verdict.answer, "reflection"
                 elif last:
-                    s.final_context = self._reader_context(ws, sub, ps, r.get("evidence_source") == "passages")
+                    s.final_context = self._reader_context(ws, sub, ps, r.evidence_source == "passages")
                 else:
                     s.history.append({"rewrite": q2, "missing": verdict.missing})
                     s.query = q2
@@ -292,15 +300,15 @@ class KGIRRAG:
         self._final_answers(ws, states)
         return [self._output(s) for s in states]
 
-    def _subgraphs(self, ws: Workspace, open_: Sequence[_Open], D: Sequence, rounds: Sequence[dict], k: int) -> list:
+    def _subgraphs(self, ws: Workspace, open_: Sequence[_Open], D: Sequence, rounds: Sequence[CaseRound], k: int) -> list:
         """Algorithm 1 for every open question (ONE batched NER call); records the subgraph in each round."""
         subs, ner = build_subgraphs(ws, [s.query for s in open_], D, k=k, threshold=self.ngram_threshold,
                                     weighting=self.edge_weight)
         for s, sub, res, r in zip(open_, subs, ner, rounds):
             s.account("kgir_ner", res)
-            r["ner_raw"] = res.text
-            r["subgraph"] = sub.to_dict()
-            r["usable"]["ner"], r["truncated"]["ner"] = ner_usable(res.text, s.query), res.truncated
+            r.ner_raw, r.subgraph, r.G_q = res.text, sub, list(sub.G_q)
+            r.n_G_q, r.n_G_tmp = len(sub.G_q), len(sub.G_tmp)
+            r.usable["ner"], r.truncated["ner"] = ner_usable(res.text, s.query), res.truncated
             self._count("subgraphs")
             self._count("ner_fallbacks", int(sub.used_fallback))
             self._count("rounds_with_seed", int(bool(sub.seeds)))
@@ -310,19 +318,19 @@ class KGIRRAG:
                     s.evidence_weights[tr.pid] = w
         return subs
 
-    def _evidence(self, ws: Workspace, sub: Optional[EvidenceSubgraph], d: Sequence, r: dict) -> str:
+    def _evidence(self, ws: Workspace, sub: Optional[EvidenceSubgraph], d: Sequence, r: CaseRound) -> str:
         """What Rewrite and Reflection see: ``G_Ans`` triples, or the best passages of ``D_t`` (w/o subgraph;
         an empty ``G_Ans`` with ``passages_when_empty``)."""
         top = [p for p, _ in d[:ws.cfg.context_passages]]
         if sub is None or (not sub.kept and self.passages_when_empty):
             if sub is not None:
                 self._count("empty_subgraph_rounds")
-            r["evidence_source"] = "passages"
+            r.evidence_source = "passages"
             ev = evidence_block(passages_text=self._passages_text(ws, top))
         else:
-            r["evidence_source"] = "subgraph"
+            r.evidence_source = "subgraph"
             ev = evidence_block(format_triples(sub.ranked_evidence(), MAX_EVIDENCE_TRIPLES))
-        r["evidence"] = ev
+        r.evidence = ev
         return ev
 
     # ------------------------------------------------------------------ answers and outputs
@@ -354,9 +362,8 @@ class KGIRRAG:
             s.answered_by = "forced_reader" if forced else "reader"
             self._count("forced_answers", int(forced))
             last = s.rounds[-1]
-            last["final"] = {"raw": res.text, "question": s.q.question, "answer": s.answer, "forced": forced}
-            last.setdefault("usable", {})["reader"] = answer_usable(res.text)
-            last.setdefault("truncated", {})["reader"] = res.truncated
+            last.final = FinalCall(raw=res.text, question=s.q.question, answer=s.answer, forced=forced)
+            last.usable["reader"], last.truncated["reader"] = answer_usable(res.text), res.truncated
 
     def _output(self, s: _Open) -> MethodOutput:
         ranked = s.ranked_pids()
@@ -370,80 +377,9 @@ class KGIRRAG:
             "answer": s.answer or "",
             "answered_by": s.answered_by,
             "iterations_used": len(s.rounds),
-            "rounds": s.rounds,
+            "rounds": [r.to_dict() for r in s.rounds],
             "history": s.history,
-            "llm": s.stage_usage,
-            "usage": asdict(s.usage),
+            "llm": {stage: u.to_dict() for stage, u in s.stage_usage.items()},
+            "usage": s.usage.to_dict(),
         }
         return MethodOutput(qid=s.q.qid, answer=s.answer or "", ranked_pids=ranked, usage=s.usage, trace=trace)
-
-
-# ---------------------------------------------------------------------- reading traces back
-def trace_row(trace: dict) -> dict:
-    """Loop facts of one question's trace: rounds, who answered, fallbacks and malformed replies, LLM use."""
-    rounds = trace.get("rounds", [])
-    llm = trace.get("llm", {})
-    return {
-        "qid": trace.get("qid"),
-        "iterations": trace.get("iterations_used", len(rounds)),
-        "answered_by": trace.get("answered_by"),
-        "ner_fallbacks": sum(bool((r.get("subgraph") or {}).get("used_fallback")) for r in rounds),
-        "rewrite_malformed": sum(bool((r.get("rewrite") or {}).get("malformed")) for r in rounds),
-        "reflection_malformed": sum(bool((r.get("reflection") or {}).get("malformed")) for r in rounds),
-        "G_Ans_triples": sum(len((r.get("subgraph") or {}).get("G_Ans", [])) for r in rounds),
-        "pruned_triples": sum(len((r.get("subgraph") or {}).get("pruned", [])) for r in rounds),
-        "rounds_with_seed": sum(bool((r.get("subgraph") or {}).get("seeds")) for r in rounds if "subgraph" in r),
-        "subgraph_rounds": sum("subgraph" in r for r in rounds),
-        "truncated": sum(s.get("truncated", 0) for s in llm.values()),
-        "llm_calls": sum(s.get("calls", 0) for s in llm.values()),
-        "prompt_tokens": sum(s.get("prompt_tokens", 0) for s in llm.values()),
-        "completion_tokens": sum(s.get("completion_tokens", 0) for s in llm.values()),
-        **{f"calls_{k}": llm.get(k, {}).get("calls", 0) for k in STAGES},
-    }
-
-
-USABLE_STAGES = ("ner", "rewrite", "reflect", "reader")
-
-
-def usable_counts(traces: Sequence[dict]) -> dict:
-    """``{stage: {"outputs", "usable", "truncated"}}`` over the rounds of KGIR-RAG traces (issue 9 §3).
-
-    A stage's output is *usable* when it was parsed as intended, not a fallback
-    (module docstring); rounds that did not run a stage do not count for it.
-    """
-    out = {st: {"outputs": 0, "usable": 0, "truncated": 0} for st in USABLE_STAGES}
-    for tr in traces:
-        for r in tr.get("rounds", []):
-            for st, ok in (r.get("usable") or {}).items():
-                if st in out:
-                    out[st]["outputs"] += 1
-                    out[st]["usable"] += int(bool(ok))
-                    out[st]["truncated"] += int(bool((r.get("truncated") or {}).get(st)))
-    return out
-
-
-def seed_match_rate(traces: Sequence[dict]) -> float:
-    """Share of subgraph rounds with at least one seed (issue 10 item 5b); NaN without subgraph rounds."""
-    rows = [trace_row(t) for t in traces]
-    n = sum(r["subgraph_rounds"] for r in rows)
-    return sum(r["rounds_with_seed"] for r in rows) / n if n else float("nan")
-
-
-def usable_table(outputs: Sequence) -> "object":
-    """Usable-output rates per stage (%), from outputs or traces: one row a stage (issue 9 §3)."""
-    import pandas as pd
-
-    traces = [o.trace if hasattr(o, "trace") else o for o in outputs]
-    rows = []
-    for st, c in usable_counts(traces).items():
-        rate = 100.0 * c["usable"] / c["outputs"] if c["outputs"] else float("nan")
-        rows.append({"stage": st, "outputs": c["outputs"], "usable": c["usable"], "usable %": rate,
-                     "truncated": c["truncated"]})
-    return pd.DataFrame(rows).set_index("stage")
-
-
-def trace_table(outputs: Sequence[MethodOutput]):
-    """:func:`trace_row` for every output, as a DataFrame (works on outputs read back from trace files)."""
-    import pandas as pd
-
-    return pd.DataFrame([trace_row(o.trace) for o in outputs])

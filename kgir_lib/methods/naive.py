@@ -5,9 +5,10 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ..data import Question
+from ..llm import LLMUsage
 from ..reader import closed_book_request, parse_answer
-from .base import MethodOutput, QuestionUsage, Workspace
-from .retrievers import MethodBase, context_of, hits_pids, read, retrieval_output
+from .base import MethodBase, MethodOutput, Workspace
+from .retrievers import context_of, hits_pids, read, retrieval_output
 
 
 @dataclass
@@ -19,15 +20,15 @@ class NaiveGen(MethodBase):
     ``no_retrieval`` so Recall@k is reported as not applicable, not as 0.
     """
 
-    name: str = "Naive Gen"
-    key: str = "naive_gen"
-    uses_kg = False  # whether it reads the KG (part of the trace-resume fingerprint)
+    name = "Naive Gen"
+    key = "naive_gen"
+    uses_kg = False
 
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
         results = ws.llm.generate([closed_book_request(q.question, ws.cfg.max_tokens("reader")) for q in questions], stage="naive_gen")
         out = []
         for q, res in zip(questions, results):
-            usage = QuestionUsage()
+            usage = LLMUsage()
             usage.add(res)
             out.append(MethodOutput(q.qid, parse_answer(res.text), [], usage,
                                     {"no_retrieval": True, "raw": res.text}))
@@ -44,9 +45,9 @@ class NaiveRAG(MethodBase):
     """
 
     k: Optional[int] = None
-    name: str = "Naive RAG"
-    key: str = "naive_rag"
-    uses_kg = False  # whether it reads the KG (part of the trace-resume fingerprint)
+    name = "Naive RAG"
+    key = "naive_rag"
+    uses_kg = False
 
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
         texts = [q.question for q in questions]

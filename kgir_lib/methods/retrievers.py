@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from ..data import Question
+from ..llm import LLMUsage
 from ..reader import answer_batch, format_passages
-from .base import MethodOutput, QuestionUsage, Workspace
+from .base import MethodBase, MethodOutput, Workspace
 
 
 # ---------------------------------------------------------------------------- shared helpers
@@ -76,23 +77,11 @@ def hits_json(hits: Sequence[tuple]) -> list:
     return [[p, round(float(s), 6)] for p, s in hits]
 
 
-@dataclass
-class MethodBase:
-    """What the baselines share: a display ``name``, a registry ``key`` and their parameters."""
-
-    def params(self) -> dict:
-        """The constructor parameters (part of the trace-resume fingerprint, :mod:`kgir_lib.evaluate`)."""
-        return {k: v for k, v in vars(self).items() if not k.startswith("_")}
-
-    def _k(self, ws: Workspace, k: Optional[int]) -> int:
-        return int(k) if k is not None else int(ws.cfg.top_k)
-
-
 def retrieval_output(ws: Workspace, q: Question, hits: Sequence[tuple], answer_result: tuple,
                      retriever: str, extra: Optional[dict] = None) -> MethodOutput:
     """A single-retrieval method's output: context = top of ``hits``, candidates = the rest of ``hits``."""
     answer, res = answer_result
-    usage = QuestionUsage()
+    usage = LLMUsage()
     usage.add(res)
     ctx = context_of(ws, hits_pids(hits))
     trace: dict[str, Any] = {"retriever": retriever, "retrieval": hits_json(hits), "context_pids": ctx,
@@ -111,9 +100,9 @@ class BM25Retriever(MethodBase):
     """
 
     k: Optional[int] = None
-    name: str = "BM25"
-    key: str = "bm25"
-    uses_kg = False  # whether it reads the KG (part of the trace-resume fingerprint)
+    name = "BM25"
+    key = "bm25"
+    uses_kg = False
 
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
         texts = [q.question for q in questions]
@@ -134,9 +123,9 @@ class DenseRetriever(MethodBase):
 
     k: Optional[int] = None
     model: Optional[str] = None
-    name: str = "Dense"
-    key: str = "dense"
-    uses_kg = False  # whether it reads the KG (part of the trace-resume fingerprint)
+    name = "Dense"
+    key = "dense"
+    uses_kg = False
 
     def __post_init__(self) -> None:
         self._indexes: dict = {}
