@@ -11,7 +11,7 @@ from typing import Iterable, Optional, Sequence
 
 from .data import Passage
 from .llm import ChatRequest
-from .prompts import load_prompt
+from .prompts import chat
 
 _ANSWER = re.compile(r"answer\s*(?:is)?\s*[:：]\s*(.+)", re.I)
 
@@ -26,13 +26,12 @@ def format_passages(passages: Iterable[Passage], max_chars: Optional[int] = None
 
 
 def reader_request(question: str, context: str, max_tokens: int = 32, prompt: str = "reader") -> ChatRequest:
-    system, user = load_prompt(prompt).render(question=question, context=context)
-    return ChatRequest.chat(system, user, max_tokens=max_tokens, stop=("\n\n", "\nQuestion:", "\nPassages:"))
+    return chat(prompt, {"question": question, "context": context}, max_tokens=max_tokens,
+                stop=("\n\n", "\nQuestion:", "\nPassages:"))
 
 
 def closed_book_request(question: str, max_tokens: int = 32) -> ChatRequest:
-    system, user = load_prompt("closed_book").render(question=question)
-    return ChatRequest.chat(system, user, max_tokens=max_tokens, stop=("\n\n", "\nQuestion:"))
+    return chat("closed_book", {"question": question}, max_tokens=max_tokens, stop=("\n\n", "\nQuestion:"))
 
 
 def parse_answer(text: str) -> str:

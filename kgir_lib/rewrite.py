@@ -22,8 +22,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Optional, Sequence
 
-from .llm import ChatRequest
-from .prompts import load_prompt
+from .prompts import chat
 
 REWRITE_MAX_TOKENS = 48
 REFLECT_MAX_TOKENS = 96
@@ -38,35 +37,6 @@ _QWORDS = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how
 _REASON = re.compile(r"^\s*reasoning\s*[:：]\s*(.*)$", re.I)
 _NO_ANSWER = re.compile(r"^(?:unknown|none|n/?a|not (?:enough|sure|known|given|mentioned|available)|"
                         r"cannot (?:be )?(?:answer|determine)|can't|insufficient|no (?:answer|information))\b", re.I)
-
-
-def few_shot_chat(prompt_name: str, marker: str, values: dict, **request_kw) -> ChatRequest:
-    """A chat request from a versioned prompt whose worked examples become earlier chat turns.
-
-    The prompt's ``[user]`` text is split at blank lines *before* formatting (so
-    evidence with blank lines cannot break it). Every block but the last is an
-    example: its lines before the first line starting with ``marker`` are a
-    user turn, the rest the assistant's reply. The last block, formatted with
-    ``values``, is the final user turn; a trailing ``marker`` cue is removed
-    from it (the model starts its reply with the marker, as in the examples).
-    """
-    prompt = load_prompt(prompt_name)
-    blocks = prompt.user.split("\n\n")
-    msgs = [("system", prompt.system.format(**values))] if prompt.system else []
-    for block in blocks[:-1]:
-        lines = block.split("\n")
-        cut = next((i for i, ln in enumerate(lines) if ln.startswith(marker)), 0)
-        if cut == 0:
-            raise ValueError(f"prompt {prompt_name!r}: example block without a line starting {marker!r}: {block[:60]!r}")
-        msgs += [("user", "\n".join(lines[:cut]).format()), ("assistant", "\n".join(lines[cut:]).format())]
-    last = blocks[-1].rstrip()
-    if last.endswith(marker.strip()):
-        last = last[:-len(marker.strip())]
-    try:
-        msgs.append(("user", last.format(**values).rstrip()))
-    except KeyError as exc:
-        raise KeyError(f"prompt {prompt_name!r} needs a value for {exc.args[0]!r}") from None
-    return ChatRequest(messages=tuple(msgs), **request_kw)
 
 
 def format_history(history: Sequence[dict], original: Optional[str] = None) -> str:
@@ -100,9 +70,8 @@ def rewrite_requests(questions: Sequence[str], evidences: Sequence[str], histori
     """
     if not len(questions) == len(evidences) == len(histories):
         raise ValueError("rewrite_requests: questions, evidences and histories differ in length")
-    return [few_shot_chat("kgir_rewrite", "Rewritten question:",
-                          {"question": q, "evidence": ev, "history": format_history(hist)},
-                          max_tokens=max_tokens, stop=("\n\n", "\nTriples:"))
+    return [chat("kgir_rewrite", {"question": q, "evidence": ev, "history": format_history(hist)}, rstrip=True,
+                 max_tokens=max_tokens, stop=("\n\n", "\nTriples:"))
             for q, ev, hist in zip(questions, evidences, histories)]
 
 
@@ -184,8 +153,8 @@ def reflection_requests(questions: Sequence[str], evidences: Sequence[str], hist
         hist_text = format_history(hist, orig if orig and orig != q else None)
         values = {"question": q, "evidence": ev, "passages": ps, "history": hist_text,
                   "final_note": FINAL_NOTE if fin else ""}
-        out.append(few_shot_chat("kgir_reflect", "Reasoning:", values, max_tokens=max_tokens,
-                                 stop=("\nTriples:", "\nQuestion:", "\nRetrieved passages:")))
+        out.append(chat("kgir_reflect", values, rstrip=True, max_tokens=max_tokens,
+                        stop=("\nTriples:", "\nQuestion:", "\nRetrieved passages:")))
     return out
 
 

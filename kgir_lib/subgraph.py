@@ -120,9 +120,9 @@ def ner_requests(questions: Sequence[str], max_tokens: int = NER_MAX_TOKENS) -> 
     NER format), constrained by a JSON schema where the backend supports it;
     the prompt's examples are earlier chat turns.
     """
-    from .rewrite import few_shot_chat
+    from .prompts import chat
 
-    return [few_shot_chat("kgir_ner", "{", {"question": q}, max_tokens=max_tokens, json_schema=NER_SCHEMA)
+    return [chat("kgir_ner", {"question": q}, rstrip=True, max_tokens=max_tokens, json_schema=NER_SCHEMA)
             for q in questions]
 
 

@@ -18,18 +18,18 @@ REWRITE_1 = "Which company merged in 2002 with Compaq?"
 
 def fig6_script(req) -> str:
     """A scripted LLM that walks through Fig. 6: bridge Compaq in round 1, answer in round 2."""
-    system, user = req.messages[0][1], req.messages[-1][1]
+    user = req.messages[-1][1]
     last_q = user.rsplit("Question:", 1)[-1]
-    if "named entities" in system:
+    if req.prompt == "kgir_ner":
         return "Entities: Compaq; 2002" if "Compaq" in last_q else "Entities: PC maker; 1994"
-    if "rewrite a multi-hop question" in system:
+    if req.prompt == "kgir_rewrite":
         return REWRITE_1
-    if "decide whether" in system:
+    if req.prompt == "kgir_reflect":
         if "Earlier rewrite 1" in user:
             return " Hewlett-Packard merged with Compaq in 2002.\nAnswer: Hewlett-Packard"
         return " The top PC maker of 1994 was Compaq.\nMissing: the company that merged with Compaq in 2002"
-    if not any("Question:" in c for _, c in req.messages):  # triple extraction of a free corpus
-        passage = user.rsplit("Passage:", 1)[-1]
+    if req.prompt == "kg_extract":  # triple extraction of a free corpus
+        passage = user
         if "Compaq was" in passage:
             return "Compaq ## was top PC maker of ## 1994"
         if "merged" in passage:
@@ -217,10 +217,9 @@ def test_repeated_rounds_are_shown_once(tiny_workspace, tiny_dataset, monkeypatc
     matplotlib.use("Agg")
 
     def stuck(req):  # a model that never rewrites usefully nor answers: every round repeats round 1
-        system = req.messages[0][1]
-        if "named entities" in system:
+        if req.prompt == "kgir_ner":
             return "Entities: 1994"
-        if "rewrite a multi-hop question" in system:
+        if req.prompt == "kgir_rewrite":
             return "(Compaq, was top PC maker of, 1994)"
         return "(Compaq, was top PC maker of, 1994)"
 

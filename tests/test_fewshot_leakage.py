@@ -1,6 +1,7 @@
 """Issue 10 item 6: few-shot examples come from training data; none is an evaluation question or answer.
 
-Every prompt file's worked examples (the blocks before the final one) are collected: their questions
+Every prompt file's worked examples (its example turns, and the blocks of a user turn before the final
+one) are collected: their questions
 ("Question:", "Q:" lines) and answers ("Answer:", "So the answer is:", the answer inside a reply).
 No example question may occur in any evaluation set the suite loads -- the musique and hotpotqa dev
 samples, the full HotpotQA dev question list (HippoRAG's NER file, 7,405 questions), the shipped
@@ -30,11 +31,15 @@ pytestmark = pytest.mark.skipif(not (SHARED_DATA / "musique").exists(), reason="
 
 
 def example_blocks(name: str) -> list:
-    """The worked-example text of a prompt: everything in [user] before its final (templated) block."""
-    user = load_prompt(name).user
+    """The worked-example text of a prompt: its example turns (each user turn with the assistant's reply),
+    and what its final user turn holds before its templated block (examples inside one user message)."""
+    prompt = load_prompt(name)
+    turns = prompt.examples
+    blocks = [f"{u}\n{a}" for (_, u), (_, a) in zip(turns[::2], turns[1::2])]
+    user = prompt.user
     slot = re.search(r"(?<!\{)\{\w+\}(?!\})", user)  # the first placeholder (not a doubled literal brace)
     last = user.rfind("\n\n", 0, slot.start() if slot else len(user))
-    return [user[:last]] if last > 0 else []
+    return (["\n\n".join(blocks)] if blocks else []) + ([user[:last]] if last > 0 else [])
 
 
 def few_shot_items() -> list:

@@ -32,12 +32,11 @@ def _paper_workspace(tmp_path, tiny_dataset, tiny_kg, script):
 
 def test_paper_profile_requests_carry_the_budgets(tmp_path, tiny_dataset, tiny_kg):
     def script(req):
-        system = req.messages[0][1]
-        if "named entities" in system:
+        if req.prompt == "kgir_ner":
             return '{"named_entities": ["1994"]}'
-        if "rewrite a multi-hop" in system:
+        if req.prompt == "kgir_rewrite":
             return "Rewritten question: Which company did Compaq merge with in 2002?"
-        if "You decide whether" in system:
+        if req.prompt == "kgir_reflect":
             return "Reasoning: x\nMissing: y"
         return "Answer: HP"
     ws = _paper_workspace(tmp_path, tiny_dataset, tiny_kg, script)
@@ -46,9 +45,7 @@ def test_paper_profile_requests_carry_the_budgets(tmp_path, tiny_dataset, tiny_k
     assert seen == {PAPER["ner"], PAPER["reflect"], PAPER["reader"]}  # rewrite and NER share 128
     stages = {}
     for req in ws.llm.backend.seen:
-        s = req.messages[0][1]
-        key = ("ner" if "named entities" in s else "rewrite" if "rewrite a multi-hop" in s
-               else "reflect" if "You decide" in s else "reader")
+        key = {"kgir_ner": "ner", "kgir_rewrite": "rewrite", "kgir_reflect": "reflect"}.get(req.prompt, "reader")
         stages[key] = req.max_tokens
     assert stages == {"ner": 128, "rewrite": 128, "reflect": 512, "reader": 64}
     for method, budget in ((NaiveRAG(), 64), (NaiveGen(), 64), (HyDE(), 512), (IRCoT(max_steps=1), 128),

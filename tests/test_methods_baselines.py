@@ -19,13 +19,8 @@ Q2 = "Who founded Dell in 1984?"
 
 
 def kind(req) -> str:
-    """Which prompt a request comes from (by the line it ends with)."""
-    user = req.messages[-1][1]
-    for marker, name in (("Next sentence:", "ircot"), ("Reasoning:", "iter_retgen"), ("Passage:", "hyde"),
-                         ("Answer:", "reader")):
-        if user.rstrip().endswith(marker):
-            return name
-    return "other"
+    """Which prompt a request comes from (the prompt file's name, not its wording)."""
+    return req.prompt if req.prompt in ("ircot", "iter_retgen", "hyde", "reader") else "other"
 
 
 def question_of(req) -> str:

@@ -215,7 +215,7 @@ def test_match_filtered():
 # ----------------------------------------------------------------------------- the method
 def filter_reply(facts):
     def script(req):
-        if req.messages[-1][1].rstrip().endswith("Relevant facts:"):
+        if req.prompt == "hipporag2_filter":
             return json.dumps({"fact": facts}) if facts is not None else "I cannot decide."
         return "Answer: Hewlett-Packard"
     return script
@@ -285,5 +285,5 @@ def test_filter_budget_comes_from_the_profile(tiny_workspace):
     ws = tiny_workspace(filter_reply([["Hewlett-Packard", "merged with", "Compaq"]]))
     ws.cfg.max_tokens_hipporag2_filter = 512
     HippoRAG2(synonymy=False).run(ws, ws.dataset.questions)
-    filt = [r for r in ws.llm.backend.seen if r.messages[-1][1].rstrip().endswith("Relevant facts:")]
+    filt = [r for r in ws.llm.backend.seen if r.prompt == "hipporag2_filter"]
     assert len(filt) == 1 and filt[0].max_tokens == 512

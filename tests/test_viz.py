@@ -69,12 +69,11 @@ def test_render_trace_shows_every_round(tiny_workspace, tiny_dataset):
     from kgir_lib.viz import render_trace
 
     def script(req):
-        system = req.messages[0][1]
-        if "named entities" in system:
+        if req.prompt == "kgir_ner":
             return "Entities: 1994"
-        if "rewrite" in system:
+        if req.prompt == "kgir_rewrite":
             return "Which company did Compaq merge with in 2002?"
-        if "You decide" in system:
+        if req.prompt == "kgir_reflect":
             return "Reasoning: no.\nMissing: the partner"
         return "Answer: HP"
     ws = tiny_workspace(script)

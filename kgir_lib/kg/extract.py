@@ -20,34 +20,14 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from ..data import Dataset, Passage, Question
-from ..llm import LLM, ChatRequest
-from ..prompts import load_prompt
+from ..llm import LLM
+from ..prompts import chat
 from .graph import KnowledgeGraph, Triple
 from .parse import parse_triples
 from .store import drops_of, load_kg, record_drops, save_kg
 
 PROMPT = "kg_extract"
 MAX_TOKENS = 256  # default budget when no profile is given; runs use cfg.max_tokens("extract") (paper: 1024)
-_PASSAGE, _TRIPLES = "Passage:\n", "\n\nTriples:\n"
-
-
-def _turns(user_template: str) -> tuple:
-    """Split the prompt's [user] text into worked examples ``[(passage, triples)]`` and the final template.
-
-    Each ``Passage:`` block with a ``Triples:`` part is an example; the last block
-    holds ``{passage}``. Blocks are split before formatting, so a passage that
-    itself contains "Passage:" cannot break the turns.
-    """
-    blocks = [b.strip("\n") for b in user_template.split(_PASSAGE)[1:]]
-    if not blocks or _TRIPLES in "\n" + blocks[-1] + "\n":
-        raise ValueError(f"prompt {PROMPT!r}: the [user] text must end with a 'Passage:' block holding {{passage}}")
-    examples = []
-    for b in blocks[:-1]:
-        if _TRIPLES not in b + "\n":
-            raise ValueError(f"prompt {PROMPT!r}: example block lacks 'Triples:': {b[:60]!r}")
-        passage, triples = (b + "\n").split(_TRIPLES, 1)
-        examples.append((passage.strip().format(), triples.strip().format()))
-    return examples, blocks[-1]
 
 
 @dataclass
@@ -71,14 +51,11 @@ class ExtractionReport:
 
 
 def extraction_requests(passages: Sequence[Passage], max_tokens: int = MAX_TOKENS) -> list:
-    """One chat request a passage: system, the two examples as earlier turns, then title + text; greedy."""
-    prompt = load_prompt(PROMPT)
-    examples, template = _turns(prompt.user)
-    history: tuple = (("system", prompt.system),) if prompt.system else ()
-    for passage, triples in examples:
-        history += (("user", passage), ("assistant", triples))
-    return [ChatRequest(messages=history + (("user", template.format(passage=p.content)),),
-                        max_tokens=max_tokens, temperature=0.0) for p in passages]
+    """One chat request a passage: system, the two example turns of the prompt file, then title + text; greedy.
+
+    The passage goes in as a value, after the turns are read, so a passage holding "Passage:",
+    "Triples:" or braces cannot change the turns."""
+    return [chat(PROMPT, {"passage": p.content}, max_tokens=max_tokens, temperature=0.0) for p in passages]
 
 
 def extract_triples(llm: LLM, passages: Sequence[Passage], stage: str = "extract",

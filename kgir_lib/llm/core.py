@@ -35,6 +35,8 @@ class ChatRequest:
     stop: tuple = ()
     json_schema: Optional[dict] = None
     seed: int = 0
+    prompt: Optional[str] = field(default=None, compare=False)  # the prompt file it was built from; not in
+    # the payload (so not in the cache key): it lets scripted test backends pick replies by prompt
 
     def __post_init__(self) -> None:
         # Normalise so equal requests give equal cache keys: (role, content) tuples, a tuple of

@@ -77,8 +77,8 @@ import numpy as np
 
 from ..data import Question
 from ..kg import KnowledgeGraph
-from ..llm import ChatRequest, LLMUsage, extract_json
-from ..prompts import load_prompt
+from ..llm import LLMUsage, extract_json
+from ..prompts import chat
 from ..retrieval import corpus_fingerprint
 from .base import MethodBase, MethodOutput, Workspace
 from .retrievers import context_of, final_ranking, hits_json, read
@@ -531,10 +531,9 @@ class HippoRAG2(MethodBase):
             return [(list(range(len(c))), {"filter": "disabled"}, None) for c in cands]
         import json
 
-        prompt = load_prompt("hipporag2_filter")
         budget = ws.cfg.max_tokens("hipporag2_filter")  # the profile's budget (issue 10 item 1)
-        reqs = [ChatRequest.chat(*prompt.render(question=texts[i], facts=json.dumps(
-            {"fact": [list(f) for f in cands[i]]}, ensure_ascii=False)), max_tokens=budget,
+        reqs = [chat("hipporag2_filter", {"question": texts[i], "facts": json.dumps(
+            {"fact": [list(f) for f in cands[i]]}, ensure_ascii=False)}, max_tokens=budget,
             stop=("\n\n", "\nQuestion:"), json_schema=FILTER_SCHEMA) for i in todo]
         for i, res in zip(todo, ws.llm.generate(reqs, stage="hipporag2_filter") if reqs else []):
             kept, unmatched, malformed = match_filtered(extract_json(res.text), cands[i])

@@ -10,8 +10,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..data import Question
-from ..llm import ChatRequest
-from ..prompts import load_prompt
+from ..prompts import chat
 from .base import MethodBase, Workspace
 from .retrievers import context_of, hits_pids, read, retrieval_output
 
@@ -58,8 +57,7 @@ class HyDE(MethodBase):
 
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
         texts = [q.question for q in questions]
-        prompt = load_prompt("hyde")
-        reqs = [ChatRequest.chat(*prompt.render(question=t), max_tokens=ws.cfg.max_tokens("hyde"), stop=("\n\n", "\nQuestion:"))
+        reqs = [chat("hyde", {"question": t}, max_tokens=ws.cfg.max_tokens("hyde"), stop=("\n\n", "\nQuestion:"))
                 for t in texts]
         docs = ws.llm.generate(reqs, stage="hyde_generate")
         vectors = hyde_vectors(ws, texts, [d.text for d in docs], self.include_query)

@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 
 from ..data import Question
 from ..llm import ChatRequest, LLMUsage
-from ..prompts import load_prompt
+from ..prompts import chat
 from ..reader import format_passages
 from .base import MethodBase, MethodOutput, Workspace
 from .retrievers import context_of, final_ranking, hits_json, hits_pids, interleave, read
@@ -69,9 +69,8 @@ class IRCoT(MethodBase):
 
     def _request(self, ws: Workspace, question: str, pool: list, cot: list) -> ChatRequest:
         ctx = format_passages(ws.passages(context_of(ws, pool)), ws.cfg.passage_chars)
-        system, user = load_prompt("ircot").render(context=ctx, question=question,
-                                                   cot=" ".join(cot) if cot else "(none)")
-        return ChatRequest.chat(system, user, max_tokens=ws.cfg.max_tokens("ircot"), stop=("\n",))
+        return chat("ircot", {"context": ctx, "question": question, "cot": " ".join(cot) if cot else "(none)"},
+                    max_tokens=ws.cfg.max_tokens("ircot"), stop=("\n",))
 
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
         k = self._k(ws, self.k)

@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 
 from ..data import Question
 from ..llm import ChatRequest, LLMUsage
-from ..prompts import load_prompt
+from ..prompts import chat
 from ..reader import format_passages
 from .base import MethodBase, MethodOutput, Workspace
 from .retrievers import context_of, final_ranking, hits_json, hits_pids, read
@@ -46,8 +46,8 @@ class IterRetGen(MethodBase):
 
     def _request(self, ws: Workspace, question: str, pids: list) -> ChatRequest:
         ctx = format_passages(ws.passages(pids), ws.cfg.passage_chars)
-        system, user = load_prompt("iter_retgen").render(context=ctx, question=question)
-        return ChatRequest.chat(system, user, max_tokens=ws.cfg.max_tokens("iter_retgen"), stop=("\n\n", "\nQuestion:", "\nPassages:"))
+        return chat("iter_retgen", {"context": ctx, "question": question}, max_tokens=ws.cfg.max_tokens("iter_retgen"),
+                    stop=("\n\n", "\nQuestion:", "\nPassages:"))
 
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
         rounds = int(self.rounds if self.rounds is not None else ws.cfg.iter_retgen_rounds)
