@@ -333,6 +333,11 @@ def _validate(cfg: Config) -> None:
         raise ConfigError(f"parameter 'llm_retry_window_s': must be >= 0, got {cfg.llm_retry_window_s}")
     if not 0.0 <= cfg.ngram_threshold <= 1.0:
         raise ConfigError(f"parameter 'ngram_threshold': must be in [0, 1], got {cfg.ngram_threshold}")
+    from .subgraph import GTMP_READINGS, SIMILARITIES  # (lazy: subgraph imports the LLM package)
+
+    for name, allowed in (("match_method", SIMILARITIES), ("gtmp_reading", GTMP_READINGS)):
+        if getattr(cfg, name) not in allowed:
+            raise ConfigError(f"parameter {name!r}: unknown value {getattr(cfg, name)!r} ({' | '.join(allowed)})")
     if not cfg.datasets:
         raise ConfigError("parameter 'datasets': needs at least one dataset name")
     for key in cfg.to_dict():

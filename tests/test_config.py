@@ -82,10 +82,21 @@ def test_override_coercions():
     ("llm_json_mode", "xml", "'llm_json_mode'"),
     ("llm_timeout_s", 0, "'llm_timeout_s'"),
     ("datasets", [], "'datasets'"),
+    ("match_method", "jaccard", "'match_method': unknown value 'jaccard' \\(dice \\| overlap \\| containment\\)"),
+    ("gtmp_reading", "star", "'gtmp_reading': unknown value 'star' \\(passages \\| seed_star\\)"),
 ])
 def test_bad_values_name_the_field(field, value, needle):
     with pytest.raises(ConfigError, match=needle):
         load_config("ci", **{field: value})
+
+
+def test_every_similarity_and_reading_is_accepted():
+    from kgir_lib.subgraph import GTMP_READINGS, SIMILARITIES
+
+    for m in SIMILARITIES:
+        assert load_config("ci", match_method=m).match_method == m
+    for r in GTMP_READINGS:
+        assert load_config("ci", gtmp_reading=r).gtmp_reading == r
 
 
 def test_unknown_field_and_profile():
