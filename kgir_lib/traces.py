@@ -92,12 +92,18 @@ def trace_files(cfg: Any) -> list:
 # ---------------------------------------------------------------------------- atomic writing
 def atomic_write_text(path: Path, text: str) -> Path:
     """Write ``text`` (UTF-8) to ``path`` through a temporary file in the same folder and ``os.replace``."""
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` through a flushed, fsync'ed temporary file in the same folder and
+    ``os.replace``: a kill leaves the old file or the new one, never a torn one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with open(tmp, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

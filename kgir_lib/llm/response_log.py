@@ -22,10 +22,10 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
 from pathlib import Path
 from typing import Iterator, Optional
 
+from ..traces import atomic_write_bytes
 from .cache import LLMCache, LLMCacheError
 
 LOG_NAME = "llm_responses.jsonl.gz"
@@ -56,7 +56,6 @@ def export_log(cache: LLMCache, path: Path) -> int:
     import) are kept: exporting never loses a logged response.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     merged = {row[0]: tuple(row) for row in read_log(path)} if path.exists() else {}
     merged.update({row[0]: tuple(row) for row in cache.rows()})
     rows = [merged[k] for k in sorted(merged)]
@@ -64,16 +63,7 @@ def export_log(cache: LLMCache, path: Path) -> int:
     with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as gz:
         for row in rows:
             gz.write((_line(row) + "\n").encode("utf-8"))
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(buf.getvalue())
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    atomic_write_bytes(path, buf.getvalue())
     return len(rows)
 
 
