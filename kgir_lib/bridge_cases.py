@@ -14,7 +14,7 @@ import pandas as pd
 from .case_records import KGIR_METHOD
 from .methods.kgir_rounds import trace_rounds
 from .metrics import best_em, best_f1
-from .subgraph import _STOP, normalize_name
+from .entity_matching import STOP_WORDS, normalize_name
 
 
 def _mentions(text: str, entity: str) -> bool:
@@ -23,7 +23,8 @@ def _mentions(text: str, entity: str) -> bool:
 
 
 _TRIPLE_ECHO = re.compile(r"^\s*[\(\[].*[\)\]]\s*\??\s*$")  # "(h, r, t)" or "(h, r t)?" copied whole
-_FUNCTION_WORDS = _STOP | {"were", "are", "be", "whom", "that", "this", "it", "its", "as"}  # subgraph's list, extended
+# entity_matching's stop words, extended with the function words a rewrite keeps without rewriting anything
+_FUNCTION_WORDS = STOP_WORDS | {"were", "are", "be", "whom", "that", "this", "it", "its", "as"}
 
 
 def is_question_rewrite(question: str, rewrite: Optional[str]) -> bool:

@@ -32,32 +32,6 @@ Choices the paper leaves open, made here and documented where they are made:
   1 both describe it; (3) it reaches the second hop -- the bridge entity's
   triples hang off the seed's neighbours, not the seed. Notebook 03 reports
   MST removal % and gold-passage survival under both (:func:`compare_readings`).
-- **Similarity** (issue 10 item 5; ``cfg.match_method``, threshold
-  ``cfg.ngram_threshold``): ``"dice"`` (character n-grams), ``"overlap"``
-  (overlap coefficient of the n-gram sets) or ``"containment"`` (content-word
-  containment); ``benchmarks/bench_matching.py`` measures them
-  (``results/benchmarks/matching.md``).
-- **Whole-triple matching** (issue 10 item 5b, :func:`triple_matches`): a
-  question entity that matches no entity name (an LLM NER that returns a
-  description, "PC maker of 1994") is matched against whole triples: if all
-  its content words occur in ``head relation tail``, that triple's head and
-  tail become seeds (eq. 5 "judge whether the question's entities and the
-  passage triples are the same entity").
-
-- **n-gram similarity** (:func:`ngram_similarity`): the character n-grams
-  (n = ``cfg.ngram_n`` = 3) of the normalised names (lower case, punctuation
-  removed, white space folded, padded with one space at each end so short
-  names and word boundaries count). Default: the **overlap coefficient**
-  |A∩B| / min(|A|, |B|) at threshold ``cfg.ngram_threshold`` = 0.8, chosen by
-  measurement (``results/benchmarks/matching.md``): on HotpotQA's GPT-3.5
-  question NER against the questions' paragraph titles it keeps Dice@0.5's
-  recall (70.8 %) at higher precision (55.3 vs 50.4 %), and on musique_train's
-  NER against its OpenIE entities it finds 69 % of the name variants (Dice@0.5:
-  46 %) with fewer spurious matches (0.60 vs 0.77 an entity). It matches a
-  short name inside a longer one ("Compaq" / "Compaq Computer Corporation",
-  years), the case Dice misses; the price is the "Paris" / "Paris Hilton" kind
-  of match, which the reranker-weighted MST then has to prune. A question
-  entity matches every graph entity at or above the threshold.
 - **edge weight** (:func:`edge_weights`): the cross-encoder reranker score of
   (question, triple text) when a reranker is configured (paper profile,
   bge-reranker-large, as in Algorithm 1); otherwise (``"cosine"``, the default
@@ -73,23 +47,23 @@ Choices the paper leaves open, made here and documented where they are made:
   extractor's order), so the result is deterministic. Of several triples
   between the same two entities at most one is kept (the heaviest; on a tie the
   first). Self-loops (head == tail) are never kept.
-- **NER guard** (:func:`ground_entities`): entities the LLM returns that do not
-  occur in the question (a tiny model copies its few-shot examples) are dropped.
-  If nothing is left, or nothing left matches an entity of ``G_q``, the graph
-  entities that occur in the question are used instead
-  (:func:`entities_in_question`), and ``used_fallback`` records it.
+- **Entity matching** (steps 3-4: NER, grounding, n-gram similarity, whole-triple matching):
+  :mod:`kgir_lib.entity_matching`; **components and spanning trees** (eqs. 6-7): :mod:`kgir_lib.mst`.
+  Both are re-exported here.
 """
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
+from .entity_matching import (NER_MAX_TOKENS, NER_SCHEMA, SIMILARITIES, STOP_WORDS, char_ngrams,  # noqa: F401
+                              content_tokens, entities_in_question, ground_entities, match_entities, ner_requests,
+                              ner_usable, ngram_similarity, normalize_name, parse_entities, seeds_of,
+                              triple_matches, triple_text)
 from .kg import KnowledgeGraph, Triple
-from .llm import extract_json
+from .mst import Component, UnionFind, maximum_spanning_tree, seed_components  # noqa: F401
 
 WEIGHTINGS = ("reranker", "cosine", "passage")
 
@@ -105,214 +79,6 @@ def retrieve(ws, queries: Sequence[str], k: int) -> list:
 def question_triples(kg: KnowledgeGraph, pids: Iterable[str]) -> list:
     """``G_q``: the triples whose source passage is in ``pids`` (eq. 3), in retrieval order."""
     return kg.triples_of(list(pids))
-
-
-# ---------------------------------------------------------------- step 3: E_q = NER(q) (eq. 4)
-NER_MAX_TOKENS = 48
-NER_SCHEMA = {"type": "object", "required": ["named_entities"],
-              "properties": {"named_entities": {"type": "array", "items": {"type": "string"}, "maxItems": 6}}}
-
-
-def ner_requests(questions: Sequence[str], max_tokens: int = NER_MAX_TOKENS) -> list:
-    """One NER chat request per question (prompt ``kgir_ner``, eq. 4); send them in ONE ``generate`` call.
-
-    The reply is asked for as ``{"named_entities": [...]}`` (HippoRAG's question
-    NER format), constrained by a JSON schema where the backend supports it;
-    the prompt's examples are earlier chat turns.
-    """
-    from .prompts import chat
-
-    return [chat("kgir_ner", {"question": q}, rstrip=True, max_tokens=max_tokens, json_schema=NER_SCHEMA)
-            for q in questions]
-
-
-_SPLIT = re.compile(r"\s*(?:;|\||\n|,\s|\t)\s*")
-_LABEL = re.compile(r"^\s*(?:named\s+)?entit(?:y|ies)\s*[:：]\s*", re.I)
-_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
-_NONE = {"", "none", "n/a", "na", "null", "no entities", "nothing", "unknown"}
-
-
-_PREFIX = re.compile(r"^.*?\b(?:answer|entities|entity)\s*(?:is|are)?\s*[:：]\s*", re.I)
-
-
-def _clean_entity(s: str) -> str:
-    s = _BULLET.sub("", _PREFIX.sub("", str(s)))
-    s = re.sub(r"^[\"'`\[\(\s]+|[\"'`\]\)\s.?!]+$", "", s)
-    return " ".join(s.split())
-
-
-def parse_entities(text: Optional[str]) -> list:
-    """Entity names in an NER reply (eq. 4), tolerant of format; never raises.
-
-    Accepted: ``{"named_entities": [...]}`` or any JSON list of strings, or an
-    ``Entities: A; B`` line (``;``, ``|``, ``, `` or newlines separate names).
-    Duplicates (case-insensitive) and placeholders like "none" are dropped.
-    """
-    if not text or not isinstance(text, str):
-        return []
-    raw: list = []
-    data = extract_json(text)
-    if isinstance(data, dict):
-        vals = data.get("named_entities", data.get("entities"))
-        if isinstance(vals, list):
-            raw = [v for v in vals if isinstance(v, (str, int, float))]
-    elif isinstance(data, list):
-        raw = [v for v in data if isinstance(v, (str, int, float))]
-    if not raw:
-        lines = [ln for ln in text.splitlines() if ln.strip()]
-        labelled = [ln for ln in lines if _LABEL.match(ln)]
-        body = _LABEL.sub("", labelled[0]) if labelled else (lines[0] if lines else "")
-        raw = _SPLIT.split(body)
-    out, seen = [], set()
-    for r in raw:
-        e = _clean_entity(str(r))
-        if e.lower() in _NONE or e.lower() in seen or len(e) > 120:
-            continue
-        seen.add(e.lower())
-        out.append(e)
-    return out
-
-
-def ner_usable(text: Optional[str], question: str) -> bool:
-    """An NER reply parsed as intended (issue 9 §3): a JSON list of names (``{"named_entities": [...]}``
-    or a bare list) with at least one name that occurs in ``question`` (:func:`ground_entities`)."""
-    data = extract_json(text) if text else None
-    vals = data.get("named_entities", data.get("entities")) if isinstance(data, dict) else data
-    if not isinstance(vals, list):
-        return False
-    names = [str(v) for v in vals if isinstance(v, (str, int, float)) and str(v).strip()]
-    return bool(ground_entities(names, question))
-
-
-def normalize_name(s: str) -> str:
-    """Lower case, accents folded, punctuation to spaces, white space folded."""
-    s = unicodedata.normalize("NFKD", str(s))
-    s = "".join(ch for ch in s if not unicodedata.combining(ch)).lower()
-    s = re.sub(r"[^\w\s]", " ", s)
-    return " ".join(s.split())
-
-
-_STOP = {"the", "a", "an", "of", "in", "on", "at", "to", "for", "and", "or", "by", "with", "from", "is", "was",
-         "what", "who", "which", "when", "where", "how", "why", "did", "does", "do"}
-
-
-def ground_entities(entities: Sequence[str], question: str) -> list:
-    """Keep the LLM entities that occur in ``question``: more than half of their content words do.
-
-    Guards against a small model copying its few-shot examples (METHOD.md §1:
-    malformed output is dropped, not trusted).
-    """
-    q_words = set(normalize_name(question).split())
-    kept = []
-    for e in entities:
-        words = [w for w in normalize_name(e).split() if w not in _STOP] or normalize_name(e).split()
-        if words and sum(w in q_words for w in words) * 2 > len(words):
-            kept.append(e)
-    return kept
-
-
-def entities_in_question(question: str, graph_entities: Iterable[str], min_chars: int = 3) -> list:
-    """Fallback E_q: graph entities whose normalised name occurs in the question as whole words.
-
-    Longest first; a name contained in an already chosen longer one is skipped;
-    names shorter than ``min_chars`` or made of stop words only are ignored.
-    """
-    q = f" {normalize_name(question)} "
-    cands = {}
-    for e in graph_entities:
-        n = normalize_name(e)
-        if len(n) < min_chars or all(w in _STOP for w in n.split()):
-            continue
-        if f" {n} " in q and n not in cands:
-            cands[n] = e
-    chosen: list = []
-    for n in sorted(cands, key=lambda x: (-len(x), x)):
-        if not any(f" {n} " in f" {c} " for c in chosen):
-            chosen.append(n)
-    return [cands[n] for n in chosen]
-
-
-# ---------------------------------------------------------------- step 4: n-gram matching (eq. 5)
-def char_ngrams(s: str, n: int = 3) -> set:
-    """Set of character n-grams of the normalised name padded with one space each side.
-
-    A name shorter than ``n`` (after padding) gives itself as its only gram.
-    """
-    if n < 1:
-        raise ValueError(f"parameter 'ngram_n': must be >= 1, got {n}")
-    norm = normalize_name(s)
-    if not norm:
-        return set()
-    padded = f" {norm} "
-    if len(padded) <= n:
-        return {padded}
-    return {padded[i:i + n] for i in range(len(padded) - n + 1)}
-
-
-def _dice(a: set, b: set) -> float:
-    return 2.0 * len(a & b) / (len(a) + len(b)) if a and b else 0.0
-
-
-def _overlap(a: set, b: set) -> float:
-    return len(a & b) / min(len(a), len(b)) if a and b else 0.0
-
-
-def content_tokens(s: str) -> set:
-    """Words of the normalised name without stop words (all words if they are all stop words)."""
-    words = normalize_name(s).split()
-    return {w for w in words if w not in _STOP} or set(words)
-
-
-def ngram_similarity(a: str, b: str, n: int = 3, method: str = "dice") -> float:
-    """Similarity of two entity names (eq. 5), one of :data:`SIMILARITIES`:
-
-    - ``"dice"``: 2|A∩B| / (|A|+|B|) of the character n-gram sets;
-    - ``"overlap"``: |A∩B| / min(|A|, |B|) of the character n-gram sets (overlap coefficient);
-    - ``"containment"``: |W_a∩W_b| / min(|W_a|, |W_b|) of the content-word sets (token containment).
-    """
-    if method == "dice":
-        return _dice(char_ngrams(a, n), char_ngrams(b, n))
-    if method == "overlap":
-        return _overlap(char_ngrams(a, n), char_ngrams(b, n))
-    if method == "containment":
-        return _overlap(content_tokens(a), content_tokens(b))
-    raise ValueError(f"unknown matching method {method!r} (choose from {SIMILARITIES})")
-
-
-SIMILARITIES = ("dice", "overlap", "containment")
-
-
-def match_entities(E_q: Sequence[str], entities: Iterable[str], n: int = 3, threshold: float = 0.5,
-                   method: str = "dice") -> dict:
-    """For each question entity, the graph entities with similarity >= ``threshold`` (eq. 5).
-
-    ``method`` is one of :data:`SIMILARITIES` (:func:`ngram_similarity`).
-    Returns ``{question_entity: [(graph_entity, similarity), ...]}``, best first,
-    ties by name; a question entity without any match maps to ``[]``.
-    """
-    if not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"parameter 'ngram_threshold': must be in [0, 1], got {threshold}")
-    if method not in SIMILARITIES:
-        raise ValueError(f"unknown matching method {method!r} (choose from {SIMILARITIES})")
-    ents = sorted(set(entities))
-    feats = (lambda x: content_tokens(x)) if method == "containment" else (lambda x: char_ngrams(x, n))
-    score = _dice if method == "dice" else _overlap
-    grams = {e: feats(e) for e in ents}
-    out: dict = {}
-    for q in E_q:
-        gq = feats(q)
-        found = []
-        for e in ents:
-            sim = score(gq, grams[e])
-            if sim >= threshold and sim > 0:
-                found.append((e, round(sim, 6)))
-        out[q] = sorted(found, key=lambda x: (-x[1], x[0]))
-    return out
-
-
-def seeds_of(matches: dict) -> list:
-    """Seed entities: every matched graph entity, in order of the question entities, deduplicated."""
-    return list(dict.fromkeys(e for found in matches.values() for e, _ in found))
 
 
 def seed_graph(triples: Sequence[Triple], matches: dict) -> list:
@@ -339,70 +105,7 @@ def tmp_graph(triples: Sequence[Triple], matches: dict, reading: str = "passages
     raise ValueError(f"unknown G_tmp reading {reading!r} (choose from {GTMP_READINGS})")
 
 
-# ---------------------------------------------------------------- step 5: components (eq. 6)
-@dataclass
-class Component:
-    """A connected component ``B_i`` of ``G_tmp``: its entities, triples and the seeds it holds."""
-
-    nodes: list
-    triples: list
-    seeds: list
-
-
-class UnionFind:
-    """Disjoint sets over hashable items (path halving): components (eq. 6) and Kruskal (eq. 7)."""
-
-    def __init__(self) -> None:
-        self.parent: dict = {}
-
-    def __contains__(self, x) -> bool:
-        return x in self.parent
-
-    def find(self, x):
-        parent = self.parent
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    def union(self, a, b) -> bool:
-        """Join the sets of ``a`` and ``b``; False if they were already one set."""
-        ra, rb = self.find(a), self.find(b)
-        if ra == rb:
-            return False
-        self.parent[rb] = ra
-        return True
-
-
-def seed_components(G_tmp: Sequence[Triple], seeds: Sequence[str]) -> list:
-    """Connected components of ``G_tmp`` that contain a seed (eq. 6), in order of their first seed.
-
-    Union-find over the triples (undirected: head and tail); seeds absent from
-    ``G_tmp`` are ignored. Nodes and triples keep ``G_tmp`` order.
-    """
-    uf = UnionFind()
-    for t in G_tmp:
-        uf.union(t.head, t.tail)
-    nodes_in_order = list(dict.fromkeys(e for t in G_tmp for e in (t.head, t.tail)))
-    comps: dict = {}
-    for s in seeds:
-        if s in uf:
-            comps.setdefault(uf.find(s), []).append(s)
-    out = []
-    for root, comp_seeds in comps.items():
-        out.append(Component(nodes=[n for n in nodes_in_order if uf.find(n) == root],
-                             triples=[t for t in G_tmp if uf.find(t.head) == root],
-                             seeds=list(dict.fromkeys(comp_seeds))))
-    return out
-
-
 # ---------------------------------------------------------------- step 6: edge weights
-def triple_text(t: Triple) -> str:
-    """What a triple's weight is computed from: ``head relation tail``."""
-    return f"{t.head} {t.relation} {t.tail}"
-
-
 def edge_weights(question: str, triples: Sequence[Triple], weighting: str = "cosine", *, encoder=None,
                  reranker=None, passage_scores: Optional[dict] = None,
                  question_vector: Optional[np.ndarray] = None) -> list:
@@ -430,22 +133,6 @@ def edge_weights(question: str, triples: Sequence[Triple], weighting: str = "cos
             raise ValueError("edge weighting 'passage' needs the retrieval scores of the passages")
         return [float(passage_scores.get(t.pid, 0.0)) for t in triples]
     raise ValueError(f"unknown edge weighting {weighting!r} (choose from {WEIGHTINGS})")
-
-
-# ---------------------------------------------------------------- step 7: maximum spanning tree (eq. 7)
-def maximum_spanning_tree(triples: Sequence[Triple], weights: Sequence[float]) -> list:
-    """Indices into ``triples`` of a maximum spanning forest (eq. 7), Kruskal's algorithm.
-
-    Edges are taken by weight, heaviest first; equal weights keep input order
-    (stable sort), so ties and parallel edges resolve deterministically to the
-    earliest triple. Self-loops are skipped. Returned indices are sorted.
-    """
-    if len(triples) != len(weights):
-        raise ValueError(f"{len(triples)} triples but {len(weights)} weights")
-    order = sorted(range(len(triples)), key=lambda i: -float(weights[i]))
-    uf = UnionFind()
-    kept = [i for i in order if uf.union(triples[i].head, triples[i].tail)]  # False: self-loop, parallel edge, cycle
-    return sorted(kept)
 
 
 # ---------------------------------------------------------------- the whole of Algorithm 1
@@ -539,30 +226,6 @@ class EvidenceSubgraph:
 
 
 WeightFn = Callable[[str, Sequence[Triple]], Sequence[float]]
-
-
-def triple_matches(E_q: Sequence[str], triples: Sequence[Triple], matches: dict) -> dict:
-    """Eq. 5 against whole triples, for question entities that matched no entity name.
-
-    A question entity whose content words all occur in a triple's ``head relation
-    tail`` text (e.g. the description "PC maker of 1994" in ``(Compaq, was top PC
-    maker of, 1994)``) is matched to that triple's head and tail (similarity 1.0).
-    Returns a copy of ``matches`` with those entries filled; entities already
-    matched are left alone.
-    """
-    out = {k: list(v) for k, v in matches.items()}
-    words = [(t, set(normalize_name(triple_text(t)).split())) for t in dict.fromkeys(triples)]
-    for e in E_q:
-        if out.get(e):
-            continue
-        need = content_tokens(e)
-        found: dict = {}
-        for t, w in words:
-            if need and need <= w:
-                found.setdefault(t.head, 1.0)
-                found.setdefault(t.tail, 1.0)
-        out[e] = sorted(found.items(), key=lambda x: (-x[1], x[0]))
-    return out
 
 
 def evidence_subgraph(question: str, retrieved: Sequence[tuple], G_q: Sequence[Triple],

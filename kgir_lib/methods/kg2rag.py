@@ -51,7 +51,7 @@ import numpy as np
 from ..data import Question
 from ..kg import KnowledgeGraph, Triple
 from ..llm import LLMUsage
-from ..subgraph import UnionFind, maximum_spanning_tree
+from ..mst import UnionFind, maximum_spanning_tree
 from .base import MethodBase, MethodOutput, Workspace
 from .retrievers import context_of, dedup, final_ranking, hits_json, hits_pids, read
 

@@ -1,0 +1,289 @@
+"""Entity matching for KGIR-RAG's evidence subgraph (paper §2.2 eqs. 4-5, Algorithm 1 steps 3-4).
+
+``E_q = NER(q)`` (:func:`ner_requests`, :func:`parse_entities`, :func:`ground_entities`,
+fallback :func:`entities_in_question`), then the question entities matched to the entities of ``G_q``
+(:func:`match_entities`, :func:`ngram_similarity`; :func:`triple_matches` for descriptions), whose
+matches are the seeds (:func:`seeds_of`). :mod:`kgir_lib.subgraph` builds ``G_tmp`` and ``G_Ans`` from them
+and re-exports every name here.
+
+Choices the paper leaves open:
+
+- **Similarity** (issue 10 item 5; ``cfg.match_method``, threshold
+  ``cfg.ngram_threshold``): ``"dice"`` (character n-grams), ``"overlap"``
+  (overlap coefficient of the n-gram sets) or ``"containment"`` (content-word
+  containment); ``benchmarks/bench_matching.py`` measures them
+  (``results/benchmarks/matching.md``).
+- **Whole-triple matching** (issue 10 item 5b, :func:`triple_matches`): a
+  question entity that matches no entity name (an LLM NER that returns a
+  description, "PC maker of 1994") is matched against whole triples: if all
+  its content words occur in ``head relation tail``, that triple's head and
+  tail become seeds (eq. 5 "judge whether the question's entities and the
+  passage triples are the same entity").
+- **n-gram similarity** (:func:`ngram_similarity`): the character n-grams
+  (n = ``cfg.ngram_n`` = 3) of the normalised names (lower case, punctuation
+  removed, white space folded, padded with one space at each end so short
+  names and word boundaries count). Default: the **overlap coefficient**
+  |A∩B| / min(|A|, |B|) at threshold ``cfg.ngram_threshold`` = 0.8, chosen by
+  measurement (``results/benchmarks/matching.md``): on HotpotQA's GPT-3.5
+  question NER against the questions' paragraph titles it keeps Dice@0.5's
+  recall (70.8 %) at higher precision (55.3 vs 50.4 %), and on musique_train's
+  NER against its OpenIE entities it finds 69 % of the name variants (Dice@0.5:
+  46 %) with fewer spurious matches (0.60 vs 0.77 an entity). It matches a
+  short name inside a longer one ("Compaq" / "Compaq Computer Corporation",
+  years), the case Dice misses; the price is the "Paris" / "Paris Hilton" kind
+  of match, which the reranker-weighted MST then has to prune. A question
+  entity matches every graph entity at or above the threshold.
+- **NER guard** (:func:`ground_entities`): entities the LLM returns that do not
+  occur in the question (a tiny model copies its few-shot examples) are dropped.
+  If nothing is left, or nothing left matches an entity of ``G_q``, the graph
+  entities that occur in the question are used instead
+  (:func:`entities_in_question`), and ``used_fallback`` records it.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Iterable, Optional, Sequence
+
+from .kg import Triple
+from .llm import extract_json
+
+# ---------------------------------------------------------------- step 3: E_q = NER(q) (eq. 4)
+NER_MAX_TOKENS = 48
+NER_SCHEMA = {"type": "object", "required": ["named_entities"],
+              "properties": {"named_entities": {"type": "array", "items": {"type": "string"}, "maxItems": 6}}}
+
+
+def ner_requests(questions: Sequence[str], max_tokens: int = NER_MAX_TOKENS) -> list:
+    """One NER chat request per question (prompt ``kgir_ner``, eq. 4); send them in ONE ``generate`` call.
+
+    The reply is asked for as ``{"named_entities": [...]}`` (HippoRAG's question
+    NER format), constrained by a JSON schema where the backend supports it;
+    the prompt's examples are earlier chat turns.
+    """
+    from .prompts import chat
+
+    return [chat("kgir_ner", {"question": q}, rstrip=True, max_tokens=max_tokens, json_schema=NER_SCHEMA)
+            for q in questions]
+
+
+_SPLIT = re.compile(r"\s*(?:;|\||\n|,\s|\t)\s*")
+_LABEL = re.compile(r"^\s*(?:named\s+)?entit(?:y|ies)\s*[:：]\s*", re.I)
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
+_NONE = {"", "none", "n/a", "na", "null", "no entities", "nothing", "unknown"}
+
+
+_PREFIX = re.compile(r"^.*?\b(?:answer|entities|entity)\s*(?:is|are)?\s*[:：]\s*", re.I)
+
+
+def _clean_entity(s: str) -> str:
+    s = _BULLET.sub("", _PREFIX.sub("", str(s)))
+    s = re.sub(r"^[\"'`\[\(\s]+|[\"'`\]\)\s.?!]+$", "", s)
+    return " ".join(s.split())
+
+
+def parse_entities(text: Optional[str]) -> list:
+    """Entity names in an NER reply (eq. 4), tolerant of format; never raises.
+
+    Accepted: ``{"named_entities": [...]}`` or any JSON list of strings, or an
+    ``Entities: A; B`` line (``;``, ``|``, ``, `` or newlines separate names).
+    Duplicates (case-insensitive) and placeholders like "none" are dropped.
+    """
+    if not text or not isinstance(text, str):
+        return []
+    raw: list = []
+    data = extract_json(text)
+    if isinstance(data, dict):
+        vals = data.get("named_entities", data.get("entities"))
+        if isinstance(vals, list):
+            raw = [v for v in vals if isinstance(v, (str, int, float))]
+    elif isinstance(data, list):
+        raw = [v for v in data if isinstance(v, (str, int, float))]
+    if not raw:
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        labelled = [ln for ln in lines if _LABEL.match(ln)]
+        body = _LABEL.sub("", labelled[0]) if labelled else (lines[0] if lines else "")
+        raw = _SPLIT.split(body)
+    out, seen = [], set()
+    for r in raw:
+        e = _clean_entity(str(r))
+        if e.lower() in _NONE or e.lower() in seen or len(e) > 120:
+            continue
+        seen.add(e.lower())
+        out.append(e)
+    return out
+
+
+def ner_usable(text: Optional[str], question: str) -> bool:
+    """An NER reply parsed as intended (issue 9 §3): a JSON list of names (``{"named_entities": [...]}``
+    or a bare list) with at least one name that occurs in ``question`` (:func:`ground_entities`)."""
+    data = extract_json(text) if text else None
+    vals = data.get("named_entities", data.get("entities")) if isinstance(data, dict) else data
+    if not isinstance(vals, list):
+        return False
+    names = [str(v) for v in vals if isinstance(v, (str, int, float)) and str(v).strip()]
+    return bool(ground_entities(names, question))
+
+
+def normalize_name(s: str) -> str:
+    """Lower case, accents folded, punctuation to spaces, white space folded."""
+    s = unicodedata.normalize("NFKD", str(s))
+    s = "".join(ch for ch in s if not unicodedata.combining(ch)).lower()
+    s = re.sub(r"[^\w\s]", " ", s)
+    return " ".join(s.split())
+
+
+STOP_WORDS = {"the", "a", "an", "of", "in", "on", "at", "to", "for", "and", "or", "by", "with", "from", "is", "was",
+              "what", "who", "which", "when", "where", "how", "why", "did", "does", "do"}
+
+
+def ground_entities(entities: Sequence[str], question: str) -> list:
+    """Keep the LLM entities that occur in ``question``: more than half of their content words do.
+
+    Guards against a small model copying its few-shot examples (METHOD.md §1:
+    malformed output is dropped, not trusted).
+    """
+    q_words = set(normalize_name(question).split())
+    kept = []
+    for e in entities:
+        words = [w for w in normalize_name(e).split() if w not in STOP_WORDS] or normalize_name(e).split()
+        if words and sum(w in q_words for w in words) * 2 > len(words):
+            kept.append(e)
+    return kept
+
+
+def entities_in_question(question: str, graph_entities: Iterable[str], min_chars: int = 3) -> list:
+    """Fallback E_q: graph entities whose normalised name occurs in the question as whole words.
+
+    Longest first; a name contained in an already chosen longer one is skipped;
+    names shorter than ``min_chars`` or made of stop words only are ignored.
+    """
+    q = f" {normalize_name(question)} "
+    cands = {}
+    for e in graph_entities:
+        n = normalize_name(e)
+        if len(n) < min_chars or all(w in STOP_WORDS for w in n.split()):
+            continue
+        if f" {n} " in q and n not in cands:
+            cands[n] = e
+    chosen: list = []
+    for n in sorted(cands, key=lambda x: (-len(x), x)):
+        if not any(f" {n} " in f" {c} " for c in chosen):
+            chosen.append(n)
+    return [cands[n] for n in chosen]
+
+
+# ---------------------------------------------------------------- step 4: n-gram matching (eq. 5)
+def char_ngrams(s: str, n: int = 3) -> set:
+    """Set of character n-grams of the normalised name padded with one space each side.
+
+    A name shorter than ``n`` (after padding) gives itself as its only gram.
+    """
+    if n < 1:
+        raise ValueError(f"parameter 'ngram_n': must be >= 1, got {n}")
+    norm = normalize_name(s)
+    if not norm:
+        return set()
+    padded = f" {norm} "
+    if len(padded) <= n:
+        return {padded}
+    return {padded[i:i + n] for i in range(len(padded) - n + 1)}
+
+
+def _dice(a: set, b: set) -> float:
+    return 2.0 * len(a & b) / (len(a) + len(b)) if a and b else 0.0
+
+
+def _overlap(a: set, b: set) -> float:
+    return len(a & b) / min(len(a), len(b)) if a and b else 0.0
+
+
+def content_tokens(s: str) -> set:
+    """Words of the normalised name without stop words (all words if they are all stop words)."""
+    words = normalize_name(s).split()
+    return {w for w in words if w not in STOP_WORDS} or set(words)
+
+
+def ngram_similarity(a: str, b: str, n: int = 3, method: str = "dice") -> float:
+    """Similarity of two entity names (eq. 5), one of :data:`SIMILARITIES`:
+
+    - ``"dice"``: 2|A∩B| / (|A|+|B|) of the character n-gram sets;
+    - ``"overlap"``: |A∩B| / min(|A|, |B|) of the character n-gram sets (overlap coefficient);
+    - ``"containment"``: |W_a∩W_b| / min(|W_a|, |W_b|) of the content-word sets (token containment).
+    """
+    features, score = _measure(method, n)
+    return score(features(a), features(b))
+
+
+def _measure(method: str, n: int = 3) -> tuple:
+    """``(features, score)`` of a :data:`SIMILARITIES` method: what a name is turned into, and how two are
+    compared (:func:`ngram_similarity`; :func:`match_entities` computes each name's features once)."""
+    if method == "dice":
+        return (lambda x: char_ngrams(x, n)), _dice
+    if method == "overlap":
+        return (lambda x: char_ngrams(x, n)), _overlap
+    if method == "containment":
+        return content_tokens, _overlap
+    raise ValueError(f"unknown matching method {method!r} (choose from {SIMILARITIES})")
+
+
+SIMILARITIES = ("dice", "overlap", "containment")
+
+
+def match_entities(E_q: Sequence[str], entities: Iterable[str], n: int = 3, threshold: float = 0.5,
+                   method: str = "dice") -> dict:
+    """For each question entity, the graph entities with similarity >= ``threshold`` (eq. 5).
+
+    ``method`` is one of :data:`SIMILARITIES` (:func:`ngram_similarity`).
+    Returns ``{question_entity: [(graph_entity, similarity), ...]}``, best first,
+    ties by name; a question entity without any match maps to ``[]``.
+    """
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"parameter 'ngram_threshold': must be in [0, 1], got {threshold}")
+    feats, score = _measure(method, n)
+    ents = sorted(set(entities))
+    grams = {e: feats(e) for e in ents}
+    out: dict = {}
+    for q in E_q:
+        gq = feats(q)
+        found = []
+        for e in ents:
+            sim = score(gq, grams[e])
+            if sim >= threshold and sim > 0:
+                found.append((e, round(sim, 6)))
+        out[q] = sorted(found, key=lambda x: (-x[1], x[0]))
+    return out
+
+
+def seeds_of(matches: dict) -> list:
+    """Seed entities: every matched graph entity, in order of the question entities, deduplicated."""
+    return list(dict.fromkeys(e for found in matches.values() for e, _ in found))
+
+
+def triple_text(t: Triple) -> str:
+    """What a triple's weight is computed from: ``head relation tail``."""
+    return f"{t.head} {t.relation} {t.tail}"
+
+
+def triple_matches(E_q: Sequence[str], triples: Sequence[Triple], matches: dict) -> dict:
+    """Eq. 5 against whole triples, for question entities that matched no entity name.
+
+    A question entity whose content words all occur in a triple's ``head relation
+    tail`` text (e.g. the description "PC maker of 1994" in ``(Compaq, was top PC
+    maker of, 1994)``) is matched to that triple's head and tail (similarity 1.0).
+    Returns a copy of ``matches`` with those entries filled; entities already
+    matched are left alone.
+    """
+    out = {k: list(v) for k, v in matches.items()}
+    words = [(t, set(normalize_name(triple_text(t)).split())) for t in dict.fromkeys(triples)]
+    for e in E_q:
+        if out.get(e):
+            continue
+        need = content_tokens(e)
+        found: dict = {}
+        for t, w in words:
+            if need and need <= w:
+                found.setdefault(t.head, 1.0)
+                found.setdefault(t.tail, 1.0)
+        out[e] = sorted(found.items(), key=lambda x: (-x[1], x[0]))
+    return out
