@@ -404,3 +404,39 @@ def test_degenerate_detects_loops():
 
     assert degenerate("the school in the school in the school in the school")
     assert not degenerate("What is the length of Mount Panorama Circuit?")
+
+
+# ---------------------------------------------------------------- one round record (issue 12 item 1)
+def test_round_record_round_trips_and_reads_old_traces(tiny_workspace, tiny_dataset):
+    from kgir_lib.methods.kgir_rounds import CaseRound, trace_rounds
+
+    ws = tiny_workspace(make_script(never))
+    for variant in VARIANTS:
+        [o] = KGIRRAG(variant=variant, max_iterations=2).run(ws, tiny_dataset.questions)
+        rounds = json.loads(json.dumps(o.trace))["rounds"]
+        back = [json.loads(json.dumps(CaseRound.from_dict(r).to_dict())) for r in rounds]
+        same = ("G_Ans", "pruned", "seeds", "E_q", "llm_entities", "matches", "used_fallback")  # the trace keeps
+        for r, b in zip(rounds, back):  # G_Ans and the pruned triples, not all of G_q / G_tmp
+            assert {k: v for k, v in b.items() if k != "subgraph"} == {k: v for k, v in r.items() if k != "subgraph"}
+            assert ("subgraph" in b) == ("subgraph" in r), variant
+            assert {k: b["subgraph"][k] for k in same} == {k: r["subgraph"][k] for k in same} if "subgraph" in r else True
+    old = {"iteration": 1, "query": "q?", "retrieved": [["p1", 0.5]],  # a round written before usable/truncated,
+           "subgraph": {"G_Ans": [["A", "r", "B", "p1", 0.9]], "pruned": [], "seeds": ["A"]},  # P_t, evidence_source
+           "rewrite": {"raw": "x", "question": "q2?", "malformed": False},
+           "rewrite_retrieved": [["p2", 0.4]], "new_passages": ["p2"],
+           "reflection": {"answerable": False, "missing": "m", "reasoning": "r"}}
+    [r] = trace_rounds({"trace": {"rounds": [old]}})
+    assert (r.rewrite, r.seeds, [t.head for t in r.G_Ans], r.verdict(), r.reflection_passages) == \
+        ("q2?", ["A"], ["A"], "missing", ["p2"])
+    assert r.usable == {} and r.final is None and r.evidence_source is None
+
+
+def test_every_method_inherits_the_base_with_class_level_names():
+    from kgir_lib.methods import LABELS, METHODS, MethodBase, build_method
+    from kgir_lib.methods.kg2rag import KG2RAG
+
+    for key in METHODS:
+        m = build_method(key)
+        assert isinstance(m, MethodBase) and (m.key, m.name) == (key, LABELS[key])
+        assert "name" not in m.params() and "key" not in m.params()
+    assert KGIRRAG.name is not None and isinstance(vars(KG2RAG)["name"], property)  # per variant, from a class table
