@@ -151,14 +151,16 @@ cp -r "$RUN/usage" "$OUT/usage_phase3" 2>/dev/null; cp "$RUN/timings.tsv" "$OUT/
 for s in A B; do stop_server "$s"; done
 log "servers stopped; completions served in total A=$(served "$OUT"/logs/server_A.log) B=$(served "$OUT"/logs/server_B*.log)"
 if [ "$REGENERATE" = 1 ] && [ "$rc3" = 0 ]; then
-    log "phase 4: runner --regenerate --only 01 02 03 04 05 (servers stopped)"
-    runner "$OUT/logs/phase4_runner.log" --regenerate --only 01 02 03 04 05 -p datasets "[musique_train, hotpotqa]"
-    wait_runner; log "phase 4 runner exit code $? (cache rows $(rows))"
+    log "phase 4: runner --regenerate --only 01 (musique_train + hotpotqa), then --only 02 03 04 05 (servers stopped)"
+    runner "$OUT/logs/phase4a_runner.log" --regenerate --only 01 -p datasets "[musique_train, hotpotqa]"
+    wait_runner; rc4=$?
+    if [ "$rc4" = 0 ]; then runner "$OUT/logs/phase4b_runner.log" --regenerate --only 02 03 04 05; wait_runner; rc4=$?; fi
+    log "phase 4 runner exit code $rc4 (cache rows $(rows))"
 fi
 
 # ---- measurements -------------------------------------------------------------------------------------
 "$PY" - "$OUT" <<'EOF'
-import sqlite3, sys
+import json, sqlite3, sys
 from pathlib import Path
 import pandas as pd
 from kgir_lib.report import to_markdown
@@ -168,6 +170,14 @@ lines = [f"# Rehearsal measurements ({out})", ""]
 for phase in ("usage_phase1", "usage_phase2", "usage_phase3"):
     for csv in sorted((out / phase).glob("*.csv")):
         lines += [f"## {phase}/{csv.name}", "", to_markdown(pd.read_csv(csv)), ""]
+stages = []  # per method and stage, from the trace metadata of notebooks 04-05 (the last run of each method)
+for meta in sorted(run.glob("traces/*/*.trace.meta.json")):
+    m = json.loads(meta.read_text())
+    for stage, u in (m.get("stages") or {}).items():
+        stages.append({"method": m.get("method"), "dataset": m.get("dataset"), "questions": len(m.get("qids", [])),
+                       "stage": stage, **u, "method wall s": m.get("wall_seconds")})
+if stages:
+    lines += ["## per method and stage (traces/*/*.trace.meta.json)", "", to_markdown(pd.DataFrame(stages)), ""]
 for name in ("05_cost_per_question.csv", "05_indexing_cost.csv"):
     p = run / "tables" / name
     if p.exists():
@@ -183,4 +193,5 @@ lines += ["## events", "", "```", (out / "events.tsv").read_text(), "```"]
 (out / "measurements.md").write_text("\n".join(lines))
 print(f"measurements: {out / 'measurements.md'}")
 EOF
+[ -f "$RUN/tables/05_cost_per_question.csv" ] && "$PY" -m kgir_lib.cost "$OUT/paper_cost" --profile rehearsal --extract-dataset hotpotqa
 log "done in $(($(date +%s) - T_START)) s"

@@ -39,7 +39,7 @@ def test_rehearsal_differs_from_paper_only_where_allowed():
     assert set(diff) == ALLOWED | set(NARROWED), sorted(diff)
     assert reh.llm_model == "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M"
     assert (reh.llm_json_mode, reh.llm_base_urls) == ("llamacpp", URLS)
-    assert (reh.embed_model, reh.reranker_model, reh.n_questions) == ("all-MiniLM-L6-v2", None, 1)
+    assert (reh.embed_model, reh.reranker_model, reh.n_questions) == ("all-MiniLM-L6-v2", None, 2)
     for name, value in NARROWED.items():
         assert getattr(reh, name) == value, name
 
