@@ -60,3 +60,25 @@ def test_no_hard_coded_model_caveat(src):
     text = src.read_text()
     assert "SMOLLM_NOTE" not in text
     assert 'llm_backend == "llamacpp"' not in text, "the caveat follows the configured model: report.model_note"
+
+
+def test_build_copies_the_outputs_of_cells_with_the_same_source(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("build_notebooks", REPO / "scripts" / "build_notebooks.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    nb = build.read_source("02_index")
+    assert nb.metadata["jupytext"]["formats"] == "ipynb,src//py:percent"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    done = nbformat.v4.new_notebook()
+    injected = nbformat.v4.new_code_cell(code[0].source)
+    injected.metadata["tags"] = ["injected-parameters"]
+    injected.outputs = [nbformat.v4.new_output("stream", text="injected\n")]
+    ran = nbformat.v4.new_code_cell(code[1].source, execution_count=3)
+    ran.outputs = [nbformat.v4.new_output("stream", text="02_index - profile 'sample'\n")]
+    done.cells = [injected, ran, nbformat.v4.new_code_cell("print('a cell the source no longer has')")]
+    nbformat.write(done, tmp_path / "02_index.ipynb")
+    assert build.copy_outputs(nb, tmp_path / "02_index.ipynb") == 1
+    assert code[1].outputs[0]["text"].startswith("02_index") and code[1].execution_count == 3
+    assert not code[0].get("outputs")  # the injected-parameters cell lends nothing
