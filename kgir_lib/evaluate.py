@@ -43,7 +43,8 @@ from . import traces
 from .bootstrap import bootstrap_table, paired_bootstrap  # noqa: F401 (notebook 05: ev.bootstrap_table)
 
 METRICS = ("EM", "F1", "R@2", "R@5")
-USAGE = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "seconds")  # LLMUsage fields in score()
+USAGE = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "seconds", "truncated")  # LLMUsage fields in score()
+SEEDS = ("subgraph_rounds", "rounds_with_seed")  # KGIR-RAG evidence-subgraph rounds, and those with >= 1 seed (eq. 5)
 # Config fields that cannot change a method's outputs (not part of the resume fingerprint).
 _NEUTRAL_FIELDS = {"description", "datasets", "n_questions", "data_dir", "results_dir", "figures_dir",
                    "llm_max_concurrency", "llm_timeout_s", "llm_max_retries", "llm_retry_window_s", "embed_batch_size",
@@ -190,9 +191,20 @@ def score(outputs: Sequence[MethodOutput], questions: Sequence[Question]) -> pd.
             row[f"R@{k}"] = np.nan if no_retrieval else 100.0 * recall_at_k(o.ranked_pids, q.gold_pids, k)
         u = o.usage if isinstance(o.usage, LLMUsage) else LLMUsage.from_dict(o.usage)
         row.update({k: getattr(u, k) for k in USAGE})
+        row.update(_seed_rounds(o.trace or {}))
         rows.append(row)
-    cols = ["qid", "answer", "gold", *METRICS, *USAGE]
+    cols = ["qid", "answer", "gold", *METRICS, *USAGE, *SEEDS]
     return pd.DataFrame(rows, columns=cols)
+
+
+def _seed_rounds(trace: dict) -> dict:
+    """Subgraph rounds and rounds with a seed of a KGIR-RAG trace (issue 10 item 5b); NaN for other methods."""
+    if "rounds" not in trace:
+        return {k: np.nan for k in SEEDS}
+    from .methods.kgir_rounds import trace_row
+
+    row = trace_row(trace)
+    return {k: row[k] for k in SEEDS}
 
 
 def mean_scores(df: pd.DataFrame) -> dict:
@@ -331,7 +343,9 @@ def summary_table(scores: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), l
 
 
 def cost_table(scores: pd.DataFrame, runs: Optional[pd.DataFrame] = None, by_dataset: bool = False) -> pd.DataFrame:
-    """Per method (and dataset): LLM calls, prompt / completion tokens, LLM seconds and wall seconds per question.
+    """Per method (and dataset): LLM calls, prompt / completion tokens, LLM seconds and wall seconds per question,
+    completions cut at their token budget (finish reason "length") per question and, for KGIR-RAG and its
+    ablations, the seed-match rate: the share of evidence-subgraph rounds with at least one seed (eq. 5).
 
     LLM seconds: backend time of the method's calls when first computed (cache hits
     count their stored time, :class:`StoredTimeLLM`); wall seconds: this run's total
@@ -347,6 +361,9 @@ def cost_table(scores: pd.DataFrame, runs: Optional[pd.DataFrame] = None, by_dat
         "tokens / q": g["prompt_tokens"].mean() + g["completion_tokens"].mean(),
         "LLM seconds / q": g["seconds"].mean(),
         "cache hits / q": g["cache_hits"].mean(),
+        "truncated / q": g["truncated"].mean() if "truncated" in scores else np.nan,
+        "seed-match % of rounds": (100 * g["rounds_with_seed"].sum(min_count=1) / g["subgraph_rounds"].sum(min_count=1)
+                                   if "subgraph_rounds" in scores else np.nan),
         "F1": g["F1"].mean(),
     })
     if runs is not None and not runs.empty:

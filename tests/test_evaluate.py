@@ -234,3 +234,29 @@ def test_figures_and_published_indexing():
     pub = report.published_indexing()
     assert pub.loc["GraphRAG"].tolist() == [115.5, 36.1]
     assert pub.columns.levels[0][0].startswith("published: HippoRAG 2 paper")
+
+
+def test_cost_table_counts_truncations_and_kgir_seed_matches():
+    df = scores_frame()
+    df["truncated"] = [1, 0, 0, 1] + [0] * 8
+    kgir = df["method"] == "KGIR-RAG"
+    df["subgraph_rounds"] = np.where(kgir, 2.0, np.nan)      # 8 rounds over 4 questions
+    df["rounds_with_seed"] = np.where(kgir, [2, 1, 0, 1] + [0] * 8, np.nan)
+    cost = ev.cost_table(df)
+    assert cost.loc["KGIR-RAG", "truncated / q"] == 0.5
+    assert cost.loc["KGIR-RAG", "seed-match % of rounds"] == 50.0
+    assert np.isnan(cost.loc["BM25", "seed-match % of rounds"])  # no evidence subgraph: no rate
+
+
+def test_score_reads_seed_rounds_from_kgir_traces():
+    from kgir_lib.data import Question
+    from kgir_lib.methods.base import MethodOutput
+
+    q = Question("q1", "Who?", ("X",), ("p1",), "musique")
+    rounds = [{"t": 1, "subgraph": {"seeds": ["a"], "kept": [], "pruned": []}},
+              {"t": 2, "subgraph": {"seeds": [], "kept": [], "pruned": []}}]
+    kg = MethodOutput(qid="q1", answer="X", ranked_pids=["p1"], usage={}, trace={"rounds": rounds})
+    plain = MethodOutput(qid="q1", answer="Y", ranked_pids=["p1"], usage={}, trace={})
+    df = ev.score([kg, plain], [q])
+    assert df.loc[0, "subgraph_rounds"] == 2 and df.loc[0, "rounds_with_seed"] == 1
+    assert np.isnan(df.loc[1, "subgraph_rounds"])
