@@ -20,7 +20,7 @@ def baseline_answers(case: CaseStudy, methods: Optional[Iterable[str]] = None, r
     """What every other method answered for the case's question, scored like KGIR-RAG's answer.
 
     ``methods`` are registry keys for :func:`kgir_lib.methods.build_method` (default:
-    every method of notebook 05 except KGIR-RAG and the ablation variants). An
+    notebook 05's methods, ``cfg.eval_methods`` or every method, except KGIR-RAG and the ablation variants). An
     answer already in the run's traces (notebooks 04/05)
     is read from there (``source = "trace"``); otherwise the method runs now on
     this one question (``source = "run"``; cached). KGIR-RAG's own row comes first.
@@ -28,7 +28,7 @@ def baseline_answers(case: CaseStudy, methods: Optional[Iterable[str]] = None, r
     from .case_study import traced_answers  # the run's trace files
     from .methods import DEFAULT_METHODS, build_method
 
-    names = list(methods) if methods is not None else default_baselines(DEFAULT_METHODS)
+    names = list(methods) if methods is not None else default_baselines(case.ws.cfg.eval_methods or DEFAULT_METHODS)
     traced = traced_answers(case.ws.cfg, case.dataset, case.qid) if use_traces and case.dataset != FREE_DATASET else {}
     q = find_question(case.ws.dataset, case.qid)
     rows = [_answer_row(KGIR_METHOD, case.answer, case.output.ranked_pids, q, "this case")]

@@ -47,7 +47,7 @@ class Config:
     description: str = ""
     # LLM (one interface, several backends: llamacpp | openai | vllm | scripted)
     llm_backend: str = "llamacpp"
-    llm_model: str = "SmolLM2-135M-Instruct-Q4_1"
+    llm_model: str = "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M"
     llm_model_path: Optional[str] = None
     llm_base_urls: list = field(default_factory=list)
     llm_api_key_env: str = "KGIR_LLM_API_KEY"
@@ -103,6 +103,8 @@ class Config:
     # ablation / sensitivity / robustness studies (notebook 06)
     ablation_datasets: list = field(default_factory=lambda: ["musique", "hotpotqa"])  # Table 7 and KG²RAG ablations
     study_datasets: list = field(default_factory=lambda: ["musique_train"])  # sweeps and robustness
+    # methods of notebook 05 (registry keys of kgir_lib.methods.METHODS); null: every method (DEFAULT_METHODS)
+    eval_methods: Optional[list] = None
     study_n_questions: Optional[int] = 4  # questions a sweep point (null: n_questions)
     robustness_seeds: int = 3  # seeds a drop fraction (KG²RAG robustness)
     # reader context
@@ -340,6 +342,13 @@ def _validate(cfg: Config) -> None:
             raise ConfigError(f"parameter {name!r}: unknown value {getattr(cfg, name)!r} ({' | '.join(allowed)})")
     if not cfg.datasets:
         raise ConfigError("parameter 'datasets': needs at least one dataset name")
+    if cfg.eval_methods is not None:
+        from .methods import METHODS
+
+        unknown = [m for m in cfg.eval_methods if m not in METHODS]
+        if unknown or not cfg.eval_methods:
+            raise ConfigError(f"parameter 'eval_methods': unknown or no method keys {unknown} "
+                              f"(known: {', '.join(METHODS)})")
     for key in cfg.to_dict():
         if "api_key" in key and key != "llm_api_key_env":
             raise ConfigError(f"parameter {key!r}: {_SECRET_HINT}")

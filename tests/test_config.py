@@ -284,3 +284,11 @@ def test_retry_window_per_profile():
     assert load_config("ci").llm_retry_window_s < 60 <= load_config("paper").llm_retry_window_s
     with pytest.raises(ConfigError, match="'llm_retry_window_s'.*>= 0"):
         load_config("ci", llm_retry_window_s=-1)
+
+
+def test_eval_methods_are_checked_against_the_registry():
+    from kgir_lib.config import ConfigError, load_config
+
+    assert load_config("sample", eval_methods=["kgir", "naive_rag"]).eval_methods == ["kgir", "naive_rag"]
+    with pytest.raises(ConfigError, match="eval_methods.*kgirr"):
+        load_config("sample", eval_methods=["kgirr"])

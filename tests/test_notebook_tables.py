@@ -50,7 +50,7 @@ def n_questions(cfg) -> int:
 
 
 def profile_methods(cfg) -> list:
-    return list(getattr(cfg, "methods", None) or DEFAULT_METHODS)
+    return list(cfg.eval_methods or DEFAULT_METHODS)
 
 
 def config_written(cfg, notebook: str) -> None:

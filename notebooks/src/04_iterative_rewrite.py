@@ -36,7 +36,7 @@
 # shared reader when the reflection still does not answer. The paper's LLM is Qwen2.5-72B.
 #
 # Each question's trace (every round's query, retrieval, `G_Ans`, rewrite, new passages, reflection verdict,
-# answer and LLM usage) is saved as JSONL in `results/<profile>/traces/kgir/<dataset>.jsonl`.
+# answer and LLM usage) is saved as JSONL in `results/<profile>/traces/kgir/<dataset>.trace.jsonl`.
 
 # %% tags=["parameters"]
 profile = None              # None: $KGIR_PROFILE, else "sample"
@@ -76,7 +76,7 @@ print(f"max_iterations {cfg.max_iterations}, n-gram threshold {cfg.ngram_thresho
 # ## 1. Run KGIR-RAG on every dataset
 #
 # `kgir_lib.evaluate.run_method` runs the method on the profile's question sample and writes the traces
-# (`traces/kgir/<dataset>.jsonl`, plus a `.meta.json` with the run's fingerprint, wall time and LLM usage by
+# (`traces/kgir/<dataset>.trace.jsonl`, plus a `.meta.json` with the run's fingerprint, wall time and LLM usage by
 # stage). With `resume`, an identical earlier run (same questions, config, prompts, LLM and graph) is read
 # back instead (notebook 05 builds the method the same way, so it reads these runs back); every LLM call is
 # cached anyway. Passages first retrieved by a later round are extracted on

@@ -48,7 +48,7 @@ config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "
                            # by name (papermill / runner -p NAME VALUE) reaches the config too
 datasets = None      # None: the profile's datasets (sample: musique, hotpotqa, musique_train)
 n_questions = None   # questions a dataset; None: the profile's n_questions (sample: 4, ci: 2)
-methods = None       # registry keys (kgir_lib.methods.METHODS); None: kgir_lib.methods.DEFAULT_METHODS
+methods = None       # registry keys (kgir_lib.methods.METHODS); None: the profile's eval_methods, else DEFAULT_METHODS
 resume = None        # reuse an identical earlier run's trace files; None: True
 n_boot = None        # bootstrap resamples; None: 2000
 reference = None     # the method the bootstrap compares with every baseline; None: "KGIR-RAG"
@@ -64,7 +64,7 @@ from kgir_lib.methods import DEFAULT_METHODS, LABELS
 from kgir_lib.notebook import open_notebook
 
 cfg, llm = open_notebook("05_eval", globals())
-method_keys = list(methods) if methods is not None else list(DEFAULT_METHODS)
+method_keys = list(methods) if methods is not None else list(cfg.eval_methods or DEFAULT_METHODS)
 resume = True if resume is None else bool(resume)
 n_boot = 2000 if n_boot is None else int(n_boot)
 reference = reference or "KGIR-RAG"
