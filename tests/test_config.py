@@ -17,7 +17,7 @@ def _clean_env(monkeypatch, tmp_path):
     monkeypatch.setenv("KGIR_RESULTS_DIR", str(tmp_path / "results"))
 
 
-@pytest.mark.parametrize("name", ["sample", "ci", "paper", "paper_llama3"])
+@pytest.mark.parametrize("name", ["sample", "ci", "local", "rehearsal", "paper", "paper_llama3"])
 def test_every_shipped_profile_loads(name):
     cfg = load_config(name)
     assert cfg.profile == name
@@ -26,7 +26,14 @@ def test_every_shipped_profile_loads(name):
 
 def test_profile_values():
     sample, ci, paper, llama3 = (load_config(p) for p in ("sample", "ci", "paper", "paper_llama3"))
-    assert (sample.llm_backend, sample.embed_model, sample.n_questions) == ("llamacpp", "all-MiniLM-L6-v2", 4)
+    assert (sample.llm_backend, sample.embed_model, sample.n_questions) == ("llamacpp", "all-MiniLM-L6-v2", 10)
+    assert sample.llm_model == "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M" and "Qwen2.5-Coder-0.5B" in sample.description
+    assert load_config("local").llm_model == "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M"
+    # the paper profile runs every method on the paper's two datasets, whatever the CPU sample narrows
+    assert (paper.eval_methods, paper.datasets) == (None, ["musique", "hotpotqa"])
+    assert sample.eval_methods and set(sample.eval_methods) >= {"kgir", "kgir_no_subgraph", "kgir_no_reflection",
+                                                                 "kgir_no_rewrite", "naive_rag", "ircot", "kg2rag",
+                                                                 "hipporag2"}
     # ci extends sample: its own fields, the rest inherited
     assert (ci.n_questions, ci.extract_max_passages, ci.max_new_tokens) == (2, 12, 96)
     assert (ci.embed_model, ci.top_k, ci.datasets) == (sample.embed_model, sample.top_k, sample.datasets)
