@@ -55,12 +55,15 @@ class Throughput:
 
 
 # Assumptions for vLLM serving Qwen2.5-72B-Instruct (BF16, tensor-parallel 8) on 8 x A800-80GB with the paper
-# profile's 64 requests in flight. Chosen as round planning numbers, NOT measured here: a central guess and a
-# pessimistic / optimistic bracket. Change them to a measured `vllm bench serve` result before relying on them.
+# profile's 64 requests in flight. NOT measured here (no GPU): planning numbers from first principles.
+#   prefill: 2 x 72e9 FLOP a token; 8 x 312 TFLOP/s BF16 peak at 30-50 % utilisation -> ~5-9k tok/s;
+#   decode: memory-bound, ~145 GB of weights + the KV cache of 64 sequences read per step over 8 x 2 TB/s,
+#           ~25-40 ms a step -> ~1.5-2.5k tok/s summed over 64 sequences.
+# A pessimistic / central / optimistic bracket; replace with a `vllm bench serve` result before relying on it.
 ASSUMED_72B_8xA800: tuple = (
-    Throughput("assumed low (8k prefill / 0.6k decode tok/s)", 8_000.0, 600.0),
-    Throughput("assumed central (20k prefill / 1.5k decode tok/s)", 20_000.0, 1_500.0),
-    Throughput("assumed high (40k prefill / 3k decode tok/s)", 40_000.0, 3_000.0),
+    Throughput("assumed low (4k prefill / 0.8k decode tok/s)", 4_000.0, 800.0),
+    Throughput("assumed central (7k prefill / 1.5k decode tok/s)", 7_000.0, 1_500.0),
+    Throughput("assumed high (12k prefill / 3k decode tok/s)", 12_000.0, 3_000.0),
 )
 
 
