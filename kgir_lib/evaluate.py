@@ -304,7 +304,8 @@ def indexing_cost(ws: Workspace, extract_usage=None, stage_prefix: str = "extrac
         from .kg.extract import extraction_requests
 
         pids = sorted(kg.extracted)
-        reqs = extraction_requests([ws.dataset.corpus[p] for p in pids if p in ws.dataset.corpus])
+        reqs = extraction_requests([ws.dataset.corpus[p] for p in pids if p in ws.dataset.corpus],
+                                   max_tokens=ws.cfg.max_tokens("extract"))
         for req in reqs:
             hit = ws.llm.cache.get(cache_key(ws.llm.model_id, req.payload()))
             if hit:

@@ -214,11 +214,20 @@ def test_bootstrap_table_says_which_differences_the_sample_supports():
 def test_indexing_cost_is_read_back_from_the_llm_cache(tiny_workspace, tiny_dataset):
     ws = tiny_workspace(lambda req: "Compaq ## was ## PC maker")
     ws.kg = KnowledgeGraph()
-    update_kg(ws.kg, ws.llm, tiny_dataset.corpus.passages[:3])
+    update_kg(ws.kg, ws.llm, tiny_dataset.corpus.passages[:3], max_tokens=ws.cfg.max_tokens("extract"))
     row = ev.indexing_cost(ws)
     assert row["passages_extracted"] == 3 and row["extract_calls_found"] == 3
     assert row["extract_completion_tokens"] == 3 * len("Compaq ## was ## PC maker".split())
     assert row["source"].startswith("llm")
+
+
+def test_indexing_cost_uses_the_profiles_extraction_budget(tiny_workspace, tiny_dataset):
+    """The graph was built with cfg.max_tokens("extract"); the cost look-up must ask for the same requests."""
+    ws = tiny_workspace(lambda req: "Compaq ## was ## PC maker")
+    ws.cfg.max_tokens_extract = 77
+    ws.kg = KnowledgeGraph()
+    update_kg(ws.kg, ws.llm, tiny_dataset.corpus.passages[:2], max_tokens=ws.cfg.max_tokens("extract"))
+    assert ev.indexing_cost(ws)["extract_calls_found"] == 2
 
 
 def test_figures_and_published_indexing():

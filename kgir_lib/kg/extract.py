@@ -121,9 +121,12 @@ def extraction_pool(ds: Dataset, dense, questions: Sequence[Question], k: int,
     return list(pool)[:cap]
 
 
-def raw_outputs(llm: LLM, passages: Sequence[Passage], stage: str = "extract") -> dict:
-    """The extraction output text of ``passages`` (``pid -> text``), answered by the cache after a run."""
-    results = llm.generate(extraction_requests(passages), stage=stage)
+def raw_outputs(llm: LLM, passages: Sequence[Passage], max_tokens: int, stage: str = "extract") -> dict:
+    """The extraction output text of ``passages`` (``pid -> text``), answered by the cache after a run.
+
+    ``max_tokens`` must be the budget the graph was built with (``cfg.max_tokens("extract")``): it is part
+    of the request, so another budget would miss the cache and call the LLM again."""
+    results = llm.generate(extraction_requests(passages, max_tokens=max_tokens), stage=stage)
     return {p.pid: r.text for p, r in zip(passages, results)}
 
 

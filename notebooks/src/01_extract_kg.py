@@ -184,7 +184,7 @@ plt.show()
 for name, b in builds.items():
     ds = load_dataset(name, cfg.data_path)
     pids = (b.pool or sorted(b.kg.extracted))[:3]
-    raw = raw_outputs(llm, [ds.corpus[p] for p in pids]) if b.source == "llm" else None
+    raw = raw_outputs(llm, [ds.corpus[p] for p in pids], cfg.max_tokens("extract")) if b.source == "llm" else None
     print(f"--- {name} ({b.source})")
     display(side_by_side(b.kg, ds.corpus, pids, max_chars=300, raw=raw))
 print(report.model_note(cfg, short=True))
