@@ -218,9 +218,12 @@ else:
 #   profile's reranker (bge-reranker-large on `paper`), else by encoder cosine. If the trees hold fewer
 #   passages than the budget, the seeds fill it. *w/o organisation* ranks `D_q ∪ D_q^m` by similarity, so
 #   under a fixed reader context it reads what Naive RAG reads.
-# * **HippoRAG 2**: graph = `ws.kg`; synonymy edges are skipped on CPU profiles (`hipporag2_synonymy`); the
-#   recognition-memory filter is one batched LLM call.
-# * **Graphs on `sample`**: musique and hotpotqa hold only the extracted passages (notebook 01's pool plus the
+# * **HippoRAG 2**: graph = `ws.kg`, with upstream's defaults: `link_top_k` = 5 facts and phrase seeds
+#   (`hipporag2_link_top_k`), synonymy edges among each phrase's top 2047 neighbours at cosine ≥ 0.8
+#   (`hipporag2_synonym_top_k`, `hipporag2_synonym_threshold`); `hipporag2_synonymy` null turns synonymy on for
+#   server backends and off on CPU profiles (the paper profile turns it on). PPR runs networkx's power iteration
+#   on a sparse operator built once per graph; the recognition-memory filter is one batched LLM call.
+# * **Graphs on `sample`**: hotpotqa (and musique on other profiles) holds only the extracted passages (notebook 01's pool plus the
 #   questions' retrieved passages, extracted on demand), so KG²RAG's expansion and HippoRAG 2's graph see a
 #   subset of the corpus; musique_train has the full published OpenIE graph.
 # * **Dense = Naive RAG** on every profile whose encoder is the retriever's: the HippoRAG 2 paper's
