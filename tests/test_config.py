@@ -28,7 +28,8 @@ def test_profile_values():
     sample, ci, paper, llama3 = (load_config(p) for p in ("sample", "ci", "paper", "paper_llama3"))
     assert (sample.llm_backend, sample.embed_model, sample.n_questions) == ("llamacpp", "all-MiniLM-L6-v2", 10)
     assert sample.llm_model == "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M" and "Qwen2.5-Coder-0.5B" in sample.description
-    assert load_config("local").llm_model == "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M"
+    local = load_config("local")
+    assert local.llm_model == "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M" and local.eval_methods is None  # every method
     # the paper profile runs every method on the paper's two datasets, whatever the CPU sample narrows
     assert (paper.eval_methods, paper.datasets) == (None, ["musique", "hotpotqa"])
     assert sample.eval_methods and set(sample.eval_methods) >= {"kgir", "kgir_no_subgraph", "kgir_no_reflection",
