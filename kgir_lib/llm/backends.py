@@ -132,10 +132,7 @@ class LlamaCppBackend:
             if req.json_schema is not None and self.json_mode != "none":
                 kwargs["response_format"] = {"type": "json_object", "schema": req.json_schema}
             t0 = time.perf_counter()
-            # Evaluate every prompt from an empty context: reusing the previous prompt's KV prefix changes the
-            # batch shapes, and with them greedy tokens of a small model, so an answer would depend on which
-            # request came before it (a resumed run would differ from an uninterrupted one).
-            self._llm.reset()
+            self._llm.reset()  # empty context: a reused KV prefix made answers depend on the previous request
             try:
                 out = self._llm.create_chat_completion(**kwargs)
             except ValueError as exc:  # e.g. the prompt still exceeds the context window
