@@ -30,14 +30,17 @@ def last_question(req) -> str:
     return req.messages[-1][1].rsplit("Question:", 1)[-1].split("\n", 1)[0].strip()
 
 
-def make_script(reflect):
-    """Script: NER -> Compaq, rewrite -> REWRITE-ish, reflect -> ``reflect(req)``, reader -> 'HP (reader)'."""
+def make_script(reflect, ner="Entities: Compaq; 1994", rewrite=None):
+    """Script: NER -> ``ner``, rewrite -> ``rewrite(req)`` (default REWRITE-ish), reflect -> ``reflect(req)``,
+    reader -> 'HP (reader)'."""
+    rewrite = rewrite or (lambda req: f"{REWRITE} [{last_question(req)[:12]}]")
+
     def script(req):
         kind = stage_of(req)
         if kind == "ner":
-            return "Entities: Compaq; 1994"
+            return ner
         if kind == "rewrite":
-            return f"{REWRITE} [{last_question(req)[:12]}]"
+            return rewrite(req)
         if kind == "reflect":
             return reflect(req)
         return "Answer: HP (reader)"
@@ -261,15 +264,8 @@ def test_reflection_passages_never_blind():
 def test_empty_subgraph_rewrites_from_passages_and_reflection_sees_them(tiny_workspace, tiny_dataset):
     """NER finds nothing that matches (G_Ans empty) and the rewrite returns the question: the rewrite and the
     reflection see the best passages of D_t, never '(none)' (issue 10 item 5b)."""
-    def script(req):
-        kind = stage_of(req)
-        if kind == "ner":
-            return '{"named_entities": ["Mona Lisa"]}'
-        if kind == "rewrite":
-            return f"Rewritten question: {last_question(req)}"
-        if kind == "reflect":
-            return never(req)
-        return "Answer: HP (reader)"
+    script = make_script(never, ner='{"named_entities": ["Mona Lisa"]}',
+                         rewrite=lambda req: f"Rewritten question: {last_question(req)}")
     ws = tiny_workspace(script)
     q = Question("q2", "Who painted the Mona Lisa?", ("Leonardo",), (), "tiny", 1)
     method, outs, _ = run(ws, [q], max_iterations=1)
