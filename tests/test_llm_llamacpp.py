@@ -44,14 +44,6 @@ def test_deterministic_at_temperature_zero(smol):
     assert run_all(smol, [req])[0].text == run_all(smol, [req])[0].text
 
 
-def test_answer_does_not_depend_on_the_previous_request(smol):
-    """A resumed run sends requests in another order than an uninterrupted one: answers must not change."""
-    a = ChatRequest.chat("Answer briefly.", "Name a colour of the sky.", max_tokens=12)
-    b = ChatRequest.chat("Answer briefly.", "Name a fruit that is yellow.", max_tokens=12)
-    first = run_all(smol, [a])[0].text
-    assert run_all(smol, [b, a, a])[1:] and [r.text for r in run_all(smol, [b, a, b, a])][1::2] == [first, first]
-
-
 def test_json_schema_gives_parseable_json(smol):
     schema = {"type": "object", "properties": {"entities": {"type": "array", "items": {"type": "string"}}},
               "required": ["entities"]}
