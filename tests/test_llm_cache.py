@@ -181,3 +181,28 @@ def test_lone_surrogates_are_replaced_and_counted_in_put(tmp_path):
     assert cache.get(key)["text"] == "reply \ufffd here"
     assert cache.surrogates_replaced == 2 and REPLACED["llm_cache"] == before + 2
     assert cache_key("m", {"x": "plain"}) == cache_key("m", {"x": "plain"})
+
+
+def _open_fresh_cache(args) -> str:
+    path, barrier = args
+    barrier.wait()
+    try:
+        LLMCache(path, timeout_s=20).put("k", "m", {}, "t", 1, 1, 0.1)
+        return "ok"
+    except LLMCacheError as exc:
+        return str(exc)
+
+
+def test_processes_opening_a_fresh_cache_at_once_all_succeed(tmp_path):
+    """Three processes create the same new file together, 30 times over: the switch to WAL can deadlock
+    and SQLite then says "locked" without waiting (about one opening in ten before the retry)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    with ctx.Manager() as manager, ctx.Pool(3) as pool:
+        failures = []
+        for trial in range(30):
+            barrier = manager.Barrier(3)
+            path = tmp_path / f"fresh{trial}.sqlite"
+            failures += [r for r in pool.map(_open_fresh_cache, [(path, barrier)] * 3) if r != "ok"]
+    assert failures == []

@@ -10,6 +10,7 @@ import hashlib
 import json
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -54,14 +55,30 @@ class LLMCache:
         try:
             self._conn = sqlite3.connect(str(self.path), timeout=timeout_s, check_same_thread=False)
             self._conn.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute(_SCHEMA)
-            self._conn.commit()
-            self._conn.execute("SELECT key, text, prompt_tokens, completion_tokens, seconds FROM calls LIMIT 1")
+            self._set_up(timeout_s)
         except sqlite3.DatabaseError as exc:
             raise LLMCacheError(f"LLM cache {self.path}: cannot use it as an SQLite cache ({exc}); "
                                 f"move the file away to start a fresh cache") from exc
+
+    def _set_up(self, timeout_s: float) -> None:
+        """WAL journal, schema, and a probe of the columns. Two processes opening a fresh file at once
+        can deadlock on the switch to WAL, and SQLite then answers "locked" at once instead of calling
+        the busy handler; so a locked set-up is retried until ``timeout_s`` has passed."""
+        deadline, pause = time.monotonic() + timeout_s, 0.01
+        while True:
+            try:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+                self._conn.execute(_SCHEMA)
+                self._conn.commit()
+                self._conn.execute("SELECT key, text, prompt_tokens, completion_tokens, seconds FROM calls LIMIT 1")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                self._conn.rollback()
+                time.sleep(pause)
+                pause = min(pause * 2, 0.5)
 
     def __bool__(self) -> bool:  # a cache is truthy even when empty (``__len__`` would say otherwise)
         return True
