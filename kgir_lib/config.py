@@ -67,6 +67,7 @@ class Config:
     max_tokens_ner: int = 64             # KGIR-RAG NER(q), eq. 4
     max_tokens_rewrite: int = 64         # KGIR-RAG Rewrite, eq. 8
     max_tokens_reflect: int = 192        # KGIR-RAG Reflection (CoT + verdict), §2.4
+    max_tokens_verdict: int = 32         # the reflection's verdict turn (format repair, not in the paper)
     max_tokens_reader: int = 32          # the shared reader and closed-book answers
     max_tokens_hyde: int = 128           # HyDE hypothetical passage
     max_tokens_ircot: int = 64           # IRCoT: one reasoning sentence
@@ -143,7 +144,7 @@ class Config:
 
     def max_tokens(self, stage: str) -> int:
         """The generation budget of ``stage`` (``extract``, ``ner``, ``rewrite``, ``reflect``, ``reader``,
-        ``hyde``, ``ircot``, ``iter_retgen``, ``hipporag2_filter``): field ``max_tokens_<stage>``, else
+        ``verdict``, ``hyde``, ``ircot``, ``iter_retgen``, ``hipporag2_filter``): field ``max_tokens_<stage>``, else
         ``max_new_tokens``."""
         return int(getattr(self, f"max_tokens_{stage}", self.max_new_tokens))
 

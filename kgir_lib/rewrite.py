@@ -10,6 +10,9 @@
   (:func:`kgir_lib.methods.kgir.reflection_passages`). In the last allowed round the prompt tells
   the model it must answer (``final=True``); a reply that still does not answer
   is left to the method's forced final reader call.
+- A reflection reply with no verdict line gets one more turn, :func:`verdict_request` (prompt
+  ``kgir_reflect_verdict``, not in the paper): the reply stays in the conversation and the model is
+  asked for the verdict line alone; :func:`with_verdict` combines the two replies.
 
 Parsing is tolerant and never raises: a reply without a usable line is
 *malformed*, counted by the caller, and handled conservatively (a malformed
@@ -22,10 +25,12 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Optional, Sequence
 
+from .llm import ChatRequest
 from .prompts import chat
 
 REWRITE_MAX_TOKENS = 48
 REFLECT_MAX_TOKENS = 96
+VERDICT_MAX_TOKENS = 32
 FINAL_NOTE = "This is the last round: give your best answer now (write \"Answer: ...\").\n"
 
 _REWRITE = re.compile(r"^\s*(?:rewritten|new|simpler)?\s*question\s*[:：]\s*(.*)$", re.I)
@@ -193,3 +198,27 @@ def parse_reflection(text: Optional[str]) -> Reflection:
             return Reflection(True, body, None, reason)
         return Reflection(False, None, body or None, reason)
     return Reflection(False, None, body or None, reason)
+
+
+def verdict_request(request: ChatRequest, reply: str, final: bool = False,
+                    max_tokens: int = VERDICT_MAX_TOKENS) -> ChatRequest:
+    """The verdict turn after a reflection reply without a verdict line (format repair, not in §2.4).
+
+    The conversation is ``request``'s messages, then ``reply`` as the assistant turn, then the
+    ``kgir_reflect_verdict`` user turn asking for one ``Answer:`` or ``Missing:`` line (in the last
+    round, with the note that the model must answer).
+    """
+    ask = chat("kgir_reflect_verdict", {"final_note": FINAL_NOTE if final else ""}, rstrip=True)
+    messages = request.messages + (("assistant", (reply or "").strip() or "(no reply)"),) + ask.messages
+    return ChatRequest(messages=messages, max_tokens=max_tokens, temperature=request.temperature,
+                       stop=("\n\n",), seed=request.seed, prompt="kgir_reflect_verdict")
+
+
+def with_verdict(first: Reflection, verdict_text: Optional[str]) -> Reflection:
+    """``first`` (a malformed reflection) completed by the verdict turn's reply: the verdict comes from
+    ``verdict_text`` and the reasoning from ``first``. Still malformed if the verdict turn has no
+    verdict line either."""
+    second = parse_reflection(verdict_text)
+    if second.malformed:
+        return first
+    return Reflection(second.answerable, second.answer, second.missing, first.reasoning)

@@ -10,13 +10,14 @@ from kgir_lib.traces import read_traces, write_traces
 from kgir_lib.methods.kgir import (KGIRRAG, VARIANTS, ranked_list, reflection_passages, seed_match_rate, trace_row,
                                    usable_counts, usable_table)
 from kgir_lib.rewrite import (FINAL_NOTE, evidence_block, format_history, parse_reflection, parse_rewrite,
-                              reflection_requests, rewrite_requests)
+                              reflection_requests, rewrite_requests, verdict_request, with_verdict)
 
 Q_CASE = "Which company merged in 2002 with the top PC maker of 1994?"
 REWRITE = "Which company did Compaq merge with in 2002?"
 
 
-STAGE_OF_PROMPT = {"kgir_ner": "ner", "kgir_rewrite": "rewrite", "kgir_reflect": "reflect", "reader": "reader"}
+STAGE_OF_PROMPT = {"kgir_ner": "ner", "kgir_rewrite": "rewrite", "kgir_reflect": "reflect",
+                   "kgir_reflect_verdict": "verdict", "reader": "reader"}
 
 
 def stage_of(req) -> str:
@@ -30,9 +31,9 @@ def last_question(req) -> str:
     return req.messages[-1][1].rsplit("Question:", 1)[-1].split("\n", 1)[0].strip()
 
 
-def make_script(reflect, ner="Entities: Compaq; 1994", rewrite=None):
+def make_script(reflect, ner="Entities: Compaq; 1994", rewrite=None, verdict="Missing: the merger partner"):
     """Script: NER -> ``ner``, rewrite -> ``rewrite(req)`` (default REWRITE-ish), reflect -> ``reflect(req)``,
-    reader -> 'HP (reader)'."""
+    verdict turn -> ``verdict``, reader -> 'HP (reader)'."""
     rewrite = rewrite or (lambda req: f"{REWRITE} [{last_question(req)[:12]}]")
 
     def script(req):
@@ -43,6 +44,8 @@ def make_script(reflect, ner="Entities: Compaq; 1994", rewrite=None):
             return rewrite(req)
         if kind == "reflect":
             return reflect(req)
+        if kind == "verdict":
+            return verdict
         return "Answer: HP (reader)"
     return script
 
@@ -218,16 +221,52 @@ def test_names_and_validation():
 # ---------------------------------------------------------------- malformed output, ranked list, traces
 def test_malformed_replies_are_counted_not_fatal(tiny_workspace, tiny_dataset):
     def script(req):
-        return {"ner": "???", "rewrite": "", "reflect": "I think so", "reader": ""}[stage_of(req)]
+        return {"ner": "???", "rewrite": "", "reflect": "I think so", "verdict": "Yes.", "reader": ""}[stage_of(req)]
     ws = tiny_workspace(script)
     method, outs, _ = run(ws, tiny_dataset.questions, max_iterations=2)
     t = outs[0].trace
     assert method.stats["rewrite_malformed"] == 2 and method.stats["reflection_malformed"] == 2
+    assert method.stats["verdict_turns"] == 2 and method.stats["verdict_turns_malformed"] == 2
+    assert t["rounds"][0]["reflection"]["verdict_raw"] == "Yes."
     assert method.stats["ner_fallbacks"] == 2
     assert t["rounds"][0]["rewrite"]["malformed"] and t["rounds"][0]["rewrite"]["question"] == Q_CASE
     assert t["rounds"][1]["query"] == Q_CASE  # a malformed rewrite keeps the question
     assert t["rounds"][0]["reflection"]["malformed"] and t["answered_by"] == "forced_reader"
     assert outs[0].answer == ""
+
+
+def test_a_reply_without_verdict_gets_one_verdict_turn(tiny_workspace, tiny_dataset):
+    """The format repair: a reasoning-only reflection is followed by the verdict turn, whose answer counts."""
+    reasoning = "Reasoning: Compaq merged with Hewlett-Packard in 2002."
+    ws = tiny_workspace(make_script(lambda req: reasoning, verdict="Answer: Hewlett-Packard"))
+    method, outs, log = run(ws, tiny_dataset.questions, max_iterations=3)
+    t = outs[0].trace
+    assert ("kgir_reflect_verdict", 1) in log.calls and outs[0].answer == "Hewlett-Packard"
+    assert t["answered_by"] == "reflection" and t["iterations_used"] == 1
+    ref = t["rounds"][0]["reflection"]
+    assert (ref["raw"], ref["verdict_raw"], ref["malformed"]) == (reasoning, "Answer: Hewlett-Packard", False)
+    assert ref["reasoning"] == "Compaq merged with Hewlett-Packard in 2002."
+    assert t["rounds"][0]["usable"]["reflect"] is False and t["rounds"][0]["usable"]["reflect_verdict"] is True
+    assert method.stats["verdict_turns"] == 1 and method.stats["verdict_turns_malformed"] == 0
+
+
+def test_verdict_request_continues_the_conversation():
+    first = reflection_requests(["q?"], ["e"], [[]], ["p"], [False])[0]
+    req = verdict_request(first, "  Reasoning: e says nothing.\n", final=False)
+    assert req.messages[:len(first.messages)] == first.messages
+    assert req.messages[len(first.messages)] == ("assistant", "Reasoning: e says nothing.")
+    role, ask = req.messages[-1]
+    assert role == "user" and '"Answer: <short answer>"' in ask and '"Missing: <the fact still needed>"' in ask
+    assert not ask.endswith(FINAL_NOTE.rstrip())
+    assert verdict_request(first, "", final=True).messages[-1][1].endswith(FINAL_NOTE.rstrip())
+    assert verdict_request(first, "", final=True).messages[-2] == ("assistant", "(no reply)")
+    assert (req.max_tokens, req.stop, req.prompt) == (32, ("\n\n",), "kgir_reflect_verdict")
+    base = parse_reflection("Reasoning: the merger was in 2002.")
+    assert base.malformed
+    fixed = with_verdict(base, "Answer: HP.")
+    assert (fixed.answerable, fixed.answer, fixed.reasoning, fixed.malformed) == (True, "HP", base.reasoning, False)
+    assert with_verdict(base, "Missing: the partner").missing == "the partner"
+    assert with_verdict(base, "I do not know") is base
 
 
 def test_ranked_list_known_answer():
@@ -286,17 +325,22 @@ def test_usable_outputs_and_seed_rate_in_traces(tiny_workspace, tiny_dataset):
     """Issue 9 §3 / issue 10 item 5b: per-stage usable counts and the seed-match rate come from the traces."""
     def script(req):
         return {"ner": '{"named_entities": ["PC maker", "1994"]}', "rewrite": "Rewritten question: " + REWRITE,
-                "reflect": "Reasoning: no.", "reader": "Answer: HP"}[stage_of(req)]
+                "reflect": "Reasoning: no.", "verdict": "Missing: the partner", "reader": "Answer: HP"}[stage_of(req)]
     ws = tiny_workspace(script)
     _, outs, _ = run(ws, tiny_dataset.questions, max_iterations=2)
     counts = usable_counts([o.trace for o in outs])
     # round 2's query is the rewrite, which names neither "PC maker" nor "1994": grounded away, not usable
     assert counts["ner"] == {"outputs": 2, "usable": 1, "truncated": 0}
     assert counts["rewrite"]["usable"] == 2 and counts["reflect"] == {"outputs": 2, "usable": 0, "truncated": 0}
+    # the scripted verdict turn names the missing fact both times
+    assert counts["reflect_verdict"] == {"outputs": 2, "usable": 2, "truncated": 0}
     assert counts["reader"] == {"outputs": 1, "usable": 1, "truncated": 0}
     assert seed_match_rate([o.trace for o in outs]) == 1.0
     table = usable_table(outs)
     assert table.loc["reflect", "usable %"] == 0.0 and table.loc["ner", "usable %"] == 50.0
+    assert list(table.index) == ["ner", "rewrite", "reflect", "reflect_verdict", "reflect, after verdict turn",
+                                 "reader"]
+    assert table.loc["reflect, after verdict turn", ["outputs", "usable"]].tolist() == [2, 2]
     row = trace_row(outs[0].trace)
     assert row["rounds_with_seed"] == 2 and row["subgraph_rounds"] == 2
 

@@ -19,6 +19,8 @@ from kgir_lib.reader import closed_book_request, reader_request
 from kgir_lib.rewrite import reflection_requests, rewrite_requests
 from kgir_lib.subgraph import ner_requests
 
+# the reflection's verdict turn (issue 9): tests/test_kgir_loop.py::test_verdict_request_continues_the_conversation
+ADDED_LATER = {"kgir_reflect_verdict"}
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "prompt_messages.json").read_text(encoding="utf-8"))
 
 
@@ -60,7 +62,8 @@ def test_every_prompt_renders_the_messages_it_rendered_before():
     assert [c["case"] for c in now] == [c["case"] for c in FIXTURE["cases"]]
     for new, old in zip(now, FIXTURE["cases"]):
         assert new["messages"] == old["messages"], (new["prompt"], new["case"])
-    assert {c["prompt"] for c in now} == {p.stem for p in PROMPT_DIR.glob("*.txt")}  # every prompt file covered
+    # every prompt file covered; those added after the fixture are pinned by their own tests
+    assert {c["prompt"] for c in now} | ADDED_LATER == {p.stem for p in PROMPT_DIR.glob("*.txt")}
 
 
 def test_few_shot_prompts_are_written_as_turns():

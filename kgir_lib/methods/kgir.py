@@ -93,7 +93,8 @@ from ..progress import progress as tqdm  # one line per bar in executed notebook
 from ..data import Question
 from ..llm import LLMUsage
 from ..reader import answer_usable, format_passages, parse_answer, reader_request
-from ..rewrite import (evidence_block, parse_reflection, parse_rewrite, reflection_requests, rewrite_requests)
+from ..rewrite import (evidence_block, parse_reflection, parse_rewrite, reflection_requests, rewrite_requests,
+                       verdict_request, with_verdict)
 from ..subgraph import EvidenceSubgraph, build_subgraphs, format_triples, ner_usable, resolve_weighting, retrieve
 from .base import MethodBase, MethodOutput, Workspace
 from .kgir_rounds import (STAGES, USABLE_STAGES, CaseRound, FinalCall, Verdict, seed_match_rate,  # noqa: F401
@@ -205,6 +206,34 @@ class KGIRRAG(MethodBase):
     def _passages_text(ws: Workspace, pids: Sequence[str]) -> str:
         return format_passages(ws.passages(pids), ws.cfg.passage_chars)
 
+    def _verdicts(self, ws: Workspace, open_: list, requests: list, replies: list, rounds: list,
+                  last: bool) -> list:
+        """Parse the reflection replies (Fig. 5); a reply with no verdict line gets the verdict turn
+        (:func:`kgir_lib.rewrite.verdict_request`, one batched call). Usable rates are recorded for the
+        first reply (``reflect``) and for the verdict turn (``reflect_verdict``)."""
+        verdicts = []
+        for s, res, r in zip(open_, replies, rounds):
+            s.account("kgir_reflect", res)
+            verdict = parse_reflection(res.text)
+            self._count("reflection_malformed", int(verdict.malformed))
+            r.reflection = Verdict(**verdict.to_dict(), raw=res.text, final=last)
+            r.usable["reflect"], r.truncated["reflect"] = not verdict.malformed, res.truncated
+            verdicts.append(verdict)
+        redo = [i for i, v in enumerate(verdicts) if v.malformed]
+        if not redo:
+            return verdicts
+        again = ws.llm.generate([verdict_request(requests[i], replies[i].text, last, ws.cfg.max_tokens("verdict"))
+                                 for i in redo], stage="kgir_reflect_verdict")
+        for i, res in zip(redo, again):
+            s, r = open_[i], rounds[i]
+            s.account("kgir_reflect_verdict", res)
+            verdicts[i] = with_verdict(verdicts[i], res.text)
+            self._count("verdict_turns")
+            self._count("verdict_turns_malformed", int(verdicts[i].malformed))
+            r.reflection = Verdict(**verdicts[i].to_dict(), raw=r.reflection.raw, final=last, verdict_raw=res.text)
+            r.usable["reflect_verdict"], r.truncated["reflect_verdict"] = not verdicts[i].malformed, res.truncated
+        return verdicts
+
     def _count(self, key: str, n: int = 1) -> None:
         self.stats[key] = self.stats.get(key, 0) + n
 
@@ -274,19 +303,14 @@ class KGIRRAG(MethodBase):
                     s.final_context = self._reader_context(ws, sub, [p for p, _ in d2[:n_ctx]])
                 open_ = []
                 break
-            # -- reflection (Fig. 5): ONE call
-            rf = ws.llm.generate(reflection_requests(rewrites, evidence, [s.history for s in open_],
-                                                     [self._passages_text(ws, ps) for ps in shown],
-                                                     [last] * len(open_), [s.q.question for s in open_],
-                                                     max_tokens=cfg.max_tokens("reflect")),
-                                 stage="kgir_reflect")
+            # -- reflection (Fig. 5): ONE call, then ONE verdict turn for the replies without a verdict line
+            rq = reflection_requests(rewrites, evidence, [s.history for s in open_],
+                                     [self._passages_text(ws, ps) for ps in shown], [last] * len(open_),
+                                     [s.q.question for s in open_], max_tokens=cfg.max_tokens("reflect"))
+            rf = ws.llm.generate(rq, stage="kgir_reflect")
+            verdicts = self._verdicts(ws, open_, rq, rf, rounds, last)
             still = []
-            for s, res, q2, sub, ps, r in zip(open_, rf, rewrites, subs, shown, rounds):
-                s.account("kgir_reflect", res)
-                verdict = parse_reflection(res.text)
-                self._count("reflection_malformed", int(verdict.malformed))
-                r.reflection = Verdict(**verdict.to_dict(), raw=res.text, final=last)
-                r.usable["reflect"], r.truncated["reflect"] = not verdict.malformed, res.truncated
+            for s, verdict, q2, sub, ps, r in zip(open_, verdicts, rewrites, subs, shown, rounds):
                 if verdict.answerable:
                     s.answer, s.answered_by = verdict.answer, "reflection"
                 elif last:

@@ -10,7 +10,7 @@ Trace form of a round (keys of stages that did not run are absent)::
     iteration, query, retrieved [[pid, cosine]], usable {stage: bool}, truncated {stage: bool},
     ner_raw, subgraph (EvidenceSubgraph.to_dict), evidence_source, evidence,
     rewrite {raw, question, malformed, unchanged}, rewrite_retrieved, new_passages, reflection_passages,
-    reflection {raw, final, answerable, answer, missing, reasoning, malformed},
+    reflection {raw, final, answerable, answer, missing, reasoning, malformed[, verdict_raw]},
     final {raw, question, answer, forced}
 """
 from __future__ import annotations
@@ -22,8 +22,9 @@ from ..kg import KnowledgeGraph
 from ..rewrite import Reflection
 from ..subgraph import EvidenceSubgraph
 
-STAGES = ("kgir_ner", "kgir_rewrite", "kgir_reflect", "kgir_final")
-USABLE_STAGES = ("ner", "rewrite", "reflect", "reader")
+STAGES = ("kgir_ner", "kgir_rewrite", "kgir_reflect", "kgir_reflect_verdict", "kgir_final")
+USABLE_STAGES = ("ner", "rewrite", "reflect", "reflect_verdict", "reader")
+REFLECT_AFTER_TURN = "reflect, after verdict turn"
 
 
 def _pairs(rows: Sequence) -> list:
@@ -33,20 +34,24 @@ def _pairs(rows: Sequence) -> list:
 @dataclass
 class Verdict(Reflection):
     """A round's reflection (Fig. 5) as the trace keeps it: the parsed verdict, the raw reply, whether it
-    was the last round."""
+    was the last round, and the verdict turn's reply if there was one."""
 
     raw: str = ""
     final: bool = False
+    verdict_raw: Optional[str] = None  # the verdict turn's reply, when the first reply had no verdict line
 
     @classmethod
     def from_dict(cls, d: dict) -> "Verdict":
         return cls(answerable=bool(d.get("answerable")), answer=d.get("answer"), missing=d.get("missing"),
                    reasoning=d.get("reasoning") or "", malformed=bool(d.get("malformed")), raw=d.get("raw") or "",
-                   final=bool(d.get("final")))
+                   final=bool(d.get("final")), verdict_raw=d.get("verdict_raw"))
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        return {"raw": d.pop("raw"), "final": d.pop("final"), **d}
+        out = {"raw": d.pop("raw"), "final": d.pop("final"), **d}
+        if out["verdict_raw"] is None:
+            del out["verdict_raw"]
+        return out
 
 
 @dataclass
@@ -233,12 +238,22 @@ def seed_match_rate(traces: Sequence[dict]) -> float:
 
 
 def usable_table(outputs: Sequence) -> "object":
-    """Usable-output rates per stage (%), from outputs or traces: one row a stage (issue 9 §3)."""
+    """Usable-output rates per stage (%), from outputs or traces: one row a stage (issue 9 §3).
+
+    ``reflect`` counts the first replies; ``reflect_verdict`` the verdict turns (sent only after a first
+    reply without a verdict line); the derived row ``reflect, after verdict turn`` the reflections the loop
+    could act on (outputs: every reflection; usable: first replies with a verdict plus verdict turns with one).
+    """
     import pandas as pd
 
     traces = [o.trace if hasattr(o, "trace") else o for o in outputs]
+    counts = usable_counts(traces)
+    first, turn = counts["reflect"], counts["reflect_verdict"]
+    counts = {**{st: c for st, c in counts.items() if st != "reader"}, REFLECT_AFTER_TURN: {
+        "outputs": first["outputs"], "usable": first["usable"] + turn["usable"], "truncated": turn["truncated"]},
+        "reader": counts["reader"]}
     rows = []
-    for st, c in usable_counts(traces).items():
+    for st, c in counts.items():
         rate = 100.0 * c["usable"] / c["outputs"] if c["outputs"] else float("nan")
         rows.append({"stage": st, "outputs": c["outputs"], "usable": c["usable"], "usable %": rate,
                      "truncated": c["truncated"]})
