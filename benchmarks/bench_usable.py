@@ -95,7 +95,8 @@ def main() -> None:
              f"{len(qs)} musique_train tuning questions (outside the sample's first {SAMPLE_RESERVED} of the "
              f"seeded shuffle), KGIR-RAG full, {args.iterations} rounds at most, GPT-3.5 OpenIE graph; "
              f"extraction on {len(pids)} of their gold passages. Budgets: "
-             + ", ".join(f"{s} {cfg.max_tokens(s)}" for s in ("extract", "ner", "rewrite", "reflect", "reader"))
+             + ", ".join(f"{s} {cfg.max_tokens(s)}"
+                         for s in ("extract", "ner", "rewrite", "reflect", "verdict", "reader"))
              + f". KGIR-RAG wall time {t_kgir:.0f} s.", "",
              to_markdown(table.reset_index()), "",
              f"Seed-match rate (subgraph rounds with >= 1 seed): {100 * rate:.1f} %", "",
@@ -110,6 +111,8 @@ def main() -> None:
             print("--", r["query"][:90], "| NER", repr(r.get("ner_raw", ""))[:80])
             print("   rewrite", repr(r.get("rewrite", {}).get("raw", ""))[:120])
             print("   reflect", repr((r.get("reflection") or {}).get("raw", ""))[:200])
+            if (r.get("reflection") or {}).get("verdict_raw") is not None:
+                print("   verdict turn", repr(r["reflection"]["verdict_raw"])[:120])
         print("   answer", o.answer, "| gold", o.trace["gold_answers"][:2], "|", o.trace["answered_by"])
 
 

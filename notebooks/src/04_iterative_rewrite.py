@@ -29,11 +29,14 @@
 # **Final ranked list** (Recall@k): the source passages of `G_Ans` edges over all rounds, by their best edge
 # weight, then every other retrieved passage in retrieval order (`D_1`, `D'_1`, `D_2`, …).
 #
-# **Deviations from the paper** (CPU, tiny model): the `sample` profile runs SmolLM2-135M-Instruct, which
-# follows few-shot formats only loosely, so (a) the prompts are short with one-line answer formats, (b) the
-# parsers are tolerant and count malformed replies instead of failing (a malformed rewrite keeps the previous
-# question; a malformed reflection counts as "not answerable"), (c) the forced final answer goes through the
-# shared reader when the reflection still does not answer. The paper's LLM is Qwen2.5-72B.
+# **Deviations from the paper** (CPU, small model): the `sample` profile runs Qwen2.5-Coder-0.5B-Instruct
+# (`local`: the 1.5B), which follows few-shot formats only loosely, so (a) the prompts ask for one-line answer
+# formats, (b) the parsers are tolerant and count malformed replies instead of failing (a malformed rewrite
+# keeps the previous question), (c) a reflection reply with no `Answer:` or `Missing:` line gets **one verdict
+# turn** (prompt `kgir_reflect_verdict`, not in the paper): the reply stays in the conversation and the model is
+# asked for the verdict line alone; if that fails too the reflection counts as "not answerable", (d) the
+# forced final answer goes through the shared reader when the reflection still does not answer. The paper's
+# LLM is Qwen2.5-72B.
 #
 # Each question's trace (every round's query, retrieval, `G_Ans`, rewrite, new passages, reflection verdict,
 # answer and LLM usage) is saved as JSONL in `results/<profile>/traces/kgir/<dataset>.trace.jsonl`.
@@ -167,7 +170,9 @@ report.save_table(usage.round(2), cfg, "04_kgir_usage_by_stage", "KGIR-RAG LLM u
 #
 # Whether each stage's reply was **parsed as intended** rather than handled by a fallback (issue 9 §3;
 # definitions in `kgir_lib/methods/kgir.py`): NER — a JSON entity list with an entity that occurs in the
-# question; rewrite — a question; reflection — an `Answer:` or `Missing:` line; reader — a short non-empty
+# question; rewrite — a question; reflection — an `Answer:` or `Missing:` line in the first reply
+# (`reflect`), in the verdict turn sent after a first reply without one (`reflect_verdict`), and in either
+# (`reflect, after verdict turn`: the share of reflections the loop could act on); reader — a short non-empty
 # answer. *Truncated*: replies cut at the stage's token budget (`max_tokens_<stage>` in the profile; finish
 # reason "length"). The **seed-match rate** is the share of subgraph rounds with at least one seed (eq. 5);
 # a round without one has an empty `G_Ans`, and the passages of `D_q` stand in for it (notebook 03, §3c).
