@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kgir_lib.config import load_config
+from kgir_lib.config import default_data_dir, load_config
 from kgir_lib.data import Corpus, Dataset, Passage, Question, passage_id
 from kgir_lib.kg import KnowledgeGraph, Triple
 from kgir_lib.llm import LLM, LLMCache, ScriptedBackend
@@ -16,7 +16,7 @@ from kgir_lib.methods.base import Workspace
 from kgir_lib.retrieval import DenseIndex
 from _notebook_checks import executed, pytest_collection_modifyitems  # noqa: F401  (table checks after the notebooks)
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED_DATA = default_data_dir()  # $KGIR_DATA_DIR, else ../shared/data beside the project
 
 
 class BagOfWordsEncoder:

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from kgir_lib.config import default_data_dir
 from kgir_lib.data import (DataError, Passage, download_hipporag2, load_corpus, load_dataset, passage_id,
                            sample_questions)
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED_DATA = default_data_dir()  # $KGIR_DATA_DIR, else ../shared/data beside the project
 needs_shared = pytest.mark.skipif(not (SHARED_DATA / "musique").is_dir(), reason=f"no shared data at {SHARED_DATA}")
 
 

@@ -12,6 +12,7 @@ import nbformat
 import pytest
 
 from kgir_lib import runner
+from kgir_lib.config import default_data_dir
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -196,7 +197,7 @@ def test_runner_injects_every_parameter_resolves_relative_dirs_and_exports_the_l
     nbs.mkdir()
     _notebook(nbs / "00_probe.ipynb", PROBE_ALL)
     _notebook(nbs / "01_fail.ipynb", "raise ValueError('scripted failure')")
-    (tmp_path / "data").symlink_to(Path(__file__).resolve().parents[2] / "shared" / "data")
+    (tmp_path / "data").symlink_to(default_data_dir().resolve())
     env = {**os.environ, "KGIR_RESULTS_DIR": "rel_results", "KGIR_DATA_DIR": "data",
            "KGIR_FIGURES_DIR": "figs"}
     env.pop("KGIR_PROFILE", None)
