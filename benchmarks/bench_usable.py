@@ -81,6 +81,7 @@ def main() -> None:
     t0 = time.perf_counter()
     outs = KGIRRAG(max_iterations=args.iterations).run(ws, qs)
     t_kgir = time.perf_counter() - t0
+    kgir_use = llm.usage.total()
     table = usable_table(outs)
     pids = [p for q in qs for p in q.gold_pids][: args.passages]
     rep = extract_triples(llm, ws.passages(pids), stage="extract_bench", max_tokens=cfg.max_tokens("extract"))
@@ -97,7 +98,9 @@ def main() -> None:
              f"extraction on {len(pids)} of their gold passages. Budgets: "
              + ", ".join(f"{s} {cfg.max_tokens(s)}"
                          for s in ("extract", "ner", "rewrite", "reflect", "verdict", "reader"))
-             + f". KGIR-RAG wall time {t_kgir:.0f} s.", "",
+             + f". KGIR-RAG wall time {t_kgir:.0f} s in this invocation, with {kgir_use.cache_hits} of "
+             f"{kgir_use.calls} LLM calls answered from the cache in `--work` (a cached rerun times the cache, "
+             f"not the model).", "",
              to_markdown(table.reset_index()), "",
              f"Seed-match rate (subgraph rounds with >= 1 seed): {100 * rate:.1f} %", "",
              "## Seed matching on round 1 (same NER replies, GPT-3.5 graph; no LLM call)", "",
