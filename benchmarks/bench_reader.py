@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kgir_lib.data import load_dataset  # noqa: E402
-from kgir_lib.llm.backends import LlamaCppBackend  # noqa: E402
+from kgir_lib.llm import LlamaCppBackend  # noqa: E402
 from kgir_lib.llm.build import cpu_flags  # noqa: E402
 from kgir_lib.llm.embedded import installed_models  # noqa: E402
 from kgir_lib.metrics import best_em, best_f1  # noqa: E402

@@ -88,3 +88,37 @@ def test_build_backend_loads_once(tmp_path):
     assert a is b
     llm = LLM(a, None, progress=False)
     assert llm.complete([ChatRequest.chat(None, "Say yes.", max_tokens=4)])[0].strip()
+
+
+def full_tokens(backend, msgs) -> list:
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    llm = backend._llm
+    fmt = Jinja2ChatFormatter(template=llm.metadata["tokenizer.chat_template"], eos_token="", bos_token="")
+    return llm.tokenize(fmt(messages=msgs).prompt.encode("utf-8"), add_bos=True, special=True)
+
+
+def test_prefix_is_every_turn_but_the_last(smol):
+    msgs = [{"role": "system", "content": "Answer in one word."}, {"role": "user", "content": "Capital of France?"},
+            {"role": "assistant", "content": "Paris"}, {"role": "user", "content": "Capital of Italy?"}]
+    prefix, full = smol.prefix_tokens(msgs), full_tokens(smol, msgs)
+    assert 0 < len(prefix) < len(full) and list(prefix) == full[:len(prefix)]
+    assert "Italy" not in smol._llm.detokenize(list(prefix)).decode()
+    assert "Paris" in smol._llm.detokenize(list(prefix)).decode()
+    assert smol.prefix_tokens(msgs[-1:]) == ()  # one turn: nothing fixed to reuse
+
+
+def test_an_answer_does_not_depend_on_the_request_before_it(smol):
+    """The prefix is evaluated alone from an empty context, so reuse gives the same tokens as a fresh start."""
+    shots = [("system", "Continue the list with five more items."), ("user", "apple, pear"),
+             ("assistant", "plum, fig, lime, kiwi, date")]
+    x = ChatRequest(messages=tuple(shots) + (("user", "red, blue"),), max_tokens=24)
+    y = ChatRequest(messages=tuple(shots) + (("user", "one, two, three"),), max_tokens=24)
+    z = ChatRequest(messages=(("system", "Reply in French."), ("user", "red, blue")), max_tokens=24)
+    fresh = LlamaCppBackend("SmolLM2-135M-Instruct-Q4_1", n_ctx=1024, n_threads=2)
+    alone = run_all(fresh, [x])[0].text
+    hits = fresh.prefix_hits
+    mixed = run_all(fresh, [y, x, z, x, x])
+    assert [mixed[i].text for i in (1, 3, 4)] == [alone] * 3
+    assert fresh.prefix_hits - hits == 3  # y after x, x after y, x after x reused it; z and x after z did not
+    fresh.close()

@@ -4,10 +4,10 @@ from __future__ import annotations
 import os
 from typing import Callable, Optional
 
-from .backends import (LLMError, LlamaCppBackend, OpenAIBackend, ScriptedBackend, VLLMBackend,
-                       smollm2_gguf_path)
+from .backends import OpenAIBackend, ScriptedBackend, VLLMBackend
 from .cache import LLMCache, LLMCacheError, cache_key
-from .core import LLM, CacheMissError, ChatRequest, ChatResult, LLMUsage, Usage
+from .core import LLM, CacheMissError, ChatRequest, ChatResult, LLMError, LLMUsage, Usage
+from .llamacpp import LlamaCppBackend, smollm2_gguf_path
 from .parsing import extract_json
 
 __all__ = ["LLM", "ChatRequest", "ChatResult", "Usage", "LLMUsage", "LLMCache", "LLMCacheError", "LLMError", "CacheMissError",

