@@ -4,7 +4,8 @@ llama.cpp's default ``GGML_NATIVE=ON`` compiles for the build machine's CPU. On 
 (``amx_int8``/``amx_tile`` in ``/proc/cpuinfo``) the natively built ggml segfaults in the first
 decode, and a native wheel cached by pip can land on a different CPU. So set-up always builds with
 ``GGML_NATIVE=OFF``, turns on each x86 extension the CPU reports (AVX-512 is ~1.5x faster where it
-exists), and never turns on AMX.
+exists), and never turns on AMX. It also skips llama-cpp-python's multimodal library, which a
+text-only run never loads, to shorten the build.
 
 Stdlib only: ``python3 kgir_lib/llm/build.py cmake-args`` prints the flags, ``... tag`` a short hash
 of them (the wheel-cache key), ``... flags`` the CPU flags they were chosen from.
@@ -27,7 +28,8 @@ _EXTENSIONS: list[tuple[tuple[str, ...], str]] = [
     (("avx512f", "avx512_vnni"), "GGML_AVX512_VNNI"),
     (("avx512f", "avx512_bf16"), "GGML_AVX512_BF16"),
 ]
-_ALWAYS_OFF = ["GGML_NATIVE", "GGML_AMX_TILE", "GGML_AMX_INT8", "GGML_AMX_BF16", "GGML_CUDA", "GGML_METAL"]
+_ALWAYS_OFF = ["GGML_NATIVE", "GGML_AMX_TILE", "GGML_AMX_INT8", "GGML_AMX_BF16", "GGML_CUDA", "GGML_METAL",
+               "LLAVA_BUILD"]  # LLAVA_BUILD: the multimodal library (mtmd), which text-only use never loads
 
 
 def cpu_flags(cpuinfo: str | None = None) -> set[str]:
