@@ -408,6 +408,9 @@ def test_parse_reflection_keeps_reasoning():
     assert r.reasoning == "Harper Lee wrote it. Her hometown is Alabama."
 
 
+REPLY_CUE = 'Reply with a "Reasoning:" line, then an "Answer:" or a "Missing:" line.'  # prompt v5
+
+
 def test_request_builders():
     hist = [{"rewrite": "Which company did Compaq merge with?", "missing": "the year"}]
     assert format_history([]) == ""
@@ -424,7 +427,7 @@ def test_request_builders():
                              [True], ["q?"])[0]
     assert [r for r, _ in rf.messages] == ["system"] + ["user", "assistant"] * 3 + ["user"]
     assert rf.messages[-1][1] == ("Passages:\nP\ntext\n\nP2\ntext2\nRetrieved passages:\n(none)\nOriginal question: q?\n"
-                                  "Question: q2?\n" + FINAL_NOTE.rstrip())
+                                  "Question: q2?\n" + REPLY_CUE + "\n" + FINAL_NOTE.rstrip())
     # the paper's Fig. 5 examples: one answerable, one naming the missing fact; both parse
     ex1, ex2 = parse_reflection(rf.messages[2][1]), parse_reflection(rf.messages[6][1])
     assert not parse_reflection(rf.messages[4][1]).answerable  # the MuSiQue-train example: a hop is missing
@@ -432,7 +435,8 @@ def test_request_builders():
     assert (ex2.answerable, ex2.missing) == (False, "airports in Alabama")
     assert "To Kill a Mockingbird" in rf.messages[5][1]
     not_final = reflection_requests(["q?"], ["e"], [[]], ["p"], [False])[0]
-    assert not_final.messages[-1][1].endswith("Question: q?")
+    assert not_final.messages[-1][1].endswith("Question: q?\n" + REPLY_CUE)
+    assert all(text.endswith(REPLY_CUE) for role, text in rf.messages[1:-1] if role == "user")
     with pytest.raises(ValueError):
         rewrite_requests(["a"], [], [])
     with pytest.raises(ValueError):

@@ -3,7 +3,8 @@
 ``fixtures/prompt_messages.json`` holds the messages the prompt code of commit 713cfc4 produced (few-shot
 turns split out of the prompt text by blank lines and a marker), captured before the prompt files
 became explicit ``[system]`` / ``[user]`` / ``[assistant]`` turns; the LLM cache is keyed by these
-messages, so they must not change.
+messages, so they must not change. One intended change since: the ``kgir_reflect`` cases were
+re-rendered for that prompt's version 5 (a reminder of the two-line reply closes every user turn).
 """
 from __future__ import annotations
 
