@@ -31,8 +31,9 @@
 #
 # **Deviations from the paper** (CPU, small model): the `sample` profile runs Qwen2.5-Coder-0.5B-Instruct
 # (`local`: the 1.5B), which follows few-shot formats only loosely, so (a) the prompts ask for one-line answer
-# formats, (b) the parsers are tolerant and count malformed replies instead of failing (a malformed rewrite
-# keeps the previous question), (c) a reflection reply with no `Answer:` or `Missing:` line gets **one verdict
+# formats, and each user turn of the reflection prompt ends with a reminder of its two-line reply, (b) the
+# parsers are tolerant and count malformed replies instead of failing (a malformed rewrite keeps the previous
+# question), (c) a reflection reply with no `Answer:` or `Missing:` line gets **one verdict
 # turn** (prompt `kgir_reflect_verdict`, not in the paper): the reply stays in the conversation and the model is
 # asked for the verdict line alone; if that fails too the reflection counts as "not answerable", (d) the
 # forced final answer goes through the shared reader when the reflection still does not answer. The paper's
