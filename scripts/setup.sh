@@ -27,7 +27,7 @@ $pip install -q torch==2.13.0
 # keys a natively built wheel by version alone and hands it to any CPU).
 wheels="$CACHE/wheels/llama-cpp-python-$BUILD_TAG"
 if ! ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
-  echo "setup: building llama-cpp-python $LLAMA_VERSION portably (~10 min the first time)"
+  echo "setup: building llama-cpp-python $LLAMA_VERSION portably (a few minutes the first time)"
   echo "setup:   CPU flags: $("$PY" kgir_lib/llm/build.py flags)"
   echo "setup:   CMAKE_ARGS=$CMAKE_FLAGS"
   rm -rf "$wheels.tmp" && mkdir -p "$wheels.tmp"
