@@ -24,11 +24,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from bench_usable import SAMPLE_RESERVED, tuning_questions  # noqa: E402
 
 from kgir_lib.config import load_config  # noqa: E402
+from kgir_lib.data import SAMPLE_RESERVED, tuning_questions  # noqa: E402
 from kgir_lib.kg.extract import extract_triples  # noqa: E402
 from kgir_lib.llm import LLM, LlamaCppBackend  # noqa: E402
 from kgir_lib.methods.kgir import KGIRRAG  # noqa: E402

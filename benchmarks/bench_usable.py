@@ -14,7 +14,6 @@ The LLM cache lives in ``--work`` (default /tmp/kgir_bench), so a rerun costs no
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 import time
 from pathlib import Path
@@ -23,20 +22,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kgir_lib.config import load_config  # noqa: E402
+from kgir_lib.data import SAMPLE_RESERVED, tuning_questions  # noqa: E402
 from kgir_lib.kg.extract import extract_triples  # noqa: E402
 from kgir_lib.llm import build_llm  # noqa: E402
 from kgir_lib.methods.kgir import KGIRRAG, seed_match_rate, usable_table  # noqa: E402
 from kgir_lib.pipeline import workspace  # noqa: E402
 from kgir_lib.report import to_markdown  # noqa: E402
-
-SAMPLE_RESERVED = 30  # the sample run draws from the first 30 of the seeded shuffle at most
-
-
-def tuning_questions(questions, n: int, seed: int = 0) -> list:
-    """Questions outside the first ``SAMPLE_RESERVED`` of ``sample_questions``' shuffle (the same RNG)."""
-    order = list(range(len(questions)))
-    random.Random(seed).shuffle(order)
-    return [questions[i] for i in order[SAMPLE_RESERVED:SAMPLE_RESERVED + n]]
 
 
 def seed_table(ws, qs):

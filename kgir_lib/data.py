@@ -310,6 +310,20 @@ def sample_questions(questions: Sequence[Question], n: Optional[int], seed: int 
     return [questions[i] for i in keep]
 
 
+# Prompt tuning (benchmarks/bench_usable.py) uses musique_train questions after the first 30 of the seeded
+# shuffle: the sample profile never evaluates them; the local profile (all 100) does, so its reading reports
+# musique_train with and without them.
+SAMPLE_RESERVED = 30
+TUNED_ON = 30  # how many tuning questions the committed prompts were tuned on (results/benchmarks/usable.md)
+
+
+def tuning_questions(questions: Sequence[Question], n: int = TUNED_ON, seed: int = 0) -> list:
+    """The ``n`` questions after the first ``SAMPLE_RESERVED`` of :func:`sample_questions`' shuffle (same RNG),
+    in shuffle order: questions to tune prompts on that a sample of at most 30 never evaluates."""
+    order = list(range(len(questions)))
+    random.Random(seed).shuffle(order)
+    return [questions[i] for i in order[SAMPLE_RESERVED:SAMPLE_RESERVED + n]]
+
 HF_ENDPOINT = "https://huggingface.co"
 
 

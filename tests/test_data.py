@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 import json
+import random
 import time
 from pathlib import Path
 
 import pytest
 
 from kgir_lib.config import default_data_dir
-from kgir_lib.data import (DataError, Passage, download_hipporag2, load_corpus, load_dataset, passage_id,
-                           sample_questions)
+from kgir_lib.data import (SAMPLE_RESERVED, DataError, Passage, download_hipporag2, load_corpus, load_dataset,
+                           passage_id, sample_questions, tuning_questions)
 
 SHARED_DATA = default_data_dir()  # $KGIR_DATA_DIR, else ../shared/data beside the project
 needs_shared = pytest.mark.skipif(not (SHARED_DATA / "musique").is_dir(), reason=f"no shared data at {SHARED_DATA}")
@@ -105,6 +106,17 @@ def test_sampling_is_seeded_nested_and_in_file_order(real):
     assert sample_questions(qs, None) == qs and sample_questions(qs, 1000) == qs
     assert sample_questions(qs, 0) == []
 
+
+
+def test_tuning_questions_follow_the_largest_sample_and_never_meet_it():
+    qs = [f"q{i}" for i in range(100)]
+    tuned = tuning_questions(qs, 30, seed=0)
+    order = list(range(100))
+    random.Random(0).shuffle(order)
+    assert tuned == [qs[i] for i in order[30:60]]  # shuffle positions 30-59, in shuffle order
+    assert not set(tuned) & set(sample_questions(qs, SAMPLE_RESERVED, seed=0))
+    assert set(tuned) <= set(sample_questions(qs, 60, seed=0))  # a run of all or 60+ questions meets them
+    assert tuning_questions(qs, 5, seed=0) == tuned[:5]
 
 def test_sampling_exact_values():
     # documented rule: first n of random.Random(seed).shuffle(range(len)), then file order
