@@ -229,6 +229,23 @@ def check_05(cfg) -> None:
     per_ds = boot[boot["dataset"] != "all"]
     assert (per_ds["n"] == n).all() and (boot.loc[boot["dataset"] == "all", "n"] == n * len(cfg.datasets)).all()
     assert set(boot["baseline"]) == set(labels) - {"KGIR-RAG"}
+    check_claims(table(cfg, "05_claims"), set(labels), n, len(cfg.datasets))
+
+
+def check_claims(claims: pd.DataFrame, methods: set, n: int, n_datasets: int) -> None:
+    """05_claims: every paper claim per dataset and metric; each reading follows from its interval."""
+    from kgir_lib import claims as cl
+
+    has_columns(claims, ["claim", "dataset", "metric", "compared with", "n", "diff", "CI lo", "CI hi", "reading"],
+                "claims")
+    assert set(claims["claim"]) == {c.name for c in cl.PAPER_CLAIMS}
+    for r in claims.to_dict("records"):
+        if r["compared with"] not in methods or "KGIR-RAG" not in methods:
+            assert r["reading"] == cl.NOT_RUN, r
+            continue
+        assert r["reading"] == cl.reading(r["CI lo"], r["CI hi"]), r
+        assert r["CI lo"] <= r["diff"] + 1e-9 <= r["CI hi"] + 2e-9, r
+        assert r["n"] <= (n * n_datasets if r["dataset"] == "all" else n), r
 
 
 # ----------------------------------------------------------------------------- 06
