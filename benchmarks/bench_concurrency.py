@@ -49,14 +49,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_servers(model: Path, n: int, n_threads: int, n_ctx: int, log_dir: Path) -> list:
-    """Start ``n`` ``llama_cpp.server`` processes; returns ``[(process, base_url, command)]``."""
+def start_servers(model: Path, n: int, n_threads: int, n_ctx: int, log_dir: Path, extra: tuple = ()) -> list:
+    """Start ``n`` ``llama_cpp.server`` processes (``extra``: more server options); returns
+    ``[(process, base_url, command)]``."""
     servers = []
     for i in range(n):
         port = free_port()
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", "smollm2",
                "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(n_threads),
-               "--n_threads_batch", str(n_threads), "--seed", "0"]
+               "--n_threads_batch", str(n_threads), "--seed", "0", *extra]
         log = open(log_dir / f"server{i}.log", "w")
         env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
