@@ -37,6 +37,28 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], n_boot: int = 2000,
     return float(d.mean()), float(lo), float(hi)
 
 
+def dataset_groups(scores: pd.DataFrame, pooled: bool = True) -> list:
+    """``[(dataset, rows)]`` in first-seen order, plus ``("all", scores)`` when ``pooled`` and there are
+    several datasets (pooled rows resample (dataset, question) pairs together)."""
+    groups = [(d, scores[scores["dataset"] == d]) for d in dict.fromkeys(scores["dataset"])]
+    if pooled and len(groups) > 1:
+        groups.append(("all", scores))
+    return groups
+
+
+def paired_scores(rows: pd.DataFrame, reference: str, other: str, metric: str) -> tuple:
+    """``(a, b)``: ``metric`` of ``reference`` and of ``other`` on the (dataset, qid) pairs both have a value for
+    (a NaN, e.g. recall without gold passages, leaves that question out); empty arrays if none."""
+    if metric not in rows.columns:
+        return np.array([]), np.array([])
+    ref = rows[rows["method"] == reference].set_index(["dataset", "qid"])[metric]
+    oth = rows[rows["method"] == other].set_index(["dataset", "qid"])[metric]
+    common = ref.index.intersection(oth.index)
+    a, b = ref.loc[common].to_numpy(float), oth.loc[common].to_numpy(float)
+    ok = ~(np.isnan(a) | np.isnan(b))
+    return a[ok], b[ok]
+
+
 def bootstrap_table(scores: pd.DataFrame, reference: str = "KGIR-RAG", metrics: Sequence[str] = ("EM", "F1"),
                     n_boot: int = 2000, seed: int = 0, pooled: bool = True) -> pd.DataFrame:
     """``reference`` minus every other method, per dataset (and pooled over datasets), paired by question.
@@ -48,23 +70,17 @@ def bootstrap_table(scores: pd.DataFrame, reference: str = "KGIR-RAG", metrics: 
     if scores.empty or reference not in set(scores["method"]):
         return pd.DataFrame(columns=["dataset", "baseline", "metric", "n", "mean diff", "CI lo", "CI hi",
                                      "supported"])
-    groups = [(d, scores[scores["dataset"] == d]) for d in dict.fromkeys(scores["dataset"])]
-    if pooled and len(groups) > 1:
-        groups.append(("all", scores))
     rows = []
-    for d, df in groups:
-        ref = df[df["method"] == reference].set_index(["dataset", "qid"])
+    for d, df in dataset_groups(scores, pooled):
         for other in dict.fromkeys(df["method"]):
             if other == reference:
                 continue
-            oth = df[df["method"] == other].set_index(["dataset", "qid"])
-            common = ref.index.intersection(oth.index)
-            if len(common) == 0:
-                continue
             for m in metrics:
-                diff, lo, hi = paired_bootstrap(ref.loc[common, m].to_numpy(), oth.loc[common, m].to_numpy(),
-                                                n_boot=n_boot, seed=seed)
+                a, b = paired_scores(df, reference, other, m)
+                if a.size == 0:
+                    continue
+                diff, lo, hi = paired_bootstrap(a, b, n_boot=n_boot, seed=seed)
                 verdict = "reference better" if lo > 0 else "baseline better" if hi < 0 else "no"
-                rows.append({"dataset": d, "baseline": other, "metric": m, "n": len(common), "mean diff": diff,
+                rows.append({"dataset": d, "baseline": other, "metric": m, "n": a.size, "mean diff": diff,
                              "CI lo": lo, "CI hi": hi, "supported": verdict})
     return pd.DataFrame(rows)

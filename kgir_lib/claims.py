@@ -18,12 +18,12 @@ as text (METHOD.md §7), so those cells stay empty.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .bootstrap import paired_bootstrap
+from .bootstrap import dataset_groups, paired_bootstrap, paired_scores
 from .data import load_dataset, tuning_questions
 from .report import KGIR_ABLATION_DROPS
 
@@ -77,12 +77,12 @@ def drop_questions(scores: pd.DataFrame, exclude: Mapping[str, Iterable[str]]) -
     return scores[keep]
 
 
-
 def tuned_questions(cfg, datasets: Iterable[str] = ("musique_train",)) -> dict:
     """{dataset: qids} of the prompt-tuning questions (:func:`kgir_lib.data.tuning_questions`, with the
     profile's seed) for each of ``datasets`` the profile evaluates: the reading is also given without them."""
     return {d: [q.qid for q in tuning_questions(load_dataset(d, cfg.data_path).questions, seed=cfg.seed)]
             for d in datasets if d in cfg.datasets}
+
 
 def claims_table(scores: pd.DataFrame, claims: Sequence[Claim] = PAPER_CLAIMS, reference: str = REFERENCE,
                  n_boot: int = 2000, seed: int = 0, pooled: bool = True) -> pd.DataFrame:
@@ -98,27 +98,18 @@ def claims_table(scores: pd.DataFrame, claims: Sequence[Claim] = PAPER_CLAIMS, r
     missing = [c for c in ("method", "dataset", "qid") if c not in scores.columns]
     if missing:
         raise ValueError(f"claims_table: scores lack columns {missing}")
-    groups = [(d, scores[scores["dataset"] == d]) for d in dict.fromkeys(scores["dataset"])]
-    if pooled and len(groups) > 1:
-        groups.append(("all", scores))
     rows = []
     for claim in claims:
-        for dataset, df in groups:
-            ref = df[df["method"] == reference].set_index(["dataset", "qid"])
-            oth = df[df["method"] == claim.other].set_index(["dataset", "qid"])
-            common = ref.index.intersection(oth.index)
+        for dataset, df in dataset_groups(scores, pooled):
             for m in claim.metrics:
                 row = {"claim": claim.name, "dataset": dataset, "compared with": claim.other, "metric": m,
                        "n": 0, reference: np.nan, "other": np.nan, "diff": np.nan, "CI lo": np.nan,
                        "CI hi": np.nan, "reading": NOT_RUN, PAPER_COLUMN: claim.paper.get(m, np.nan)}
-                if len(common) and m in df.columns:
-                    a, b = ref.loc[common, m].to_numpy(float), oth.loc[common, m].to_numpy(float)
-                    ok = ~(np.isnan(a) | np.isnan(b))
-                    if ok.any():
-                        diff, lo, hi = paired_bootstrap(a[ok], b[ok], n_boot=n_boot, seed=seed)
-                        row.update({"n": int(ok.sum()), reference: float(a[ok].mean()),
-                                    "other": float(b[ok].mean()), "diff": diff, "CI lo": lo, "CI hi": hi,
-                                    "reading": reading(lo, hi)})
+                a, b = paired_scores(df, reference, claim.other, m)
+                if a.size:
+                    diff, lo, hi = paired_bootstrap(a, b, n_boot=n_boot, seed=seed)
+                    row.update({"n": a.size, reference: float(a.mean()), "other": float(b.mean()), "diff": diff,
+                                "CI lo": lo, "CI hi": hi, "reading": reading(lo, hi)})
                 rows.append(row)
     return pd.DataFrame(rows)
 
@@ -127,16 +118,13 @@ def _fmt(x: float) -> str:
     return f"{x:+.1f}"
 
 
-def claims_summary(table: pd.DataFrame, datasets: Optional[Sequence[str]] = None,
-                   reference: str = REFERENCE) -> str:
+def claims_summary(table: pd.DataFrame, reference: str = REFERENCE) -> str:
     """The reading in words, one Markdown bullet per claim: each dataset's verdict per metric, with
     KGIR-RAG minus the other, its interval and n, and the paper's number where it has one."""
     lines = []
     for name, part in table.groupby("claim", sort=False):
         bits = []
         for dataset, rows in part.groupby("dataset", sort=False):
-            if datasets is not None and dataset not in datasets:
-                continue
             cells = [f"{r['metric']} not run" if r["reading"] == NOT_RUN else
                      f"{r['metric']} {r['reading']} ({_fmt(r['diff'])} [{_fmt(r['CI lo'])}, {_fmt(r['CI hi'])}], "
                      f"n={r['n']})" for r in rows.to_dict("records")]
