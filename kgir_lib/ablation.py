@@ -297,17 +297,22 @@ def robustness(ws: Workspace, questions: Sequence, factory: Callable[[], Method]
 
 
 # ----------------------------------------------------------------------------- tables
+# KGIR-RAG Table 7 is measured on MuSiQue; musique_train holds questions of MuSiQue's train split.
+PAPER_ABLATION_DATASETS = ("musique", "musique_train")
+
+
 def ablation_table(results: pd.DataFrame, full: str = "full",
                    labels: Mapping[str, str] = KGIR_VARIANT_LABELS,
                    paper_drops: Optional[Mapping[str, tuple]] = KGIR_ABLATION_DROPS,
-                   paper_dataset: str = "musique", paper_label: str = "paper, Qwen2.5-72B") -> pd.DataFrame:
+                   paper_datasets: Sequence[str] = PAPER_ABLATION_DATASETS,
+                   paper_label: str = "paper, Qwen2.5-72B") -> pd.DataFrame:
     """Paper Table 7 beside ours: EM/F1 of each variant, our change against ``full``, the paper's drop.
 
     ``results`` has one row per (dataset, variant) with ``EM`` and ``F1`` (as from
     :func:`run_variants`). Our columns: ``EM``, ``F1``, ``ΔEM (ours)``, ``ΔF1
-    (ours)``. The paper's drops (KGIR-RAG Table 7, MuSiQue, Qwen2.5-72B) are only
-    defined for ``paper_dataset`` and go in their own labelled columns; other
-    datasets leave them empty. ``paper_drops=None`` omits the paper's columns
+    (ours)``. The paper's drops (KGIR-RAG Table 7, MuSiQue, Qwen2.5-72B) go beside
+    the ``paper_datasets`` rows (MuSiQue's dev and train samples) in their own labelled
+    columns; other datasets leave them empty. ``paper_drops=None`` omits the paper's columns
     (the KG²RAG report gives its ablations in words, not numbers).
     """
     missing = [c for c in ("dataset", "variant", "EM", "F1") if c not in results.columns]
@@ -328,8 +333,8 @@ def ablation_table(results: pd.DataFrame, full: str = "full",
                 if m in part.columns:
                     row[m] = float(part.loc[part["variant"] == r.variant, m].iloc[0])
             if paper_drops is not None:
-                paper = paper_drops.get(label) if dataset == paper_dataset else None
-                if dataset == paper_dataset and r.variant == full:
+                paper = paper_drops.get(label) if dataset in paper_datasets else None
+                if dataset in paper_datasets and r.variant == full:
                     paper = (0.0, 0.0)
                 row[f"ΔEM ({paper_label})"] = paper[0] if paper else np.nan
                 row[f"ΔF1 ({paper_label})"] = paper[1] if paper else np.nan

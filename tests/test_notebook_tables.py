@@ -265,6 +265,10 @@ def check_06(cfg) -> None:
         assert (t["n"] == n).all(), name
         for c in ("EM", "F1", "R@2", "R@5"):
             in_range(t[c], *PCT, f"{name} {c}")
+    t = table(cfg, "06_kgir_ablation")  # Table 7's drops beside MuSiQue's rows, and nowhere else
+    musique = t["dataset"].isin(ablation.PAPER_ABLATION_DATASETS)
+    for c in ("ΔEM (paper, Qwen2.5-72B)", "ΔF1 (paper, Qwen2.5-72B)"):
+        assert t.loc[musique, c].notna().all() and t.loc[~musique, c].isna().all(), c
     grid = ablation.study_grid()
     n_study = min(cfg.study_n_questions or n, n)
     for name, key in (("06_kg2rag_k", "kg2rag_k"), ("06_kg2rag_m", "kg2rag_m")):

@@ -12,7 +12,8 @@
 #
 #    The paper reports, on MuSiQue with Qwen2.5-72B, drops of EM −4.2 / F1 −4.8 (w/o subgraph),
 #    −9.4 / −8.9 (w/o reflection) and −11.0 / −8.3 (w/o rewrite). They are shown beside ours in
-#    separate, labelled columns, on the MuSiQue rows only (the paper has no other dataset).
+#    separate, labelled columns, on the MuSiQue rows only (`musique` and `musique_train`, MuSiQue's train split;
+#    the paper has no other dataset).
 # 2. **KG²RAG ablations** (report, Tables 3-4): *w/o expansion* (no BFS over the global graph: trees over
 #    the seed passages' triples only) and *w/o organisation* (no MST / DFS / tree ranking: the expanded
 #    passages ranked by similarity). The report states its findings in words (organisation filters
