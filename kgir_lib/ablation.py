@@ -31,7 +31,7 @@ from .kg import KnowledgeGraph
 from .methods.base import Method, Workspace
 from .traces import trace_filename
 from .evaluate import METRICS  # the score columns every study reports (×100), as run_and_score returns them
-from .report import KGIR_ABLATION_DROPS
+from .report import KGIR_ABLATION_DATASETS, KGIR_ABLATION_DROPS
 
 # KGIRRAG(variant=...) -> the row label of paper Table 7.
 KGIR_VARIANT_LABELS = {"full": "KGIR-RAG (full)", "no_subgraph": "w/o subgraph",
@@ -297,14 +297,10 @@ def robustness(ws: Workspace, questions: Sequence, factory: Callable[[], Method]
 
 
 # ----------------------------------------------------------------------------- tables
-# KGIR-RAG Table 7 is measured on MuSiQue; musique_train holds questions of MuSiQue's train split.
-PAPER_ABLATION_DATASETS = ("musique", "musique_train")
-
-
 def ablation_table(results: pd.DataFrame, full: str = "full",
                    labels: Mapping[str, str] = KGIR_VARIANT_LABELS,
                    paper_drops: Optional[Mapping[str, tuple]] = KGIR_ABLATION_DROPS,
-                   paper_datasets: Sequence[str] = PAPER_ABLATION_DATASETS,
+                   paper_datasets: Sequence[str] = KGIR_ABLATION_DATASETS,
                    paper_label: str = "paper, Qwen2.5-72B") -> pd.DataFrame:
     """Paper Table 7 beside ours: EM/F1 of each variant, our change against ``full``, the paper's drop.
 

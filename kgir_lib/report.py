@@ -103,6 +103,8 @@ KGIR_RECALL_DERIVED = {d: tuple(round(a + b, 1) for a, b in zip(KAG_RECALL_AS_CI
                        for d in KGIR_RECALL_GAIN_OVER_KAG}
 # KGIR-RAG Table 7 (MuSiQue, Qwen2.5-72B): drops of EM / F1 against the full method.
 KGIR_ABLATION_DROPS = {"w/o subgraph": (-4.2, -4.8), "w/o reflection": (-9.4, -8.9), "w/o rewrite": (-11.0, -8.3)}
+# The datasets those drops belong beside: MuSiQue's dev sample and musique_train (MuSiQue's train split).
+KGIR_ABLATION_DATASETS = ("musique", "musique_train")
 # KG²RAG (LLaMA3-8B, HotpotQA distractor, response F1).
 KG2RAG_F1 = {"KG²RAG": 0.663, "semantic RAG": 0.617}
 # Indexing cost on MuSiQue (HippoRAG 2 paper), millions of input / output tokens.

@@ -82,6 +82,17 @@ def test_paper_claims_carry_table_7_as_kgir_minus_the_variant():
     assert row[PAPER_COLUMN] == 8.9
 
 
+def test_table_7_stands_beside_musique_rows_only():
+    scores = pd.concat([_scores({"KGIR-RAG": [1.0, 0.0], "KGIR-RAG w/o subgraph": [0.0, 0.0]}, d)
+                        for d in ("musique", "musique_train", "hotpotqa")])
+    t = claims_table(scores, claims=[c for c in PAPER_CLAIMS if c.other == "KGIR-RAG w/o subgraph"])
+    paper = t.set_index(["dataset", "metric"])[PAPER_COLUMN]
+    assert paper[("musique", "EM")] == 4.2 and paper[("musique_train", "F1")] == 4.8
+    assert np.isnan(paper[("hotpotqa", "EM")])  # the paper has no HotpotQA ablation
+    assert np.isnan(paper[("all", "F1")])  # nor a pooled one
+    assert claims_summary(t).endswith("Paper (MuSiQue, Qwen2.5-72B): EM +4.2, F1 +4.8.")
+
+
 def test_drop_questions_removes_only_that_datasets_questions():
     scores = pd.concat([_scores({"KGIR-RAG": [1.0, 1.0, 1.0]}, "musique_train"),
                         _scores({"KGIR-RAG": [1.0, 1.0, 1.0]}, "hotpotqa")])

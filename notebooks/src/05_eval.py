@@ -210,8 +210,8 @@ else:
 # and HippoRAG 2 (§3.3.2). Each claim is KGIR-RAG minus one method on the same questions, with the paired
 # bootstrap interval of section 5 (`kgir_lib.claims`): **supports** when the 95 % interval lies above 0,
 # **contradicts** when it lies below, **cannot tell** when it contains 0. Table 7's drops (MuSiQue,
-# Qwen2.5-72B) stand beside ours as KGIR-RAG minus the variant; for the other claims the paper prints no
-# numbers as text. The reading is this run's, by its model: a small model's verdict on a small sample is not
+# Qwen2.5-72B) stand beside our MuSiQue rows (musique, musique_train) as KGIR-RAG minus the variant, and
+# beside no other dataset or the pooled `all`; for the other claims the paper prints no numbers as text. The reading is this run's, by its model: a small model's verdict on a small sample is not
 # the paper's.
 #
 # The prompts were tuned on musique_train questions at positions 30–59 of the seeded shuffle
