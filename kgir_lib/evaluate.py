@@ -320,8 +320,21 @@ def indexing_cost(ws: Workspace, extract_usage=None, stage_prefix: str = "extrac
 
 
 # ----------------------------------------------------------------------------- tables
-def ours_label(cfg, n: int) -> str:
-    """The column-group label of our numbers, e.g. ``ours (Qwen2.5-Coder-0.5B-Instruct-Q4_K_M, n=10)``."""
+def questions_per_dataset(scores: pd.DataFrame) -> str:
+    """How many questions each dataset of ``scores`` holds, for labels: ``"10"`` when every dataset has the
+    same number, else each dataset's, e.g. ``"musique_train 100, hotpotqa 84"`` (a sample capped by a
+    dataset's size)."""
+    n = scores.groupby("dataset", sort=False)["qid"].nunique()
+    if n.empty:
+        return "0"
+    if n.nunique() == 1:
+        return str(int(n.iloc[0]))
+    return ", ".join(f"{d} {int(k)}" for d, k in n.items())
+
+
+def ours_label(cfg, n) -> str:
+    """The column-group label of our numbers, e.g. ``ours (Qwen2.5-Coder-0.5B-Instruct-Q4_K_M, n=10)``;
+    ``n`` as from :func:`questions_per_dataset`."""
     return f"ours ({cfg.llm_model}, n={n})"
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from kgir_lib import evaluate as ev
 from kgir_lib import report, viz
+from kgir_lib.config import load_config
 from kgir_lib.data import Question
 from kgir_lib.kg import KnowledgeGraph
 from kgir_lib.kg.extract import update_kg
@@ -269,3 +270,11 @@ def test_score_reads_seed_rounds_from_kgir_traces():
     df = ev.score([kg, plain], [q])
     assert df.loc[0, "subgraph_rounds"] == 2 and df.loc[0, "rounds_with_seed"] == 1
     assert np.isnan(df.loc[1, "subgraph_rounds"])
+
+
+def test_questions_per_dataset_names_each_n_only_when_they_differ():
+    same = pd.DataFrame({"dataset": ["a", "a", "b", "b"], "qid": ["1", "2", "1", "2"]})
+    assert ev.questions_per_dataset(same) == "2"
+    capped = pd.DataFrame({"dataset": ["musique_train"] * 3 + ["hotpotqa"] * 2, "qid": ["1", "2", "3", "1", "2"]})
+    assert ev.questions_per_dataset(capped) == "musique_train 3, hotpotqa 2"
+    assert ev.ours_label(load_config("ci"), ev.questions_per_dataset(capped)).endswith("n=musique_train 3, hotpotqa 2)")

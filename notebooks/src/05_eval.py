@@ -98,8 +98,7 @@ runs = suite.runs.copy()
 runs["wall seconds / q"] = runs["wall_seconds"] / runs["n"]
 display(runs.pivot_table(index="method", columns="dataset", values="wall seconds / q", sort=False).round(2))
 print(f"{int(runs['resumed'].sum())} of {len(runs)} runs read back from earlier trace files")
-n_per_dataset = suite.scores.groupby("dataset")["qid"].nunique()
-n_label = int(n_per_dataset.min()) if len(n_per_dataset) else 0
+n_label = ev.questions_per_dataset(suite.scores)  # "84", or each dataset's n where they differ
 ours = ev.ours_label(cfg, n_label)
 caption_ours = (f"Ours: profile `{cfg.profile}`, reader LLM {cfg.llm_model}, encoder {cfg.embed_model}, "
                 f"{n_label} questions a dataset (seed {cfg.seed}; the same questions for every method). "
