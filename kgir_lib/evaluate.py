@@ -216,6 +216,31 @@ def mean_scores(df: pd.DataFrame) -> dict:
     return out
 
 
+def answer_form(scores: pd.DataFrame) -> pd.DataFrame:
+    """How each method's answers are written, per method and dataset: mean answer length in words and the
+    answers with partial credit (F1 > 0 but EM = 0), beside EM and F1 (×100).
+
+    EM and F1 (METHOD.md §5, SQuAD normalisation) part ways when an answer holds the gold answer and more
+    words: such an answer costs EM, not F1. A method whose EM trails its F1 by more than the others' is
+    writing longer answers, not retrieving worse. Rows in first-seen order of ``(method, dataset)``;
+    ``scores`` as from :func:`run_suite` (columns ``method``, ``dataset``, ``answer``, ``EM``, ``F1``).
+    """
+    missing = {"method", "dataset", "answer", "EM", "F1"} - set(scores.columns)
+    if missing:
+        raise KeyError(f"answer_form: scores lack column(s) {sorted(missing)}")
+    df = scores.assign(
+        words=scores["answer"].fillna("").astype(str).str.split().str.len(),
+        partial=((scores["F1"] > 0) & (scores["EM"] == 0)).astype(int))
+    g = df.groupby(["method", "dataset"], sort=False)
+    return pd.DataFrame({
+        "questions": g.size(),
+        "answer words (mean)": g["words"].mean(),
+        "partial credit (F1 > 0, EM = 0)": g["partial"].sum(),
+        "EM": g["EM"].mean(),
+        "F1": g["F1"].mean(),
+    })
+
+
 # ----------------------------------------------------------------------------- the suite
 @dataclass
 class SuiteResult:

@@ -278,3 +278,27 @@ def test_questions_per_dataset_names_each_n_only_when_they_differ():
     capped = pd.DataFrame({"dataset": ["musique_train"] * 3 + ["hotpotqa"] * 2, "qid": ["1", "2", "3", "1", "2"]})
     assert ev.questions_per_dataset(capped) == "musique_train 3, hotpotqa 2"
     assert ev.ours_label(load_config("ci"), ev.questions_per_dataset(capped)).endswith("n=musique_train 3, hotpotqa 2)")
+
+
+def test_answer_form_counts_words_and_partial_credit_per_method_and_dataset():
+    scores = pd.DataFrame({
+        "method": ["A", "A", "A", "B", "B"],
+        "dataset": ["d", "d", "e", "d", "d"],
+        "answer": ["Paris", "the city of Paris", None, "Rome", ""],
+        "EM": [100.0, 0.0, 0.0, 0.0, 0.0],
+        "F1": [100.0, 40.0, 0.0, 0.0, 0.0],
+    })
+    form = ev.answer_form(scores)
+    assert list(form.index) == [("A", "d"), ("A", "e"), ("B", "d")]
+    assert form.loc[("A", "d"), "questions"] == 2
+    assert form.loc[("A", "d"), "answer words (mean)"] == 2.5  # 1 and 4 words
+    assert form.loc[("A", "d"), "partial credit (F1 > 0, EM = 0)"] == 1
+    assert form.loc[("A", "e"), "answer words (mean)"] == 0.0  # a missing answer has no words
+    assert form.loc[("B", "d"), "partial credit (F1 > 0, EM = 0)"] == 0
+    assert form.loc[("B", "d"), "answer words (mean)"] == 0.5
+    assert form.loc[("A", "d"), "EM"] == 50.0 and form.loc[("A", "d"), "F1"] == 70.0
+
+
+def test_answer_form_names_a_missing_column():
+    with pytest.raises(KeyError, match="answer"):
+        ev.answer_form(pd.DataFrame({"method": [], "dataset": [], "EM": [], "F1": []}))
