@@ -2,7 +2,8 @@
 
 The pattern (paper §3.5, Fig. 6): not answerable in round 1, the question rewritten around a *bridge
 entity* taken from ``G_Ans``, answered in round 2, ideally correctly. :func:`find_bridge_cases` ranks
-trace records by it; :func:`bridge_entities` and :func:`is_question_rewrite` are its parts.
+trace records by it; :func:`bridge_entities` and :func:`is_question_rewrite` are its parts;
+:func:`bridge_summary` counts, per dataset, how many traces take each step.
 """
 from __future__ import annotations
 
@@ -74,6 +75,7 @@ def bridge_features(record: dict) -> dict:
         "rewrite_1": rewrite1 or "",
         "bridge_entities": bridges,
         "bridge_rewrite": bool(bridges),
+        "rewrite_unchanged": rewrite1 is not None and normalize_name(rewrite1) == normalize_name(question),
         "answered_round": answered_round,
         "answered_round2": answered_round == 2,
         "answer": answer,
@@ -112,8 +114,36 @@ def find_bridge_cases(traces: Iterable[dict], dataset: Optional[str] = None) -> 
         feats["dataset"] = rec.get("dataset") or trace.get("dataset") or dataset or ""
         rows.append(feats)
     cols = ["dataset", "qid", "score", "figure6", "figure6_correct", "unanswered_round1", "missing_round1",
-            "bridge_rewrite",
+            "bridge_rewrite", "rewrite_unchanged",
             "answered_round2", "answered_round", "rounds", "bridge_entities", "question", "rewrite_1", "answer",
             "gold", "EM", "F1"]
     df = pd.DataFrame(rows, columns=cols)
     return df.sort_values("score", ascending=False, kind="stable").reset_index(drop=True)
+
+
+SUMMARY_STEPS = {  # bridge_summary's columns: candidate column -> label
+    "unanswered_round1": "not answered in round 1",
+    "bridge_rewrite": "round-1 rewrite names a bridge entity",
+    "rewrite_unchanged": "round-1 rewrite = the question",
+    "answered_round2": "answered in round 2",
+    "figure6": "whole Fig. 6 pattern",
+    "figure6_correct": "whole pattern, EM = 100",
+}
+
+
+def bridge_summary(candidates: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset, how many KGIR-RAG traces take each step of the Fig. 6 pattern (paper §3.5).
+
+    ``candidates`` as from :func:`find_bridge_cases`. Columns: ``questions``, then one count per
+    :data:`SUMMARY_STEPS` entry, then ``answered in round 1`` (the iteration never ran). A run whose
+    reflection answers in round 1 never exercises the rewrite-and-retrieve loop, whatever its scores.
+    """
+    cols = ["questions", *SUMMARY_STEPS.values(), "answered in round 1"]
+    if candidates.empty:
+        return pd.DataFrame(columns=cols, index=pd.Index([], name="dataset"))
+    g = candidates.groupby("dataset", sort=False)
+    out = pd.DataFrame({"questions": g.size()})
+    for col, label in SUMMARY_STEPS.items():
+        out[label] = g[col].sum().astype(int)
+    out["answered in round 1"] = g["answered_round"].apply(lambda s: int((s == 1).sum()))
+    return out

@@ -8,7 +8,7 @@ One import for the notebook; each concern lives in its own module:
 - :mod:`kgir_lib.case_build`: trace -> case, :func:`case_from_dataset`, :func:`case_from_passages`,
   :data:`FIGURE6_EXAMPLE` (package data ``examples/figure6.json``);
 - :mod:`kgir_lib.case_baselines`: :func:`baseline_answers`, what every other method answered;
-- :mod:`kgir_lib.bridge_cases`: :func:`find_bridge_cases`, Fig. 6 candidates ranked;
+- :mod:`kgir_lib.bridge_cases`: :func:`find_bridge_cases`, Fig. 6 candidates ranked, :func:`bridge_summary`;
 - :mod:`kgir_lib.case_display`: ``show_*``, :func:`draw_rounds`, :func:`display_case`;
 - here: the run's traces for the case study (:func:`load_kgir_traces`, :func:`traced_answers`; file
   reading is :mod:`kgir_lib.traces`).
@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Optional
 
-from .bridge_cases import bridge_entities, bridge_features, find_bridge_cases, is_question_rewrite
+from .bridge_cases import bridge_entities, bridge_features, bridge_summary, find_bridge_cases, is_question_rewrite
 from .case_baselines import baseline_answers, default_baselines
 from .case_build import (FIGURE6_EXAMPLE, case_from_dataset, case_from_output, case_from_passages, find_question,
                          free_workspace, load_example, run_case)
@@ -34,7 +34,8 @@ from .traces import read_traces, trace_dataset, trace_files
 __all__ = ["CaseRound", "CaseStudy", "CaseStudyError", "KGIR_METHOD", "FREE_DATASET", "FREE_QID", "FIGURE6_EXAMPLE",
            "load_example", "case_from_output", "run_case", "find_question",
            "case_from_dataset", "free_workspace", "case_from_passages", "baseline_answers", "default_baselines",
-           "is_question_rewrite", "bridge_entities", "bridge_features", "find_bridge_cases", "repeated_rounds",
+           "is_question_rewrite", "bridge_entities", "bridge_features", "find_bridge_cases", "bridge_summary",
+           "repeated_rounds",
            "show_retrieval", "show_ner", "draw_rounds", "show_subgraphs", "show_rewrites", "show_reflections",
            "display_case", "trace_files", "traced_answers", "trace_dataset", "load_kgir_traces"]
 

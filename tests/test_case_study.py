@@ -117,6 +117,14 @@ def test_find_bridge_cases_ranks_figure6_first(fig6_case, tiny_workspace, tiny_d
     assert top["answered_round"] == 2 and top["EM"] == 100.0
     low = df.iloc[1]
     assert not low["figure6"] and not low["bridge_rewrite"] and low["answered_round"] == 1
+    assert low["rewrite_unchanged"] and not top["rewrite_unchanged"]
+    summary = cs.bridge_summary(df)
+    assert list(summary.index) == ["tiny"]
+    assert summary.loc["tiny"].to_dict() == {
+        "questions": 2, "not answered in round 1": 1, "round-1 rewrite names a bridge entity": 1,
+        "round-1 rewrite = the question": 1, "answered in round 2": 1, "whole Fig. 6 pattern": 1,
+        "whole pattern, EM = 100": 1, "answered in round 1": 1}
+    assert cs.bridge_summary(df.iloc[0:0]).empty
     # the same through trace files in a run directory
     cfg = fig6_case.ws.cfg
     write_traces([good], cfg.path("traces", "kgir_rag", "tiny.trace.jsonl"))

@@ -329,6 +329,21 @@ def check_07(cfg) -> None:
     for path in steps:
         t = pd.read_csv(path)
         assert list(t["round"]) == list(range(1, len(t) + 1)) and len(t) <= cfg.max_iterations, path.name
+    check_bridge_summary(table(cfg, "07_bridge_summary"))
+
+
+def check_bridge_summary(t: pd.DataFrame) -> None:
+    """07_bridge_summary: counts within 0..questions, the whole pattern no more frequent than any of its steps."""
+    has_columns(t, ["dataset", "questions", "not answered in round 1", "round-1 rewrite names a bridge entity",
+                    "answered in round 2", "whole Fig. 6 pattern", "whole pattern, EM = 100", "answered in round 1"],
+                "07_bridge_summary")
+    assert t["dataset"].is_unique and (t["questions"] >= 1).all()
+    counts = t.drop(columns=["dataset", "questions"])
+    assert ((counts >= 0) & (counts.le(t["questions"], axis=0))).all().all()
+    for step in ("not answered in round 1", "round-1 rewrite names a bridge entity", "answered in round 2"):
+        assert (t["whole Fig. 6 pattern"] <= t[step]).all(), step
+    assert (t["whole pattern, EM = 100"] <= t["whole Fig. 6 pattern"]).all()
+    assert (t["answered in round 1"] + t["not answered in round 1"] <= t["questions"]).all()
 
 
 CHECKS = {"01_extract_kg": check_01, "02_index": check_02, "03_subgraph_mst": check_03,

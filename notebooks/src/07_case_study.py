@@ -96,6 +96,19 @@ display(candidates.head(10)[["dataset", "qid", "score", "figure6", "figure6_corr
                              "bridge_entities", "question", "rewrite_1", "answer", "gold"]])
 
 # %% [markdown]
+# How often each step of the pattern happens over the whole run, per dataset. A reflection that answers in
+# round 1 ends the loop before any rewrite is retrieved with: on such a run, KGIR-RAG's score measures its first
+# retrieval and its reflection prompt, not the iteration.
+
+# %%
+steps = cs.bridge_summary(candidates)
+display(steps)
+if len(steps):
+    report.save_table(steps, cfg, "07_bridge_summary",
+                      "KGIR-RAG traces per dataset taking each step of the Fig. 6 pattern (notebook 07). "
+                      + report.model_note(cfg, short=True))
+
+# %% [markdown]
 # ## 2. Running KGIR-RAG on it
 #
 # `case_from_dataset` builds the run's workspace for the dataset (its knowledge graph, dense index and
