@@ -59,6 +59,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
+from kgir_lib import case_study as cs
 from kgir_lib import claims as cl
 from kgir_lib import evaluate as ev
 from kgir_lib import report, viz
@@ -245,6 +246,21 @@ if len(untuned) < len(suite.scores):
     display(Markdown("**Without the prompt-tuning questions:**\n\n" + cl.claims_summary(claims_untuned)))
 else:
     print("None of the prompt-tuning questions is in this run's sample: the reading above is on untouched questions.")
+
+# %% [markdown]
+# **Where to look for the cause** (the issue's question, answered from the traces): how KGIR-RAG's loop ran on
+# these questions, step by step against the paper's Fig. 6 pattern (`case_study.bridge_summary`; notebook 07 ranks
+# the individual traces). If the reflection answers in round 1 on nearly every question, the rewrite is never
+# retrieved with and *w/o reflection* reads nearly the same evidence, so the reflection and rewrite rows above
+# measure a loop that did not iterate. Beside it, section 2's answer-form table shows how long the reflection's
+# answers are against the shared reader's.
+
+# %%
+kgir = suite.scores[suite.scores["method"] == "KGIR-RAG"]
+kgir_qids = set(zip(kgir["dataset"], kgir["qid"].astype(str)))
+bridge = cs.find_bridge_cases(cs.load_kgir_traces(cfg, cfg.datasets))
+bridge = bridge[[(d, q) in kgir_qids for d, q in zip(bridge["dataset"], bridge["qid"])]]
+display(cs.bridge_summary(bridge))
 
 # %% [markdown]
 # ## 7. Choices and deviations, in one place
