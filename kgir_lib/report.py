@@ -202,18 +202,28 @@ def published_indexing() -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------- saving
+def _is_grid(values: Sequence, floatfmt: str) -> bool:
+    """Whether a float column holds set values (a swept parameter such as 0.05, 0.95) that ``floatfmt``
+    would blur: every value has at most 3 decimals and at least one has more than ``floatfmt`` prints."""
+    nums = [float(v) for v in values if isinstance(v, float) and not pd.isna(v)]
+    return (bool(nums) and all(abs(v - round(v, 3)) < 1e-12 for v in nums)
+            and any(float(format(v, floatfmt)) != v for v in nums))
+
+
 def to_markdown(df: pd.DataFrame, floatfmt: str = ".1f") -> str:
-    """A GitHub Markdown table (no extra dependency)."""
+    """A GitHub Markdown table (no extra dependency). Floats print with ``floatfmt``, except in a column of
+    set values that it would blur (:func:`_is_grid`), which print in full: 0.05 and 0.1 stay apart."""
     df = df.reset_index() if not isinstance(df.index, pd.RangeIndex) else df
     cols = [str(c) for c in df.columns]
+    grid = [_is_grid(list(df.iloc[:, i]), floatfmt) for i in range(df.shape[1])]
 
-    def fmt(v):
+    def fmt(v, full: bool):
         if isinstance(v, float):
-            return "" if pd.isna(v) else format(v, floatfmt)
+            return "" if pd.isna(v) else (repr(round(v, 3)) if full else format(v, floatfmt))
         return "" if v is None else str(v)
 
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    lines += ["| " + " | ".join(fmt(v, g) for v, g in zip(row, grid)) + " |" for row in df.itertuples(index=False)]
     return "\n".join(lines)
 
 
