@@ -202,37 +202,33 @@ def published_indexing() -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------- saving
-def _is_grid(values: Sequence, floatfmt: str) -> bool:
-    """Whether a float column holds set values (a swept parameter such as 0.05, 0.95) that ``floatfmt``
-    would blur: every value has at most 3 decimals and at least one has more than ``floatfmt`` prints."""
-    nums = [float(v) for v in values if isinstance(v, float) and not pd.isna(v)]
-    return (bool(nums) and all(abs(v - round(v, 3)) < 1e-12 for v in nums)
-            and any(float(format(v, floatfmt)) != v for v in nums))
-
-
-def to_markdown(df: pd.DataFrame, floatfmt: str = ".1f") -> str:
-    """A GitHub Markdown table (no extra dependency). Floats print with ``floatfmt``, except in a column of
-    set values that it would blur (:func:`_is_grid`), which print in full: 0.05 and 0.1 stay apart."""
+def to_markdown(df: pd.DataFrame, floatfmt: str = ".1f", exact: Sequence[str] = ()) -> str:
+    """A GitHub Markdown table (no extra dependency). Floats print with ``floatfmt``, except in the ``exact``
+    columns (set values such as a swept threshold 0.95 or a drop fraction 0.05), which print as given."""
     df = df.reset_index() if not isinstance(df.index, pd.RangeIndex) else df
     cols = [str(c) for c in df.columns]
-    grid = [_is_grid(list(df.iloc[:, i]), floatfmt) for i in range(df.shape[1])]
+    unknown = set(exact) - set(cols)
+    if unknown:
+        raise KeyError(f"to_markdown: exact column(s) {sorted(unknown)} not in the table (columns: {cols})")
+    full = [c in set(exact) for c in cols]
 
-    def fmt(v, full: bool):
+    def fmt(v, as_given: bool):
         if isinstance(v, float):
-            return "" if pd.isna(v) else (repr(round(v, 3)) if full else format(v, floatfmt))
+            return "" if pd.isna(v) else (repr(float(v)) if as_given else format(v, floatfmt))
         return "" if v is None else str(v)
 
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    lines += ["| " + " | ".join(fmt(v, g) for v, g in zip(row, grid)) + " |" for row in df.itertuples(index=False)]
+    lines += ["| " + " | ".join(fmt(v, f) for v, f in zip(row, full)) + " |" for row in df.itertuples(index=False)]
     return "\n".join(lines)
 
 
-def save_table(df: pd.DataFrame, cfg, name: str, caption: str = "") -> Path:
-    """Write ``tables/<name>.csv`` and ``tables/<name>.md`` (caption above the table) in the run directory."""
+def save_table(df: pd.DataFrame, cfg, name: str, caption: str = "", exact: Sequence[str] = ()) -> Path:
+    """Write ``tables/<name>.csv`` and ``tables/<name>.md`` (caption above the table) in the run directory;
+    ``exact``: columns of set values the .md prints as given (:func:`to_markdown`)."""
     csv = cfg.path("tables", f"{name}.csv")
     df.to_csv(csv)
     md = cfg.path("tables", f"{name}.md")
-    md.write_text((f"{caption}\n\n" if caption else "") + to_markdown(df) + "\n")
+    md.write_text((f"{caption}\n\n" if caption else "") + to_markdown(df, exact=exact) + "\n")
     return csv
 
 

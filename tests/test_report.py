@@ -2,15 +2,24 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from kgir_lib import report
 
 
-def test_to_markdown_keeps_swept_values_apart_and_rounds_measurements():
+def test_to_markdown_prints_exact_columns_as_given_and_rounds_the_rest():
     df = pd.DataFrame({"fraction": [0.0, 0.05, 0.1], "EM": [10.0, 11.666666, 12.25], "n": [1, 2, 3]})
-    lines = report.to_markdown(df).splitlines()
+    lines = report.to_markdown(df, exact=["fraction"]).splitlines()
     assert lines[0] == "| fraction | EM | n |"
-    # a set value that .1f would blur prints in full; a measured mean keeps .1f
     assert lines[2:] == ["| 0.0 | 10.0 | 1 |", "| 0.05 | 11.7 | 2 |", "| 0.1 | 12.2 | 3 |"]
-    # a column that .1f shows exactly keeps .1f, NaN is blank
+    # without `exact`, .1f everywhere (0.05 prints as 0.1: why the swept columns are named), NaN blank
+    assert report.to_markdown(df).splitlines()[3] == "| 0.1 | 11.7 | 2 |"
     assert report.to_markdown(pd.DataFrame({"x": [1.0, float("nan")]})).splitlines()[2:] == ["| 1.0 |", "|  |"]
+    # an index column can be exact too (save_table's tables are indexed by their keys)
+    indexed = df.set_index("fraction")
+    assert report.to_markdown(indexed, exact=["fraction"]).splitlines()[3].startswith("| 0.05 |")
+
+
+def test_to_markdown_names_an_unknown_exact_column():
+    with pytest.raises(KeyError, match="threshold"):
+        report.to_markdown(pd.DataFrame({"x": [1.0]}), exact=["threshold"])

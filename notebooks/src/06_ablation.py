@@ -195,7 +195,7 @@ robust_runs = pd.concat([ablation.robustness_runs(ws_of(d), study_q[d], lambda: 
 robust = ablation.summarise_seeds(robust_runs)
 report.save_table(robust.set_index(["dataset", "fraction"]), cfg, "06_kg2rag_robustness",
                   "KG²RAG with a share of triples dropped at random (report Table 6): "
-                  f"mean and std over {len(seeds)} seeds.")
+                  f"mean and std over {len(seeds)} seeds.", exact=["fraction"])
 fig, ax = plt.subplots(figsize=(6, 3.6))
 viz.plot_robustness(ax, robust, ("EM", "F1", "R@5"), "KG²RAG: triples dropped at random")
 fig.tight_layout()
@@ -220,7 +220,8 @@ kgir_sweeps = pd.concat([
     sweep_all(lambda th: build_method("kgir", ngram_threshold=th), grid["kgir_ngram_threshold"], "ngram_threshold"),
 ], ignore_index=True)
 report.save_table(kgir_sweeps.set_index(["dataset", "param", "value"]), cfg, "06_kgir_sensitivity",
-                  "KGIR-RAG: sensitivity to max_iterations, top_k and the n-gram threshold (eq. 5).")
+                  "KGIR-RAG: sensitivity to max_iterations, top_k and the n-gram threshold (eq. 5).",
+                  exact=["value"])
 params = list(dict.fromkeys(kgir_sweeps["param"]))
 fig, axes = plt.subplots(1, len(params), figsize=(5 * len(params), 3.6), squeeze=False)
 for ax, p in zip(axes[0], params):
