@@ -11,7 +11,10 @@
 #    "What is the length of Mount Panorama Circuit?"); `q_history` lists the earlier rewrites and what was
 #    still missing after each.
 # 3. **Retrieval with the rewrite**: `D'_t` = top-k(`q'_t`); the passages of `D'_t` that `D_t` did not hold
-#    (the first `context_passages` of them) are the round's *new passages*.
+#    come first among the round's *new passages*, topped up with the best other passages of `D'_t` to
+#    `context_passages`. This is our reading of §2.4's input ("the evidence subgraph, the rewrite history and
+#    the newly retrieved passages"): read literally, a rewrite that retrieves nothing new would leave the
+#    reflection with no passage at all, only `G_Ans`.
 # 4. **Reflection** (§2.4, Fig. 5): the LLM sees `G_Ans_t`, the history and the new passages, reasons step by
 #    step (`Reasoning:` line, chain of thought) and either answers (`Answer: …`) or names what is missing
 #    (`Missing: …`). The prompt carries the paper's two examples ("Where is the hometown of the author of To
