@@ -220,7 +220,7 @@ def answer_form(scores: pd.DataFrame) -> pd.DataFrame:
     """How each method's answers are written, per method and dataset: mean answer length in words and the
     answers with partial credit (F1 > 0 but EM = 0), beside EM and F1 (×100).
 
-    EM and F1 (METHOD.md §5, SQuAD normalisation) part ways when an answer holds the gold answer and more
+    EM and F1 (METHOD.md §6, SQuAD normalisation) part ways when an answer holds the gold answer and more
     words: such an answer costs EM, not F1. A method whose EM trails its F1 by more than the others' is
     writing longer answers, not retrieving worse. Rows in first-seen order of ``(method, dataset)``;
     ``scores`` as from :func:`run_suite` (columns ``method``, ``dataset``, ``answer``, ``EM``, ``F1``).

@@ -248,12 +248,12 @@ else:
     print("None of the prompt-tuning questions is in this run's sample: the reading above is on untouched questions.")
 
 # %% [markdown]
-# **Where to look for the cause** (the issue's question, answered from the traces): how KGIR-RAG's loop ran on
-# these questions, step by step against the paper's Fig. 6 pattern (`case_study.bridge_summary`; notebook 07 ranks
-# the individual traces). If the reflection answers in round 1 on nearly every question, the rewrite is never
-# retrieved with and *w/o reflection* reads nearly the same evidence, so the reflection and rewrite rows above
-# measure a loop that did not iterate. Beside it, section 2's answer-form table shows how long the reflection's
-# answers are against the shared reader's.
+# **Where to look for the cause**, in the traces: how KGIR-RAG's loop ran on these questions, step by step
+# against the paper's Fig. 6 pattern (`case_study.bridge_summary`; notebook 07 ranks the individual traces). If
+# the reflection answers in round 1 on nearly every question, the loop stops after one rewrite and one retrieval
+# with it, which is what *w/o reflection* does before its reader answers: the reflection row above then measures
+# the reflection as a reader, not the iteration. Section 2's answer-form table shows how long the reflection's answers are against the shared
+# reader's.
 
 # %%
 kgir = suite.scores[suite.scores["method"] == "KGIR-RAG"]
