@@ -57,7 +57,10 @@ def component_layout(g: nx.Graph, seed: int = 0) -> dict:
     """Positions: each connected component laid out on its own (spring layout), components on a grid.
 
     Larger components get more room (scale ~ sqrt of their size), so a star of
-    ten triples stays legible next to a single edge.
+    ten triples stays legible next to a single edge. Each component is rebuilt with
+    its nodes and edges in sorted order: the spring layout's result depends on the
+    order nodes were inserted, and G_tmp's triples can arrive in another order in
+    another process, which redrew the same figure differently.
     """
     import math
 
@@ -65,7 +68,9 @@ def component_layout(g: nx.Graph, seed: int = 0) -> dict:
     cols = max(1, math.ceil(math.sqrt(len(comps))))
     pos, x, y, row_h = {}, 0.0, 0.0, 0.0
     for i, comp in enumerate(comps):
-        sub = g.subgraph(comp)
+        sub = g.__class__()
+        sub.add_nodes_from(sorted(comp))
+        sub.add_edges_from(sorted(g.subgraph(comp).edges(data=True), key=lambda e: sorted(e[:2])))
         scale = 0.5 * math.sqrt(len(comp))
         p = nx.spring_layout(sub, seed=seed, scale=scale) if len(comp) > 1 else {next(iter(comp)): (0.0, 0.0)}
         if i and i % cols == 0:

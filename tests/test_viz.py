@@ -95,3 +95,19 @@ def test_pick_drawable_prefers_pruned_and_legible():
     tiny = evidence_subgraph("About Compaq?", [], G[:1], ["Compaq"], lambda q, ts: [0.5] * len(ts))
     assert pick_drawable([unpruned, tiny, pruned], n=3) == [2, 0]
     assert pick_drawable([unpruned, pruned], n=1, max_pairs=2) == []
+
+
+def test_component_layout_does_not_depend_on_insertion_order():
+    # G_tmp's triples can arrive in another order in another process; the drawn figure must not change
+    import networkx as nx
+
+    from kgir_lib.viz import component_layout
+
+    edges = [("Compaq", "1994"), ("Compaq", "PC supplier"), ("Hewlett-Packard", "Compaq"), ("1994", "PC supplier"),
+             ("Alabama", "Harper Lee"), ("Harper Lee", "To Kill a Mockingbird"), ("Monroeville", "Alabama")]
+    a, b = nx.Graph(), nx.Graph()
+    a.add_edges_from(edges)
+    b.add_edges_from((v, u) for u, v in reversed(edges))
+    pa, pb = component_layout(a), component_layout(b)
+    assert pa.keys() == pb.keys()
+    assert all(abs(pa[n][0] - pb[n][0]) < 1e-9 and abs(pa[n][1] - pb[n][1]) < 1e-9 for n in pa)
