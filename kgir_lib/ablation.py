@@ -1,8 +1,8 @@
 """Ablations, sensitivity sweeps and KG-robustness studies (notebook 06).
 
 - KGIR-RAG, paper §3.4 / Table 7: the full method against ``w/o subgraph``,
-  ``w/o reflection`` and ``w/o rewrite`` (:func:`run_variants`,
-  :func:`ablation_table`), with the paper's reported drops
+  ``w/o reflection`` and ``w/o rewrite`` (:func:`variant_scores`, :func:`variant_intervals`,
+  :func:`ablation_table`), with paired bootstrap intervals and the paper's reported drops
   (:data:`kgir_lib.report.KGIR_ABLATION_DROPS`, MuSiQue, Qwen2.5-72B) in separate,
   labelled columns beside ours.
 - KG²RAG (report, Tables 3-6 and Fig. 5): ``w/o expansion`` and ``w/o
@@ -197,20 +197,68 @@ def run_and_score(ws: Workspace, questions: Sequence, method: Method, path: Opti
     return outputs, mean_scores(score(outputs, list(questions)))
 
 
-def run_variants(ws: Workspace, questions: Sequence, factory: Callable[[str], Method],
-                 variants: Sequence[str], labels: Optional[Mapping[str, str]] = None) -> pd.DataFrame:
-    """One row per variant: ``factory(variant)`` run and scored on ``questions`` of ``ws.dataset``.
+def variant_scores(ws: Workspace, questions: Sequence, factory: Callable[[str], Method],
+                   variants: Sequence[str], labels: Optional[Mapping[str, str]] = None) -> pd.DataFrame:
+    """One row per (variant, question): ``factory(variant)`` run on ``questions`` of ``ws.dataset`` and scored
+    (:func:`kgir_lib.evaluate.score`), with ``dataset``, ``variant`` and ``label`` columns in front.
 
     Traces go to the method's own file (``traces/<key>/<dataset>.trace.jsonl``): an
     ablation variant is a method of its own (notebook 05 runs them too, and a run
     with the same questions and settings is read back, not repeated).
     """
-    rows = []
+    from .evaluate import run_method, score
+
+    questions = list(questions)
+    frames = []
     for variant in variants:
-        _, scores = run_and_score(ws, questions, factory(variant))
-        rows.append({"dataset": ws.dataset.name, "variant": variant,
-                     "label": (labels or {}).get(variant, variant), **scores})
-    return pd.DataFrame(rows)
+        df = score(run_method(ws, factory(variant), questions), questions)
+        df.insert(0, "label", (labels or {}).get(variant, variant))
+        df.insert(0, "variant", variant)
+        df.insert(0, "dataset", ws.dataset.name)
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+def variant_means(per_question: pd.DataFrame) -> pd.DataFrame:
+    """One row per (dataset, variant) of :func:`variant_scores` rows: ``n``, mean metrics and usage
+    (:func:`kgir_lib.evaluate.mean_scores`)."""
+    from .evaluate import mean_scores
+
+    return pd.DataFrame([{"dataset": d, "variant": v, "label": part["label"].iloc[0], **mean_scores(part)}
+                         for (d, v), part in per_question.groupby(["dataset", "variant"], sort=False)])
+
+
+def run_variants(ws: Workspace, questions: Sequence, factory: Callable[[str], Method],
+                 variants: Sequence[str], labels: Optional[Mapping[str, str]] = None) -> pd.DataFrame:
+    """One row per variant: ``factory(variant)`` run and scored on ``questions`` of ``ws.dataset``
+    (:func:`variant_means` of :func:`variant_scores`)."""
+    return variant_means(variant_scores(ws, questions, factory, variants, labels))
+
+
+def variant_intervals(per_question: pd.DataFrame, full: str = "full", metrics: Sequence[str] = ("EM", "F1"),
+                      n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Paired bootstrap 95 % CI of each variant minus ``full`` (Table 7's sign: a drop is negative), per dataset.
+
+    ``per_question`` as from :func:`variant_scores`. Rows: ``dataset``, ``variant``, ``metric``, ``n``,
+    ``diff``, ``CI lo``, ``CI hi`` (:func:`kgir_lib.bootstrap.paired_bootstrap`, paired by question).
+    """
+    from .bootstrap import paired_bootstrap, paired_scores
+
+    rows = []
+    by_method = per_question.rename(columns={"variant": "method"})
+    for d, part in by_method.groupby("dataset", sort=False):
+        if full not in set(part["method"]):
+            raise ValueError(f"variant_intervals: dataset {d!r} has no {full!r} variant to compare with")
+        for variant in dict.fromkeys(part["method"]):
+            if variant == full:
+                continue
+            for m in metrics:
+                a, b = paired_scores(part, variant, full, m)
+                if a.size:
+                    diff, lo, hi = paired_bootstrap(a, b, n_boot=n_boot, seed=seed)
+                    rows.append({"dataset": d, "variant": variant, "metric": m, "n": int(a.size),
+                                 "diff": diff, "CI lo": lo, "CI hi": hi})
+    return pd.DataFrame(rows, columns=["dataset", "variant", "metric", "n", "diff", "CI lo", "CI hi"])
 
 
 def sweep(ws: Workspace, questions: Sequence, factory: Callable[[Any], Method], values: Iterable[Any],
@@ -301,7 +349,8 @@ def ablation_table(results: pd.DataFrame, full: str = "full",
                    labels: Mapping[str, str] = KGIR_VARIANT_LABELS,
                    paper_drops: Optional[Mapping[str, tuple]] = KGIR_ABLATION_DROPS,
                    paper_datasets: Sequence[str] = KGIR_ABLATION_DATASETS,
-                   paper_label: str = "paper, Qwen2.5-72B") -> pd.DataFrame:
+                   paper_label: str = "paper, Qwen2.5-72B",
+                   intervals: Optional[pd.DataFrame] = None) -> pd.DataFrame:
     """Paper Table 7 beside ours: EM/F1 of each variant, our change against ``full``, the paper's drop.
 
     ``results`` has one row per (dataset, variant) with ``EM`` and ``F1`` (as from
@@ -309,7 +358,9 @@ def ablation_table(results: pd.DataFrame, full: str = "full",
     (ours)``. The paper's drops (KGIR-RAG Table 7, MuSiQue, Qwen2.5-72B) go beside
     the ``paper_datasets`` rows (MuSiQue's dev and train samples) in their own labelled
     columns; other datasets leave them empty. ``paper_drops=None`` omits the paper's columns
-    (the KG²RAG report gives its ablations in words, not numbers).
+    (the KG²RAG report gives its ablations in words, not numbers). ``intervals`` (from
+    :func:`variant_intervals`) adds ``ΔEM CI lo`` / ``ΔEM CI hi`` (and F1's) beside our changes;
+    the full method's row has none.
     """
     missing = [c for c in ("dataset", "variant", "EM", "F1") if c not in results.columns]
     if missing:
@@ -325,6 +376,12 @@ def ablation_table(results: pd.DataFrame, full: str = "full",
             row = {"dataset": dataset, "variant": label, "n": getattr(r, "n", np.nan),
                    "EM": float(r.EM), "F1": float(r.F1),
                    "ΔEM (ours)": float(r.EM) - em0, "ΔF1 (ours)": float(r.F1) - f10}
+            if intervals is not None:
+                for m in ("EM", "F1"):
+                    ci = intervals[(intervals["dataset"] == dataset) & (intervals["variant"] == r.variant)
+                                   & (intervals["metric"] == m)]
+                    row[f"Δ{m} CI lo"] = float(ci["CI lo"].iloc[0]) if len(ci) else np.nan
+                    row[f"Δ{m} CI hi"] = float(ci["CI hi"].iloc[0]) if len(ci) else np.nan
             for m in ("R@2", "R@5"):  # recall, where the results have it
                 if m in part.columns:
                     row[m] = float(part.loc[part["variant"] == r.variant, m].iloc[0])

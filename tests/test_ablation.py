@@ -285,3 +285,40 @@ def test_plot_variant_scores_one_bar_per_dataset_and_variant():
     assert heights == [1.0, 2.0, 2.0, 3.0]
     assert [tl.get_text() for tl in ax.get_xticklabels()] == ["full", "w/o x"]
     plt.close(fig)
+
+
+def test_variant_intervals_are_variant_minus_full_paired_by_question():
+    from kgir_lib.bootstrap import paired_bootstrap
+
+    per_q = pd.DataFrame({
+        "dataset": ["d"] * 8, "variant": ["full"] * 4 + ["no_rewrite"] * 4, "label": ["x"] * 8,
+        "qid": ["q1", "q2", "q3", "q4"] * 2,
+        "EM": [100.0, 100.0, 0.0, 100.0, 0.0, 100.0, 0.0, 0.0],
+        "F1": [100.0, 100.0, 50.0, 100.0, 50.0, 100.0, 50.0, 0.0],
+    })
+    ci = ablation.variant_intervals(per_q, n_boot=500, seed=0).set_index("metric")
+    assert list(ci.index) == ["EM", "F1"] and (ci["variant"] == "no_rewrite").all() and (ci["n"] == 4).all()
+    assert ci.loc["EM", "diff"] == -50.0 and ci.loc["F1", "diff"] == pytest.approx(-37.5)
+    assert (ci.loc["EM", "diff"], ci.loc["EM", "CI lo"], ci.loc["EM", "CI hi"]) == paired_bootstrap(
+        [0.0, 100.0, 0.0, 0.0], [100.0, 100.0, 0.0, 100.0], n_boot=500, seed=0)
+    # the table carries them beside our changes; the full row has none
+    means = ablation.variant_means(per_q)
+    assert list(means["n"]) == [4, 4] and list(means["EM"]) == [75.0, 25.0]
+    t = ablation.ablation_table(means, intervals=ablation.variant_intervals(per_q, n_boot=500)).set_index("variant")
+    assert t.loc["w/o rewrite", "ΔEM (ours)"] == -50.0
+    assert t.loc["w/o rewrite", "ΔEM CI lo"] == ci.loc["EM", "CI lo"]
+    assert t.loc["w/o rewrite", "ΔF1 CI hi"] == ci.loc["F1", "CI hi"]
+    assert np.isnan(t.loc["KGIR-RAG (full)", "ΔEM CI lo"])
+    with pytest.raises(ValueError, match="no 'full' variant"):
+        ablation.variant_intervals(per_q[per_q["variant"] != "full"])
+
+
+def test_variant_scores_one_row_a_question_and_variant(tiny_workspace, tiny_dataset):
+    ws = tiny_workspace(echo)
+    qs = tiny_dataset.questions
+    per_q = ablation.variant_scores(ws, qs, lambda v: KGCounter(k=int(v), tag=v), ["6", "1"], {"6": "six"})
+    assert len(per_q) == 2 * len(qs)
+    assert list(per_q.columns[:4]) == ["dataset", "variant", "label", "qid"]
+    assert list(per_q["qid"][: len(qs)]) == [q.qid for q in qs]
+    means = ablation.run_variants(ws, qs, lambda v: KGCounter(k=int(v), tag=v), ["6", "1"], {"6": "six"})
+    assert list(means["EM"]) == list(per_q.groupby("variant", sort=False)["EM"].mean())

@@ -286,6 +286,11 @@ def check_06(cfg) -> None:
             assert list(part["variant"]) == list(labels.values()), (name, d)
             full = part.iloc[0]
             assert (part["ΔEM (ours)"] - (part["EM"] - full["EM"])).abs().max() < 1e-6, name
+            for m in ("EM", "F1"):  # each variant's change inside its paired bootstrap interval; none for full
+                lo, hi, delta = part[f"Δ{m} CI lo"], part[f"Δ{m} CI hi"], part[f"Δ{m} (ours)"]
+                assert lo.iloc[:1].isna().all() and hi.iloc[:1].isna().all(), (name, d, m)
+                inside = (lo.iloc[1:] <= delta.iloc[1:] + 1e-9) & (delta.iloc[1:] <= hi.iloc[1:] + 1e-9)
+                assert inside.all(), (name, d, m)
         assert (t["n"] == n).all(), name
         for c in ("EM", "F1", "R@2", "R@5"):
             in_range(t[c], *PCT, f"{name} {c}")

@@ -50,6 +50,7 @@ kg2rag_m_values = None      # None: ablation.GRID["kg2rag_m"]
 kgir_iterations = None      # None: ablation.GRID["kgir_max_iterations"]
 kgir_top_k_values = None    # None: ablation.GRID["kgir_top_k"]
 ngram_thresholds = None     # None: ablation.GRID["kgir_ngram_threshold"]
+n_boot = None               # bootstrap resamples of the ablation intervals; None: 2000
 
 # %%
 import matplotlib.pyplot as plt
@@ -67,6 +68,7 @@ grid = ablation.study_grid(drop_fractions=drop_fractions, kg2rag_k=kg2rag_k_valu
                            kgir_max_iterations=kgir_iterations, kgir_top_k=kgir_top_k_values,
                            kgir_ngram_threshold=ngram_thresholds)
 seeds = list(range(cfg.robustness_seeds))
+n_boot = 2000 if n_boot is None else int(n_boot)
 _ws = {}
 
 
@@ -103,19 +105,22 @@ print("grid:", grid)
 # ## 1. KGIR-RAG ablations (paper Table 7)
 #
 # Our columns are computed on this run; `Δ… (ours)` is each variant minus the full method on the same
-# questions. The paper's columns hold its reported drops (MuSiQue, Qwen2.5-72B) and nothing else.
+# questions, with its paired bootstrap 95 % interval (`Δ… CI lo/hi`, resampling questions; an interval that
+# contains 0 cannot tell the variant from the full method). The paper's columns hold its reported drops
+# (MuSiQue, Qwen2.5-72B) and nothing else.
 # Recall@k is each variant's final ranked list (see `kgir_lib.methods.kgir`): without the subgraph it
 # has no `G_Ans` evidence to rank first.
 
 # %%
-kgir_variants = pd.concat([ablation.run_variants(ws_of(d), questions_of(d, cfg.n_questions),
-                                                 kgir_variant, list(ablation.KGIR_VARIANT_LABELS),
-                                                 ablation.KGIR_VARIANT_LABELS)
-                           for d in cfg.ablation_datasets], ignore_index=True)
-table7 = ablation.ablation_table(kgir_variants)
+kgir_per_q = pd.concat([ablation.variant_scores(ws_of(d), questions_of(d, cfg.n_questions), kgir_variant,
+                                                list(ablation.KGIR_VARIANT_LABELS), ablation.KGIR_VARIANT_LABELS)
+                        for d in cfg.ablation_datasets], ignore_index=True)
+kgir_variants = ablation.variant_means(kgir_per_q)
+table7 = ablation.ablation_table(kgir_variants, intervals=ablation.variant_intervals(kgir_per_q, n_boot=n_boot))
 report.save_table(table7.set_index(["dataset", "variant"]), cfg, "06_kgir_ablation",
-                  "KGIR-RAG ablations (paper Table 7). Ours: this run. Paper: KGIR-RAG Table 7, "
-                  "MuSiQue, Qwen2.5-72B (drops only).")
+                  "KGIR-RAG ablations (paper Table 7). Ours: this run, variant minus full with its paired "
+                  f"bootstrap 95 % CI ({n_boot} resamples). Paper: KGIR-RAG Table 7, MuSiQue, Qwen2.5-72B "
+                  "(drops only).")
 fig, axes = plt.subplots(len(cfg.ablation_datasets), 2, figsize=(10, 3.6 * len(cfg.ablation_datasets)),
                          squeeze=False)
 for row, d in zip(axes, cfg.ablation_datasets):
@@ -134,13 +139,15 @@ table7
 # method in what organisation puts first; *w/o expansion* builds the trees over the seed passages only.
 
 # %%
-kg2_variants = pd.concat([ablation.run_variants(ws_of(d), questions_of(d, cfg.n_questions),
-                                                kg2rag_variant, list(ablation.KG2RAG_VARIANT_LABELS),
-                                                ablation.KG2RAG_VARIANT_LABELS)
-                          for d in cfg.ablation_datasets], ignore_index=True)
-kg2_table = ablation.ablation_table(kg2_variants, labels=ablation.KG2RAG_VARIANT_LABELS, paper_drops=None)
+kg2_per_q = pd.concat([ablation.variant_scores(ws_of(d), questions_of(d, cfg.n_questions), kg2rag_variant,
+                                               list(ablation.KG2RAG_VARIANT_LABELS), ablation.KG2RAG_VARIANT_LABELS)
+                       for d in cfg.ablation_datasets], ignore_index=True)
+kg2_variants = ablation.variant_means(kg2_per_q)
+kg2_table = ablation.ablation_table(kg2_variants, labels=ablation.KG2RAG_VARIANT_LABELS, paper_drops=None,
+                                    intervals=ablation.variant_intervals(kg2_per_q, n_boot=n_boot))
 report.save_table(kg2_table.set_index(["dataset", "variant"]), cfg, "06_kg2rag_ablation",
-                  "KG²RAG ablations (report Tables 3-4; the report gives no numbers for these on MuSiQue/HotpotQA).")
+                  f"KG²RAG ablations (report Tables 3-4; the report gives no numbers for these on MuSiQue/HotpotQA). "
+                  f"Variant minus full with its paired bootstrap 95 % CI ({n_boot} resamples).")
 fig, axes = plt.subplots(1, 4, figsize=(18, 3.6))
 for ax, metric in zip(axes, ("EM", "F1", "R@2", "R@5")):
     viz.plot_variant_scores(ax, kg2_table, metric)
