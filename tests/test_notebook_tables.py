@@ -227,9 +227,14 @@ def check_05(cfg) -> None:
     has_columns(boot, ["dataset", "baseline", "metric", "n", "mean diff", "CI lo", "CI hi"], "bootstrap")
     assert (boot["CI lo"] <= boot["mean diff"] + 1e-9).all() and (boot["mean diff"] <= boot["CI hi"] + 1e-9).all()
     in_range(boot[["mean diff", "CI lo", "CI hi"]].stack(), -100, 100, "bootstrap differences")
-    per_ds = boot[boot["dataset"] != "all"]
-    assert (per_ds["n"] == n).all() and (boot.loc[boot["dataset"] == "all", "n"] == n * len(cfg.datasets)).all()
+    assert set(boot["metric"]) == {"EM", "F1", "R@2", "R@5"}
+    answers = boot[boot["metric"].isin(["EM", "F1"])]  # recall leaves out questions without gold passages
+    per_ds = answers[answers["dataset"] != "all"]
+    assert (per_ds["n"] == n).all() and (answers.loc[answers["dataset"] == "all", "n"] == n * len(cfg.datasets)).all()
+    assert (boot["n"] <= n * len(cfg.datasets)).all()
     assert set(boot["baseline"]) == set(labels) - {"KGIR-RAG"}
+    if "Naive Gen" in labels:
+        assert not boot.loc[boot["baseline"] == "Naive Gen", "metric"].isin(["R@2", "R@5"]).any()
     check_claims(table(cfg, "05_claims"), set(labels), n, len(cfg.datasets))
     check_answer_form(table(cfg, "05_answer_form"), qa, labels, n)
 

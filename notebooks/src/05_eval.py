@@ -195,15 +195,17 @@ plt.show()
 # %% [markdown]
 # ## 5. Which differences can this sample support? Paired bootstrap
 #
-# For KGIR-RAG and each other method, the per-question difference of EM (and of F1) is resampled over
-# questions with replacement (2000 times, seed 0); the 95 % interval is the 2.5 and 97.5 percentiles of the
+# For KGIR-RAG and each other method, the per-question difference of EM, F1 (Tables 4/5) and Recall@2/5
+# (Table 6; a method without retrieval has none) is resampled over questions with replacement (`n_boot` times,
+# seed 0); the 95 % interval is the 2.5 and 97.5 percentiles of the
 # resampled mean differences (`evaluate.paired_bootstrap`). Pairing by question removes the variation
 # between questions that both methods share. "supported" says whether the interval excludes 0; with a
 # handful of questions almost nothing is. Rows `all` pool the datasets (resampling (dataset, question)
 # pairs).
 
 # %%
-bt = ev.bootstrap_table(suite.scores, reference=reference, n_boot=n_boot, seed=0)
+bt = ev.bootstrap_table(suite.scores, reference=reference, metrics=("EM", "F1", "R@2", "R@5"), n_boot=n_boot,
+                        seed=0)
 if bt.empty:
     print(f"no bootstrap: {reference!r} was not run")
 else:
@@ -252,8 +254,8 @@ else:
 # against the paper's Fig. 6 pattern (`case_study.bridge_summary`; notebook 07 ranks the individual traces). If
 # the reflection answers in round 1 on nearly every question, the loop stops after one rewrite and one retrieval
 # with it, which is what *w/o reflection* does before its reader answers: the reflection row above then measures
-# the reflection as a reader, not the iteration. Section 2's answer-form table shows how long the reflection's answers are against the shared
-# reader's.
+# the reflection as a reader, not the iteration. Section 2's answer-form table shows how long the reflection's
+# answers are against the shared reader's.
 
 # %%
 kgir = suite.scores[suite.scores["method"] == "KGIR-RAG"]
