@@ -240,25 +240,22 @@ def variant_intervals(per_question: pd.DataFrame, full: str = "full", metrics: S
     """Paired bootstrap 95 % CI of each variant minus ``full`` (Table 7's sign: a drop is negative), per dataset.
 
     ``per_question`` as from :func:`variant_scores`. Rows: ``dataset``, ``variant``, ``metric``, ``n``,
-    ``diff``, ``CI lo``, ``CI hi`` (:func:`kgir_lib.bootstrap.paired_bootstrap`, paired by question).
+    ``diff``, ``CI lo``, ``CI hi``: :func:`kgir_lib.bootstrap.bootstrap_table` with ``full`` as the
+    reference, turned round (full minus variant, negated).
     """
-    from .bootstrap import paired_bootstrap, paired_scores
+    from .bootstrap import bootstrap_table
 
-    rows = []
-    by_method = per_question.rename(columns={"variant": "method"})
-    for d, part in by_method.groupby("dataset", sort=False):
-        if full not in set(part["method"]):
+    for d, part in per_question.groupby("dataset", sort=False):
+        if full not in set(part["variant"]):
             raise ValueError(f"variant_intervals: dataset {d!r} has no {full!r} variant to compare with")
-        for variant in dict.fromkeys(part["method"]):
-            if variant == full:
-                continue
-            for m in metrics:
-                a, b = paired_scores(part, variant, full, m)
-                if a.size:
-                    diff, lo, hi = paired_bootstrap(a, b, n_boot=n_boot, seed=seed)
-                    rows.append({"dataset": d, "variant": variant, "metric": m, "n": int(a.size),
-                                 "diff": diff, "CI lo": lo, "CI hi": hi})
-    return pd.DataFrame(rows, columns=["dataset", "variant", "metric", "n", "diff", "CI lo", "CI hi"])
+    bt = bootstrap_table(per_question.rename(columns={"variant": "method"}), reference=full, metrics=metrics,
+                         n_boot=n_boot, seed=seed, pooled=False)
+    if bt.empty:  # the full method alone: nothing to compare
+        return pd.DataFrame(columns=["dataset", "variant", "metric", "n", "diff", "CI lo", "CI hi"])
+    turned = {c: 0.0 - bt[c] for c in ("mean diff", "CI lo", "CI hi")}  # 0.0 - x: no "-0.0" for a zero bound
+    return pd.DataFrame({"dataset": bt["dataset"], "variant": bt["baseline"], "metric": bt["metric"],
+                         "n": bt["n"].astype(int), "diff": turned["mean diff"], "CI lo": turned["CI hi"],
+                         "CI hi": turned["CI lo"]})
 
 
 def sweep(ws: Workspace, questions: Sequence, factory: Callable[[Any], Method], values: Iterable[Any],
@@ -365,6 +362,9 @@ def ablation_table(results: pd.DataFrame, full: str = "full",
     missing = [c for c in ("dataset", "variant", "EM", "F1") if c not in results.columns]
     if missing:
         raise ValueError(f"ablation_table: results lack columns {missing}")
+    ci = ({} if intervals is None else
+          {(d, v, m): (lo, hi) for d, v, m, lo, hi in
+           intervals[["dataset", "variant", "metric", "CI lo", "CI hi"]].itertuples(index=False)})
     rows = []
     for dataset, part in results.groupby("dataset", sort=False):
         base = part[part["variant"] == full]
@@ -378,10 +378,8 @@ def ablation_table(results: pd.DataFrame, full: str = "full",
                    "ΔEM (ours)": float(r.EM) - em0, "ΔF1 (ours)": float(r.F1) - f10}
             if intervals is not None:
                 for m in ("EM", "F1"):
-                    ci = intervals[(intervals["dataset"] == dataset) & (intervals["variant"] == r.variant)
-                                   & (intervals["metric"] == m)]
-                    row[f"Δ{m} CI lo"] = float(ci["CI lo"].iloc[0]) if len(ci) else np.nan
-                    row[f"Δ{m} CI hi"] = float(ci["CI hi"].iloc[0]) if len(ci) else np.nan
+                    lo, hi = ci.get((dataset, r.variant, m), (np.nan, np.nan))
+                    row[f"Δ{m} CI lo"], row[f"Δ{m} CI hi"] = lo, hi
             for m in ("R@2", "R@5"):  # recall, where the results have it
                 if m in part.columns:
                     row[m] = float(part.loc[part["variant"] == r.variant, m].iloc[0])
