@@ -145,5 +145,5 @@ def bridge_summary(candidates: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({"questions": g.size()})
     for col, label in SUMMARY_STEPS.items():
         out[label] = g[col].sum().astype(int)
-    out["answered in round 1"] = g["answered_round"].apply(lambda s: int((s == 1).sum()))
+    out["answered in round 1"] = (candidates["answered_round"] == 1).groupby(candidates["dataset"], sort=False).sum()
     return out
