@@ -1,0 +1,73 @@
+"""Exact paired tests, Holm and minimum detectable effects, checked against hand-computed values."""
+import math
+
+import numpy as np
+import pytest
+
+from kgir_lib.stats import holm, mcnemar_exact, mde_mcnemar, mde_paired, sign_flip_test
+
+
+def test_mcnemar_hand_computed_table():
+    # 2x2 table: 1 question only A right, 5 only B right, 4 both right, 2 both wrong.
+    a = [1] * 1 + [0] * 5 + [1] * 4 + [0] * 2
+    b = [0] * 1 + [1] * 5 + [1] * 4 + [0] * 2
+    t = mcnemar_exact(a, b)
+    assert (t.b, t.c, t.discordant) == (1, 5, 6)
+    # P(X <= 1), X ~ Bin(6, 1/2) = (1 + 6) / 64; two-sided: 14 / 64
+    assert t.p == pytest.approx(14 / 64)
+
+
+def test_mcnemar_seven_against_seventeen():
+    a = [1] * 7 + [0] * 17
+    b = [0] * 7 + [1] * 17
+    # sum_{k<=7} C(24, k) / 2^24, doubled
+    expected = 2 * sum(math.comb(24, k) for k in range(8)) / 2 ** 24
+    assert mcnemar_exact(a, b).p == pytest.approx(expected)
+    assert 0.06 < expected < 0.07
+
+
+def test_mcnemar_accepts_percent_scale_and_no_discordance():
+    assert mcnemar_exact([100, 0, 100], [0, 0, 100]).b == 1
+    assert mcnemar_exact([1, 0], [1, 0]).p == 1.0
+    with pytest.raises(ValueError, match="0/1"):
+        mcnemar_exact([0.5, 1], [0, 1])
+
+
+def test_sign_flip_tiny_vectors_by_hand():
+    # sums of +-1 +-2 +-3: 6 4 2 0 0 -2 -4 -6; |S| >= 6 twice in 8
+    assert sign_flip_test([1, 2, 3]) == pytest.approx(2 / 8)
+    # zeros dropped; +-.5 +-.2 +-.4 with observed .5 - .2 + .4 = .7: |S| >= .7 for 1.1, .7, -.7, -1.1
+    assert sign_flip_test([0.5, 0.0, -0.2, 0.4]) == pytest.approx(4 / 8)
+    assert sign_flip_test([0, 0]) == 1.0
+
+
+def test_sign_flip_seven_in_one_direction_is_the_sign_test():
+    assert sign_flip_test([0.5] * 7 + [0.0] * 93) == pytest.approx(2 / 2 ** 7)
+
+
+def test_sign_flip_monte_carlo_is_seeded_and_close_to_exact():
+    rng = np.random.default_rng(1)
+    d = rng.normal(0.3, 1.0, size=22)
+    exact = sign_flip_test(d, exact_max=22)
+    mc = sign_flip_test(d, exact_max=10, n_resamples=50_000, seed=3)
+    assert mc == sign_flip_test(d, exact_max=10, n_resamples=50_000, seed=3)
+    assert abs(mc - exact) < 0.01
+
+
+def test_holm_hand_computed():
+    np.testing.assert_allclose(holm([0.01, 0.04, 0.03]), [0.03, 0.06, 0.06])
+    out = holm([0.2, float("nan"), 0.01])
+    assert np.isnan(out[1]) and out[2] == pytest.approx(0.02) and out[0] == pytest.approx(0.2)
+    assert holm([0.9, 0.8]).max() <= 1.0
+
+
+def test_mde_mcnemar_monotone_and_bounded():
+    small, large = mde_mcnemar(100, 0.3), mde_mcnemar(1000, 0.3)
+    assert 0 < large < small <= 0.3
+    assert small * 100 == pytest.approx(round(small * 100))  # a multiple of 1/n
+    assert mde_mcnemar(20, 0.05) == float("inf")  # one discordant question cannot reach 80 % power
+
+
+def test_mde_paired_normal_formula():
+    assert mde_paired(10.0, 100) == pytest.approx((1.959964 + 0.841621) * 10.0 / 10.0, rel=1e-5)
+    assert mde_paired(1.0, 0) == float("inf")
