@@ -77,6 +77,8 @@ class Config:
     embed_model: str = "all-MiniLM-L6-v2"
     embed_batch_size: int = 64
     reranker_model: Optional[str] = None
+    embed_max_length: Optional[int] = None  # encoder input length in tokens; null: the encoder's default (paper §3.2:
+    #                                         BGE-M3 with inputs of up to 8192 tokens)
     # data
     datasets: list = field(default_factory=lambda: ["musique", "hotpotqa", "musique_train"])
     n_questions: Optional[int] = 8
@@ -91,6 +93,18 @@ class Config:
     match_method: str = "overlap"        # eq. 5 similarity: dice | overlap | containment (subgraph.SIMILARITIES)
     gtmp_reading: str = "passages"       # Algorithm 1 G_tmp: "passages" (connect D_q's entities) | "seed_star" (§2.2)
     max_iterations: int = 3
+    max_evidence_triples: Optional[int] = 20  # G_Ans triples shown (heaviest first) to Rewrite, Reflection and the
+    #                                          reader; null: every triple (paper). A cap keeps a small model's prompt short
+    reflection_passages: str = "new"     # P_t of the reflection (§2.4): "new" (passages of D'_t not in D_t; the top of
+    #                                      D'_t only when none is new) | "all" (the top of D'_t)
+    kgir_answer_source: str = "reader"   # who writes the final answer: "reader" (the shared reader, over the evidence
+    #                                      the reflection read; one answer rule for every method) | "reflection" (Fig. 5)
+    reflect_prompt: str = "kgir_reflect"  # the reflection's prompt file: "kgir_reflect" (worded for small models) |
+    #                                      "kgir_reflect_paper" (Fig. 5 as published)
+    # A second LLM for KG extraction and question NER (paper §3.2: Qwen2.5-72B extracts triples and question
+    # entities for both reader LLMs). null: the reader LLM does both. Same backend, key and json mode as the reader.
+    kg_llm_model: Optional[str] = None
+    kg_llm_base_urls: list = field(default_factory=list)
     # baselines
     kg2rag_m_hops: int = 1
     kg2rag_budget: int = 10
@@ -304,6 +318,9 @@ def load_config(profile: Optional[str] = None, **overrides: Any) -> Config:
     return cfg
 
 
+REFLECTION_PASSAGES = ("new", "all")
+ANSWER_SOURCES = ("reader", "reflection")
+REFLECT_PROMPTS = ("kgir_reflect", "kgir_reflect_paper")
 _AT_LEAST_ONE = ("top_k", "max_iterations", "ngram_n", "context_passages", "llm_max_concurrency", "llm_n_ctx",
                  "llm_n_threads", "max_new_tokens", "embed_batch_size", "kg2rag_m_hops", "kg2rag_budget",
                  "ircot_max_steps", "iter_retgen_rounds", "robustness_seeds")
@@ -341,6 +358,18 @@ def _validate(cfg: Config) -> None:
     for name, allowed in (("match_method", SIMILARITIES), ("gtmp_reading", GTMP_READINGS)):
         if getattr(cfg, name) not in allowed:
             raise ConfigError(f"parameter {name!r}: unknown value {getattr(cfg, name)!r} ({' | '.join(allowed)})")
+    for name, allowed in (("reflection_passages", REFLECTION_PASSAGES), ("kgir_answer_source", ANSWER_SOURCES),
+                          ("reflect_prompt", REFLECT_PROMPTS)):
+        if getattr(cfg, name) not in allowed:
+            raise ConfigError(f"parameter {name!r}: unknown value {getattr(cfg, name)!r} ({' | '.join(allowed)})")
+    for name in ("max_evidence_triples", "embed_max_length"):
+        value = getattr(cfg, name)
+        if value is not None and value < 1:
+            raise ConfigError(f"parameter {name!r}: must be >= 1 or null, got {value}")
+    if cfg.kg_llm_model is not None and cfg.llm_backend == "openai" and not cfg.kg_llm_base_urls:
+        raise ConfigError("parameter 'kg_llm_base_urls': 'kg_llm_model' on the openai backend needs its own base URL")
+    for url in cfg.kg_llm_base_urls:
+        _check_url(url)
     if not cfg.datasets:
         raise ConfigError("parameter 'datasets': needs at least one dataset name")
     if cfg.eval_methods is not None:
