@@ -570,3 +570,11 @@ def test_forced_rounds_ignore_the_stop_and_answer_every_round(tiny_workspace, ti
     assert all(r["reflection"]["answerable"] for r in t["rounds"]) and len(t["history"]) == 2
     assert t["rounds"][1]["query"] == t["rounds"][0]["rewrite"]["question"]
     assert method.key == "kgir_forced" and method.stats["forced_answers"] == 0
+
+
+def test_trace_row_counts_the_rounds_where_the_evidence_cap_binds(tiny_workspace, tiny_dataset, cfg):
+    ws = tiny_workspace(make_script(never))
+    ws.cfg = dataclasses.replace(cfg, max_evidence_triples=1)
+    method, outs, _ = run(ws, tiny_dataset.questions, max_iterations=2)
+    row = trace_row(outs[0].trace)
+    assert row["evidence_capped_rounds"] == method.stats["evidence_capped_rounds"] == 2

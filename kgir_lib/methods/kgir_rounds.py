@@ -218,6 +218,8 @@ def trace_row(trace: dict) -> dict:
         "pruned_triples": sum(len(s.pruned) for s in subs),
         "rounds_with_seed": sum(bool(s.seeds) for s in subs),
         "subgraph_rounds": len(subs),
+        "evidence_capped_rounds": sum(r.evidence_shown is not None and r.evidence_triples is not None
+                                      and r.evidence_shown < r.evidence_triples for r in rounds),
         "truncated": sum(s.get("truncated", 0) for s in llm.values()),
         "llm_calls": sum(s.get("calls", 0) for s in llm.values()),
         "prompt_tokens": sum(s.get("prompt_tokens", 0) for s in llm.values()),
