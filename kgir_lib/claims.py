@@ -14,7 +14,7 @@ The paper's own number for a comparison sits beside ours where the paper states 
 ablation drops (MuSiQue, Qwen2.5-72B), as KGIR-RAG minus the variant, on the MuSiQue rows only
 (:data:`kgir_lib.report.KGIR_ABLATION_DATASETS`; not beside hotpotqa or the pooled ``all``). The paper prints no
 numbers for KGIR-RAG against the w/o-rewrite recall or against IRCoT, KG²RAG and HippoRAG 2
-as text (METHOD.md §7), so those cells stay empty.
+as text (the source papers' tables), so those cells stay empty.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Wiring for notebooks: config → LLM, dataset, indexes and knowledge graph in one :class:`Workspace`.
 
-Knowledge graph per dataset (METHOD.md §1), stored in ``<run>/kg/<dataset>/``:
+Knowledge graph per dataset (KGIR-RAG §2.1), stored in ``<run>/kg/<dataset>/``:
 
 - a dataset that ships published OpenIE output (``musique_train``) imports it
   (real GPT-3.5 triples for every passage);

@@ -1,4 +1,4 @@
-"""Tables and figures: saving them, and the published reference numbers (METHOD.md §7).
+"""Tables and figures: saving them, and the published reference numbers (the source papers' tables).
 
 Published numbers live here once, with their source, and are only ever shown in
 separate, labelled columns beside ours — never mixed into our own columns.
@@ -145,7 +145,7 @@ PUBLISHED_SAME_METHOD = {"no retrieval": "Naive Gen", "BM25": "BM25", "HippoRAG 
 
 
 def published_qa(datasets: Sequence[str]) -> list:
-    """The published EM/F1 column groups of METHOD.md §7 (one frame per source)."""
+    """The published EM/F1 column groups of the source papers (one frame per source)."""
     kg2rag = {m: {"hotpotqa": (None, 100 * v)} for m, v in KG2RAG_F1.items()}
     return [
         _published_frame(f"published: {SOURCES['hipporag2']}", HIPPORAG2_QA, ("EM", "F1"),
@@ -157,7 +157,7 @@ def published_qa(datasets: Sequence[str]) -> list:
 
 
 def published_recall(datasets: Sequence[str]) -> list:
-    """The published Recall@2/@5 column groups of METHOD.md §7, the derived KGIR-RAG numbers labelled so."""
+    """The published Recall@2/@5 column groups of the source papers, the derived KGIR-RAG numbers labelled so."""
     return [
         _published_frame(f"published: {SOURCES['hipporag2']}", HIPPORAG2_RECALL, ("R@2", "R@5"),
                          PUBLISHED_SAME_METHOD, datasets),

@@ -1,4 +1,4 @@
-"""KGIR-RAG evidence subgraph (paper §2.2, Algorithm 1; METHOD.md §2).
+"""KGIR-RAG evidence subgraph (paper §2.2, Algorithm 1).
 
 One small function per step of Algorithm 1::
 
@@ -16,7 +16,7 @@ One small function per step of Algorithm 1::
 
 Choices the paper leaves open, made here and documented where they are made:
 
-- **Two readings of G_tmp** (issue 10 item 4; ``cfg.gtmp_reading``). §2.2's
+- **Two readings of G_tmp** (``cfg.gtmp_reading``). §2.2's
   prose says "take each entity of E_q as a seed and add it and its adjacent
   edges" (``"seed_star"``: :func:`seed_graph`); the description of Algorithm 1
   says "connect the entities of the retrieved passages into the passage graph
@@ -92,7 +92,7 @@ GTMP_READINGS = ("passages", "seed_star")
 
 
 def tmp_graph(triples: Sequence[Triple], matches: dict, reading: str = "passages") -> list:
-    """``G_tmp`` under one of the two readings of Algorithm 1 (issue 10 item 4; module docstring):
+    """``G_tmp`` under one of the two readings of Algorithm 1 (module docstring):
 
     - ``"passages"``: every triple of ``G_q`` ("connect the entities of the retrieved passages"),
       deduplicated, ``G_q`` order; the seeds then pick the components ``B_i``;
@@ -333,7 +333,7 @@ def rebuild_subgraph(ws, sub: EvidenceSubgraph, *, n: Optional[int] = None, thre
 
 def compare_readings(ws, subs: Sequence[EvidenceSubgraph], gold: Sequence[Sequence[str]],
                      readings: Sequence[str] = GTMP_READINGS) -> "object":
-    """Both ``G_tmp`` readings side by side (issue 10 item 4), one row a reading, over ``subs``:
+    """Both ``G_tmp`` readings side by side, one row a reading, over ``subs``:
 
     ``G_tmp``, ``component triples`` and ``G_Ans`` (sums), ``MST removal %`` (pruned / component
     triples, pooled), ``gold in D_q`` and ``gold in G_Ans`` (gold passages that are the source of a

@@ -1,4 +1,4 @@
-"""Prompt files as explicit chat turns (issue 12 item 7): every prompt renders the same bytes as before.
+"""Prompt files as explicit chat turns: every prompt renders the same bytes as before.
 
 ``fixtures/prompt_messages.json`` holds the messages the prompt code of commit 713cfc4 produced (few-shot
 turns split out of the prompt text by blank lines and a marker), captured before the prompt files
@@ -20,7 +20,7 @@ from kgir_lib.reader import closed_book_request, reader_request
 from kgir_lib.rewrite import reflection_requests, rewrite_requests
 from kgir_lib.subgraph import ner_requests
 
-# the reflection's verdict turn (issue 9): tests/test_kgir_loop.py::test_verdict_request_continues_the_conversation
+# the reflection's verdict turn: tests/test_kgir_loop.py::test_verdict_request_continues_the_conversation
 ADDED_LATER = {"kgir_reflect_verdict"}
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "prompt_messages.json").read_text(encoding="utf-8"))
 

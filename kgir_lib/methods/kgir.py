@@ -1,4 +1,4 @@
-"""KGIR-RAG (paper §2.2-2.4, Algorithms 1-2; METHOD.md §2) and its Table 7 ablations.
+"""KGIR-RAG (paper §2.2-2.4, Algorithms 1-2) and its Table 7 ablations.
 
 The loop, for every open question, round ``t = 1 .. max_iterations``::
 
@@ -16,7 +16,7 @@ triples, heaviest first. In the last round the reflection prompt says it must an
 reflection still gives no answer is answered by the shared reader (stage ``kgir_final``, recorded as
 ``forced``): the original question ``q``, ``G_Ans_T`` and ``P_T``.
 
-Choices the paper leaves open (issue 10 items 3 and 5b):
+Choices the paper leaves open:
 
 - **Reflection passages** ``P_t`` (§2.4: the reflection combines the evidence
   subgraph, the rewrite history and "the passages the previous stage did not
@@ -24,8 +24,8 @@ Choices the paper leaves open (issue 10 items 3 and 5b):
   the list is topped up with the best other passages of ``D'_t`` up to
   ``context_passages``. With only the new passages, a rewrite that returns the
   question unchanged (``D'_t = D_t``) leaves the reflection with no passage at
-  all, and with an empty ``G_Ans`` it is blind (the Fig. 6 failure the issue
-  describes); topping up keeps the paper's emphasis on new passages and never
+  all, and with an empty ``G_Ans`` it is blind (it could not
+  answer a Fig. 6 question); topping up keeps the paper's emphasis on new passages and never
   shows nothing while ``D'_t`` is not empty.
 - **Empty** ``G_Ans`` (no seed matched, or no triple around it): the step that
   fails is eq. 5 (matching ``E_q`` to the entities of ``G_q``); then Rewrite has
@@ -55,7 +55,7 @@ Variants (paper Table 7, §3.4), switches of the same loop:
 - ``"no_rewrite"``: one round: subgraph, then the reader answers ``q`` from
   ``G_Ans_1`` alone (no rewrite, no reflection, no iteration).
 
-Final ranked passage list (for Recall@k, METHOD.md §6; issue 10 item 2):
+Final ranked passage list (for Recall@k, paper §3.3.3):
 
 1. the source passages of ``G_Ans`` edges over all rounds, ordered by their
    best edge weight (ties: first seen);
@@ -68,13 +68,13 @@ Final ranked passage list (for Recall@k, METHOD.md §6; issue 10 item 2):
 it adds nothing. Without the subgraph (``no_subgraph``) step 1 is empty;
 without the rewrite (``no_rewrite``) step 2 is.
 
-Usable outputs (issue 9 §3): each round's trace records, per stage, whether
+Usable outputs: each round's trace records, per stage, whether
 the reply was parsed as intended (``usable``: NER gave a JSON entity list with
 an entity that occurs in the question; the rewrite a question; the reflection
 an ``Answer:`` or ``Missing:`` line; the reader a short non-empty answer) and
 whether it was cut at the token budget (``truncated``). :func:`usable_table`
 turns traces into rates per stage; ``rounds_with_seed`` / ``rounds`` is the
-seed-match rate (issue 10 item 5b).
+seed-match rate.
 
 Each :class:`MethodOutput` carries a JSON-serialisable trace: every round as a
 :class:`~kgir_lib.methods.kgir_rounds.CaseRound` (``to_dict``: query, retrieval,
@@ -141,7 +141,7 @@ class _Open:
 
 def ranked_list(evidence_weights: dict, rewrite_retrievals: Sequence[Sequence[str]],
                 first_retrieval: Sequence[str]) -> list:
-    """KGIR-RAG's final ranked list (issue 10 item 2): ``G_Ans`` source passages by their best edge weight
+    """KGIR-RAG's final ranked list: ``G_Ans`` source passages by their best edge weight
     (ties: first seen), then the rewrite retrievals ``D'_t`` interleaved by round, then ``D_1``; no duplicates."""
     evidence = sorted(evidence_weights, key=lambda p: -evidence_weights[p])  # stable: first seen
     return list(dict.fromkeys(evidence + interleave(rewrite_retrievals) + list(first_retrieval)))

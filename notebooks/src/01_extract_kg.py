@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 01 — The knowledge graph over the corpus (KGIR-RAG §2.1, eq. 1; METHOD.md §1)
+# # 01 — The knowledge graph over the corpus (KGIR-RAG §2.1, eq. 1)
 #
 # Both KGIR-RAG and KG²RAG start from one offline step: an LLM reads every passage `c` of the corpus
 # `D` and writes the facts it states as triples, each keeping its source passage,

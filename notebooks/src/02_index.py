@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 02 — Dense and BM25 indexes, and single-step retrieval quality (KGIR-RAG §2.2 eq. 2; METHOD.md §6)
+# # 02 — Dense and BM25 indexes, and single-step retrieval quality (KGIR-RAG §2.2 eq. 2, §3.3.3)
 #
 # KGIR-RAG's first step (Algorithm 1, step 1) is dense retrieval: the cosine similarity between the
 # question embedding and every passage embedding,
@@ -16,7 +16,7 @@
 #
 # and measures **single-step** retrieval with HippoRAG's Recall@k: per question, the share of its gold
 # (supporting) passages among the first k retrieved, averaged, ×100 (`kgir_lib.metrics.recall_at_k`).
-# The published numbers beside ours (HippoRAG 2 paper, METHOD.md §7) use other retrievers
+# The published numbers beside ours (HippoRAG 2 paper, arXiv 2502.14802) use other retrievers
 # (BM25, Contriever, NV-Embed-v2) and a larger pool (the corpus of all 1,000 questions), so they frame
 # ours; they are not the same experiment.
 

@@ -167,7 +167,7 @@ report.save_table(per_q.set_index(["dataset", "qid"]), cfg, "03_subgraph_per_que
 # %% [markdown]
 # ### 3b. The two readings of `G_tmp`, side by side
 #
-# The paper describes `G_tmp` twice (issue 10 item 4; `cfg.gtmp_reading`, documented in `kgir_lib/subgraph.py`):
+# The paper describes `G_tmp` twice (`cfg.gtmp_reading`, documented in `kgir_lib/subgraph.py`):
 #
 # * **`seed_star`** (§2.2 prose, eq. 5): each seed entity and its adjacent edges. A union of stars: its spanning
 #   tree can only drop parallel edges and edges between two seeds.

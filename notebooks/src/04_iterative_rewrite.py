@@ -172,8 +172,8 @@ report.save_table(usage.round(2), cfg, "04_kgir_usage_by_stage", "KGIR-RAG LLM u
 # %% [markdown]
 # ### Usable outputs per stage, truncations and the seed-match rate
 #
-# Whether each stage's reply was **parsed as intended** rather than handled by a fallback (issue 9 §3;
-# definitions in `kgir_lib/methods/kgir.py`): NER — a JSON entity list with an entity that occurs in the
+# Whether each stage's reply was **parsed as intended** rather than handled by a fallback
+# (definitions in `kgir_lib/methods/kgir.py`): NER — a JSON entity list with an entity that occurs in the
 # question; rewrite — a question; reflection — an `Answer:` or `Missing:` line in the first reply
 # (`reflect`), in the verdict turn sent after a first reply without one (`reflect_verdict`), and in either
 # (`reflect, after verdict turn`: the share of reflections the loop could act on); reader — a short non-empty
@@ -252,4 +252,4 @@ for name, r in results.items():
 #   the Table 7 ablations (`KGIRRAG(variant=...)`).
 # * *Recall*: the final ranked list is the passages behind `G_Ans` (by their best edge weight), then the
 #   retrievals with the rewritten questions `D'_1 .. D'_T` interleaved by round, then `D_1` — so a rewrite that
-#   finds a new gold passage raises Recall@5 (issue 10 item 2; `kgir_lib.methods.kgir.ranked_list`).
+#   finds a new gold passage raises Recall@5 (`kgir_lib.methods.kgir.ranked_list`).

@@ -14,7 +14,7 @@
 #   which differences this sample can support;
 # * **the paper's claims read off this run**: supported, contradicted, or cannot tell.
 #
-# Published numbers (METHOD.md §7, `kgir_lib.report`) sit in **separate, labelled column groups** beside
+# Published numbers (from the source papers, `kgir_lib.report`) sit in **separate, labelled column groups** beside
 # ours, never in our columns: they come from other LLMs, retrievers and corpora.
 #
 # **The methods** (KGIR-RAG §3.3.1; one module each under `kgir_lib/methods/`, one interface: questions in;
@@ -32,13 +32,13 @@
 # | KG | HippoRAG 2 | `hipporag2.py` | personalized PageRank over a passage + phrase graph seeded by query-linked, LLM-filtered triples and dense passage scores |
 # | ours | KGIR-RAG (+ w/o subgraph, w/o reflection, w/o rewrite) | `kgir.py` | evidence subgraph → rewrite → reflection, iterated (notebooks 03–04) |
 #
-# Not run: KAG, GraphRAG, LightRAG and RAPTOR are whole external systems (METHOD.md §4); their published
+# Not run: KAG, GraphRAG, LightRAG and RAPTOR are whole external systems (KGIR-RAG §3.3.1); their published
 # numbers appear as published-only rows.
 #
 # **One reader, one ranked-list rule.** Every method answers through the same reader prompt
 # (`kgir_lib/reader.py`) with the first `context_passages` passages of its context, each cut to
 # `passage_chars` characters, so the comparison is about *which* passages a method finds. Recall@k
-# (HippoRAG's definition, METHOD.md §6) is computed on each method's final ranked list, built the same way
+# (HippoRAG's definition, paper §3.3.3) is computed on each method's final ranked list, built the same way
 # for all: **the passages in the reader's context, in context order, then the method's remaining
 # candidates in its own order** (each class docstring names its context and candidates; KGIR-RAG's is in
 # `kgir.py`). Naive Gen retrieves nothing: its recall is shown as empty, not 0.
@@ -109,14 +109,14 @@ caption_ours += " " + report.model_note(cfg, short=True)
 # %% [markdown]
 # ## 2. Tables 4 / 5 — EM and F1 (paper §3.3.2)
 #
-# EM and F1 with SQuAD normalisation, the maximum over the gold answer and its aliases, ×100 (METHOD.md §6).
+# EM and F1 with SQuAD normalisation, the maximum over the gold answer and its aliases, ×100 (paper §3.3.2-3.3.3).
 # The paper has one table per reader LLM: **Table 4** (Qwen2.5-72B) and **Table 5** (Llama-3-8B). This run
 # used one LLM, so it makes one table; the two paper tables need the `paper` and `paper_llama3` profiles.
 # Beside ours: the HippoRAG 2 paper's numbers (reader Llama-3.3-70B; rows that are the same method as ours —
 # no retrieval, BM25, HippoRAG 2 — share our row name, the others are published-only rows), KAG's
 # (DeepSeek-V2), and KG²RAG's own F1 on the HotpotQA *distractor* setting with LLaMA3-8B (response F1 0.663
 # vs 0.617 for semantic RAG, ×100) — a different setting, labelled so. The KGIR-RAG paper's Tables 4–5
-# themselves are not available as text (METHOD.md §7).
+# themselves are not available as text (the source papers' tables).
 
 # %%
 qa = report.with_published(ev.summary_table(suite.scores, ("EM", "F1"), label=ours, datasets=cfg.datasets),

@@ -244,7 +244,7 @@ kgir_sweeps
 # - With a small CPU model (named in the first output) and a handful of questions the differences between
 #   variants are mostly noise:
 #   the tables show that every switch of the method runs and how it changes cost and retrieval, not
-#   the paper's effect sizes. The paper-scale recipe (README) runs the same notebook on the `paper`
+#   the paper's effect sizes. The paper-scale recipe (docs/operations.md) runs the same notebook on the `paper`
 #   profile, where Table 7's comparison is meaningful.
 # - KG²RAG's ranked list does not depend on the reader LLM, only on the graph and the encoder. On
 #   musique_train the graph is the published GPT-3.5 OpenIE, so the R@k columns of the `k`, `m` and
