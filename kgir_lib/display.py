@@ -107,38 +107,42 @@ def _label_html(label) -> str:
 class Table:
     """A table to display: HTML with wrapped text (``_repr_html_``) and a plain-text fallback (``__repr__``)."""
 
-    def __init__(self, df: pd.DataFrame, caption: Optional[str] = None, wrap: int = 40) -> None:
-        self.df, self.caption, self.wrap = df, caption, wrap
+    def __init__(self, df: pd.DataFrame, caption: Optional[str] = None, wrap: int = 40, index: bool = True) -> None:
+        self.df, self.caption, self.wrap, self.index = df, caption, wrap, index
 
     def _repr_html_(self) -> str:
         df = self.df
         index_names = [n for n in (df.index.names or []) if n is not None]
-        head = "".join(f"<th>{html.escape(str(n))}</th>" for n in index_names) or "<th></th>"
+        head = ("".join(f"<th>{html.escape(str(n))}</th>" for n in index_names) or "<th></th>") if self.index else ""
         head += "".join(f"<th>{_label_html(c)}</th>" for c in df.columns)
+        text = [not (pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c])) for c in df.columns]
         rows = []
         for idx, row in zip(df.index, df.itertuples(index=False)):
             keys = idx if isinstance(idx, tuple) else (idx,)
-            cells = "".join(f"<th>{_cell_html(k, self.wrap)}</th>" for k in keys)
-            cells += "".join(f"<td>{_cell_html(v, self.wrap)}</td>" for v in row)
+            cells = "".join(f'<th style="text-align: left">{_cell_html(k, self.wrap)}</th>' for k in keys) \
+                if self.index else ""
+            cells += "".join(f'<td style="text-align: left">{_cell_html(v, self.wrap)}</td>' if t else
+                             f"<td>{_cell_html(v, self.wrap)}</td>" for v, t in zip(row, text))
             rows.append(f"<tr>{cells}</tr>")
         cap = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
         return (f'<table class="dataframe">{cap}<thead><tr>{head}</tr></thead>'
                 f"<tbody>{''.join(rows)}</tbody></table>")
 
     def __repr__(self) -> str:
-        text = self.df.to_string(na_rep="")
+        text = self.df.to_string(na_rep="", index=self.index)
         return f"{self.caption}\n{text}" if self.caption else text
 
 
 def show(df: Union[pd.DataFrame, pd.Series], caption: Optional[str] = None, *,
          digits: Union[int, Mapping[str, int]] = 1, max_cols: int = 10, wrap: int = 40,
-         drop_empty_published: bool = True) -> None:
-    """Display ``df`` the suite's way (module docstring), with ``caption`` above its first block."""
+         drop_empty_published: bool = True, index: bool = True) -> None:
+    """Display ``df`` the suite's way (module docstring), with ``caption`` above its first block;
+    ``index=False`` leaves out the row labels (a plain 0, 1, 2, ... says nothing)."""
     from IPython.display import display
 
     if isinstance(df, pd.Series):
         df = df.to_frame()
-    parts = [Table(b, caption if i == 0 else None, wrap)
+    parts = [Table(b, caption if i == 0 else None, wrap, index)
              for i, b in enumerate(blocks(tidy(df, digits, drop_empty_published), max_cols))]
     for p in parts:
         display(p)

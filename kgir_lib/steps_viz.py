@@ -62,8 +62,18 @@ class FocusView:
     sub: EvidenceSubgraph
     triples: list                                    # drawn triples (seed neighbourhood, then seedless examples)
     classes: dict                                    # Triple -> kept | pruned | seedless | None
-    pos: dict = field(default_factory=dict)          # entity -> (x, y)
     counts: dict = field(default_factory=dict)       # drawn and total counts (see :func:`focus_view`)
+    _pos: Optional[dict] = None
+
+    @property
+    def pos(self) -> dict:
+        """Entity -> (x, y): :func:`layout` of the drawn triples, computed when first drawn."""
+        if self._pos is None:
+            g = nx.Graph()
+            g.add_nodes_from(s for s in self.sub.seeds if any(s in (t.head, t.tail) for t in self.triples))
+            g.add_edges_from((t.head, t.tail) for t in self.triples)
+            self._pos = layout(g, self.sub.seeds)
+        return self._pos
 
     def drawn(self, cls: str) -> list:
         return [t for t in self.triples if self.classes.get(t) == cls]
@@ -160,13 +170,11 @@ def _seedless_examples(seedless: Sequence[Triple], budget: int) -> tuple:
 
 def focus_view(sub: EvidenceSubgraph, max_edges: int = 25, max_seedless: int = 4, seed: int = 0) -> FocusView:
     """The drawn part of ``sub`` (module docstring): at most ``max_edges`` triples, of which at most
-    ``max_seedless`` from components without a seed (none when no seed matched); positions from :func:`kgir_lib.viz.component_layout`.
+    ``max_seedless`` from components without a seed (none when no seed matched); positions from :func:`layout`.
 
     ``counts``: ``G_q``, ``G_q_entities``, ``component_triples``, ``seedless_triples``,
     ``seedless_components``, ``drawn``, ``drawn_entities``, ``drawn_component``, ``drawn_seedless``.
     """
-    from .viz import component_layout
-
     comp = [t for c in sub.components for t in c.triples if t.head != t.tail]
     classes = {t: triple_class(sub, t) for t in dict.fromkeys(list(sub.G_q) + list(sub.G_tmp))}
     seedless_all = [t for t, c in classes.items() if c == SEEDLESS]
@@ -181,7 +189,29 @@ def focus_view(sub: EvidenceSubgraph, max_edges: int = 25, max_seedless: int = 4
               "seedless_triples": len(seedless_all), "seedless_components": n_seedless_comps,
               "drawn": len(triples), "drawn_entities": g.number_of_nodes(), "drawn_component": len(main),
               "drawn_seedless": len(seedless)}
-    return FocusView(sub=sub, triples=triples, classes=classes, pos=component_layout(g, seed), counts=counts)
+    return FocusView(sub=sub, triples=triples, classes=classes, counts=counts)
+
+
+def layout(g: nx.Graph, seeds: Sequence[str] = ()) -> dict:
+    """Positions for a drawing: each connected component laid out on its own (Kamada-Kawai, which spreads a
+    hub's neighbours evenly), components holding a seed first and largest, side by side; nodes and edges
+    are inserted in sorted order so the same graph always gets the same picture."""
+    import math
+
+    seed_set = set(seeds)
+    comps = sorted(nx.connected_components(g), key=lambda c: (not (c & seed_set), -len(c), sorted(c)[0]))
+    pos, x = {}, 0.0
+    for comp in comps:
+        h = nx.Graph()
+        h.add_nodes_from(sorted(comp))
+        h.add_edges_from(sorted(tuple(sorted(e)) for e in g.subgraph(comp).edges()))
+        scale = 0.6 * math.sqrt(len(comp))
+        p = nx.kamada_kawai_layout(h, scale=scale) if len(comp) > 2 else \
+            nx.circular_layout(h, scale=0.5 * scale) if len(comp) == 2 else {next(iter(comp)): (0.0, 0.0)}
+        for n, (px, py) in p.items():
+            pos[n] = (x + scale + float(px), float(py))
+        x += 2 * scale + 0.7
+    return pos
 
 
 def _short(s: str, width: int) -> str:
@@ -296,7 +326,10 @@ def draw_step(ax, view: FocusView, step: str, title: Optional[str] = None, label
     if legend:
         ax.legend(handles=step_legend(step), loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
                   fontsize=8, frameon=False)
-    ax.margins(0.08)
+    xs, ys = [p[0] for p in pos.values()], [p[1] for p in pos.values()]
+    pad_x, pad_y = 0.08 * (max(xs) - min(xs) + 1), 0.1 * (max(ys) - min(ys) + 1)
+    ax.set_xlim(min(xs) - pad_x, max(xs) + pad_x)  # the same frame at every step
+    ax.set_ylim(min(ys) - pad_y, max(ys) + pad_y)
     return {"edges": drawn["edges"], "kept": drawn[KEPT], "pruned": drawn[PRUNED], "seedless": drawn[SEEDLESS],
             "seeds": len(seeds), "nodes": len(visible)}
 
@@ -309,14 +342,57 @@ def teaching_score(view: FocusView) -> tuple:
             min(len(view.drawn(PRUNED)), 6), min(len(view.drawn(KEPT)), 12), min(len(sub.seeds), 3))
 
 
-def pick_teaching_case(subs: Sequence[EvidenceSubgraph], max_edges: int = 25) -> Optional[int]:
-    """Index of the subgraph in ``subs`` where every step visibly does something (:func:`teaching_score`);
-    ``None`` when no subgraph has a seed."""
-    best, best_key = None, None
-    for i, sub in enumerate(subs):
-        if not sub.seeds or not sub.kept:
-            continue
-        key = teaching_score(focus_view(sub, max_edges))
-        if best_key is None or key > best_key:
-            best, best_key = i, key
-    return best
+def prune_reasons(sub: EvidenceSubgraph) -> dict:
+    """Why the trees dropped each pruned triple: ``"parallel"`` (a kept triple joins the same two entities)
+    or ``"closes a cycle"`` (the tree already connects its entities through heavier edges, eq. 7)."""
+    kept_pairs = {frozenset((t.head, t.tail)) for t in sub.kept}
+    return {t: "parallel" if frozenset((t.head, t.tail)) in kept_pairs else "closes a cycle" for t in sub.pruned}
+
+
+def edge_table(view: FocusView, titles: Optional[dict] = None, gold: Sequence[str] = ()):
+    """The drawn triples as a table: verdict (kept / pruned: why / no seed), weight, source passage."""
+    import pandas as pd
+
+    reasons = prune_reasons(view.sub)
+    verdict = {KEPT: "kept in G_Ans", SEEDLESS: "component without a seed"}
+    rows = []
+    for t in view.triples:
+        cls = view.classes.get(t)
+        rows.append({"head": t.head, "relation": t.relation, "tail": t.tail,
+                     "verdict": f"pruned: {reasons[t]}" if cls == PRUNED else verdict.get(cls, "not in G_tmp"),
+                     "weight": view.sub.weights.get(t, float("nan")),
+                     "source": (titles or {}).get(t.pid, t.pid), "gold source": t.pid in set(gold)})
+    order = {"kept in G_Ans": 0, "pruned: parallel": 1, "pruned: closes a cycle": 2}
+    df = pd.DataFrame(rows)
+    if len(df):
+        df = df.sort_values(["verdict", "weight"], key=lambda s: s.map(order).fillna(3) if s.name == "verdict"
+                            else -s.fillna(-1), kind="stable").reset_index(drop=True)
+    return df
+
+
+def pick_case(subs: dict, qids: dict, dataset: Optional[str] = None, qid: Optional[str] = None,
+              max_edges: int = 25) -> tuple:
+    """``(dataset, index, note)`` of the worked question: ``qid`` of ``dataset`` when given and sampled,
+    else the question of any dataset where every step does something (:func:`teaching_score`).
+
+    ``subs`` and ``qids``: per dataset, the subgraphs and question ids in the same order. ``index`` is
+    ``None`` when no question has a seed; ``note`` says how the question was chosen."""
+    if qid is not None:
+        for name in ([dataset] if dataset else list(subs)):
+            if str(qid) in [str(q) for q in qids.get(name, [])]:
+                return name, [str(q) for q in qids[name]].index(str(qid)), f"question {qid} of {name}, as asked"
+    best = None
+    for name, ss in subs.items():
+        for i, sub in enumerate(ss):
+            if not sub.seeds or not sub.kept:
+                continue
+            key = teaching_score(focus_view(sub, max_edges))
+            if best is None or key > best[0]:
+                best = (key, name, i)
+    asked = f"question {qid} is not among the sampled questions; " if qid is not None else ""
+    if best is None:
+        return None, None, asked + "no sampled question has a seed"
+    full = best[0][0]
+    why = ("every step does something: the trees prune triples, and components without a seed exist" if full
+           else "no sampled question shows every step; this one shows the most")
+    return best[1], best[2], f"{asked}question {qids[best[1]][best[2]]} of {best[1]}: {why}"

@@ -319,6 +319,22 @@ def build_subgraphs(ws, queries: Sequence[str], retrieved: Optional[Sequence[Seq
     return subs, results
 
 
+_REBUILD_WEIGHTS: dict = {}  # rebuilds of one question that weigh the same triples reuse the same weights
+
+
+def _memo_weights(ws, weighting: str, weight_fn: WeightFn) -> WeightFn:
+    """``weight_fn`` remembered per (workspace, weighting, question, triples in order): a rebuild that weighs
+    exactly the batch an earlier rebuild weighed gets the very same numbers without encoding them again."""
+    def memo(question: str, triples: Sequence[Triple]) -> list:
+        key = (ws.dataset.name, id(ws.dense), weighting, question, tuple(triples))
+        if key not in _REBUILD_WEIGHTS:
+            if len(_REBUILD_WEIGHTS) >= 4096:
+                _REBUILD_WEIGHTS.clear()
+            _REBUILD_WEIGHTS[key] = list(weight_fn(question, triples))
+        return _REBUILD_WEIGHTS[key]
+    return memo
+
+
 def rebuild_subgraph(ws, sub: EvidenceSubgraph, *, n: Optional[int] = None, threshold: Optional[float] = None,
                      weighting: Optional[str] = None, reading: Optional[str] = None,
                      method: Optional[str] = None) -> EvidenceSubgraph:
@@ -326,7 +342,7 @@ def rebuild_subgraph(ws, sub: EvidenceSubgraph, *, n: Optional[int] = None, thre
     n = n or ws.cfg.ngram_n
     threshold = ws.cfg.ngram_threshold if threshold is None else threshold
     weighting = resolve_weighting(weighting or sub.weighting, ws.reranker)
-    weight_fn = _weight_fn(ws, sub.retrieved, weighting)
+    weight_fn = _memo_weights(ws, weighting, _weight_fn(ws, sub.retrieved, weighting))
     return evidence_subgraph(sub.question, sub.retrieved, sub.G_q, sub.llm_entities, weight_fn, n, threshold,
                              weighting, reading=reading or sub.reading, method=method or ws.cfg.match_method)
 

@@ -46,8 +46,11 @@ def test_table_html_renders_line_breaks_and_wraps_long_text_into_unbreakable_lin
     html = Table(pd.DataFrame({"question": [q], "triples": ["(a, b, c)\n(d, e, f)"]}), caption="c", wrap=30)._repr_html_()
     assert "(a,&nbsp;b,&nbsp;c)<br>(d,&nbsp;e,&nbsp;f)" in html
     assert "\\n" not in html and "<caption>c</caption>" in html
-    cell = html.split("<td>")[1].split("</td>")[0]
+    cell = html.split("<td style=\"text-align: left\">")[1].split("</td>")[0]
     lines = cell.split("<br>")
     assert len(lines) == 3 and all(len(line.replace("&nbsp;", " ")) <= 30 for line in lines)
     assert " " not in cell  # every space inside a line is non-breaking
+    assert '<td style="text-align: left">' in html  # text reads from the left
+    plain = Table(pd.DataFrame({"n": [1.5]}), index=False)
+    assert "<th></th>" not in plain._repr_html_() and "<td>1.5</td>" in plain._repr_html_()
     assert "county" in repr(Table(pd.DataFrame({"question": [q]})))

@@ -9,7 +9,7 @@ import pytest  # noqa: E402
 
 from kgir_lib.kg import Triple  # noqa: E402
 from kgir_lib.steps_viz import (KEPT, PRUNED, SEEDLESS, STEPS, draw_step, focus_view,  # noqa: E402
-                                pick_teaching_case, triple_class)
+                                edge_table, pick_case, prune_reasons, triple_class)
 from kgir_lib.subgraph import evidence_subgraph  # noqa: E402
 
 # One seed component: Compaq - HP - Palo Alto - Compaq is a triangle (one edge must go), HP has a parallel
@@ -90,10 +90,26 @@ def test_nothing_to_draw_is_said_in_words():
     plt.close(fig)
 
 
-def test_pick_teaching_case_prefers_a_question_where_the_tree_prunes():
+def test_pick_case_prefers_a_question_where_every_step_does_something():
     tree_only = evidence_subgraph("Where is Santa Clara County?", [], G_Q[4:6], ["Santa Clara County"],
                                   lambda q, ts: [WEIGHT[t.relation] for t in ts], threshold=0.8, method="overlap")
     assert not tree_only.pruned
     empty = subgraph(entities=["Eiffel Tower"], question="How tall is the Eiffel Tower?")
-    assert pick_teaching_case([tree_only, empty, subgraph()]) == 2
-    assert pick_teaching_case([empty]) is None
+    subs, qids = {"a": [tree_only, empty], "b": [subgraph()]}, {"a": ["q1", "q2"], "b": ["q3"]}
+    name, i, note = pick_case(subs, qids)
+    assert (name, i) == ("b", 0) and "every step does something" in note
+    assert pick_case(subs, qids, qid="q1")[:2] == ("a", 0)
+    name, i, note = pick_case(subs, qids, dataset="a", qid="nope")
+    assert (name, i) == ("b", 0) and note.startswith("question nope is not among the sampled questions")
+    assert pick_case({"a": [empty]}, {"a": ["q2"]})[1] is None
+
+
+def test_pruned_triples_say_why_and_the_edge_table_orders_kept_then_pruned():
+    sub = subgraph()
+    assert {t.relation: r for t, r in prune_reasons(sub).items()} == {"acquired": "parallel",
+                                                                      "had office in": "closes a cycle"}
+    table = edge_table(focus_view(sub), titles={"p1": "Compaq"}, gold=["p2"])
+    assert table["verdict"].tolist() == ["kept in G_Ans"] * 4 + ["pruned: parallel", "pruned: closes a cycle",
+                                                                 "component without a seed"]
+    assert table.loc[0, "relation"] == "merged with" and table.loc[0, "source"] == "Compaq"
+    assert table["gold source"].tolist() == [False, True, False, False, False, True, False]

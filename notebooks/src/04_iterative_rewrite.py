@@ -49,11 +49,11 @@
 profile = None              # None: $KGIR_PROFILE, else "sample"
 config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "top_k": 5}; a field passed
                            # by name (papermill / runner -p NAME VALUE) reaches the config too
-datasets = None         # None: the profile's datasets (sample: musique, hotpotqa, musique_train)
-n_questions = None      # questions a dataset; None: the profile's (sample: 4, ci: 2)
-max_iterations = None   # rounds before the forced answer; None: the profile's (sample: 3, ci: 2)
-top_k = None            # |D_t|; None: the profile's (10)
-ngram_threshold = None  # n-gram matching threshold; None: the profile's (0.5)
+datasets = None         # None: the profile's value
+n_questions = None      # questions a dataset; None: the profile's value
+max_iterations = None   # rounds before the forced answer; None: the profile's value
+top_k = None            # |D_t|; None: the profile's value
+ngram_threshold = None  # n-gram matching threshold; None: the profile's value
 n_traces = None         # traces rendered in §4; None: 3
 resume = None           # read back an identical earlier run's trace files; None: True
 

@@ -47,8 +47,8 @@
 profile = None              # None: $KGIR_PROFILE, else "sample"
 config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "top_k": 5}; a field passed
                            # by name (papermill / runner -p NAME VALUE) reaches the config too
-datasets = None      # None: the profile's datasets (sample: musique, hotpotqa, musique_train)
-n_questions = None   # questions a dataset; None: the profile's n_questions (sample: 4, ci: 2)
+datasets = None      # None: the profile's value
+n_questions = None   # questions a dataset; None: the profile's value
 methods = None       # registry keys (kgir_lib.methods.METHODS); None: the profile's eval_methods, else DEFAULT_METHODS
 resume = None        # reuse an identical earlier run's trace files; None: True
 n_boot = None        # bootstrap resamples; None: 2000
@@ -62,7 +62,7 @@ from IPython.display import Markdown, display
 from kgir_lib import case_study as cs
 from kgir_lib import claims as cl
 from kgir_lib import evaluate as ev
-from kgir_lib import report, viz
+from kgir_lib import narrative, report, viz
 from kgir_lib.methods import DEFAULT_METHODS, LABELS
 from kgir_lib.notebook import open_notebook
 
@@ -267,9 +267,10 @@ display(cs.bridge_summary(bridge))
 # %% [markdown]
 # ## 7. Choices and deviations, in one place
 #
-# * **Reader and context.** All methods answer with the one shared reader and `context_passages` passages
-#   (sample: 5 of 600 characters; paper profile: 10 whole passages). The paper's baselines used their own
-#   prompts; a shared reader keeps the comparison about retrieval.
+# * **Reader and context.** All methods answer with the one shared reader and the first `context_passages`
+#   passages of their context, each cut to `passage_chars` characters (this run's values are printed below;
+#   the paper profile reads 10 whole passages). The paper's baselines used their own prompts; a shared
+#   reader keeps the comparison about retrieval.
 # * **IRCoT** merges its retrieval rounds round-robin because the reader context is capped (IRCoT itself
 #   concatenates up to 15 paragraphs); its final answer comes from the shared reader, the CoT's own answer is
 #   in the trace.
@@ -292,3 +293,6 @@ display(cs.bridge_summary(bridge))
 #   HippoRAG 2's graph see a subset of the corpus; musique_train has the full published OpenIE graph.
 # * **Dense = Naive RAG** on every profile whose encoder is the retriever's: the HippoRAG 2 paper's
 #   "Contriever" row is a different encoder and is shown as a published-only row.
+
+# %%
+display(Markdown(f"In this run {narrative.reader_context(cfg)}."))

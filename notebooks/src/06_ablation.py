@@ -218,7 +218,8 @@ robust
 # entities match a question entity (eq. 5) and hence what `G_tmp` holds. Notebook 03 shows what the
 # threshold does to the subgraph itself (seeds, `G_tmp`, `G_Ans`); here is its end-to-end effect. The
 # paper does not report these sweeps; it states k = 10 but not its maximum number of rounds (the profiles
-# use 3) nor its n-gram threshold (0.5 here).
+# use 3) nor its n-gram threshold (this run's, `cfg.ngram_threshold`,
+# is in the effective config printed at the top).
 
 # %%
 kgir_sweeps = pd.concat([
