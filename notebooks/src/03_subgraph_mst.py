@@ -370,7 +370,9 @@ for theta, weighting in progress(points, desc="sensitivity"):
                                         q_.gold_pids)}
           for n, run in runs.items() for q_, s in zip(run["questions"], run["subs"])]
     row = summarise_steps(pd.DataFrame(rs))
-    sens.append({"threshold": theta, "weighting": weighting, "this run": theta == cfg.ngram_threshold,
+    run_weighting = next((s.weighting for r in runs.values() for s in r["subs"]), "cosine")
+    sens.append({"threshold": theta, "weighting": weighting,
+                 "this run": theta == cfg.ngram_threshold and weighting == run_weighting,
                  "mean seeds": pd.DataFrame(rs)["seeds"].mean(),
                  **row[["mean |G_tmp|", "mean |G_Ans|", "MST removal %", "empty G_Ans %",
                         "gold survival G_Ans %"]].to_dict()})
