@@ -5,6 +5,7 @@ separate, labelled columns beside ours — never mixed into our own columns.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence
 
@@ -70,7 +71,7 @@ def run_header(cfg, notebook: str, with_llm: bool = True) -> str:
     lines.append(models)
     n = cfg.n_questions if cfg.n_questions is not None else "all"
     lines.append(f"datasets {list(cfg.datasets)}, {n} questions each (seed {cfg.seed}); top_k {cfg.top_k}; "
-                 f"effective config: {cfg.run_dir / 'config' / (notebook + '.yaml')}")
+                 f"effective config: {shown(cfg.run_dir / 'config' / (notebook + '.yaml'))}")
     return "\n".join(lines)
 
 
@@ -201,6 +202,36 @@ def published_indexing() -> pd.DataFrame:
     return df
 
 
+# ----------------------------------------------------------------------------- paths as a reader sees them
+LOCATION_LABELS = (("KGIR_RESULTS_DIR", "$KGIR_RESULTS_DIR"), ("KGIR_FIGURES_DIR", "$KGIR_FIGURES_DIR"),
+                   ("KGIR_DATA_DIR", "$KGIR_DATA_DIR"))
+
+
+def shown(path) -> str:
+    """``path`` as a stored notebook shows it: relative to the project, else to the ``KGIR_*_DIR`` it is under
+    (``$KGIR_RESULTS_DIR/...``), else to the home folder (``~/...``); never the machine's absolute path when one
+    of these holds it."""
+    from .config import PROJECT_ROOT
+
+    p = Path(path).expanduser().absolute()
+    bases = [(Path(PROJECT_ROOT).absolute(), "")]
+    bases += [(Path(os.environ[env]).expanduser().absolute(), label) for env, label in LOCATION_LABELS
+              if os.environ.get(env)]
+    bases.append((Path.home().absolute(), "~"))
+    for base, label in bases:
+        if p == base or p.is_relative_to(base):
+            rel = p.relative_to(base).as_posix()
+            return f"{label}/{rel}" if label else rel
+    return str(p)
+
+
+class ShownPath(type(Path())):
+    """A path whose repr is :func:`shown` (what a notebook prints when a cell ends with it)."""
+
+    def __repr__(self) -> str:
+        return shown(self)
+
+
 # ----------------------------------------------------------------------------- saving
 def to_markdown(df: pd.DataFrame, floatfmt: str = ".1f", exact: Sequence[str] = ()) -> str:
     """A GitHub Markdown table (no extra dependency). Floats print with ``floatfmt``, except in the ``exact``
@@ -224,20 +255,21 @@ def to_markdown(df: pd.DataFrame, floatfmt: str = ".1f", exact: Sequence[str] = 
 
 def save_table(df: pd.DataFrame, cfg, name: str, caption: str = "", exact: Sequence[str] = ()) -> Path:
     """Write ``tables/<name>.csv`` and ``tables/<name>.md`` (caption above the table) in the run directory;
-    ``exact``: columns of set values the .md prints as given (:func:`to_markdown`)."""
+    ``exact``: columns of set values the .md prints as given (:func:`to_markdown`). The path returned prints
+    as :func:`shown`, relative to the project."""
     csv = cfg.path("tables", f"{name}.csv")
     df.to_csv(csv)
     md = cfg.path("tables", f"{name}.md")
     md.write_text((f"{caption}\n\n" if caption else "") + to_markdown(df, exact=exact) + "\n")
-    return csv
+    return ShownPath(csv)
 
 
 def save_figure(fig, cfg, name: str) -> Path:
-    """Write ``<figures>/<profile>/<name>.png``."""
+    """Write ``<figures>/<profile>/<name>.png``; the path returned prints as :func:`shown`."""
     cfg.fig_dir.mkdir(parents=True, exist_ok=True)
     path = cfg.fig_dir / f"{name}.png"
     fig.savefig(path, dpi=120, bbox_inches="tight")
-    return path
+    return ShownPath(path)
 
 
 def load_table(cfg, name: str) -> Optional[pd.DataFrame]:

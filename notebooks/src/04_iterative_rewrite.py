@@ -101,7 +101,7 @@ for name in progress(cfg.datasets, desc="datasets"):
     results[name] = {"ws": ws, "questions": qs, "outputs": outputs, "scores": ev.score(outputs, qs),
                      "loop": trace_table(outputs), "dense": dense,
                      "meta": ev.read_meta(ev.trace_path(cfg, method, name))}
-    print(f"{name}: {len(qs)} questions -> {ev.trace_path(cfg, method, name)}")
+    print(f"{name}: {len(qs)} questions -> {report.shown(ev.trace_path(cfg, method, name))}")
 llm.usage.table().to_csv(cfg.path("usage", "04_iterative_rewrite.csv"))
 
 # %% [markdown]
