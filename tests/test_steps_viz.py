@@ -113,3 +113,20 @@ def test_pruned_triples_say_why_and_the_edge_table_orders_kept_then_pruned():
                                                                  "component without a seed"]
     assert table.loc[0, "relation"] == "merged with" and table.loc[0, "source"] == "Compaq"
     assert table["gold source"].tolist() == [False, True, False, False, False, True, False]
+
+
+def test_layout_does_not_depend_on_insertion_order():
+    # G_tmp's triples can arrive in another order in another process; the drawn figure must not change
+    import networkx as nx
+
+    from kgir_lib.steps_viz import layout
+
+    edges = [("Compaq", "1994"), ("Compaq", "PC supplier"), ("Hewlett-Packard", "Compaq"), ("1994", "PC supplier"),
+             ("Alabama", "Harper Lee"), ("Harper Lee", "To Kill a Mockingbird"), ("Monroeville", "Alabama")]
+    a, b = nx.Graph(), nx.Graph()
+    a.add_edges_from(edges)
+    b.add_edges_from((v, u) for u, v in reversed(edges))
+    pa, pb = layout(a, ["Compaq"]), layout(b, ["Compaq"])
+    assert pa.keys() == pb.keys()
+    assert all(abs(pa[n][0] - pb[n][0]) < 1e-9 and abs(pa[n][1] - pb[n][1]) < 1e-9 for n in pa)
+    assert pa["Compaq"][0] < pa["Alabama"][0]  # the component holding a seed comes first
