@@ -6,7 +6,7 @@ plot, the bootstrap forest plot and the ablation, sweep and robustness figures. 
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -140,8 +140,13 @@ def plot_ablation(ax, table: pd.DataFrame, dataset: str, metric: str = "EM",
     ax.legend(fontsize=8)
 
 
-def plot_variant_scores(ax, table: pd.DataFrame, metric: str = "F1") -> None:
-    """Grouped bars: ``metric`` of each variant (x) for each dataset (colour), from :func:`ablation_table`."""
+def plot_variant_scores(ax, table: pd.DataFrame, metric: str = "F1", legend: bool = True) -> None:
+    """Grouped bars: ``metric`` of each variant (x) for each dataset (colour), from :func:`ablation_table`.
+
+    Readable at a glance: value labels above the bars, variant names wrapped under them, the legend (when
+    asked for) above the axes, never over a bar."""
+    import textwrap
+
     datasets = list(dict.fromkeys(table["dataset"]))
     variants = list(dict.fromkeys(table["variant"]))
     width = 0.8 / max(len(datasets), 1)
@@ -149,35 +154,58 @@ def plot_variant_scores(ax, table: pd.DataFrame, metric: str = "F1") -> None:
         part = table[table["dataset"] == d].set_index("variant").reindex(variants)
         x = np.arange(len(variants)) - 0.4 + width * (i + 0.5)
         bars = ax.bar(x, part[metric], width=width, label=d)
-        ax.bar_label(bars, fmt="%.1f", fontsize=7)
-    ax.set_xticks(np.arange(len(variants)), variants, rotation=15)
-    ax.set_ylabel(f"{metric} (×100)")
-    ax.set_title(metric)
-    ax.legend(fontsize=8)
+        ax.bar_label(bars, fmt="%.1f", fontsize=9, padding=2)
+    ax.set_xticks(np.arange(len(variants)), [textwrap.fill(str(v), 16) for v in variants], fontsize=9)
+    ax.set_ylabel(f"{metric} (×100)", fontsize=10)
+    ax.set_title(metric, fontsize=11)
+    ax.margins(y=0.18)
+    if legend:
+        ax.legend(fontsize=9, loc="lower left", bbox_to_anchor=(0.0, 1.08), ncol=len(datasets), frameon=False)
 
 
-def plot_sweep(ax, df: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), title: str = "") -> None:
-    """One line per dataset and metric against the swept value."""
-    for dataset, part in df.groupby("dataset", sort=False):
-        for m in metrics:
+def plot_sweep(ax, df: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), title: str = "",
+               n_questions: Optional[int] = None) -> None:
+    """One line per dataset and metric against the swept value, every point labelled with its value.
+
+    With ``n_questions`` the title says what the points stand on: at n questions one question moves EM by
+    100 / n points, so a step smaller than that is no change at all."""
+    markers = "osD^v"
+    for j, (dataset, part) in enumerate(df.groupby("dataset", sort=False)):
+        for i, m in enumerate(metrics):
             if m in part:
-                ax.plot(part["value"].astype(float), part[m], marker="o", label=f"{dataset} {m}")
+                xs, ys = part["value"].astype(float), part[m]
+                ax.plot(xs, ys, marker=markers[i % len(markers)], label=f"{dataset} {m}")
+                for x, y in zip(xs, ys):
+                    ax.annotate(f"{y:.0f}", (x, y), textcoords="offset points", xytext=(0, 5), ha="center",
+                                fontsize=8)
     if len(df):
         ax.set_xticks(sorted({float(v) for v in df["value"]}))
-    ax.set_xlabel(str(df["param"].iloc[0]) if len(df) else "value")
-    ax.set_ylabel("score (×100)")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
+    ax.set_xlabel(str(df["param"].iloc[0]) if len(df) else "value", fontsize=10)
+    ax.set_ylabel("score (×100)", fontsize=10)
+    ax.margins(y=0.2)
+    note = f"\nn = {n_questions} questions a point: one question = {100 / n_questions:.0f} EM points" \
+        if n_questions else ""
+    ax.set_title(title + note, fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
-def plot_robustness(ax, summary: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), title: str = "") -> None:
-    """Mean ± std over seeds against the share of triples dropped."""
-    for dataset, part in summary.groupby("dataset", sort=False):
-        for m in metrics:
-            if f"{m} mean" in part:
-                ax.errorbar(100 * part["fraction"], part[f"{m} mean"], yerr=part[f"{m} std"], marker="o",
-                            capsize=3, label=f"{dataset} {m}")
-    ax.set_xlabel("triples dropped (%)")
-    ax.set_ylabel("score (×100), mean ± std over seeds")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
+def plot_robustness(ax, summary: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), title: str = "",
+                    runs: Optional[pd.DataFrame] = None, n_questions: Optional[int] = None) -> None:
+    """The mean over seeds against the share of triples dropped; with ``runs`` (one row a seed) every seed's
+    score is drawn as a dot beside it, so the spread is seen as what it is, a handful of runs."""
+    for i, (dataset, part) in enumerate(summary.groupby("dataset", sort=False)):
+        for j, m in enumerate(metrics):
+            if f"{m} mean" not in part:
+                continue
+            line, = ax.plot(100 * part["fraction"], part[f"{m} mean"], marker="o", label=f"{dataset} {m} (mean)")
+            if runs is not None and m in runs:
+                seeds = runs[runs["dataset"] == dataset]
+                offset = 0.25 * (j - (len(metrics) - 1) / 2)  # side by side, not on top of each other
+                ax.scatter(100 * seeds["fraction"] + offset, seeds[m], s=14, alpha=0.6, color=line.get_color())
+    ax.set_xlabel("triples dropped (%)", fontsize=10)
+    ax.set_ylabel("score (×100)", fontsize=10)
+    seeds_n = int(summary["seeds"].max()) if "seeds" in summary and len(summary) else None
+    parts = [p for p in (f"n = {n_questions} questions" if n_questions else "",
+                         f"{seeds_n} seeds a share (dots: each seed)" if seeds_n and runs is not None else "") if p]
+    ax.set_title(title + ("\n" + ", ".join(parts) if parts else ""), fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)

@@ -35,6 +35,7 @@ from matplotlib.ticker import MaxNLocator
 import pandas as pd
 from IPython.display import display
 
+from kgir_lib.display import show
 from kgir_lib import pipeline, report
 from kgir_lib.data import load_dataset, sample_questions
 from kgir_lib.notebook import open_notebook
@@ -87,7 +88,7 @@ caption = (f"Single-step Recall@2 / Recall@5 (×100; HippoRAG's definition). Our
            "retrievers and a larger pool, shown for orientation only. musique_train has no published numbers.")
 report.save_table(recall, cfg, "recall_single_step", caption)
 print(caption)
-display(recall.round(1))
+show(recall)
 
 # %%
 sample_rows = {}
@@ -103,7 +104,7 @@ sample_recall.index.name = "retriever"
 report.save_table(sample_recall, cfg, "recall_single_step_sample",
                   f"Single-step Recall@2 / @5 (×100) on the question sample of profile '{cfg.profile}' "
                   f"(n_questions={cfg.n_questions}, seed={cfg.seed}).")
-display(sample_recall.round(1))
+show(sample_recall)
 
 # %% [markdown]
 # ## 3. Recall@k against k

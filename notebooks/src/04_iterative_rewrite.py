@@ -62,6 +62,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
+from kgir_lib.display import show
 from kgir_lib import evaluate as ev
 from kgir_lib import report
 from kgir_lib.data import sample_questions
@@ -141,7 +142,7 @@ metrics.index.name = "dataset"
 for k, col in ((0, "published R@2 (derived)"), (1, "published R@5 (derived)")):
     metrics[col] = [report.KGIR_RECALL_DERIVED.get(d, (None, None))[k] for d in metrics.index]
 print(report.model_note(cfg, short=True))
-display(metrics.round(1))
+show(metrics)
 report.save_table(metrics.round(2), cfg, "04_kgir_metrics",
                   f"KGIR-RAG end to end: profile {cfg.profile}, reader {cfg.llm_model}, {cfg.n_questions} questions a "
                   f"dataset (seed {cfg.seed}), max_iterations {cfg.max_iterations}, top_k {cfg.top_k}. Published "
@@ -166,7 +167,7 @@ for name, r in results.items():
         usage_rows.append({"dataset": name, "stage": stage, **tot,
                            "calls / q": tot["calls"] / max(len(r["outputs"]), 1)})
 usage = pd.DataFrame(usage_rows).set_index(["dataset", "stage"])
-display(usage.round(2))
+show(usage, digits=2)
 report.save_table(usage.round(2), cfg, "04_kgir_usage_by_stage", "KGIR-RAG LLM usage by stage (from the traces).")
 
 # %% [markdown]
@@ -185,10 +186,10 @@ report.save_table(usage.round(2), cfg, "04_kgir_usage_by_stage", "KGIR-RAG LLM u
 
 # %%
 usable = pd.concat({name: usable_table(r["outputs"]) for name, r in results.items()}, names=["dataset", "stage"])
-display(usable.round(1))
+show(usable)
 seed_rates = pd.Series({name: 100 * seed_match_rate([o.trace for o in r["outputs"]]) for name, r in results.items()},
                        name="seed-match / round %")
-display(seed_rates.round(1).to_frame())
+show(seed_rates.to_frame())
 report.save_table(usable.round(2), cfg, "04_kgir_usable_outputs",
                   f"KGIR-RAG usable outputs per stage ({cfg.llm_model}); truncated = cut at the stage's token budget.")
 
@@ -222,7 +223,7 @@ per_q = pd.concat([r["scores"].assign(dataset=name).merge(r["loop"][["qid", "ite
                    for name, r in results.items()], ignore_index=True)
 cols = ["dataset", "qid", "answer", "gold", "EM", "F1", "R@2", "R@5", "iterations", "answered_by", "calls",
         "prompt_tokens", "completion_tokens"]
-display(per_q[cols].round(1))
+show(per_q[cols], max_cols=8)
 report.save_table(per_q[cols].set_index(["dataset", "qid"]).round(2), cfg, "04_kgir_per_question",
                   "KGIR-RAG per question.")
 

@@ -59,6 +59,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
+from kgir_lib.display import show
 from kgir_lib import case_study as cs
 from kgir_lib import claims as cl
 from kgir_lib import evaluate as ev
@@ -97,7 +98,7 @@ if suite.skipped:
         print(f"  {key}: {why}")
 runs = suite.runs.copy()
 runs["wall seconds / q"] = runs["wall_seconds"] / runs["n"]
-display(runs.pivot_table(index="method", columns="dataset", values="wall seconds / q", sort=False).round(2))
+show(runs.pivot_table(index="method", columns="dataset", values="wall seconds / q", sort=False), digits=2)
 print(f"{int(runs['resumed'].sum())} of {len(runs)} runs read back from earlier trace files")
 n_label = ev.questions_per_dataset(suite.scores)  # "84", or each dataset's n where they differ
 ours = ev.ours_label(cfg, n_label)
@@ -122,7 +123,7 @@ caption_ours += " " + report.model_note(cfg, short=True)
 qa = report.with_published(ev.summary_table(suite.scores, ("EM", "F1"), label=ours, datasets=cfg.datasets),
                        report.published_qa(cfg.datasets))
 print(report.model_note(cfg, short=True))
-display(qa.round(1))
+show(qa, max_cols=8)
 qa_name = "05_table4_5_qa_" + "".join(c if c.isalnum() or c in "-_." else "_" for c in cfg.llm_model)
 report.save_table(report.flat_columns(qa), cfg, qa_name,
                   f"KGIR-RAG Tables 4/5 shape: EM / F1 (×100), reader {cfg.llm_model}. {caption_ours}")
@@ -135,7 +136,7 @@ report.save_table(report.flat_columns(qa), cfg, qa_name,
 
 # %%
 form = ev.answer_form(suite.scores)
-display(form.round(1))
+show(form)
 report.save_table(form, cfg, "05_answer_form",
                   f"Answer length (words) and partial-credit answers (F1 > 0, EM = 0) per method and dataset. "
                   f"{caption_ours}")
@@ -152,7 +153,7 @@ report.save_table(form, cfg, "05_answer_form",
 recall = report.with_published(ev.summary_table(suite.scores, ("R@2", "R@5"), label=ours, datasets=cfg.datasets),
                            report.published_recall(cfg.datasets))
 print(report.model_note(cfg, short=True))
-display(recall.round(1))
+show(recall, max_cols=8)
 report.save_table(report.flat_columns(recall), cfg, "05_table6_recall",
                   f"KGIR-RAG Table 6 shape: Recall@2 / Recall@5 (×100). {caption_ours}")
 
@@ -173,17 +174,17 @@ report.save_table(report.flat_columns(recall), cfg, "05_table6_recall",
 
 # %%
 cost = ev.cost_table(suite.scores, suite.runs)
-display(cost.round(2))
+show(cost, digits=2)
 report.save_table(cost, cfg, "05_cost_per_question",
                   f"LLM cost per question and method, averaged over {list(cfg.datasets)}. {caption_ours}")
 report.save_table(ev.cost_table(suite.scores, suite.runs, by_dataset=True), cfg, "05_cost_per_question_by_dataset",
                   f"LLM cost per question, method and dataset. {caption_ours}")
-display(suite.indexing)
+show(suite.indexing)
 report.save_table(suite.indexing, cfg, "05_indexing_cost",
                   f"Graphs used by the KG methods and the LLM cost of building them (read back from the LLM cache; "
                   f"extractor {cfg.llm_model}). musique_train: imported published OpenIE, cost not paid here.")
 pub_index = report.published_indexing()
-display(pub_index)
+show(pub_index)
 report.save_table(report.flat_columns(pub_index), cfg, "05_indexing_cost_published",
                   "Published indexing cost, MuSiQue (HippoRAG 2 paper), millions of tokens; not our measurement.")
 
@@ -209,7 +210,7 @@ bt = ev.bootstrap_table(suite.scores, reference=reference, metrics=("EM", "F1", 
 if bt.empty:
     print(f"no bootstrap: {reference!r} was not run")
 else:
-    display(bt.round(2))
+    show(bt, digits=2)
     report.save_table(bt.set_index(["dataset", "baseline", "metric"]), cfg, "05_bootstrap_ci",
                       f"{reference} minus each method, paired bootstrap 95 % CI ({n_boot} resamples). {caption_ours}")
     pooled = "all" if "all" in set(bt["dataset"]) else bt["dataset"].iloc[0]
@@ -262,7 +263,7 @@ kgir = suite.scores[suite.scores["method"] == "KGIR-RAG"]
 kgir_qids = set(zip(kgir["dataset"], kgir["qid"].astype(str)))
 bridge = cs.find_bridge_cases(cs.load_kgir_traces(cfg, cfg.datasets))
 bridge = bridge[[(d, q) in kgir_qids for d, q in zip(bridge["dataset"], bridge["qid"])]]
-display(cs.bridge_summary(bridge))
+show(cs.bridge_summary(bridge))
 
 # %% [markdown]
 # ## 7. Choices and deviations, in one place
