@@ -91,6 +91,8 @@ def blocks(df: pd.DataFrame, max_cols: int = 10, transpose_rows: int = 3) -> lis
 def _cell_html(v, wrap: int) -> str:
     if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
         return ""
+    if isinstance(v, (float, np.floating)) and float(v).is_integer() and abs(v) < 1e15:
+        v = int(v)  # a count in a column of mixed quantities (a transposed table) shows no ".0"
     text = str(v)
     lines = []
     for raw in text.split("\n"):

@@ -51,6 +51,8 @@ def test_table_html_renders_line_breaks_and_wraps_long_text_into_unbreakable_lin
     assert len(lines) == 3 and all(len(line.replace("&nbsp;", " ")) <= 30 for line in lines)
     assert " " not in cell  # every space inside a line is non-breaking
     assert '<td style="text-align: left">' in html  # text reads from the left
+    mixed = Table(pd.DataFrame({"v": [40.0, 3.68]}))._repr_html_()
+    assert "<td>40</td>" in mixed and "<td>3.68</td>" in mixed
     plain = Table(pd.DataFrame({"n": [1.5]}), index=False)
     assert "<th></th>" not in plain._repr_html_() and "<td>1.5</td>" in plain._repr_html_()
     assert "county" in repr(Table(pd.DataFrame({"question": [q]})))

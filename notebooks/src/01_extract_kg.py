@@ -187,7 +187,7 @@ for name, b in builds.items():
     pids = (b.pool or sorted(b.kg.extracted))[:3]
     raw = raw_outputs(llm, [ds.corpus[p] for p in pids], cfg.max_tokens("extract")) if b.source == "llm" else None
     print(f"--- {name} ({b.source})")
-    show(side_by_side(b.kg, ds.corpus, pids, max_chars=300, raw=raw), wrap=60)
+    show(side_by_side(b.kg, ds.corpus, pids, max_chars=300, raw=raw), wrap=36)
 print(report.model_note(cfg, short=True))
 
 # %% [markdown]
