@@ -96,7 +96,7 @@ def _cell_html(v, wrap: int) -> str:
     text = str(v)
     lines = []
     for raw in text.split("\n"):
-        lines.extend(textwrap.wrap(raw, wrap) or [""])
+        lines.extend(textwrap.wrap(raw, wrap, break_on_hyphens=False) or [""])
     return "<br>".join(html.escape(line).replace(" ", "&nbsp;") for line in lines)
 
 
