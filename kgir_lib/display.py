@@ -41,11 +41,21 @@ def _whole(col: pd.Series) -> bool:
     return len(vals) > 0 and bool(np.all(np.isclose(vals, np.round(vals)))) and bool((vals.abs() < 1e15).all())
 
 
+def _set_decimals(col: pd.Series) -> int:
+    """Decimals of a column of set values (a swept threshold 0.95, a drop fraction 0.05: at most 3 decimals
+    each), which rounding must not change; 0 for measured values."""
+    vals = col.dropna()
+    if len(vals) == 0 or not np.allclose(vals, vals.round(3), rtol=0, atol=1e-12):
+        return 0
+    return next(d for d in range(4) if np.allclose(vals, vals.round(d), rtol=0, atol=1e-12))
+
+
 def tidy(df: pd.DataFrame, digits: Union[int, Mapping[str, int]] = 1, drop_empty_published: bool = True) -> pd.DataFrame:
     """``df`` with floats rounded and empty published columns dropped (see the module docstring).
 
     ``digits``: decimals for every float column, or ``{column: decimals}`` with the others at 1. A float
-    column whose values are all whole numbers becomes a nullable integer column. Nothing else changes.
+    column whose values are all whole numbers becomes a nullable integer column; a column of set values with
+    at most 3 decimals (0.05, 0.95) keeps them. Nothing else changes.
     """
     out = df.copy()
     if drop_empty_published:
@@ -58,7 +68,7 @@ def tidy(df: pd.DataFrame, digits: Union[int, Mapping[str, int]] = 1, drop_empty
         if not pd.api.types.is_float_dtype(col):
             continue
         d = per_col.get(c if not isinstance(c, tuple) else c[-1], per_col.get(c, default))
-        out[c] = col.round(0).astype("Int64") if _whole(col) else col.round(d)
+        out[c] = col.round(0).astype("Int64") if _whole(col) else col.round(max(d, _set_decimals(col)))
     return out
 
 

@@ -14,6 +14,8 @@ def test_tidy_rounds_floats_and_turns_whole_float_columns_into_integers():
     assert str(out["calls"].dtype) == "Int64" and out["calls"].iloc[0] == 3 and out["calls"].isna().iloc[1]
     assert out["method"].tolist() == ["a", "b"]
     assert tidy(df, digits=2)["F1"].tolist() == [21.99, 3.04]
+    set_values = tidy(pd.DataFrame({"fraction": [0.0, 0.05, 0.1], "threshold": [0.5, 0.8, 0.95]}))
+    assert set_values["fraction"].tolist() == [0.0, 0.05, 0.1] and set_values["threshold"].tolist() == [0.5, 0.8, 0.95]
 
 
 def test_tidy_drops_published_columns_that_are_empty_in_this_table_only():
