@@ -1,6 +1,6 @@
 """In process or through ``llama_cpp.server``: which way runs a profile's model faster on this machine?
 
-Issue 14 asks for the ``local`` profile's model (Qwen2.5-Coder-1.5B-Instruct) to run in process or
+The ``local`` profile's model (Qwen2.5-Coder-1.5B-Instruct) to run in process or
 behind ``llama_cpp.server``, whichever is faster on 2 cores. This records the LLM requests of KGIR-RAG
 (full, 2 rounds) on musique_train tuning questions (never in a sample's first 30,
 :func:`kgir_lib.data.tuning_questions`) answered by the in-process backend (the suite's default:

@@ -1,6 +1,6 @@
 """Entity matching for KGIR-RAG eq. 5 on real pairs: Dice vs overlap coefficient vs token containment.
 
-Two measurements, no LLM call (issue 10 item 5):
+Two measurements, no LLM call:
 
 A. HotpotQA: GPT-3.5's named entities of each question (HippoRAG's NER file) against the titles of the
    question's 10 paragraphs (2 gold, 8 distractors chosen by similarity, so name look-alikes are common).

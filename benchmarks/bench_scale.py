@@ -1,4 +1,4 @@
-"""Non-LLM stages at paper scale: ms per question at 1k, 10k and ~100k triples (issue 11 item 3).
+"""Non-LLM stages at paper scale: ms per question at 1k, 10k and ~100k triples.
 
     .venv/bin/python benchmarks/bench_scale.py [--levels 1000 10000 100000] [--questions 100]
                                                [--legacy-questions 5] [--dim 1024] [--out results/benchmarks]

@@ -1,4 +1,4 @@
-"""Usable-output rates per KGIR-RAG stage with the embedded model (issue 9 §3), and the seed-match rate.
+"""Usable-output rates per KGIR-RAG stage with the embedded model, and the seed-match rate.
 
 Runs KGIR-RAG (full) on musique_train TUNING questions -- those after the first 30 of the sample
 profile's seeded shuffle, so never a question the sample run evaluates -- over musique_train's real
@@ -31,7 +31,7 @@ from kgir_lib.report import to_markdown  # noqa: E402
 
 
 def seed_table(ws, qs):
-    """Round-1 seed matching under several eq.-5 rules, on the cached NER replies (issue 10 item 5b)."""
+    """Round-1 seed matching under several eq.-5 rules, on the cached NER replies."""
     import pandas as pd
 
     from kgir_lib.subgraph import _weight_fn, build_subgraphs, evidence_subgraph

@@ -8,10 +8,16 @@ from .case_records import CaseStudy
 
 
 def _show(*objs) -> None:
+    import pandas as pd
     from IPython.display import Markdown, display
 
+    from .display import show
+
     for o in objs:
-        display(Markdown(o) if isinstance(o, str) else o)
+        if isinstance(o, pd.DataFrame):
+            show(o, digits=3, index=not isinstance(o.index, pd.RangeIndex))
+        else:
+            display(Markdown(o) if isinstance(o, str) else o)
 
 
 def repeated_rounds(case: CaseStudy) -> dict:
@@ -55,39 +61,36 @@ def show_ner(case: CaseStudy) -> None:
               f"seeds: {', '.join(r.seeds) or '(none)'}", case.matches_frame(r.iteration))
 
 
-def draw_rounds(case: CaseStudy, width: float = 6.0):
-    """One panel per round: ``G_tmp`` with ``G_Ans`` highlighted (:func:`kgir_lib.viz.draw_subgraph`)."""
+def draw_case(case: CaseStudy, width: float = 10.0):
+    """The Fig. 6 drawing of ``case`` (:func:`kgir_lib.bridge_viz.bridge_view`): the chain from a seed to the
+    bridge entity and the next hop, with at most 30 triples; ``None`` when there is nothing to draw (the
+    view's note says why)."""
     import matplotlib.pyplot as plt
 
-    from .viz import draw_subgraph, legend_handles
+    from .bridge_viz import bridge_view, draw_bridge
 
-    same = repeated_rounds(case)
-    rounds = [r for r in case.rounds if r.subgraph is not None and r.iteration not in same] or case.rounds[:1]
-    fig, axes = plt.subplots(1, max(len(rounds), 1), figsize=(width * max(len(rounds), 1), width * 0.8),
-                             squeeze=False)
-    for ax, r in zip(axes[0], rounds):
-        if r.subgraph is None:
-            ax.set_axis_off()
-            continue
-        also = [k for k, v in same.items() if v == r.iteration]
-        repeat = (f" (round {also[0]} repeats it)" if len(also) == 1 else
-                  f" (rounds {', '.join(map(str, also))} repeat it)" if also else "")
-        label = f"round {r.iteration}{repeat}"
-        draw_subgraph(ax, r.subgraph, title=textwrap.fill(f"{label}: {r.query}", 70))
-    fig.legend(handles=legend_handles(), loc="lower center", ncol=4, fontsize=8)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    view = bridge_view(case)
+    if not view.triples:
+        return None
+    fig, ax = plt.subplots(figsize=(width, 0.6 * width))
+    draw_bridge(ax, view, title=textwrap.fill(f"{case.question}", 90))
     return fig
 
 
-def show_subgraphs(case: CaseStudy) -> None:
-    """Each round's ``G_Ans`` triples with their weights (eq. 7)."""
+def show_subgraphs(case: CaseStudy, max_rows: int = 15) -> None:
+    """Each round's ``G_Ans`` triples with their weights (eq. 7), the ``max_rows`` heaviest."""
     same = repeated_rounds(case)
     for r in case.rounds:
         if r.iteration in same:
             _show(f"**Round {r.iteration}** — the same G_tmp and G_Ans as round {same[r.iteration]}")
         elif r.subgraph is not None:
+            if not r.G_Ans:
+                _show(f"**Round {r.iteration}** — G_tmp {len(r.G_tmp)} triples, G_Ans is empty (no seed).")
+                continue
+            table = case.triples_frame(r.iteration, "G_Ans").sort_values("weight", ascending=False, kind="stable")
+            more = f" (the {max_rows} heaviest shown)" if len(table) > max_rows else ""
             _show(f"**Round {r.iteration}** — G_tmp {len(r.G_tmp)} triples, {len(r.subgraph.components)} "
-                  f"component(s) with a seed, G_Ans {len(r.G_Ans)} triples:", case.triples_frame(r.iteration, "G_Ans"))
+                  f"component(s) with a seed, G_Ans {len(r.G_Ans)} triples{more}:", table.head(max_rows))
 
 
 def show_rewrites(case: CaseStudy) -> None:
@@ -120,7 +123,7 @@ def show_reflections(case: CaseStudy) -> None:
 
 
 def display_case(case: CaseStudy, draw: bool = True):
-    """Every stage of ``case`` in order; returns the subgraph figure (or ``None``)."""
+    """Every stage of ``case`` in order; returns the bridge figure (``None`` when there is nothing to draw)."""
     _show(f"### {case.question}", case.steps_frame())
     _show("#### Retrieval (eq. 2)")
     show_retrieval(case)
@@ -128,12 +131,16 @@ def display_case(case: CaseStudy, draw: bool = True):
     show_ner(case)
     fig = None
     if draw:
-        _show("#### G_tmp and G_Ans (eq. 5-7)")
+        _show("#### G_Ans and the bridge (eq. 5-7, Fig. 6)")
         import matplotlib.pyplot as plt
 
-        fig = draw_rounds(case)
-        _show(fig)
-        plt.close(fig)  # shown once; still savable
+        from .bridge_viz import bridge_view
+
+        _show(bridge_view(case).note)
+        fig = draw_case(case)
+        if fig is not None:
+            _show(fig)
+            plt.close(fig)  # shown once; still savable
     show_subgraphs(case)
     _show("#### Rewrites (eq. 8)")
     show_rewrites(case)

@@ -85,20 +85,24 @@ class CaseStudy:
         return pd.DataFrame(rows).set_index("rank")
 
     def matches_frame(self, round_no: int = 1) -> pd.DataFrame:
-        """NER entities (eq. 4) and the graph entities each matched by n-gram similarity (eq. 5)."""
+        """NER entities (eq. 4), whether each occurs in the round's query (the NER guard) and was used, and the
+        graph entities each matched (eq. 5). A fallback replaces the LLM's entities even when they occur in the
+        question (none of them matched), so the two columns can differ."""
+        from .entity_matching import ground_entities
+
         r = self.round(round_no)
         rows = []
-        for e in r.llm_entities or [None]:
-            if e is None:
-                break
-            rows.append({"question entity": e, "source": "LLM NER", "kept (occurs in question)": e in r.E_q,
+        for e in r.llm_entities:
+            rows.append({"question entity": e, "source": "LLM NER",
+                         "occurs in the question": bool(ground_entities([e], r.query)),
+                         "used as a seed name": e in r.E_q,
                          "matched graph entities": ", ".join(f"{g} ({s:.2f})" for g, s in r.matches.get(e, []))})
         for e in r.E_q:
             if e not in r.llm_entities:
                 rows.append({"question entity": e, "source": f"fallback ({r.fallback_reason})",
-                             "kept (occurs in question)": True,
+                             "occurs in the question": True, "used as a seed name": True,
                              "matched graph entities": ", ".join(f"{g} ({s:.2f})" for g, s in r.matches.get(e, []))})
-        return pd.DataFrame(rows, columns=["question entity", "source", "kept (occurs in question)",
+        return pd.DataFrame(rows, columns=["question entity", "source", "occurs in the question", "used as a seed name",
                                            "matched graph entities"])
 
     def triples_frame(self, round_no: int = 1, which: str = "G_Ans") -> pd.DataFrame:

@@ -9,7 +9,7 @@ One import for the notebook; each concern lives in its own module:
   :data:`FIGURE6_EXAMPLE` (package data ``examples/figure6.json``);
 - :mod:`kgir_lib.case_baselines`: :func:`baseline_answers`, what every other method answered;
 - :mod:`kgir_lib.bridge_cases`: :func:`find_bridge_cases`, Fig. 6 candidates ranked, :func:`bridge_summary`;
-- :mod:`kgir_lib.case_display`: ``show_*``, :func:`draw_rounds`, :func:`display_case`;
+- :mod:`kgir_lib.case_display`: ``show_*``, :func:`draw_case` (the Fig. 6 bridge drawing), :func:`display_case`;
 - here: the run's traces for the case study (:func:`load_kgir_traces`, :func:`traced_answers`; file
   reading is :mod:`kgir_lib.traces`).
 
@@ -25,7 +25,7 @@ from .bridge_cases import bridge_entities, bridge_features, bridge_summary, find
 from .case_baselines import baseline_answers, default_baselines
 from .case_build import (FIGURE6_EXAMPLE, case_from_dataset, case_from_output, case_from_passages, find_question,
                          free_workspace, load_example, run_case)
-from .case_display import (display_case, draw_rounds, repeated_rounds, show_ner, show_reflections, show_retrieval,
+from .case_display import (display_case, draw_case, repeated_rounds, show_ner, show_reflections, show_retrieval,
                            show_rewrites, show_subgraphs)
 from .case_records import FREE_DATASET, FREE_QID, KGIR_METHOD, CaseRound, CaseStudy, CaseStudyError
 from .config import Config
@@ -36,7 +36,7 @@ __all__ = ["CaseRound", "CaseStudy", "CaseStudyError", "KGIR_METHOD", "FREE_DATA
            "case_from_dataset", "free_workspace", "case_from_passages", "baseline_answers", "default_baselines",
            "is_question_rewrite", "bridge_entities", "bridge_features", "find_bridge_cases", "bridge_summary",
            "repeated_rounds",
-           "show_retrieval", "show_ner", "draw_rounds", "show_subgraphs", "show_rewrites", "show_reflections",
+           "show_retrieval", "show_ner", "draw_case", "show_subgraphs", "show_rewrites", "show_reflections",
            "display_case", "trace_files", "traced_answers", "trace_dataset", "load_kgir_traces"]
 
 

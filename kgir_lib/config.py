@@ -61,9 +61,9 @@ class Config:
     llm_seed: int = 0
     temperature: float = 0.0
     max_new_tokens: int = 192  # budget of any LLM stage without its own field below (e.g. free-form case-study calls)
-    # per-stage generation budgets (max new tokens; issue 10 item 1). Paper values (paper.yaml) are large
+    # per-stage generation budgets (max new tokens). Paper values (paper.yaml) are large
     # enough never to cut a well-formed answer; usage tables count truncated completions (finish "length").
-    max_tokens_extract: int = 256        # KG extraction, one passage's triple list (METHOD.md §1)
+    max_tokens_extract: int = 256        # KG extraction, one passage's triple list (KGIR-RAG §2.1)
     max_tokens_ner: int = 64             # KGIR-RAG NER(q), eq. 4
     max_tokens_rewrite: int = 64         # KGIR-RAG Rewrite, eq. 8
     max_tokens_reflect: int = 192        # KGIR-RAG Reflection (CoT + verdict), §2.4

@@ -1,4 +1,4 @@
-"""Paper-scale cost extrapolation (issue 11 item 5): tokens and GPU-hours of the ``paper`` profile.
+"""Paper-scale cost extrapolation: tokens and GPU-hours of the ``paper`` profile.
 
 Inputs are *measured* tokens (the rehearsal run, ``scripts/rehearsal.sh``: notebook 05's
 ``05_cost_per_question.csv`` per method, notebook 01's usage for extraction per passage) and an
@@ -25,7 +25,7 @@ from .report import INDEXING_TOKENS_M
 # Corpus sizes of HippoRAG 2's 1000-question sets (HippoRAG 2 paper, Table 6 / its released corpora)
 PAPER_CORPUS_PASSAGES: dict = {"musique": 11_656, "hotpotqa": 9_811}
 PAPER_QUESTIONS = 1000
-# HippoRAG 2's published indexing cost on MuSiQue (METHOD.md; HippoRAG 2 paper): millions of tokens
+# HippoRAG 2's published indexing cost on MuSiQue (HippoRAG 2 paper, arXiv 2502.14802): millions of tokens
 HIPPORAG2_INDEXING_M: dict = dict(INDEXING_TOKENS_M)
 
 
@@ -124,7 +124,7 @@ def hipporag2_comparison(extraction: pd.DataFrame, corpus: str = "musique") -> p
              "input tokens (M)": float(row["prompt tokens (M)"]),
              "output tokens (M)": float(row["completion tokens (M)"]), "source": "this repository, extrapolated"}]
     rows += [{"system": name, "input tokens (M)": i, "output tokens (M)": o,
-              "source": "published: HippoRAG 2 paper (MuSiQue; METHOD.md)"}
+              "source": "published: HippoRAG 2 paper (MuSiQue; arXiv 2502.14802)"}
              for name, (i, o) in HIPPORAG2_INDEXING_M.items()]
     return pd.DataFrame(rows)
 

@@ -1,11 +1,11 @@
-"""Loaders for multi-hop QA sets in HippoRAG's release layout (METHOD.md §5).
+"""Loaders for multi-hop QA sets in HippoRAG's release layout (KGIR-RAG §3.1).
 
 A dataset ``<name>`` is two files in the data directory, either flat or in a
 sub-folder ``<name>/``: ``<name>.json`` (questions in the dataset's raw schema)
 and ``<name>_corpus.json`` (every passage, ``{title, text}``). The retrieval pool
 is the whole corpus, never the question's own paragraphs.
 
-Gold passages (for Recall@k, METHOD.md §6): MuSiQue, the paragraphs marked
+Gold passages (for Recall@k, paper §3.3.3): MuSiQue, the paragraphs marked
 ``is_supporting``; HotpotQA, the corpus passages whose titles appear in
 ``supporting_facts``. Passage identity is title + text.
 """
@@ -169,7 +169,7 @@ def load_corpus(path: Path) -> Corpus:
 
 
 def _musique_question(rec: dict, path: Path, i: int, corpus: Corpus, name: str) -> Question:
-    """A MuSiQue record; gold passages are its paragraphs with ``is_supporting`` (METHOD.md §6)."""
+    """A MuSiQue record; gold passages are its paragraphs with ``is_supporting`` (paper §3.3.2-3.3.3)."""
     paragraphs = _field(rec, "paragraphs", path, i, list)
     gold = []
     for j, para in enumerate(paragraphs):

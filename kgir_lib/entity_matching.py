@@ -8,12 +8,12 @@ and re-exports every name here.
 
 Choices the paper leaves open:
 
-- **Similarity** (issue 10 item 5; ``cfg.match_method``, threshold
+- **Similarity** (``cfg.match_method``, threshold
   ``cfg.ngram_threshold``): ``"dice"`` (character n-grams), ``"overlap"``
   (overlap coefficient of the n-gram sets) or ``"containment"`` (content-word
   containment); ``benchmarks/bench_matching.py`` measures them
   (``results/benchmarks/matching.md``).
-- **Whole-triple matching** (issue 10 item 5b, :func:`triple_matches`): a
+- **Whole-triple matching** (:func:`triple_matches`): a
   question entity that matches no entity name (an LLM NER that returns a
   description, "PC maker of 1994") is matched against whole triples: if all
   its content words occur in ``head relation tail``, that triple's head and
@@ -115,7 +115,7 @@ def parse_entities(text: Optional[str]) -> list:
 
 
 def ner_usable(text: Optional[str], question: str) -> bool:
-    """An NER reply parsed as intended (issue 9 §3): a JSON list of names (``{"named_entities": [...]}``
+    """An NER reply parsed as intended: a JSON list of names (``{"named_entities": [...]}``
     or a bare list) with at least one name that occurs in ``question`` (:func:`ground_entities`)."""
     data = extract_json(text) if text else None
     vals = data.get("named_entities", data.get("entities")) if isinstance(data, dict) else data
@@ -140,7 +140,7 @@ STOP_WORDS = {"the", "a", "an", "of", "in", "on", "at", "to", "for", "and", "or"
 def ground_entities(entities: Sequence[str], question: str) -> list:
     """Keep the LLM entities that occur in ``question``: more than half of their content words do.
 
-    Guards against a small model copying its few-shot examples (METHOD.md §1:
+    Guards against a small model copying its few-shot examples (KGIR-RAG §2.1:
     malformed output is dropped, not trusted).
     """
     q_words = set(normalize_name(question).split())

@@ -3,7 +3,7 @@
 - :func:`run_method`: one method on one dataset's questions, traces written to
   ``traces/<method key>/<dataset>.trace.jsonl`` (+ ``.meta.json``), resumable.
 - :func:`score`: per-question EM, F1, Recall@2/5 and LLM usage (all ×100 where a
-  metric, METHOD.md §6).
+  metric, paper §3.3.3).
 - :func:`run_suite`: every method on every dataset with one LLM, one index and one
   cache per dataset, on one fixed question sample.
 - :func:`summary_table`: our column group of KGIR-RAG Tables 4/5 (EM/F1) and 6
@@ -198,7 +198,7 @@ def score(outputs: Sequence[MethodOutput], questions: Sequence[Question]) -> pd.
 
 
 def _seed_rounds(trace: dict) -> dict:
-    """Subgraph rounds and rounds with a seed of a KGIR-RAG trace (issue 10 item 5b); NaN for other methods."""
+    """Subgraph rounds and rounds with a seed of a KGIR-RAG trace; NaN for other methods."""
     if "rounds" not in trace:
         return {k: np.nan for k in SEEDS}
     from .methods.kgir_rounds import trace_row
@@ -220,7 +220,7 @@ def answer_form(scores: pd.DataFrame) -> pd.DataFrame:
     """How each method's answers are written, per method and dataset: mean answer length in words and the
     answers with partial credit (F1 > 0 but EM = 0), beside EM and F1 (×100).
 
-    EM and F1 (METHOD.md §6, SQuAD normalisation) part ways when an answer holds the gold answer and more
+    EM and F1 (paper §3.3.2, SQuAD normalisation) part ways when an answer holds the gold answer and more
     words: such an answer costs EM, not F1. A method whose EM trails its F1 by more than the others' is
     writing longer answers, not retrieving worse. Rows in first-seen order of ``(method, dataset)``;
     ``scores`` as from :func:`run_suite` (columns ``method``, ``dataset``, ``answer``, ``EM``, ``F1``).

@@ -1,4 +1,4 @@
-"""Answer and retrieval metrics (METHOD.md §6).
+"""Answer and retrieval metrics (paper §3.3.2-3.3.3).
 
 EM / F1 use SQuAD normalisation (lower case, strip punctuation and the articles
 a/an/the, fold white space) and take the max over the gold answer and its
@@ -10,7 +10,7 @@ Recall@k is HippoRAG's passage-level definition: per question, the share of its
 gold passages among the first k passages of the method's final ranked list,
 averaged over questions.
 
-**Questions without gold passages** (issue 10 item 8; one rule everywhere):
+**Questions without gold passages** (one rule everywhere):
 Recall@k is *undefined* for them (:func:`recall_at_k` returns NaN) and they are
 left out of the Recall@k mean (:func:`mean_recall`, used by :func:`summarise`;
 ``evaluate.score`` / ``mean_scores`` skip the NaN the same way); EM and F1 still

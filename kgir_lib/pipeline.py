@@ -1,6 +1,6 @@
 """Wiring for notebooks: config → LLM, dataset, indexes and knowledge graph in one :class:`Workspace`.
 
-Knowledge graph per dataset (METHOD.md §1), stored in ``<run>/kg/<dataset>/``:
+Knowledge graph per dataset (KGIR-RAG §2.1), stored in ``<run>/kg/<dataset>/``:
 
 - a dataset that ships published OpenIE output (``musique_train``) imports it
   (real GPT-3.5 triples for every passage);
@@ -36,9 +36,15 @@ def openie_file(cfg: Config, dataset: str) -> Optional[Path]:
 
 
 def dense_index(cfg: Config, dataset: Dataset, progress: bool = True, encoder=None) -> DenseIndex:
-    """Dense index over the whole corpus with the profile's encoder (or ``encoder``); embeddings cached."""
+    """Dense index over the whole corpus with the profile's encoder (or ``encoder``); embeddings cached, the
+    cache seeded from the committed embeddings when it lacks them (:mod:`kgir_lib.embedding_seed`)."""
+    from .embedding_seed import committed_dirs, seed_cache
+    from .retrieval import embedding_cache_file
+
     enc = encoder or Encoder(cfg.embed_model, cfg.embed_batch_size, max_length=cfg.embed_max_length)
-    return DenseIndex(dataset.corpus.passages, enc, cfg.run_dir / "cache" / "embeddings", progress=progress)
+    cache_dir = cfg.run_dir / "cache" / "embeddings"
+    seed_cache(embedding_cache_file(cache_dir, enc, [p.content for p in dataset.corpus.passages]), committed_dirs(cfg))
+    return DenseIndex(dataset.corpus.passages, enc, cache_dir, progress=progress)
 
 
 def open_kg(cfg: Config, dataset: Dataset, llm: Optional[LLM], store: bool = True) -> tuple:

@@ -2,7 +2,7 @@
 
 Using one reader keeps the comparison about what each method puts in the
 context, not about prompt wording (the paper runs all baselines with the same
-LLM; METHOD.md §4).
+LLM; KGIR-RAG §3.3.1).
 """
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ MAX_ANSWER_WORDS = 12
 
 
 def answer_usable(text: str) -> bool:
-    """A reader reply parsed as intended (issue 9 §3): a non-empty short answer (at most
+    """A reader reply parsed as intended: a non-empty short answer (at most
     ``MAX_ANSWER_WORDS`` words), not a sentence or an empty reply."""
     answer = parse_answer(text)
     return bool(answer) and len(answer.split()) <= MAX_ANSWER_WORDS

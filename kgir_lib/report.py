@@ -1,10 +1,11 @@
-"""Tables and figures: saving them, and the published reference numbers (METHOD.md §7).
+"""Tables and figures: saving them, and the published reference numbers (the source papers' tables).
 
 Published numbers live here once, with their source, and are only ever shown in
 separate, labelled columns beside ours — never mixed into our own columns.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence
 
@@ -70,7 +71,7 @@ def run_header(cfg, notebook: str, with_llm: bool = True) -> str:
     lines.append(models)
     n = cfg.n_questions if cfg.n_questions is not None else "all"
     lines.append(f"datasets {list(cfg.datasets)}, {n} questions each (seed {cfg.seed}); top_k {cfg.top_k}; "
-                 f"effective config: {cfg.run_dir / 'config' / (notebook + '.yaml')}")
+                 f"effective config: {shown(cfg.run_dir / 'config' / (notebook + '.yaml'))}")
     return "\n".join(lines)
 
 
@@ -145,7 +146,7 @@ PUBLISHED_SAME_METHOD = {"no retrieval": "Naive Gen", "BM25": "BM25", "HippoRAG 
 
 
 def published_qa(datasets: Sequence[str]) -> list:
-    """The published EM/F1 column groups of METHOD.md §7 (one frame per source)."""
+    """The published EM/F1 column groups of the source papers (one frame per source)."""
     kg2rag = {m: {"hotpotqa": (None, 100 * v)} for m, v in KG2RAG_F1.items()}
     return [
         _published_frame(f"published: {SOURCES['hipporag2']}", HIPPORAG2_QA, ("EM", "F1"),
@@ -157,7 +158,7 @@ def published_qa(datasets: Sequence[str]) -> list:
 
 
 def published_recall(datasets: Sequence[str]) -> list:
-    """The published Recall@2/@5 column groups of METHOD.md §7, the derived KGIR-RAG numbers labelled so."""
+    """The published Recall@2/@5 column groups of the source papers, the derived KGIR-RAG numbers labelled so."""
     return [
         _published_frame(f"published: {SOURCES['hipporag2']}", HIPPORAG2_RECALL, ("R@2", "R@5"),
                          PUBLISHED_SAME_METHOD, datasets),
@@ -201,6 +202,36 @@ def published_indexing() -> pd.DataFrame:
     return df
 
 
+# ----------------------------------------------------------------------------- paths as a reader sees them
+LOCATION_LABELS = (("KGIR_RESULTS_DIR", "$KGIR_RESULTS_DIR"), ("KGIR_FIGURES_DIR", "$KGIR_FIGURES_DIR"),
+                   ("KGIR_DATA_DIR", "$KGIR_DATA_DIR"))
+
+
+def shown(path) -> str:
+    """``path`` as a stored notebook shows it: relative to the project, else to the ``KGIR_*_DIR`` it is under
+    (``$KGIR_RESULTS_DIR/...``), else to the home folder (``~/...``); never the machine's absolute path when one
+    of these holds it."""
+    from .config import PROJECT_ROOT
+
+    p = Path(path).expanduser().absolute()
+    bases = [(Path(PROJECT_ROOT).absolute(), "")]
+    bases += [(Path(os.environ[env]).expanduser().absolute(), label) for env, label in LOCATION_LABELS
+              if os.environ.get(env)]
+    bases.append((Path.home().absolute(), "~"))
+    for base, label in bases:
+        if p == base or p.is_relative_to(base):
+            rel = p.relative_to(base).as_posix()
+            return f"{label}/{rel}" if label else rel
+    return str(p)
+
+
+class ShownPath(type(Path())):
+    """A path whose repr is :func:`shown` (what a notebook prints when a cell ends with it)."""
+
+    def __repr__(self) -> str:
+        return shown(self)
+
+
 # ----------------------------------------------------------------------------- saving
 def to_markdown(df: pd.DataFrame, floatfmt: str = ".1f", exact: Sequence[str] = ()) -> str:
     """A GitHub Markdown table (no extra dependency). Floats print with ``floatfmt``, except in the ``exact``
@@ -224,20 +255,21 @@ def to_markdown(df: pd.DataFrame, floatfmt: str = ".1f", exact: Sequence[str] = 
 
 def save_table(df: pd.DataFrame, cfg, name: str, caption: str = "", exact: Sequence[str] = ()) -> Path:
     """Write ``tables/<name>.csv`` and ``tables/<name>.md`` (caption above the table) in the run directory;
-    ``exact``: columns of set values the .md prints as given (:func:`to_markdown`)."""
+    ``exact``: columns of set values the .md prints as given (:func:`to_markdown`). The path returned prints
+    as :func:`shown`, relative to the project."""
     csv = cfg.path("tables", f"{name}.csv")
     df.to_csv(csv)
     md = cfg.path("tables", f"{name}.md")
     md.write_text((f"{caption}\n\n" if caption else "") + to_markdown(df, exact=exact) + "\n")
-    return csv
+    return ShownPath(csv)
 
 
 def save_figure(fig, cfg, name: str) -> Path:
-    """Write ``<figures>/<profile>/<name>.png``."""
+    """Write ``<figures>/<profile>/<name>.png``; the path returned prints as :func:`shown`."""
     cfg.fig_dir.mkdir(parents=True, exist_ok=True)
     path = cfg.fig_dir / f"{name}.png"
     fig.savefig(path, dpi=120, bbox_inches="tight")
-    return path
+    return ShownPath(path)
 
 
 def load_table(cfg, name: str) -> Optional[pd.DataFrame]:

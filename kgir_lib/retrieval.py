@@ -150,6 +150,14 @@ def corpus_fingerprint(model: str, texts: Sequence[str]) -> str:
     return h.hexdigest()[:20]
 
 
+def embedding_cache_file(cache_dir: Path, encoder: "Encoder", texts: Sequence[str]) -> Path:
+    """Where :class:`DenseIndex` caches the embeddings of ``texts``: keyed by the model (+ backend when not the
+    default) and the corpus fingerprint."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", encoder.model_name)
+    key = getattr(encoder, "cache_name", encoder.model_name)
+    return Path(cache_dir) / f"{safe}-{corpus_fingerprint(key, texts)}.npy"
+
+
 class DenseIndex:
     """Cosine top-k over passage embeddings (paper eq. 2)."""
 
@@ -159,11 +167,7 @@ class DenseIndex:
         self.pids = [p.pid for p in self.passages]
         self.encoder = encoder
         texts = [p.content for p in self.passages]
-        path = None
-        if cache_dir is not None:
-            safe = re.sub(r"[^A-Za-z0-9_.-]", "_", encoder.model_name)
-            key = getattr(encoder, "cache_name", encoder.model_name)  # model (+ backend when not the default)
-            path = Path(cache_dir) / f"{safe}-{corpus_fingerprint(key, texts)}.npy"
+        path = embedding_cache_file(cache_dir, encoder, texts) if cache_dir is not None else None
         self.cache_path = path
         self.embeddings = self._load_cached(path, len(texts)) if path is not None else None
         if self.embeddings is None:

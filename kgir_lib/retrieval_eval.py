@@ -1,4 +1,4 @@
-"""Single-step retrieval quality: Recall@k of dense and BM25 retrieval (METHOD.md §6, notebook 02).
+"""Single-step retrieval quality: Recall@k of dense and BM25 retrieval (paper §3.3.3, notebook 02).
 
 Recall@k is HippoRAG's definition (:func:`kgir_lib.metrics.recall_at_k`): per
 question, the share of its gold passages among the first k retrieved from the

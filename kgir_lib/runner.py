@@ -213,6 +213,7 @@ def export_log(cfg) -> None:
 def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "timings.tsv") -> int:
     import papermill as pm
 
+    from .execution import QuietKernelManager, relative_papermill_paths
     from .llm import LLMCacheError
 
     config, _ = split_params(params)
@@ -233,7 +234,8 @@ def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "t
               flush=True)
         try:
             pm.execute_notebook(str(nb), str(out), parameters=nb_params, cwd=str(nb.parent), progress_bar=False,
-                                log_output=False, kernel_name="python3")
+                                log_output=False, kernel_name="python3", kernel_manager_class=QuietKernelManager)
+            relative_papermill_paths(out)
         except pm.PapermillExecutionError as exc:
             print(f"error: {nb.name} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}\n"
                   f"partial output: {out}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""KGIR-RAG evidence subgraph (paper §2.2, Algorithm 1; METHOD.md §2).
+"""KGIR-RAG evidence subgraph (paper §2.2, Algorithm 1).
 
 One small function per step of Algorithm 1::
 
@@ -16,7 +16,7 @@ One small function per step of Algorithm 1::
 
 Choices the paper leaves open, made here and documented where they are made:
 
-- **Two readings of G_tmp** (issue 10 item 4; ``cfg.gtmp_reading``). §2.2's
+- **Two readings of G_tmp** (``cfg.gtmp_reading``). §2.2's
   prose says "take each entity of E_q as a seed and add it and its adjacent
   edges" (``"seed_star"``: :func:`seed_graph`); the description of Algorithm 1
   says "connect the entities of the retrieved passages into the passage graph
@@ -92,7 +92,7 @@ GTMP_READINGS = ("passages", "seed_star")
 
 
 def tmp_graph(triples: Sequence[Triple], matches: dict, reading: str = "passages") -> list:
-    """``G_tmp`` under one of the two readings of Algorithm 1 (issue 10 item 4; module docstring):
+    """``G_tmp`` under one of the two readings of Algorithm 1 (module docstring):
 
     - ``"passages"``: every triple of ``G_q`` ("connect the entities of the retrieved passages"),
       deduplicated, ``G_q`` order; the seeds then pick the components ``B_i``;
@@ -319,6 +319,22 @@ def build_subgraphs(ws, queries: Sequence[str], retrieved: Optional[Sequence[Seq
     return subs, results
 
 
+_REBUILD_WEIGHTS: dict = {}  # rebuilds of one question that weigh the same triples reuse the same weights
+
+
+def _memo_weights(ws, weighting: str, weight_fn: WeightFn) -> WeightFn:
+    """``weight_fn`` remembered per (workspace, weighting, question, triples in order): a rebuild that weighs
+    exactly the batch an earlier rebuild weighed gets the very same numbers without encoding them again."""
+    def memo(question: str, triples: Sequence[Triple]) -> list:
+        key = (ws.dataset.name, id(ws.dense), weighting, question, tuple(triples))
+        if key not in _REBUILD_WEIGHTS:
+            if len(_REBUILD_WEIGHTS) >= 4096:
+                _REBUILD_WEIGHTS.clear()
+            _REBUILD_WEIGHTS[key] = list(weight_fn(question, triples))
+        return _REBUILD_WEIGHTS[key]
+    return memo
+
+
 def rebuild_subgraph(ws, sub: EvidenceSubgraph, *, n: Optional[int] = None, threshold: Optional[float] = None,
                      weighting: Optional[str] = None, reading: Optional[str] = None,
                      method: Optional[str] = None) -> EvidenceSubgraph:
@@ -326,14 +342,14 @@ def rebuild_subgraph(ws, sub: EvidenceSubgraph, *, n: Optional[int] = None, thre
     n = n or ws.cfg.ngram_n
     threshold = ws.cfg.ngram_threshold if threshold is None else threshold
     weighting = resolve_weighting(weighting or sub.weighting, ws.reranker)
-    weight_fn = _weight_fn(ws, sub.retrieved, weighting)
+    weight_fn = _memo_weights(ws, weighting, _weight_fn(ws, sub.retrieved, weighting))
     return evidence_subgraph(sub.question, sub.retrieved, sub.G_q, sub.llm_entities, weight_fn, n, threshold,
                              weighting, reading=reading or sub.reading, method=method or ws.cfg.match_method)
 
 
 def compare_readings(ws, subs: Sequence[EvidenceSubgraph], gold: Sequence[Sequence[str]],
                      readings: Sequence[str] = GTMP_READINGS) -> "object":
-    """Both ``G_tmp`` readings side by side (issue 10 item 4), one row a reading, over ``subs``:
+    """Both ``G_tmp`` readings side by side, one row a reading, over ``subs``:
 
     ``G_tmp``, ``component triples`` and ``G_Ans`` (sums), ``MST removal %`` (pruned / component
     triples, pooled), ``gold in D_q`` and ``gold in G_Ans`` (gold passages that are the source of a

@@ -1,163 +1,15 @@
-"""Drawing an evidence subgraph (paper §2.2, Algorithm 1): ``G_tmp`` with ``G_Ans`` highlighted.
+"""Traces as text and the figures of notebooks 05 and 06.
 
-:func:`draw_subgraph` draws the entities of ``G_tmp`` and every triple as an
-edge: those the maximum spanning trees kept (``G_Ans``) solid blue (darker =
-heavier), the pruned ones grey and dashed (parallel triples of one entity pair
-as arcs); seeds are larger, outlined red nodes. :func:`render_trace` writes a
-KGIR-RAG question trace as Markdown.
+:func:`render_trace` writes a KGIR-RAG question trace as Markdown; the ``plot_*`` functions draw the F1-cost
+plot, the bootstrap forest plot and the ablation, sweep and robustness figures. Evidence subgraphs are drawn by
+:mod:`kgir_lib.steps_viz` (Algorithm 1 step by step) and :mod:`kgir_lib.bridge_viz` (the Fig. 6 bridge path).
 """
 from __future__ import annotations
 
-import textwrap
 from typing import Optional, Sequence
 
-import networkx as nx
 import numpy as np
 import pandas as pd
-
-from .subgraph import EvidenceSubgraph
-
-KEPT_CMAP = "Blues"
-PRUNED_COLOR = "#bbbbbb"
-SEED_COLOR = "#e4572e"
-NODE_COLOR = "#9ecae1"
-
-
-def _short(s: str, width: int) -> str:
-    s = str(s)
-    s = s if len(s) <= 2 * width else s[:2 * width - 1] + "…"
-    return "\n".join(textwrap.wrap(s, width)) or s
-
-
-def subgraph_edges(sub: EvidenceSubgraph) -> dict:
-    """``{(u, v): {"kept": bool, "weight": float, "relations": [...], "label": str}}``, one entry per entity pair.
-
-    A pair is kept if any of its triples is in ``G_Ans``; its weight and label
-    are those of the kept triple, else of the heaviest pruned one.
-    """
-    kept = set(sub.kept)
-    pairs: dict = {}
-    for t in sub.G_tmp:
-        if t.head == t.tail:
-            continue
-        key = tuple(sorted((t.head, t.tail)))
-        e = pairs.setdefault(key, {"kept": False, "weight": float("-inf"), "relations": [], "label": ""})
-        e["relations"].append(t.relation)
-        w = float(sub.weights.get(t, 0.0))
-        better = (t in kept and not e["kept"]) or ((t in kept) == e["kept"] and w > e["weight"])
-        if better:
-            e["kept"], e["weight"], e["label"] = t in kept, w, t.relation
-    for e in pairs.values():
-        extra = len(e["relations"]) - 1
-        e["label"] = e["label"] + (f" (+{extra})" if extra else "")
-    return pairs
-
-
-def component_layout(g: nx.Graph, seed: int = 0) -> dict:
-    """Positions: each connected component laid out on its own (spring layout), components on a grid.
-
-    Larger components get more room (scale ~ sqrt of their size), so a star of
-    ten triples stays legible next to a single edge. Each component is rebuilt with
-    its nodes and edges in sorted order: the spring layout's result depends on the
-    order nodes were inserted, and G_tmp's triples can arrive in another order in
-    another process, which redrew the same figure differently.
-    """
-    import math
-
-    comps = sorted(nx.connected_components(g), key=lambda c: (-len(c), sorted(c)[0]))
-    cols = max(1, math.ceil(math.sqrt(len(comps))))
-    pos, x, y, row_h = {}, 0.0, 0.0, 0.0
-    for i, comp in enumerate(comps):
-        sub = g.__class__()
-        sub.add_nodes_from(sorted(comp))
-        sub.add_edges_from(sorted(g.subgraph(comp).edges(data=True), key=lambda e: sorted(e[:2])))
-        scale = 0.5 * math.sqrt(len(comp))
-        p = nx.spring_layout(sub, seed=seed, scale=scale) if len(comp) > 1 else {next(iter(comp)): (0.0, 0.0)}
-        if i and i % cols == 0:
-            x, y, row_h = 0.0, y - row_h - 0.8, 0.0
-        for n, (px, py) in p.items():
-            pos[n] = (x + scale + px, y - scale + py)
-        x += 2 * scale + 0.8
-        row_h = max(row_h, 2 * scale)
-    return pos
-
-
-def draw_subgraph(ax, sub: EvidenceSubgraph, title: Optional[str] = None, seed: int = 0, label_width: int = 16,
-                  edge_labels: bool = True) -> dict:
-    """Draw ``G_tmp`` of ``sub`` on matplotlib axes ``ax``: G_Ans edges blue (darker = heavier), pruned ones grey.
-
-    Every triple of ``G_tmp`` is one line: the kept triple of an entity pair is
-    straight, further (parallel) triples of the pair are grey dashed arcs beside
-    it; a pruned triple alone on its pair is a straight grey dashed line. Edge
-    labels show the kept relation of each pair (``+n`` = n parallel triples).
-    Returns counts of what was drawn: ``{"nodes", "seeds", "kept_edges",
-    "pruned_edges"}`` (triples). An empty ``G_tmp`` draws a note instead.
-    """
-    import matplotlib.pyplot as plt
-
-    ax.set_axis_off()
-    if title:
-        ax.set_title(title, fontsize=9)
-    pairs = subgraph_edges(sub)
-    if not pairs:
-        ax.text(0.5, 0.5, "no matched entity: G_tmp is empty" if not sub.seeds else "seeds without edges",
-                ha="center", va="center", transform=ax.transAxes, fontsize=9, color="#555555")
-        return {"nodes": 0, "seeds": 0, "kept_edges": 0, "pruned_edges": 0}
-    g = nx.Graph()
-    for (u, v), e in pairs.items():
-        g.add_edge(u, v, **e)
-    pos = component_layout(g, seed)
-    seed_set = set(sub.seeds)
-    kept_set = set(sub.kept)
-    straight_kept, straight_pruned, arcs = [], [], []  # arcs: (u, v, rad)
-    drawn_first: dict = {}
-    for t in sorted(sub.G_tmp, key=lambda t: t not in kept_set):  # kept triples claim the straight line
-        if t.head == t.tail:
-            continue
-        key = tuple(sorted((t.head, t.tail)))
-        n = drawn_first.get(key, 0)
-        drawn_first[key] = n + 1
-        if n == 0:
-            (straight_kept if t in kept_set else straight_pruned).append((t.head, t.tail, sub.weights.get(t, 0.0)))
-        else:
-            arcs.append((t.head, t.tail, 0.25 * ((n + 1) // 2) * (1 if n % 2 else -1)))
-    if straight_pruned:
-        nx.draw_networkx_edges(g, pos, edgelist=[(u, v) for u, v, _ in straight_pruned], ax=ax,
-                               edge_color=PRUNED_COLOR, style="dashed", width=1.2)
-    for u, v, rad in arcs:
-        nx.draw_networkx_edges(g, pos, edgelist=[(u, v)], ax=ax, edge_color=PRUNED_COLOR, style="dashed",
-                               width=1.2, arrows=True, arrowstyle="-", connectionstyle=f"arc3,rad={rad}")
-    if straight_kept:
-        ws = [w for _, _, w in straight_kept]
-        lo, hi = min(ws), max(ws)
-        span = hi - lo if hi > lo else 1.0
-        nx.draw_networkx_edges(g, pos, edgelist=[(u, v) for u, v, _ in straight_kept], ax=ax, edge_color=ws,
-                               edge_cmap=plt.get_cmap(KEPT_CMAP), edge_vmin=lo - 0.6 * span, edge_vmax=hi,
-                               width=2.5)
-    seeds = [n for n in g if n in seed_set]
-    others = [n for n in g if n not in seed_set]
-    nx.draw_networkx_nodes(g, pos, nodelist=others, ax=ax, node_color=NODE_COLOR, node_size=220)
-    nx.draw_networkx_nodes(g, pos, nodelist=seeds, ax=ax, node_color=SEED_COLOR, node_size=420,
-                           edgecolors="black", linewidths=1.2)
-    nx.draw_networkx_labels(g, pos, labels={n: _short(n, label_width) for n in g}, ax=ax, font_size=7)
-    if edge_labels:
-        nx.draw_networkx_edge_labels(g, pos, ax=ax, font_size=6,
-                                     edge_labels={(u, v): _short(d["label"], label_width)
-                                                  for u, v, d in g.edges(data=True)})
-    n_kept = len(straight_kept)
-    return {"nodes": g.number_of_nodes(), "seeds": len(seeds), "kept_edges": n_kept,
-            "pruned_edges": len(straight_pruned) + len(arcs)}
-
-
-def legend_handles() -> list:
-    """Legend entries for :func:`draw_subgraph` figures."""
-    from matplotlib.lines import Line2D
-
-    return [Line2D([0], [0], color="#2171b5", lw=2.5, label="G_Ans edge (darker = heavier)"),
-            Line2D([0], [0], color=PRUNED_COLOR, lw=1.0, ls="--", label="pruned by the MST"),
-            Line2D([0], [0], marker="o", color="w", markerfacecolor=SEED_COLOR, markeredgecolor="black",
-                   markersize=9, label="seed entity"),
-            Line2D([0], [0], marker="o", color="w", markerfacecolor=NODE_COLOR, markersize=7, label="entity")]
 
 
 # ---------------------------------------------------------------------- traces as text
@@ -215,14 +67,6 @@ def render_trace(trace: dict, corpus=None, max_triples: int = 8, max_passages: i
         lines.append("LLM: " + ", ".join(f"{k} {v.get('calls', 0)} call(s) / {v.get('prompt_tokens', 0)}+"
                                          f"{v.get('completion_tokens', 0)} tokens" for k, v in llm.items()))
     return "\n".join(lines)
-
-
-def pick_drawable(subs, n: int = 3, max_pairs: int = 16) -> list:
-    """Indices of up to ``n`` subgraphs worth drawing: legible (3..``max_pairs`` entity pairs), pruned ones first."""
-    sizes = [len(subgraph_edges(s)) for s in subs]
-    ok = [i for i, s in enumerate(subs) if 3 <= sizes[i] <= max_pairs]
-    ok.sort(key=lambda i: (not subs[i].pruned, -sizes[i]))
-    return ok[:n]
 
 
 # ----------------------------------------------------------------------------- notebook 05 figures
@@ -296,8 +140,13 @@ def plot_ablation(ax, table: pd.DataFrame, dataset: str, metric: str = "EM",
     ax.legend(fontsize=8)
 
 
-def plot_variant_scores(ax, table: pd.DataFrame, metric: str = "F1") -> None:
-    """Grouped bars: ``metric`` of each variant (x) for each dataset (colour), from :func:`ablation_table`."""
+def plot_variant_scores(ax, table: pd.DataFrame, metric: str = "F1", legend: bool = True) -> None:
+    """Grouped bars: ``metric`` of each variant (x) for each dataset (colour), from :func:`ablation_table`.
+
+    Readable at a glance: value labels above the bars, variant names wrapped under them, the legend (when
+    asked for) above the axes, never over a bar."""
+    import textwrap
+
     datasets = list(dict.fromkeys(table["dataset"]))
     variants = list(dict.fromkeys(table["variant"]))
     width = 0.8 / max(len(datasets), 1)
@@ -305,35 +154,58 @@ def plot_variant_scores(ax, table: pd.DataFrame, metric: str = "F1") -> None:
         part = table[table["dataset"] == d].set_index("variant").reindex(variants)
         x = np.arange(len(variants)) - 0.4 + width * (i + 0.5)
         bars = ax.bar(x, part[metric], width=width, label=d)
-        ax.bar_label(bars, fmt="%.1f", fontsize=7)
-    ax.set_xticks(np.arange(len(variants)), variants, rotation=15)
-    ax.set_ylabel(f"{metric} (×100)")
-    ax.set_title(metric)
-    ax.legend(fontsize=8)
+        ax.bar_label(bars, fmt="%.1f", fontsize=9, padding=2)
+    ax.set_xticks(np.arange(len(variants)), [textwrap.fill(str(v), 16) for v in variants], fontsize=9)
+    ax.set_ylabel(f"{metric} (×100)", fontsize=10)
+    ax.set_title(metric, fontsize=11)
+    ax.margins(y=0.18)
+    if legend:
+        ax.legend(fontsize=9, loc="lower left", bbox_to_anchor=(0.0, 1.08), ncol=len(datasets), frameon=False)
 
 
-def plot_sweep(ax, df: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), title: str = "") -> None:
-    """One line per dataset and metric against the swept value."""
-    for dataset, part in df.groupby("dataset", sort=False):
-        for m in metrics:
+def plot_sweep(ax, df: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), title: str = "",
+               n_questions: Optional[int] = None) -> None:
+    """One line per dataset and metric against the swept value, every point labelled with its value.
+
+    With ``n_questions`` the title says what the points stand on: at n questions one question moves EM by
+    100 / n points, so a step smaller than that is no change at all."""
+    markers = "osD^v"
+    for j, (dataset, part) in enumerate(df.groupby("dataset", sort=False)):
+        for i, m in enumerate(metrics):
             if m in part:
-                ax.plot(part["value"].astype(float), part[m], marker="o", label=f"{dataset} {m}")
+                xs, ys = part["value"].astype(float), part[m]
+                ax.plot(xs, ys, marker=markers[i % len(markers)], label=f"{dataset} {m}")
+                for x, y in zip(xs, ys):
+                    ax.annotate(f"{y:.0f}", (x, y), textcoords="offset points", xytext=(0, 5), ha="center",
+                                fontsize=8)
     if len(df):
         ax.set_xticks(sorted({float(v) for v in df["value"]}))
-    ax.set_xlabel(str(df["param"].iloc[0]) if len(df) else "value")
-    ax.set_ylabel("score (×100)")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
+    ax.set_xlabel(str(df["param"].iloc[0]) if len(df) else "value", fontsize=10)
+    ax.set_ylabel("score (×100)", fontsize=10)
+    ax.margins(y=0.2)
+    note = f"\nn = {n_questions} questions a point: one question = {100 / n_questions:.0f} EM points" \
+        if n_questions else ""
+    ax.set_title(title + note, fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
-def plot_robustness(ax, summary: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), title: str = "") -> None:
-    """Mean ± std over seeds against the share of triples dropped."""
-    for dataset, part in summary.groupby("dataset", sort=False):
-        for m in metrics:
-            if f"{m} mean" in part:
-                ax.errorbar(100 * part["fraction"], part[f"{m} mean"], yerr=part[f"{m} std"], marker="o",
-                            capsize=3, label=f"{dataset} {m}")
-    ax.set_xlabel("triples dropped (%)")
-    ax.set_ylabel("score (×100), mean ± std over seeds")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
+def plot_robustness(ax, summary: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), title: str = "",
+                    runs: Optional[pd.DataFrame] = None, n_questions: Optional[int] = None) -> None:
+    """The mean over seeds against the share of triples dropped; with ``runs`` (one row a seed) every seed's
+    score is drawn as a dot beside it, so the spread is seen as what it is, a handful of runs."""
+    for i, (dataset, part) in enumerate(summary.groupby("dataset", sort=False)):
+        for j, m in enumerate(metrics):
+            if f"{m} mean" not in part:
+                continue
+            line, = ax.plot(100 * part["fraction"], part[f"{m} mean"], marker="o", label=f"{dataset} {m} (mean)")
+            if runs is not None and m in runs:
+                seeds = runs[runs["dataset"] == dataset]
+                offset = 0.25 * (j - (len(metrics) - 1) / 2)  # side by side, not on top of each other
+                ax.scatter(100 * seeds["fraction"] + offset, seeds[m], s=14, alpha=0.6, color=line.get_color())
+    ax.set_xlabel("triples dropped (%)", fontsize=10)
+    ax.set_ylabel("score (×100)", fontsize=10)
+    seeds_n = int(summary["seeds"].max()) if "seeds" in summary and len(summary) else None
+    parts = [p for p in (f"n = {n_questions} questions" if n_questions else "",
+                         f"{seeds_n} seeds a share (dots: each seed)" if seeds_n and runs is not None else "") if p]
+    ax.set_title(title + ("\n" + ", ".join(parts) if parts else ""), fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)

@@ -27,8 +27,10 @@ OUT = ROOT / "notebooks"
 FORMATS = "ipynb,src//py:percent"
 # The pairing, and filters that keep the sources free of a metadata header (``jupytext --sync`` leaves them as they are).
 JUPYTEXT = {"formats": FORMATS, "notebook_metadata_filter": "-all", "cell_metadata_filter": "tags,-all"}
-METADATA = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-            "language_info": {"name": "python"}, "jupytext": JUPYTEXT}
+# The kernel scripts/setup.sh installs into .venv (name and display name), so JupyterLab opens a notebook on it
+# without changing its metadata; language_info is the executed notebook's (what that kernel reports).
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (kgir)", "language": "python"}
+METADATA = {"kernelspec": KERNELSPEC, "language_info": {"name": "python"}, "jupytext": JUPYTEXT}
 
 
 def read_source(name: str) -> nbformat.NotebookNode:
@@ -39,8 +41,11 @@ def read_source(name: str) -> nbformat.NotebookNode:
 
 
 def copy_outputs(nb: nbformat.NotebookNode, executed: Path) -> int:
-    """Give each code cell of ``nb`` the outputs of the cell of ``executed`` with the same source; count them."""
+    """Give each code cell of ``nb`` the outputs of the cell of ``executed`` with the same source, and ``nb``
+    the ``language_info`` the executing kernel reported; count the cells."""
     done = nbformat.read(executed, as_version=4)
+    if done.metadata.get("language_info"):
+        nb.metadata["language_info"] = done.metadata["language_info"]
     by_source = {}
     for c in done.cells:
         if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", []):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Dress rehearsal of the paper profile (issue 11 item 1): profile `rehearsal` (kgir_lib/profiles/rehearsal.yaml)
+# Dress rehearsal of the paper profile: profile `rehearsal` (kgir_lib/profiles/rehearsal.yaml)
 # through the openai backend against two `python -m llama_cpp.server` replicas of Qwen2.5-Coder-1.5B-Instruct
 # on 127.0.0.1, with two recovery tests:
 #   phase 1  notebook 01 (musique_train OpenIE import + LLM extraction of a few HotpotQA passages); as soon as

@@ -1,4 +1,4 @@
-"""Config: profiles, ``extends``, overrides, type checks, run directory, no secrets (issue #2, config)."""
+"""Config: profiles, ``extends``, overrides, type checks, run directory, no secrets."""
 from __future__ import annotations
 
 from dataclasses import fields
@@ -221,7 +221,7 @@ def test_start_run_writes_the_effective_config(tmp_path):
         {k: v for k, v in cfg.to_dict().items() if k != "profile"}
 
 
-# ------------------------------------------------------------------ issue 13 items 5, 7, 9
+# ------------------------------------------------------------------ bad values refused
 def test_relative_extends_resolves_against_the_profile_folder(tmp_path, monkeypatch):
     (tmp_path / "profiles").mkdir()
     _write(tmp_path / "profiles" / "base.yaml", {"extends": "ci", "top_k": 3})

@@ -1,4 +1,4 @@
-"""kgir_lib.cost: the paper-scale extrapolation's arithmetic on exact numbers (issue 11 item 5)."""
+"""kgir_lib.cost: the paper-scale extrapolation's arithmetic on exact numbers."""
 from __future__ import annotations
 
 import pandas as pd

@@ -1,4 +1,4 @@
-"""Data loaders on the real shared samples, sampling, and errors on crafted files (METHOD.md §5-6)."""
+"""Data loaders on the real shared samples, sampling, and errors on crafted files (KGIR-RAG §3.1, §3.3)."""
 from __future__ import annotations
 
 import json
@@ -277,7 +277,7 @@ def test_download_real_hub_fails_or_works_quickly(tmp_path, monkeypatch):
         assert got == []
 
 
-# ------------------------------------------------------------------ issue 13 item 3: field types, empty sets, no gold
+# ------------------------------------------------------------------ field types, empty sets, no gold
 @pytest.mark.parametrize("field, value, needle", [
     ("question", None, "'question' must be a string, got null"),
     ("question", "  ", "'question' is empty"),

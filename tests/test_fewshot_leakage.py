@@ -1,4 +1,4 @@
-"""Issue 10 item 6: few-shot examples come from training data; none is an evaluation question or answer.
+"""Few-shot examples come from training data; none is an evaluation question or answer.
 
 Every prompt file's worked examples (its example turns, and the blocks of a user turn before the final
 one) are collected: their questions

@@ -1,4 +1,4 @@
-"""Issue 10 item 1: every stage's generation budget comes from the profile; truncations are counted."""
+"""Every stage's generation budget comes from the profile; truncations are counted."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""The paper profile's encoder and reranker code paths, executed on tiny local models (issue 11 item 6).
+"""The paper profile's encoder and reranker code paths, executed on tiny local models.
 
 BGE-M3 and bge-reranker-large are XLM-RoBERTa models; no weights can be fetched here, so this builds
 XLM-RoBERTa models with the same architecture classes (2 layers, hidden size 32, random weights,

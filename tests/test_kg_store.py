@@ -124,7 +124,7 @@ def test_side_by_side(tiny_kg, tiny_dataset):
 
 
 def test_lone_surrogates_are_replaced_counted_and_saved(tmp_path):
-    """Issue 13 item 6: a lone surrogate from an LLM reply made save_kg raise UnicodeEncodeError."""
+    """A lone surrogate from an LLM reply made save_kg raise UnicodeEncodeError."""
     from kgir_lib.traces import REPLACED
 
     kg = KnowledgeGraph([Triple("Bad\ud800name", "is", "x\udc80", "p1"), Triple("A", "b", "C", "p1")], ["p1"])

@@ -201,7 +201,7 @@ def test_no_reflection_one_rewrite_one_retrieval(tiny_workspace, tiny_dataset):
     t = outs[0].trace
     assert t["answered_by"] == "reader" and outs[0].answer == "HP (reader)" and t["iterations_used"] == 1
     reader = [r for r in ws.llm.backend.seen if stage_of(r) == "reader"][0]
-    # issue 10 item 3: the reader gets the original question, G_Ans_1 and the top passages of D'_1
+    # the reader gets the original question, G_Ans_1 and the top passages of D'_1
     assert last_question(reader) == Q_CASE
     user = reader.messages[-1][1]
     kept = t["rounds"][0]["subgraph"]["G_Ans"]
@@ -291,7 +291,7 @@ def test_verdict_request_continues_the_conversation():
 
 
 def test_ranked_list_known_answer():
-    """Issue 10 item 2: G_Ans passages by best weight, then D'_1..D'_T interleaved by round, then D_1."""
+    """The ranked list: G_Ans passages by best weight, then D'_1..D'_T interleaved by round, then D_1."""
     evidence = {"e1": 0.2, "e2": 0.9}
     rewrites = [["a1", "a2", "e1", "a3"], ["b1", "a1", "b2"]]
     first = ["d1", "a2", "d2", "b2"]
@@ -326,7 +326,7 @@ def test_reflection_passages_rules():
 
 def test_empty_subgraph_rewrites_from_passages_and_reflection_sees_them(tiny_workspace, tiny_dataset):
     """NER finds nothing that matches (G_Ans empty) and the rewrite returns the question: the rewrite and the
-    reflection see the best passages of D_t, never '(none)' (issue 10 item 5b)."""
+    reflection see the best passages of D_t, never '(none)'."""
     script = make_script(never, ner='{"named_entities": ["Mona Lisa"]}',
                          rewrite=lambda req: f"Rewritten question: {last_question(req)}")
     ws = tiny_workspace(script)
@@ -346,7 +346,7 @@ def test_empty_subgraph_rewrites_from_passages_and_reflection_sees_them(tiny_wor
 
 
 def test_usable_outputs_and_seed_rate_in_traces(tiny_workspace, tiny_dataset):
-    """Issue 9 §3 / issue 10 item 5b: per-stage usable counts and the seed-match rate come from the traces."""
+    """Per-stage usable counts and the seed-match rate come from the traces."""
     def script(req):
         return {"ner": '{"named_entities": ["PC maker", "1994"]}', "rewrite": "Rewritten question: " + REWRITE,
                 "reflect": "Reasoning: no.", "verdict": "Missing: the partner", "reader": "Answer: HP"}[stage_of(req)]
@@ -474,7 +474,7 @@ def test_degenerate_detects_loops():
     assert not degenerate("What is the length of Mount Panorama Circuit?")
 
 
-# ---------------------------------------------------------------- one round record (issue 12 item 1)
+# ---------------------------------------------------------------- one round record
 def test_round_record_round_trips_and_reads_old_traces(tiny_workspace, tiny_dataset):
     from kgir_lib.methods.kgir_rounds import CaseRound, trace_rounds
 

@@ -142,7 +142,7 @@ def test_unusable_cache_file_is_named(tmp_path):
         LLMCache(other)
 
 
-# ------------------------------------------------------------------ issue 13 items 4 and 6
+# ------------------------------------------------------------------ corrupt caches and odd text
 def test_a_cache_corrupted_in_its_middle_pages_names_the_file(tmp_path):
     """Old behaviour: opening worked (the first page is fine) and a later read raised a bare sqlite3.DatabaseError."""
     path = tmp_path / "llm.sqlite"

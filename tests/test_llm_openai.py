@@ -283,7 +283,7 @@ def test_needs_a_base_url():
         OpenAIBackend("m", [])
 
 
-# ---------------------------------------------------------------- issue 13 items 4-6: a misbehaving server
+# ---------------------------------------------------------------- a misbehaving server
 def test_500_is_retried(make_fake):
     server = make_fake(plan=[500, 500])
     out = run_all(backend([server.url], max_retries=3), [ChatRequest.chat(None, "x")])

@@ -281,7 +281,7 @@ def test_graph_covers_the_whole_kg_and_is_rebuilt_when_it_grows(tiny_workspace):
 
 
 def test_filter_budget_comes_from_the_profile(tiny_workspace):
-    """Issue 10 item 1: the recognition-memory filter's max_tokens is the profile's, not a constant."""
+    """The recognition-memory filter's max_tokens is the profile's, not a constant."""
     ws = tiny_workspace(filter_reply([["Hewlett-Packard", "merged with", "Compaq"]]))
     ws.cfg.max_tokens_hipporag2_filter = 512
     HippoRAG2(synonymy=False).run(ws, ws.dataset.questions)

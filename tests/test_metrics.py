@@ -1,4 +1,4 @@
-"""EM / F1 / Recall@k (METHOD.md §6): hand-computed cases and agreement with the official HotpotQA logic."""
+"""EM / F1 / Recall@k (paper §3.3.2-3.3.3): hand-computed cases and agreement with the official HotpotQA logic."""
 from __future__ import annotations
 
 import math
@@ -138,7 +138,7 @@ def test_recall_at_k_by_hand():
     assert recall_at_k(["g1", "g1", "g2"], ["g1", "g2"], 2) == 1.0   # duplicates count once
     assert recall_at_k(ranked, ["g1", "g1"], 2) == 1.0
     assert recall_at_k([], ["g1"], 5) == 0.0
-    assert math.isnan(recall_at_k(ranked, [], 5))  # undefined without gold passages (issue 10 item 8)
+    assert math.isnan(recall_at_k(ranked, [], 5))  # undefined without gold passages
     with pytest.raises(ValueError, match="k must be"):
         recall_at_k(ranked, ["g1"], 0)
 
@@ -156,7 +156,7 @@ def test_summarise_by_hand():
 
 
 def test_questions_without_gold_one_rule_in_summarise_and_score():
-    """Issue 10 item 8: a question without gold passages is left out of Recall@k (not scored 0), in
+    """A question without gold passages is left out of Recall@k (not scored 0), in
     metrics.summarise and evaluate.score/mean_scores alike; EM/F1 still count it."""
     from kgir_lib.data import Question
     from kgir_lib.evaluate import mean_scores, score

@@ -1,4 +1,4 @@
-"""Prompt files as explicit chat turns (issue 12 item 7): every prompt renders the same bytes as before.
+"""Prompt files as explicit chat turns: every prompt renders the same bytes as before.
 
 ``fixtures/prompt_messages.json`` holds the messages the prompt code of commit 713cfc4 produced (few-shot
 turns split out of the prompt text by blank lines and a marker), captured before the prompt files

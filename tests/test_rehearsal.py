@@ -1,4 +1,4 @@
-"""The ``rehearsal`` profile (issue 11 item 1) is ``paper`` with only the model, the embedder, the reranker and
+"""The ``rehearsal`` profile is ``paper`` with only the model, the embedder, the reranker and
 the number of questions changed, plus its documented CPU narrowing; it validates (no model is loaded)."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from kgir_lib.runner import validate
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = default_data_dir()  # $KGIR_DATA_DIR, else ../shared/data beside the project
 
-# what the issue allows: model (and the servers/JSON mode that serve it), embedder, reranker, questions
+# what a rehearsal may change from the paper profile: model (and the servers/JSON mode that serve it), embedder, reranker, questions
 ALLOWED = {"description", "llm_model", "llm_base_urls", "llm_json_mode", "embed_model", "embed_max_length",
            "reranker_model", "n_questions"}
 # the CPU narrowing stated in the profile's comments

@@ -1,4 +1,4 @@
-"""Kill and resume (issue 13): a run SIGKILLed during extraction, during a method run and during trace
+"""Kill and resume: a run SIGKILLed during extraction, during a method run and during trace
 writing, then resumed, ends with exactly the results of a run that was never interrupted.
 
 The run (a worker subprocess with a scripted backend) extracts a KG for a tiny corpus, saves it, and

@@ -1,4 +1,4 @@
-"""The committed response log (issue 14): export -> fresh cache -> import -> a cache-only LLM answers everything."""
+"""The committed response log: export -> fresh cache -> import -> a cache-only LLM answers everything."""
 from __future__ import annotations
 
 import gzip

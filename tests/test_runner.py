@@ -124,7 +124,7 @@ def test_validate_in_process():
         runner.validate("ci", {"datasets": 5})
 
 
-# ------------------------------------------------------------------ issue 13: what --validate-only refuses
+# ------------------------------------------------------------------ what --validate-only refuses
 ONE = ["-p", "datasets", "[hotpotqa]", "-p", "extract_datasets", "[hotpotqa]", "-p", "ablation_datasets",
        "[hotpotqa]", "-p", "study_datasets", "[hotpotqa]"]
 

@@ -191,7 +191,7 @@ def test_evidence_subgraph_known_answer():
 
 
 def test_passages_reading_connects_the_retrieved_passages_and_prunes_cycles():
-    """Issue 10 item 4: G_tmp = every triple of G_q; the seed's component B_i reaches HP's other edge, and
+    """Reading "passages": G_tmp = every triple of G_q; the seed's component B_i reaches HP's other edge, and
     the MST drops the cycle edge (Compaq, is a, PC supplier) that the seed-star reading keeps."""
     g = _star_graph()
     star = evidence_subgraph("Who merged with Compaq?", [], g, ["Compaq"], fixed_weights(WEIGHTS),
@@ -345,11 +345,11 @@ def test_rebuild_subgraph_reuses_ner_without_llm_calls(tiny_workspace):
     assert ws.llm.usage.total().calls == calls
 
 
-# ---------------------------------------------------------------- issue 10 items 5 / 5b: matching
-def test_similarity_methods_on_the_issue_pairs():
+# ---------------------------------------------------------------- matching (eq. 5) and whole-triple matching
+def test_similarity_methods_on_the_pairs_dice_gets_wrong():
     pairs = [("Compaq", "Compaq Computer Corporation"), ("Paris", "Paris Hilton")]
     dice = [ngram_similarity(a, b) for a, b in pairs]
-    assert dice[0] == pytest.approx(12 / 29) and dice[1] == pytest.approx(0.588, abs=1e-3)  # the issue's 0.41, 0.59
+    assert dice[0] == pytest.approx(12 / 29) and dice[1] == pytest.approx(0.588, abs=1e-3)  # Dice at 0.5 misses the first, matches the second
     assert ngram_similarity(*pairs[0], method="overlap") == 1.0
     assert ngram_similarity(*pairs[0], method="containment") == 1.0
     assert ngram_similarity("Paris", "Paris Hilton", method="containment") == 1.0

@@ -1,4 +1,4 @@
-"""The exact request each JSON mode sends, checked against vLLM 0.33.0's own definitions (issue 11 item 2).
+"""The exact request each JSON mode sends, checked against vLLM 0.33.0's own definitions.
 
 Read from ``pip download --no-deps vllm==0.33.0``:
 

@@ -1,4 +1,4 @@
-"""Knowledge graph over the corpus (METHOD.md §1): types, extraction, storage."""
+"""Knowledge graph over the corpus (KGIR-RAG §2.1): types, extraction, storage."""
 from .graph import KnowledgeGraph, Triple
 from .parse import DROP_REASONS, parse_triples
 

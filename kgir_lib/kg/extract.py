@@ -1,4 +1,4 @@
-"""LLM triple extraction, one call a passage, batched, cached and incremental (METHOD.md §1).
+"""LLM triple extraction, one call a passage, batched, cached and incremental (KGIR-RAG §2.1).
 
 Prompt: ``prompts/kg_extract.txt``, after KG²RAG §3.1 (Fig. 3): a single call a
 passage with two worked examples, asking for the facts of the text in its own
@@ -144,7 +144,7 @@ class KGBuild:
 
 
 def build_kg(cfg, ds: Dataset, llm: Optional[LLM], dense=None) -> KGBuild:
-    """Build and store ``ds``'s KG for notebook 01 (METHOD.md §1), in ``<run>/kg/<dataset>/``.
+    """Build and store ``ds``'s KG for notebook 01 (KGIR-RAG §2.1), in ``<run>/kg/<dataset>/``.
 
     A dataset that ships HippoRAG's OpenIE output (``pipeline.openie_file``) is
     imported (it is cheap and deterministic, so it is redone every run). Any

@@ -1,4 +1,4 @@
-"""The knowledge graph G = {(h, r, t, c) | c ∈ D} (KGIR-RAG eq. 1, METHOD.md §1).
+"""The knowledge graph G = {(h, r, t, c) | c ∈ D} (KGIR-RAG §2.1, eq. 1).
 
 Every triple keeps its source passage id ``pid``. ``extracted`` records which
 passages have been processed (a passage may yield no triple), so incremental

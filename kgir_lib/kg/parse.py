@@ -1,4 +1,4 @@
-"""Tolerant parsing of LLM triple output (METHOD.md §1).
+"""Tolerant parsing of LLM triple output (KGIR-RAG §2.1).
 
 Real extractors emit malformed output: GPT-3.5's published OpenIE has triples
 with two or five parts, SmolLM2 wraps lines in prose or numbering. This module

@@ -1,4 +1,4 @@
-"""On-disk form of a knowledge graph (METHOD.md §1), one folder per dataset.
+"""On-disk form of a knowledge graph (KGIR-RAG §2.1), one folder per dataset.
 
 ``<run>/kg/<dataset>/``::
 

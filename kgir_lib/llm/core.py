@@ -7,7 +7,7 @@ to the cache the moment it arrives, so a run killed half way repeats no finished
 call when started again. :class:`Usage` counts calls, cache hits, tokens and
 seconds per stage; notebooks turn it into cost tables.
 
-Truncation (issue 10 item 1): a completion that stopped at its ``max_tokens``
+Truncation: a completion that stopped at its ``max_tokens``
 budget (``finish_reason == "length"``) is counted per stage in
 :attr:`LLMUsage.truncated`. Backends report ``finish_reason`` where the server
 does (llama.cpp, OpenAI-compatible servers, vLLM); the cache does not store it,

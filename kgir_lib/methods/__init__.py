@@ -1,4 +1,4 @@
-"""Every compared method behind one interface (KGIR-RAG §3.3.1, METHOD.md §4).
+"""Every compared method behind one interface (KGIR-RAG §3.3.1).
 
 Every method inherits :class:`kgir_lib.methods.base.MethodBase`: a display ``name``, a registry
 ``key``, and ``run(ws, questions) -> list[MethodOutput]``: questions in; answers, the final ranked

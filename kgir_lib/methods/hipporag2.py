@@ -202,7 +202,7 @@ class HippoRAG2(MethodBase):
             return [(list(range(len(c))), {"filter": "disabled"}, None) for c in cands]
         import json
 
-        budget = ws.cfg.max_tokens("hipporag2_filter")  # the profile's budget (issue 10 item 1)
+        budget = ws.cfg.max_tokens("hipporag2_filter")  # the profile's budget
         reqs = [chat("hipporag2_filter", {"question": texts[i], "facts": json.dumps(
             {"fact": [list(f) for f in cands[i]]}, ensure_ascii=False)}, max_tokens=budget,
             stop=("\n\n", "\nQuestion:"), json_schema=FILTER_SCHEMA) for i in todo]

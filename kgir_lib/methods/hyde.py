@@ -1,6 +1,6 @@
 """HyDE (Gao et al., ACL 2023): retrieve with the embedding of a hypothetical passage.
 
-KGIR-RAG §3.3.1 group 3 ("rewrite methods"); METHOD.md §4.
+KGIR-RAG §3.3.1 group 3 ("rewrite methods").
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """IRCoT (Trivedi et al., ACL 2023): interleave one chain-of-thought sentence and a retrieval with it.
 
-KGIR-RAG §3.3.1 group 2 ("iterative methods"); METHOD.md §4.
+KGIR-RAG §3.3.1 group 2 ("iterative methods").
 """
 from __future__ import annotations
 

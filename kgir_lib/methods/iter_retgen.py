@@ -1,6 +1,6 @@
 """ITER-RETGEN (Shao et al., Findings of EMNLP 2023): retrieval and generation in T rounds.
 
-KGIR-RAG §3.3.1 group 2 ("iterative methods"); METHOD.md §4.
+KGIR-RAG §3.3.1 group 2 ("iterative methods").
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""KG²RAG (Zhu et al., NAACL 2025), as its paper describes it (METHOD.md §3, the KG2RAG report §2-3).
+"""KG²RAG (Zhu et al., NAACL 2025), as its paper describes it (the KG²RAG paper §2-3).
 
 1. **Seed retrieval**: the cosine top-``k`` passages ``D_q`` (paper: k = 10) with their
    scores s(q, c).
@@ -21,7 +21,7 @@
    (:func:`fill_budget`).
 5. The shared reader answers from the organised passages.
 
-**Where the authors' code differs** (METHOD.md §3): it weights an edge by the
+**Where the authors' code differs** from the paper: it weights an edge by the
 passage's retrieval score and builds the text without an explicit DFS; this
 module follows the paper (s(q, c) of every source passage, DFS from the heaviest
 edge) and says so here.

@@ -98,7 +98,7 @@ class CaseRound:
     reflection_passages: Optional[list] = None  # P_t, shown to Reflection
     reflection: Optional[Verdict] = None
     final: Optional[FinalCall] = None    # the forced / ablation reader call, when there was one
-    usable: dict = field(default_factory=dict)     # stage -> reply parsed as intended (issue 9 §3)
+    usable: dict = field(default_factory=dict)     # stage -> reply parsed as intended
     truncated: dict = field(default_factory=dict)  # stage -> reply cut at its token budget
 
     # ------------------------------------------------------------------ the subgraph's parts
@@ -229,7 +229,7 @@ def trace_row(trace: dict) -> dict:
 
 
 def usable_counts(traces: Sequence[dict]) -> dict:
-    """``{stage: {"outputs", "usable", "truncated"}}`` over the rounds of KGIR-RAG traces (issue 9 §3).
+    """``{stage: {"outputs", "usable", "truncated"}}`` over the rounds of KGIR-RAG traces.
 
     A stage's output is *usable* when it was parsed as intended, not a fallback
     (:mod:`kgir_lib.methods.kgir`); rounds that did not run a stage do not count for it.
@@ -246,14 +246,14 @@ def usable_counts(traces: Sequence[dict]) -> dict:
 
 
 def seed_match_rate(traces: Sequence[dict]) -> float:
-    """Share of subgraph rounds with at least one seed (issue 10 item 5b); NaN without subgraph rounds."""
+    """Share of subgraph rounds with at least one seed; NaN without subgraph rounds."""
     rows = [trace_row(t) for t in traces]
     n = sum(r["subgraph_rounds"] for r in rows)
     return sum(r["rounds_with_seed"] for r in rows) / n if n else float("nan")
 
 
 def usable_table(outputs: Sequence) -> "object":
-    """Usable-output rates per stage (%), from outputs or traces: one row a stage (issue 9 §3).
+    """Usable-output rates per stage (%), from outputs or traces: one row a stage.
 
     ``reflect`` counts the first replies; ``reflect_verdict`` the verdict turns (sent only after a first
     reply without a verdict line); the derived row ``reflect, after verdict turn`` the reflections the loop

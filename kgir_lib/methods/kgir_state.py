@@ -1,8 +1,8 @@
 """The KGIR-RAG loop's per-question state, its final ranked list and the reflection's passages ``P_t``.
 
 - :class:`LoopState`: what the loop (:mod:`kgir_lib.methods.kgir`) keeps for one question between rounds.
-- :func:`ranked_list`: the final ranked passage list Recall@k is read from (METHOD.md §6 asks every
-  multi-step method to define it). Paper §3.3.3 attributes KGIR-RAG's recall to the subgraph stage, which
+- :func:`ranked_list`: the final ranked passage list Recall@k is read from (a multi-step method retrieves
+  several times, so it must say which passages count, in which order). Paper §3.3.3 attributes KGIR-RAG's recall to the subgraph stage, which
   "accurately filters the key information", and to the rewrite, whose simpler question "makes retrieval more
   precise"; the list follows that order: the source passages of ``G_Ans`` first, then the rewritten
   questions' retrievals, then the original question's.

@@ -1,6 +1,6 @@
 """Single-step retrievers (BM25, dense) and the pieces every baseline shares.
 
-**The final ranked list (Recall@k, METHOD.md §6), one rule for every method.**
+**The final ranked list (Recall@k, paper §3.3.3), one rule for every method.**
 ``ranked_pids`` = the passages the reader was shown, in the order they were put
 in its context, followed by the method's remaining candidates in the method's
 own order, duplicates removed (:func:`final_ranking`). Each method's docstring

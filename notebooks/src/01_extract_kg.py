@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 01 — The knowledge graph over the corpus (KGIR-RAG §2.1, eq. 1; METHOD.md §1)
+# # 01 — The knowledge graph over the corpus (KGIR-RAG §2.1, eq. 1)
 #
 # Both KGIR-RAG and KG²RAG start from one offline step: an LLM reads every passage `c` of the corpus
 # `D` and writes the facts it states as triples, each keeping its source passage,
@@ -48,8 +48,8 @@ config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "
 datasets = None              # e.g. ["musique", "hotpotqa", "musique_train"]; None: the profile's
 extract_datasets = None      # datasets extracted with the LLM; None: the profile's
 n_questions = None           # sampled questions whose top-k passages are extracted
-extract_max_passages = None  # cap on passages extracted per dataset (the profile's; the paper profile: all)
-top_k = None                 # dense top-k of each sampled question (paper: 10)
+extract_max_passages = None  # cap on passages extracted per dataset (None: the profile's value)
+top_k = None                 # dense top-k of each sampled question; None: the profile's value
 llm_backend = None           # model overrides; None keeps the profile's
 llm_model = None
 llm_model_path = None
@@ -63,6 +63,7 @@ from matplotlib.ticker import MaxNLocator
 import pandas as pd
 from IPython.display import display
 
+from kgir_lib.display import show
 from kgir_lib import pipeline, report
 from kgir_lib.data import load_dataset
 from kgir_lib.kg.extract import build_kg, raw_outputs
@@ -89,8 +90,8 @@ examples = {
     "pipes + prose": "Here are the facts:\nCompaq | top PC maker in | 1994\nThat is all.",
     "prose only": "I could not find any facts.",
 }
-pd.DataFrame([{"output": k, "kept": parse_triples(v)[0], "drops": dict(parse_triples(v)[1])}
-              for k, v in examples.items()]).set_index("output")
+show(pd.DataFrame([{"output": k, "kept": "\n".join(map(str, parse_triples(v)[0])), "drops": dict(parse_triples(v)[1])}
+                   for k, v in examples.items()]).set_index("output"), "what the parser keeps and drops")
 
 # %% [markdown]
 # ## 2. Which passages are extracted
@@ -147,11 +148,11 @@ caption = ("Table 3 (our graphs). Counts of passages, entities, relations, tripl
            + f". {report.model_note(cfg, short=True)}")
 report.save_table(t3, cfg, "table3_kg_stats", caption)
 print(caption)
-display(t3.round(2))
+show(t3, digits=2)
 published = pd.DataFrame([{"graph": "KG²RAG paper, HotpotQA-full (LLaMA3-8B; 66,581 documents)", "passages": 66581,
                            "entities": 98226, "relations": 19813, "triples": 211356,
                            "triples_per_passage": round(211356 / 66581, 2)}]).set_index("graph")
-display(published)
+show(published, digits=2)
 print(report.model_note(cfg, short=True))
 
 # %% [markdown]
@@ -186,7 +187,7 @@ for name, b in builds.items():
     pids = (b.pool or sorted(b.kg.extracted))[:3]
     raw = raw_outputs(llm, [ds.corpus[p] for p in pids], cfg.max_tokens("extract")) if b.source == "llm" else None
     print(f"--- {name} ({b.source})")
-    display(side_by_side(b.kg, ds.corpus, pids, max_chars=300, raw=raw))
+    show(side_by_side(b.kg, ds.corpus, pids, max_chars=300, raw=raw), wrap=36)
 print(report.model_note(cfg, short=True))
 
 # %% [markdown]
@@ -207,5 +208,5 @@ for name, b in builds.items():
 cost = pd.DataFrame(rows).set_index("dataset")
 report.save_table(cost, cfg, "kg_extraction_cost", "KG extraction cost of this run (notebook 01).")
 cfg.path("usage", "01_extract_kg.csv").write_text(llm.usage.table().to_csv())
-display(cost)
-display(llm.usage.table())
+show(cost)
+show(llm.usage.table(), "LLM calls of this notebook, by stage")

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 02 — Dense and BM25 indexes, and single-step retrieval quality (KGIR-RAG §2.2 eq. 2; METHOD.md §6)
+# # 02 — Dense and BM25 indexes, and single-step retrieval quality (KGIR-RAG §2.2 eq. 2, §3.3.3)
 #
 # KGIR-RAG's first step (Algorithm 1, step 1) is dense retrieval: the cosine similarity between the
 # question embedding and every passage embedding,
@@ -16,7 +16,7 @@
 #
 # and measures **single-step** retrieval with HippoRAG's Recall@k: per question, the share of its gold
 # (supporting) passages among the first k retrieved, averaged, ×100 (`kgir_lib.metrics.recall_at_k`).
-# The published numbers beside ours (HippoRAG 2 paper, METHOD.md §7) use other retrievers
+# The published numbers beside ours (HippoRAG 2 paper, arXiv 2502.14802) use other retrievers
 # (BM25, Contriever, NV-Embed-v2) and a larger pool (the corpus of all 1,000 questions), so they frame
 # ours; they are not the same experiment.
 
@@ -35,6 +35,7 @@ from matplotlib.ticker import MaxNLocator
 import pandas as pd
 from IPython.display import display
 
+from kgir_lib.display import show
 from kgir_lib import pipeline, report
 from kgir_lib.data import load_dataset, sample_questions
 from kgir_lib.notebook import open_notebook
@@ -87,7 +88,7 @@ caption = (f"Single-step Recall@2 / Recall@5 (×100; HippoRAG's definition). Our
            "retrievers and a larger pool, shown for orientation only. musique_train has no published numbers.")
 report.save_table(recall, cfg, "recall_single_step", caption)
 print(caption)
-display(recall.round(1))
+show(recall)
 
 # %%
 sample_rows = {}
@@ -103,7 +104,7 @@ sample_recall.index.name = "retriever"
 report.save_table(sample_recall, cfg, "recall_single_step_sample",
                   f"Single-step Recall@2 / @5 (×100) on the question sample of profile '{cfg.profile}' "
                   f"(n_questions={cfg.n_questions}, seed={cfg.seed}).")
-display(sample_recall.round(1))
+show(sample_recall)
 
 # %% [markdown]
 # ## 3. Recall@k against k

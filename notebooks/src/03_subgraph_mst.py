@@ -2,72 +2,78 @@
 # # 03 — The evidence subgraph: connected components and maximum spanning trees (KGIR-RAG §2.2, Algorithm 1)
 #
 # KGIR-RAG does not hand the retrieved passages to the LLM as they are. It turns them into an **evidence
-# subgraph** `G_Ans`: the triples of the retrieved passages that hang off the question's own entities, pruned
-# to a maximum spanning tree per entity. Algorithm 1, step by step (one function each in
+# subgraph** `G_Ans`: the triples of the retrieved passages that hang together with the question's own
+# entities, pruned to a maximum spanning tree per entity. Algorithm 1, step by step (one function each in
 # `kgir_lib/subgraph.py`, unit-tested on hand-made graphs in `tests/test_subgraph.py`):
 #
 # | step | paper | function | what it does here |
 # |---|---|---|---|
-# | 1 | eq. 2 | `retrieve` | `D_q` = dense cosine top-k over the whole corpus (k = `top_k`) |
+# | 1 | eq. 2 | `retrieve` | `D_q` = dense cosine top-k over the whole corpus (k = `cfg.top_k`) |
 # | 2 | eq. 3 | `question_triples` | `G_q` = the triples whose source passage is in `D_q` |
 # | 3 | eq. 4 | `ner_requests` / `parse_entities` | `E_q` = NER(q) by the LLM (prompt `kgir_ner.txt`), parsed tolerantly |
-# | 4 | eq. 5 | `match_entities` | each question entity matched to the entities of `G_q` by character n-gram similarity ≥ θ |
-# | 4 | eq. 5 | `seed_graph` | `G_tmp` = the matched seeds and all their adjacent edges in `G_q` |
+# | 4 | eq. 5 | `match_entities` | each question entity matched to the entities of `G_q`; every match is a *seed* |
+# | 4 | eq. 5 | `tmp_graph` | `G_tmp`, under the reading `cfg.gtmp_reading` (below) |
 # | 5 | eq. 6 | `seed_components` | the connected components `B_i` of `G_tmp` that hold a seed |
-# | 6 | §2.2 | `edge_weights` | each edge weighted by its relevance to `q` |
+# | 6 | §2.2 | `edge_weights` | each edge of the `B_i` weighted by its relevance to `q` |
 # | 7 | eq. 7 | `maximum_spanning_tree` | one maximum spanning tree per seed's component; `G_Ans` = their union |
 #
-# **Choices the paper leaves open** (documented in `kgir_lib/subgraph.py`):
+# **Choices the paper leaves open** (documented in `kgir_lib/subgraph.py` and `kgir_lib/entity_matching.py`;
+# the choices this run makes are printed below the parameters, from its config):
 #
-# * *n-gram similarity*: the **Dice coefficient** of the sets of character trigrams (`ngram_n` = 3) of the two
-#   normalised names (lower case, punctuation removed, padded with a space each side); threshold θ =
-#   `ngram_threshold` (0.5). A question entity matches every graph entity at or above θ, so name variants
-#   ("Dell" / "Michael Dell" score exactly 0.5) all become seeds.
-# * *edge weights*: the paper scores each triple against `q` with the cross-encoder **bge-reranker-large**
-#   (Algorithm 1) and mentions the eq. 2 cosine as a cheaper alternative. With a reranker configured (`paper`
-#   profile) we use the reranker; without one (`sample`, `ci`) the weight is the **cosine of the question and the
-#   triple text** (`head relation tail`) with the same encoder as eq. 2 — one score per edge, like the
-#   reranker. The literal "reuse eq. 2" reading (every triple weighted by its source passage's score) is
-#   compared in §5: it gives all triples of a passage the same weight, so ties decide the tree among them.
+# * *the similarity of eq. 5* (`cfg.match_method`) and its threshold θ (`cfg.ngram_threshold`): a question
+#   entity matches **every** graph entity at or above θ, so name variants ("Dell" / "Michael Dell") all become
+#   seeds; §3c compares the similarities the library offers on this run's questions.
+# * *`G_tmp`* (`cfg.gtmp_reading`): the paper describes it twice. The §2.2 prose adds each seed and its adjacent
+#   edges (a union of stars, `seed_star`); the description of Algorithm 1 connects the entities of the retrieved
+#   passages and keeps the components holding a seed (`passages`). Only under the second can the trees remove
+#   anything but parallel edges; §3b compares both on the same questions.
+# * *edge weights*: the paper scores each triple against `q` with the cross-encoder **bge-reranker-large** and
+#   mentions the eq. 2 cosine as a cheaper alternative. With a reranker configured (`cfg.reranker_model`) the
+#   reranker weighs; without one the weight is the **cosine of the question and the triple text** (`head
+#   relation tail`) with the encoder of eq. 2, one score per edge like the reranker's. The literal "reuse eq. 2"
+#   reading (every triple weighted by its source passage's score) is compared in §5.
 # * *parallel edges and ties*: Kruskal's algorithm, heaviest edge first; equal weights keep `G_q` order
 #   (retrieval rank, then extraction order), so of two triples between the same entities the heavier — on a
 #   tie the earlier — is kept. Self-loops are never kept.
-# * *NER guard and fallback*: entities the LLM returns that do not occur in the question (a 135M model often
+# * *NER guard and fallback*: entities the LLM returns that do not occur in the question (a small model often
 #   copies its few-shot examples) are dropped; when nothing usable is left, or nothing left matches an entity
 #   of `G_q`, the graph entities that occur in the question are used instead, and the subgraph records
-#   `used_fallback`. How often that happens is reported below.
+#   `used_fallback`. How often that happens is reported in §3c.
 #
-# A property worth keeping in mind when reading the numbers: the number of edges a maximum spanning forest
-# removes is `|edges| − (|nodes| − |components|)` whatever the weights are — only *which* edges go depends on
-# them. `G_tmp` is a union of stars around the seeds, so the trees remove exactly the parallel edges (two
-# triples between the same pair of entities) and the edges that close a cycle through two seeds.
+# A property worth keeping in mind: the number of edges a maximum spanning forest removes is
+# `|edges| − (|nodes| − |components|)` whatever the weights are — only *which* edges go depends on them.
 
 # %% tags=["parameters"]
 profile = None              # None: $KGIR_PROFILE, else "sample"
 config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "top_k": 5}; a field passed
                            # by name (papermill / runner -p NAME VALUE) reaches the config too
-datasets = None         # None: the profile's datasets (sample: musique, hotpotqa, musique_train)
-n_questions = None      # questions a dataset; None: the profile's (sample: 4, ci: 2)
-top_k = None            # |D_q|; None: the profile's (10, as in the paper)
-ngram_threshold = None  # θ of the n-gram matching; None: the profile's (0.5)
-n_draw = None           # subgraphs drawn in §4; None: 3
+datasets = None         # None: the profile's value
+n_questions = None      # questions a dataset; None: the profile's value
+top_k = None            # |D_q|; None: the profile's value
+ngram_threshold = None  # θ of eq. 5; None: the profile's value
+dataset = None          # dataset of the worked question in §2; None: chosen with qid, else automatically
+qid = None              # the worked question of §2; None: a question where every step does something
+max_edges = None        # triples drawn in a panel; None: 25
+n_draw = None           # further questions drawn in §4; None: 2
 
 # %%
 import matplotlib.pyplot as plt
 import pandas as pd
-from IPython.display import display
+from IPython.display import Markdown, display
 
-from kgir_lib import report
-from kgir_lib.progress import progress
+from kgir_lib import narrative, report
 from kgir_lib.data import sample_questions
+from kgir_lib.display import show
 from kgir_lib.notebook import open_notebook
 from kgir_lib.pipeline import workspace
-from kgir_lib.subgraph import build_subgraphs, rebuild_subgraph, subgraph_row
-from kgir_lib.viz import draw_subgraph, legend_handles, pick_drawable
+from kgir_lib.progress import progress
+from kgir_lib.steps_viz import STEPS, draw_step, edge_table, focus_view, pick_case, prune_reasons
+from kgir_lib.subgraph import build_subgraphs, compare_readings, rebuild_subgraph, subgraph_row
 
 cfg, llm = open_notebook("03_subgraph_mst", globals())
-n_draw = 3 if n_draw is None else int(n_draw)
-print(f"n-gram n {cfg.ngram_n}, threshold {cfg.ngram_threshold}")
+max_edges = 25 if max_edges is None else int(max_edges)
+n_draw = 2 if n_draw is None else int(n_draw)
+display(Markdown(narrative.algorithm1_settings(cfg)))
 
 # %% [markdown]
 # ## 1. Algorithm 1 for every sampled question
@@ -77,47 +83,130 @@ print(f"n-gram n {cfg.ngram_n}, threshold {cfg.ngram_threshold}")
 # dataset, `build_subgraphs` retrieves `D_q` for all sampled questions, extracts the triples of any retrieved
 # passage not yet in the graph (on demand, `Workspace.kg_for`; that is indexing cost, stage `extract`), sends
 # **one batched NER call** for all questions, and runs steps 4–7 per question. Every `EvidenceSubgraph` keeps
-# the output of every step.
+# the output of every step. A fresh clone embeds each corpus once (a bar shows it) unless the committed
+# embeddings seed the cache.
 
 # %%
 runs = {}
 for name in progress(cfg.datasets, desc="datasets"):
-    ws = workspace(cfg, name, llm, progress=False)
+    ws = workspace(cfg, name, llm, progress=True)
     qs = sample_questions(ws.dataset.questions, cfg.n_questions, cfg.seed)
     subs, ner = build_subgraphs(ws, [q.question for q in qs])
     runs[name] = {"ws": ws, "questions": qs, "subs": subs, "ner": ner}
     print(f"{name}: {len(qs)} questions, KG of {len(ws.kg)} triples over {len(ws.kg.extracted)} passages")
-display(llm.usage.table())
+show(llm.usage.table(), "LLM calls of this notebook, by stage")
 
 # %% [markdown]
-# ## 2. One question, step by step
+# ## 2. One question, drawn step by step
 #
-# The first sampled question of the first dataset whose subgraph is not empty: its retrieved passages (gold
-# ones marked), the raw NER reply and the entities kept, the n-gram matches (with their Dice similarity),
-# the components of `G_tmp`, and every edge of `G_tmp` with its weight and whether the trees kept it.
+# The worked question is one where **every step visibly does something**: the question's entities match
+# graph entities, `G_tmp` has components with and without a seed, and the trees prune triples
+# (`kgir_lib.steps_viz.pick_case`; give `dataset` and `qid` to choose another). `G_q` holds far more triples
+# than a drawing can show legibly, so every panel draws the same neighbourhood: the entities nearest the seeds
+# with **every** triple among them, and one or two small components without a seed. Each panel says what it
+# left out, and the tables list every drawn triple.
 
 # %%
-name, i = next(((n, j) for n in runs for j, s in enumerate(runs[n]["subs"]) if s.G_tmp),
-               (cfg.datasets[0], 0))
-ws, q, sub = runs[name]["ws"], runs[name]["questions"][i], runs[name]["subs"][i]
-print(f"[{name}] Q: {q.question}\n    gold answer: {q.answers[0]}")
-print("\nStep 1 (eq. 2) — D_q:")
-display(pd.DataFrame([{"rank": r + 1, "title": ws.dataset.corpus[p].title, "cosine": s, "gold": p in q.gold_pids,
-                       "triples": len(ws.kg.triples_of([p]))} for r, (p, s) in enumerate(sub.retrieved)]))
-print(f"Step 2 (eq. 3) — G_q: {len(sub.G_q)} triples")
-print(f"Step 3 (eq. 4) — NER reply: {runs[name]['ner'][i].text!r}")
-print(f"    parsed {sub.llm_entities} -> E_q {sub.E_q}" + (f"  (fallback: {sub.fallback_reason})" if sub.used_fallback else ""))
-print("Step 4 (eq. 5) — n-gram matches:")
-display(pd.DataFrame([{"question entity": e, "graph entity": g, "Dice": s} for e, found in sub.matches.items()
-                      for g, s in found] or [{"question entity": e, "graph entity": None, "Dice": None}
-                                             for e in sub.E_q]))
-print(f"Step 5 (eq. 6) — {len(sub.components)} component(s): " +
-      "; ".join(f"seeds {c.seeds}: {len(c.nodes)} entities, {len(c.triples)} triples" for c in sub.components))
-print("Steps 6-7 (eq. 7) — G_tmp edges, weights and the trees' verdict:")
-kept = set(sub.kept)
-display(pd.DataFrame([{"head": t.head, "relation": t.relation, "tail": t.tail, "weight": sub.weights.get(t),
-                       "in G_Ans": t in kept, "source": ws.dataset.corpus[t.pid].title,
-                       "gold source": t.pid in q.gold_pids} for t in sub.G_tmp]).round(3))
+name, i, note = pick_case({n: r["subs"] for n, r in runs.items()},
+                          {n: [q.qid for q in r["questions"]] for n, r in runs.items()}, dataset, qid, max_edges)
+print(note)
+if i is not None:
+    ws, q, sub = runs[name]["ws"], runs[name]["questions"][i], runs[name]["subs"][i]
+    view = focus_view(sub, max_edges)
+    titles = {p: ws.dataset.corpus[p].title for p, _ in sub.retrieved}
+    display(Markdown(f"**[{name}] {q.question}**  \ngold answer: {q.answers[0]}"))
+
+
+def draw(step: str):
+    """One step of the worked question, on the same layout as the other panels."""
+    fig, ax = plt.subplots(figsize=(10, 6))
+    draw_step(ax, view, step)
+    report.save_figure(fig, cfg, f"03_algorithm1_{step}")
+    display(fig)
+    plt.close(fig)
+
+
+# %% [markdown]
+# ### Steps 1–2: `D_q` and `G_q`
+#
+# Dense retrieval ranks every passage of the corpus by cosine similarity to the question (eq. 2) and keeps the
+# top `cfg.top_k`; `G_q` is the triples extracted from them (eq. 3). Gold passages (those the dataset marks as
+# supporting the answer) are flagged.
+
+# %%
+if i is not None:
+    show(pd.DataFrame([{"rank": r + 1, "title": titles[p], "cosine": s, "gold": p in q.gold_pids,
+                        "triples": len(ws.kg.triples_of([p]))} for r, (p, s) in enumerate(sub.retrieved)]),
+         "D_q", digits=3, index=False)
+    print(f"G_q: {len(sub.G_q)} triples. {view.left_out()}")
+    draw("G_q")
+
+# %% [markdown]
+# ### Steps 3–4: the question's entities, matched to graph entities (eq. 4–5)
+#
+# The LLM lists the question's entities; the entities of `G_q` that match one of them (eq. 5, the rule printed
+# at the top) are the **seeds**, red in the drawing. One question entity can match several graph entities —
+# every name variant, and under some similarities every longer name that holds it — and
+# each match is a seed: the table gives them all, the line below it how many each entity made.
+
+# %%
+if i is not None:
+    print(f"NER reply: {runs[name]['ner'][i].text!r}")
+    print(f"parsed {sub.llm_entities} -> E_q {sub.E_q}" +
+          (f"  (fallback: {sub.fallback_reason})" if sub.used_fallback else ""))
+    show(pd.DataFrame([{"question entity": e, "graph entity (seed)": g, "similarity": s}
+                       for e, found in sub.matches.items() for g, s in found]
+                      or [{"question entity": e, "graph entity (seed)": None, "similarity": None} for e in sub.E_q]),
+         f"eq. 5 matches ({cfg.match_method}, θ = {cfg.ngram_threshold})", digits=2, index=False)
+    print("; ".join(f"{e!r} -> {len(found)} seed(s)" + (f", {sum(s >= 0.999 for _, s in found)} of them at 1.0"
+                                                         if len(found) > 1 else "")
+                    for e, found in sub.matches.items()) + f". Seeds in all: {len(sub.seeds)}.")
+    draw("seeds")
+
+# %% [markdown]
+# ### Steps 4–5: `G_tmp` and its components (eq. 5–6)
+#
+# `G_tmp` is built under the reading printed at the top. Its connected components that hold a seed are the
+# `B_i` (green); a component without a seed (grey, dotted) is dropped here — its triples are never weighted
+# and never reach `G_Ans`.
+
+# %%
+if i is not None:
+    seedless = [t for t in sub.G_tmp if view.classes.get(t) == "seedless"]
+    print(f"G_tmp: {len(sub.G_tmp)} triples. {len(sub.components)} component(s) with a seed: " +
+          "; ".join(f"seeds {c.seeds[:3]}{' …' if len(c.seeds) > 3 else ''}: {len(c.nodes)} entities, "
+                    f"{len(c.triples)} triples" for c in sub.components) +
+          f". Components without a seed: {view.counts['seedless_components']} ({len(seedless)} triples).")
+    draw("components")
+
+# %% [markdown]
+# ### Steps 6–7: edge weights and one maximum spanning tree per component (eq. 7)
+#
+# Every triple of a `B_i` is weighted by its relevance to the question (the weighting printed at the top).
+# Kruskal's algorithm takes the heaviest triples first and keeps a triple only if it joins two entities the
+# tree does not yet connect: a **parallel** triple (a second relation between the same two entities) and a
+# triple that **closes a cycle** are pruned (orange, dashed). The table lists every drawn triple with its
+# verdict, heaviest first.
+
+# %%
+if i is not None:
+    reasons = pd.Series(prune_reasons(sub)).value_counts()
+    print(f"The trees keep {len(sub.kept)} of the {len(sub.kept) + len(sub.pruned)} triples of the seed components "
+          f"and prune {len(sub.pruned)}: " + ", ".join(f"{n} {r}" for r, n in reasons.items()) + ".")
+    draw("mst")
+    show(edge_table(view, titles, q.gold_pids), "the drawn triples and what the trees did with them", digits=3, index=False)
+
+# %% [markdown]
+# ### Result: `G_Ans`
+#
+# The union of the trees is the evidence subgraph the rewrite (eq. 8) and the reflection read, heaviest triple
+# first.
+
+# %%
+if i is not None:
+    draw("G_Ans")
+    gold_kept = sorted({titles.get(t.pid, t.pid) for t in sub.kept if t.pid in set(q.gold_pids)})
+    print(f"|G_Ans| = {len(sub.kept)} triples; gold passages behind a G_Ans triple: {gold_kept or 'none'}")
 
 # %% [markdown]
 # ## 3. Over the datasets: what each step keeps, what the trees remove, whether gold passages survive
@@ -126,16 +215,16 @@ display(pd.DataFrame([{"head": t.head, "relation": t.relation, "tail": t.tail, "
 # triples the trees pruned; and the gold passages found in `D_q`, among the source passages of `G_tmp` edges
 # and among the source passages of `G_Ans` edges. **Gold survival** = gold passages behind a `G_Ans` edge /
 # gold passages in `D_q` (what the subgraph keeps of what retrieval found). **MST removal** = pruned / triples of
-# the seed components `B_i` (under the default `passages` reading `G_tmp` also holds components without a seed,
-# which are never weighted). **Seed-match rate** = questions with at least one seed.
+# the seed components `B_i` (components without a seed are never weighted). **Seed-match rate** = questions
+# with at least one seed.
 
 # %%
 rows = []
-for name, run in runs.items():
-    for q, s in zip(run["questions"], run["subs"]):
-        rows.append({"dataset": name, "qid": q.qid, **subgraph_row(s, q.gold_pids)})
+for name_, run in runs.items():
+    for q_, s in zip(run["questions"], run["subs"]):
+        rows.append({"dataset": name_, "qid": q_.qid, **subgraph_row(s, q_.gold_pids)})
 per_q = pd.DataFrame(rows)
-display(per_q)
+show(per_q.set_index(["dataset", "qid"]), "Algorithm 1 per question", max_cols=8)
 
 
 def summarise_steps(df: pd.DataFrame) -> pd.Series:
@@ -156,39 +245,37 @@ def summarise_steps(df: pd.DataFrame) -> pd.Series:
 summary = per_q.groupby("dataset", sort=False).apply(summarise_steps, include_groups=False)
 summary.loc["all"] = summarise_steps(per_q)
 print(report.model_note(cfg, short=True))
-display(summary.round(1))
+show(summary, "Algorithm 1 step sizes, MST removal and gold survival")
 report.save_table(summary.round(2), cfg, "03_subgraph_steps",
                   f"Algorithm 1 step sizes, MST removal and gold-passage survival; profile {cfg.profile}, "
-                  f"{cfg.n_questions} questions a dataset, top_k {cfg.top_k}, n-gram threshold {cfg.ngram_threshold}, "
-                  f"edge weights {runs[cfg.datasets[0]]['subs'][0].weighting if runs[cfg.datasets[0]]['subs'] else '-'}.")
+                  f"{cfg.n_questions} questions a dataset, top_k {cfg.top_k}, match {cfg.match_method} at "
+                  f"{cfg.ngram_threshold}, G_tmp reading {cfg.gtmp_reading}, edge weights "
+                  f"{runs[cfg.datasets[0]]['subs'][0].weighting if runs[cfg.datasets[0]]['subs'] else '-'}.")
 report.save_table(per_q.set_index(["dataset", "qid"]), cfg, "03_subgraph_per_question",
-                  "Algorithm 1 per question (counts of triples, entities, gold passages).")
+                  "Algorithm 1 per question (counts of triples, entities, gold passages).");
 
 # %% [markdown]
 # ### 3b. The two readings of `G_tmp`, side by side
-#
-# The paper describes `G_tmp` twice (issue 10 item 4; `cfg.gtmp_reading`, documented in `kgir_lib/subgraph.py`):
 #
 # * **`seed_star`** (§2.2 prose, eq. 5): each seed entity and its adjacent edges. A union of stars: its spanning
 #   tree can only drop parallel edges and edges between two seeds.
 # * **`passages`** (the description of Algorithm 1): connect the entities of the retrieved passages into
 #   `G_tmp`, take the connected components `B_i` holding a seed (eq. 6), weight their edges, MST per seed
-#   (eq. 7). This is the default: it is the reading under which eqs. 6-7 remove anything beyond parallel
-#   edges — the paper's stated reason for the MST — and the one that reaches the second hop.
+#   (eq. 7): the reading under which eqs. 6-7 remove anything beyond parallel edges — the paper's stated
+#   reason for the MST — and the one that reaches the second hop.
 #
 # `compare_readings` reruns steps 4–7 under both readings on the same `D_q`, `G_q` and NER replies (no LLM
 # call): MST removal % (pruned / triples of the seed components) and gold-passage survival (gold passages behind
 # a `G_Ans` edge / gold passages in `D_q`).
 
 # %%
-from kgir_lib.subgraph import compare_readings
-
-readings = pd.concat({n: compare_readings(run["ws"], run["subs"], [q.gold_pids for q in run["questions"]])
+readings = pd.concat({n: compare_readings(run["ws"], run["subs"], [q_.gold_pids for q_ in run["questions"]])
                       for n, run in runs.items()}, names=["dataset", "reading"])
-display(readings.round(1))
+print(f"this run's reading: {cfg.gtmp_reading}")
+show(readings, "both readings of G_tmp on the same questions")
 report.save_table(readings.round(2), cfg, "03_gtmp_readings",
                   f"Both G_tmp readings of Algorithm 1 on the same D_q, G_q and NER (profile {cfg.profile}; "
-                  f"default reading {cfg.gtmp_reading}).")
+                  f"reading of this run {cfg.gtmp_reading}).");
 
 # %% [markdown]
 # ### 3c. Seed-match rate: how often Algorithm 1 has a seed at all
@@ -198,12 +285,15 @@ report.save_table(readings.round(2), cfg, "03_gtmp_readings",
 # `D_q` (notebook 04 shows what KGIR-RAG does then: the passages of `D_q` stand in for the subgraph). The table
 # gives, per dataset, the share of questions with at least one seed: from the LLM's entities alone, after
 # whole-triple matching (entities such as "PC maker of 1994" that name no node but do occur in a triple), and
-# after the fallback to graph entities written in the question — under each similarity (`cfg.match_method`;
-# measured on real pairs in `results/benchmarks/matching.md`).
+# after the fallback to graph entities written in the question — under each similarity the library offers
+# (`kgir_lib.entity_matching.SIMILARITIES`, at this run's threshold; measured on real pairs in
+# `results/benchmarks/matching.md`).
 
 # %%
+from kgir_lib.entity_matching import SIMILARITIES
+
 seed_rows = []
-for method in ("dice", "overlap", "containment"):
+for method in SIMILARITIES:
     for n, run in runs.items():
         subs_m = [rebuild_subgraph(run["ws"], s, method=method) for s in run["subs"]]
         llm_only = [bool(s.seeds) and not s.used_fallback for s in subs_m]
@@ -213,92 +303,92 @@ for method in ("dice", "overlap", "containment"):
                                                                     for s in subs_m) / max(len(subs_m), 1),
                           "seed after fallback %": 100 * sum(bool(s.seeds) for s in subs_m) / max(len(subs_m), 1),
                           "empty G_Ans %": 100 * sum(not s.kept for s in subs_m) / max(len(subs_m), 1),
-                          "gold in G_Ans": sum(len(set(q.gold_pids) & {t.pid for t in s.kept})
-                                               for q, s in zip(run["questions"], subs_m))})
+                          "gold in G_Ans": sum(len(set(q_.gold_pids) & {t.pid for t in s.kept})
+                                               for q_, s in zip(run["questions"], subs_m))})
 seed_rate = pd.DataFrame(seed_rows).set_index(["dataset", "method"])
-display(seed_rate.round(1))
+print(f"this run's similarity: {cfg.match_method}, threshold {cfg.ngram_threshold}")
+show(seed_rate, "seed-match rate per similarity")
 report.save_table(seed_rate.round(2), cfg, "03_seed_match",
                   f"Seed-match rate per dataset and similarity (threshold {cfg.ngram_threshold}; profile "
-                  f"{cfg.profile}); the default similarity is {cfg.match_method}.")
+                  f"{cfg.profile}); the similarity of this run is {cfg.match_method}.");
 
 # %% [markdown]
-# **NER fallback.** The count above is the share of questions whose NER reply gave no usable entity (none
-# parsed, none occurring in the question, or none matching an entity of `G_q`), so the graph entities that
-# occur in the question were used instead. The replies themselves, for the first questions:
+# **NER fallback.** The share of questions whose NER reply gave no usable entity (none parsed, none occurring
+# in the question, or none matching an entity of `G_q`), so the graph entities that occur in the question were
+# used instead. The replies themselves, for the first questions:
 
 # %%
-ner_rows = [{"dataset": n, "question": q.question[:80], "NER reply": r.text[:80], "E_q": s.E_q,
+ner_rows = [{"dataset": n, "question": q_.question, "NER reply": r.text, "E_q": ", ".join(s.E_q),
              "fallback": s.fallback_reason or ""}
-            for n, run in runs.items() for q, s, r in zip(run["questions"], run["subs"], run["ner"])]
-display(pd.DataFrame(ner_rows).head(12))
+            for n, run in runs.items() for q_, s, r in zip(run["questions"], run["subs"], run["ner"])]
+show(pd.DataFrame(ner_rows).head(12), "NER replies", index=False)
 print(f"NER fell back for {sum(1 for x in ner_rows if x['fallback'])} of {len(ner_rows)} questions "
       f"({sum(1 for x in ner_rows if x['fallback'] == 'no_entities')} without usable entities, "
       f"{sum(1 for x in ner_rows if x['fallback'] == 'no_match')} whose entities matched nothing in G_q)")
 
 # %% [markdown]
-# ## 4. Drawings: `G_tmp` with `G_Ans` highlighted
+# ## 4. The trees at work on further questions
 #
-# For a few real questions (legible ones, those where the trees pruned something first): seeds are outlined
-# red nodes, `G_Ans` edges are solid blue (darker = heavier), pruned edges are grey and dashed; a pruned
-# triple parallel to a kept one (same two entities) is a grey arc beside it, and the label of such a pair reads
-# `relation (+n)`.
+# Steps 6–7 for the next questions that show them best (same conventions as §2: kept triples blue, pruned
+# orange and dashed, components without a seed grey and dotted; each title says what was left out).
 
 # %%
-picks = [(n, j) for n, run in runs.items() for j in pick_drawable(run["subs"], n=n_draw)][:n_draw]
-if picks:
-    fig, axes = plt.subplots(1, len(picks), figsize=(6.5 * len(picks), 6), squeeze=False)
-    for ax, (n, j) in zip(axes[0], picks):
-        s, q = runs[n]["subs"][j], runs[n]["questions"][j]
-        draw_subgraph(ax, s, title=f"[{n}] {q.question[:70]}\n|G_tmp| {len(s.G_tmp)}, |G_Ans| {len(s.kept)}, "
-                                   f"pruned {len(s.pruned)}")
-    axes[0][0].legend(handles=legend_handles(), loc="lower left", fontsize=7)
-    fig.tight_layout()
-    report.save_figure(fig, cfg, "03_subgraphs")
+from kgir_lib.steps_viz import teaching_score
+
+others = sorted(((teaching_score(focus_view(s, max_edges)), n, j) for n, run in runs.items()
+                 for j, s in enumerate(run["subs"]) if s.seeds and s.kept and (n, j) != (name, i)), reverse=True)
+for _, n, j in others[:n_draw]:
+    s = runs[n]["subs"][j]
+    v = focus_view(s, max_edges)
+    fig, ax = plt.subplots(figsize=(10, 6))
+    draw_step(ax, v, "mst", title=f"[{n}] {runs[n]['questions'][j].question}\n"
+                                  f"|G_Ans| {len(s.kept)}, pruned by the MST {len(s.pruned)}")
     display(fig)
     plt.close(fig)
-else:
-    print("no subgraph small enough to draw in this sample")
+    print(v.left_out())
+if not others:
+    print("No other sampled question has a seed: there is nothing to draw.")
 
 # %% [markdown]
-# ## 5. Sensitivity: the n-gram threshold and the edge weighting
+# ## 5. Sensitivity: the threshold θ and the edge weighting
 #
 # Steps 4–7 rerun on the same `D_q`, `G_q` and NER replies (`rebuild_subgraph`, no LLM call):
 #
 # * the threshold θ trades missed name variants (high θ) against spurious seeds (low θ); the effect need not
 #   be monotone, because when no LLM entity reaches θ the fallback (graph entities written in the question)
-#   takes over;
-# * the weighting — cosine of question and triple text (default without a reranker) against the source
-#   passage's eq.-2 score — cannot change *how many* triples the trees remove (see the introduction), only
-#   *which*, and so which passages survive.
+#   takes over. The sweep includes this run's θ.
+# * the weighting — cosine of question and triple text (the default without a reranker) against the source
+#   passage's eq. 2 score — at this run's θ: it cannot change *how many* triples the trees remove (see the
+#   introduction), only *which*, and so which passages survive.
 
 # %%
+thetas = sorted({0.5, 0.7, 0.9, float(cfg.ngram_threshold)})
+points = [(theta, "cosine") for theta in thetas] + [(float(cfg.ngram_threshold), "passage")]
 sens = []
-for theta in (0.3, 0.5, 0.7, 0.9):
-    for weighting in ("cosine", "passage"):
-        if weighting == "passage" and theta != cfg.ngram_threshold:
-            continue
-        rs = []
-        for n, run in runs.items():
-            for q, s in zip(run["questions"], run["subs"]):
-                rs.append({"dataset": n, **subgraph_row(rebuild_subgraph(run["ws"], s, threshold=theta,
-                                                                         weighting=weighting), q.gold_pids)})
-        row = summarise_steps(pd.DataFrame(rs))
-        sens.append({"threshold": theta, "weighting": weighting, "mean seeds": pd.DataFrame(rs)["seeds"].mean(),
-                     **row[["mean |G_tmp|", "mean |G_Ans|", "MST removal %", "empty G_Ans %",
-                            "gold survival G_Ans %"]].to_dict()})
+for theta, weighting in progress(points, desc="sensitivity"):
+    rs = [{"dataset": n, **subgraph_row(rebuild_subgraph(run["ws"], s, threshold=theta, weighting=weighting),
+                                        q_.gold_pids)}
+          for n, run in runs.items() for q_, s in zip(run["questions"], run["subs"])]
+    row = summarise_steps(pd.DataFrame(rs))
+    run_weighting = next((s.weighting for r in runs.values() for s in r["subs"]), "cosine")
+    sens.append({"threshold": theta, "weighting": weighting,
+                 "this run": theta == cfg.ngram_threshold and weighting == run_weighting,
+                 "mean seeds": pd.DataFrame(rs)["seeds"].mean(),
+                 **row[["mean |G_tmp|", "mean |G_Ans|", "MST removal %", "empty G_Ans %",
+                        "gold survival G_Ans %"]].to_dict()})
 sens = pd.DataFrame(sens).set_index(["threshold", "weighting"])
-display(sens.round(1))
+show(sens, "steps 4-7 at other thresholds, and with the passage-score weighting")
 report.save_table(sens.round(2), cfg, "03_subgraph_sensitivity",
-                  "Steps 4-7 with other n-gram thresholds and the passage-score weighting (same D_q, G_q, NER).")
+                  "Steps 4-7 with other n-gram thresholds and the passage-score weighting (same D_q, G_q, NER).");
 
 # %% [markdown]
 # ## What to take from this notebook
 #
-# * `G_Ans` is much smaller than `G_q`: the seeds' neighbourhoods keep a small share of the retrieved
-#   passages' triples, and the trees remove the parallel and cycle-closing ones among them.
+# * `G_Ans` is much smaller than `G_q`: the components that hold a seed keep part of the retrieved passages'
+#   triples, and the trees remove the parallel and cycle-closing ones among them (§2 shows which, and why).
 # * Gold survival shows what the subgraph costs in recall: a gold passage retrieved in `D_q` whose triples do
-#   not touch a seed is gone from `G_Ans` (KGIR-RAG recovers it only through the rewrite and the next round's
-#   retrieval, notebook 04).
-# * On the `sample` profile the graph of `musique` and `hotpotqa` comes from SmolLM2-135M (notebook 01) and the
-#   NER too, so both the seeds and the triples are noisy; `musique_train` shows the same algorithm on real
-#   GPT-3.5 triples. The paper uses Qwen2.5-72B for both.
+#   not reach a seed's component is gone from `G_Ans` (KGIR-RAG recovers it only through the rewrite and the next
+#   round's retrieval, notebook 04).
+# * The graphs of the LLM-extracted datasets and the NER come from the small model printed at the top, so both
+#   the seeds and the triples are noisy; `musique_train` shows the same algorithm on real GPT-3.5 triples. The
+#   paper uses Qwen2.5-72B for both.

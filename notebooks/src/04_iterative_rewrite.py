@@ -49,11 +49,11 @@
 profile = None              # None: $KGIR_PROFILE, else "sample"
 config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "top_k": 5}; a field passed
                            # by name (papermill / runner -p NAME VALUE) reaches the config too
-datasets = None         # None: the profile's datasets (sample: musique, hotpotqa, musique_train)
-n_questions = None      # questions a dataset; None: the profile's (sample: 4, ci: 2)
-max_iterations = None   # rounds before the forced answer; None: the profile's (sample: 3, ci: 2)
-top_k = None            # |D_t|; None: the profile's (10)
-ngram_threshold = None  # n-gram matching threshold; None: the profile's (0.5)
+datasets = None         # None: the profile's value
+n_questions = None      # questions a dataset; None: the profile's value
+max_iterations = None   # rounds before the forced answer; None: the profile's value
+top_k = None            # |D_t|; None: the profile's value
+ngram_threshold = None  # n-gram matching threshold; None: the profile's value
 n_traces = None         # traces rendered in §4; None: 3
 resume = None           # read back an identical earlier run's trace files; None: True
 
@@ -62,6 +62,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
+from kgir_lib.display import show
 from kgir_lib import evaluate as ev
 from kgir_lib import report
 from kgir_lib.data import sample_questions
@@ -101,7 +102,7 @@ for name in progress(cfg.datasets, desc="datasets"):
     results[name] = {"ws": ws, "questions": qs, "outputs": outputs, "scores": ev.score(outputs, qs),
                      "loop": trace_table(outputs), "dense": dense,
                      "meta": ev.read_meta(ev.trace_path(cfg, method, name))}
-    print(f"{name}: {len(qs)} questions -> {ev.trace_path(cfg, method, name)}")
+    print(f"{name}: {len(qs)} questions -> {report.shown(ev.trace_path(cfg, method, name))}")
 llm.usage.table().to_csv(cfg.path("usage", "04_iterative_rewrite.csv"))
 
 # %% [markdown]
@@ -141,7 +142,7 @@ metrics.index.name = "dataset"
 for k, col in ((0, "published R@2 (derived)"), (1, "published R@5 (derived)")):
     metrics[col] = [report.KGIR_RECALL_DERIVED.get(d, (None, None))[k] for d in metrics.index]
 print(report.model_note(cfg, short=True))
-display(metrics.round(1))
+show(metrics)
 report.save_table(metrics.round(2), cfg, "04_kgir_metrics",
                   f"KGIR-RAG end to end: profile {cfg.profile}, reader {cfg.llm_model}, {cfg.n_questions} questions a "
                   f"dataset (seed {cfg.seed}), max_iterations {cfg.max_iterations}, top_k {cfg.top_k}. Published "
@@ -166,14 +167,14 @@ for name, r in results.items():
         usage_rows.append({"dataset": name, "stage": stage, **tot,
                            "calls / q": tot["calls"] / max(len(r["outputs"]), 1)})
 usage = pd.DataFrame(usage_rows).set_index(["dataset", "stage"])
-display(usage.round(2))
+show(usage, digits=2)
 report.save_table(usage.round(2), cfg, "04_kgir_usage_by_stage", "KGIR-RAG LLM usage by stage (from the traces).")
 
 # %% [markdown]
 # ### Usable outputs per stage, truncations and the seed-match rate
 #
-# Whether each stage's reply was **parsed as intended** rather than handled by a fallback (issue 9 §3;
-# definitions in `kgir_lib/methods/kgir.py`): NER — a JSON entity list with an entity that occurs in the
+# Whether each stage's reply was **parsed as intended** rather than handled by a fallback
+# (definitions in `kgir_lib/methods/kgir.py`): NER — a JSON entity list with an entity that occurs in the
 # question; rewrite — a question; reflection — an `Answer:` or `Missing:` line in the first reply
 # (`reflect`), in the verdict turn sent after a first reply without one (`reflect_verdict`), and in either
 # (`reflect, after verdict turn`: the share of reflections the loop could act on); reader — a short non-empty
@@ -185,10 +186,10 @@ report.save_table(usage.round(2), cfg, "04_kgir_usage_by_stage", "KGIR-RAG LLM u
 
 # %%
 usable = pd.concat({name: usable_table(r["outputs"]) for name, r in results.items()}, names=["dataset", "stage"])
-display(usable.round(1))
+show(usable)
 seed_rates = pd.Series({name: 100 * seed_match_rate([o.trace for o in r["outputs"]]) for name, r in results.items()},
                        name="seed-match / round %")
-display(seed_rates.round(1).to_frame())
+show(seed_rates.to_frame())
 report.save_table(usable.round(2), cfg, "04_kgir_usable_outputs",
                   f"KGIR-RAG usable outputs per stage ({cfg.llm_model}); truncated = cut at the stage's token budget.")
 
@@ -222,7 +223,7 @@ per_q = pd.concat([r["scores"].assign(dataset=name).merge(r["loop"][["qid", "ite
                    for name, r in results.items()], ignore_index=True)
 cols = ["dataset", "qid", "answer", "gold", "EM", "F1", "R@2", "R@5", "iterations", "answered_by", "calls",
         "prompt_tokens", "completion_tokens"]
-display(per_q[cols].round(1))
+show(per_q[cols], max_cols=8)
 report.save_table(per_q[cols].set_index(["dataset", "qid"]).round(2), cfg, "04_kgir_per_question",
                   "KGIR-RAG per question.")
 
@@ -252,4 +253,4 @@ for name, r in results.items():
 #   the Table 7 ablations (`KGIRRAG(variant=...)`).
 # * *Recall*: the final ranked list is the passages behind `G_Ans` (by their best edge weight), then the
 #   retrievals with the rewritten questions `D'_1 .. D'_T` interleaved by round, then `D_1` — so a rewrite that
-#   finds a new gold passage raises Recall@5 (issue 10 item 2; `kgir_lib.methods.kgir.ranked_list`).
+#   finds a new gold passage raises Recall@5 (`kgir_lib.methods.kgir.ranked_list`).

@@ -14,7 +14,7 @@
 #   which differences this sample can support;
 # * **the paper's claims read off this run**: supported, contradicted, or cannot tell.
 #
-# Published numbers (METHOD.md §7, `kgir_lib.report`) sit in **separate, labelled column groups** beside
+# Published numbers (from the source papers, `kgir_lib.report`) sit in **separate, labelled column groups** beside
 # ours, never in our columns: they come from other LLMs, retrievers and corpora.
 #
 # **The methods** (KGIR-RAG §3.3.1; one module each under `kgir_lib/methods/`, one interface: questions in;
@@ -32,13 +32,13 @@
 # | KG | HippoRAG 2 | `hipporag2.py` | personalized PageRank over a passage + phrase graph seeded by query-linked, LLM-filtered triples and dense passage scores |
 # | ours | KGIR-RAG (+ w/o subgraph, w/o reflection, w/o rewrite) | `kgir.py` | evidence subgraph → rewrite → reflection, iterated (notebooks 03–04) |
 #
-# Not run: KAG, GraphRAG, LightRAG and RAPTOR are whole external systems (METHOD.md §4); their published
+# Not run: KAG, GraphRAG, LightRAG and RAPTOR are whole external systems (KGIR-RAG §3.3.1); their published
 # numbers appear as published-only rows.
 #
 # **One reader, one ranked-list rule.** Every method answers through the same reader prompt
 # (`kgir_lib/reader.py`) with the first `context_passages` passages of its context, each cut to
 # `passage_chars` characters, so the comparison is about *which* passages a method finds. Recall@k
-# (HippoRAG's definition, METHOD.md §6) is computed on each method's final ranked list, built the same way
+# (HippoRAG's definition, paper §3.3.3) is computed on each method's final ranked list, built the same way
 # for all: **the passages in the reader's context, in context order, then the method's remaining
 # candidates in its own order** (each class docstring names its context and candidates; KGIR-RAG's is in
 # `kgir.py`). Naive Gen retrieves nothing: its recall is shown as empty, not 0.
@@ -47,8 +47,8 @@
 profile = None              # None: $KGIR_PROFILE, else "sample"
 config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "top_k": 5}; a field passed
                            # by name (papermill / runner -p NAME VALUE) reaches the config too
-datasets = None      # None: the profile's datasets (sample: musique, hotpotqa, musique_train)
-n_questions = None   # questions a dataset; None: the profile's n_questions (sample: 4, ci: 2)
+datasets = None      # None: the profile's value
+n_questions = None   # questions a dataset; None: the profile's value
 methods = None       # registry keys (kgir_lib.methods.METHODS); None: the profile's eval_methods, else DEFAULT_METHODS
 resume = None        # reuse an identical earlier run's trace files; None: True
 n_boot = None        # bootstrap resamples; None: 2000
@@ -59,10 +59,11 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
+from kgir_lib.display import show
 from kgir_lib import case_study as cs
 from kgir_lib import claims as cl
 from kgir_lib import evaluate as ev
-from kgir_lib import report, viz
+from kgir_lib import narrative, report, viz
 from kgir_lib.methods import DEFAULT_METHODS, LABELS
 from kgir_lib.notebook import open_notebook
 
@@ -97,7 +98,7 @@ if suite.skipped:
         print(f"  {key}: {why}")
 runs = suite.runs.copy()
 runs["wall seconds / q"] = runs["wall_seconds"] / runs["n"]
-display(runs.pivot_table(index="method", columns="dataset", values="wall seconds / q", sort=False).round(2))
+show(runs.pivot_table(index="method", columns="dataset", values="wall seconds / q", sort=False), digits=2)
 print(f"{int(runs['resumed'].sum())} of {len(runs)} runs read back from earlier trace files")
 n_label = ev.questions_per_dataset(suite.scores)  # "84", or each dataset's n where they differ
 ours = ev.ours_label(cfg, n_label)
@@ -109,20 +110,20 @@ caption_ours += " " + report.model_note(cfg, short=True)
 # %% [markdown]
 # ## 2. Tables 4 / 5 — EM and F1 (paper §3.3.2)
 #
-# EM and F1 with SQuAD normalisation, the maximum over the gold answer and its aliases, ×100 (METHOD.md §6).
+# EM and F1 with SQuAD normalisation, the maximum over the gold answer and its aliases, ×100 (paper §3.3.2-3.3.3).
 # The paper has one table per reader LLM: **Table 4** (Qwen2.5-72B) and **Table 5** (Llama-3-8B). This run
 # used one LLM, so it makes one table; the two paper tables need the `paper` and `paper_llama3` profiles.
 # Beside ours: the HippoRAG 2 paper's numbers (reader Llama-3.3-70B; rows that are the same method as ours —
 # no retrieval, BM25, HippoRAG 2 — share our row name, the others are published-only rows), KAG's
 # (DeepSeek-V2), and KG²RAG's own F1 on the HotpotQA *distractor* setting with LLaMA3-8B (response F1 0.663
 # vs 0.617 for semantic RAG, ×100) — a different setting, labelled so. The KGIR-RAG paper's Tables 4–5
-# themselves are not available as text (METHOD.md §7).
+# themselves are not available as text (the source papers' tables).
 
 # %%
 qa = report.with_published(ev.summary_table(suite.scores, ("EM", "F1"), label=ours, datasets=cfg.datasets),
                        report.published_qa(cfg.datasets))
 print(report.model_note(cfg, short=True))
-display(qa.round(1))
+show(qa, max_cols=8)
 qa_name = "05_table4_5_qa_" + "".join(c if c.isalnum() or c in "-_." else "_" for c in cfg.llm_model)
 report.save_table(report.flat_columns(qa), cfg, qa_name,
                   f"KGIR-RAG Tables 4/5 shape: EM / F1 (×100), reader {cfg.llm_model}. {caption_ours}")
@@ -135,7 +136,7 @@ report.save_table(report.flat_columns(qa), cfg, qa_name,
 
 # %%
 form = ev.answer_form(suite.scores)
-display(form.round(1))
+show(form)
 report.save_table(form, cfg, "05_answer_form",
                   f"Answer length (words) and partial-credit answers (F1 > 0, EM = 0) per method and dataset. "
                   f"{caption_ours}")
@@ -152,7 +153,7 @@ report.save_table(form, cfg, "05_answer_form",
 recall = report.with_published(ev.summary_table(suite.scores, ("R@2", "R@5"), label=ours, datasets=cfg.datasets),
                            report.published_recall(cfg.datasets))
 print(report.model_note(cfg, short=True))
-display(recall.round(1))
+show(recall, max_cols=8)
 report.save_table(report.flat_columns(recall), cfg, "05_table6_recall",
                   f"KGIR-RAG Table 6 shape: Recall@2 / Recall@5 (×100). {caption_ours}")
 
@@ -173,17 +174,17 @@ report.save_table(report.flat_columns(recall), cfg, "05_table6_recall",
 
 # %%
 cost = ev.cost_table(suite.scores, suite.runs)
-display(cost.round(2))
+show(cost, digits=2)
 report.save_table(cost, cfg, "05_cost_per_question",
                   f"LLM cost per question and method, averaged over {list(cfg.datasets)}. {caption_ours}")
 report.save_table(ev.cost_table(suite.scores, suite.runs, by_dataset=True), cfg, "05_cost_per_question_by_dataset",
                   f"LLM cost per question, method and dataset. {caption_ours}")
-display(suite.indexing)
+show(suite.indexing)
 report.save_table(suite.indexing, cfg, "05_indexing_cost",
                   f"Graphs used by the KG methods and the LLM cost of building them (read back from the LLM cache; "
                   f"extractor {cfg.llm_model}). musique_train: imported published OpenIE, cost not paid here.")
 pub_index = report.published_indexing()
-display(pub_index)
+show(pub_index)
 report.save_table(report.flat_columns(pub_index), cfg, "05_indexing_cost_published",
                   "Published indexing cost, MuSiQue (HippoRAG 2 paper), millions of tokens; not our measurement.")
 
@@ -209,7 +210,7 @@ bt = ev.bootstrap_table(suite.scores, reference=reference, metrics=("EM", "F1", 
 if bt.empty:
     print(f"no bootstrap: {reference!r} was not run")
 else:
-    display(bt.round(2))
+    show(bt, digits=2)
     report.save_table(bt.set_index(["dataset", "baseline", "metric"]), cfg, "05_bootstrap_ci",
                       f"{reference} minus each method, paired bootstrap 95 % CI ({n_boot} resamples). {caption_ours}")
     pooled = "all" if "all" in set(bt["dataset"]) else bt["dataset"].iloc[0]
@@ -262,14 +263,15 @@ kgir = suite.scores[suite.scores["method"] == "KGIR-RAG"]
 kgir_qids = set(zip(kgir["dataset"], kgir["qid"].astype(str)))
 bridge = cs.find_bridge_cases(cs.load_kgir_traces(cfg, cfg.datasets))
 bridge = bridge[[(d, q) in kgir_qids for d, q in zip(bridge["dataset"], bridge["qid"])]]
-display(cs.bridge_summary(bridge))
+show(cs.bridge_summary(bridge))
 
 # %% [markdown]
 # ## 7. Choices and deviations, in one place
 #
-# * **Reader and context.** All methods answer with the one shared reader and `context_passages` passages
-#   (sample: 5 of 600 characters; paper profile: 10 whole passages). The paper's baselines used their own
-#   prompts; a shared reader keeps the comparison about retrieval.
+# * **Reader and context.** All methods answer with the one shared reader and the first `context_passages`
+#   passages of their context, each cut to `passage_chars` characters (this run's values are printed below;
+#   the paper profile reads 10 whole passages). The paper's baselines used their own prompts; a shared
+#   reader keeps the comparison about retrieval.
 # * **IRCoT** merges its retrieval rounds round-robin because the reader context is capped (IRCoT itself
 #   concatenates up to 15 paragraphs); its final answer comes from the shared reader, the CoT's own answer is
 #   in the trace.
@@ -292,3 +294,6 @@ display(cs.bridge_summary(bridge))
 #   HippoRAG 2's graph see a subset of the corpus; musique_train has the full published OpenIE graph.
 # * **Dense = Naive RAG** on every profile whose encoder is the retriever's: the HippoRAG 2 paper's
 #   "Contriever" row is a different encoder and is shown as a published-only row.
+
+# %%
+display(Markdown(f"In this run {narrative.reader_context(cfg)}."))

@@ -57,6 +57,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import display
 
+from kgir_lib.display import show
 from kgir_lib import ablation, report, viz
 from kgir_lib.data import sample_questions
 from kgir_lib.methods import build_method
@@ -129,7 +130,7 @@ for row, d in zip(axes, cfg.ablation_datasets):
 fig.tight_layout()
 report.save_figure(fig, cfg, "06_kgir_ablation")
 plt.show()
-table7
+show(table7)
 
 # %% [markdown]
 # ### Forced rounds, beside Table 7
@@ -166,22 +167,31 @@ kg2_table = ablation.ablation_table(kg2_variants, labels=ablation.KG2RAG_VARIANT
 report.save_table(kg2_table.set_index(["dataset", "variant"]), cfg, "06_kg2rag_ablation",
                   f"KG²RAG ablations (report Tables 3-4; the report gives no numbers for these on MuSiQue/HotpotQA). "
                   f"Variant minus full with its paired bootstrap 95 % CI ({n_boot} resamples).")
-fig, axes = plt.subplots(1, 4, figsize=(18, 3.6))
-for ax, metric in zip(axes, ("EM", "F1", "R@2", "R@5")):
-    viz.plot_variant_scores(ax, kg2_table, metric)
+fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+for i, (ax, metric) in enumerate(zip(axes.flat, ("EM", "F1", "R@2", "R@5"))):
+    viz.plot_variant_scores(ax, kg2_table, metric, legend=i == 0)
+fig.suptitle(f"KG²RAG and its ablations, {cfg.n_questions} questions a dataset", fontsize=12)
 fig.tight_layout()
 report.save_figure(fig, cfg, "06_kg2rag_ablation")
 plt.show()
-kg2_table
+show(kg2_table)
 
 # %% [markdown]
 # ## 3. KG²RAG sensitivity to `k` and `m` (report Fig. 5, Table 5)
+#
+# **What these sweeps stand on.** Every point of §3-5 is the mean over the study questions (`study_n_questions`
+# of `study_datasets`, printed below): at n questions one question moves EM by 100 / n points, so on a small
+# profile most lines are flat or move in steps of one question, and a difference smaller than that step is no
+# difference. They show that the code paths run and how to read them; only the paper profile's sizes can
+# measure a sensitivity.
 #
 # `k` = number of seed passages (the paper's default 10); `m` = BFS depth of the expansion over the
 # global graph (default 1; `m = 0` is *w/o expansion*).
 
 # %%
 study_q = {d: questions_of(d, n_study) for d in cfg.study_datasets}
+print(f"sweeps and robustness: n = {n_study} questions of {', '.join(cfg.study_datasets)} a point; one question = "
+      f"{100 / max(n_study, 1):.0f} EM points")
 
 
 def sweep_all(make, values, param):
@@ -196,14 +206,14 @@ report.save_table(kg2_k.set_index(["dataset", "value"]), cfg, "06_kg2rag_k",
                   "KG²RAG: sensitivity to the number of seed passages k (report Fig. 5).")
 report.save_table(kg2_m.set_index(["dataset", "value"]), cfg, "06_kg2rag_m",
                   "KG²RAG: sensitivity to the expansion depth m (report Table 5).")
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
-viz.plot_sweep(axes[0], kg2_k, ("EM", "F1", "R@5"), "KG²RAG: seed passages k")
-viz.plot_sweep(axes[1], kg2_m, ("EM", "F1", "R@5"), "KG²RAG: expansion hops m")
+fig, axes = plt.subplots(2, 1, figsize=(9, 8))
+viz.plot_sweep(axes[0], kg2_k, ("EM", "F1", "R@5"), "KG²RAG: seed passages k", n_questions=n_study)
+viz.plot_sweep(axes[1], kg2_m, ("EM", "F1", "R@5"), "KG²RAG: expansion hops m", n_questions=n_study)
 fig.tight_layout()
 report.save_figure(fig, cfg, "06_kg2rag_sensitivity")
 plt.show()
-display(kg2_k)
-kg2_m
+show(kg2_k)
+show(kg2_m)
 
 # %% [markdown]
 # ## 4. KG²RAG robustness: triples dropped at random (report Table 6)
@@ -221,12 +231,13 @@ robust = ablation.summarise_seeds(robust_runs)
 report.save_table(robust.set_index(["dataset", "fraction"]), cfg, "06_kg2rag_robustness",
                   "KG²RAG with a share of triples dropped at random (report Table 6): "
                   f"mean and std over {len(seeds)} seeds.", exact=["fraction"])
-fig, ax = plt.subplots(figsize=(6, 3.6))
-viz.plot_robustness(ax, robust, ("EM", "F1", "R@5"), "KG²RAG: triples dropped at random")
+fig, ax = plt.subplots(figsize=(8, 4.5))
+viz.plot_robustness(ax, robust, ("EM", "F1", "R@5"), "KG²RAG: triples dropped at random", runs=robust_runs,
+                    n_questions=n_study)
 fig.tight_layout()
 report.save_figure(fig, cfg, "06_kg2rag_robustness")
 plt.show()
-robust
+show(robust)
 
 # %% [markdown]
 # ## 5. KGIR-RAG's own knobs: iterations, top-k, n-gram threshold
@@ -236,7 +247,8 @@ robust
 # entities match a question entity (eq. 5) and hence what `G_tmp` holds. Notebook 03 shows what the
 # threshold does to the subgraph itself (seeds, `G_tmp`, `G_Ans`); here is its end-to-end effect. The
 # paper does not report these sweeps; it states k = 10 but not its maximum number of rounds (the profiles
-# use 3) nor its n-gram threshold (0.5 here).
+# use 3) nor its n-gram threshold (this run's, `cfg.ngram_threshold`,
+# is in the effective config printed at the top).
 
 # %%
 kgir_sweeps = pd.concat([
@@ -248,13 +260,14 @@ report.save_table(kgir_sweeps.set_index(["dataset", "param", "value"]), cfg, "06
                   "KGIR-RAG: sensitivity to max_iterations, top_k and the n-gram threshold (eq. 5).",
                   exact=["value"])
 params = list(dict.fromkeys(kgir_sweeps["param"]))
-fig, axes = plt.subplots(1, len(params), figsize=(5 * len(params), 3.6), squeeze=False)
-for ax, p in zip(axes[0], params):
-    viz.plot_sweep(ax, kgir_sweeps[kgir_sweeps.param == p], ("EM", "F1", "R@5"), f"KGIR-RAG: {p}")
+fig, axes = plt.subplots(len(params), 1, figsize=(9, 4 * len(params)), squeeze=False)
+for ax, p in zip(axes[:, 0], params):
+    viz.plot_sweep(ax, kgir_sweeps[kgir_sweeps.param == p], ("EM", "F1", "R@5"), f"KGIR-RAG: {p}",
+                   n_questions=n_study)
 fig.tight_layout()
 report.save_figure(fig, cfg, "06_kgir_sensitivity")
 plt.show()
-kgir_sweeps
+show(kgir_sweeps)
 
 # %% [markdown]
 # ## Reading these numbers
@@ -262,7 +275,7 @@ kgir_sweeps
 # - With a small CPU model (named in the first output) and a handful of questions the differences between
 #   variants are mostly noise:
 #   the tables show that every switch of the method runs and how it changes cost and retrieval, not
-#   the paper's effect sizes. The paper-scale recipe (README) runs the same notebook on the `paper`
+#   the paper's effect sizes. The paper-scale recipe (docs/operations.md) runs the same notebook on the `paper`
 #   profile, where Table 7's comparison is meaningful.
 # - KG²RAG's ranked list does not depend on the reader LLM, only on the graph and the encoder. On
 #   musique_train the graph is the published GPT-3.5 OpenIE, so the R@k columns of the `k`, `m` and
@@ -273,4 +286,4 @@ kgir_sweeps
 # %%
 print(report.model_note(cfg, short=True))
 print("LLM usage of this notebook (calls include cache hits):")
-llm.usage.table()
+show(llm.usage.table(), "LLM calls of this notebook, by stage")

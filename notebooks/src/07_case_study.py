@@ -7,23 +7,24 @@
 # merge with in 2002?"*; the retrieval for the rewritten question finds the Compaq–HP merger, and
 # reflection answers **Hewlett-Packard**.
 #
-# This notebook shows every stage of KGIR-RAG for one question:
+# Fig. 6 is a **chain**: the bridge entity is in the first evidence subgraph, the rewrite names it, the
+# rewritten question's retrieval finds the next hop, and the answer is correct. This notebook follows one
+# question of the run through every stage of KGIR-RAG and draws the chain:
 #
 # 1. dense retrieval `D_q` (eq. 2) and the triples of those passages `G_q` (eq. 3);
-# 2. the LLM's named entities `E_q` (eq. 4) and their character n-gram matches in `G_q` (eq. 5);
-# 3. `G_tmp` (the seeds and their adjacent edges), its connected components `B_i` (eq. 6) and the
-#    maximum spanning trees whose union is `G_Ans` (eq. 7), drawn;
+# 2. the LLM's named entities `E_q` (eq. 4) and their matches in `G_q` (eq. 5; the rule of this run is printed
+#    below the parameters);
+# 3. the evidence subgraph `G_Ans` (eqs. 5-7; notebook 03 draws how it is built), drawn as the path that
+#    matters: from a seed to the bridge entity, and from the bridge to the answer;
 # 4. each rewrite `q' = Rewrite(q, q_history, G_Ans)` (eq. 8, Fig. 4);
 # 5. each reflection verdict with its chain-of-thought reasoning (Fig. 5);
 # 6. the final answer against the gold answers, and what every baseline answered for the same question.
 #
-# **Which question.** Give `dataset` and `qid` to study any question of a dataset. Without them the
-# notebook scans the KGIR-RAG traces that notebook 04 wrote (`results/<profile>/traces/`) for the
-# Fig. 6 pattern (`kgir_lib.case_study.find_bridge_cases`: not answered in round 1, rewritten around an
-# entity of `G_Ans` that the question does not name, answered in round 2, ideally correctly) and takes
-# the best-ranked candidate — so the worked example is one where the pipeline *actually* behaved that
-# way, or, if it never did, the closest case, and the notebook says which. With no traces at all it
-# falls back to the first sampled question of the profile's first dataset.
+# **Which question.** One library call, `kgir_lib.case_choice.choose_case`, reads the KGIR-RAG traces that
+# notebook 04 wrote and takes the question that went **furthest along the chain**; it says plainly whether
+# any question of the run completed it, and where the chosen one stopped. Give `dataset` and `qid` to study
+# any other question. With no traces at all the notebook takes the first sampled question of the profile's
+# first dataset.
 #
 # A second part runs a **free question** over a small corpus you supply (`free_question`,
 # `free_passages` as `[(title, text), ...]`, `free_answers`); by default, the paper's own Fig. 6
@@ -51,49 +52,38 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from kgir_lib import case_study as cs
-from kgir_lib import report
+from kgir_lib import narrative, report
+from kgir_lib.case_choice import CHAIN, choose_case
 from kgir_lib.data import load_dataset, sample_questions
+from kgir_lib.display import show
 from kgir_lib.notebook import open_notebook
 
-pd.set_option("display.max_colwidth", 120)
 cfg, llm = open_notebook("07_case_study", globals())
-print(f"max_iterations={cfg.max_iterations}, n-gram n={cfg.ngram_n} threshold={cfg.ngram_threshold}")
+display(Markdown(narrative.algorithm1_settings(cfg) + f"\n* loop: at most {cfg.max_iterations} rounds "
+                 "(`max_iterations`)."))
 
 # %% [markdown]
 # ## 1. Choosing the question
 #
-# The candidates below are every full-method KGIR-RAG trace of the run, ranked by how closely they follow
-# Fig. 6. Columns: `unanswered_round1` (round 1's reflection asked for more), `bridge_rewrite` (round 1's
-# rewrite names an entity of round 1's `G_Ans` that the question does not), `answered_round2`,
-# `figure6` (all three), `figure6_correct` (and exact match with the gold answer).
+# Every full KGIR-RAG trace of the run, with the steps of the chain it took (`reached`: how many in a row):
+# the rewrite names an entity of `G_Ans` the question does not (the bridge); the rewritten question's retrieval
+# brings a gold passage the first retrieval lacked or ranked lower (the next hop); the answer is correct.
 
 # %%
-candidates = cs.find_bridge_cases(cs.load_kgir_traces(cfg))
-if dataset is not None and qid is not None:
-    choice = "given as parameters"
-elif len(candidates):
-    dataset, qid = candidates.loc[0, "dataset"], candidates.loc[0, "qid"]
-    top = candidates.iloc[0]
-    if top["figure6_correct"]:
-        choice = "the best Fig. 6 candidate: the full pattern, answered correctly"
-    elif top["figure6"]:
-        choice = "the best Fig. 6 candidate: the full pattern, but the final answer is wrong"
-    else:
-        choice = ("the closest case: NO trace of this run follows the whole Fig. 6 pattern "
-                  f"(best: unanswered in round 1 = {top['unanswered_round1']}, bridge rewrite = "
-                  f"{top['bridge_rewrite']}, answered in round 2 = {top['answered_round2']})")
+choice = choose_case(cs.load_kgir_traces(cfg), dataset, qid)
+print(choice.note)
+candidates = choice.table
+if choice.qid is not None:
+    dataset, qid = choice.dataset, choice.qid
+    show(candidates.head(8).set_index("qid")[["reached", *CHAIN, "question", "rewrite", "bridge", "answer", "gold"]],
+         "the traces that went furthest along the Fig. 6 chain", max_cols=5)
     report.save_table(candidates.head(20).set_index(["dataset", "qid"]), cfg, "07_bridge_candidates",
-                      "KGIR-RAG traces ranked by closeness to the paper's Fig. 6 pattern (notebook 07).")
+                      "KGIR-RAG traces ranked by how far they go along the Fig. 6 chain (notebook 07).");
 else:
     dataset = dataset or cfg.datasets[0]
     ds0 = load_dataset(dataset, cfg.data_path)
     qid = sample_questions(ds0.questions, cfg.n_questions, cfg.seed)[0].qid
-    choice = "no KGIR-RAG traces in this run directory: the first sampled question of the first dataset"
-print(f"case: dataset={dataset!r} qid={qid!r} ({choice}); {candidates['figure6'].sum() if len(candidates) else 0} "
-      f"of {len(candidates)} traces follow the full Fig. 6 pattern, "
-      f"{candidates['figure6_correct'].sum() if len(candidates) else 0} of them answered correctly")
-display(candidates.head(10)[["dataset", "qid", "score", "figure6", "figure6_correct", "missing_round1",
-                             "bridge_entities", "question", "rewrite_1", "answer", "gold"]])
+    print(f"the first sampled question of {dataset} instead: {qid}")
 
 # %% [markdown]
 # How often each step of the pattern happens over the whole run, per dataset. A reflection that answers in
@@ -101,12 +91,12 @@ display(candidates.head(10)[["dataset", "qid", "score", "figure6", "figure6_corr
 # retrieval and its reflection prompt, not the iteration.
 
 # %%
-steps = cs.bridge_summary(candidates)
-display(steps)
+steps = cs.bridge_summary(cs.find_bridge_cases(cs.load_kgir_traces(cfg)))
+show(steps, "traces per dataset taking each step of the Fig. 6 pattern")
 if len(steps):
     report.save_table(steps, cfg, "07_bridge_summary",
                       "KGIR-RAG traces per dataset taking each step of the Fig. 6 pattern (notebook 07). "
-                      + report.model_note(cfg, short=True))
+                      + report.model_note(cfg, short=True));
 
 # %% [markdown]
 # ## 2. Running KGIR-RAG on it
@@ -118,7 +108,7 @@ if len(steps):
 # %%
 case = cs.case_from_dataset(cfg, dataset, qid, llm=llm)
 display(Markdown(f"**Question** ({dataset} `{qid}`): {case.question}  \n**Gold**: {' | '.join(case.gold_answers)}"))
-case.steps_frame()
+show(case.steps_frame(), "one row per round")
 
 # %% [markdown]
 # ## 3. Retrieval (eq. 2): `D_q`, the top-k passages by cosine similarity
@@ -134,25 +124,33 @@ cs.show_retrieval(case)
 # `G_q` is the set of triples extracted from the retrieved passages. The LLM lists the question's
 # entities; entities that do not occur in the question are dropped (a small model copies its few-shot
 # examples), and when none is left or none matches, the graph entities named in the question are used
-# (the *fallback*). Each question entity is matched to every graph entity whose character n-gram Dice
-# similarity reaches the threshold; the matched entities are the *seeds*.
+# (the *fallback*). Each question entity is matched to every graph entity whose similarity reaches the
+# threshold (the rule printed at the top); the matched entities are the *seeds*.
 
 # %%
 cs.show_ner(case)
 
 # %% [markdown]
-# ## 5. `G_tmp` and `G_Ans` (eq. 5-7)
+# ## 5. The bridge: from a seed to the bridge entity, and on to the answer (eqs. 5-7, Fig. 6)
 #
-# `G_tmp` = the seeds and all their adjacent edges in `G_q`. Its connected components that hold a seed are
-# kept (eq. 6), each edge is weighted by its relevance to the query (cosine of query and triple text on
-# the CPU profiles; bge-reranker-large on the paper profile), and one maximum spanning tree per component
-# is kept (eq. 7). Coloured edges are `G_Ans`, grey dashed ones were pruned; seeds are red.
+# `G_Ans` of a sample question holds dozens of triples; drawn whole it says nothing. The drawing shows only
+# the path that matters (`kgir_lib.bridge_viz`): in purple, the chain of round 1's `G_Ans` from a seed to the
+# **bridge entity** the rewrite names; in green, the triples of any round's `G_Ans` joining the bridge to an
+# entity that names the answer (the next hop); pale, a few more `G_Ans` triples around them, 30 triples at
+# most. The sentence above the drawing says what it shows; when there is nothing to draw it says so instead.
+# The table below it lists the heaviest `G_Ans` triples of each round.
 
 # %%
-fig = cs.draw_rounds(case)
+from kgir_lib.bridge_viz import bridge_view
+
+view = bridge_view(case)
+print(view.note)
+fig = cs.draw_case(case)
 safe = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{dataset}_{qid}")
-print("saved", report.save_figure(fig, cfg, f"07_case_subgraphs_{safe}"))
-plt.show()
+if fig is not None:
+    report.save_figure(fig, cfg, f"07_case_bridge_{safe}")
+    display(fig)
+    plt.close(fig)
 cs.show_subgraphs(case)
 
 # %% [markdown]
@@ -183,14 +181,14 @@ cs.show_reflections(case)
 # method runs now on this one question (`source = run`, through the cache).
 
 # %%
-display(case.result_frame())
+show(case.result_frame(), index=False)
 answers = cs.baseline_answers(case, methods=baselines)
 report.save_table(case.steps_frame(), cfg, f"07_case_steps_{safe}",
                   f"KGIR-RAG rounds for {dataset} {qid}: {case.question}")
 report.save_table(answers, cfg, f"07_case_answers_{safe}",
                   f"Answers of every method for {dataset} {qid}: {case.question}")
 print(report.model_note(cfg, short=True))
-answers
+show(answers, "what every method answered")
 
 # %% [markdown]
 # ## 9. A free question over your own passages
@@ -206,9 +204,10 @@ free = cs.case_from_passages(cfg, free_question or example["question"],
                              free_answers if free_answers is not None else
                              (example["answers"] if free_question is None else ()), llm=llm)
 print(f"extracted {len(free.ws.kg)} triples from {len(free.ws.dataset.corpus)} passages")
-display(free.ws.kg.to_frame())
+show(free.ws.kg.to_frame(), "the triples extracted from the free passages", index=False)
 free_fig = cs.display_case(free)
-print("saved", report.save_figure(free_fig, cfg, "07_free_question_subgraphs"))
+if free_fig is not None:
+    report.save_figure(free_fig, cfg, "07_free_question_bridge");
 
 # %% [markdown]
 # ## What this shows, and what it does not
@@ -221,5 +220,4 @@ print("saved", report.save_figure(free_fig, cfg, "07_free_question_subgraphs"))
 #   (after the main job) to see the same stages with those models.
 
 # %%
-print("LLM usage of this notebook (calls include cache hits):")
-llm.usage.table()
+show(llm.usage.table(), "LLM usage of this notebook (calls include cache hits)")

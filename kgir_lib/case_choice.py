@@ -1,0 +1,113 @@
+"""Which question notebook 07 tells the Fig. 6 story with: one call, :func:`choose_case`.
+
+Fig. 6 (paper §3.5) is a **chain**: the evidence subgraph of the first retrieval holds the bridge entity
+(Compaq), the rewrite names it, the rewritten question's retrieval finds the next hop (the Compaq-HP merger),
+and the answer is correct. :func:`choose_case` takes the question that went furthest along that chain,
+says plainly whether any question completed it, and names the step where the chosen one stopped.
+
+**Where the chain comes from.** :data:`CHAIN` names its steps; a *chain function* says, for one KGIR-RAG trace
+record, which steps happened. Today's is :func:`heuristic_chain`, built on the Fig. 6 features of
+:mod:`kgir_lib.bridge_cases`: it cannot know the gold bridge entity, so its first step is "the rewrite names an
+entity of G_Ans the question does not". A per-question funnel that knows the gold bridge plugs in as the
+``chain`` argument of :func:`choose_case` (any callable record -> sequence of booleans in :data:`CHAIN` order);
+nothing else changes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
+
+import pandas as pd
+
+from .bridge_cases import bridge_features
+from .methods.kgir_rounds import trace_rounds
+
+__all__ = ["CHAIN", "CaseChoice", "heuristic_chain", "chain_table", "choose_case"]
+
+CHAIN = ("bridge named by the rewrite", "next hop retrieved", "answered correctly")
+ChainFn = Callable[[dict], Sequence[bool]]
+
+
+def heuristic_chain(record: dict) -> tuple:
+    """The :data:`CHAIN` steps one trace took, judged from the trace alone (:mod:`kgir_lib.bridge_cases`):
+
+    1. a round-1 rewrite that is a rewrite of the question and names an entity of round 1's ``G_Ans`` the
+       question does not (:func:`kgir_lib.bridge_cases.bridge_entities`);
+    2. the rewritten question's retrieval ``D'_1`` brings a gold passage that round 1's ``D_1`` did not hold, or
+       ranks one higher than ``D_1`` did (the next hop moved up);
+    3. the final answer matches a gold answer exactly.
+    Each step counts only when the steps before it happened."""
+    feats = bridge_features(record)
+    trace = record.get("trace", record)
+    rounds = trace_rounds(trace)
+    gold = set(trace.get("gold_pids", []))
+    bridge = bool(feats["bridge_rewrite"])
+    hop = bridge and bool(rounds) and _gold_moved_up(rounds[0].retrieved, rounds[0].rewrite_retrieved, gold)
+    return bridge, hop, hop and feats["EM"] == 100.0
+
+
+def _gold_moved_up(before: Sequence, after: Sequence, gold: set) -> bool:
+    """A gold passage in ``after`` (``[(pid, score)]``) that ``before`` lacks or ranks lower."""
+    rank_before = {p: i for i, (p, _) in enumerate(before)}
+    return any(p in gold and i < rank_before.get(p, len(before)) for i, (p, _) in enumerate(after))
+
+
+def chain_table(records: Sequence[dict], chain: ChainFn = heuristic_chain) -> pd.DataFrame:
+    """One row per full KGIR-RAG trace: the :data:`CHAIN` steps it took, ``reached`` (steps in a row from the
+    first), and the Fig. 6 features for reading it; furthest first, then by the Fig. 6 score."""
+    rows = []
+    for rec in records:
+        trace = rec.get("trace", rec)
+        if trace.get("variant", "full") != "full":
+            continue
+        steps = [bool(s) for s in chain(rec)]
+        reached = next((i for i, s in enumerate(steps) if not s), len(steps))
+        f = bridge_features(rec)
+        rows.append({"dataset": rec.get("dataset") or trace.get("dataset", ""), "qid": f["qid"],
+                     **dict(zip(CHAIN, steps)), "reached": reached, "score": f["score"],
+                     "question": f["question"], "rewrite": f["rewrite_1"], "bridge": ", ".join(f["bridge_entities"]),
+                     "answer": f["answer"], "gold": f["gold"], "rounds": f["rounds"]})
+    df = pd.DataFrame(rows, columns=["dataset", "qid", *CHAIN, "reached", "score", "question", "rewrite", "bridge",
+                                     "answer", "gold", "rounds"])
+    return df.sort_values(["reached", "score"], ascending=False, kind="stable").reset_index(drop=True)
+
+
+@dataclass
+class CaseChoice:
+    """The question of the case study and why: ``full`` is True when it completed the whole chain."""
+
+    dataset: Optional[str]
+    qid: Optional[str]
+    reached: int          # steps of CHAIN it took in a row
+    full: bool
+    note: str             # one plain sentence for the notebook
+    table: pd.DataFrame   # every trace's chain (chain_table)
+
+
+def choose_case(records: Sequence[dict], dataset: Optional[str] = None, qid: Optional[str] = None,
+                chain: ChainFn = heuristic_chain) -> CaseChoice:
+    """The case study's question: ``dataset``/``qid`` when given, else the trace that went furthest along the
+    Fig. 6 chain. The note says how many traces completed it and, when none did, where the chosen one stopped."""
+    table = chain_table(records, chain)
+    n_full = int((table["reached"] == len(CHAIN)).sum()) if len(table) else 0
+    count = f"{n_full} of {len(table)} KGIR-RAG traces of this run complete the whole Fig. 6 chain"
+    if dataset is not None and qid is not None:
+        row = table[(table["dataset"] == dataset) & (table["qid"] == str(qid))]
+        reached = int(row["reached"].iloc[0]) if len(row) else 0
+        return CaseChoice(dataset, str(qid), reached, reached == len(CHAIN),
+                          f"question {qid} of {dataset}, as asked; {count}.", table)
+    if table.empty:
+        return CaseChoice(None, None, 0, False, "No KGIR-RAG traces in this run directory (run notebook 04 first).",
+                          table)
+    top = table.iloc[0]
+    reached = int(top["reached"])
+    if reached == len(CHAIN):
+        why = "it completes the whole chain"
+    elif reached == 0:
+        why = (f"NO trace completes the chain, and none even takes its first step ({CHAIN[0]}); "
+               "this is the best-scored trace by the Fig. 6 features")
+    else:
+        why = (f"NO trace completes the chain; this one goes furthest: {', '.join(CHAIN[:reached])}, "
+               f"but not {CHAIN[reached]}")
+    return CaseChoice(str(top["dataset"]), str(top["qid"]), reached, reached == len(CHAIN),
+                      f"question {top['qid']} of {top['dataset']}: {why}. {count[0].upper() + count[1:]}.", table)

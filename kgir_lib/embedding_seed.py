@@ -1,0 +1,125 @@
+"""Committed corpus embeddings that seed the embedding cache, so a fresh clone does not re-embed its corpora.
+
+The dense index caches a corpus's embeddings in ``results/<profile>/cache/embeddings/`` (not committed).
+Embedding the sample's two corpora (2,730 passages) with MiniLM takes minutes on a busy 2-core CPU, which made
+the first rerun of notebook 03 look hung. So the main job's corpus embeddings are committed once, as the cache
+stores them, in ``results/<profile>/embeddings/`` with a ``SHA256SUMS`` file; :func:`seed_cache` copies one
+into the cache when the cache lacks it and its checksum matches. The file name holds the model and the corpus
+fingerprint (:func:`kgir_lib.retrieval.embedding_cache_file`), so a file is only ever used for the corpus and
+model it was made from, by any profile.
+
+They are stored as float32, as computed: rounded to float16 (half the size), 1 of 104 hotpotqa queries of the
+sample run got its top-10 in another order, which changes prompts and so misses the committed LLM answers.
+
+``python -m kgir_lib.embedding_seed --profile sample`` writes the files of a profile's datasets from its cache.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import sys
+import warnings
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+__all__ = ["SEED_DIR", "SUMS", "committed_dirs", "seed_cache", "export_embeddings"]
+
+SEED_DIR = "embeddings"
+SUMS = "SHA256SUMS"
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_sums(folder: Path) -> dict:
+    """``{file name: sha256}`` of ``folder/SHA256SUMS`` (``sha256sum`` format); empty when absent."""
+    path = Path(folder) / SUMS
+    if not path.exists():
+        return {}
+    out = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            digest, name = line.split(maxsplit=1)
+            out[name.lstrip("*")] = digest
+    return out
+
+
+def committed_dirs(cfg) -> list:
+    """Folders that may hold committed embeddings: the run's own, then every profile's in the project."""
+    from .config import PROJECT_ROOT
+
+    dirs = [cfg.run_dir / SEED_DIR] + sorted((PROJECT_ROOT / "results").glob(f"*/{SEED_DIR}"))
+    return list(dict.fromkeys(Path(d) for d in dirs))
+
+
+def seed_cache(cache_file: Path, dirs: Iterable[Path]) -> Optional[Path]:
+    """Copy the committed file named like ``cache_file`` into the cache, if the cache lacks it.
+
+    Returns the committed file used, or ``None`` (cache already filled, or no committed file). A committed
+    file whose checksum is missing or wrong is skipped with a warning naming it (the corpus is then
+    embedded as before); nothing already cached is touched.
+    """
+    cache_file = Path(cache_file)
+    if cache_file.exists():
+        return None
+    for folder in dirs:
+        src = Path(folder) / cache_file.name
+        if not src.exists():
+            continue
+        expected = read_sums(folder).get(src.name)
+        if expected is None or _sha256(src) != expected:
+            warnings.warn(f"committed embeddings {src}: checksum {'missing from ' + SUMS if expected is None else 'mismatch'}"
+                          f"; not used (the corpus is embedded instead)", stacklevel=2)
+            continue
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache_file.with_name(f".{cache_file.stem}.{os.getpid()}.seed.npy")
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, cache_file)
+        return src
+    return None
+
+
+def export_embeddings(cfg, datasets: Sequence[str]) -> list:
+    """Write the cached embeddings of ``datasets`` to ``results/<profile>/embeddings/`` with their checksums."""
+    from .data import load_dataset
+    from .retrieval import Encoder, embedding_cache_file
+
+    out_dir = cfg.run_dir / SEED_DIR
+    out_dir.mkdir(parents=True, exist_ok=True)
+    enc = Encoder(cfg.embed_model, cfg.embed_batch_size)
+    sums = read_sums(out_dir)
+    written = []
+    for name in datasets:
+        ds = load_dataset(name, cfg.data_path)
+        cached = embedding_cache_file(cfg.run_dir / "cache" / "embeddings", enc, [p.content for p in ds.corpus.passages])
+        if not cached.exists():
+            raise FileNotFoundError(f"dataset {name!r}: no cached embeddings at {cached}; run notebook 02 first")
+        dst = out_dir / cached.name
+        shutil.copyfile(cached, dst)
+        sums[dst.name] = _sha256(dst)
+        written.append(dst)
+    (out_dir / SUMS).write_text("".join(f"{d}  {n}\n" for n, d in sorted(sums.items())))
+    return written
+
+
+def main(argv=None) -> int:
+    from .config import load_config
+
+    ap = argparse.ArgumentParser(description="Commit a profile's corpus embeddings (results/<profile>/embeddings/).")
+    ap.add_argument("--profile", default="sample")
+    args = ap.parse_args(argv)
+    cfg = load_config(args.profile)
+    for path in export_embeddings(cfg, list(dict.fromkeys(cfg.datasets))):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""Committed corpus embeddings seed the cache (kgir_lib.embedding_seed): checksum checked, cache never overwritten."""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from kgir_lib.embedding_seed import SUMS, read_sums, seed_cache
+
+
+def commit(folder, name, array):
+    folder.mkdir(parents=True, exist_ok=True)
+    np.save(folder / name, array)
+    digest = hashlib.sha256((folder / name).read_bytes()).hexdigest()
+    (folder / SUMS).write_text(f"{digest}  {name}\n")
+    return digest
+
+
+def test_a_committed_file_with_its_checksum_fills_the_missing_cache_exactly(tmp_path):
+    emb = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
+    digest = commit(tmp_path / "committed", "m-abc.npy", emb)
+    assert read_sums(tmp_path / "committed") == {"m-abc.npy": digest}
+    cache = tmp_path / "cache" / "m-abc.npy"
+    assert seed_cache(cache, [tmp_path / "missing", tmp_path / "committed"]) == tmp_path / "committed" / "m-abc.npy"
+    loaded = np.load(cache)
+    assert loaded.dtype == np.float32 and np.array_equal(loaded, emb)
+    np.save(cache, emb * 2)  # a cache that exists is never replaced
+    assert seed_cache(cache, [tmp_path / "committed"]) is None
+    assert np.array_equal(np.load(cache), emb * 2)
+
+
+def test_a_wrong_or_missing_checksum_is_refused_with_a_warning_naming_the_file(tmp_path):
+    emb = np.ones((2, 3), dtype=np.float32)
+    commit(tmp_path / "c", "m-abc.npy", emb)
+    np.save(tmp_path / "c" / "m-abc.npy", emb * 3)  # changed after its checksum was written
+    cache = tmp_path / "cache" / "m-abc.npy"
+    with pytest.warns(UserWarning, match=r"m-abc\.npy: checksum mismatch"):
+        assert seed_cache(cache, [tmp_path / "c"]) is None
+    assert not cache.exists()
+    (tmp_path / "d").mkdir()
+    np.save(tmp_path / "d" / "m-abc.npy", emb)
+    with pytest.warns(UserWarning, match="checksum missing"):
+        assert seed_cache(cache, [tmp_path / "d"]) is None
+    assert seed_cache(tmp_path / "cache" / "other.npy", [tmp_path / "c"]) is None  # no file of that name

@@ -1,0 +1,46 @@
+"""Notebook 06's figures say what n they stand on and keep legends off the data (kgir_lib.viz)."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from kgir_lib import viz  # noqa: E402
+
+
+def test_a_sweep_labels_every_point_and_names_n():
+    df = pd.DataFrame({"dataset": ["m"] * 3, "param": ["top_k"] * 3, "value": [5, 10, 15], "EM": [50.0, 50.0, 0.0],
+                       "F1": [60.0, 55.0, 10.0]})
+    fig, ax = plt.subplots()
+    viz.plot_sweep(ax, df, ("EM", "F1"), "KGIR-RAG: top_k", n_questions=2)
+    assert "n = 2 questions a point: one question = 50 EM points" in ax.get_title()
+    assert sorted(t.get_text() for t in ax.texts) == sorted(["50", "50", "0", "60", "55", "10"])
+    fig.canvas.draw()
+    assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1 - 1
+    plt.close(fig)
+
+
+def test_robustness_draws_each_seed_beside_the_mean():
+    runs = pd.DataFrame({"dataset": ["m"] * 4, "fraction": [0.0, 0.05, 0.05, 0.05], "seed": [0, 0, 1, 2],
+                         "triples": [10, 9, 9, 9], "EM": [10.0, 0.0, 10.0, 20.0]})
+    summary = pd.DataFrame({"dataset": ["m", "m"], "fraction": [0.0, 0.05], "seeds": [1, 3], "triples": [10, 9],
+                            "EM mean": [10.0, 10.0], "EM std": [0.0, 10.0]})
+    fig, ax = plt.subplots()
+    viz.plot_robustness(ax, summary, ("EM",), "KG²RAG", runs=runs, n_questions=20)
+    assert "n = 20 questions, 3 seeds a share (dots: each seed)" in ax.get_title()
+    dots = [c for c in ax.collections if len(c.get_offsets()) == 4]
+    assert len(dots) == 1  # one dot a run, no error bar
+    plt.close(fig)
+
+
+def test_variant_bars_keep_the_legend_above_the_axes():
+    t = pd.DataFrame({"dataset": ["a", "a", "b", "b"], "variant": ["KG²RAG (full)", "w/o expansion"] * 2,
+                      "F1": [20.0, 25.0, 30.0, 10.0]})
+    fig, ax = plt.subplots()
+    viz.plot_variant_scores(ax, t, "F1")
+    fig.canvas.draw()
+    assert ax.get_legend().get_window_extent().y0 >= ax.get_window_extent().y1 - 1
+    assert sorted(t.get_text() for t in ax.texts) == ["10.0", "20.0", "25.0", "30.0"]
+    plt.close(fig)

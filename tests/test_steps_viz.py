@@ -1,0 +1,132 @@
+"""Algorithm 1 drawn step by step (kgir_lib.steps_viz) on a hand-made passage graph."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from kgir_lib.kg import Triple  # noqa: E402
+from kgir_lib.steps_viz import (KEPT, PRUNED, SEEDLESS, STEPS, draw_step, focus_view,  # noqa: E402
+                                edge_table, pick_case, prune_reasons, triple_class)
+from kgir_lib.subgraph import evidence_subgraph  # noqa: E402
+
+# One seed component: Compaq - HP - Palo Alto - Compaq is a triangle (one edge must go), HP has a parallel
+# edge, a chain runs on from Palo Alto; plus a component without a seed (Mona Lisa - Leonardo).
+G_Q = [
+    Triple("Compaq", "merged with", "Hewlett-Packard", "p1"),
+    Triple("Hewlett-Packard", "acquired", "Compaq", "p1"),          # parallel to 'merged with'
+    Triple("Hewlett-Packard", "based in", "Palo Alto", "p2"),
+    Triple("Compaq", "had office in", "Palo Alto", "p2"),            # closes the triangle
+    Triple("Palo Alto", "located in", "Santa Clara County", "p3"),
+    Triple("Santa Clara County", "part of", "California", "p3"),
+    Triple("Mona Lisa", "painted by", "Leonardo", "p4"),
+]
+WEIGHT = {"merged with": 0.9, "acquired": 0.5, "based in": 0.8, "had office in": 0.3, "located in": 0.7,
+          "part of": 0.6, "painted by": 0.2}
+
+
+def subgraph(entities=("Compaq",), question="Which county is the company that merged with Compaq based in?"):
+    return evidence_subgraph(question, [], G_Q, list(entities), lambda q, ts: [WEIGHT[t.relation] for t in ts],
+                             threshold=0.8, method="overlap", reading="passages")
+
+
+def test_every_triple_is_classified_as_algorithm_1_left_it():
+    sub = subgraph()
+    assert sub.seeds == ["Compaq"]
+    classes = {t.relation: triple_class(sub, t) for t in G_Q}
+    assert classes == {"merged with": KEPT, "acquired": PRUNED, "based in": KEPT, "had office in": PRUNED,
+                       "located in": KEPT, "part of": KEPT, "painted by": SEEDLESS}
+
+
+def test_focus_view_draws_the_seed_neighbourhood_within_budget_and_says_what_it_left_out():
+    sub = subgraph()
+    view = focus_view(sub, max_edges=5, max_seedless=1)
+    assert len(view.triples) <= 5
+    rel = [t.relation for t in view.triples]
+    assert "painted by" in rel  # one seedless component as an example
+    # nearest entities first: the triangle and the parallel edge (both pruned triples) before the far chain
+    assert {"merged with", "acquired", "had office in", "based in"} <= set(rel) and "part of" not in rel
+    assert len(view.drawn(PRUNED)) == 2 and len(view.drawn(SEEDLESS)) == 1
+    assert view.counts == {"G_q": 7, "G_q_entities": 7, "component_triples": 6, "seedless_triples": 1,
+                           "seedless_components": 1, "drawn": 5, "drawn_entities": 5, "drawn_component": 4,
+                           "drawn_seedless": 1}
+    assert view.left_out().startswith("drawn: 5 of the 7 triples of G_q (5 of 7 entities)")
+    assert set(view.pos) == {"Compaq", "Hewlett-Packard", "Palo Alto", "Mona Lisa", "Leonardo"}
+    assert len(focus_view(sub, max_edges=25).triples) == 7  # everything fits
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_draw_step_draws_each_class_in_its_own_style_with_the_legend_outside(step):
+    sub = subgraph()
+    view = focus_view(sub)
+    fig, ax = plt.subplots()
+    drawn = draw_step(ax, view, step)
+    expected_edges = {"G_Ans": 4}.get(step, 7)
+    assert drawn["edges"] == expected_edges
+    if step == "mst":
+        assert (drawn["kept"], drawn["pruned"], drawn["seedless"]) == (4, 2, 1)
+    assert drawn["seeds"] == (0 if step == "G_q" else 1)
+    legend = ax.get_legend()
+    assert legend is not None
+    fig.canvas.draw()
+    box, axbox = legend.get_window_extent(), ax.get_window_extent()
+    assert box.x0 >= axbox.x1 - 1  # to the right of the axes: it covers no label
+    texts = [t.get_text() for t in legend.get_texts()]
+    if step == "mst":
+        assert any("pruned by the MST" in t for t in texts)
+        assert any("without a seed" in t for t in texts)
+    plt.close(fig)
+
+
+def test_nothing_to_draw_is_said_in_words():
+    sub = subgraph(entities=["Eiffel Tower"], question="How tall is the Eiffel Tower?")
+    assert not sub.seeds
+    view = focus_view(sub)
+    fig, ax = plt.subplots()
+    assert draw_step(ax, view, "mst")["edges"] == 0
+    assert any("nothing to draw" in t.get_text() for t in ax.texts)
+    plt.close(fig)
+
+
+def test_pick_case_prefers_a_question_where_every_step_does_something():
+    tree_only = evidence_subgraph("Where is Santa Clara County?", [], G_Q[4:6], ["Santa Clara County"],
+                                  lambda q, ts: [WEIGHT[t.relation] for t in ts], threshold=0.8, method="overlap")
+    assert not tree_only.pruned
+    empty = subgraph(entities=["Eiffel Tower"], question="How tall is the Eiffel Tower?")
+    subs, qids = {"a": [tree_only, empty], "b": [subgraph()]}, {"a": ["q1", "q2"], "b": ["q3"]}
+    name, i, note = pick_case(subs, qids)
+    assert (name, i) == ("b", 0) and "every step does something" in note
+    assert pick_case(subs, qids, qid="q1")[:2] == ("a", 0)
+    name, i, note = pick_case(subs, qids, dataset="a", qid="nope")
+    assert (name, i) == ("b", 0) and note.startswith("question nope is not among the sampled questions")
+    assert pick_case({"a": [empty]}, {"a": ["q2"]})[1] is None
+
+
+def test_pruned_triples_say_why_and_the_edge_table_orders_kept_then_pruned():
+    sub = subgraph()
+    assert {t.relation: r for t, r in prune_reasons(sub).items()} == {"acquired": "parallel",
+                                                                      "had office in": "closes a cycle"}
+    table = edge_table(focus_view(sub), titles={"p1": "Compaq"}, gold=["p2"])
+    assert table["verdict"].tolist() == ["kept in G_Ans"] * 4 + ["pruned: parallel", "pruned: closes a cycle",
+                                                                 "component without a seed"]
+    assert table.loc[0, "relation"] == "merged with" and table.loc[0, "source"] == "Compaq"
+    assert table["gold source"].tolist() == [False, True, False, False, False, True, False]
+
+
+def test_layout_does_not_depend_on_insertion_order():
+    # G_tmp's triples can arrive in another order in another process; the drawn figure must not change
+    import networkx as nx
+
+    from kgir_lib.steps_viz import layout
+
+    edges = [("Compaq", "1994"), ("Compaq", "PC supplier"), ("Hewlett-Packard", "Compaq"), ("1994", "PC supplier"),
+             ("Alabama", "Harper Lee"), ("Harper Lee", "To Kill a Mockingbird"), ("Monroeville", "Alabama")]
+    a, b = nx.Graph(), nx.Graph()
+    a.add_edges_from(edges)
+    b.add_edges_from((v, u) for u, v in reversed(edges))
+    pa, pb = layout(a, ["Compaq"]), layout(b, ["Compaq"])
+    assert pa.keys() == pb.keys()
+    assert all(abs(pa[n][0] - pb[n][0]) < 1e-9 and abs(pa[n][1] - pb[n][1]) < 1e-9 for n in pa)
+    assert pa["Compaq"][0] < pa["Alabama"][0]  # the component holding a seed comes first
