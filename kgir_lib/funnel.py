@@ -154,13 +154,13 @@ def method_steps(method: str, record: Mapping, baseline: Optional[Sequence[str]]
     if method.startswith("kgir"):
         return [(_rewrite_text(r), rf.d_rewrite(r)) for r in rf.rounds(record)], rf.d_first(record)
     if method == "ircot":
-        rets = [rf.pids(r.get("hits")) for r in t.get("retrievals") or []]
-        return [(s, rets[i + 1] if i + 1 < len(rets) else []) for i, s in enumerate(t.get("cot") or [])], \
-            (rets[0] if rets else [])
+        rets = [rf.pids(r.get("hits")) for r in t.get("retrievals") or []] or [[]]
+        cot = list(t.get("cot") or [])
+        return [(s, rets[i + 1] if i + 1 < len(rets) else []) for i, s in enumerate(cot)], rets[0]
     if method == "iter_retgen":
         rs = t.get("rounds") or []
-        return [(str(rs[i].get("generation") or ""), rf.pids(rs[i + 1].get("hits"))) for i in range(len(rs) - 1)], \
-            (rf.pids(rs[0].get("hits")) if rs else [])
+        hits = [rf.pids(r.get("hits")) for r in rs] or [[]]
+        return [(str(rs[i].get("generation") or ""), hits[i + 1]) for i in range(len(rs) - 1)], hits[0]
     if method == "hyde":
         return [(str(t.get("hypothetical_passage") or ""), rf.pids(t.get("retrieval")))], baseline
     raise ValueError(f"parameter 'method': no bridge steps for {method!r} (kgir*, ircot, iter_retgen, hyde)")
