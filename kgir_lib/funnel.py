@@ -28,6 +28,7 @@ import pandas as pd
 
 from . import round_facts as rf
 from .bridges import Bridge, entity_matches, names_bridge
+from .data import Question
 from .metrics import best_em
 from .stats import mcnemar_exact
 
@@ -166,31 +167,42 @@ def method_steps(method: str, record: Mapping, baseline: Optional[Sequence[str]]
     raise ValueError(f"parameter 'method': no bridge steps for {method!r} (kgir*, ircot, iter_retgen, hyde)")
 
 
-def naming_row(method: str, record: Mapping, bridges: Sequence[Bridge], baseline: Optional[Sequence[str]] = None
-               ) -> dict:
+def naming_row(method: str, record: Mapping, bridges: Sequence[Bridge], baseline: Optional[Sequence[str]] = None,
+               question: Optional[Question] = None) -> dict:
     """Whether a method's generated text names a gold bridge (not named by the question), whether a later
-    retrieval finds a next-hop passage its first retrieval lacked, both in one step, and EM."""
+    retrieval finds a next-hop passage its first retrieval lacked, both in one step, and EM.
+
+    The question text and gold answers come from ``question`` when given (the baselines' traces do not
+    keep them), else from the trace (KGIR-RAG's does)."""
     steps, first = method_steps(method, record, baseline)
-    question = str(rf.trace_of(record).get("question", ""))
-    answers, _ = rf.golds(record)
-    named = any(names_bridge(text, b, question) for text, _ in steps for b in bridges)
+    if question is not None:
+        text, answers = question.question, tuple(question.answers)
+    else:
+        text, answers = str(rf.trace_of(record).get("question", "")), rf.golds(record)[0]
+    named = any(names_bridge(gen, b, text) for gen, _ in steps for b in bridges)
     if first is None:
         finds = both = float("nan")
     else:
         finds = any(_finds(b, hits, first) for _, hits in steps for b in bridges)
-        both = any(names_bridge(text, b, question) and _finds(b, hits, first) for text, hits in steps for b in bridges)
+        both = any(names_bridge(gen, b, text) and _finds(b, hits, first) for gen, hits in steps for b in bridges)
     return {"qid": rf.qid_of(record), "names": named, "finds": finds, "names_and_finds": both,
             "EM": float(best_em(rf.final_answer(record), answers)) if answers else 0.0}
 
 
 def bridge_naming_table(records_by_method: Mapping[str, Sequence[Mapping]], bridges: Mapping[str, Sequence[Bridge]],
                         baseline: Optional[Mapping[str, Sequence[str]]] = None, reference: str = "kgir",
-                        dataset: str = "") -> pd.DataFrame:
+                        dataset: str = "", questions: Optional[Mapping[str, Question]] = None) -> pd.DataFrame:
     """Per method (one dataset): % of bridge questions whose generated text names a bridge, whose later
-    retrievals find a next-hop passage, both in one step, EM; and the exact McNemar p of "names" against
-    ``reference`` (paired by question). ``baseline``: ``{qid: question's dense top-k}`` for HyDE."""
-    per = {m: pd.DataFrame([naming_row(m, r, bridges[rf.qid_of(r)], (baseline or {}).get(rf.qid_of(r)))
-                            for r in recs if bridges.get(rf.qid_of(r))]) for m, recs in records_by_method.items()}
+    retrievals find a next-hop passage, both in one step, EM; and the exact McNemar test of "names" against
+    ``reference`` (paired by question; ``b``: only ``reference`` names it, ``c``: only this method).
+    ``baseline``: ``{qid: the question's dense top-k}`` for HyDE; ``questions``: ``{qid: Question}``
+    (question text and gold answers, which the baselines' traces lack)."""
+    def row(m: str, r: Mapping) -> dict:
+        q = rf.qid_of(r)
+        return naming_row(m, r, bridges[q], (baseline or {}).get(q), (questions or {}).get(q))
+
+    per = {m: pd.DataFrame([row(m, r) for r in recs if bridges.get(rf.qid_of(r))])
+           for m, recs in records_by_method.items()}
     ref = per.get(reference)
     rows = []
     for m, d in per.items():

@@ -18,6 +18,7 @@ from . import round_facts as rf
 from .bridges import MODES, load_bridges
 from .calibration import calibration_table, oracle_stop_table
 from .config import Config
+from .data import load_dataset
 from .forced_rounds import forced_round_table
 from .funnel import bridge_naming_table, funnel_rows, funnel_table
 from .rewrite_retrieval import KS, current_rule_agreement, rewrite_retrieval_table, rule_table
@@ -74,6 +75,7 @@ def mechanism_tables(run_dir: Path, datasets: Sequence[str], data_dir: Optional[
         if not any(d == ds for _, d in runs):
             continue
         bridges = load_bridges(ds, data_dir)
+        questions = {q.qid: q for q in load_dataset(ds, data_dir).questions}
         for m in LOOP_METHODS:
             recs = runs.get((m, ds))
             if not recs:
@@ -90,7 +92,7 @@ def mechanism_tables(run_dir: Path, datasets: Sequence[str], data_dir: Optional[
         naming = {m: runs[(m, ds)] for m in NAMING_METHODS if (m, ds) in runs}
         if naming:
             baseline = {rf.qid_of(r): rf.d_first(r) for r in runs.get(("kgir", ds), [])}
-            out["bridge_naming"].append(bridge_naming_table(naming, bridges, baseline, "kgir", ds))
+            out["bridge_naming"].append(bridge_naming_table(naming, bridges, baseline, "kgir", ds, questions))
         if ("kgir", ds) in runs and ("kgir_no_rewrite", ds) in runs:
             out["ranked_list_rules"].append(rule_table(runs[("kgir", ds)], runs[("kgir_no_rewrite", ds)], n_ctx, ks,
                                                        ds))

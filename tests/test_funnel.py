@@ -9,6 +9,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from kgir_lib.bridges import Bridge, bridge_aliases  # noqa: E402
+from kgir_lib.data import Question  # noqa: E402
 from kgir_lib.funnel import (STEPS, bridge_naming_table, funnel_rows, funnel_steps, funnel_table,  # noqa: E402
                              method_steps, naming_row, plot_funnel)
 
@@ -109,10 +110,12 @@ def test_plot_funnel_draws_one_bar_per_step_and_dataset():
 
 
 def _ircot(cot, retrievals, answer="HP"):
-    return {"qid": "q1", "answer": answer, "trace": {"question": QUESTION, "gold_answers": ["Hewlett-Packard", "HP"],
-                                                     "cot": cot,
-                                                     "retrievals": [{"query": "", "hits": [[p, 1.0] for p in h]}
-                                                                    for h in retrievals]}}
+    """An IRCoT trace-file line; like the real ones, its trace keeps neither the question nor the gold answers."""
+    return {"qid": "q1", "answer": answer, "trace": {"cot": cot, "retrievals": [{"query": "", "hits": [[p, 1.0] for p in h]}
+                                                                              for h in retrievals]}}
+
+
+Q1 = Question("q1", QUESTION, ("Hewlett-Packard", "HP"), ("pCompaq", "pHP"), "ds", 2)
 
 
 def test_method_steps_align_texts_with_their_retrievals():
@@ -131,18 +134,24 @@ def test_method_steps_align_texts_with_their_retrievals():
 def test_naming_row_and_table():
     yes = _ircot(["The top PC maker of 1994 was Compaq."], [["pCompaq"], ["pHP"]])
     no = _ircot(["A company merged."], [["pCompaq"], ["pHP"]], answer="IBM")
-    assert naming_row("ircot", yes, [COMPAQ]) == {"qid": "q1", "names": True, "finds": True, "names_and_finds": True,
-                                                  "EM": 1.0}
-    assert naming_row("ircot", no, [COMPAQ])["names_and_finds"] is False
-    row = naming_row("hyde", {"qid": "q1", "trace": {"question": QUESTION, "hypothetical_passage": "Compaq",
-                                                     "retrieval": [["pHP", 1.0]]}}, [COMPAQ])
+    assert naming_row("ircot", yes, [COMPAQ], question=Q1) == {"qid": "q1", "names": True, "finds": True,
+                                                               "names_and_finds": True, "EM": 1.0}
+    assert naming_row("ircot", yes, [COMPAQ])["EM"] == 0.0              # no question given, none in the trace
+    assert naming_row("ircot", no, [COMPAQ], question=Q1)["names_and_finds"] is False
+    asked = Question("q1", "Which company merged with Compaq?", ("HP",), (), "ds")
+    assert naming_row("ircot", yes, [COMPAQ], question=asked)["names"] is False   # the question names it
+    row = naming_row("hyde", {"qid": "q1", "trace": {"hypothetical_passage": "Compaq", "retrieval": [["pHP", 1.0]]}},
+                     [COMPAQ], question=Q1)
     assert row["names"] and row["finds"] != row["finds"]                # no baseline: NaN
     no2 = {**no, "qid": "q2"}
     kg = [record("q1", rounds=[rnd(rewrite=QUESTION)]), record("q2")]
-    tab = bridge_naming_table({"kgir": kg, "ircot": [yes, no2]}, {"q1": [COMPAQ], "q2": [COMPAQ]}).set_index("method")
+    qs = {"q1": Q1, "q2": Question("q2", QUESTION, ("Hewlett-Packard",), (), "ds")}
+    tab = bridge_naming_table({"kgir": kg, "ircot": [yes, no2]}, {"q1": [COMPAQ], "q2": [COMPAQ]},
+                              questions=qs).set_index("method")
     assert tab.loc["ircot", "% names bridge"] == 50.0 and tab.loc["kgir", "% names bridge"] == 50.0
     assert (tab.loc["ircot", "names: McNemar b"], tab.loc["ircot", "names: McNemar c"]) == (1, 1)
     assert tab.loc["ircot", "names: p vs kgir"] == 1.0
+    assert tab.loc["ircot", "EM"] == 50.0
 
 
 def test_other_alias_forms_name_the_bridge():

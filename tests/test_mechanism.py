@@ -49,8 +49,7 @@ def run_dir(tmp_path):
                    gold_pids=gold, answer="IBM", variant="no_rewrite", answered_by="reader")
     forced = record("q1", rounds=[_round(1, verdict="missing"), _round(2)], gold_pids=gold, answer="HP",
                     round_answers=["IBM", "HP"])
-    ircot = {"qid": "q1", "answer": "IBM", "trace": {"question": QUESTION, "gold_answers": ["Hewlett-Packard", "HP"],
-                                                    "cot": ["The top PC maker of 1994 was Compaq."],
+    ircot = {"qid": "q1", "answer": "HP", "trace": {"cot": ["The top PC maker of 1994 was Compaq."],
                                                     "retrievals": [{"query": QUESTION, "hits": [[P["Compaq"], 1.0]]},
                                                                    {"query": "c", "hits": [[P["IBM"], 1.0]]}]}}
     for key, recs in {"kgir": [full], "kgir_no_rewrite": [no_rw], "kgir_forced": [forced], "ircot": [ircot]}.items():
@@ -72,6 +71,7 @@ def test_every_table_from_a_run(run_dir, data_dir):
     assert list(t["bridge_naming"]["method"]) == ["kgir", "ircot"]
     assert list(t["bridge_naming"]["% names bridge"]) == [100.0, 100.0]
     assert list(t["bridge_naming"]["% finds next hop"]) == [100.0, 0.0]
+    assert list(t["bridge_naming"]["EM"]) == [100.0, 100.0]         # gold answers from the dataset
     assert list(t["forced_rounds"]["EM"]) == [0.0, 100.0]
     assert t["oracle_stop"].iloc[0][["EM reflection stop", "EM oracle stop"]].tolist() == [100.0, 100.0]
     cal = t["calibration"].set_index(["method", "round"])
