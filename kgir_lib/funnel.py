@@ -16,7 +16,7 @@ trace, the chain of Fig. 6, each step requiring the ones before it:
 
 :func:`funnel_table` reports each step's count as a share of all bridge questions and of the previous
 step (where the chain breaks most is the smallest "% of previous step"), beside the share that passes
-the step on its own. Round ``any``: the chain up to the step holds in at least one round.
+the step on its own and the count whose next-hop passage ``D_t`` already held. Round ``any``: the chain up to the step holds in at least one round.
 :func:`bridge_naming_table` asks step 3 and 4 of the other iterative methods too (IRCoT's reasoning
 sentences, ITER-RETGEN's generations, HyDE's hypothetical passage).
 """
@@ -101,14 +101,17 @@ def _summary(g: pd.DataFrame, n: int) -> list:
         c, a = int(g[f"chain_{k}"].sum()), int(g[k].sum())
         out.append({"step": step, "n": c, "% of questions": 100.0 * c / n if n else float("nan"),
                     "% of previous step": 100.0 * c / prev if prev else float("nan"),
-                    "n alone": a, "% alone": 100.0 * a / n if n else float("nan")})
+                    "n alone": a, "% alone": 100.0 * a / n if n else float("nan"),
+                    "n next hop already in D_t": int((g[f"chain_{k}"] & g["next_hop_in_D_t"]).sum())})
         prev = c
     return out
 
 
 def funnel_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Per dataset and round (and ``any``), one line a step: how many bridge questions pass the chain up to
-    it, as % of the bridge questions and of the previous step; ``alone``: passing the step by itself."""
+    it, as % of the bridge questions and of the previous step; ``alone``: passing the step by itself;
+    ``n next hop already in D_t``: of those passing the chain up to the step, how many had a next-hop
+    passage in ``D_t`` already (step 4 cannot count them: the rewrite had nothing left to find)."""
     out = []
     for ds, d in rows.groupby("dataset", sort=False):
         n = d["qid"].nunique()
@@ -116,7 +119,8 @@ def funnel_table(rows: pd.DataFrame) -> pd.DataFrame:
             out += [{"dataset": ds, "round": str(t), "questions": n, **s} for s in _summary(g, n)]
         anyr = d.drop(columns=["dataset", "round"]).groupby("qid").any()
         out += [{"dataset": ds, "round": "any", "questions": n, **s} for s in _summary(anyr, n)]
-    cols = ["dataset", "round", "questions", "step", "n", "% of questions", "% of previous step", "n alone", "% alone"]
+    cols = ["dataset", "round", "questions", "step", "n", "% of questions", "% of previous step", "n alone", "% alone",
+            "n next hop already in D_t"]
     return pd.DataFrame(out, columns=cols)
 
 

@@ -98,6 +98,14 @@ def test_funnel_table_exact_counts():
     assert tab.loc[("1", "3 rewrite names it"), "% of previous step"] == pytest.approx(50.0)
     assert tab.loc[("1", "5 answer correct"), "n alone"] == 2               # a and b's final answers are right
     assert set(tab["questions"]) == {3}
+    assert list(tab.loc["1"]["n next hop already in D_t"]) == [0] * 6
+
+
+def test_funnel_table_counts_next_hop_already_retrieved():
+    recs = [record("a", rounds=[rnd(retrieved=("pCompaq", "pHP"))]), record("b")]
+    tab = funnel_table(funnel_rows(recs, {"a": [COMPAQ], "b": [COMPAQ]}, dataset="ds")).set_index(["round", "step"])
+    assert list(tab.loc["1"]["n"]) == [2, 2, 2, 2, 1, 1]
+    assert list(tab.loc["1"]["n next hop already in D_t"]) == [1, 1, 1, 1, 0, 0]
 
 
 def test_plot_funnel_draws_one_bar_per_step_and_dataset():
