@@ -25,9 +25,11 @@ so there is no hop after it.
 **Normalisation and aliases.** :func:`norm` is the SQuAD normalisation of :mod:`kgir_lib.metrics`
 (lower case, punctuation and the articles a/an/the dropped, white space folded), applied after folding
 accents, dropping a possessive "'s" ("Compaq's" names Compaq) and turning hyphens, dashes and slashes
-into spaces (SQuAD deletes them, which glues "Hewlett-Packard" into one word). The aliases of a bridge (:func:`bridge_aliases`) are the normalised
-name, the name without a parenthesised part ("Roxie Hart (film)" -> "roxie hart") and the part before
-the first comma ("Key West, Florida" -> "key west"); MuSiQue gives other aliases for final answers only.
+into spaces (SQuAD deletes them, which glues "Hewlett-Packard" into one word).
+
+The aliases of a bridge (:func:`bridge_aliases`) are the normalised name, the name without a
+parenthesised part ("Roxie Hart (film)" -> "roxie hart") and the part before the first comma
+("Key West, Florida" -> "key west"); MuSiQue gives other aliases for final answers only.
 
 **Matching.** :func:`names` -- a text names an alias when the alias occurs in the normalised text as
 whole words. :func:`entity_matches` -- an entity name (of a ``G_Ans`` triple) is the bridge when its

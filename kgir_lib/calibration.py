@@ -123,5 +123,5 @@ def plot_calibration(table: pd.DataFrame, ax=None):
     ax.set_ylim(0, 110)
     ax.set_ylabel("% of verdicts")
     ax.set_title("KGIR-RAG reflection calibration (n = answer/missing verdicts)")
-    ax.legend(loc="upper right", fontsize="small")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     return ax

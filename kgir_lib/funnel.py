@@ -16,7 +16,8 @@ trace, the chain of Fig. 6, each step requiring the ones before it:
 
 :func:`funnel_table` reports each step's count as a share of all bridge questions and of the previous
 step (where the chain breaks most is the smallest "% of previous step"), beside the share that passes
-the step on its own and the count whose next-hop passage ``D_t`` already held. Round ``any``: the chain up to the step holds in at least one round.
+the step on its own and the count whose next-hop passage ``D_t`` already held. Round ``any``: the chain
+up to the step holds in at least one round.
 :func:`bridge_naming_table` asks step 3 and 4 of the other iterative methods too (IRCoT's reasoning
 sentences, ITER-RETGEN's generations, HyDE's hypothetical passage).
 """

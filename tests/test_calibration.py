@@ -54,7 +54,8 @@ def test_evidence_passages_count_only_up_to_n_ctx():
 
 
 def test_shown_rows_cap_count_and_list():
-    gans = [("A", "r", "B", "p1", 0.1), ("C", "r", "D", "p2", 0.9), ("C", "r", "D", "p3", 0.5), ("E", "r", "F", "p4", 0.7)]
+    gans = [("A", "r", "B", "p1", 0.1), ("C", "r", "D", "p2", 0.9), ("C", "r", "D", "p3", 0.5),
+            ("E", "r", "F", "p4", 0.7)]
     r = rnd(gans=gans)
     assert [x[3] for x in rf.shown_rows(r)] == ["p2", "p4", "p3", "p1"]          # heaviest first, default cap
     assert [x[3] for x in rf.shown_rows(r, cap=1)] == ["p2", "p3"]               # one fact, from two passages

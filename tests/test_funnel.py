@@ -119,8 +119,8 @@ def test_plot_funnel_draws_one_bar_per_step_and_dataset():
 
 def _ircot(cot, retrievals, answer="HP"):
     """An IRCoT trace-file line; like the real ones, its trace keeps neither the question nor the gold answers."""
-    return {"qid": "q1", "answer": answer, "trace": {"cot": cot, "retrievals": [{"query": "", "hits": [[p, 1.0] for p in h]}
-                                                                              for h in retrievals]}}
+    rets = [{"query": "", "hits": [[p, 1.0] for p in h]} for h in retrievals]
+    return {"qid": "q1", "answer": answer, "trace": {"cot": cot, "retrievals": rets}}
 
 
 Q1 = Question("q1", QUESTION, ("Hewlett-Packard", "HP"), ("pCompaq", "pHP"), "ds", 2)
@@ -128,9 +128,10 @@ Q1 = Question("q1", QUESTION, ("Hewlett-Packard", "HP"), ("pCompaq", "pHP"), "ds
 
 def test_method_steps_align_texts_with_their_retrievals():
     ir = _ircot(["The top PC maker of 1994 was Compaq.", "So the answer is: HP"], [["pCompaq"], ["pHP"]])
-    assert method_steps("ircot", ir) == ([("The top PC maker of 1994 was Compaq.", ["pHP"]), ("So the answer is: HP", [])],
-                                         ["pCompaq"])
-    it = {"trace": {"rounds": [{"hits": [["p1", 1]], "generation": "Compaq."}, {"hits": [["pHP", 1]], "generation": "HP"}]}}
+    assert method_steps("ircot", ir) == (
+        [("The top PC maker of 1994 was Compaq.", ["pHP"]), ("So the answer is: HP", [])], ["pCompaq"])
+    it = {"trace": {"rounds": [{"hits": [["p1", 1]], "generation": "Compaq."},
+                               {"hits": [["pHP", 1]], "generation": "HP"}]}}
     assert method_steps("iter_retgen", it) == ([("Compaq.", ["pHP"])], ["p1"])
     hy = {"trace": {"hypothetical_passage": "Compaq merged.", "retrieval": [["pHP", 1.0]]}}
     assert method_steps("hyde", hy, ["p1"]) == ([("Compaq merged.", ["pHP"])], ["p1"])

@@ -34,9 +34,9 @@ def data_dir(tmp_path):
 
 
 def _round(t, answer="HP", verdict="answer", **kw):
-    return rnd(t=t, retrieved=[P["Compaq"], P["IBM"]], gans=[("Compaq", "was top PC maker of", "1994", P["Compaq"], 0.9)],
-               rewrite=REWRITE, rewrite_retrieved=[P["Hewlett-Packard"], P["Compaq"]], verdict=verdict, answer=answer,
-               **kw)
+    gans = [("Compaq", "was top PC maker of", "1994", P["Compaq"], 0.9)]
+    return rnd(t=t, retrieved=[P["Compaq"], P["IBM"]], gans=gans, rewrite=REWRITE,
+               rewrite_retrieved=[P["Hewlett-Packard"], P["Compaq"]], verdict=verdict, answer=answer, **kw)
 
 
 @pytest.fixture
