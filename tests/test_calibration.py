@@ -1,0 +1,100 @@
+"""The reflection's calibration and the oracle stop (kgir_lib.calibration) on a hand-made set."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+
+from kgir_lib import round_facts as rf  # noqa: E402
+from kgir_lib.calibration import calibration_table, oracle_stop_rows, oracle_stop_table, plot_calibration  # noqa: E402
+
+from _mech_traces import record, rnd  # noqa: E402
+
+SRC = (("Compaq", "was top PC maker of", "1994", "pCompaq", 0.9),)
+
+
+def _set() -> list:
+    """Round 1: three 'answer' verdicts (2 right as returned, 1 right as the reflection's own), two 'missing'
+    (one with both gold passages in its input), one malformed; round 2: one 'answer' (right), one 'missing'
+    with the gold among the evidence passages of an empty G_Ans."""
+    return [
+        record("A", rounds=[rnd(answer="HP")]),
+        record("B", rounds=[rnd(answer="IBM")]),
+        record("C", rounds=[rnd(answer="IBM", final={"raw": "", "question": "", "answer": "HP", "forced": False,
+                                                      "context_pids": ["pHP"]})]),
+        record("D", rounds=[rnd(verdict="missing", gans=SRC, reflection_passages=["pHP"]), rnd(t=2, answer="HP")]),
+        record("E", rounds=[rnd(verdict="missing", gans=SRC, reflection_passages=["pApple"]),
+                            rnd(t=2, verdict="missing", evidence_source="passages", retrieved=("pX", "pHP", "pCompaq"),
+                                reflection_passages=["pApple"])]),
+        record("F", rounds=[rnd(verdict="malformed")]),
+    ]
+
+
+def test_calibration_table_known_fractions():
+    tab = calibration_table(_set(), n_ctx=3, dataset="ds").set_index("round")
+    r1, r2, al = tab.loc["1"], tab.loc["2"], tab.loc["all"]
+    assert (r1["reflections"], r1["answer"], r1["missing"], r1["malformed"]) == (6, 3, 2, 1)
+    assert r1["P(correct | answer) %"] == pytest.approx(200 / 3)
+    assert r1["P(own answer correct | answer) %"] == pytest.approx(100 / 3)
+    assert r1["P(gold present | missing) %"] == 50.0
+    assert r1["gold share in input | missing %"] == 75.0
+    assert (r2["answer"], r2["P(correct | answer) %"], r2["missing"], r2["P(gold present | missing) %"]) == \
+        (1, 100.0, 1, 100.0)
+    assert (al["reflections"], al["P(correct | answer) %"]) == (8, 75.0)
+    assert al["P(gold present | missing) %"] == pytest.approx(200 / 3)
+
+
+def test_evidence_passages_count_only_up_to_n_ctx():
+    e = _set()[4]
+    tab = calibration_table([e], n_ctx=2).set_index("round")
+    assert tab.loc["2", "P(gold present | missing) %"] == 0.0           # pCompaq is 3rd of D_2
+    assert tab.loc["2", "gold share in input | missing %"] == 50.0
+
+
+def test_shown_rows_cap_count_and_list():
+    gans = [("A", "r", "B", "p1", 0.1), ("C", "r", "D", "p2", 0.9), ("C", "r", "D", "p3", 0.5),
+            ("E", "r", "F", "p4", 0.7)]
+    r = rnd(gans=gans)
+    assert [x[3] for x in rf.shown_rows(r)] == ["p2", "p4", "p3", "p1"]          # heaviest first, default cap
+    assert [x[3] for x in rf.shown_rows(r, cap=1)] == ["p2", "p3"]               # one fact, from two passages
+    assert [x[3] for x in rf.shown_rows(dict(r, evidence_shown=2))] == ["p2", "p4", "p3"]
+    assert rf.shown_rows(dict(r, evidence_shown=[["A", "r", "B", "p1"]])) == [["A", "r", "B", "p1"]]
+    assert rf.reflection_input(dict(r, evidence_shown=1), 5) == ["p2", "p3", "pHP", "pApple", "pCompaq"]
+
+
+def _forced(qid, answers, verdicts):
+    rounds = [rnd(t=t, verdict=v, answer="x", final={"raw": "", "question": "", "answer": a, "forced": True,
+                                                    "context_pids": []})
+              for t, (a, v) in enumerate(zip(answers, verdicts), 1)]
+    return record(qid, rounds=rounds, answer=answers[-1], round_answers=list(answers))
+
+
+def test_oracle_stop():
+    recs = [_forced("X", ["IBM", "HP", "HP"], ["missing", "answer", "answer"]),
+            _forced("Y", ["HP", "IBM", "IBM"], ["missing", "missing", "answer"]),
+            _forced("Z", ["IBM", "IBM", "IBM"], ["answer", "missing", "missing"])]
+    assert oracle_stop_rows(recs[0]) == {"qid": "X", "stop": 2, "EM stop": 1.0, "oracle": 2, "EM oracle": 1.0,
+                                         "EM round 1": 0.0, "EM round T": 1.0}
+    row = oracle_stop_table(recs, "ds").iloc[0]
+    assert row["n"] == 3
+    assert row["EM reflection stop"] == pytest.approx(100 / 3) and row["EM oracle stop"] == pytest.approx(200 / 3)
+    assert (row["mean stop round"], row["mean oracle round"]) == (2.0, 2.0)
+    assert (row["McNemar b"], row["McNemar c"], row["p oracle vs reflection stop"]) == (0, 1, 1.0)
+    with pytest.raises(ValueError, match="round_answers"):
+        oracle_stop_rows(record("plain"))
+
+
+def test_round_answer_prefers_round_answers_then_final_then_reflection():
+    r = _forced("X", ["IBM", "HP"], ["missing", "answer"])
+    assert [rf.round_answer(r, t) for t in (1, 2, 3)] == ["IBM", "HP", None]
+    assert rf.round_answer(_set()[2], 1) == "HP"
+    assert rf.round_answer(_set()[1], 1) == "IBM"
+    assert rf.round_answer(_set()[3], 1) is None
+
+
+def test_plot_calibration_bars():
+    ax = plot_calibration(calibration_table(_set(), n_ctx=3, dataset="ds"))
+    assert len(ax.patches) == 4                                                   # 2 rounds x 2 shares
+    assert [round(p.get_height(), 3) for p in ax.patches] == [66.667, 100.0, 50.0, 100.0]

@@ -1,0 +1,170 @@
+"""The bridge funnel (kgir_lib.funnel) on hand-made traces: a whole chain, a chain broken at each step."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from kgir_lib.bridges import Bridge, bridge_aliases  # noqa: E402
+from kgir_lib.data import Question  # noqa: E402
+from kgir_lib.funnel import (STEPS, bridge_naming_table, funnel_rows, funnel_steps, funnel_table,  # noqa: E402
+                             method_steps, naming_row, plot_funnel)
+
+from _mech_traces import COMPAQ, QUESTION, REWRITE, record, rnd  # noqa: E402
+
+CHAIN = ("reached", "seed", "in_gans", "named", "finds", "correct")
+
+
+def _chain(steps: dict) -> tuple:
+    return tuple(steps[f"chain_{k}"] for k in CHAIN)
+
+
+def test_whole_chain():
+    s = funnel_steps(record(), [COMPAQ], 1)
+    assert _chain(s) == (True,) * 6
+    assert not s["next_hop_in_D_t"]
+
+
+def test_broken_at_seed():
+    s = funnel_steps(record(rounds=[rnd(seeds=())]), [COMPAQ], 1)
+    assert _chain(s) == (True, False, False, False, False, False)
+    assert s["in_gans"] and s["named"] and s["finds"] and s["correct"]   # each step alone still holds
+
+
+def test_broken_at_bridge_in_gans():
+    gans = (("Dell", "was a", "PC maker", "pDell", 0.9),)
+    s = funnel_steps(record(rounds=[rnd(gans=gans)]), [COMPAQ], 1)
+    assert _chain(s) == (True, True, False, False, False, False)
+    assert s["named"]                                   # the rewrite named it without G_Ans
+
+
+def test_broken_at_rewrite_names():
+    for round_ in (rnd(rewrite=QUESTION), rnd(rewrite=REWRITE, malformed=True)):
+        s = funnel_steps(record(rounds=[round_]), [COMPAQ], 1)
+        assert _chain(s) == (True, True, True, False, False, False)
+
+
+def test_rewrite_naming_what_the_question_names_does_not_count():
+    q = "Which company merged in 2002 with Compaq?"
+    s = funnel_steps(record(question=q, rounds=[rnd(query=q, rewrite="Who merged with Compaq in 2002?")]), [COMPAQ], 1)
+    assert not s["named"]
+
+
+def test_broken_at_next_hop_retrieval():
+    s = funnel_steps(record(rounds=[rnd(rewrite_retrieved=("pApple", "pCompaq"))]), [COMPAQ], 1)
+    assert _chain(s) == (True, True, True, True, False, False)
+    s = funnel_steps(record(rounds=[rnd(retrieved=("pCompaq", "pHP"))]), [COMPAQ], 1)   # D_t had it already
+    assert _chain(s) == (True, True, True, True, False, False)
+    assert s["next_hop_in_D_t"]
+
+
+def test_broken_at_answer():
+    s = funnel_steps(record(answer="IBM"), [COMPAQ], 1)
+    assert _chain(s) == (True, True, True, True, True, False)
+    s = funnel_steps(record(answer="HP"), [COMPAQ], 1)       # an alias of the gold answer
+    assert s["chain_correct"]
+
+
+def test_contained_entity_name_and_equal_mode():
+    gans = (("Compaq Computer Corporation", "was top PC maker of", "1994", "pCompaq", 0.9),)
+    r = record(rounds=[rnd(gans=gans)])
+    assert funnel_steps(r, [COMPAQ], 1, mode="contains")["chain_in_gans"]
+    assert not funnel_steps(r, [COMPAQ], 1, mode="equal")["chain_in_gans"]
+
+
+def test_unreached_round_and_forced_round_answers():
+    r = record(rounds=[rnd(), rnd(t=2)], round_answers=["IBM", "HP"], answer="HP")
+    assert not funnel_steps(r, [COMPAQ], 1)["correct"]        # forced run: the answer after round 1
+    assert funnel_steps(r, [COMPAQ], 2)["correct"]
+    assert not any(funnel_steps(r, [COMPAQ], 3).values())
+
+
+def test_funnel_table_exact_counts():
+    recs = [record("a"),                                                   # whole chain, one round
+            record("b", rounds=[rnd(rewrite=QUESTION, verdict="missing"), rnd(t=2)]),  # breaks at 3, then whole
+            record("c", rounds=[rnd(gans=())], answer="IBM"),                # breaks at 2
+            record("nobridge")]                                            # no gold bridge: left out
+    bridges = {"a": [COMPAQ], "b": [COMPAQ], "c": [COMPAQ], "nobridge": []}
+    rows = funnel_rows(recs, bridges, dataset="ds")
+    assert len(rows) == 6                                                  # 3 questions x 2 rounds
+    tab = funnel_table(rows).set_index(["round", "step"])
+    assert list(tab.loc["1"]["n"]) == [3, 3, 2, 1, 1, 1]
+    assert list(tab.loc["2"]["n"]) == [1, 1, 1, 1, 1, 1]
+    assert list(tab.loc["any"]["n"]) == [3, 3, 2, 2, 2, 2]
+    assert tab.loc[("1", "2 bridge in G_Ans"), "% of questions"] == pytest.approx(200 / 3)
+    assert tab.loc[("1", "3 rewrite names it"), "% of previous step"] == pytest.approx(50.0)
+    assert tab.loc[("1", "5 answer correct"), "n alone"] == 2               # a and b's final answers are right
+    assert set(tab["questions"]) == {3}
+    assert list(tab.loc["1"]["n next hop already in D_t"]) == [0] * 6
+
+
+def test_funnel_table_counts_next_hop_already_retrieved():
+    recs = [record("a", rounds=[rnd(retrieved=("pCompaq", "pHP"))]), record("b")]
+    tab = funnel_table(funnel_rows(recs, {"a": [COMPAQ], "b": [COMPAQ]}, dataset="ds")).set_index(["round", "step"])
+    assert list(tab.loc["1"]["n"]) == [2, 2, 2, 2, 1, 1]
+    assert list(tab.loc["1"]["n next hop already in D_t"]) == [1, 1, 1, 1, 0, 0]
+
+
+def test_plot_funnel_draws_one_bar_per_step_and_dataset():
+    rows = funnel_rows([record("a")], {"a": [COMPAQ]}, dataset="x")
+    rows2 = funnel_rows([record("a", answer="IBM")], {"a": [COMPAQ]}, dataset="y")
+    tab = pd.concat([funnel_table(rows), funnel_table(rows2)])
+    ax = plot_funnel(tab, "1")
+    assert len(ax.patches) == 2 * len(STEPS)
+    assert [p.get_width() for p in ax.patches[len(STEPS):]] == [100.0] * 5 + [0.0]
+
+
+def _ircot(cot, retrievals, answer="HP"):
+    """An IRCoT trace-file line; like the real ones, its trace keeps neither the question nor the gold answers."""
+    rets = [{"query": "", "hits": [[p, 1.0] for p in h]} for h in retrievals]
+    return {"qid": "q1", "answer": answer, "trace": {"cot": cot, "retrievals": rets}}
+
+
+Q1 = Question("q1", QUESTION, ("Hewlett-Packard", "HP"), ("pCompaq", "pHP"), "ds", 2)
+
+
+def test_method_steps_align_texts_with_their_retrievals():
+    ir = _ircot(["The top PC maker of 1994 was Compaq.", "So the answer is: HP"], [["pCompaq"], ["pHP"]])
+    assert method_steps("ircot", ir) == (
+        [("The top PC maker of 1994 was Compaq.", ["pHP"]), ("So the answer is: HP", [])], ["pCompaq"])
+    it = {"trace": {"rounds": [{"hits": [["p1", 1]], "generation": "Compaq."},
+                               {"hits": [["pHP", 1]], "generation": "HP"}]}}
+    assert method_steps("iter_retgen", it) == ([("Compaq.", ["pHP"])], ["p1"])
+    hy = {"trace": {"hypothetical_passage": "Compaq merged.", "retrieval": [["pHP", 1.0]]}}
+    assert method_steps("hyde", hy, ["p1"]) == ([("Compaq merged.", ["pHP"])], ["p1"])
+    assert method_steps("kgir", record()) == ([(REWRITE, ["pHP", "pCompaq", "pApple"])], ["pCompaq", "pIBM", "pDell"])
+    with pytest.raises(ValueError, match="method"):
+        method_steps("naive_rag", hy)
+
+
+def test_naming_row_and_table():
+    yes = _ircot(["The top PC maker of 1994 was Compaq."], [["pCompaq"], ["pHP"]])
+    no = _ircot(["A company merged."], [["pCompaq"], ["pHP"]], answer="IBM")
+    assert naming_row("ircot", yes, [COMPAQ], question=Q1) == {"qid": "q1", "names": True, "finds": True,
+                                                               "names_and_finds": True, "EM": 1.0}
+    assert naming_row("ircot", yes, [COMPAQ])["EM"] == 0.0              # no question given, none in the trace
+    assert naming_row("ircot", no, [COMPAQ], question=Q1)["names_and_finds"] is False
+    asked = Question("q1", "Which company merged with Compaq?", ("HP",), (), "ds")
+    assert naming_row("ircot", yes, [COMPAQ], question=asked)["names"] is False   # the question names it
+    row = naming_row("hyde", {"qid": "q1", "trace": {"hypothetical_passage": "Compaq", "retrieval": [["pHP", 1.0]]}},
+                     [COMPAQ], question=Q1)
+    assert row["names"] and row["finds"] != row["finds"]                # no baseline: NaN
+    no2 = {**no, "qid": "q2"}
+    kg = [record("q1", rounds=[rnd(rewrite=QUESTION)]), record("q2")]
+    qs = {"q1": Q1, "q2": Question("q2", QUESTION, ("Hewlett-Packard",), (), "ds")}
+    tab = bridge_naming_table({"kgir": kg, "ircot": [yes, no2]}, {"q1": [COMPAQ], "q2": [COMPAQ]},
+                              questions=qs).set_index("method")
+    assert tab.loc["ircot", "% names bridge"] == 50.0 and tab.loc["kgir", "% names bridge"] == 50.0
+    assert (tab.loc["ircot", "names: McNemar b"], tab.loc["ircot", "names: McNemar c"]) == (1, 1)
+    assert tab.loc["ircot", "names: p vs kgir"] == 1.0
+    assert tab.loc["ircot", "EM"] == 50.0
+
+
+def test_other_alias_forms_name_the_bridge():
+    b = Bridge("Hewlett-Packard", bridge_aliases("Hewlett-Packard"), ("p",))
+    s = funnel_steps(record(rounds=[rnd(gans=(("Hewlett Packard", "merged with", "Compaq", "pHP", 1.0),),
+                                        rewrite="Which company is Hewlett–Packard's partner?")]), [b], 1)
+    assert s["chain_named"]

@@ -1,0 +1,93 @@
+"""The driver (kgir_lib.mechanism): every table from a run directory of hand-made traces and a tiny dataset."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kgir_lib.data import passage_id
+from kgir_lib.mechanism import TABLES, mechanism_tables
+from kgir_lib.traces import trace_filename, write_jsonl
+
+from _mech_traces import QUESTION, REWRITE, record, rnd
+
+PARAS = [("Compaq", "Compaq was the largest supplier of personal computers in 1994."),
+         ("Hewlett-Packard", "In 2002 Hewlett-Packard merged with Compaq."),
+         ("IBM", "IBM sold its PC business to Lenovo in 2005.")]
+P = {t: passage_id(t, x) for t, x in PARAS}
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    d = tmp_path / "data" / "tinymq"
+    d.mkdir(parents=True)
+    rec = {"id": "q1", "question": QUESTION, "answer": "Hewlett-Packard", "answer_aliases": ["HP"],
+           "paragraphs": [{"idx": i, "title": t, "paragraph_text": x, "is_supporting": i < 2}
+                          for i, (t, x) in enumerate(PARAS)],
+           "question_decomposition": [
+               {"question": "top PC maker of 1994", "answer": "Compaq", "paragraph_support_idx": 0},
+               {"question": "Which company merged with #1 in 2002?", "answer": "Hewlett-Packard",
+                "paragraph_support_idx": 1}]}
+    (d / "tinymq.json").write_text(json.dumps([rec]))
+    (d / "tinymq_corpus.json").write_text(json.dumps([{"title": t, "text": x} for t, x in PARAS]))
+    return tmp_path / "data"
+
+
+def _round(t, answer="HP", verdict="answer", **kw):
+    gans = [("Compaq", "was top PC maker of", "1994", P["Compaq"], 0.9)]
+    return rnd(t=t, retrieved=[P["Compaq"], P["IBM"]], gans=gans, rewrite=REWRITE,
+               rewrite_retrieved=[P["Hewlett-Packard"], P["Compaq"]], verdict=verdict, answer=answer, **kw)
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    gold = (P["Compaq"], P["Hewlett-Packard"])
+    full = record("q1", rounds=[_round(1)], gold_pids=gold, answer="HP",
+                  ranked_pids=[P["Compaq"], P["Hewlett-Packard"], P["IBM"]])
+    no_rw = record("q1", rounds=[rnd(retrieved=[P["Compaq"], P["IBM"]], rewrite=None, verdict=None,
+                                     gans=[("Compaq", "was top PC maker of", "1994", P["Compaq"], 0.9)])],
+                   gold_pids=gold, answer="IBM", variant="no_rewrite", answered_by="reader")
+    forced = record("q1", rounds=[_round(1, verdict="missing"), _round(2)], gold_pids=gold, answer="HP",
+                    round_answers=["IBM", "HP"])
+    ircot = {"qid": "q1", "answer": "HP", "trace": {"cot": ["The top PC maker of 1994 was Compaq."],
+                                                    "retrievals": [{"query": QUESTION, "hits": [[P["Compaq"], 1.0]]},
+                                                                   {"query": "c", "hits": [[P["IBM"], 1.0]]}]}}
+    for key, recs in {"kgir": [full], "kgir_no_rewrite": [no_rw], "kgir_forced": [forced], "ircot": [ircot]}.items():
+        write_jsonl(recs, tmp_path / "run" / "traces" / key / trace_filename("tinymq"))
+    return tmp_path / "run"
+
+
+def test_every_table_from_a_run(run_dir, data_dir):
+    t = mechanism_tables(run_dir, ["tinymq"], data_dir=data_dir)
+    assert tuple(t) == TABLES
+    src = t["sources"].set_index("method")
+    assert src.loc["kgir", "read"] and not src.loc["hyde", "read"]
+    assert src.loc["kgir", "current rule = stored ranked_pids"] == 1
+    f = t["funnel"]
+    anyk = f[(f["method"] == "kgir") & (f["round"] == "any")]
+    assert list(anyk["n"]) == [1, 1, 1, 1, 1, 1]
+    forced_any = f[(f["method"] == "kgir_forced") & (f["round"] == "1")]
+    assert list(forced_any["n"]) == [1, 1, 1, 1, 1, 0]                      # round 1's answer (IBM) is wrong
+    assert list(t["bridge_naming"]["method"]) == ["kgir", "ircot"]
+    assert list(t["bridge_naming"]["% names bridge"]) == [100.0, 100.0]
+    assert list(t["bridge_naming"]["% finds next hop"]) == [100.0, 0.0]
+    assert list(t["bridge_naming"]["EM"]) == [100.0, 100.0]         # gold answers from the dataset
+    assert list(t["forced_rounds"]["EM"]) == [0.0, 100.0]
+    assert t["oracle_stop"].iloc[0][["EM reflection stop", "EM oracle stop"]].tolist() == [100.0, 100.0]
+    cal = t["calibration"].set_index(["method", "round"])
+    assert cal.loc[("kgir", "1"), "P(correct | answer) %"] == 100.0
+    assert cal.loc[("kgir_forced", "1"), "P(gold present | missing) %"] == 100.0
+    assert set(t["rewrite_retrieval"]["method"]) == {"kgir", "kgir_forced"}
+    rules = t["ranked_list_rules"].set_index(["rule", "k"])
+    assert len(rules) == 8 and rules.loc[("current", 2), "KGIR-RAG"] == 100.0
+
+
+def test_missing_traces_give_empty_tables(run_dir, data_dir):
+    t = mechanism_tables(run_dir, ["other"], data_dir=data_dir)
+    assert not t["sources"]["read"].any()
+    assert all(t[k].empty for k in TABLES if k != "sources")
+
+
+def test_bad_mode_is_refused(run_dir, data_dir):
+    with pytest.raises(ValueError, match="mode"):
+        mechanism_tables(run_dir, ["tinymq"], data_dir=data_dir, mode="fuzzy")

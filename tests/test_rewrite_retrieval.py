@@ -1,0 +1,107 @@
+"""The rewrite's own retrieval and the ranked-list rules (kgir_lib.rewrite_retrieval) on hand-made lists."""
+from __future__ import annotations
+
+from kgir_lib.rewrite_retrieval import (RULES, current_rule_agreement, gold_gain, gold_loss, merge_alternate,
+                                        rewrite_retrieval_table, rewrite_rows, rule_context_first, rule_current,
+                                        rule_retrieval_order, rule_rewrite_first, rule_table)
+
+from _mech_traces import record, rnd
+
+GOLD = ("g1", "g3")
+
+
+def _t1() -> dict:
+    """D_1 = [g1, a, b]; round 1: D'_1 = [c, a], shown [c, a] (g1 lost); round 2: D'_2 = [g3, g1] (g3 gained)."""
+    return record("T1", gold_pids=GOLD, rounds=[
+        rnd(t=1, retrieved=["g1", "a", "b"], rewrite_retrieved=["c", "a"], reflection_passages=["c", "a"],
+            verdict="missing"),
+        rnd(t=2, retrieved=["c", "a"], rewrite_retrieved=["g3", "g1"], reflection_passages=["g3", "g1"],
+            final={"raw": "", "question": "", "answer": "x", "forced": True, "context_pids": ["g3"]})])
+
+
+def _t2() -> dict:
+    """One round: D_1 = [x, y], D'_1 = [g3]: a gain, no loss."""
+    return record("T2", gold_pids=GOLD, rounds=[rnd(retrieved=["x", "y"], rewrite_retrieved=["g3"],
+                                                    reflection_passages=["g3"])])
+
+
+def test_merge_alternate():
+    assert merge_alternate(["a", "b", "c"], ["b", "d"]) == ["a", "b", "d", "c"]
+    assert merge_alternate([], ["d"]) == ["d"]
+
+
+def test_gain_and_loss():
+    t = _t1()
+    assert (gold_gain(t, 1), gold_gain(t, 2)) == ([], ["g3"])
+    assert (gold_loss(t, 1, 2), gold_loss(t, 2, 2)) == (["g1"], [])
+    assert gold_loss(t, 1, 1) == ["g1"] and gold_loss(_t2(), 1, 2) == []
+    # the reader's context counts as shown
+    t["trace"]["rounds"][0]["final"] = {"answer": "x", "context_pids": ["g1"]}
+    assert gold_loss(t, 1, 2) == []
+
+
+def test_rewrite_rows_recalls():
+    rows = rewrite_rows(_t1(), n_ctx=2, ks=(2,))
+    assert [(r["round"], r["gain"], r["loss"], r["R@2 D_1"], r["R@2 merged"], r["R@2 D'_t"]) for r in rows] == \
+        [(1, False, True, 0.5, 0.5, 0.0), (2, True, False, 0.5, 1.0, 1.0)]
+
+
+def test_rewrite_retrieval_table():
+    tab = rewrite_retrieval_table([_t1(), _t2()], n_ctx=2, ks=(2,), dataset="ds").set_index("round")
+    r1 = tab.loc[1]
+    assert (r1["n"], r1["gain"], r1["loss"], r1["p gain vs loss"]) == (2, 1, 1, 1.0)
+    assert (r1["R@2 D_1"], r1["R@2 D_1+D'_t"], r1["R@2 D'_t"]) == (25.0, 50.0, 25.0)
+    assert r1["p R@2 merged vs D_1"] == 1.0
+    assert (tab.loc[2, "n"], tab.loc[2, "gain"], tab.loc[2, "loss"]) == (1, 1, 0)
+
+
+def _rules_trace(**kw) -> dict:
+    return record("R", gold_pids=("d",), rounds=[
+        rnd(t=1, retrieved=["a", "b", "c"], gans=[("h", "r", "t", "b", 0.3), ("h2", "r", "t", "e", 0.8)],
+            rewrite_retrieved=["d", "a"], reflection_passages=["d"], verdict="missing"),
+        rnd(t=2, retrieved=["d", "a"], gans=[("h3", "r", "t", "b", 0.9)], rewrite_retrieved=["f", "d"],
+            reflection_passages=["f", "d"], verdict="answer", **kw)])
+
+
+def test_each_rule_exact_list():
+    t = _rules_trace()
+    assert rule_current(t, 5) == ["b", "e", "d", "f", "a", "c"]
+    assert rule_context_first(t, 5) == ["f", "d", "b", "e", "a", "c"]
+    assert rule_rewrite_first(t, 5) == ["d", "f", "a", "b", "c"]
+    assert rule_retrieval_order(t, 5) == ["a", "d", "f", "b", "c"]
+    with_ctx = _rules_trace(final={"answer": "x", "context_pids": ["x", "f"]})
+    assert rule_context_first(with_ctx, 5) == ["x", "f", "b", "e", "d", "a", "c"]
+
+
+def _no_rewrite(variant="no_rewrite") -> dict:
+    r = rnd(retrieved=["a", "b", "c"], gans=[("h2", "r", "t", "e", 0.8)], rewrite=None, verdict=None)
+    return record("R", gold_pids=("d",), rounds=[r], variant=variant, answered_by="reader")
+
+
+def test_rules_without_rewrite_and_without_reflection():
+    t = _no_rewrite()
+    assert [RULES[k](t, 5) for k in RULES] == [["e", "a", "b", "c"], ["e", "a", "b", "c"], ["a", "b", "c"],
+                                               ["a", "b", "c"]]
+    nr = record("R", variant="no_reflection", answered_by="reader",
+                rounds=[rnd(retrieved=["a"], rewrite_retrieved=["p", "q", "s"], verdict=None,
+                            gans=[("h", "r", "t", "a", 0.5)])])
+    assert rule_current(nr, 2) == ["a", "p", "q", "s"]
+    assert rule_context_first(nr, 2) == ["p", "q", "a", "s"]
+
+
+def test_rule_table_exact():
+    tab = rule_table([_rules_trace()], [_no_rewrite()], n_ctx=5, dataset="ds").set_index(["rule", "k"])
+    assert tab.loc[("current", 2), ["KGIR-RAG", "w/o rewrite", "difference"]].tolist() == [0.0, 0.0, 0.0]
+    assert tab.loc[("current", 5), ["KGIR-RAG", "w/o rewrite", "difference", "p"]].tolist() == [100.0, 0.0, 100.0, 1.0]
+    assert tab.loc[("reader context first", 2), "KGIR-RAG"] == 100.0
+    assert tab.loc[("D'_t first", 2), "KGIR-RAG"] == 100.0
+    assert tab.loc[("retrieval order", 2), "KGIR-RAG"] == 100.0
+    assert set(tab["n"]) == {1}
+
+
+def test_current_rule_agreement_counts_lines_with_stored_lists():
+    ok = _rules_trace()
+    ok["ranked_pids"] = ["b", "e", "d", "f", "a", "c"]
+    bad = dict(_rules_trace(), ranked_pids=["a"])
+    assert current_rule_agreement([ok, bad, _rules_trace()["trace"]], 5) == 1
+
