@@ -1,13 +1,15 @@
 """Known answers of the numbers the notebooks report, on hand-made inputs small enough to work out by hand.
 
-Each test pins a number (or a ranked list) that a plausible one-line slip in the library would change
-without breaking any other test: notebook 03's reading comparison (MST removal %, gold survival %),
-the subgraph summary's ``seeded`` flag, KGIR-RAG's and KG²RAG's final ranked lists (Recall@k, Table 6),
-and HippoRAG 2's personalized PageRank (damping 0.5, the reset vector of phrase seeds and passage scores).
+Each test pins a number (or a ranked list) that a plausible one-line slip in the library would change:
+notebook 03's comparison of the two G_tmp readings (paper §2.2, Algorithm 1, eqs. 5-7: MST removal %,
+gold-passage survival %), the per-question subgraph summary's ``seeded`` flag (the seed-match rate),
+KGIR-RAG's and KG²RAG's final ranked lists (Recall@k, Table 6), and HippoRAG 2's personalized PageRank
+(HippoRAG 2 §3: damping 0.5, a reset vector of phrase seeds and scaled passage scores).
 """
 from __future__ import annotations
 
 import json
+
 import networkx as nx
 import numpy as np
 import pytest
