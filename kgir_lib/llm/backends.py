@@ -226,18 +226,40 @@ class OpenAIBackend:
         return ChatResult(content, ptok, ctok, seconds, finish_reason=choice.get("finish_reason"))
 
     def run(self, requests: Sequence[ChatRequest], on_result: Callable[[int, ChatResult], None]) -> None:
-        """Up to ``max_concurrency`` requests in flight; ``on_result`` runs in the caller's thread."""
+        """Up to ``max_concurrency`` requests in flight; ``on_result`` runs in the caller's thread.
+
+        When a request fails, the queued ones are dropped, but every completion that still arrives from
+        the requests in flight is handed to ``on_result`` (so it is cached) before the error is raised;
+        the error says how many completions of the batch were kept."""
         if self.max_concurrency <= 1 or len(requests) <= 1:
             for i, req in enumerate(requests):
                 on_result(i, self._post(req))
             return
         pool = ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(requests)))
+        error: Optional[BaseException] = None
+        kept = 0
         try:
             futures = {pool.submit(self._post, req): i for i, req in enumerate(requests)}
             for fut in as_completed(futures):
+                if fut.cancelled():
+                    continue
+                exc = fut.exception()
+                if exc is not None:
+                    if error is None:
+                        error = exc
+                        for other in futures:  # drop what has not started; the ones in flight finish
+                            other.cancel()
+                    continue
                 on_result(futures[fut], fut.result())
-        finally:  # on an error: drop the queued requests, let the ones in flight finish
+                kept += 1
+        finally:
             pool.shutdown(wait=True, cancel_futures=True)
+        if error is not None:
+            note = (f" ({kept} of {len(requests)} completions of this batch arrived and were kept before the "
+                    f"error; a rerun resumes from them)")
+            if isinstance(error, LLMError):
+                raise LLMError(f"{error}{note}") from None
+            raise error
 
     def close(self) -> None:
         self._client.close()
