@@ -105,3 +105,18 @@ def test_build_llm_imports_the_run_log_once(cfg, monkeypatch):
     monkeypatch.setattr(response_log, "import_log", lambda *a: calls.append(a) or 0)
     build_llm(cfg, script=answer, progress=False)
     assert calls == []  # the same log version is not read twice in one process
+
+
+def test_a_log_damaged_mid_stream_is_an_error_naming_the_file(tmp_path):
+    """64 garbled bytes inside the deflate stream: zlib fails after some rows were read; the error names the
+    log instead of surfacing as a bare zlib.error."""
+    log = tmp_path / "llm_responses.jsonl.gz"
+    cache = LLMCache(tmp_path / "a.sqlite")
+    for i in range(200):
+        cache.put(f"{i:064x}", "m", {}, f"answer {i} " + "lorem ipsum dolor sit amet " * (i % 7), 3, 2, 0.1)
+    export_log(cache, log)
+    data = bytearray(log.read_bytes())
+    data[200:264] = bytes(range(64))
+    log.write_bytes(bytes(data))
+    with pytest.raises(LLMCacheError, match=r"response log .*llm_responses\.jsonl\.gz: unreadable \(error"):
+        list(read_log(log))

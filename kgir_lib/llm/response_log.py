@@ -22,6 +22,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import zlib
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -80,7 +81,8 @@ def read_log(path: Path) -> Iterator[tuple]:
                 if not line.strip():
                     continue
                 yield _row(line, path, n)
-    except (OSError, EOFError, UnicodeDecodeError) as exc:  # gzip.BadGzipFile is an OSError
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError;
+        # a stream damaged mid-way fails in zlib, after the rows before the damage were read
         raise LLMCacheError(f"response log {path}: unreadable ({type(exc).__name__}: {exc}); "
                             f"restore it from git (git checkout -- {path.name})") from None
 
