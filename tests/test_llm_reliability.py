@@ -22,9 +22,10 @@ def reqs(n: int) -> list:
 
 
 def test_a_failed_request_does_not_lose_the_completions_in_flight(make_fake, tmp_path):
-    """One request of a concurrent batch is refused at once while three are still being answered: the three
-    answers that arrive afterwards are cached before the error propagates, and the error counts them."""
-    server = make_fake(plan=[400, "timeout", "timeout", "timeout"], slow_s=0.6)
+    """One request of a concurrent batch is refused at once while three are still being answered (the last of
+    the four to reach the server gets the 400, so all four are in flight): the three answers that arrive
+    afterwards are cached before the error propagates, and the error counts them."""
+    server = make_fake(plan=["timeout", "timeout", "timeout", 400], slow_s=1.0)
     llm = LLM(backend([server.url]), LLMCache(tmp_path / "c.sqlite"), progress=False)
     with pytest.raises(LLMError, match=r"HTTP 400.*3 of 4 completions of this batch arrived and were kept"):
         llm.generate(reqs(4), stage="batch")
@@ -34,3 +35,4 @@ def test_a_failed_request_does_not_lose_the_completions_in_flight(make_fake, tmp
     again = llm.generate(reqs(4), stage="batch")  # the rerun asks only for the one that failed
     assert [r.text for r in again] == [f"fake: q{i}" for i in range(4)]
     assert len(server.seen) == 5 and sum(r.cached for r in again) == 3
+
