@@ -11,7 +11,9 @@ served first, one per request, then ``ok`` forever. A step is:
 - ``"timeout"``: a valid completion after ``slow_s`` seconds of silence;
 - ``"garbage"``: a 200 whose body is not JSON;
 - ``"null"``, ``"empty"``, ``"list"``: a completion whose ``content`` is null, ``""``, or a list of parts;
-- ``"surrogate"``: a completion whose content holds a lone surrogate (``\\ud800`` in the JSON).
+- ``"surrogate"``: a completion whose content holds a lone surrogate (``\\ud800`` in the JSON);
+- ``("tokens", "<JSON number>")``: a completion whose ``usage.prompt_tokens`` is that literal text
+  (``"Infinity"``, ``"1e400"``, ``"-3"``).
 
 Every loop is bounded (a trickle stops when the client hangs up or after the body),
 handler threads are daemons, and the server shuts itself down after ``lifetime_s``
@@ -95,6 +97,10 @@ def _handler(server: FakeOpenAI) -> type:
 
         def _serve(self, step: Any, text: str) -> None:
             retry_after = None
+            if isinstance(step, tuple) and step[0] == "tokens":
+                body = json.dumps(completion(text)).replace('"prompt_tokens": 7', f'"prompt_tokens": {step[1]}')
+                self._send(200, body)
+                return
             if isinstance(step, tuple):
                 step, retry_after = int(step[0]), step[1]
             if step in ("ok", 200):

@@ -36,3 +36,18 @@ def test_a_failed_request_does_not_lose_the_completions_in_flight(make_fake, tmp
     assert [r.text for r in again] == [f"fake: q{i}" for i in range(4)]
     assert len(server.seen) == 5 and sum(r.cached for r in again) == 3
 
+
+@pytest.mark.parametrize("value", ["Infinity", "1e400", "-3", "2.5", '"many"'])
+def test_a_token_count_that_is_not_a_finite_whole_number_is_a_clear_error(make_fake, tmp_path, value):
+    server = make_fake(plan=[("tokens", value)])
+    llm = LLM(backend([server.url], max_concurrency=1), LLMCache(tmp_path / "c.sqlite"), progress=False)
+    with pytest.raises(LLMError, match=r"not a chat completion.*token count"):
+        llm.generate(reqs(1))
+    assert len(llm.cache) == 0
+
+
+def test_a_whole_token_count_written_as_a_float_is_accepted(make_fake):
+    server = make_fake(plan=[("tokens", "12.0")])
+    got = {}
+    backend([server.url]).run(reqs(1), lambda i, r: got.__setitem__(i, r))
+    assert got[0].prompt_tokens == 12

@@ -120,3 +120,18 @@ def test_a_log_damaged_mid_stream_is_an_error_naming_the_file(tmp_path):
     log.write_bytes(bytes(data))
     with pytest.raises(LLMCacheError, match=r"response log .*llm_responses\.jsonl\.gz: unreadable \(error"):
         list(read_log(log))
+
+
+@pytest.mark.parametrize("field, literal", [("prompt_tokens", "Infinity"), ("completion_tokens", "1e400"),
+                                            ("prompt_tokens", "-1"), ("completion_tokens", "2.5"),
+                                            ("seconds", "NaN")])
+def test_a_log_row_with_a_bad_count_is_refused_at_import_naming_file_and_line(tmp_path, field, literal):
+    good = {"key": "a" * 64, "model": "m", "text": "t", "prompt_tokens": 1, "completion_tokens": 1, "seconds": 0.1}
+    bad = json.dumps({**good, "key": "b" * 64}).replace(f'"{field}": {json.dumps(good[field])}',
+                                                         f'"{field}": {literal}')
+    log = tmp_path / "llm_responses.jsonl.gz"
+    log.write_bytes(gzip.compress((json.dumps(good) + "\n" + bad + "\n").encode()))
+    cache = LLMCache(tmp_path / "c.sqlite")
+    with pytest.raises(LLMCacheError, match=rf"llm_responses\.jsonl\.gz: line 2: '{field}' must be a finite"):
+        import_log(cache, log)
+    assert len(cache) == 0  # nothing of a refused log is imported

@@ -19,6 +19,7 @@ is tolerant either way (:mod:`kgir_lib.llm.parsing`).
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import random
 import threading
@@ -51,6 +52,20 @@ def _retry_after(value: Optional[str]) -> Optional[float]:
         return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError, IndexError):
         return None
+
+
+def _token_count(value: object) -> int:
+    """A ``usage`` token count: absent or null is 0; otherwise a finite whole number >= 0 (JSON lets a server
+    send ``Infinity`` or ``1e400``, which would crash the run later), else :class:`ValueError`."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"token count {value!r} is not a number")
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        raise ValueError(f"token count {value!r} is not a finite whole number")
+    if value < 0:
+        raise ValueError(f"token count {value!r} is negative")
+    return int(value)
 
 
 # ---------------------------------------------------------------------------- OpenAI-compatible
@@ -210,10 +225,10 @@ class OpenAIBackend:
             choice = data["choices"][0]
             content = choice["message"].get("content")
             usage = data.get("usage") or {}
-            ptok, ctok = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+            ptok, ctok = (_token_count(usage.get(name)) for name in ("prompt_tokens", "completion_tokens"))
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
             raise LLMError(f"LLM server at {url} sent a response that is not a chat completion "
-                           f"({type(exc).__name__}): {snippet}") from None
+                           f"({type(exc).__name__}: {exc}): {snippet}") from None
         if content is None or content == "":
             raise _RetryableError(f"LLM server at {url} sent an empty completion (content "
                                   f"{'null' if content is None else 'empty'}, finish_reason "

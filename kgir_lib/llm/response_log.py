@@ -22,6 +22,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 import zlib
 from pathlib import Path
 from typing import Iterator, Optional
@@ -98,6 +99,11 @@ def _row(line: str, path: Path, n: int) -> tuple:
         raise LLMCacheError(f"response log {path}: line {n}: 'key', 'model' and 'text' must be strings")
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (ptok, ctok, secs)):
         raise LLMCacheError(f"response log {path}: line {n}: token counts and seconds must be numbers")
+    for name, value in (("prompt_tokens", ptok), ("completion_tokens", ctok), ("seconds", secs)):
+        whole = name == "seconds" or float(value).is_integer()
+        if not math.isfinite(value) or value < 0 or not whole:
+            what = "a finite number >= 0" if name == "seconds" else "a finite whole number >= 0"
+            raise LLMCacheError(f"response log {path}: line {n}: {name!r} must be {what}, got {value!r}")
     return row
 
 
