@@ -3,16 +3,20 @@
 ``results/<profile>/llm_responses.jsonl.gz`` holds one line per cached call, sorted by
 request key::
 
-    {"completion_tokens": 12, "key": "<sha256>", "model": "openai:...", "prompt_tokens": 431,
-     "seconds": 0.84, "text": "..."}
+    {"checksum": "<16 hex>", "completion_tokens": 12, "key": "<sha256>", "model": "openai:...",
+     "prompt_tokens": 431, "seconds": 0.84, "text": "..."}
 
 No prompt is stored (the key is the SHA-256 of model + messages + sampling
 parameters, :func:`kgir_lib.llm.cache_key`), so the log stays small. The cache
 (``cache/llm.sqlite``) is not committed; the log is. :func:`import_log` fills a
 fresh cache from it (rows already cached are left alone), so a run continues on
 a new machine, and ``--regenerate`` (cache only) rebuilds every table from it.
-:func:`export_log` writes it atomically (gzip with a zero timestamp, sorted keys:
-the same cache gives the same bytes, and a longer run gives a small diff).
+:func:`export_log` merges the cache into it atomically (gzip with a zero timestamp,
+sorted keys: the same rows give the same bytes, and a longer run gives a small diff).
+Each row carries a :func:`checksum` over its key and text: an altered row is an
+error at import, and a row already logged is never replaced by another text (a
+conflict is an error naming the key). Logs written before the checksum existed
+import as they are and gain it at their next export.
 
 The runner (:mod:`kgir_lib.runner`) imports the log before the first notebook and
 exports it after every notebook, so a crash still leaves a log of what was done.
@@ -20,14 +24,15 @@ exports it after every notebook, so a crash still leaves a log of what was done.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import json
 import math
 import zlib
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
-from ..traces import atomic_write_bytes
+from ..traces import atomic_write_bytes, replace_surrogates
 from .cache import LLMCache, LLMCacheError
 
 LOG_NAME = "llm_responses.jsonl.gz"
@@ -45,28 +50,58 @@ def cache_path(cfg) -> Path:
     return cfg.path("cache", "llm.sqlite")
 
 
+def checksum(key: str, text: str) -> str:
+    """The ``checksum`` of a log row: the first 16 hex digits of SHA-256 over its key and text, so a row
+    whose text was altered (in the log, or in the cache it was exported from) is caught."""
+    return hashlib.sha256(f"{key}\n{text}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def _line(row: tuple) -> str:
     rec = dict(zip(FIELDS, row))
     rec["seconds"] = round(float(rec["seconds"] or 0.0), 3)
+    rec["checksum"] = checksum(rec["key"], rec["text"])
     return json.dumps(rec, sort_keys=True, ensure_ascii=False)
 
 
-def export_log(cache: LLMCache, path: Path) -> int:
-    """Write every row of ``cache`` to ``path`` (gzipped JSONL, sorted by key), atomically; returns the rows.
+class LogConflictError(LLMCacheError):
+    """The cache (or salvaged rows) hold a text for a key that the log already holds with another text."""
 
-    Rows already in the log but not in the cache (a cache started afresh without an
-    import) are kept: exporting never loses a logged response.
+
+def export_log(cache: LLMCache, path: Path) -> int:
+    """Merge every row of ``cache`` into the log at ``path`` (gzipped JSONL, sorted by key), atomically;
+    returns the rows of the log. See :func:`merge_into_log`."""
+    return merge_into_log(cache.rows(), path, source=f"LLM cache {cache.path}")
+
+
+def merge_into_log(rows: Iterable[tuple], path: Path, source: str = "the cache") -> int:
+    """Add ``rows`` (``(key, model, text, prompt_tokens, completion_tokens, seconds)``) to the log at ``path``.
+
+    A row already in the log is never replaced: the same key with the same text keeps the log's row, and the
+    same key with another text is a conflict. Rows in the log but not in ``rows`` are kept (exporting never
+    loses a logged response). The merged log is written (sorted by key, gzip without a timestamp: the same
+    rows give the same bytes, every row with its :func:`checksum`); then a conflict raises
+    :class:`LogConflictError` naming the key(s). Returns the number of rows in the log.
     """
     path = Path(path)
     merged = {row[0]: tuple(row) for row in read_log(path)} if path.exists() else {}
-    merged.update({row[0]: tuple(row) for row in cache.rows()})
-    rows = [merged[k] for k in sorted(merged)]
+    conflicts = []
+    for row in rows:
+        have = merged.get(row[0])
+        if have is None:
+            merged[row[0]] = tuple(row)
+        elif have[2] != row[2]:
+            conflicts.append(row[0])
     buf = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as gz:
-        for row in rows:
-            gz.write((_line(row) + "\n").encode("utf-8"))
+        for key in sorted(merged):
+            gz.write((_line(merged[key]) + "\n").encode("utf-8"))
     atomic_write_bytes(path, buf.getvalue())
-    return len(rows)
+    if conflicts:
+        raise LogConflictError(
+            f"response log {path}: {source} holds another text than the log for {len(conflicts)} key(s), first "
+            f"{conflicts[0]}; the log's rows were kept (each is checked against its checksum). The cache row was "
+            f"altered or comes from another run: move the cache away and rerun (the log refills it)")
+    return len(merged)
 
 
 def read_log(path: Path) -> Iterator[tuple]:
@@ -89,6 +124,8 @@ def read_log(path: Path) -> Iterator[tuple]:
 
 
 def _row(line: str, path: Path, n: int) -> tuple:
+    """One log line as a row; its ``checksum``, if it has one (logs written before it existed have none), must
+    match its key and text. Lone surrogates in the text become U+FFFD, as in the cache."""
     try:
         rec = json.loads(line)
         row = tuple(rec[f] for f in FIELDS)
@@ -97,6 +134,12 @@ def _row(line: str, path: Path, n: int) -> tuple:
     key, model, text, ptok, ctok, secs = row
     if not (isinstance(key, str) and isinstance(model, str) and isinstance(text, str)):
         raise LLMCacheError(f"response log {path}: line {n}: 'key', 'model' and 'text' must be strings")
+    if "checksum" in rec and rec["checksum"] != checksum(key, text):
+        raise LLMCacheError(f"response log {path}: line {n} (key {key}): the text does not match the row's "
+                            f"checksum (the row was altered); restore the log from git (git checkout -- "
+                            f"{path.name})")
+    text = replace_surrogates(text)[0]
+    row = (key, model, text, ptok, ctok, secs)
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (ptok, ctok, secs)):
         raise LLMCacheError(f"response log {path}: line {n}: token counts and seconds must be numbers")
     for name, value in (("prompt_tokens", ptok), ("completion_tokens", ctok), ("seconds", secs)):
@@ -110,11 +153,23 @@ def _row(line: str, path: Path, n: int) -> tuple:
 def import_log(cache: LLMCache, path: Path) -> int:
     """Insert the rows of the log at ``path`` that ``cache`` does not hold yet; how many were inserted.
 
-    A missing log imports nothing (returns 0)."""
+    A missing log imports nothing (returns 0). A key the cache already holds with another text than the
+    log's is a :class:`LogConflictError` naming the key (the cached text was altered or comes from another
+    run; nothing would tell them apart later)."""
     path = Path(path)
     if not path.exists():
         return 0
-    return cache.insert_missing(list(read_log(path)), request_note=IMPORTED_NOTE)
+    rows = list(read_log(path))
+    inserted = cache.insert_missing(rows, request_note=IMPORTED_NOTE)
+    if inserted < len(rows):
+        cached = {row[0]: row[2] for row in cache.rows()}
+        conflicts = [row[0] for row in rows if cached.get(row[0], row[2]) != row[2]]
+        if conflicts:
+            raise LogConflictError(
+                f"LLM cache {cache.path}: holds another text than the response log {path} for {len(conflicts)} "
+                f"key(s), first {conflicts[0]}; the log is checked against its checksums, so the cache row was "
+                f"altered or comes from another run: move the cache away and rerun (the log refills it)")
+    return inserted
 
 
 def sync_run_cache(cfg, cache: Optional[LLMCache] = None) -> tuple:
