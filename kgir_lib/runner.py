@@ -188,26 +188,34 @@ def main(argv=None) -> int:
 
 
 def sync_log(cfg) -> None:
-    """Import the run's committed response log into its LLM cache (rows not cached yet)."""
-    from .llm.response_log import sync_run_cache
+    """Check the run's LLM cache page by page, then import the committed response log into it (rows not
+    cached yet). A damaged cache is an :class:`~kgir_lib.llm.LLMCacheError` saying how to salvage it."""
+    from .llm import LLMCache
+    from .llm.response_log import cache_path, sync_run_cache
 
-    inserted, cache, log = sync_run_cache(cfg)
+    cache = LLMCache(cache_path(cfg))
+    try:
+        cache.check_integrity()
+        inserted, _, log = sync_run_cache(cfg, cache)
+    finally:
+        cache.close()
     if log.exists():
-        print(f"response log: {inserted} response(s) imported from {log} into {cache}", flush=True)
+        print(f"response log: {inserted} response(s) imported from {log} into {cache.path}", flush=True)
 
 
-def export_log(cfg) -> None:
-    """Export the run's LLM cache to its response log; a failure is reported, never fatal."""
+def export_log(cfg) -> bool:
+    """Merge the run's LLM cache into its response log; False (with the reason on stderr) if it failed."""
     from .llm import LLMCacheError
     from .llm.response_log import export_run_cache
 
     try:
         rows, log = export_run_cache(cfg)
     except (LLMCacheError, OSError) as exc:
-        print(f"warning: response log not exported: {exc}", file=sys.stderr)
-        return
+        print(f"error: response log not exported: {exc}", file=sys.stderr)
+        return False
     if rows:
         print(f"    response log: {rows} response(s) in {log}", flush=True)
+    return True
 
 
 def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "timings.tsv") -> int:
@@ -243,7 +251,9 @@ def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "t
                   f"partial output (if any): {out}", file=sys.stderr)
             return 1
         finally:
-            export_log(cfg)  # after every notebook, finished or not: a crash still leaves the log
+            exported = export_log(cfg)  # after every notebook, finished or not: a crash still leaves the log
+        if not exported:  # a cache that cannot be exported is damaged: nothing more is built on it
+            return 1
         timings.append((nb.name, time.perf_counter() - t0))
         print(f"    {timings[-1][1]:.0f} s", flush=True)
     total = sum(t for _, t in timings)

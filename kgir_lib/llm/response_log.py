@@ -28,12 +28,14 @@ import hashlib
 import io
 import json
 import math
+import os
+import sys
 import zlib
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from ..traces import atomic_write_bytes, replace_surrogates
-from .cache import LLMCache, LLMCacheError
+from .cache import LLMCache, LLMCacheError, salvage_rows
 
 LOG_NAME = "llm_responses.jsonl.gz"
 FIELDS = ("key", "model", "text", "prompt_tokens", "completion_tokens", "seconds")
@@ -209,7 +211,72 @@ def export_run_cache(cfg, cache: Optional[LLMCache] = None) -> tuple:
     own = cache is None
     cache = cache if cache is not None else LLMCache(path)
     try:
+        cache.check_integrity()  # a damaged page that the export's table scan would not reach
         return export_log(cache, log_path(cfg)), log_path(cfg)
     finally:
         if own:
             cache.close()
+
+
+# ---------------------------------------------------------------------------- a damaged cache
+def salvage(cache_file: Path, log: Path, move: bool = True) -> dict:
+    """Save every row of the damaged cache ``cache_file`` that is still readable into the response log ``log``
+    (merged: a row already logged is kept, a conflicting text is reported, not taken), then move the damaged
+    file (and its ``-wal`` / ``-shm``) aside to ``<name>.damaged`` so the next run starts a fresh cache, which
+    the log refills. Returns ``{"saved", "unreadable", "conflict", "log_rows", "moved_to"}``."""
+    cache_file, log = Path(cache_file), Path(log)
+    if not cache_file.is_file():
+        raise LLMCacheError(f"LLM cache {cache_file}: no such file")
+    rows, lost = salvage_rows(cache_file)
+    conflict = ""
+    try:
+        total = merge_into_log(rows, log, source=f"the damaged cache {cache_file}")
+    except LogConflictError as exc:
+        conflict, total = str(exc), sum(1 for _ in read_log(log))
+    moved = None
+    if move:
+        moved = _free_name(cache_file.with_name(cache_file.name + ".damaged"))
+        for suffix in ("-wal", "-shm"):
+            side = cache_file.with_name(cache_file.name + suffix)
+            if side.exists():
+                os.replace(side, moved.with_name(moved.name + suffix))
+        os.replace(cache_file, moved)
+    return {"saved": len(rows), "unreadable": lost, "conflict": conflict, "log_rows": total, "moved_to": moved}
+
+
+def _free_name(path: Path) -> Path:
+    n, candidate = 1, path
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.name}.{n}")
+    return candidate
+
+
+def main(argv: Optional[list] = None) -> int:
+    """``python -m kgir_lib.llm.response_log salvage <cache> <log> [--keep]``."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m kgir_lib.llm.response_log",
+                                 description="Save the readable rows of a damaged LLM cache into a response log.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    sv = sub.add_parser("salvage", help="merge every readable row of CACHE into LOG, then move CACHE aside")
+    sv.add_argument("cache", type=Path)
+    sv.add_argument("log", type=Path)
+    sv.add_argument("--keep", action="store_true", help="leave the damaged cache where it is")
+    args = ap.parse_args(argv)
+    try:
+        got = salvage(args.cache, args.log, move=not args.keep)
+    except LLMCacheError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"salvaged {got['saved']} row(s) from {args.cache} into {args.log} ({got['log_rows']} rows in the log); "
+          f"{got['unreadable']} row(s) could not be read")
+    if got["conflict"]:
+        print(f"note: {got['conflict']}", file=sys.stderr)
+    if got["moved_to"] is not None:
+        print(f"the damaged cache was moved to {got['moved_to']}: the next run starts a fresh cache from the log")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
