@@ -61,6 +61,30 @@ def scrub(value: Any, where: str = "traces") -> Any:
     return value
 
 
+def scrub_located(value: Any, where: tuple = ()) -> Tuple[Any, list]:
+    """``value`` (str, or lists / dicts of them) with lone surrogates replaced, and the location of each one
+    (a tuple of list indices and dict keys below ``where``). Not counted: the caller counts and names them."""
+    if isinstance(value, str):
+        clean, n = replace_surrogates(value)
+        return clean, [where] * n
+    found: list = []
+    if isinstance(value, list):
+        out = []
+        for i, item in enumerate(value):
+            clean, at = scrub_located(item, where + (i,))
+            out.append(clean)
+            found += at
+        return out, found
+    if isinstance(value, dict):
+        pairs = {}
+        for key, item in value.items():
+            clean, at = scrub_located(item, where + (key,))
+            pairs[replace_surrogates(key)[0] if isinstance(key, str) else key] = clean
+            found += at
+        return pairs, found
+    return value, found
+
+
 def _dumps(record: Any) -> str:
     """One JSON line; strings with lone surrogates are scrubbed (only then: the common case stays fast)."""
     line = json.dumps(record, ensure_ascii=False, default=str)
