@@ -187,7 +187,7 @@ def read_traces(path: Path) -> list:
         if not line.strip():
             continue
         try:
-            out.append(json.loads(line))
+            rec = json.loads(line)
         except json.JSONDecodeError as exc:
             if n == len(lines) and not text.endswith("\n"):  # the last line, unterminated: torn by a kill
                 warnings.warn(f"trace file {path}: dropped a torn last line {n} (an interrupted write)",
@@ -195,7 +195,27 @@ def read_traces(path: Path) -> list:
                 break
             raise TraceError(f"trace file {path}: line {n} is not valid JSON ({exc.msg}); "
                              f"delete the file to recompute it") from None
+        problem = _record_problem(rec)
+        if problem:
+            raise TraceError(f"trace file {path}: line {n} is not a trace record ({problem}); "
+                             f"delete the file to recompute it")
+        out.append(rec)
     return out
+
+
+_RECORD_FIELDS = {"answer": (str,), "ranked_pids": (list,), "usage": (dict, type(None)), "trace": (dict,)}
+
+
+def _record_problem(rec: Any) -> str:
+    """Why ``rec`` is not a question's record (a JSON object with a ``qid`` and well-typed fields), or ''."""
+    if not isinstance(rec, dict):
+        return f"a JSON {type(rec).__name__}, not an object"
+    if not isinstance(rec.get("qid"), (str, int)) or isinstance(rec.get("qid"), bool):
+        return "no 'qid'" if "qid" not in rec else f"'qid' is {rec['qid']!r}"
+    for name, kinds in _RECORD_FIELDS.items():
+        if name in rec and not isinstance(rec[name], kinds):
+            return f"field {name!r} is a {type(rec[name]).__name__}"
+    return ""
 
 
 def read_meta(path: Path) -> Optional[dict]:

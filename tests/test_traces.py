@@ -104,3 +104,21 @@ def test_run_method_resume_after_a_torn_trace_file_runs_again(tiny_workspace):
     assert [(o.qid, o.answer) for o in again] == [(o.qid, o.answer) for o in first]
     assert read_traces(path)[0]["qid"] == "q1"  # rewritten whole
     assert ev.read_meta(path)["qids"] == ["q1"]
+
+
+@pytest.mark.parametrize("line, problem", [
+    ("[1, 2]", "a JSON list, not an object"),
+    ('"text"', "a JSON str, not an object"),
+    ('{"answer": "HP"}', "no 'qid'"),
+    ('{"qid": null}', "'qid' is None"),
+    ('{"qid": "q9", "ranked_pids": 5}', "field 'ranked_pids' is a int"),
+    ('{"qid": "q9", "trace": []}', "field 'trace' is a list"),
+])
+def test_a_valid_json_line_that_is_not_a_record_names_file_and_line(tmp_path, line, problem):
+    """Old behaviour: TypeError / KeyError from whoever read the record next."""
+    path = tmp_path / "d.trace.jsonl"
+    lines = [json.dumps(o.to_json()) for o in outputs(3)]
+    lines[1] = line
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(traces.TraceError, match=rf"d\.trace\.jsonl: line 2 is not a trace record \({problem}\)"):
+        ev.load_outputs(path)
