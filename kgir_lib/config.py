@@ -23,11 +23,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Optional
-from urllib.parse import urlsplit
+from typing import Any, NamedTuple, Optional
 
 import yaml
 
@@ -201,9 +199,13 @@ def _read_profile(name: str, seen: tuple = (), base: Optional[Path] = None) -> d
     if ident in seen:
         raise ConfigError(f"profile {path}: 'extends' forms a cycle {seen + (ident,)}")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"profile {path}: not valid YAML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"profile {path}: not UTF-8 text ({exc})") from None
+    except OSError as exc:
+        raise ConfigError(f"profile {path}: cannot be read ({exc.strerror or exc})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"profile {path}: expected a mapping of fields")
     parent = data.pop("extends", None)
@@ -304,14 +306,54 @@ def load_config(profile: Optional[str] = None, **overrides: Any) -> Config:
     return cfg
 
 
-_AT_LEAST_ONE = ("top_k", "max_iterations", "ngram_n", "context_passages", "llm_max_concurrency", "llm_n_ctx",
-                 "llm_n_threads", "max_new_tokens", "embed_batch_size", "kg2rag_m_hops", "kg2rag_budget",
-                 "ircot_max_steps", "iter_retgen_rounds", "robustness_seeds")
-_AT_LEAST_ZERO = ("llm_max_retries", "n_questions", "extract_max_passages", "passage_chars", "temperature", "seed",
-                  "llm_seed", "study_n_questions")
+class Range(NamedTuple):
+    """The values a number field may take: ``lo`` (excluded when ``open_lo``) to ``hi``, both included."""
+
+    lo: float
+    hi: float
+    open_lo: bool = False
+
+    def holds(self, value: float) -> bool:
+        return (value > self.lo if self.open_lo else value >= self.lo) and value <= self.hi
+
+    def __str__(self) -> str:
+        def num(v: float) -> str:
+            return str(int(v)) if float(v).is_integer() else str(v)
+
+        return f"{'>' if self.open_lo else '>='} {num(self.lo)} and <= {num(self.hi)}"
+
+
+_TOKENS = Range(1, 131_072)      # a generation budget (max new tokens)
+_QUESTIONS = Range(1, 10_000_000)
+_SEED = Range(0, 2**32 - 1)
+# Every int and float field of Config, or a name prefix ending in "*": the one table of allowed values, checked
+# in one place (config_checks.check_ranges). A value outside is refused when the profile loads, naming the field, instead
+# of failing (or silently doing nothing) in a notebook later. None (for Optional fields) is always allowed.
+RANGES: dict = {
+    "llm_max_concurrency": Range(1, 4096), "llm_timeout_s": Range(0, 86_400, open_lo=True),
+    "llm_max_retries": Range(0, 1000), "llm_retry_window_s": Range(0, 7 * 86_400),
+    "llm_n_ctx": Range(1, 1_048_576), "llm_n_threads": Range(1, 1024), "llm_seed": _SEED,
+    "temperature": Range(0, 2), "max_new_tokens": _TOKENS, "max_tokens_*": _TOKENS,
+    "embed_batch_size": Range(1, 65_536), "n_questions": _QUESTIONS, "seed": _SEED,
+    "extract_max_passages": Range(1, 100_000_000), "top_k": Range(1, 1_000_000), "ngram_n": Range(1, 32),
+    "ngram_threshold": Range(0, 1), "max_iterations": Range(1, 100), "kg2rag_m_hops": Range(1, 100),
+    "kg2rag_budget": Range(1, 100_000), "ircot_max_steps": Range(1, 100), "iter_retgen_rounds": Range(1, 100),
+    "hipporag2_link_top_k": Range(1, 100_000), "hipporag2_synonym_threshold": Range(-1, 1),
+    "hipporag2_synonym_top_k": Range(1, 1_000_000), "study_n_questions": _QUESTIONS,
+    "robustness_seeds": Range(1, 1000), "context_passages": Range(1, 1000), "passage_chars": Range(1, 10_000_000),
+}
+
+
+def field_range(name: str) -> Optional[Range]:
+    """The :data:`RANGES` entry of field ``name`` (an exact name first, then a ``prefix*`` pattern)."""
+    if name in RANGES:
+        return RANGES[name]
+    return next((r for key, r in RANGES.items() if key.endswith("*") and name.startswith(key[:-1])), None)
 
 
 def _validate(cfg: Config) -> None:
+    from . import config_checks as checks  # (lazy: it imports this module)
+
     if cfg.llm_backend not in {"llamacpp", "openai", "vllm", "scripted"}:
         raise ConfigError(f"parameter 'llm_backend': unknown backend {cfg.llm_backend!r} "
                           f"(llamacpp | openai | vllm | scripted)")
@@ -320,22 +362,11 @@ def _validate(cfg: Config) -> None:
     if cfg.llm_backend == "openai" and not cfg.llm_base_urls:
         raise ConfigError("parameter 'llm_base_urls': the openai backend needs at least one base URL")
     for url in cfg.llm_base_urls:
-        _check_url(url)
-    _check_model_path(cfg)
-    _check_key_env_name(cfg.llm_api_key_env)
-    for name in _AT_LEAST_ONE:
-        if name in _FIELDS and getattr(cfg, name) < 1:
-            raise ConfigError(f"parameter {name!r}: must be >= 1, got {getattr(cfg, name)}")
-    for name in _AT_LEAST_ZERO:
-        value = getattr(cfg, name, None)
-        if value is not None and value < 0:
-            raise ConfigError(f"parameter {name!r}: must be >= 0, got {value}")
-    if cfg.llm_timeout_s <= 0:
-        raise ConfigError(f"parameter 'llm_timeout_s': must be > 0, got {cfg.llm_timeout_s}")
-    if cfg.llm_retry_window_s < 0:
-        raise ConfigError(f"parameter 'llm_retry_window_s': must be >= 0, got {cfg.llm_retry_window_s}")
-    if not 0.0 <= cfg.ngram_threshold <= 1.0:
-        raise ConfigError(f"parameter 'ngram_threshold': must be in [0, 1], got {cfg.ngram_threshold}")
+        checks.check_url(url)
+    checks.check_model_path(cfg)
+    checks.check_key_env_name(cfg.llm_api_key_env)
+    checks.check_ranges(cfg)
+    checks.check_locations(cfg)
     from .subgraph import GTMP_READINGS, SIMILARITIES  # (lazy: subgraph imports the LLM package)
 
     for name, allowed in (("match_method", SIMILARITIES), ("gtmp_reading", GTMP_READINGS)):
@@ -353,41 +384,6 @@ def _validate(cfg: Config) -> None:
     for key in cfg.to_dict():
         if "api_key" in key and key != "llm_api_key_env":
             raise ConfigError(f"parameter {key!r}: {_SECRET_HINT}")
-
-
-def _check_url(url: str) -> None:
-    """An ``llm_base_urls`` entry: http(s), with a host."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https"):
-        raise ConfigError(f"parameter 'llm_base_urls': {url!r} is not an http(s) URL")
-    try:
-        host, _ = parts.hostname, parts.port  # .port raises on a port that is not a number
-    except ValueError as exc:
-        raise ConfigError(f"parameter 'llm_base_urls': {url!r} has a bad port ({exc})") from None
-    if not host:
-        raise ConfigError(f"parameter 'llm_base_urls': {url!r} names no host (e.g. http://localhost:8000/v1)")
-
-
-def _check_model_path(cfg: Config) -> None:
-    """``llm_model_path``, where the llama.cpp backend will load it, must be an existing file."""
-    if cfg.llm_model_path is None or cfg.llm_backend != "llamacpp":
-        return
-    path = Path(cfg.llm_model_path).expanduser()
-    if not path.is_file():
-        what = "is a directory, not a GGUF file" if path.is_dir() else "does not exist"
-        raise ConfigError(f"parameter 'llm_model_path': {path.absolute()} {what}")
-
-
-_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
-
-
-def _check_key_env_name(name: str) -> None:
-    """``llm_api_key_env`` names a variable (e.g. KGIR_LLM_API_KEY); a value that does not look like a
-    name may be a pasted secret: refused, and never echoed."""
-    if name and not _ENV_NAME.fullmatch(name):
-        raise ConfigError("parameter 'llm_api_key_env': must be the NAME of an environment variable "
-                          "(capital letters, digits and '_', e.g. KGIR_LLM_API_KEY); the value given does "
-                          f"not look like one (not shown: it may be a secret). {_SECRET_HINT}")
 
 
 def start_run(cfg: Config, notebook: str) -> Path:

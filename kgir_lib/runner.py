@@ -30,15 +30,17 @@ from pathlib import Path
 from .config import LOCATION_ENV, PROJECT_ROOT, ConfigError, load_config
 from .data import DataError, load_dataset
 
+NAME_MAX = 100  # characters of a qid or dataset name: notebook 07's file names hold both (a file name: 255 bytes)
 # Parameters some notebooks take that are not config fields: name -> (check, what it must be).
 NOTEBOOK_PARAMS: dict = {
     "resume": (lambda v: isinstance(v, bool), "true or false"),
     "methods": (lambda v: isinstance(v, list) and bool(v) and all(isinstance(m, str) and m for m in v),
                 "a non-empty list of method keys, e.g. [kgir, ircot]"),
     "n_boot": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, "a whole number >= 1"),
-    "qid": (lambda v: isinstance(v, (str, int)) and not isinstance(v, bool) and str(v).strip() != "",
-            "a question id"),
-    "dataset": (lambda v: isinstance(v, str) and bool(v.strip()), "a dataset name"),
+    "qid": (lambda v: isinstance(v, (str, int)) and not isinstance(v, bool) and 0 < len(str(v).strip()) <= NAME_MAX,
+            f"a question id of 1 to {NAME_MAX} characters (notebook 07 names its files after it)"),
+    "dataset": (lambda v: isinstance(v, str) and 0 < len(v.strip()) <= NAME_MAX,
+                f"a dataset name of 1 to {NAME_MAX} characters"),
 }
 PATH_PARAMS = ("data_dir", "results_dir", "figures_dir", "llm_model_path")
 DATASET_LISTS = ("datasets", "extract_datasets", "ablation_datasets", "study_datasets")
@@ -56,6 +58,9 @@ def split_params(params: dict) -> tuple:
     """``(config overrides, notebook-only parameters)``; a notebook-only value is checked here."""
     config, notebook = {}, {}
     for name, value in params.items():
+        if name == "profile":
+            raise ConfigError("parameter 'profile': choose the profile with --profile NAME (or $KGIR_PROFILE), "
+                              "not with -p")
         if name in NOTEBOOK_PARAMS:
             check, what = NOTEBOOK_PARAMS[name]
             value = _normalise(name, value)

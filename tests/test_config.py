@@ -300,3 +300,25 @@ def test_eval_methods_are_checked_against_the_registry():
     assert load_config("sample", eval_methods=["kgir", "naive_rag"]).eval_methods == ["kgir", "naive_rag"]
     with pytest.raises(ConfigError, match="eval_methods.*kgirr"):
         load_config("sample", eval_methods=["kgirr"])
+
+
+# ------------------------------------------------------------------ one table of allowed ranges
+def test_every_number_field_has_a_range_and_every_profile_is_inside():
+    from kgir_lib.config import RANGES, _field_kind, field_range
+
+    numbers = [f.name for f in fields(Config) if _field_kind(f.name)[0] in ("int", "float")]
+    assert numbers and [n for n in numbers if field_range(n) is None] == []
+    assert all(key.endswith("*") or key in numbers for key in RANGES)  # no entry for a field that is gone
+    for path in PROFILE_DIR.glob("*.yaml"):
+        load_config(path.stem)  # raises if a shipped profile is out of range
+
+
+@pytest.mark.parametrize("field, value, allowed", [
+    ("llm_timeout_s", 0, "> 0 and <= 86400"), ("temperature", 2.5, ">= 0 and <= 2"),
+    ("llm_seed", -1, ">= 0 and <= 4294967295"), ("passage_chars", 0, ">= 1 and <= 10000000"),
+    ("ngram_threshold", 1.01, ">= 0 and <= 1"), ("max_tokens_hyde", 10**9, ">= 1 and <= 131072"),
+    ("max_new_tokens", 0, ">= 1 and <= 131072"),
+])
+def test_out_of_range_values_name_the_field_and_the_range(field, value, allowed):
+    with pytest.raises(ConfigError, match=f"'{field}': must be {allowed}, got {value}"):
+        load_config("ci", **{field: value})

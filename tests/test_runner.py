@@ -151,6 +151,18 @@ def main_in_process(capsys, *args) -> tuple:
     (["-p", "resume", "maybe"], "'resume': must be true or false"),
     (["-p", "n_boot", "0"], "'n_boot': must be a whole number >= 1"),
     (["-p", "methods", "[kgir, no_such_method]"], "'methods'.*no_such_method"),
+    # each of these used to validate, then fail later (or do nothing) without naming the field
+    (["-p", "max_tokens_reader", "0"], "'max_tokens_reader': must be >= 1 and <= 131072, got 0"),
+    (["-p", "max_tokens_extract", "-5"], "'max_tokens_extract': must be >= 1"),
+    (["-p", "n_questions", "0"], "'n_questions': must be >= 1"),
+    (["-p", "hipporag2_link_top_k", "-1"], "'hipporag2_link_top_k': must be >= 1"),
+    (["-p", "qid", "q" * 300], "'qid': must be a question id of 1 to 100 characters"),
+    (["-p", "profile", "paper"], "'profile': choose the profile with --profile"),
+    (["-p", "llm_n_ctx", "1e11"], "'llm_n_ctx': must be >= 1 and <= 1048576, got 100000000000"),
+    (["-p", "hipporag2_synonym_threshold", "7"], "'hipporag2_synonym_threshold': must be >= -1 and <= 1"),
+    (["-p", "hipporag2_synonym_top_k", "0"], "'hipporag2_synonym_top_k': must be >= 1"),
+    (["-p", "study_n_questions", "0"], "'study_n_questions': must be >= 1"),
+    (["-p", "extract_max_passages", "0"], "'extract_max_passages': must be >= 1"),
 ])
 def test_validate_only_refuses(capsys, args, needle):
     code, _, err = main_in_process(capsys, *ONE, *args)
@@ -165,9 +177,24 @@ def test_validate_only_refuses_a_secret_as_the_key_variable_without_echoing_it(c
 
 
 def test_a_number_written_with_an_exponent_is_a_number(capsys):
-    code, out, err = main_in_process(capsys, *ONE, "-p", "top_k", "1e9", "-p", "n_boot", "1e3")
+    code, out, err = main_in_process(capsys, *ONE, "-p", "top_k", "1e3", "-p", "n_boot", "1e3")
     assert code == 0, err
-    assert runner.load_config("ci", top_k="1e9").top_k == 1_000_000_000
+    assert runner.load_config("ci", top_k="1e3").top_k == 1_000
+
+
+def test_a_results_dir_that_is_a_file_is_refused(capsys, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    code, _, err = main_in_process(capsys, *ONE, "-p", "results_dir", str(tmp_path / "afile"))
+    assert code == 2 and f"'results_dir': {tmp_path / 'afile'} is a file, not a directory" in err
+    code, _, err = main_in_process(capsys, *ONE, "-p", "figures_dir", str(tmp_path / "afile" / "below"))
+    assert code == 2 and "'figures_dir'" in err and "is a file" in err
+
+
+def test_a_profile_that_is_not_utf8_names_the_file(capsys, tmp_path):
+    bad = tmp_path / "latin.yaml"
+    bad.write_bytes("extends: ci\ndescription: caf\xe9\n".encode("latin-1"))
+    code, _, err = main_in_process(capsys, "--profile", str(bad))
+    assert code == 2 and f"profile {bad}: not UTF-8" in err and "Traceback" not in err
 
 
 def test_notebook_only_parameters_are_accepted(capsys):
