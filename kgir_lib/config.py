@@ -5,7 +5,8 @@ A profile is a YAML file in ``kgir_lib/profiles/`` (``sample``, ``ci``, ``paper`
 override single fields; ``None`` means "keep the profile's value". The effective
 config is written into the run directory by :func:`start_run`.
 
-Run-directory layout (``<results>/<profile>/``)::
+Run-directory layout (``<results>/<run name>/``; the run name is the profile's :func:`profile_identity`
+unless ``run_name`` sets another, as the runner does for a run with overrides, a scratch run)::
 
     config/<notebook>.yaml      effective config of each notebook run
     notebooks/<notebook>.ipynb  papermill output notebooks (main job)
@@ -16,12 +17,12 @@ Run-directory layout (``<results>/<profile>/``)::
     tables/                     CSV + Markdown tables
     usage/<notebook>.csv        LLM usage per stage
 
-Figures go to ``<figures>/<profile>/``.
+Figures go to ``<figures>/<run name>/``.
 """
 from __future__ import annotations
 
 import dataclasses
-import math
+import hashlib
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -115,6 +116,7 @@ class Config:
     data_dir: Optional[str] = None
     results_dir: Optional[str] = None
     figures_dir: Optional[str] = None
+    run_name: Optional[str] = None  # the run directory's name; null: the profile's (see profile_identity)
 
     # ---- derived locations -------------------------------------------------
     @property
@@ -124,12 +126,19 @@ class Config:
     @property
     def run_dir(self) -> Path:
         base = Path(self.results_dir) if self.results_dir else default_results_dir()
+        return base / (self.run_name or self.profile)
+
+    @property
+    def reference_dir(self) -> Path:
+        """The profile's own run directory (``<results>/<profile>/``): the run directory itself, or for a
+        scratch run (``run_name`` set) the one whose committed response log it starts from."""
+        base = Path(self.results_dir) if self.results_dir else default_results_dir()
         return base / self.profile
 
     @property
     def fig_dir(self) -> Path:
         base = Path(self.figures_dir) if self.figures_dir else default_figures_dir()
-        return base / self.profile
+        return base / (self.run_name or self.profile)
 
     def path(self, *parts: str) -> Path:
         """A path inside the run directory; parent folders are created."""
@@ -178,6 +187,25 @@ def _check_key(key: str, where: str) -> None:
     raise ConfigError(f"{where}: unknown field {key!r} (not a field of kgir_lib.config.Config)")
 
 
+def builtin_profiles() -> list:
+    """The names of the profiles shipped in ``kgir_lib/profiles/``."""
+    return sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
+
+
+def profile_identity(name: str) -> str:
+    """The name a profile's results go under: a built-in profile's name; for a profile file, its stem and the
+    first 8 hex digits of SHA-256 over its resolved path, so two files (``a/fake.yaml``, ``b/fake.yaml``)
+    never share a run directory and a file elsewhere never writes into a built-in profile's (a file that
+    *is* a built-in profile, by any path, is that profile)."""
+    if not name.endswith(".yaml"):
+        return name
+    path = Path(name).expanduser().resolve()
+    builtin = PROFILE_DIR / path.name
+    if builtin.is_file() and builtin.resolve() == path:
+        return path.stem
+    return f"{path.stem}-{hashlib.sha256(str(path).encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
 def _profile_path(name: str, base: Optional[Path] = None) -> Path:
     """The file of profile ``name``: a ``.yaml`` path (relative ones against ``base``, the folder of the
     profile that ``extends`` it, else the current directory) or a name in ``kgir_lib/profiles/``."""
@@ -193,7 +221,7 @@ def _read_profile(name: str, seen: tuple = (), base: Optional[Path] = None) -> d
         raise ConfigError(f"profile name must be a non-empty string, got {name!r}")
     path = _profile_path(name, base)
     if not path.exists():
-        known = sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
+        known = builtin_profiles()
         raise ConfigError(f"unknown profile {name!r}: no file {path} (known profiles: {known})")
     ident = str(path.resolve())
     if ident in seen:
@@ -227,62 +255,6 @@ def _field_kind(name: str) -> tuple:
     return kind, False
 
 
-def _list_of_str(name: str) -> bool:
-    """Whether list field ``name`` holds strings (names, URLs): its default does, or it is empty."""
-    factory = _FIELDS[name].default_factory
-    default = factory() if factory is not dataclasses.MISSING else []
-    return all(isinstance(v, str) for v in default)
-
-
-def _coerce(name: str, value: Any, where: str = "") -> Any:
-    """``value`` checked against the type of field ``name``; ints widen to floats, a string to a 1-list."""
-    kind, nullable = _field_kind(name)
-    label = f"parameter {name!r}{where}"
-    if value is None:
-        if nullable:
-            return None
-        raise ConfigError(f"{label}: must not be null")
-    if kind == "bool":
-        if not isinstance(value, bool):
-            raise ConfigError(f"{label}: expected true/false, got {value!r}")
-        return value
-    if kind in ("int", "float"):
-        return _number(kind, value, label)
-    if kind == "str":
-        if not isinstance(value, str):
-            raise ConfigError(f"{label}: expected a string, got {value!r}")
-        return value
-    if kind == "list":
-        if isinstance(value, str):
-            value = [value]
-        item = str if _list_of_str(name) else (str, int, float)
-        if not isinstance(value, (list, tuple)) or not all(isinstance(v, item) and not isinstance(v, bool)
-                                                           for v in value):
-            what = "strings" if item is str else "plain values"
-            raise ConfigError(f"{label}: expected a list of {what}, got {value!r}")
-        return list(value)
-    return value
-
-
-def _number(kind: str, value: Any, label: str) -> Any:
-    """An int or float field's value. Text that reads as a number (``1e9``: YAML 1.1 reads an exponent
-    without a dot as text) is taken as that number; NaN and infinities are refused."""
-    if isinstance(value, str):
-        try:
-            value = float(value.strip())
-        except ValueError:
-            raise ConfigError(f"{label}: expected a number, got the text {value!r}") from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{label}: expected a number, got {value!r} ({type(value).__name__})")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ConfigError(f"{label}: must be a finite number, got {value!r}")
-    if kind == "int":
-        if isinstance(value, float) and not value.is_integer():
-            raise ConfigError(f"{label}: expected a whole number, got {value!r}")
-        return int(value)
-    return float(value)
-
-
 def load_config(profile: Optional[str] = None, **overrides: Any) -> Config:
     """Build the effective config: profile YAML, then non-None ``overrides``.
 
@@ -298,9 +270,11 @@ def load_config(profile: Optional[str] = None, **overrides: Any) -> Config:
         _check_key(key, "papermill parameters")
         if value is not None:
             values[key] = value
-    values["profile"] = Path(profile).stem.removesuffix(".yaml")
+    values["profile"] = profile_identity(profile)
+    from .config_checks import coerce  # (lazy: it imports this module)
+
     for key in list(values):
-        values[key] = _coerce(key, values[key], f" (profile {values['profile']!r})")
+        values[key] = coerce(key, values[key], f" (profile {values['profile']!r})")
     cfg = Config(**values)
     _validate(cfg)
     return cfg
@@ -367,6 +341,7 @@ def _validate(cfg: Config) -> None:
     checks.check_key_env_name(cfg.llm_api_key_env)
     checks.check_ranges(cfg)
     checks.check_locations(cfg)
+    checks.check_run_name(cfg)
     from .subgraph import GTMP_READINGS, SIMILARITIES  # (lazy: subgraph imports the LLM package)
 
     for name, allowed in (("match_method", SIMILARITIES), ("gtmp_reading", GTMP_READINGS)):

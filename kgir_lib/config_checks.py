@@ -5,11 +5,70 @@ number ranges, :data:`kgir_lib.config.RANGES`) so that the config module stays s
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 import re
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
-from .config import _FIELDS, _SECRET_HINT, Config, ConfigError, _field_kind, field_range
+from .config import _FIELDS, _SECRET_HINT, Config, ConfigError, _field_kind, builtin_profiles, field_range
+
+
+def _list_of_str(name: str) -> bool:
+    """Whether list field ``name`` holds strings (names, URLs): its default does, or it is empty."""
+    factory = _FIELDS[name].default_factory
+    default = factory() if factory is not dataclasses.MISSING else []
+    return all(isinstance(v, str) for v in default)
+
+
+def coerce(name: str, value: Any, where: str = "") -> Any:
+    """``value`` checked against the type of field ``name``; ints widen to floats, a string to a 1-list."""
+    kind, nullable = _field_kind(name)
+    label = f"parameter {name!r}{where}"
+    if value is None:
+        if nullable:
+            return None
+        raise ConfigError(f"{label}: must not be null")
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{label}: expected true/false, got {value!r}")
+        return value
+    if kind in ("int", "float"):
+        return _number(kind, value, label)
+    if kind == "str":
+        if not isinstance(value, str):
+            raise ConfigError(f"{label}: expected a string, got {value!r}")
+        return value
+    if kind == "list":
+        if isinstance(value, str):
+            value = [value]
+        item = str if _list_of_str(name) else (str, int, float)
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, item) and not isinstance(v, bool)
+                                                           for v in value):
+            what = "strings" if item is str else "plain values"
+            raise ConfigError(f"{label}: expected a list of {what}, got {value!r}")
+        return list(value)
+    return value
+
+
+def _number(kind: str, value: Any, label: str) -> Any:
+    """An int or float field's value. Text that reads as a number (``1e9``: YAML 1.1 reads an exponent
+    without a dot as text) is taken as that number; NaN and infinities are refused."""
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise ConfigError(f"{label}: expected a number, got the text {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{label}: expected a number, got {value!r} ({type(value).__name__})")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{label}: must be a finite number, got {value!r}")
+    if kind == "int":
+        if isinstance(value, float) and not value.is_integer():
+            raise ConfigError(f"{label}: expected a whole number, got {value!r}")
+        return int(value)
+    return float(value)
 
 
 def check_ranges(cfg: Config) -> None:
@@ -35,6 +94,21 @@ def check_locations(cfg: Config) -> None:
                     raise ConfigError(f"parameter {name!r}: {part} is a file, not a directory (the run writes "
                                       f"into {path})")
                 break
+
+
+_RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,119}")
+
+
+def check_run_name(cfg: Config) -> None:
+    """The run directory's name: a plain folder name, and never a built-in profile's directory unless the run
+    *is* that profile (a profile file or a ``run_name`` must not write into another profile's results)."""
+    name = cfg.run_name or cfg.profile
+    if cfg.run_name is not None and not _RUN_NAME.fullmatch(cfg.run_name):
+        raise ConfigError(f"parameter 'run_name': {cfg.run_name!r} is not a plain folder name "
+                          f"(letters, digits, '_', '.', '-'; at most 120)")
+    if name in builtin_profiles() and name != cfg.profile:
+        raise ConfigError(f"parameter 'run_name': {name!r} is the run directory of the built-in profile "
+                          f"{name!r}; profile {cfg.profile!r} may not write there")
 
 
 def check_url(url: str) -> None:

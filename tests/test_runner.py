@@ -242,3 +242,15 @@ def test_runner_injects_every_parameter_resolves_relative_dirs_and_exports_the_l
     from kgir_lib.llm.response_log import read_log
 
     assert [r[:3] for r in read_log(run_dir / "llm_responses.jsonl.gz")] == [("k" * 64, "scripted:m", "an answer")]
+
+
+def test_a_profile_file_reports_its_own_run_directory(capsys, tmp_path):
+    from kgir_lib.config import PROFILE_DIR
+
+    copy = tmp_path / "anywhere" / "sample.yaml"
+    copy.parent.mkdir()
+    copy.write_text(f"extends: {PROFILE_DIR / 'ci.yaml'}\n")
+    code, out, err = main_in_process(capsys, "--profile", str(copy), *ONE)
+    assert code == 0, err
+    results = next(line for line in out.splitlines() if line.startswith("results: "))
+    assert "/sample-" in results and not results.endswith("/sample")
