@@ -22,12 +22,14 @@ computed before it (cache, log, KG, tables) stays on disk, so a rerun resumes.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import sys
 import time
 from pathlib import Path
 
-from .config import LOCATION_ENV, PROJECT_ROOT, ConfigError, load_config
+from .config import LOCATION_ENV, PROJECT_ROOT, ConfigError, load_config, profile_identity
 from .data import DataError, load_dataset
 
 NAME_MAX = 100  # characters of a qid or dataset name: notebook 07's file names hold both (a file name: 255 bytes)
@@ -167,6 +169,9 @@ def main(argv=None) -> int:
     ap.add_argument("--regenerate", action="store_true",
                     help="rebuild every table and figure from the run directory with no new LLM call "
                          "(KGIR_LLM_CACHE_ONLY=1: a request missing from the cache is an error)")
+    ap.add_argument("--write-reference", action="store_true",
+                    help="write into the profile's own run directory <results>/<profile>/ even with -p "
+                         "parameters (without it, such a run writes a scratch directory <profile>-<hash>)")
     args = ap.parse_args(argv)
     if args.regenerate:
         os.environ["KGIR_LLM_CACHE_ONLY"] = "1"  # inherited by the papermill kernels
@@ -174,11 +179,18 @@ def main(argv=None) -> int:
     try:
         params = {k: _normalise(k, v) for k, v in _parse_params(args.param).items()}
         profile = resolve_paths(profile, params)
+        scratch = None if args.write_reference else scratch_name(profile_identity(profile), params)
+        if scratch:
+            params["run_name"] = scratch
         for line in validate(profile, params):
             print(line)
     except (ConfigError, DataError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if scratch:
+        print(f"scratch run (parameters {', '.join(sorted(set(params) - {'run_name'} - set(WHERE_PARAMS)))} "
+              f"given): results go to {scratch}/, the profile's own results are not touched "
+              f"(--write-reference writes them)")
     if args.validate_only:
         print("profile and data validated")
         return 0
@@ -192,6 +204,27 @@ def main(argv=None) -> int:
     return _run_notebooks(nbs, profile, params, "timings_regenerate.tsv" if args.regenerate else "timings.tsv")
 
 
+# Parameters that say only where things are or how the LLM server is reached: they change no number, so
+# a run given only these still writes the profile's own run directory (a scratch run otherwise).
+WHERE_PARAMS = ("results_dir", "figures_dir", "llm_base_urls", "llm_api_key_env", "llm_max_concurrency",
+                "llm_timeout_s", "llm_max_retries", "llm_retry_window_s")
+
+
+def scratch_name(profile: str, params: dict) -> str | None:
+    """The scratch run directory of a run of ``profile`` (its :func:`~kgir_lib.config.profile_identity`) with
+    ``-p`` parameters ``params``: ``<profile>-<first 8 hex of SHA-256 over the parameters>``, so a rerun with
+    the same parameters continues the same scratch run; None when only :data:`WHERE_PARAMS` are given (the
+    run writes the profile's own directory, e.g. the committed ``results/<profile>/`` of the main job)."""
+    if "run_name" in params:
+        raise ConfigError("parameter 'run_name': set by the runner (a run with parameters writes a scratch "
+                          "directory <profile>-<hash>; --write-reference writes the profile's own)")
+    what = {k: v for k, v in params.items() if k not in WHERE_PARAMS}
+    if not what:
+        return None
+    digest = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:8]
+    return f"{profile}-{digest}"
+
+
 def sync_log(cfg) -> None:
     """Check the run's LLM cache page by page, then import the committed response log into it (rows not
     cached yet). A damaged cache is an :class:`~kgir_lib.llm.LLMCacheError` saying how to salvage it."""
@@ -201,11 +234,12 @@ def sync_log(cfg) -> None:
     cache = LLMCache(cache_path(cfg))
     try:
         cache.check_integrity()
-        inserted, _, log = sync_run_cache(cfg, cache)
+        inserted, _, logs = sync_run_cache(cfg, cache)
     finally:
         cache.close()
-    if log.exists():
-        print(f"response log: {inserted} response(s) imported from {log} into {cache.path}", flush=True)
+    if logs:
+        print(f"response log: {inserted} response(s) imported from {' and '.join(map(str, logs))} into "
+              f"{cache.path}", flush=True)
 
 
 def export_log(cfg) -> bool:
@@ -261,9 +295,10 @@ def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "t
             return 1
         timings.append((nb.name, time.perf_counter() - t0))
         print(f"    {timings[-1][1]:.0f} s", flush=True)
+        with open(cfg.run_dir / timings_file, "a") as fh:  # appended, never truncated: a log of every run
+            fh.write(f"{nb.name}\t{timings[-1][1]:.1f}\n")
     total = sum(t for _, t in timings)
     print(f"done: {len(timings)} notebooks in {total:.0f} s ({total / 60:.1f} min)")
-    (cfg.run_dir / timings_file).write_text("".join(f"{n}\t{t:.1f}\n" for n, t in timings))
     return 0
 
 

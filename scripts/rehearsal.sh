@@ -80,7 +80,9 @@ trap 'log "interrupted"; exit 130' INT TERM
 runner() {  # logfile, runner arguments... ; runs in the background, sets RUNNER_PID
     local lf="$1"; shift
     : >"$lf"
-    timeout "$(left)" "$PY" -m kgir_lib.runner --profile rehearsal -p llm_base_urls "$URLS" "$@" >"$lf" 2>&1 &
+    # --write-reference: every phase (notebook 01 with other datasets included) writes one run directory,
+    # $RUN under the temporary KGIR_RESULTS_DIR, instead of a scratch directory per set of parameters
+    timeout "$(left)" "$PY" -m kgir_lib.runner --profile rehearsal --write-reference -p llm_base_urls "$URLS" "$@" >"$lf" 2>&1 &
     RUNNER_PID=$!
 }
 wait_runner() { wait "$RUNNER_PID"; local rc=$?; RUNNER_PID=""; return $rc; }

@@ -77,7 +77,8 @@ def _notebook(path: Path, body: str) -> None:
 PROBE = """
 import json
 from kgir_lib.config import load_config, start_run
-cfg = load_config(profile, top_k=top_k)
+from kgir_lib.notebook import config_params
+cfg = load_config(profile, **config_params(globals()))  # as open_notebook reads the parameters
 start_run(cfg, "00_probe")
 cfg.path("probe.json").write_text(json.dumps({"profile": cfg.profile, "top_k": cfg.top_k}))
 """
@@ -91,8 +92,9 @@ def test_runs_notebooks_in_order_with_parameters(tmp_path):
     _notebook(nbs / "02_never.ipynb", "open('never_ran', 'w')")
     out = run("--profile", "ci", "-p", "top_k", "4", "--notebooks-dir", str(nbs), tmp_path=tmp_path)
     assert out.returncode == 1
-    assert "01_fail.ipynb failed" in out.stderr and "scripted failure" in out.stderr
-    run_dir = tmp_path / "results" / "ci"
+    assert "01_fail.ipynb failed" in out.stderr and "scratch run (parameters top_k given)" in out.stdout
+    run_dir = tmp_path / "results" / runner.scratch_name("ci", {"top_k": 4})  # a run with -p: a scratch run
+    assert not (tmp_path / "results" / "ci").exists()
     assert json.loads((run_dir / "probe.json").read_text()) == {"profile": "ci", "top_k": 4}
     assert (run_dir / "config" / "00_probe.yaml").exists()
     assert (run_dir / "notebooks" / "00_probe.ipynb").exists()   # executed copies, not the sources
@@ -104,10 +106,12 @@ def test_runs_notebooks_in_order_with_parameters(tmp_path):
 
     (nbs / "01_fail.ipynb").unlink()
     (nbs / "02_never.ipynb").unlink()
-    out = run("--profile", "ci", "--notebooks-dir", str(nbs), "--only", "00", tmp_path=tmp_path)
-    assert out.returncode == 0, out.stderr
-    assert "done: 1 notebooks" in out.stdout
-    assert (run_dir / "timings.tsv").read_text().startswith("00_probe.ipynb\t")
+    for _ in range(2):  # without -p: the profile's own run directory; timings.tsv is appended to
+        out = run("--profile", "ci", "--notebooks-dir", str(nbs), "--only", "00", tmp_path=tmp_path)
+        assert out.returncode == 0, out.stderr
+        assert "done: 1 notebooks" in out.stdout and "scratch" not in out.stdout
+    timings = (tmp_path / "results" / "ci" / "timings.tsv").read_text().splitlines()
+    assert len(timings) == 2 and all(line.startswith("00_probe.ipynb\t") for line in timings)
 
 
 def test_notebook_discovery(tmp_path):
@@ -208,7 +212,8 @@ PROBE_ALL = """
 import json, os
 from kgir_lib.config import load_config, start_run
 from kgir_lib.llm import LLMCache
-cfg = load_config(profile, top_k=top_k)
+from kgir_lib.notebook import config_params
+cfg = load_config(profile, **config_params(globals()))  # as open_notebook reads the parameters
 start_run(cfg, "00_probe")
 LLMCache(cfg.path("cache", "llm.sqlite")).put("k" * 64, "scripted:m", {}, "an answer", 3, 2, 0.5)
 cfg.path("probe.json").write_text(json.dumps({
@@ -233,7 +238,9 @@ def test_runner_injects_every_parameter_resolves_relative_dirs_and_exports_the_l
                           "-p", "n_boot", "7", "-p", "qid", "q1", "-p", "dataset", "hotpotqa"],
                          cwd=tmp_path, env=env, text=True, capture_output=True, timeout=300)
     assert out.returncode == 1 and "01_fail.ipynb failed" in out.stderr, out.stderr
-    run_dir = tmp_path / "rel_results" / "ci"
+    scratch = next(line for line in out.stdout.splitlines() if line.startswith("results: "))
+    run_dir = tmp_path / "rel_results" / Path(scratch).name
+    assert run_dir.name.startswith("ci-")
     probe = json.loads((run_dir / "probe.json").read_text())
     assert probe["cwd"] == str(nbs)  # the kernel ran elsewhere ...
     assert probe["run_dir"] == str(run_dir) and probe["data_path"] == str(tmp_path / "data")  # ... on absolute paths

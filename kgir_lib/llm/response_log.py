@@ -43,8 +43,19 @@ IMPORTED_NOTE = json.dumps({"imported_from": LOG_NAME})  # the ``request`` colum
 
 
 def log_path(cfg) -> Path:
-    """Where the run's response log lives: ``<results>/<profile>/llm_responses.jsonl.gz``."""
+    """Where the run's response log lives: ``<run directory>/llm_responses.jsonl.gz``."""
     return cfg.run_dir / LOG_NAME
+
+
+def logs_to_import(cfg) -> list:
+    """The logs a run starts from: its own, and for a scratch run (``run_name`` set) the profile's committed
+    log too (``<results>/<profile>/llm_responses.jsonl.gz``), so a rerun with other parameters calls the
+    model only for requests no run of the profile has made. Only those that exist."""
+    paths = [log_path(cfg)]
+    reference = cfg.reference_dir / LOG_NAME
+    if reference != paths[0]:
+        paths.append(reference)
+    return [p for p in paths if p.exists()]
 
 
 def cache_path(cfg) -> Path:
@@ -175,11 +186,12 @@ def import_log(cache: LLMCache, path: Path) -> int:
 
 
 def sync_run_cache(cfg, cache: Optional[LLMCache] = None) -> tuple:
-    """Import the run's log into its cache (``cfg``'s run directory); ``(inserted, cache path, log path)``."""
+    """Import the run's logs (:func:`logs_to_import`) into its cache; ``(inserted, cache path, logs)``."""
     own = cache is None
     cache = cache if cache is not None else LLMCache(cache_path(cfg))
     try:
-        return import_log(cache, log_path(cfg)), cache.path, log_path(cfg)
+        logs = logs_to_import(cfg)
+        return sum(import_log(cache, path) for path in logs), cache.path, logs
     finally:
         if own:
             cache.close()
@@ -189,17 +201,15 @@ _IMPORTED: set = set()  # (cache file, log file, log size, log mtime) already im
 
 
 def import_once(cfg, cache: LLMCache) -> int:
-    """:func:`import_log` of the run's log into ``cache``, once per process and log version (so building
-    the LLM in every notebook cell costs one ``stat``); how many rows were inserted."""
-    path = log_path(cfg)
-    if not path.exists():
-        return 0
-    st = path.stat()
-    token = (str(Path(cache.path).resolve()), str(path.resolve()), st.st_size, st.st_mtime_ns)
-    if token in _IMPORTED:
-        return 0
-    inserted = import_log(cache, path)
-    _IMPORTED.add(token)
+    """:func:`import_log` of the run's logs (:func:`logs_to_import`) into ``cache``, once per process and
+    log version (so building the LLM in every notebook cell costs a ``stat``); how many rows were inserted."""
+    inserted = 0
+    for path in logs_to_import(cfg):
+        st = path.stat()
+        token = (str(Path(cache.path).resolve()), str(path.resolve()), st.st_size, st.st_mtime_ns)
+        if token not in _IMPORTED:
+            inserted += import_log(cache, path)
+            _IMPORTED.add(token)
     return inserted
 
 
