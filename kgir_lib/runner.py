@@ -31,6 +31,7 @@ from pathlib import Path
 
 from .config import LOCATION_ENV, PROJECT_ROOT, ConfigError, load_config, profile_identity
 from .data import DataError, load_dataset
+from .traces import remove_stale_temporaries
 
 NAME_MAX = 100  # characters of a qid or dataset name: notebook 07's file names hold both (a file name: 255 bytes)
 # Parameters some notebooks take that are not config fields: name -> (check, what it must be).
@@ -266,6 +267,9 @@ def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "t
     cfg = load_config(profile, **config)
     outdir = cfg.run_dir / "notebooks"
     outdir.mkdir(parents=True, exist_ok=True)
+    stale = remove_stale_temporaries(cfg.run_dir, cfg.fig_dir)
+    if stale:
+        print(f"removed {len(stale)} temporary file(s) left by killed writes (e.g. {stale[0]})", flush=True)
     try:
         sync_log(cfg)
     except LLMCacheError as exc:

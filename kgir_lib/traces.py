@@ -137,6 +137,36 @@ def atomic_write_bytes(path: Path, data: bytes) -> Path:
     return path
 
 
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)\.tmp(\.npy)?")
+
+
+def remove_stale_temporaries(*roots: Path) -> list:
+    """Delete the temporary files that writes killed before their rename left under ``roots``
+    (``.<name>.<pid>.tmp``, from :func:`atomic_write_bytes`; ``.tmp.npy`` from older embedding caches)
+    whose writing process is gone; a file of a process still running is left alone. Returns the paths."""
+    removed = []
+    for root in roots:
+        if not Path(root).is_dir():
+            continue
+        for path in Path(root).rglob("*.tmp*"):
+            match = _TEMPORARY.fullmatch(path.name)
+            stale = not _alive(int(match["pid"])) if match else path.name.endswith(".tmp.npy")
+            if stale and path.is_file():
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:  # a process of another user
+        return True
+    return True
+
+
 def meta_path(path: Path) -> Path:
     """The ``.meta.json`` beside trace file ``path`` (``<dataset>.trace.jsonl`` -> ``<dataset>.trace.meta.json``)."""
     return Path(path).with_suffix(".meta.json")

@@ -261,3 +261,19 @@ def test_a_profile_file_reports_its_own_run_directory(capsys, tmp_path):
     assert code == 0, err
     results = next(line for line in out.splitlines() if line.startswith("results: "))
     assert "/sample-" in results and not results.endswith("/sample")
+
+
+def test_the_runner_removes_temporary_files_of_killed_writes_at_start(tmp_path):
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    _notebook(nbs / "00_probe.ipynb", "print('ok')")
+    stale = tmp_path / "results" / "ci" / "tables" / ".05_cost.csv.999999999.tmp"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("half a table")
+    out = run("--profile", "ci", "--notebooks-dir", str(nbs), tmp_path=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert not stale.exists() and "removed 1 temporary file(s) left by killed writes" in out.stdout
+    if (REPO / ".git").exists():
+        ignored = subprocess.run(["git", "check-ignore", "-q", "results/sample/traces/kgir/.x.trace.jsonl.12.tmp"],
+                                 cwd=REPO).returncode
+        assert ignored == 0

@@ -122,3 +122,21 @@ def test_a_valid_json_line_that_is_not_a_record_names_file_and_line(tmp_path, li
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(traces.TraceError, match=rf"d\.trace\.jsonl: line 2 is not a trace record \({problem}\)"):
         ev.load_outputs(path)
+
+
+def test_stale_temporary_files_are_removed_and_a_live_writers_are_kept(tmp_path):
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()  # a process that has exited
+    (tmp_path / "traces" / "kgir").mkdir(parents=True)
+    stale = [tmp_path / "traces" / "kgir" / f".hotpotqa.trace.jsonl.{dead}.tmp",
+             tmp_path / f".llm_responses.jsonl.gz.{dead}.tmp", tmp_path / f".emb-abc.{dead}.tmp.npy",
+             tmp_path / "phrases-m-abc.tmp.npy"]
+    live = tmp_path / f".table.csv.{os.getpid()}.tmp"
+    keep = [live, tmp_path / "notes.tmp.txt", tmp_path / "results.csv"]
+    for path in stale + keep:
+        path.write_text("x")
+    assert sorted(traces.remove_stale_temporaries(tmp_path, tmp_path / "absent")) == sorted(stale)
+    assert all(p.exists() for p in keep) and not any(p.exists() for p in stale)
