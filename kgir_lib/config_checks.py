@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from .redact import redact, secret_name
 from .config import _FIELDS, _SECRET_HINT, Config, ConfigError, _field_kind, builtin_profiles, field_range
 
 
@@ -24,6 +25,16 @@ def _list_of_str(name: str) -> bool:
 
 def coerce(name: str, value: Any, where: str = "") -> Any:
     """``value`` checked against the type of field ``name``; ints widen to floats, a string to a 1-list."""
+    try:
+        return _coerce(name, value, where)
+    except ConfigError as exc:
+        if secret_name(name):  # never echo what may be a secret
+            raise ConfigError(f"parameter {name!r}{where}: not a valid value for this field (the value is not "
+                              f"shown: the name suggests a secret). {_SECRET_HINT}") from None
+        raise ConfigError(redact(str(exc))) from None
+
+
+def _coerce(name: str, value: Any, where: str) -> Any:
     kind, nullable = _field_kind(name)
     label = f"parameter {name!r}{where}"
     if value is None:
@@ -112,8 +123,13 @@ def check_run_name(cfg: Config) -> None:
 
 
 def check_url(url: str) -> None:
-    """An ``llm_base_urls`` entry: http(s), with a host."""
+    """An ``llm_base_urls`` entry: http(s), with a host, and no credentials (``user:key@host`` would be
+    written into every config dump and notebook; the key comes from the environment)."""
     parts = urlsplit(url)
+    if "@" in parts.netloc:
+        raise ConfigError(f"parameter 'llm_base_urls': {redact(url)!r} holds a user name or password; a URL "
+                          f"with credentials is refused (it would be written into configs and notebooks). "
+                          f"{_SECRET_HINT}")
     if parts.scheme not in ("http", "https"):
         raise ConfigError(f"parameter 'llm_base_urls': {url!r} is not an http(s) URL")
     try:

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from .config import LOCATION_ENV, PROJECT_ROOT, ConfigError, load_config, profile_identity
 from .data import DataError, load_dataset
+from .redact import env_secrets, redact, secret_name
 from .traces import remove_stale_temporaries
 
 NAME_MAX = 100  # characters of a qid or dataset name: notebook 07's file names hold both (a file name: 255 bytes)
@@ -128,7 +129,8 @@ def _check_methods(methods: list | None) -> None:
 
 
 def _parse_params(pairs: list) -> dict:
-    """``-p NAME VALUE`` pairs, each value read as YAML (so ``[a, b]`` is a list and ``4`` a number)."""
+    """``-p NAME VALUE`` pairs, each value read as YAML (so ``[a, b]`` is a list and ``4`` a number). The value
+    of a name that suggests a secret (:func:`kgir_lib.redact.secret_name`) is never echoed."""
     import yaml
 
     params = {}
@@ -136,8 +138,19 @@ def _parse_params(pairs: list) -> dict:
         try:
             params[name] = yaml.safe_load(value)
         except yaml.YAMLError as exc:
-            raise ConfigError(f"parameter {name!r}: value {value!r} is not valid YAML ({exc})") from None
+            if secret_name(name):
+                raise ConfigError(f"parameter {name!r}: the value is not valid YAML (not shown: the name "
+                                  f"suggests a secret; secrets come from the environment only)") from None
+            raise ConfigError(f"parameter {name!r}: value {redact(value)!r} is not valid YAML "
+                              f"({redact(str(exc))})") from None
     return params
+
+
+def error(message: str, params: dict) -> None:
+    """Print ``error: <message>`` to stderr with secrets removed: the API key of the variable the run names
+    (``llm_api_key_env``, else the default ``KGIR_LLM_API_KEY``) and anything that looks like a credential."""
+    names = {"KGIR_LLM_API_KEY", str(params.get("llm_api_key_env") or "")}
+    print(f"error: {redact(message, env_secrets(*names))}", file=sys.stderr)
 
 
 def resolve_paths(profile: str, params: dict, cwd: Path | None = None) -> str:
@@ -177,6 +190,7 @@ def main(argv=None) -> int:
     if args.regenerate:
         os.environ["KGIR_LLM_CACHE_ONLY"] = "1"  # inherited by the papermill kernels
     profile = args.profile or os.environ.get("KGIR_PROFILE") or "sample"
+    params: dict = {}
     try:
         params = {k: _normalise(k, v) for k, v in _parse_params(args.param).items()}
         profile = resolve_paths(profile, params)
@@ -186,7 +200,7 @@ def main(argv=None) -> int:
         for line in validate(profile, params):
             print(line)
     except (ConfigError, DataError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error(str(exc), params)
         return 2
     if scratch:
         print(f"scratch run (parameters {', '.join(sorted(set(params) - {'run_name'} - set(WHERE_PARAMS)))} "
@@ -251,7 +265,7 @@ def export_log(cfg) -> bool:
     try:
         rows, log = export_run_cache(cfg)
     except (LLMCacheError, OSError) as exc:
-        print(f"error: response log not exported: {exc}", file=sys.stderr)
+        error(f"response log not exported: {exc}", {"llm_api_key_env": cfg.llm_api_key_env})
         return False
     if rows:
         print(f"    response log: {rows} response(s) in {log}", flush=True)
@@ -273,7 +287,7 @@ def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "t
     try:
         sync_log(cfg)
     except LLMCacheError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error(str(exc), {"llm_api_key_env": cfg.llm_api_key_env})
         return 2
     nb_params = {"profile": profile, **params}
     timings = []
@@ -286,12 +300,12 @@ def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "t
             pm.execute_notebook(str(nb), str(out), parameters=nb_params, cwd=str(nb.parent), progress_bar=False,
                                 log_output=False, kernel_name="python3")
         except pm.PapermillExecutionError as exc:
-            print(f"error: {nb.name} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}\n"
-                  f"partial output: {out}", file=sys.stderr)
+            error(f"{nb.name} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}\n"
+                  f"partial output: {out}", {"llm_api_key_env": cfg.llm_api_key_env})
             return 1
         except Exception as exc:  # kernel died, kernel missing, unreadable notebook, ...
-            print(f"error: {nb.name} could not be executed: {type(exc).__name__}: {exc}\n"
-                  f"partial output (if any): {out}", file=sys.stderr)
+            error(f"{nb.name} could not be executed: {type(exc).__name__}: {exc}\n"
+                  f"partial output (if any): {out}", {"llm_api_key_env": cfg.llm_api_key_env})
             return 1
         finally:
             exported = export_log(cfg)  # after every notebook, finished or not: a crash still leaves the log

@@ -51,3 +51,41 @@ def test_a_whole_token_count_written_as_a_float_is_accepted(make_fake):
     got = {}
     backend([server.url]).run(reqs(1), lambda i, r: got.__setitem__(i, r))
     assert got[0].prompt_tokens == 12
+
+
+# ---------------------------------------------------------------- no secret in any message
+FAKE_KEY = "sk-kgirtest-Zq7RQ8wX3vN5pL2m"
+
+
+def test_a_server_echoing_the_authorization_header_never_puts_the_key_in_the_error(make_fake, monkeypatch):
+    monkeypatch.setenv("KGIR_TEST_KEY", FAKE_KEY)
+    server = make_fake(plan=["echo401"])
+    with pytest.raises(LLMError) as exc:
+        backend([server.url], api_key_env="KGIR_TEST_KEY").run(reqs(1), lambda i, r: None)
+    headers = {k.lower(): v for k, v in server.seen[0][0].items()}
+    assert headers["authorization"] == f"Bearer {FAKE_KEY}"  # the key was sent, and echoed by the server
+    message = str(exc.value)
+    assert "HTTP 401" in message and "$KGIR_TEST_KEY" in message and "request_headers" in message
+    assert FAKE_KEY not in message and "Zq7RQ8" not in message
+
+
+def test_a_url_with_credentials_is_refused_without_echoing_them():
+    with pytest.raises(LLMError, match="user name or password") as exc:
+        backend([f"http://user:{FAKE_KEY}@127.0.0.1:9/v1"])
+    assert FAKE_KEY not in str(exc.value)
+
+
+@pytest.mark.parametrize("text, secret", [
+    ("Authorization: Bearer abcdEFGH1234", "abcdEFGH1234"),
+    ('{"authorization": "Basic dXNlcjpwYXNz"}', "dXNlcjpwYXNz"),
+    ("GET http://bob:hunter22@host:8000/v1/models", "hunter22"),
+    ("?api_key=abcd1234&model=m", "abcd1234"),
+    ('"x-api-key": "abcd1234"', "abcd1234"),
+    (f"plain text quoting {FAKE_KEY}", FAKE_KEY),
+])
+def test_redact_removes_keys_headers_and_url_credentials(text, secret):
+    from kgir_lib.redact import redact
+
+    out = redact(text, [FAKE_KEY])
+    assert secret not in out and "***" in out
+    assert redact('{"prompt_tokens": 431, "max_tokens": 12}') == '{"prompt_tokens": 431, "max_tokens": 12}'

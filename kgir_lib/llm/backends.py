@@ -26,7 +26,9 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable, Optional, Sequence
+from urllib.parse import urlsplit
 
+from ..redact import env_secrets, redact
 from .core import ChatRequest, ChatResult, LLMError
 
 
@@ -89,6 +91,9 @@ class OpenAIBackend:
 
         if not base_urls:
             raise LLMError("parameter 'llm_base_urls': the openai backend needs at least one base URL")
+        if any("@" in (urlsplit(u).netloc or "") for u in base_urls):
+            raise LLMError("parameter 'llm_base_urls': a URL with a user name or password (user:key@host) is "
+                           f"refused; give the key in ${api_key_env} (URL not shown: it holds a secret)")
         self.model = model_id
         self.model_id = f"openai:{model_id}"
         self.base_urls = [u.rstrip("/") for u in base_urls]
@@ -245,7 +250,14 @@ class OpenAIBackend:
 
         When a request fails, the queued ones are dropped, but every completion that still arrives from
         the requests in flight is handed to ``on_result`` (so it is cached) before the error is raised;
-        the error says how many completions of the batch were kept."""
+        the error says how many completions of the batch were kept. Its message never holds the API key,
+        an ``Authorization`` header or URL credentials a server echoed (:func:`kgir_lib.redact.redact`)."""
+        try:
+            self._run(requests, on_result)
+        except LLMError as exc:
+            raise LLMError(redact(str(exc), env_secrets(self.api_key_env))) from None
+
+    def _run(self, requests: Sequence[ChatRequest], on_result: Callable[[int, ChatResult], None]) -> None:
         if self.max_concurrency <= 1 or len(requests) <= 1:
             for i, req in enumerate(requests):
                 on_result(i, self._post(req))
