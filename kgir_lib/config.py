@@ -79,6 +79,7 @@ class Config:
     # data
     datasets: list = field(default_factory=lambda: ["musique", "hotpotqa", "musique_train"])
     n_questions: Optional[int] = 8
+    allow_fewer_questions: bool = False  # a dataset with fewer questions than asked is an error unless true
     seed: int = 0
     # KG extraction (notebook 01)
     extract_max_passages: Optional[int] = 60

@@ -7,17 +7,27 @@ config field (checked as :func:`kgir_lib.config.load_config` checks it) or one o
 notebook-only parameters in :data:`NOTEBOOK_PARAMS` (``resume``, ``methods``,
 ``n_boot``, ``qid``, ``dataset``); both reach every notebook.
 
+**Where a run writes.** Without ``-p`` parameters, the profile's own run directory
+``results/<profile>/`` (the committed reference results of a built-in profile). With
+parameters, a scratch directory ``results/<profile>-<hash of the parameters>/``
+(:func:`scratch_name`; git-ignored, figures likewise), which starts from the profile's
+committed response log; ``--write-reference`` writes the profile's own directory anyway.
+
 Paths are resolved once, here: a relative ``KGIR_DATA_DIR`` / ``KGIR_RESULTS_DIR`` /
 ``KGIR_FIGURES_DIR``, profile path, or ``-p`` path (``data_dir``, ``results_dir``,
 ``figures_dir``, ``llm_model_path``) is made absolute against the directory the
 runner was started from, so the kernels (which run in ``notebooks/``) use what was
 validated.
 
-The committed response log (``results/<profile>/llm_responses.jsonl.gz``,
-:mod:`kgir_lib.llm.response_log`) is imported into the LLM cache before the first
-notebook and exported after every notebook, finished or failed. A notebook that
-fails stops the job with its name and the path of its partial output; everything
-computed before it (cache, log, KG, tables) stays on disk, so a rerun resumes.
+Before anything runs (``--validate-only`` stops here): the config, every dataset it
+names and their question counts (:mod:`kgir_lib.preflight`; exit code 3 when the data
+holds fewer questions than asked), and for the ``openai`` backend each server's model
+list (exit code 2 for any other refusal). The LLM cache is checked page by page and the
+response log(s) imported before the first notebook; the cache is exported to the run's
+log after every notebook, finished or failed, and a damaged cache or a failed export
+stops the job. A notebook that fails stops the job with its name and the path of its
+partial output (exit code 1); everything computed before it (cache, log, KG, tables)
+stays on disk, so a rerun resumes.
 """
 from __future__ import annotations
 
@@ -31,6 +41,7 @@ from pathlib import Path
 
 from .config import LOCATION_ENV, PROJECT_ROOT, ConfigError, load_config, profile_identity
 from .data import DataError, load_dataset
+from .preflight import QuestionShortfall, ServerError, check_question_counts, check_servers, shortfalls
 from .redact import env_secrets, redact, secret_name
 from .traces import remove_stale_temporaries
 
@@ -93,8 +104,9 @@ def validate(profile: str, params: dict | None = None) -> list:
     """Load the profile (with ``params`` as overrides) and every dataset it names; summary lines.
 
     Every name in ``datasets``, ``extract_datasets``, ``ablation_datasets``, ``study_datasets``
-    and a ``dataset`` parameter must load. Raises :class:`ConfigError` / :class:`DataError`
-    naming what is wrong.
+    and a ``dataset`` parameter must load, and hold as many questions as the profile asks
+    (:func:`kgir_lib.preflight.check_question_counts`). Raises :class:`ConfigError` /
+    :class:`DataError` (:class:`~kgir_lib.preflight.QuestionShortfall`) naming what is wrong.
     """
     config, notebook = split_params(params or {})
     cfg = load_config(profile, **config)
@@ -114,6 +126,11 @@ def validate(profile: str, params: dict | None = None) -> list:
                     raise DataError(f"parameter {field!r}: {exc}") from None
     for name, ds in loaded.items():
         lines.append(f"  {name}: {len(ds.questions)} questions, {len(ds.corpus)} passages")
+    check_question_counts(cfg, loaded)
+    short = shortfalls(cfg, loaded)
+    if short:  # allowed by the profile: said, not silent
+        lines.append("  fewer questions than asked (allow_fewer_questions): " + ", ".join(
+            f"{name} {present} of {asked}" for name, _, asked, present in short))
     return lines
 
 
@@ -183,6 +200,9 @@ def main(argv=None) -> int:
     ap.add_argument("--regenerate", action="store_true",
                     help="rebuild every table and figure from the run directory with no new LLM call "
                          "(KGIR_LLM_CACHE_ONLY=1: a request missing from the cache is an error)")
+    ap.add_argument("--no-server-check", action="store_true",
+                    help="do not check that each openai base URL serves llm_model (GET <url>/models), e.g. to "
+                         "validate a profile before its servers are started")
     ap.add_argument("--write-reference", action="store_true",
                     help="write into the profile's own run directory <results>/<profile>/ even with -p "
                          "parameters (without it, such a run writes a scratch directory <profile>-<hash>)")
@@ -199,9 +219,12 @@ def main(argv=None) -> int:
             params["run_name"] = scratch
         for line in validate(profile, params):
             print(line)
-    except (ConfigError, DataError) as exc:
+        if not args.no_server_check:
+            for line in check_servers(load_config(profile, **split_params(params)[0])):
+                print(line)
+    except (ConfigError, DataError, ServerError) as exc:
         error(str(exc), params)
-        return 2
+        return 3 if isinstance(exc, QuestionShortfall) else 2
     if scratch:
         print(f"scratch run (parameters {', '.join(sorted(set(params) - {'run_name'} - set(WHERE_PARAMS)))} "
               f"given): results go to {scratch}/, the profile's own results are not touched "
