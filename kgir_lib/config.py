@@ -57,6 +57,7 @@ class Config:
     llm_retry_window_s: float = 30.0  # openai backend: no new attempt starts later than this after the first
     llm_n_ctx: int = 4096
     llm_n_threads: int = 2
+    llm_tensor_parallel_size: int = 1  # GPUs one vLLM server shards the model over (scripts/paper.sh starts it)
     llm_seed: int = 0
     temperature: float = 0.0
     max_new_tokens: int = 192  # budget of any LLM stage without its own field below (e.g. free-form case-study calls)
@@ -308,6 +309,7 @@ RANGES: dict = {
     "llm_max_concurrency": Range(1, 4096), "llm_timeout_s": Range(0, 86_400, open_lo=True),
     "llm_max_retries": Range(0, 1000), "llm_retry_window_s": Range(0, 7 * 86_400),
     "llm_n_ctx": Range(1, 1_048_576), "llm_n_threads": Range(1, 1024), "llm_seed": _SEED,
+    "llm_tensor_parallel_size": Range(1, 1024),
     "temperature": Range(0, 2), "max_new_tokens": _TOKENS, "max_tokens_*": _TOKENS,
     "embed_batch_size": Range(1, 65_536), "n_questions": _QUESTIONS, "seed": _SEED,
     "extract_max_passages": Range(1, 100_000_000), "top_k": Range(1, 1_000_000), "ngram_n": Range(1, 32),
