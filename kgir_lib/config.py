@@ -302,9 +302,9 @@ class Range(NamedTuple):
 _TOKENS = Range(1, 131_072)      # a generation budget (max new tokens)
 _QUESTIONS = Range(1, 10_000_000)
 _SEED = Range(0, 2**32 - 1)
-# Every int and float field of Config, or a name prefix ending in "*": the one table of allowed values, checked
-# in one place (config_checks.check_ranges). A value outside is refused when the profile loads, naming the field, instead
-# of failing (or silently doing nothing) in a notebook later. None (for Optional fields) is always allowed.
+# Every int and float field of Config, or a name prefix ending in "*": the one table of allowed values, checked in
+# one place (config_checks.check_ranges). A value outside is refused when the profile loads, naming the field,
+# instead of failing (or silently doing nothing) in a notebook later. None (for Optional fields) always passes.
 RANGES: dict = {
     "llm_max_concurrency": Range(1, 4096), "llm_timeout_s": Range(0, 86_400, open_lo=True),
     "llm_max_retries": Range(0, 1000), "llm_retry_window_s": Range(0, 7 * 86_400),

@@ -93,7 +93,8 @@ def test_runner_parameters_reach_every_notebook_config(tmp_path):
            "MPLBACKEND": "Agg"}
     env.pop("KGIR_PROFILE", None)
     out = subprocess.run([sys.executable, "-m", "kgir_lib.runner", "--profile", "ci", "--notebooks-dir", str(nbs),
-                          "--no-server-check", "-p", "top_k", "5", "-p", "llm_model", "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M",
+                          "--no-server-check",  # the openai URL below is never called: no server to check
+                          "-p", "top_k", "5", "-p", "llm_model", "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M",
                           "-p", "llm_backend", "openai", "-p", "llm_base_urls", "[http://127.0.0.1:9/v1]",
                           "-p", "kg2rag_budget", "4", "-p", "methods", "[naive_rag, kgir]"],
                          cwd=REPO, env=env, text=True, capture_output=True, timeout=600)

@@ -44,7 +44,8 @@ def script(tmp_path: Path, *args: str, timeout: int = 120, **env: str) -> subpro
 def test_the_script_parses_and_reuses_the_shared_server_functions():
     subprocess.run(["bash", "-n", str(SCRIPT)], check=True)
     text = SCRIPT.read_text()
-    assert 'source "$ROOT/scripts/serve.sh"' in text and "--tensor-parallel-size" in (REPO / "scripts" / "serve.sh").read_text()
+    assert 'source "$ROOT/scripts/serve.sh"' in text
+    assert "--tensor-parallel-size" in (REPO / "scripts" / "serve.sh").read_text()
     assert 'source "$ROOT/scripts/serve.sh"' in (REPO / "scripts" / "rehearsal.sh").read_text()
 
 
