@@ -77,6 +77,8 @@ class Config:
     embed_model: str = "all-MiniLM-L6-v2"
     embed_batch_size: int = 64
     reranker_model: Optional[str] = None
+    embed_max_length: Optional[int] = None  # encoder input length in tokens; null: the encoder's default (paper §3.2:
+    #                                         BGE-M3 with inputs of up to 8192 tokens)
     # data
     datasets: list = field(default_factory=lambda: ["musique", "hotpotqa", "musique_train"])
     n_questions: Optional[int] = 8
@@ -92,6 +94,18 @@ class Config:
     match_method: str = "overlap"        # eq. 5 similarity: dice | overlap | containment (subgraph.SIMILARITIES)
     gtmp_reading: str = "passages"       # Algorithm 1 G_tmp: "passages" (connect D_q's entities) | "seed_star" (§2.2)
     max_iterations: int = 3
+    max_evidence_triples: Optional[int] = 20  # G_Ans triples shown (heaviest first) to Rewrite, Reflection and the
+    #                                          reader; null: every triple (paper). A cap keeps a small model's prompt short
+    reflection_passages: str = "new"     # P_t of the reflection (§2.4): "new" (passages of D'_t not in D_t; the top of
+    #                                      D'_t only when none is new) | "all" (the top of D'_t)
+    kgir_answer_source: str = "reader"   # who writes the final answer: "reader" (the shared reader, over the evidence
+    #                                      the reflection read; one answer rule for every method) | "reflection" (Fig. 5)
+    reflect_prompt: str = "kgir_reflect"  # the reflection's prompt file: "kgir_reflect" (worded for small models) |
+    #                                      "kgir_reflect_paper" (Fig. 5 as published)
+    # A second LLM for KG extraction and question NER (paper §3.2: Qwen2.5-72B extracts triples and question
+    # entities for both reader LLMs). null: the reader LLM does both. Same backend, key and json mode as the reader.
+    kg_llm_model: Optional[str] = None
+    kg_llm_base_urls: list = field(default_factory=list)
     # baselines
     kg2rag_m_hops: int = 1
     kg2rag_budget: int = 10
@@ -282,6 +296,11 @@ def load_config(profile: Optional[str] = None, **overrides: Any) -> Config:
     return cfg
 
 
+REFLECTION_PASSAGES = ("new", "all")
+ANSWER_SOURCES = ("reader", "reflection")
+REFLECT_PROMPTS = ("kgir_reflect", "kgir_reflect_paper")
+
+
 class Range(NamedTuple):
     """The values a number field may take: ``lo`` (excluded when ``open_lo``) to ``hi``, both included."""
 
@@ -318,6 +337,7 @@ RANGES: dict = {
     "hipporag2_link_top_k": Range(1, 100_000), "hipporag2_synonym_threshold": Range(-1, 1),
     "hipporag2_synonym_top_k": Range(1, 1_000_000), "study_n_questions": _QUESTIONS,
     "robustness_seeds": Range(1, 1000), "context_passages": Range(1, 1000), "passage_chars": Range(1, 10_000_000),
+    "embed_max_length": Range(1, 1_048_576), "max_evidence_triples": Range(1, 1_000_000),
 }
 
 
@@ -350,6 +370,14 @@ def _validate(cfg: Config) -> None:
     for name, allowed in (("match_method", SIMILARITIES), ("gtmp_reading", GTMP_READINGS)):
         if getattr(cfg, name) not in allowed:
             raise ConfigError(f"parameter {name!r}: unknown value {getattr(cfg, name)!r} ({' | '.join(allowed)})")
+    for name, allowed in (("reflection_passages", REFLECTION_PASSAGES), ("kgir_answer_source", ANSWER_SOURCES),
+                          ("reflect_prompt", REFLECT_PROMPTS)):
+        if getattr(cfg, name) not in allowed:
+            raise ConfigError(f"parameter {name!r}: unknown value {getattr(cfg, name)!r} ({' | '.join(allowed)})")
+    if cfg.kg_llm_model is not None and cfg.llm_backend == "openai" and not cfg.kg_llm_base_urls:
+        raise ConfigError("parameter 'kg_llm_base_urls': 'kg_llm_model' on the openai backend needs its own base URL")
+    for url in cfg.kg_llm_base_urls:
+        checks.check_url(url, "kg_llm_base_urls")
     if not cfg.datasets:
         raise ConfigError("parameter 'datasets': needs at least one dataset name")
     if cfg.eval_methods is not None:

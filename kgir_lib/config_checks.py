@@ -122,22 +122,22 @@ def check_run_name(cfg: Config) -> None:
                           f"{name!r}; profile {cfg.profile!r} may not write there")
 
 
-def check_url(url: str) -> None:
-    """An ``llm_base_urls`` entry: http(s), with a host, and no credentials (``user:key@host`` would be
+def check_url(url: str, field: str = "llm_base_urls") -> None:
+    """A base URL (of ``field``): http(s), with a host, and no credentials (``user:key@host`` would be
     written into every config dump and notebook; the key comes from the environment)."""
     parts = urlsplit(url)
     if "@" in parts.netloc:
-        raise ConfigError(f"parameter 'llm_base_urls': {redact(url)!r} holds a user name or password; a URL "
+        raise ConfigError(f"parameter {field!r}: {redact(url)!r} holds a user name or password; a URL "
                           f"with credentials is refused (it would be written into configs and notebooks). "
                           f"{_SECRET_HINT}")
     if parts.scheme not in ("http", "https"):
-        raise ConfigError(f"parameter 'llm_base_urls': {url!r} is not an http(s) URL")
+        raise ConfigError(f"parameter {field!r}: {url!r} is not an http(s) URL")
     try:
         host, _ = parts.hostname, parts.port  # .port raises on a port that is not a number
     except ValueError as exc:
-        raise ConfigError(f"parameter 'llm_base_urls': {url!r} has a bad port ({exc})") from None
+        raise ConfigError(f"parameter {field!r}: {url!r} has a bad port ({exc})") from None
     if not host:
-        raise ConfigError(f"parameter 'llm_base_urls': {url!r} names no host (e.g. http://localhost:8000/v1)")
+        raise ConfigError(f"parameter {field!r}: {url!r} names no host (e.g. http://localhost:8000/v1)")
 
 
 def check_model_path(cfg: Config) -> None:

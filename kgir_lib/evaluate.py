@@ -49,7 +49,7 @@ SEEDS = ("subgraph_rounds", "rounds_with_seed")  # KGIR-RAG evidence-subgraph ro
 _NEUTRAL_FIELDS = {"description", "datasets", "n_questions", "data_dir", "results_dir", "figures_dir", "run_name",
                    "llm_max_concurrency", "llm_timeout_s", "llm_max_retries", "llm_retry_window_s", "embed_batch_size",
                    "llm_api_key_env", "llm_base_urls", "extract_datasets", "allow_fewer_questions",
-                   "llm_tensor_parallel_size"}
+                   "llm_tensor_parallel_size", "kg_llm_base_urls"}
 _NEUTRAL_PREFIXES = ("ablation_", "study_", "robustness_")  # notebook 06's study fields
 
 

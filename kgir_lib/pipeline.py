@@ -37,7 +37,7 @@ def openie_file(cfg: Config, dataset: str) -> Optional[Path]:
 
 def dense_index(cfg: Config, dataset: Dataset, progress: bool = True, encoder=None) -> DenseIndex:
     """Dense index over the whole corpus with the profile's encoder (or ``encoder``); embeddings cached."""
-    enc = encoder or Encoder(cfg.embed_model, cfg.embed_batch_size)
+    enc = encoder or Encoder(cfg.embed_model, cfg.embed_batch_size, max_length=cfg.embed_max_length)
     return DenseIndex(dataset.corpus.passages, enc, cfg.run_dir / "cache" / "embeddings", progress=progress)
 
 

@@ -62,21 +62,26 @@ def check_question_counts(cfg, loaded: dict) -> None:
 
 def check_servers(cfg, timeout_s: float = 10.0) -> list:
     """For the ``openai`` backend: each of ``cfg.llm_base_urls`` must answer ``GET <url>/models`` and list
-    ``cfg.llm_model``; one line per server, else a :class:`ServerError` naming the URL and what to do."""
+    ``cfg.llm_model`` (and each of ``kg_llm_base_urls`` ``kg_llm_model``, when the profile extracts with a
+    second model); one line per server, else a :class:`ServerError` naming the URL and what to do."""
     if cfg.llm_backend != "openai":
         return []
     import httpx
 
     key = env_secrets(cfg.llm_api_key_env)
     headers = {"Authorization": f"Bearer {key[0]}"} if key else {}
+    wanted = [("llm_model", cfg.llm_model, cfg.llm_base_urls)]
+    if cfg.kg_llm_model:
+        wanted.append(("kg_llm_model", cfg.kg_llm_model, cfg.kg_llm_base_urls or cfg.llm_base_urls))
     lines = []
-    for url in cfg.llm_base_urls:
-        models = _served_models(httpx, url.rstrip("/"), headers, timeout_s, cfg)
-        if cfg.llm_model not in models:
-            raise ServerError(redact(
-                f"LLM server {url} serves {sorted(models)}, not llm_model {cfg.llm_model!r}: serve that model "
-                f"(vllm serve {cfg.llm_model} ...) or set 'llm_model' to the name the server lists", key))
-        lines.append(f"LLM server {url}: serves {cfg.llm_model}")
+    for field, model, urls in wanted:
+        for url in urls:
+            models = _served_models(httpx, url.rstrip("/"), headers, timeout_s, cfg)
+            if model not in models:
+                raise ServerError(redact(
+                    f"LLM server {url} serves {sorted(models)}, not {field} {model!r}: serve that model "
+                    f"(vllm serve {model} ...) or set '{field}' to the name the server lists", key))
+            lines.append(f"LLM server {url}: serves {model}")
     return lines
 
 

@@ -89,16 +89,19 @@ class Encoder:
 
     ``backend`` (default :func:`default_encoder_backend`): ``"sentence-transformers"`` (MiniLM on the
     sample profile) or ``"bge-m3"``: FlagEmbedding's ``BGEM3FlagModel`` dense vectors (CLS pooling,
-    L2-normalised, the paper profile's BAAI/bge-m3; queries get no instruction, inputs are cut at
-    FlagEmbedding's 512 tokens). ``device=None`` lets the library choose (CUDA when present, else CPU).
-    :attr:`cache_name` keys the embedding cache: the model name, plus the backend when it is not
-    sentence-transformers, so vectors of one backend are never read for the other.
+    L2-normalised, the paper profile's BAAI/bge-m3; queries get no instruction). ``max_length``: the input
+    length in tokens (``cfg.embed_max_length``; None: the encoder's default, 512 for FlagEmbedding's BGE-M3 and
+    the model's own for sentence-transformers; the paper runs BGE-M3 at 8192, §3.2). ``device=None`` lets the
+    library choose (CUDA when present, else CPU). :attr:`cache_name` keys the embedding cache: the model name,
+    plus the backend when it is not sentence-transformers and the input length when one is set, so vectors
+    made one way are never read for another.
     """
 
     def __init__(self, model: str, batch_size: int = 64, device: Optional[str] = None,
-                 backend: Optional[str] = None):
+                 backend: Optional[str] = None, max_length: Optional[int] = None):
         self.model_name = model
         self.batch_size = batch_size
+        self.max_length = max_length
         self.backend = backend or default_encoder_backend(model)
         if self.backend not in ENCODER_BACKENDS:
             raise ValueError(f"encoder backend {self.backend!r}: choose from {ENCODER_BACKENDS}")
@@ -112,18 +115,25 @@ class Encoder:
 
     @property
     def cache_name(self) -> str:
-        return self.model_name if self.backend == "sentence-transformers" else f"{self.model_name}|{self.backend}"
+        name = self.model_name if self.backend == "sentence-transformers" else f"{self.model_name}|{self.backend}"
+        return name if self.max_length is None else f"{name}|len{self.max_length}"
 
     def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self.backend == "bge-m3":
-            out = self._model.encode(list(texts), batch_size=self.batch_size, return_dense=True,
-                                     return_sparse=False, return_colbert_vecs=False)
+            out = self._model.encode(list(texts), batch_size=self.batch_size, max_length=self.max_length,
+                                     return_dense=True, return_sparse=False, return_colbert_vecs=False)
             emb = np.asarray(out["dense_vecs"], dtype=np.float32)
             return emb.reshape(len(texts), -1)
-        emb = self._model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                                 show_progress_bar=progress, convert_to_numpy=True)
+        if self.max_length is not None:  # (the model object is shared: set the length for this call only)
+            before, self._model.max_seq_length = self._model.max_seq_length, self.max_length
+        try:
+            emb = self._model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+                                     show_progress_bar=progress, convert_to_numpy=True)
+        finally:
+            if self.max_length is not None:
+                self._model.max_seq_length = before
         return emb.astype(np.float32)
 
     @property

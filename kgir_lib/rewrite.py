@@ -7,7 +7,7 @@
   :func:`parse_reflection` (prompt ``kgir_reflect``): chain of thought, then either
   ``Answer: ...`` or ``Missing: ...``. ``P_t`` ("Retrieved passages") are the
   passages of the rewritten question's retrieval, new ones first
-  (:func:`kgir_lib.methods.kgir.reflection_passages`). In the last allowed round the prompt tells
+  (:func:`kgir_lib.methods.kgir_state.reflection_passages`). In the last allowed round the prompt tells
   the model it must answer (``final=True``); a reply that still does not answer
   is left to the method's forced final reader call.
 - A reflection reply with no verdict line gets one more turn, :func:`verdict_request` (prompt
@@ -143,11 +143,13 @@ class Reflection:
 
 def reflection_requests(questions: Sequence[str], evidences: Sequence[str], histories: Sequence[Sequence[dict]],
                         passages: Sequence[str], final: Sequence[bool], originals: Optional[Sequence[str]] = None,
-                        max_tokens: int = REFLECT_MAX_TOKENS) -> list:
+                        max_tokens: int = REFLECT_MAX_TOKENS, prompt: str = "kgir_reflect") -> list:
     """One Reflection request per (rewritten) question: evidence, history and the round's passages ``P_t``.
 
     ``final[i]`` marks the last allowed round: the prompt then says the model must answer.
     ``originals[i]``, when it differs from ``questions[i]``, is shown as the original question.
+    ``prompt`` is the prompt file (``cfg.reflect_prompt``: ``kgir_reflect``, worded for small models, or
+    ``kgir_reflect_paper``, Fig. 5 as published).
     """
     n = len(questions)
     originals = list(originals) if originals is not None else [None] * n
@@ -158,7 +160,7 @@ def reflection_requests(questions: Sequence[str], evidences: Sequence[str], hist
         hist_text = format_history(hist, orig if orig and orig != q else None)
         values = {"question": q, "evidence": ev, "passages": ps, "history": hist_text,
                   "final_note": FINAL_NOTE if fin else ""}
-        out.append(chat("kgir_reflect", values, rstrip=True, max_tokens=max_tokens,
+        out.append(chat(prompt, values, rstrip=True, max_tokens=max_tokens,
                         stop=("\nTriples:", "\nQuestion:", "\nRetrieved passages:")))
     return out
 

@@ -244,8 +244,8 @@ def main(argv=None) -> int:
 
 # Parameters that say only where things are or how the LLM server is reached: they change no number, so
 # a run given only these still writes the profile's own run directory (a scratch run otherwise).
-WHERE_PARAMS = ("results_dir", "figures_dir", "llm_base_urls", "llm_api_key_env", "llm_max_concurrency",
-                "llm_timeout_s", "llm_max_retries", "llm_retry_window_s")
+WHERE_PARAMS = ("results_dir", "figures_dir", "llm_base_urls", "kg_llm_base_urls", "llm_api_key_env",
+                "llm_max_concurrency", "llm_timeout_s", "llm_max_retries", "llm_retry_window_s")
 
 
 def scratch_name(profile: str, params: dict) -> str | None:

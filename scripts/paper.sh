@@ -11,10 +11,13 @@
 #   KGIR_PROFILE           the profile (default paper; paper_llama3 for Table 5)
 #   KGIR_LLM_URLS          base URL(s) of running servers, comma-separated (e.g. http://gpu1:8000/v1): none started
 #   KGIR_TENSOR_PARALLEL   vllm --tensor-parallel-size (default: the profile's llm_tensor_parallel_size)
+#   KGIR_KG_LLM_URLS       for a profile that extracts with a second model (kg_llm_model, paper_llama3): its
+#                          running server(s); else KGIR_KG_TENSOR_PARALLEL must be set to start it here (both
+#                          servers must then fit this machine's GPUs)
 #   KGIR_SERVER            vllm (default), or llamacpp: `python -m llama_cpp.server` with the embedded GGUF of
 #                          llm_model, a CPU stand-in for vLLM (the rehearsal profile; the test suite uses it)
 #   KGIR_SERVER_THREADS, KGIR_SERVER_CTX   llamacpp only (default 2 threads, 16384 tokens of context)
-#   KGIR_SERVER_TIMEOUT_S  how long to wait for the server to load the model (default 3600: a 72B model loads for minutes)
+#   KGIR_SERVER_TIMEOUT_S  how long to wait for a server to load its model (default 3600: a 72B model loads for minutes)
 #   KGIR_DATA_DIR          the data; missing questions are downloaded to KGIR_DOWNLOAD_DIR (default ./data)
 #   KGIR_NO_DOWNLOAD=1     stop instead of downloading
 #   KGIR_PYTHON            the Python of the suite (default .venv/bin/python, else python: the conda env)
@@ -56,30 +59,49 @@ elif [ "$rc" != 0 ]; then
 fi
 
 # ---- 2. the server -------------------------------------------------------------------------------------
-read -r BACKEND MODEL TP < <("$PY" -c "import sys; from kgir_lib.config import load_config; c = load_config(sys.argv[1]); \
-print(c.llm_backend, c.llm_model, c.llm_tensor_parallel_size)" "$PROFILE") || exit 2
+read -r BACKEND MODEL TP KG_MODEL < <("$PY" -c "import sys; from kgir_lib.config import load_config; \
+c = load_config(sys.argv[1]); print(c.llm_backend, c.llm_model, c.llm_tensor_parallel_size, c.kg_llm_model or '-')" \
+    "$PROFILE") || exit 2
+
+serve() {  # name model tensor-parallel-size: start a server on a free port, wait for it; sets SERVED_URL
+    local port url
+    port="$(free_port)"; url="http://127.0.0.1:$port/v1"
+    case "${KGIR_SERVER:-vllm}" in
+        vllm) say "starting vllm serve $2 --tensor-parallel-size $3 on port $port (log $LOGS/$1.log)"
+              start_vllm "$1" "$port" "$LOGS/$1.log" "$2" "$3" || return 2 ;;
+        llamacpp) say "starting python -m llama_cpp.server ($2, embedded GGUF) on port $port (log $LOGS/$1.log)"
+                  start_llamacpp "$1" "$port" "$LOGS/$1.log" "$2" "${KGIR_SERVER_THREADS:-2}" \
+                      "${KGIR_SERVER_CTX:-16384}" || return 2 ;;
+        *) say "KGIR_SERVER must be vllm or llamacpp, got ${KGIR_SERVER}"; return 2 ;;
+    esac
+    local t0; t0=$(date +%s)
+    wait_for_server "$1" "$url" "$LOGS/$1.log" "${KGIR_SERVER_TIMEOUT_S:-3600}" || return 2
+    say "server up: pid ${SPID[$1]}, $url, $(($(date +%s) - t0)) s"
+    SERVED_URL="$url"
+}
+
 URL_ARGS=()
 if [ "$BACKEND" != openai ]; then
     say "profile $PROFILE uses the $BACKEND backend: no server to start"
-elif [ -n "${KGIR_LLM_URLS:-}" ]; then
-    URL_ARGS=(-p llm_base_urls "[${KGIR_LLM_URLS}]")
-    say "using the running server(s) $KGIR_LLM_URLS"
 else
-    PORT="${KGIR_SERVER_PORT:-$(free_port)}"
-    URL="http://127.0.0.1:$PORT/v1"
-    case "${KGIR_SERVER:-vllm}" in
-        vllm) TP="${KGIR_TENSOR_PARALLEL:-$TP}"
-              say "starting vllm serve $MODEL --tensor-parallel-size $TP on port $PORT (log $LOGS/server.log)"
-              start_vllm main "$PORT" "$LOGS/server.log" "$MODEL" "$TP" || exit 2 ;;
-        llamacpp) say "starting python -m llama_cpp.server ($MODEL, embedded GGUF) on port $PORT (log $LOGS/server.log)"
-                  start_llamacpp main "$PORT" "$LOGS/server.log" "$MODEL" "${KGIR_SERVER_THREADS:-2}" \
-                      "${KGIR_SERVER_CTX:-16384}" || exit 2 ;;
-        *) say "KGIR_SERVER must be vllm or llamacpp, got ${KGIR_SERVER}"; exit 2 ;;
-    esac
-    t0=$(date +%s)
-    wait_for_server main "$URL" "$LOGS/server.log" "${KGIR_SERVER_TIMEOUT_S:-3600}" || exit 2
-    say "server up: pid ${SPID[main]}, $URL, $(($(date +%s) - t0)) s"
-    URL_ARGS=(-p llm_base_urls "[$URL]")
+    if [ "$KG_MODEL" != - ] && [ -z "${KGIR_KG_LLM_URLS:-}" ] && [ -z "${KGIR_KG_TENSOR_PARALLEL:-}" ]; then
+        say "profile $PROFILE extracts triples with a second model ($KG_MODEL): give its running server in"
+        say "KGIR_KG_LLM_URLS, or set KGIR_KG_TENSOR_PARALLEL to start it here (both servers must fit the GPUs)"
+        exit 2
+    fi
+    if [ -n "${KGIR_LLM_URLS:-}" ]; then
+        URL_ARGS+=(-p llm_base_urls "[${KGIR_LLM_URLS}]")
+        say "using the running server(s) $KGIR_LLM_URLS"
+    else
+        serve main "$MODEL" "${KGIR_TENSOR_PARALLEL:-$TP}" || exit 2
+        URL_ARGS+=(-p llm_base_urls "[$SERVED_URL]")
+    fi
+    if [ "$KG_MODEL" != - ] && [ -n "${KGIR_KG_LLM_URLS:-}" ]; then
+        URL_ARGS+=(-p kg_llm_base_urls "[${KGIR_KG_LLM_URLS}]")
+    elif [ "$KG_MODEL" != - ]; then
+        serve kg "$KG_MODEL" "$KGIR_KG_TENSOR_PARALLEL" || exit 2
+        URL_ARGS+=(-p kg_llm_base_urls "[$SERVED_URL]")
+    fi
 fi
 
 # ---- 3. the main job (the runner checks that the server lists the model before the first notebook) -----------

@@ -35,6 +35,8 @@ def fig6_script(req) -> str:
         if "merged" in passage:
             return "Hewlett-Packard ## merged with ## Compaq\nHewlett-Packard ## merged in ## 2002"
         return "nothing useful"
+    if req.prompt == "reader" and "(Hewlett-Packard, merged with, Compaq)" in user:  # KGIR-RAG's round-2 evidence
+        return "Answer: Hewlett-Packard"
     return "Answer: unknown"
 
 

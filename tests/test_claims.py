@@ -1,11 +1,12 @@
-"""kgir_lib.claims: the reading of the paper's claims from paired bootstrap intervals."""
+"""kgir_lib.claims: the paper's claims read from exact paired tests, Holm-adjusted within each claim."""
 import numpy as np
 import pandas as pd
 import pytest
 
 from kgir_lib.bootstrap import paired_bootstrap
 from kgir_lib.claims import (CANNOT_TELL, CONTRADICTS, NOT_RUN, PAPER_CLAIMS, PAPER_COLUMN, SUPPORTS, Claim,
-                             claims_summary, claims_table, drop_questions, reading, tuned_questions)
+                             claims_summary, claims_table, drop_questions, tuned_questions, verdict)
+from kgir_lib.stats import mde_mcnemar
 from kgir_lib.config import default_data_dir, load_config
 from kgir_lib.data import TUNED_ON, load_dataset, sample_questions, tuning_questions
 
@@ -19,32 +20,47 @@ def _scores(per_method: dict, dataset: str = "musique_train") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def test_reading_is_decided_by_the_interval_alone():
-    assert reading(0.1, 5.0) == SUPPORTS
-    assert reading(-5.0, -0.1) == CONTRADICTS
-    assert reading(-1.0, 1.0) == CANNOT_TELL
-    assert reading(0.0, 0.0) == CANNOT_TELL  # every difference 0
-    assert reading(0.0, 10.0) == CANNOT_TELL  # an interval touching 0 contains it
+def test_verdict_is_decided_by_the_adjusted_p_and_the_sign():
+    assert verdict(3.0, 0.01) == SUPPORTS
+    assert verdict(-3.0, 0.049) == CONTRADICTS
+    assert verdict(3.0, 0.05) == CANNOT_TELL  # not below alpha
+    assert verdict(0.0, 0.0) == CANNOT_TELL
+    assert verdict(3.0, float("nan")) == CANNOT_TELL
 
 
 def test_kgir_better_on_every_question_supports_the_claim():
     scores = _scores({"KGIR-RAG": [100.0] * 8, "IRCoT": [0.0] * 8})
     claim = Claim("ahead of IRCoT", "IRCoT", ("EM",))
     t = claims_table(scores, [claim])
-    assert t[["claim", "dataset", "metric", "n", "diff", "CI lo", "CI hi", "reading"]].to_dict("records") == [
+    cols = ["claim", "dataset", "metric", "n", "diff", "CI lo", "CI hi", "test", "discordant", "p", "p (Holm)",
+            "reading"]
+    # McNemar: 8 discordant questions, all for KGIR-RAG: p = 2 / 2^8; a family of one test
+    assert t[cols].to_dict("records") == [
         {"claim": "ahead of IRCoT", "dataset": "musique_train", "metric": "EM", "n": 8, "diff": 100.0,
-         "CI lo": 100.0, "CI hi": 100.0, "reading": SUPPORTS}]
+         "CI lo": 100.0, "CI hi": 100.0, "test": "McNemar", "discordant": "8/0", "p": 2 / 256,
+         "p (Holm)": 2 / 256, "reading": SUPPORTS}]
+    # MDE at 100 % discordance and alpha / 1: the smallest multiple of 1/8 with 80 % power
+    assert t["MDE"].iloc[0] == pytest.approx(100 * mde_mcnemar(8, 1.0, 0.05, 0.8))
 
 
-def test_worse_kgir_contradicts_and_mixed_results_cannot_tell():
+def test_holm_adjusts_within_a_claims_family():
+    """Three tests in one family (hotpotqa, musique_train, pooled): the smallest p is multiplied by 3."""
     scores = pd.concat([
-        _scores({"KGIR-RAG": [0.0] * 6, "HippoRAG 2": [100.0] * 6}, "hotpotqa"),
+        _scores({"KGIR-RAG": [0.0] * 8, "HippoRAG 2": [60.0] * 8}, "hotpotqa"),
         _scores({"KGIR-RAG": [100.0, 0.0] * 3, "HippoRAG 2": [0.0, 100.0] * 3}, "musique_train"),
     ])
     t = claims_table(scores, [Claim("ahead of HippoRAG 2", "HippoRAG 2", ("F1",))]).set_index("dataset")
+    assert t.loc["hotpotqa", "test"] == "sign-flip" and t.loc["hotpotqa", "p"] == pytest.approx(2 / 256)
+    assert t.loc["musique_train", "p"] == pytest.approx(1.0)  # +100 -100 three times: |sum| = 0 always reached
+    assert t.loc["hotpotqa", "p (Holm)"] == pytest.approx(3 * min(t["p"]))
     assert t.loc["hotpotqa", "reading"] == CONTRADICTS
     assert t.loc["musique_train", "reading"] == CANNOT_TELL
-    assert t.loc["all", "n"] == 12  # pooled over (dataset, question) pairs
+    assert t.loc["all", "n"] == 14  # pooled over (dataset, question) pairs
+    six = _scores({"KGIR-RAG": [0.0] * 6, "HippoRAG 2": [60.0] * 6}, "hotpotqa")
+    both = pd.concat([six, _scores({"KGIR-RAG": [0.0] * 6, "HippoRAG 2": [0.0] * 6}, "musique_train")])
+    t6 = claims_table(both, [Claim("c", "HippoRAG 2", ("F1",))]).set_index("dataset")
+    # alone, 6 questions all one way give p = 2/64 < 0.05; in a family of 3 that is not enough
+    assert t6.loc["hotpotqa", "p"] == pytest.approx(2 / 64) and t6.loc["hotpotqa", "reading"] == CANNOT_TELL
 
 
 def test_interval_is_the_paired_bootstrap_of_the_paired_questions():
@@ -107,7 +123,7 @@ def test_summary_names_each_claim_once_with_its_numbers():
     lines = text.splitlines()
     assert len(lines) == len(PAPER_CLAIMS)
     sub = next(line for line in lines if "evidence subgraph" in line)
-    assert "musique_train: EM supports (+50.0 [" in sub and "n=8" in sub
+    assert "musique_train: EM cannot tell (+50.0 [" in sub and "n=8" in sub  # 4 of 8: p(Holm) = 2 x 1/8
     assert sub.endswith("Paper (MuSiQue, Qwen2.5-72B): EM +4.2, F1 +4.8.")
     assert "EM not run" in next(line for line in lines if "IRCoT" in line)
 

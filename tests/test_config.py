@@ -304,6 +304,19 @@ def test_eval_methods_are_checked_against_the_registry():
         load_config("sample", eval_methods=["kgirr"])
 
 
+def test_kgir_settings_are_checked_and_set_as_the_paper_implies():
+    for name, bad in (("reflection_passages", "some"), ("kgir_answer_source", "judge"),
+                      ("reflect_prompt", "kgir_reflect_v9"), ("max_evidence_triples", 0), ("embed_max_length", 0)):
+        with pytest.raises(ConfigError, match=name):
+            load_config("ci", **{name: bad})
+    paper = load_config("paper")
+    assert paper.max_evidence_triples is None and paper.reflection_passages == "new"
+    assert (paper.reflect_prompt, paper.embed_max_length, paper.kgir_answer_source) == \
+        ("kgir_reflect_paper", 8192, "reader")
+    sample = load_config("sample")
+    assert (sample.max_evidence_triples, sample.reflect_prompt) == (20, "kgir_reflect")
+
+
 # ------------------------------------------------------------------ one table of allowed ranges
 def test_every_number_field_has_a_range_and_every_profile_is_inside():
     from kgir_lib.config import RANGES, _field_kind, field_range

@@ -36,7 +36,7 @@ def test_paper_profile_requests_carry_the_budgets(tmp_path, tiny_dataset, tiny_k
             return '{"named_entities": ["1994"]}'
         if req.prompt == "kgir_rewrite":
             return "Rewritten question: Which company did Compaq merge with in 2002?"
-        if req.prompt == "kgir_reflect":
+        if req.prompt.startswith("kgir_reflect"):  # the paper profile's is kgir_reflect_paper (Fig. 5)
             return "Reasoning: x\nMissing: y"
         return "Answer: HP"
     ws = _paper_workspace(tmp_path, tiny_dataset, tiny_kg, script)
@@ -45,7 +45,7 @@ def test_paper_profile_requests_carry_the_budgets(tmp_path, tiny_dataset, tiny_k
     assert seen == {PAPER["ner"], PAPER["reflect"], PAPER["reader"]}  # rewrite and NER share 128
     stages = {}
     for req in ws.llm.backend.seen:
-        key = {"kgir_ner": "ner", "kgir_rewrite": "rewrite", "kgir_reflect": "reflect"}.get(req.prompt, "reader")
+        key = {"kgir_ner": "ner", "kgir_rewrite": "rewrite", "kgir_reflect_paper": "reflect"}.get(req.prompt, "reader")
         stages[key] = req.max_tokens
     assert stages == {"ner": 128, "rewrite": 128, "reflect": 512, "reader": 64}
     for method, budget in ((NaiveRAG(), 64), (NaiveGen(), 64), (HyDE(), 512), (IRCoT(max_steps=1), 128),

@@ -76,14 +76,14 @@ def tiny_models(tmp_path_factory):
     return str(enc_dir), str(rr_dir)
 
 
-def reference_cls(folder, texts):
+def reference_cls(folder, texts, max_length=512):
     """What BGE-M3's dense vector is: the normalised last-layer [CLS] (<s>) state, computed by hand."""
     tok = transformers.AutoTokenizer.from_pretrained(folder)
     model = transformers.AutoModel.from_pretrained(folder).eval()
     with torch.no_grad():
         out = []
         for t in texts:  # one at a time: no padding involved
-            h = model(**tok([t], return_tensors="pt", truncation=True, max_length=512)).last_hidden_state[:, 0]
+            h = model(**tok([t], return_tensors="pt", truncation=True, max_length=max_length)).last_hidden_state[:, 0]
             out.append(torch.nn.functional.normalize(h, dim=-1)[0].numpy())
     return np.stack(out)
 
@@ -122,8 +122,19 @@ def test_bge_m3_dense_index_ordering_and_cache_key(tiny_models, tmp_path):
     again = DenseIndex(passages, enc, cache_dir=tmp_path, progress=False)
     np.testing.assert_array_equal(again.embeddings, index.embeddings)
     st_key = Encoder.__new__(Encoder)
-    st_key.model_name, st_key.backend = enc_dir, "sentence-transformers"
+    st_key.model_name, st_key.backend, st_key.max_length = enc_dir, "sentence-transformers", None
     assert st_key.cache_name != enc.cache_name  # sentence-transformers vectors never read for BGE-M3's
+
+
+def test_bge_m3_input_length_is_passed_and_keys_the_cache(tiny_models):
+    """The paper runs BGE-M3 at 8192 tokens (§3.2), FlagEmbedding's default is 512: ``max_length`` reaches
+    ``encode``, and vectors of another length are another cache entry."""
+    enc_dir, _ = tiny_models
+    short, default = Encoder(enc_dir, device="cpu", max_length=4), Encoder(enc_dir, device="cpu")
+    long_text = [" ".join(SENTENCES)]
+    assert short.cache_name == f"{enc_dir}|bge-m3|len4" and default.cache_name == f"{enc_dir}|bge-m3"
+    assert not np.allclose(short.encode(long_text), default.encode(long_text))
+    np.testing.assert_allclose(short.encode(long_text), reference_cls(enc_dir, long_text, max_length=4), atol=1e-5)
 
 
 def test_flag_reranker_path_scores_ordering_batching(tiny_models):

@@ -1,6 +1,7 @@
 """KGIR-RAG's loop (Algorithm 2 + reflection) driven by a scripted LLM whose replies pick each branch."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -80,13 +81,17 @@ def never(req):
 
 # ---------------------------------------------------------------- branches of the loop
 def test_answer_at_once(tiny_workspace, tiny_dataset):
+    """The reflection says "answer" in round 1: the shared reader words the answer from what the reflection
+    read (the profile's kgir_answer_source "reader"); the reflection's own answer stays in the trace."""
     ws = tiny_workspace(make_script(answer_at_once))
     method, outs, log = run(ws, tiny_dataset.questions)
-    assert log.calls == [("kgir_ner", 1), ("kgir_rewrite", 1), ("kgir_reflect", 1)]
+    assert log.calls == [("kgir_ner", 1), ("kgir_rewrite", 1), ("kgir_reflect", 1), ("kgir_final", 1)]
     o = outs[0]
-    assert o.answer == "Hewlett-Packard" and o.trace["answered_by"] == "reflection"
+    assert o.answer == "HP (reader)" and o.trace["answered_by"] == "reflection"
+    assert (o.trace["answer_source"], o.trace["reflection_answer"]) == ("reader", "Hewlett-Packard")
     assert o.trace["iterations_used"] == 1
-    assert o.usage.calls == 3 and o.trace["llm"].keys() == {"kgir_ner", "kgir_rewrite", "kgir_reflect"}
+    assert o.usage.calls == 4
+    assert o.trace["llm"].keys() == {"kgir_ner", "kgir_rewrite", "kgir_reflect", "kgir_final"}
     r = o.trace["rounds"][0]
     assert r["query"] == Q_CASE and r["rewrite"]["question"].startswith(REWRITE)
     assert r["reflection"]["answerable"] and not r["reflection"]["final"]
@@ -94,6 +99,20 @@ def test_answer_at_once(tiny_workspace, tiny_dataset):
     assert r["subgraph"]["llm_entities"] == ["Compaq", "1994"] and r["subgraph"]["E_q"] == ["1994"]
     assert r["subgraph"]["G_Ans"] and not r["subgraph"]["used_fallback"]
     assert method.stats["forced_answers"] == 0 and method.stats["subgraphs"] == 1
+    reader = [x for x in ws.llm.backend.seen if stage_of(x) == "reader"][0]
+    context = reader.messages[-1][1]
+    shown = [ws.dataset.corpus[p] for p in r["reflection_passages"]]
+    assert all(f"({h}, {rel}, {tl})" in context for h, rel, tl, _, _ in r["subgraph"]["G_Ans"])
+    assert all(f"{p.title}\n" in context for p in shown)
+    assert o.trace["rounds"][0]["final"]["context_pids"] == r["reflection_passages"]
+
+
+def test_answer_source_reflection_keeps_the_reflections_answer(tiny_workspace, tiny_dataset, cfg):
+    ws = tiny_workspace(make_script(answer_at_once))
+    ws.cfg = dataclasses.replace(cfg, kgir_answer_source="reflection")
+    _, outs, log = run(ws, tiny_dataset.questions)
+    assert log.calls == [("kgir_ner", 1), ("kgir_rewrite", 1), ("kgir_reflect", 1)]
+    assert outs[0].answer == "Hewlett-Packard" and outs[0].trace["answer_source"] == "reflection"
 
 
 def test_missing_then_answer(tiny_workspace, tiny_dataset):
@@ -101,13 +120,14 @@ def test_missing_then_answer(tiny_workspace, tiny_dataset):
         return answer_at_once(req) if "Earlier rewrite 1" in req.messages[-1][1] else never(req)
     ws = tiny_workspace(make_script(reflect))
     _, outs, log = run(ws, tiny_dataset.questions, max_iterations=3)
-    assert log.calls == [("kgir_ner", 1), ("kgir_rewrite", 1), ("kgir_reflect", 1)] * 2
+    assert log.calls == [("kgir_ner", 1), ("kgir_rewrite", 1), ("kgir_reflect", 1)] * 2 + [("kgir_final", 1)]
     t = outs[0].trace
-    assert t["iterations_used"] == 2 and t["answered_by"] == "reflection" and outs[0].answer == "Hewlett-Packard"
+    assert t["iterations_used"] == 2 and t["answered_by"] == "reflection" and outs[0].answer == "HP (reader)"
+    assert t["reflection_answer"] == "Hewlett-Packard"
     q1 = t["rounds"][0]["rewrite"]["question"]
     assert t["rounds"][1]["query"] == q1  # round 2 retrieves and builds its subgraph with the rewrite
     assert t["history"] == [{"rewrite": q1, "missing": "the merger partner"}]
-    assert outs[0].usage.calls == 6
+    assert outs[0].usage.calls == 7
 
 
 def test_never_answers_until_the_cap_then_forced(tiny_workspace, tiny_dataset):
@@ -150,10 +170,10 @@ def test_stages_batched_across_open_questions(tiny_workspace, tiny_dataset):
     assert log.calls == [("kgir_ner", 3), ("kgir_rewrite", 3), ("kgir_reflect", 3),
                          ("kgir_ner", 2), ("kgir_rewrite", 2), ("kgir_reflect", 2),
                          ("kgir_ner", 1), ("kgir_rewrite", 1), ("kgir_reflect", 1),
-                         ("kgir_final", 1)]
+                         ("kgir_final", 3)]
     assert [o.trace["iterations_used"] for o in outs] == [1, 2, 3]
     assert [o.trace["answered_by"] for o in outs] == ["reflection", "reflection", "forced_reader"]
-    assert [o.usage.calls for o in outs] == [3, 6, 10]
+    assert [o.usage.calls for o in outs] == [4, 7, 10]
     assert sum(o.usage.calls for o in outs) == ws.llm.usage.total().calls
 
 
@@ -207,7 +227,8 @@ def test_no_rewrite_answers_from_first_subgraph(tiny_workspace, tiny_dataset):
 
 def test_names_and_validation():
     assert {KGIRRAG(v).name for v in VARIANTS} == {"KGIR-RAG", "KGIR-RAG w/o subgraph",
-                                                   "KGIR-RAG w/o reflection", "KGIR-RAG w/o rewrite"}
+                                                   "KGIR-RAG w/o reflection", "KGIR-RAG w/o rewrite",
+                                                   "KGIR-RAG (forced rounds)"}
     with pytest.raises(ValueError, match="variant"):
         KGIRRAG("no_graph")
     with pytest.raises(ValueError, match="max_iterations"):
@@ -241,7 +262,7 @@ def test_a_reply_without_verdict_gets_one_verdict_turn(tiny_workspace, tiny_data
     ws = tiny_workspace(make_script(lambda req: reasoning, verdict="Answer: Hewlett-Packard"))
     method, outs, log = run(ws, tiny_dataset.questions, max_iterations=3)
     t = outs[0].trace
-    assert ("kgir_reflect_verdict", 1) in log.calls and outs[0].answer == "Hewlett-Packard"
+    assert ("kgir_reflect_verdict", 1) in log.calls and outs[0].trace["reflection_answer"] == "Hewlett-Packard"
     assert t["answered_by"] == "reflection" and t["iterations_used"] == 1
     ref = t["rounds"][0]["reflection"]
     assert (ref["raw"], ref["verdict_raw"], ref["malformed"]) == (reasoning, "Answer: Hewlett-Packard", False)
@@ -293,11 +314,14 @@ def test_ranked_list_in_the_loop(tiny_workspace, tiny_dataset):
     assert set(outs[0].ranked_pids[:2]) == set(tiny_dataset.questions[0].gold_pids)
 
 
-def test_reflection_passages_never_blind():
-    """Issue 10 item 5b: new passages of D'_t first, topped up from D'_t; an unchanged rewrite still shows D'_t."""
-    assert reflection_passages(["a", "b", "c"], ["c", "x", "a", "y"], 3) == ["x", "y", "c"]
-    assert reflection_passages(["a", "b"], ["a", "b"], 2) == ["a", "b"]  # the old rule showed nothing
+def test_reflection_passages_rules():
+    """"new" (§2.4): only the passages of D'_t not in D_t, the top of D'_t only when none is new; "all": D'_t."""
+    assert reflection_passages(["a", "b", "c"], ["c", "x", "a", "y"], 3) == ["x", "y"]
+    assert reflection_passages(["a", "b"], ["a", "b"], 2) == ["a", "b"]  # nothing new: never blind
     assert reflection_passages(["a"], ["x", "y", "z"], 2) == ["x", "y"]
+    assert reflection_passages(["a", "b", "c"], ["c", "x", "a", "y"], 3, "all") == ["c", "x", "a"]
+    with pytest.raises(ValueError, match="reflection_passages"):
+        reflection_passages(["a"], ["b"], 1, "some")
 
 
 def test_empty_subgraph_rewrites_from_passages_and_reflection_sees_them(tiny_workspace, tiny_dataset):
@@ -484,3 +508,73 @@ def test_every_method_inherits_the_base_with_class_level_names():
         assert isinstance(m, MethodBase) and (m.key, m.name) == (key, LABELS[key])
         assert "name" not in m.params() and "key" not in m.params()
     assert KGIRRAG.name is not None and isinstance(vars(KG2RAG)["name"], property)  # per variant, from a class table
+
+
+# ---------------------------------------------------------------- profile settings and the forced-rounds study
+def test_no_rewrite_with_empty_subgraph_reads_the_same_stand_in_passages(tiny_workspace):
+    """w/o rewrite with an empty G_Ans reads the best passages of D_1, as the full method's rewrite and
+    reflection do, not "(none)"."""
+    script = make_script(never, ner='{"named_entities": ["Mona Lisa"]}')
+    q = Question("q2", "Who painted the Mona Lisa?", ("Leonardo",), (), "tiny", 1)
+    ws = tiny_workspace(script)
+    _, outs, _ = run(ws, [q], variant="no_rewrite")
+    r = outs[0].trace["rounds"][0]
+    n = ws.cfg.context_passages
+    assert r["evidence_source"] == "passages" and r["evidence_pids"] == [p for p, _ in r["retrieved"][:n]]
+    reader = [x for x in ws.llm.backend.seen if stage_of(x) == "reader"][0]
+    top = ws.dataset.corpus[r["evidence_pids"][0]]
+    assert f"{top.title}\n{top.text}" in reader.messages[-1][1] and "(none)" not in reader.messages[-1][1]
+    assert r["final"]["context_pids"] == r["evidence_pids"]
+
+
+def test_evidence_cap_is_the_profiles_and_its_binding_is_counted(tiny_workspace, tiny_dataset, cfg):
+    ws = tiny_workspace(make_script(answer_at_once))
+    ws.cfg = dataclasses.replace(cfg, max_evidence_triples=1)
+    method, outs, _ = run(ws, tiny_dataset.questions)
+    r = outs[0].trace["rounds"][0]
+    assert r["evidence_triples"] == len({(h, rel, t) for h, rel, t, _, _ in r["subgraph"]["G_Ans"]}) > 1
+    assert r["evidence_shown"] == 1 and sum(ln.startswith("(") for ln in r["evidence"].splitlines()) == 1
+    assert method.stats["evidence_capped_rounds"] == 1
+    ws2 = tiny_workspace(make_script(answer_at_once))
+    ws2.cfg = dataclasses.replace(cfg, max_evidence_triples=None)
+    method2, outs2, _ = run(ws2, tiny_dataset.questions)
+    r2 = outs2[0].trace["rounds"][0]
+    assert r2["evidence_shown"] == r2["evidence_triples"] and method2.stats["evidence_capped_rounds"] == 0
+
+
+def test_reflect_prompt_is_the_profiles(tiny_workspace, tiny_dataset, cfg):
+    ws = tiny_workspace(make_script(answer_at_once))
+    ws.cfg = dataclasses.replace(cfg, reflect_prompt="kgir_reflect_paper")
+    STAGE_OF_PROMPT["kgir_reflect_paper"] = "reflect"
+    try:
+        run(ws, tiny_dataset.questions)
+    finally:
+        del STAGE_OF_PROMPT["kgir_reflect_paper"]
+    assert [x.prompt for x in ws.llm.backend.seen if x.prompt.startswith("kgir_reflect")] == ["kgir_reflect_paper"]
+
+
+def test_forced_rounds_ignore_the_stop_and_answer_every_round(tiny_workspace, tiny_dataset):
+    """The forced-rounds study: the reflection answers at once, yet all rounds run, and the reader answers at
+    each (one batched call per round); the method's answer is the last round's."""
+    answers = iter(["A1", "A2", "A3"])
+
+    def script(req):
+        return f"Answer: {next(answers)}" if stage_of(req) == "reader" else make_script(answer_at_once)(req)
+    ws = tiny_workspace(script)
+    method, outs, log = run(ws, tiny_dataset.questions, variant="forced", max_iterations=3)
+    assert log.calls == [("kgir_ner", 1), ("kgir_rewrite", 1), ("kgir_reflect", 1), ("kgir_final", 1)] * 3
+    t = outs[0].trace
+    # (round 3 reads the same context as round 2 here, so its reader request is a cache hit: "A2" again)
+    assert t["round_answers"] == [r["final"]["answer"] for r in t["rounds"]] == ["A1", "A2", "A2"]
+    assert outs[0].answer == "A2" and t["answered_by"] == "reader"
+    assert all(r["reflection"]["answerable"] for r in t["rounds"]) and len(t["history"]) == 2
+    assert t["rounds"][1]["query"] == t["rounds"][0]["rewrite"]["question"]
+    assert method.key == "kgir_forced" and method.stats["forced_answers"] == 0
+
+
+def test_trace_row_counts_the_rounds_where_the_evidence_cap_binds(tiny_workspace, tiny_dataset, cfg):
+    ws = tiny_workspace(make_script(never))
+    ws.cfg = dataclasses.replace(cfg, max_evidence_triples=1)
+    method, outs, _ = run(ws, tiny_dataset.questions, max_iterations=2)
+    row = trace_row(outs[0].trace)
+    assert row["evidence_capped_rounds"] == method.stats["evidence_capped_rounds"] == 2

@@ -256,17 +256,20 @@ def check_answer_form(form: pd.DataFrame, qa: pd.DataFrame, labels: list, n: int
 
 
 def check_claims(claims: pd.DataFrame, methods: set, n: int, n_datasets: int) -> None:
-    """05_claims: every paper claim per dataset and metric; each reading follows from its interval."""
+    """05_claims: every paper claim per dataset and metric; each reading follows from its Holm-adjusted exact
+    p (which is never below the raw p) and every tested row has a minimum detectable effect."""
     from kgir_lib import claims as cl
 
-    has_columns(claims, ["claim", "dataset", "metric", "compared with", "n", "diff", "CI lo", "CI hi", "reading"],
-                "claims")
+    has_columns(claims, ["claim", "dataset", "metric", "compared with", "n", "diff", "CI lo", "CI hi", "test",
+                         "p", "p (Holm)", "MDE", "reading"], "claims")
     assert set(claims["claim"]) == {c.name for c in cl.PAPER_CLAIMS}
     for r in claims.to_dict("records"):
         if r["compared with"] not in methods or "KGIR-RAG" not in methods:
             assert r["reading"] == cl.NOT_RUN, r
             continue
-        assert r["reading"] == cl.reading(r["CI lo"], r["CI hi"]), r
+        assert r["reading"] == cl.verdict(r["diff"], r["p (Holm)"]), r
+        assert 0 <= r["p"] <= r["p (Holm)"] + 1e-12 <= 1 + 1e-12 and r["MDE"] > 0, r
+        assert r["test"] == ("McNemar" if r["metric"] == "EM" else "sign-flip"), r
         assert r["CI lo"] <= r["diff"] + 1e-9 <= r["CI hi"] + 2e-9, r
         assert r["n"] <= (n * n_datasets if r["dataset"] == "all" else n), r
     # a published number (Table 7's drops) beside exactly the rows of a claim that has one, on the datasets

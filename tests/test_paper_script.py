@@ -57,6 +57,17 @@ def test_too_few_questions_stop_before_any_server_starts(tmp_path):
     assert "starting" not in out.stdout
 
 
+@needs_data
+def test_a_second_extraction_model_without_a_server_or_gpus_for_it_stops_before_starting_anything(tmp_path):
+    profile = tmp_path / "two_models.yaml"
+    profile.write_text("extends: rehearsal\nkg_llm_model: Qwen2.5-Coder-0.5B-Instruct-Q4_K_M\n"
+                       "kg_llm_base_urls: ['http://127.0.0.1:9/v1']\n")
+    out = script(tmp_path, KGIR_PROFILE=str(profile), KGIR_SERVER="llamacpp")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "KGIR_KG_LLM_URLS" in out.stdout and "KGIR_KG_TENSOR_PARALLEL" in out.stdout
+    assert "starting" not in out.stdout
+
+
 @pytest.mark.slow
 @needs_data
 def test_the_rehearsal_profile_end_to_end_with_llama_cpp_server_standing_in_for_vllm(tmp_path):

@@ -80,3 +80,13 @@ def test_the_runner_checks_servers_even_for_validate_only(capsys, make_fake):
     assert code == 2 and "not llm_model 'Qwen2.5-Coder-1.5B-Instruct-Q4_K_M'" in err
     code, out, err = main(capsys, *args, "--no-server-check")
     assert code == 0, err
+
+
+def test_a_second_extraction_model_needs_its_own_server_to_serve_it(make_fake):
+    reader, extractor = make_fake(models=["meta-llama/Meta-Llama-3-8B-Instruct"]), make_fake(models=["other"])
+    cfg = load_config("paper_llama3", llm_base_urls=[reader.url], kg_llm_base_urls=[extractor.url])
+    with pytest.raises(ServerError, match=r"not kg_llm_model 'Qwen/Qwen2.5-72B-Instruct'"):
+        check_servers(cfg)
+    extractor.models.append("Qwen/Qwen2.5-72B-Instruct")
+    assert check_servers(cfg) == [f"LLM server {reader.url}: serves meta-llama/Meta-Llama-3-8B-Instruct",
+                                  f"LLM server {extractor.url}: serves Qwen/Qwen2.5-72B-Instruct"]

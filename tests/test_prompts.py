@@ -20,8 +20,9 @@ from kgir_lib.reader import closed_book_request, reader_request
 from kgir_lib.rewrite import reflection_requests, rewrite_requests
 from kgir_lib.subgraph import ner_requests
 
-# the reflection's verdict turn (issue 9): tests/test_kgir_loop.py::test_verdict_request_continues_the_conversation
-ADDED_LATER = {"kgir_reflect_verdict"}
+# the reflection's verdict turn: tests/test_kgir_loop.py::test_verdict_request_continues_the_conversation;
+# the paper profiles' reflection prompt: test_paper_reflection_prompt_is_figure_5 below
+ADDED_LATER = {"kgir_reflect_verdict", "kgir_reflect_paper"}
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "prompt_messages.json").read_text(encoding="utf-8"))
 
 
@@ -99,3 +100,15 @@ def test_prompt_file_errors():
     with pytest.raises(PromptError, match="example turns"):
         p.render(q="x")
     assert parse_prompt("t", "# version: 1\n[user]\nQ: {q}\nA:\n").render(q="x") == ("", "Q: x\nA:")
+
+
+def test_paper_reflection_prompt_is_figure_5():
+    """The paper profiles' reflection prompt carries Fig. 5's two worked examples, one answered and one
+    missing, and none of the small-model wording ("Do not guess", the reply-format reminder)."""
+    p = load_prompt("kgir_reflect_paper")
+    turns = [role for role, _ in p.turns]
+    assert turns == ["system", "user", "assistant", "user", "assistant", "user"]
+    replies = [text for role, text in p.turns if role == "assistant"]
+    assert replies[0].endswith("Answer: Alabama") and replies[1].endswith("Missing: airports in Alabama")
+    text = " ".join(t for _, t in p.turns)
+    assert "Do not guess" not in text and "Reply with a" not in text and "To Kill a Mockingbird" in text

@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = default_data_dir()  # $KGIR_DATA_DIR, else ../shared/data beside the project
 
 # what the issue allows: model (and the servers/JSON mode that serve it), embedder, reranker, questions
-ALLOWED = {"description", "llm_model", "llm_base_urls", "llm_json_mode", "embed_model", "reranker_model",
-           "n_questions"}
+ALLOWED = {"description", "llm_model", "llm_base_urls", "llm_json_mode", "embed_model", "embed_max_length",
+           "reranker_model", "n_questions"}
 # the CPU narrowing stated in the profile's comments
 NARROWED = {"datasets": ["musique_train"], "extract_datasets": ["hotpotqa"], "extract_max_passages": 4}
 URLS = ["http://127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1"]

@@ -1,6 +1,7 @@
 """The one LLM interface (:class:`LLM`) and its backends. Build it with :func:`build_llm`."""
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Callable, Optional
 
@@ -9,10 +10,11 @@ from .cache import LLMCache, LLMCacheError, cache_key
 from .core import LLM, CacheMissError, ChatRequest, ChatResult, LLMError, LLMUsage, Usage
 from .llamacpp import LlamaCppBackend, smollm2_gguf_path
 from .parsing import extract_json
+from .router import RoutedLLM
 
 __all__ = ["LLM", "ChatRequest", "ChatResult", "Usage", "LLMUsage", "LLMCache", "LLMCacheError", "LLMError", "CacheMissError",
            "build_llm", "build_backend", "extract_json", "cache_key", "smollm2_gguf_path", "ScriptedBackend",
-           "OpenAIBackend", "LlamaCppBackend", "VLLMBackend"]
+           "OpenAIBackend", "LlamaCppBackend", "VLLMBackend", "RoutedLLM"]
 
 _BACKENDS: dict = {}
 
@@ -52,4 +54,10 @@ def build_llm(cfg, script: Optional[Callable] = None, progress: bool = True) -> 
 
     cache = LLMCache(cfg.path("cache", "llm.sqlite"))
     import_once(cfg, cache)  # the committed response log (results/<profile>/llm_responses.jsonl.gz), if any
-    return LLM(build_backend(cfg, script), cache, progress=progress, cache_only=cache_only_mode())
+    main = LLM(build_backend(cfg, script), cache, progress=progress, cache_only=cache_only_mode())
+    if not cfg.kg_llm_model:
+        return main
+    kg_cfg = dataclasses.replace(cfg, llm_model=cfg.kg_llm_model, llm_model_path=None,
+                                 llm_base_urls=list(cfg.kg_llm_base_urls) or list(cfg.llm_base_urls))
+    other = LLM(build_backend(kg_cfg, script), cache, progress=progress, cache_only=cache_only_mode())
+    return RoutedLLM(main, other)

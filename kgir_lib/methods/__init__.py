@@ -53,6 +53,7 @@ METHODS: dict = {
     "kgir_no_subgraph": _variant(KGIRRAG, "no_subgraph"),
     "kgir_no_reflection": _variant(KGIRRAG, "no_reflection"),
     "kgir_no_rewrite": _variant(KGIRRAG, "no_rewrite"),
+    "kgir_forced": _variant(KGIRRAG, "forced"),  # a study beside the method (notebook 06), not in notebook 05
 }
 
 # Display names of the registry keys (tables are indexed by these; equal to each built method's ``name``).
@@ -62,6 +63,7 @@ LABELS: dict = {
     "kg2rag_no_expansion": "KG²RAG w/o expansion", "kg2rag_no_organisation": "KG²RAG w/o organisation",
     "hipporag2": "HippoRAG 2", "kgir": "KGIR-RAG", "kgir_no_subgraph": "KGIR-RAG w/o subgraph",
     "kgir_no_reflection": "KGIR-RAG w/o reflection", "kgir_no_rewrite": "KGIR-RAG w/o rewrite",
+    "kgir_forced": "KGIR-RAG (forced rounds)",
 }
 
 # Notebook 05's order: the paper's groups (§3.3.1), then the ablations.

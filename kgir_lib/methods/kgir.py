@@ -1,168 +1,105 @@
-"""KGIR-RAG (paper §2.2-2.4, Algorithms 1-2; METHOD.md §2) and its Table 7 ablations.
+"""KGIR-RAG (paper §2.2-2.4, Algorithms 1-2) and its Table 7 ablations.
 
 The loop, for every open question, round ``t = 1 .. max_iterations``::
 
     query_1 = q
-    D_t     = dense top-k(query_t)                                  eq. 2
-    G_Ans_t = evidence subgraph(query_t, D_t)       [stage kgir_ner]  Algorithm 1
-    q'_t    = Rewrite(q, history, G_Ans_t)          [stage kgir_rewrite]  eq. 8
-    D'_t    = dense top-k(q'_t)
-    P_t     = reflection passages of D'_t (below)
-    verdict = Reflection(q'_t, G_Ans_t, history, P_t) [stage kgir_reflect]
-    answer  -> done;  missing -> history += (q'_t, missing), query_{t+1} = q'_t
+    D_t     = dense top-k(query_t)                                    eq. 2
+    G_Ans_t = evidence subgraph(query_t, D_t)         [kgir_ner]      Algorithm 1
+    q'_t    = Rewrite(q, history, G_Ans_t)            [kgir_rewrite]  eq. 8
+    D'_t    = dense top-k(q'_t);  P_t = reflection passages of D'_t
+    verdict = Reflection(q'_t, G_Ans_t, history, P_t) [kgir_reflect]  Fig. 5
+    answer  -> stop;  missing -> history += (q'_t, missing), query_{t+1} = q'_t
 
-Rewrite and Reflection see at most ``MAX_EVIDENCE_TRIPLES`` (20) ``G_Ans``
-triples, heaviest first. In the last round the reflection prompt says it must answer; a question whose
-reflection still gives no answer is answered by the shared reader (stage ``kgir_final``, recorded as
-``forced``): the original question ``q``, ``G_Ans_T`` and ``P_T``.
+In the last round the reflection prompt says it must answer; a question it still leaves open is answered
+by the shared reader (``answered_by`` ``forced_reader``).
 
-Choices the paper leaves open (issue 10 items 3 and 5b):
+Settings of the profile (:class:`kgir_lib.config.Config`), each a choice the paper leaves open:
 
-- **Reflection passages** ``P_t`` (§2.4: the reflection combines the evidence
-  subgraph, the rewrite history and "the passages the previous stage did not
-  retrieve"): the passages of ``D'_t`` that are not in ``D_t`` come first, and
-  the list is topped up with the best other passages of ``D'_t`` up to
-  ``context_passages``. With only the new passages, a rewrite that returns the
-  question unchanged (``D'_t = D_t``) leaves the reflection with no passage at
-  all, and with an empty ``G_Ans`` it is blind (the Fig. 6 failure the issue
-  describes); topping up keeps the paper's emphasis on new passages and never
-  shows nothing while ``D'_t`` is not empty.
-- **Empty** ``G_Ans`` (no seed matched, or no triple around it): the step that
-  fails is eq. 5 (matching ``E_q`` to the entities of ``G_q``); then Rewrite has
-  no fact to substitute and returns the question, so ``D'_t = D_t``. With
-  ``passages_when_empty=True`` (default) Rewrite and Reflection see the
-  ``context_passages`` best passages of ``D_t`` in that round instead (as in the
-  w/o-subgraph ablation, the paper's own stand-in for the subgraph); the trace
-  records ``evidence_source`` ``"passages"`` and the stats count
-  ``empty_subgraph_rounds``.
-- **Reader questions**: every reader call (forced answer, w/o reflection, w/o
-  rewrite) answers the *original* question ``q``; the rewrite's facts reach the
-  reader through ``G_Ans`` and the rewritten question's retrieval.
+- ``max_evidence_triples``: how many ``G_Ans`` triples (heaviest first) Rewrite, Reflection and the reader
+  see; null shows every triple, as the paper does. Each round records ``evidence_triples`` and
+  ``evidence_shown``, and ``stats["evidence_capped_rounds"]`` counts the rounds where the cap binds.
+- ``reflection_passages``: ``P_t`` (:func:`~kgir_lib.methods.kgir_state.reflection_passages`).
+- ``kgir_answer_source``: who writes the final answer once the reflection says "answer". ``"reader"``:
+  the shared reader (the short-answer prompt every other method answers through) answers ``q`` from the
+  evidence the reflection read (its ``G_Ans`` triples or their stand-in passages, then ``P_t``); the
+  reflection decides *when* to stop, the reader words the answer, so an EM difference between methods is
+  not a difference of answer form. ``"reflection"``: the reflection's own ``Answer:`` line (Fig. 5).
+  The trace keeps the reflection's answer either way (``reflection_answer``).
+- ``reflect_prompt``: the reflection's prompt file.
+- An empty ``G_Ans`` (no seed matched, or no triple around it): with ``passages_when_empty`` (default)
+  the ``context_passages`` best passages of ``D_t`` stand in for it, in every variant (the w/o-subgraph
+  ablation's own stand-in); the round records ``evidence_source`` ``"passages"``.
+- Every reader call answers the *original* question ``q``; the rewrite's facts reach the reader through
+  the evidence and the rewritten question's retrieval.
 
-Batching: every stage runs across all questions still open, as ONE
-``llm.generate`` call per stage per round (so a vLLM server or engine is kept
-full); retrieval is batched the same way.
+Variants (:data:`VARIANTS`, paper Table 7 §3.4, plus one study) are switches of the same loop:
 
-Variants (paper Table 7, §3.4), switches of the same loop:
+- ``full``: as above.
+- ``no_subgraph``: no NER / subgraph; the ``context_passages`` most similar passages of ``D_t`` stand in
+  for ``G_Ans_t``.
+- ``no_reflection``: one round; the reader answers from ``G_Ans_1`` and the top of ``D'_1`` ("rewrite once
+  with the subgraph, retrieve once, answer").
+- ``no_rewrite``: one round; the reader answers from ``G_Ans_1`` alone.
+- ``forced``: every round runs and the reflection's stop is ignored; the reader answers at every round
+  (``round_answers``), so the answer after T = 1, 2, 3 rounds is read off one run. A study of what
+  iteration adds when a small model stops early, not the paper's method.
 
-- ``"full"``: as above.
-- ``"no_subgraph"``: no NER / subgraph; Rewrite and Reflection see the
-  ``context_passages`` most similar passages of ``D_t`` instead of ``G_Ans_t``.
-- ``"no_reflection"``: one round: subgraph, one rewrite, one retrieval with
-  ``q'_1``, then the reader answers ``q`` from ``G_Ans_1`` and the top
-  ``context_passages`` passages of ``D'_1`` (paper §3.4: "rewrite once with the
-  subgraph, retrieve once, answer").
-- ``"no_rewrite"``: one round: subgraph, then the reader answers ``q`` from
-  ``G_Ans_1`` alone (no rewrite, no reflection, no iteration).
+Final ranked list: :func:`~kgir_lib.methods.kgir_state.ranked_list`. Batching: every stage runs across all
+open questions as ONE ``llm.generate`` call per stage per round; retrieval is batched the same way.
 
-Final ranked passage list (for Recall@k, METHOD.md §6; issue 10 item 2):
-
-1. the source passages of ``G_Ans`` edges over all rounds, ordered by their
-   best edge weight (ties: first seen);
-2. then the retrievals with the rewritten questions ``D'_1 .. D'_T``,
-   interleaved by round (1st of ``D'_1``, 1st of ``D'_2``, ..., then the 2nd of
-   each, ...), so every round's rewrite counts within the top 5;
-3. then ``D_1``, the retrieval with the original question; duplicates dropped.
-
-``D_t`` for ``t > 1`` is the retrieval with ``q'_{t-1}``, i.e. ``D'_{t-1}``, so
-it adds nothing. Without the subgraph (``no_subgraph``) step 1 is empty;
-without the rewrite (``no_rewrite``) step 2 is.
-
-Usable outputs (issue 9 §3): each round's trace records, per stage, whether
-the reply was parsed as intended (``usable``: NER gave a JSON entity list with
-an entity that occurs in the question; the rewrite a question; the reflection
-an ``Answer:`` or ``Missing:`` line; the reader a short non-empty answer) and
-whether it was cut at the token budget (``truncated``). :func:`usable_table`
-turns traces into rates per stage; ``rounds_with_seed`` / ``rounds`` is the
-seed-match rate (issue 10 item 5b).
-
-Each :class:`MethodOutput` carries a JSON-serialisable trace: every round as a
-:class:`~kgir_lib.methods.kgir_rounds.CaseRound` (``to_dict``: query, retrieval,
-subgraph, rewrite (raw and parsed), new passages, reflection verdict (raw and
-parsed), final reader call), the answer, who answered, and the LLM usage per
-stage (:class:`~kgir_lib.llm.LLMUsage`). The tables read from traces
-(:func:`trace_row`, :func:`usable_table`, ...) live in :mod:`kgir_lib.methods.kgir_rounds`.
+Each output's trace holds every round as a :class:`~kgir_lib.methods.kgir_rounds.CaseRound` (query,
+retrieval, subgraph, rewrite, passages, reflection, reader call, usable/truncated flags per stage), the
+answer, who answered, ``answer_source``, ``reflection_answer`` and LLM usage per stage; the tables read from
+traces live in :mod:`kgir_lib.methods.kgir_rounds`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from ..progress import progress as tqdm  # one line per bar in executed notebooks
-
 from ..data import Question
-from ..llm import LLMUsage
+from ..progress import progress as tqdm  # one line per bar in executed notebooks
 from ..reader import answer_usable, format_passages, parse_answer, reader_request
-from ..rewrite import (evidence_block, parse_reflection, parse_rewrite, reflection_requests, rewrite_requests,
-                       verdict_request, with_verdict)
+from ..rewrite import evidence_block, parse_reflection, parse_rewrite, reflection_requests, rewrite_requests, \
+    verdict_request, with_verdict
 from ..subgraph import EvidenceSubgraph, build_subgraphs, format_triples, ner_usable, resolve_weighting, retrieve
 from .base import MethodBase, MethodOutput, Workspace
 from .kgir_rounds import (STAGES, USABLE_STAGES, CaseRound, FinalCall, Verdict, seed_match_rate,  # noqa: F401
                           trace_row, trace_rounds, trace_table, usable_counts, usable_table)
-from .retrievers import interleave
+from .kgir_state import LoopState, ranked_list, reflection_passages  # noqa: F401
 
-VARIANTS = {
-    "full": "KGIR-RAG",
-    "no_subgraph": "KGIR-RAG w/o subgraph",
-    "no_reflection": "KGIR-RAG w/o reflection",
-    "no_rewrite": "KGIR-RAG w/o rewrite",
+
+@dataclass(frozen=True)
+class Variant:
+    """Which stages of the loop a variant runs (module docstring)."""
+
+    name: str
+    key: str
+    subgraph: bool = True    # Algorithm 1 builds G_Ans (else the most similar passages stand in)
+    rewrite: bool = True     # eq. 8 and the rewritten question's retrieval D'_t
+    reflection: bool = True  # Fig. 5 decides when to stop (else: answer after round 1)
+    forced: bool = False     # ignore the reflection's stop; the reader answers at every round
+
+
+VARIANTS: dict = {
+    "full": Variant("KGIR-RAG", "kgir"),
+    "no_subgraph": Variant("KGIR-RAG w/o subgraph", "kgir_no_subgraph", subgraph=False),
+    "no_reflection": Variant("KGIR-RAG w/o reflection", "kgir_no_reflection", reflection=False),
+    "no_rewrite": Variant("KGIR-RAG w/o rewrite", "kgir_no_rewrite", rewrite=False, reflection=False),
+    "forced": Variant("KGIR-RAG (forced rounds)", "kgir_forced", forced=True),
 }
-KEYS = {"full": "kgir", "no_subgraph": "kgir_no_subgraph", "no_reflection": "kgir_no_reflection",
-        "no_rewrite": "kgir_no_rewrite"}
-MAX_EVIDENCE_TRIPLES = 20
-
-
-@dataclass
-class _Open:
-    """Loop state of one question."""
-
-    q: Question
-    query: str
-    history: list = field(default_factory=list)
-    rounds: list = field(default_factory=list)            # [CaseRound]
-    usage: LLMUsage = field(default_factory=LLMUsage)
-    stage_usage: dict = field(default_factory=dict)       # stage -> LLMUsage
-    evidence_weights: dict = field(default_factory=dict)  # pid -> best G_Ans edge weight
-    first_retrieval: list = field(default_factory=list)   # D_1 pids
-    rewrite_retrievals: list = field(default_factory=list)  # [D'_t pids] by round
-    answer: Optional[str] = None
-    answered_by: Optional[str] = None
-    final_question: Optional[str] = None
-    final_context: Optional[str] = None
-
-    def account(self, stage: str, result) -> None:
-        self.usage.add(result)
-        self.stage_usage.setdefault(stage, LLMUsage()).add(result)
-
-    def ranked_pids(self) -> list:
-        """G_Ans passages (best edge weight), then D'_1..D'_T interleaved by round, then D_1 (module docstring)."""
-        return ranked_list(self.evidence_weights, self.rewrite_retrievals, self.first_retrieval)
-
-
-def ranked_list(evidence_weights: dict, rewrite_retrievals: Sequence[Sequence[str]],
-                first_retrieval: Sequence[str]) -> list:
-    """KGIR-RAG's final ranked list (issue 10 item 2): ``G_Ans`` source passages by their best edge weight
-    (ties: first seen), then the rewrite retrievals ``D'_t`` interleaved by round, then ``D_1``; no duplicates."""
-    evidence = sorted(evidence_weights, key=lambda p: -evidence_weights[p])  # stable: first seen
-    return list(dict.fromkeys(evidence + interleave(rewrite_retrievals) + list(first_retrieval)))
-
-
-def reflection_passages(first: Sequence[str], rewritten: Sequence[str], n: int) -> list:
-    """``P_t``: the passages of ``D'_t`` (``rewritten``) not in ``D_t`` (``first``) first, topped up with the
-    best other passages of ``D'_t``, ``n`` at most (module docstring: never blind when ``D'_t = D_t``)."""
-    seen = set(first)
-    new = [p for p in rewritten if p not in seen]
-    return list(dict.fromkeys(new + list(rewritten)))[:n]
+KEYS = {v: spec.key for v, spec in VARIANTS.items()}
+STAT_KEYS = ("ner_fallbacks", "rewrite_malformed", "reflection_malformed", "forced_answers", "subgraphs",
+             "rounds_with_seed", "empty_subgraph_rounds", "evidence_capped_rounds")
 
 
 @dataclass
 class KGIRRAG(MethodBase):
-    """KGIR-RAG and its Table 7 ablations; see the module docstring for the loop and the ranked list.
+    """KGIR-RAG and its variants; see the module docstring for the loop, the settings and the variants.
 
-    ``max_iterations``, ``top_k`` and ``ngram_threshold`` default (``None``) to the
-    profile's values; ``edge_weight`` is ``"auto"`` (reranker if configured, else
-    cosine of question and triple text), ``"reranker"``, ``"cosine"`` or ``"passage"``.
-    ``name`` and ``key`` are the variant's (class-level tables ``VARIANTS`` and ``KEYS``).
+    ``max_iterations``, ``top_k`` and ``ngram_threshold`` default (``None``) to the profile's values;
+    ``edge_weight`` is ``"auto"`` (reranker if configured, else cosine of question and triple text),
+    ``"reranker"``, ``"cosine"`` or ``"passage"``.
     """
 
     variant: str = "full"
@@ -185,32 +122,150 @@ class KGIRRAG(MethodBase):
         self.stats: dict = {}
 
     @property
-    def name(self) -> str:
+    def spec(self) -> Variant:
         return VARIANTS[self.variant]
 
     @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
     def key(self) -> str:
-        return KEYS[self.variant]
+        return self.spec.key
 
     @property
     def uses_kg(self) -> bool:  # (evaluate.run_fingerprint: only then does the KG matter)
-        return self.variant != "no_subgraph"
+        return self.spec.subgraph
 
-    # ------------------------------------------------------------------ helpers
+    # ------------------------------------------------------------------ the loop
+    def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
+        """Answer every question (module docstring); one :class:`MethodOutput` per question, in order."""
+        self.stats = {"questions": len(questions), **dict.fromkeys(STAT_KEYS, 0)}
+        states = [LoopState(q=q, query=q.question) for q in questions]
+        open_, T, v = list(states), self._rounds(ws), self.spec
+        bar = tqdm(total=T, desc=f"{self.name} rounds", disable=not getattr(ws.llm, "progress", False) or not states,
+                   leave=False)
+        for t in range(1, T + 1):
+            if not open_:
+                break
+            bar.update(1)
+            rounds = self._retrieve(ws, open_, t)                              # D_t, eq. 2
+            subs = self._subgraphs(ws, open_, rounds) if v.subgraph else [None] * len(open_)  # Algorithm 1
+            evidence = [self._evidence(ws, sub, r) for sub, r in zip(subs, rounds)]
+            if not v.rewrite:                                                   # w/o rewrite: answer now
+                self._hand_to_reader(ws, open_, rounds, [[] for _ in open_])
+                break
+            rewrites = self._rewrite(ws, open_, evidence, rounds)              # q'_t, eq. 8
+            shown = self._rewrite_retrieval(ws, open_, rewrites, rounds)       # D'_t and P_t
+            if not v.reflection:                                                # w/o reflection: answer now
+                n = ws.cfg.context_passages
+                self._hand_to_reader(ws, open_, rounds, [[p for p, _ in r.rewrite_retrieved[:n]] for r in rounds])
+                break
+            verdicts = self._reflect(ws, open_, rewrites, evidence, shown, rounds, t == T)  # Fig. 5
+            open_ = self._next_round(ws, open_, verdicts, rewrites, shown, rounds, t == T)
+        bar.close()
+        self._read(ws, [s for s in states if s.answer is None and s.final_context is not None], "final")
+        return [self._output(s) for s in states]
+
     def _rounds(self, ws: Workspace) -> int:
-        if self.variant in ("no_reflection", "no_rewrite"):
+        if not self.spec.reflection:
             return 1
         return self.max_iterations or ws.cfg.max_iterations
 
-    @staticmethod
-    def _passages_text(ws: Workspace, pids: Sequence[str]) -> str:
-        return format_passages(ws.passages(pids), ws.cfg.passage_chars)
+    # ------------------------------------------------------------------ stages
+    def _retrieve(self, ws: Workspace, open_: Sequence[LoopState], t: int) -> list:
+        """``D_t`` for every open question (one batched search); a new round record each."""
+        D = retrieve(ws, [s.query for s in open_], self.top_k or ws.cfg.top_k)
+        rounds = []
+        for s, d in zip(open_, D):
+            r = CaseRound(iteration=t, query=s.query, retrieved=[(p, float(x)) for p, x in d])
+            s.rounds.append(r)
+            if t == 1:
+                s.first_retrieval = [p for p, _ in d]
+            rounds.append(r)
+        return rounds
 
-    def _verdicts(self, ws: Workspace, open_: list, requests: list, replies: list, rounds: list,
-                  last: bool) -> list:
-        """Parse the reflection replies (Fig. 5); a reply with no verdict line gets the verdict turn
-        (:func:`kgir_lib.rewrite.verdict_request`, one batched call). Usable rates are recorded for the
-        first reply (``reflect``) and for the verdict turn (``reflect_verdict``)."""
+    def _subgraphs(self, ws: Workspace, open_: Sequence[LoopState], rounds: Sequence[CaseRound]) -> list:
+        """Algorithm 1 for every open question (ONE batched NER call); records the subgraph in each round."""
+        subs, ner = build_subgraphs(ws, [s.query for s in open_], [r.retrieved for r in rounds],
+                                    k=self.top_k or ws.cfg.top_k, threshold=self.ngram_threshold,
+                                    weighting=self.edge_weight)
+        for s, sub, res, r in zip(open_, subs, ner, rounds):
+            s.account("kgir_ner", res)
+            r.ner_raw, r.subgraph, r.G_q = res.text, sub, list(sub.G_q)
+            r.n_G_q, r.n_G_tmp = len(sub.G_q), len(sub.G_tmp)
+            r.usable["ner"], r.truncated["ner"] = ner_usable(res.text, s.query), res.truncated
+            self._count("subgraphs")
+            self._count("ner_fallbacks", int(sub.used_fallback))
+            self._count("rounds_with_seed", int(bool(sub.seeds)))
+            s.keep_evidence_weights(sub.kept, sub.weights)
+        return subs
+
+    def _evidence(self, ws: Workspace, sub: Optional[EvidenceSubgraph], r: CaseRound) -> str:
+        """What Rewrite, Reflection and the reader see: ``G_Ans`` triples (heaviest first, up to
+        ``max_evidence_triples``), or the best passages of ``D_t`` (w/o subgraph; an empty ``G_Ans`` with
+        ``passages_when_empty``). Recorded in the round."""
+        cap = ws.cfg.max_evidence_triples
+        if sub is None or (not sub.kept and self.passages_when_empty):
+            if sub is not None:
+                self._count("empty_subgraph_rounds")
+            r.evidence_source = "passages"
+            r.evidence_pids = [p for p, _ in r.retrieved[:ws.cfg.context_passages]]
+            r.evidence = evidence_block(passages_text=self._passages_text(ws, r.evidence_pids))
+            return r.evidence
+        distinct = list(dict.fromkeys((t.head, t.relation, t.tail) for t in sub.ranked_evidence()))
+        r.evidence_source, r.evidence_pids = "subgraph", []
+        r.evidence_triples, r.evidence_shown = len(distinct), len(distinct) if cap is None else min(cap, len(distinct))
+        self._count("evidence_capped_rounds", int(r.evidence_shown < r.evidence_triples))
+        r.evidence = evidence_block(format_triples(sub.ranked_evidence(), cap))
+        return r.evidence
+
+    def _rewrite(self, ws: Workspace, open_: Sequence[LoopState], evidence: Sequence[str],
+                 rounds: Sequence[CaseRound]) -> list:
+        """``q'_t = Rewrite(q, history, G_Ans_t)`` (eq. 8) in ONE call; a malformed reply keeps the query."""
+        res_all = ws.llm.generate(rewrite_requests([s.q.question for s in open_], evidence, [s.history for s in open_],
+                                                   max_tokens=ws.cfg.max_tokens("rewrite")), stage="kgir_rewrite")
+        rewrites = []
+        for s, res, r in zip(open_, res_all, rounds):
+            s.account("kgir_rewrite", res)
+            parsed = parse_rewrite(res.text)
+            self._count("rewrite_malformed", int(parsed is None))
+            r.rewrite_raw, r.rewrite, r.rewrite_malformed = res.text, parsed or s.query, parsed is None
+            r.rewrite_unchanged = r.rewrite.strip().lower() == s.query.strip().lower()
+            r.usable["rewrite"], r.truncated["rewrite"] = parsed is not None, res.truncated
+            rewrites.append(r.rewrite)
+        return rewrites
+
+    def _rewrite_retrieval(self, ws: Workspace, open_: Sequence[LoopState], rewrites: Sequence[str],
+                           rounds: Sequence[CaseRound]) -> list:
+        """``D'_t`` for every rewritten question (one batched search) and the reflection's passages ``P_t``."""
+        n = ws.cfg.context_passages
+        shown = []
+        for s, d2, r in zip(open_, retrieve(ws, rewrites, self.top_k or ws.cfg.top_k), rounds):
+            first, second = [p for p, _ in r.retrieved], [p for p, _ in d2]
+            s.rewrite_retrievals.append(second)
+            r.rewrite_retrieved = [(p, float(x)) for p, x in d2]
+            r.new_passages = [p for p in second if p not in set(first)][:n]
+            r.reflection_passages = reflection_passages(first, second, n, ws.cfg.reflection_passages)
+            shown.append(r.reflection_passages)
+        return shown
+
+    def _reflect(self, ws: Workspace, open_: Sequence[LoopState], rewrites: Sequence[str], evidence: Sequence[str],
+                 shown: Sequence[list], rounds: Sequence[CaseRound], last: bool) -> list:
+        """Reflection (Fig. 5) in ONE call, then ONE verdict turn for the replies without a verdict line."""
+        cfg = ws.cfg
+        requests = reflection_requests(rewrites, evidence, [s.history for s in open_],
+                                       [self._passages_text(ws, ps) for ps in shown], [last] * len(open_),
+                                       [s.q.question for s in open_], max_tokens=cfg.max_tokens("reflect"),
+                                       prompt=cfg.reflect_prompt)
+        replies = ws.llm.generate(requests, stage="kgir_reflect")
+        return self._verdicts(ws, open_, requests, replies, rounds, last)
+
+    def _verdicts(self, ws: Workspace, open_: Sequence[LoopState], requests: list, replies: list,
+                  rounds: Sequence[CaseRound], last: bool) -> list:
+        """Parse the reflection replies; a reply with no verdict line gets the verdict turn
+        (:func:`kgir_lib.rewrite.verdict_request`, one batched call). Usable rates are recorded for the first
+        reply (``reflect``) and for the verdict turn (``reflect_verdict``)."""
         verdicts = []
         for s, res, r in zip(open_, replies, rounds):
             s.account("kgir_reflect", res)
@@ -234,176 +289,81 @@ class KGIRRAG(MethodBase):
             r.usable["reflect_verdict"], r.truncated["reflect_verdict"] = not verdicts[i].malformed, res.truncated
         return verdicts
 
+    def _next_round(self, ws: Workspace, open_: Sequence[LoopState], verdicts: Sequence, rewrites: Sequence[str],
+                    shown: Sequence[list], rounds: Sequence[CaseRound], last: bool) -> list:
+        """Act on the verdicts: stop the questions the reflection answered (the last round stops all; the
+        forced variant answers every question with the reader and stops none before the last round).
+        Returns the questions that go on with ``query = q'_t``."""
+        if self.spec.forced:
+            self._hand_to_reader(ws, open_, rounds, shown)
+            self._read(ws, open_, "round")
+        still = []
+        for s, verdict, q2, ps, r in zip(open_, verdicts, rewrites, shown, rounds):
+            if verdict.answerable and not self.spec.forced:
+                s.answered_by, s.reflection_answer = "reflection", verdict.answer
+                if ws.cfg.kgir_answer_source == "reflection":
+                    s.answer, s.answer_source = verdict.answer, "reflection"
+                else:
+                    self._hand_to_reader(ws, [s], [r], [ps])
+            elif last and self.spec.forced:
+                s.answer, s.answered_by = s.round_answers[-1], "reader"
+            elif last:
+                self._hand_to_reader(ws, [s], [r], [ps])
+                s.answered_by = "forced_reader"
+                self._count("forced_answers")
+            else:
+                s.history.append({"rewrite": q2, "missing": verdict.missing})
+                s.query = q2
+                still.append(s)
+        return still
+
+    # ------------------------------------------------------------------ the reader
+    def _hand_to_reader(self, ws: Workspace, states: Sequence[LoopState], rounds: Sequence[CaseRound],
+                        passages: Sequence[Sequence[str]]) -> None:
+        """Set each question's reader context: the round's evidence (``G_Ans`` triples or the passages that
+        stand in for them), then ``passages`` not already in it."""
+        for s, r, ps in zip(states, rounds, passages):
+            parts = [] if r.evidence_source == "passages" else [r.evidence.removeprefix("Triples:\n")]
+            pids = list(dict.fromkeys(list(r.evidence_pids) + list(ps)))
+            if pids:
+                parts.append(self._passages_text(ws, pids))
+            s.final_context, s.final_pids = "\n\n".join(parts) if parts else "(none)", pids
+
+    def _read(self, ws: Workspace, states: Sequence[LoopState], when: str) -> None:
+        """ONE shared-reader call (stage ``kgir_final``) answering ``q`` from each state's context. ``when``:
+        ``"final"`` sets the answer; ``"round"`` (forced rounds) records the round's answer."""
+        if not states:
+            return
+        reqs = [reader_request(s.q.question, s.final_context, ws.cfg.max_tokens("reader")) for s in states]
+        for s, res in zip(states, ws.llm.generate(reqs, stage="kgir_final")):
+            s.account("kgir_final", res)
+            answer, r = parse_answer(res.text), s.rounds[-1]
+            r.final = FinalCall(raw=res.text, question=s.q.question, answer=answer,
+                                forced=s.answered_by == "forced_reader", context_pids=list(s.final_pids))
+            r.usable["reader"], r.truncated["reader"] = answer_usable(res.text), res.truncated
+            if when == "round":
+                s.round_answers.append(answer)
+            else:
+                s.answer, s.answered_by = answer, s.answered_by or "reader"
+
+    # ------------------------------------------------------------------ helpers and output
+    @staticmethod
+    def _passages_text(ws: Workspace, pids: Sequence[str]) -> str:
+        return format_passages(ws.passages(pids), ws.cfg.passage_chars)
+
     def _count(self, key: str, n: int = 1) -> None:
         self.stats[key] = self.stats.get(key, 0) + n
 
-    # ------------------------------------------------------------------ the loop
-    def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
-        """Answer every question; returns one :class:`MethodOutput` per question, in order."""
-        cfg = ws.cfg
-        k = self.top_k or cfg.top_k
-        n_ctx = cfg.context_passages
-        use_subgraph = self.variant != "no_subgraph"
-        T = self._rounds(ws)
-        self.stats = {"questions": len(questions), "ner_fallbacks": 0, "rewrite_malformed": 0,
-                      "reflection_malformed": 0, "forced_answers": 0, "subgraphs": 0, "rounds_with_seed": 0,
-                      "empty_subgraph_rounds": 0}
-        states = [_Open(q=q, query=q.question) for q in questions]
-        open_ = list(states)
-        bar = tqdm(total=T, desc=f"{self.name} rounds", disable=not getattr(ws.llm, "progress", False) or not states,
-                   leave=False)
-        for t in range(1, T + 1):
-            if not open_:
-                break
-            bar.update(1)
-            last = t == T
-            # -- retrieval with the current query (eq. 2), batched
-            D = retrieve(ws, [s.query for s in open_], k)
-            rounds = [CaseRound(iteration=t, query=s.query, retrieved=[(p, float(x)) for p, x in d]) for s, d in zip(open_, D)]
-            for s, d, r in zip(open_, D, rounds):
-                s.rounds.append(r)
-                if t == 1:
-                    s.first_retrieval = [p for p, _ in d]
-            # -- evidence subgraph (Algorithm 1): ONE NER call for all open questions
-            subs: list = [None] * len(open_)
-            if use_subgraph:
-                subs = self._subgraphs(ws, open_, D, rounds, k)
-            evidence = [self._evidence(ws, sub, d, r) for sub, d, r in zip(subs, D, rounds)]
-            if self.variant == "no_rewrite":
-                for s, sub, d in zip(open_, subs, D):
-                    s.final_context = self._reader_context(ws, sub, [])
-                open_ = []
-                break
-            # -- rewrite (eq. 8): ONE call
-            rw = ws.llm.generate(rewrite_requests([s.q.question for s in open_], evidence,
-                                                  [s.history for s in open_], max_tokens=cfg.max_tokens("rewrite")),
-                                 stage="kgir_rewrite")
-            rewrites = []
-            for s, res, r in zip(open_, rw, rounds):
-                s.account("kgir_rewrite", res)
-                parsed = parse_rewrite(res.text)
-                self._count("rewrite_malformed", int(parsed is None))
-                rewrites.append(parsed or s.query)
-                r.rewrite_raw, r.rewrite, r.rewrite_malformed = res.text, parsed or s.query, parsed is None
-                r.rewrite_unchanged = (parsed or s.query).strip().lower() == s.query.strip().lower()
-                r.usable["rewrite"], r.truncated["rewrite"] = parsed is not None, res.truncated
-            # -- retrieval with the rewritten questions; the reflection's passages P_t
-            D2 = retrieve(ws, rewrites, k)
-            shown = []
-            for s, d, d2, r in zip(open_, D, D2, rounds):
-                first, second = [p for p, _ in d], [p for p, _ in d2]
-                seen = set(first)
-                shown.append(reflection_passages(first, second, n_ctx))
-                s.rewrite_retrievals.append(second)
-                r.rewrite_retrieved = [(p, float(x)) for p, x in d2]
-                r.new_passages = [p for p in second if p not in seen][:n_ctx]
-                r.reflection_passages = shown[-1]
-            if self.variant == "no_reflection":
-                for s, sub, d2 in zip(open_, subs, D2):
-                    s.final_context = self._reader_context(ws, sub, [p for p, _ in d2[:n_ctx]])
-                open_ = []
-                break
-            # -- reflection (Fig. 5): ONE call, then ONE verdict turn for the replies without a verdict line
-            rq = reflection_requests(rewrites, evidence, [s.history for s in open_],
-                                     [self._passages_text(ws, ps) for ps in shown], [last] * len(open_),
-                                     [s.q.question for s in open_], max_tokens=cfg.max_tokens("reflect"))
-            rf = ws.llm.generate(rq, stage="kgir_reflect")
-            verdicts = self._verdicts(ws, open_, rq, rf, rounds, last)
-            still = []
-            for s, verdict, q2, sub, ps, r in zip(open_, verdicts, rewrites, subs, shown, rounds):
-                if verdict.answerable:
-                    s.answer, s.answered_by = verdict.answer, "reflection"
-                elif last:
-                    s.final_context = self._reader_context(ws, sub, ps, r.evidence_source == "passages")
-                else:
-                    s.history.append({"rewrite": q2, "missing": verdict.missing})
-                    s.query = q2
-                    still.append(s)
-            open_ = still
-        bar.close()
-        self._final_answers(ws, states)
-        return [self._output(s) for s in states]
-
-    def _subgraphs(self, ws: Workspace, open_: Sequence[_Open], D: Sequence, rounds: Sequence[CaseRound], k: int) -> list:
-        """Algorithm 1 for every open question (ONE batched NER call); records the subgraph in each round."""
-        subs, ner = build_subgraphs(ws, [s.query for s in open_], D, k=k, threshold=self.ngram_threshold,
-                                    weighting=self.edge_weight)
-        for s, sub, res, r in zip(open_, subs, ner, rounds):
-            s.account("kgir_ner", res)
-            r.ner_raw, r.subgraph, r.G_q = res.text, sub, list(sub.G_q)
-            r.n_G_q, r.n_G_tmp = len(sub.G_q), len(sub.G_tmp)
-            r.usable["ner"], r.truncated["ner"] = ner_usable(res.text, s.query), res.truncated
-            self._count("subgraphs")
-            self._count("ner_fallbacks", int(sub.used_fallback))
-            self._count("rounds_with_seed", int(bool(sub.seeds)))
-            for tr in sub.kept:
-                w = sub.weights.get(tr, 0.0)
-                if tr.pid not in s.evidence_weights or w > s.evidence_weights[tr.pid]:
-                    s.evidence_weights[tr.pid] = w
-        return subs
-
-    def _evidence(self, ws: Workspace, sub: Optional[EvidenceSubgraph], d: Sequence, r: CaseRound) -> str:
-        """What Rewrite and Reflection see: ``G_Ans`` triples, or the best passages of ``D_t`` (w/o subgraph;
-        an empty ``G_Ans`` with ``passages_when_empty``)."""
-        top = [p for p, _ in d[:ws.cfg.context_passages]]
-        if sub is None or (not sub.kept and self.passages_when_empty):
-            if sub is not None:
-                self._count("empty_subgraph_rounds")
-            r.evidence_source = "passages"
-            ev = evidence_block(passages_text=self._passages_text(ws, top))
-        else:
-            r.evidence_source = "subgraph"
-            ev = evidence_block(format_triples(sub.ranked_evidence(), MAX_EVIDENCE_TRIPLES))
-        r.evidence = ev
-        return ev
-
-    # ------------------------------------------------------------------ answers and outputs
-    def _reader_context(self, ws: Workspace, sub: Optional[EvidenceSubgraph], passages: Sequence[str],
-                        no_triples: bool = False) -> str:
-        """Reader context: the G_Ans triples (unless ``no_triples``), then ``passages``."""
-        parts = []
-        if sub is not None and not no_triples and sub.kept:
-            parts.append(format_triples(sub.ranked_evidence(), MAX_EVIDENCE_TRIPLES))
-        if passages:
-            parts.append(self._passages_text(ws, passages))
-        if not parts and sub is not None:
-            parts.append(format_triples(sub.ranked_evidence(), MAX_EVIDENCE_TRIPLES))
-        return "\n\n".join(parts) if parts else "(none)"
-
-    def _final_answers(self, ws: Workspace, states: Sequence[_Open]) -> None:
-        """ONE reader call for every question still without an answer (ablations and forced answers).
-
-        The reader answers the original question ``q`` (module docstring)."""
-        todo = [s for s in states if s.answer is None]
-        if not todo:
-            return
-        budget = ws.cfg.max_tokens("reader")
-        reqs = [reader_request(s.q.question, s.final_context or "(none)", budget) for s in todo]
-        for s, res in zip(todo, ws.llm.generate(reqs, stage="kgir_final")):
-            s.account("kgir_final", res)
-            s.answer = parse_answer(res.text)
-            forced = self.variant in ("full", "no_subgraph")
-            s.answered_by = "forced_reader" if forced else "reader"
-            self._count("forced_answers", int(forced))
-            last = s.rounds[-1]
-            last.final = FinalCall(raw=res.text, question=s.q.question, answer=s.answer, forced=forced)
-            last.usable["reader"], last.truncated["reader"] = answer_usable(res.text), res.truncated
-
-    def _output(self, s: _Open) -> MethodOutput:
-        ranked = s.ranked_pids()
+    def _output(self, s: LoopState) -> MethodOutput:
         trace = {
-            "method": self.name,
-            "variant": self.variant,
-            "qid": s.q.qid,
-            "question": s.q.question,
-            "gold_answers": list(s.q.answers),
-            "gold_pids": list(s.q.gold_pids),
-            "answer": s.answer or "",
-            "answered_by": s.answered_by,
-            "iterations_used": len(s.rounds),
-            "rounds": [r.to_dict() for r in s.rounds],
-            "history": s.history,
-            "llm": {stage: u.to_dict() for stage, u in s.stage_usage.items()},
-            "usage": s.usage.to_dict(),
+            "method": self.name, "variant": self.variant, "qid": s.q.qid, "question": s.q.question,
+            "gold_answers": list(s.q.answers), "gold_pids": list(s.q.gold_pids),
+            "answer": s.answer or "", "answered_by": s.answered_by,
+            "answer_source": s.answer_source, "reflection_answer": s.reflection_answer,
+            "iterations_used": len(s.rounds), "rounds": [r.to_dict() for r in s.rounds], "history": s.history,
+            "llm": {stage: u.to_dict() for stage, u in s.stage_usage.items()}, "usage": s.usage.to_dict(),
         }
-        return MethodOutput(qid=s.q.qid, answer=s.answer or "", ranked_pids=ranked, usage=s.usage, trace=trace)
+        if self.spec.forced:
+            trace["round_answers"] = list(s.round_answers)
+        return MethodOutput(qid=s.q.qid, answer=s.answer or "", ranked_pids=s.ranked_pids(), usage=s.usage,
+                            trace=trace)

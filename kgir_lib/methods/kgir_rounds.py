@@ -8,10 +8,11 @@ reads it back with :meth:`CaseRound.from_dict`, which tolerates keys an older tr
 Trace form of a round (keys of stages that did not run are absent)::
 
     iteration, query, retrieved [[pid, cosine]], usable {stage: bool}, truncated {stage: bool},
-    ner_raw, subgraph (EvidenceSubgraph.to_dict), evidence_source, evidence,
+    ner_raw, subgraph (EvidenceSubgraph.to_dict), evidence_source, evidence, evidence_pids,
+    evidence_triples, evidence_shown (G_Ans triples, and those shown under the profile's cap),
     rewrite {raw, question, malformed, unchanged}, rewrite_retrieved, new_passages, reflection_passages,
     reflection {raw, final, answerable, answer, missing, reasoning, malformed[, verdict_raw]},
-    final {raw, question, answer, forced}
+    final {raw, question, answer, forced, context_pids} (the shared reader's call of the round)
 """
 from __future__ import annotations
 
@@ -56,16 +57,19 @@ class Verdict(Reflection):
 
 @dataclass
 class FinalCall:
-    """The reader call that answered a question the reflection left open (forced) or an ablation's reader."""
+    """A shared-reader call of the round: the answer after the reflection stopped (or was forced to), an
+    ablation's answer, or a forced-rounds round's answer; ``context_pids`` are the passages it read."""
 
     raw: str
     question: str
     answer: str
     forced: bool
+    context_pids: list = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, d: dict) -> "FinalCall":
-        return cls(d.get("raw") or "", d.get("question") or "", d.get("answer") or "", bool(d.get("forced")))
+        return cls(d.get("raw") or "", d.get("question") or "", d.get("answer") or "", bool(d.get("forced")),
+                   list(d.get("context_pids") or []))
 
 
 @dataclass
@@ -82,6 +86,9 @@ class CaseRound:
     n_G_tmp: Optional[int] = None        # triples only, so a subgraph read back holds part of G_tmp)
     evidence_source: Optional[str] = None  # "subgraph" or "passages" (what Rewrite and Reflection saw)
     evidence: str = ""                   # that evidence text
+    evidence_pids: list = field(default_factory=list)  # the passages of a "passages" evidence
+    evidence_triples: Optional[int] = None  # distinct G_Ans triples, and how many of them were shown
+    evidence_shown: Optional[int] = None    # (cfg.max_evidence_triples)
     rewrite: Optional[str] = None        # q'_t (eq. 8); the previous query when the reply was malformed
     rewrite_raw: Optional[str] = None    # None: no rewrite stage in this round
     rewrite_malformed: bool = False
@@ -146,6 +153,10 @@ class CaseRound:
             d["subgraph"] = self.subgraph.to_dict()
         if self.evidence_source is not None:
             d["evidence_source"], d["evidence"] = self.evidence_source, self.evidence
+            if self.evidence_source == "passages":
+                d["evidence_pids"] = list(self.evidence_pids)
+            else:
+                d["evidence_triples"], d["evidence_shown"] = self.evidence_triples, self.evidence_shown
         if self.rewrite_raw is not None:
             d["rewrite"] = {"raw": self.rewrite_raw, "question": self.rewrite, "malformed": self.rewrite_malformed,
                             "unchanged": self.rewrite_unchanged}
@@ -172,6 +183,8 @@ class CaseRound:
             ner_raw=r.get("ner_raw"), subgraph=EvidenceSubgraph.from_dict(sub_d, G_q) if sub_d else None,
             n_G_q=(sub_d or {}).get("n_G_q"), n_G_tmp=(sub_d or {}).get("n_G_tmp"),
             evidence_source=r.get("evidence_source"), evidence=r.get("evidence", ""),
+            evidence_pids=list(r.get("evidence_pids") or []), evidence_triples=r.get("evidence_triples"),
+            evidence_shown=r.get("evidence_shown"),
             rewrite=(rw or {}).get("question"), rewrite_raw=(rw or {}).get("raw") if rw is not None else None,
             rewrite_malformed=bool((rw or {}).get("malformed")), rewrite_unchanged=bool((rw or {}).get("unchanged")),
             rewrite_retrieved=_pairs(r.get("rewrite_retrieved", [])), new_passages=list(r.get("new_passages", [])),
@@ -205,6 +218,8 @@ def trace_row(trace: dict) -> dict:
         "pruned_triples": sum(len(s.pruned) for s in subs),
         "rounds_with_seed": sum(bool(s.seeds) for s in subs),
         "subgraph_rounds": len(subs),
+        "evidence_capped_rounds": sum(r.evidence_shown is not None and r.evidence_triples is not None
+                                      and r.evidence_shown < r.evidence_triples for r in rounds),
         "truncated": sum(s.get("truncated", 0) for s in llm.values()),
         "llm_calls": sum(s.get("calls", 0) for s in llm.values()),
         "prompt_tokens": sum(s.get("prompt_tokens", 0) for s in llm.values()),

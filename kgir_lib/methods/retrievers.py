@@ -136,7 +136,7 @@ class DenseRetriever(MethodBase):
         if ws.dataset.name not in self._indexes:
             from ..retrieval import DenseIndex, Encoder
 
-            enc = Encoder(self.model, ws.cfg.embed_batch_size)
+            enc = Encoder(self.model, ws.cfg.embed_batch_size, max_length=ws.cfg.embed_max_length)
             self._indexes[ws.dataset.name] = DenseIndex(ws.dataset.corpus.passages, enc,
                                                         ws.cfg.run_dir / "cache" / "embeddings", progress=False)
         return self._indexes[ws.dataset.name]
