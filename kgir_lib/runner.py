@@ -202,7 +202,7 @@ def main(argv=None) -> int:
                          "(KGIR_LLM_CACHE_ONLY=1: a request missing from the cache is an error)")
     ap.add_argument("--no-server-check", action="store_true",
                     help="do not check that each openai base URL serves llm_model (GET <url>/models), e.g. to "
-                         "validate a profile before its servers are started")
+                         "validate a profile before its servers are started (--regenerate never checks)")
     ap.add_argument("--write-reference", action="store_true",
                     help="write into the profile's own run directory <results>/<profile>/ even with -p "
                          "parameters (without it, such a run writes a scratch directory <profile>-<hash>)")
@@ -219,7 +219,7 @@ def main(argv=None) -> int:
             params["run_name"] = scratch
         for line in validate(profile, params):
             print(line)
-        if not args.no_server_check:
+        if not (args.no_server_check or args.regenerate):  # a cache-only run calls no server
             for line in check_servers(load_config(profile, **split_params(params)[0])):
                 print(line)
     except (ConfigError, DataError, ServerError) as exc:

@@ -73,12 +73,15 @@ def test_a_server_with_another_model_or_none_is_a_clear_error(make_fake):
 
 
 @needs_data
-def test_the_runner_checks_servers_even_for_validate_only(capsys, make_fake):
+def test_the_runner_checks_servers_even_for_validate_only(capsys, make_fake, monkeypatch):
     server = make_fake(models=["another-model"])
     args = ("--profile", "rehearsal", "--validate-only", "-p", "llm_base_urls", f"[{server.url}]")
     code, _, err = main(capsys, *args)
     assert code == 2 and "not llm_model 'Qwen2.5-Coder-1.5B-Instruct-Q4_K_M'" in err
     code, out, err = main(capsys, *args, "--no-server-check")
+    assert code == 0, err
+    monkeypatch.setenv("KGIR_LLM_CACHE_ONLY", "")  # (restored afterwards: --regenerate sets it in this process)
+    code, out, err = main(capsys, *args, "--regenerate")  # cache only: no server is called, none is checked
     assert code == 0, err
 
 
