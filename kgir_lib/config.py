@@ -5,7 +5,8 @@ A profile is a YAML file in ``kgir_lib/profiles/`` (``sample``, ``ci``, ``paper`
 override single fields; ``None`` means "keep the profile's value". The effective
 config is written into the run directory by :func:`start_run`.
 
-Run-directory layout (``<results>/<profile>/``)::
+Run-directory layout (``<results>/<run name>/``; the run name is the profile's :func:`profile_identity`
+unless ``run_name`` sets another, as the runner does for a run with overrides, a scratch run)::
 
     config/<notebook>.yaml      effective config of each notebook run
     notebooks/<notebook>.ipynb  papermill output notebooks (main job)
@@ -16,18 +17,16 @@ Run-directory layout (``<results>/<profile>/``)::
     tables/                     CSV + Markdown tables
     usage/<notebook>.csv        LLM usage per stage
 
-Figures go to ``<figures>/<profile>/``.
+Figures go to ``<figures>/<run name>/``.
 """
 from __future__ import annotations
 
 import dataclasses
-import math
+import hashlib
 import os
-import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Optional
-from urllib.parse import urlsplit
+from typing import Any, NamedTuple, Optional
 
 import yaml
 
@@ -58,6 +57,7 @@ class Config:
     llm_retry_window_s: float = 30.0  # openai backend: no new attempt starts later than this after the first
     llm_n_ctx: int = 4096
     llm_n_threads: int = 2
+    llm_tensor_parallel_size: int = 1  # GPUs one vLLM server shards the model over (scripts/paper.sh starts it)
     llm_seed: int = 0
     temperature: float = 0.0
     max_new_tokens: int = 192  # budget of any LLM stage without its own field below (e.g. free-form case-study calls)
@@ -82,6 +82,7 @@ class Config:
     # data
     datasets: list = field(default_factory=lambda: ["musique", "hotpotqa", "musique_train"])
     n_questions: Optional[int] = 8
+    allow_fewer_questions: bool = False  # a dataset with fewer questions than asked is an error unless true
     seed: int = 0
     # KG extraction (notebook 01)
     extract_max_passages: Optional[int] = 60
@@ -131,6 +132,7 @@ class Config:
     data_dir: Optional[str] = None
     results_dir: Optional[str] = None
     figures_dir: Optional[str] = None
+    run_name: Optional[str] = None  # the run directory's name; null: the profile's (see profile_identity)
 
     # ---- derived locations -------------------------------------------------
     @property
@@ -140,12 +142,19 @@ class Config:
     @property
     def run_dir(self) -> Path:
         base = Path(self.results_dir) if self.results_dir else default_results_dir()
+        return base / (self.run_name or self.profile)
+
+    @property
+    def reference_dir(self) -> Path:
+        """The profile's own run directory (``<results>/<profile>/``): the run directory itself, or for a
+        scratch run (``run_name`` set) the one whose committed response log it starts from."""
+        base = Path(self.results_dir) if self.results_dir else default_results_dir()
         return base / self.profile
 
     @property
     def fig_dir(self) -> Path:
         base = Path(self.figures_dir) if self.figures_dir else default_figures_dir()
-        return base / self.profile
+        return base / (self.run_name or self.profile)
 
     def path(self, *parts: str) -> Path:
         """A path inside the run directory; parent folders are created."""
@@ -194,6 +203,25 @@ def _check_key(key: str, where: str) -> None:
     raise ConfigError(f"{where}: unknown field {key!r} (not a field of kgir_lib.config.Config)")
 
 
+def builtin_profiles() -> list:
+    """The names of the profiles shipped in ``kgir_lib/profiles/``."""
+    return sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
+
+
+def profile_identity(name: str) -> str:
+    """The name a profile's results go under: a built-in profile's name; for a profile file, its stem and the
+    first 8 hex digits of SHA-256 over its resolved path, so two files (``a/fake.yaml``, ``b/fake.yaml``)
+    never share a run directory and a file elsewhere never writes into a built-in profile's (a file that
+    *is* a built-in profile, by any path, is that profile)."""
+    if not name.endswith(".yaml"):
+        return name
+    path = Path(name).expanduser().resolve()
+    builtin = PROFILE_DIR / path.name
+    if builtin.is_file() and builtin.resolve() == path:
+        return path.stem
+    return f"{path.stem}-{hashlib.sha256(str(path).encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
 def _profile_path(name: str, base: Optional[Path] = None) -> Path:
     """The file of profile ``name``: a ``.yaml`` path (relative ones against ``base``, the folder of the
     profile that ``extends`` it, else the current directory) or a name in ``kgir_lib/profiles/``."""
@@ -209,15 +237,19 @@ def _read_profile(name: str, seen: tuple = (), base: Optional[Path] = None) -> d
         raise ConfigError(f"profile name must be a non-empty string, got {name!r}")
     path = _profile_path(name, base)
     if not path.exists():
-        known = sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
+        known = builtin_profiles()
         raise ConfigError(f"unknown profile {name!r}: no file {path} (known profiles: {known})")
     ident = str(path.resolve())
     if ident in seen:
         raise ConfigError(f"profile {path}: 'extends' forms a cycle {seen + (ident,)}")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"profile {path}: not valid YAML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"profile {path}: not UTF-8 text ({exc})") from None
+    except OSError as exc:
+        raise ConfigError(f"profile {path}: cannot be read ({exc.strerror or exc})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"profile {path}: expected a mapping of fields")
     parent = data.pop("extends", None)
@@ -239,62 +271,6 @@ def _field_kind(name: str) -> tuple:
     return kind, False
 
 
-def _list_of_str(name: str) -> bool:
-    """Whether list field ``name`` holds strings (names, URLs): its default does, or it is empty."""
-    factory = _FIELDS[name].default_factory
-    default = factory() if factory is not dataclasses.MISSING else []
-    return all(isinstance(v, str) for v in default)
-
-
-def _coerce(name: str, value: Any, where: str = "") -> Any:
-    """``value`` checked against the type of field ``name``; ints widen to floats, a string to a 1-list."""
-    kind, nullable = _field_kind(name)
-    label = f"parameter {name!r}{where}"
-    if value is None:
-        if nullable:
-            return None
-        raise ConfigError(f"{label}: must not be null")
-    if kind == "bool":
-        if not isinstance(value, bool):
-            raise ConfigError(f"{label}: expected true/false, got {value!r}")
-        return value
-    if kind in ("int", "float"):
-        return _number(kind, value, label)
-    if kind == "str":
-        if not isinstance(value, str):
-            raise ConfigError(f"{label}: expected a string, got {value!r}")
-        return value
-    if kind == "list":
-        if isinstance(value, str):
-            value = [value]
-        item = str if _list_of_str(name) else (str, int, float)
-        if not isinstance(value, (list, tuple)) or not all(isinstance(v, item) and not isinstance(v, bool)
-                                                           for v in value):
-            what = "strings" if item is str else "plain values"
-            raise ConfigError(f"{label}: expected a list of {what}, got {value!r}")
-        return list(value)
-    return value
-
-
-def _number(kind: str, value: Any, label: str) -> Any:
-    """An int or float field's value. Text that reads as a number (``1e9``: YAML 1.1 reads an exponent
-    without a dot as text) is taken as that number; NaN and infinities are refused."""
-    if isinstance(value, str):
-        try:
-            value = float(value.strip())
-        except ValueError:
-            raise ConfigError(f"{label}: expected a number, got the text {value!r}") from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{label}: expected a number, got {value!r} ({type(value).__name__})")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ConfigError(f"{label}: must be a finite number, got {value!r}")
-    if kind == "int":
-        if isinstance(value, float) and not value.is_integer():
-            raise ConfigError(f"{label}: expected a whole number, got {value!r}")
-        return int(value)
-    return float(value)
-
-
 def load_config(profile: Optional[str] = None, **overrides: Any) -> Config:
     """Build the effective config: profile YAML, then non-None ``overrides``.
 
@@ -310,9 +286,11 @@ def load_config(profile: Optional[str] = None, **overrides: Any) -> Config:
         _check_key(key, "papermill parameters")
         if value is not None:
             values[key] = value
-    values["profile"] = Path(profile).stem.removesuffix(".yaml")
+    values["profile"] = profile_identity(profile)
+    from .config_checks import coerce  # (lazy: it imports this module)
+
     for key in list(values):
-        values[key] = _coerce(key, values[key], f" (profile {values['profile']!r})")
+        values[key] = coerce(key, values[key], f" (profile {values['profile']!r})")
     cfg = Config(**values)
     _validate(cfg)
     return cfg
@@ -321,14 +299,58 @@ def load_config(profile: Optional[str] = None, **overrides: Any) -> Config:
 REFLECTION_PASSAGES = ("new", "all")
 ANSWER_SOURCES = ("reader", "reflection")
 REFLECT_PROMPTS = ("kgir_reflect", "kgir_reflect_paper")
-_AT_LEAST_ONE = ("top_k", "max_iterations", "ngram_n", "context_passages", "llm_max_concurrency", "llm_n_ctx",
-                 "llm_n_threads", "max_new_tokens", "embed_batch_size", "kg2rag_m_hops", "kg2rag_budget",
-                 "ircot_max_steps", "iter_retgen_rounds", "robustness_seeds")
-_AT_LEAST_ZERO = ("llm_max_retries", "n_questions", "extract_max_passages", "passage_chars", "temperature", "seed",
-                  "llm_seed", "study_n_questions")
+
+
+class Range(NamedTuple):
+    """The values a number field may take: ``lo`` (excluded when ``open_lo``) to ``hi``, both included."""
+
+    lo: float
+    hi: float
+    open_lo: bool = False
+
+    def holds(self, value: float) -> bool:
+        return (value > self.lo if self.open_lo else value >= self.lo) and value <= self.hi
+
+    def __str__(self) -> str:
+        def num(v: float) -> str:
+            return str(int(v)) if float(v).is_integer() else str(v)
+
+        return f"{'>' if self.open_lo else '>='} {num(self.lo)} and <= {num(self.hi)}"
+
+
+_TOKENS = Range(1, 131_072)      # a generation budget (max new tokens)
+_QUESTIONS = Range(1, 10_000_000)
+_SEED = Range(0, 2**32 - 1)
+# Every int and float field of Config, or a name prefix ending in "*": the one table of allowed values, checked in
+# one place (config_checks.check_ranges). A value outside is refused when the profile loads, naming the field,
+# instead of failing (or silently doing nothing) in a notebook later. None (for Optional fields) always passes.
+RANGES: dict = {
+    "llm_max_concurrency": Range(1, 4096), "llm_timeout_s": Range(0, 86_400, open_lo=True),
+    "llm_max_retries": Range(0, 1000), "llm_retry_window_s": Range(0, 7 * 86_400),
+    "llm_n_ctx": Range(1, 1_048_576), "llm_n_threads": Range(1, 1024), "llm_seed": _SEED,
+    "llm_tensor_parallel_size": Range(1, 1024),
+    "temperature": Range(0, 2), "max_new_tokens": _TOKENS, "max_tokens_*": _TOKENS,
+    "embed_batch_size": Range(1, 65_536), "n_questions": _QUESTIONS, "seed": _SEED,
+    "extract_max_passages": Range(1, 100_000_000), "top_k": Range(1, 1_000_000), "ngram_n": Range(1, 32),
+    "ngram_threshold": Range(0, 1), "max_iterations": Range(1, 100), "kg2rag_m_hops": Range(1, 100),
+    "kg2rag_budget": Range(1, 100_000), "ircot_max_steps": Range(1, 100), "iter_retgen_rounds": Range(1, 100),
+    "hipporag2_link_top_k": Range(1, 100_000), "hipporag2_synonym_threshold": Range(-1, 1),
+    "hipporag2_synonym_top_k": Range(1, 1_000_000), "study_n_questions": _QUESTIONS,
+    "robustness_seeds": Range(1, 1000), "context_passages": Range(1, 1000), "passage_chars": Range(1, 10_000_000),
+    "embed_max_length": Range(1, 1_048_576), "max_evidence_triples": Range(1, 1_000_000),
+}
+
+
+def field_range(name: str) -> Optional[Range]:
+    """The :data:`RANGES` entry of field ``name`` (an exact name first, then a ``prefix*`` pattern)."""
+    if name in RANGES:
+        return RANGES[name]
+    return next((r for key, r in RANGES.items() if key.endswith("*") and name.startswith(key[:-1])), None)
 
 
 def _validate(cfg: Config) -> None:
+    from . import config_checks as checks  # (lazy: it imports this module)
+
     if cfg.llm_backend not in {"llamacpp", "openai", "vllm", "scripted"}:
         raise ConfigError(f"parameter 'llm_backend': unknown backend {cfg.llm_backend!r} "
                           f"(llamacpp | openai | vllm | scripted)")
@@ -337,22 +359,12 @@ def _validate(cfg: Config) -> None:
     if cfg.llm_backend == "openai" and not cfg.llm_base_urls:
         raise ConfigError("parameter 'llm_base_urls': the openai backend needs at least one base URL")
     for url in cfg.llm_base_urls:
-        _check_url(url)
-    _check_model_path(cfg)
-    _check_key_env_name(cfg.llm_api_key_env)
-    for name in _AT_LEAST_ONE:
-        if name in _FIELDS and getattr(cfg, name) < 1:
-            raise ConfigError(f"parameter {name!r}: must be >= 1, got {getattr(cfg, name)}")
-    for name in _AT_LEAST_ZERO:
-        value = getattr(cfg, name, None)
-        if value is not None and value < 0:
-            raise ConfigError(f"parameter {name!r}: must be >= 0, got {value}")
-    if cfg.llm_timeout_s <= 0:
-        raise ConfigError(f"parameter 'llm_timeout_s': must be > 0, got {cfg.llm_timeout_s}")
-    if cfg.llm_retry_window_s < 0:
-        raise ConfigError(f"parameter 'llm_retry_window_s': must be >= 0, got {cfg.llm_retry_window_s}")
-    if not 0.0 <= cfg.ngram_threshold <= 1.0:
-        raise ConfigError(f"parameter 'ngram_threshold': must be in [0, 1], got {cfg.ngram_threshold}")
+        checks.check_url(url)
+    checks.check_model_path(cfg)
+    checks.check_key_env_name(cfg.llm_api_key_env)
+    checks.check_ranges(cfg)
+    checks.check_locations(cfg)
+    checks.check_run_name(cfg)
     from .subgraph import GTMP_READINGS, SIMILARITIES  # (lazy: subgraph imports the LLM package)
 
     for name, allowed in (("match_method", SIMILARITIES), ("gtmp_reading", GTMP_READINGS)):
@@ -362,14 +374,10 @@ def _validate(cfg: Config) -> None:
                           ("reflect_prompt", REFLECT_PROMPTS)):
         if getattr(cfg, name) not in allowed:
             raise ConfigError(f"parameter {name!r}: unknown value {getattr(cfg, name)!r} ({' | '.join(allowed)})")
-    for name in ("max_evidence_triples", "embed_max_length"):
-        value = getattr(cfg, name)
-        if value is not None and value < 1:
-            raise ConfigError(f"parameter {name!r}: must be >= 1 or null, got {value}")
     if cfg.kg_llm_model is not None and cfg.llm_backend == "openai" and not cfg.kg_llm_base_urls:
         raise ConfigError("parameter 'kg_llm_base_urls': 'kg_llm_model' on the openai backend needs its own base URL")
     for url in cfg.kg_llm_base_urls:
-        _check_url(url)
+        checks.check_url(url, "kg_llm_base_urls")
     if not cfg.datasets:
         raise ConfigError("parameter 'datasets': needs at least one dataset name")
     if cfg.eval_methods is not None:
@@ -382,41 +390,6 @@ def _validate(cfg: Config) -> None:
     for key in cfg.to_dict():
         if "api_key" in key and key != "llm_api_key_env":
             raise ConfigError(f"parameter {key!r}: {_SECRET_HINT}")
-
-
-def _check_url(url: str) -> None:
-    """An ``llm_base_urls`` entry: http(s), with a host."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https"):
-        raise ConfigError(f"parameter 'llm_base_urls': {url!r} is not an http(s) URL")
-    try:
-        host, _ = parts.hostname, parts.port  # .port raises on a port that is not a number
-    except ValueError as exc:
-        raise ConfigError(f"parameter 'llm_base_urls': {url!r} has a bad port ({exc})") from None
-    if not host:
-        raise ConfigError(f"parameter 'llm_base_urls': {url!r} names no host (e.g. http://localhost:8000/v1)")
-
-
-def _check_model_path(cfg: Config) -> None:
-    """``llm_model_path``, where the llama.cpp backend will load it, must be an existing file."""
-    if cfg.llm_model_path is None or cfg.llm_backend != "llamacpp":
-        return
-    path = Path(cfg.llm_model_path).expanduser()
-    if not path.is_file():
-        what = "is a directory, not a GGUF file" if path.is_dir() else "does not exist"
-        raise ConfigError(f"parameter 'llm_model_path': {path.absolute()} {what}")
-
-
-_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
-
-
-def _check_key_env_name(name: str) -> None:
-    """``llm_api_key_env`` names a variable (e.g. KGIR_LLM_API_KEY); a value that does not look like a
-    name may be a pasted secret: refused, and never echoed."""
-    if name and not _ENV_NAME.fullmatch(name):
-        raise ConfigError("parameter 'llm_api_key_env': must be the NAME of an environment variable "
-                          "(capital letters, digits and '_', e.g. KGIR_LLM_API_KEY); the value given does "
-                          f"not look like one (not shown: it may be a secret). {_SECRET_HINT}")
 
 
 def start_run(cfg: Config, notebook: str) -> Path:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
@@ -99,10 +101,31 @@ def _find(data_dir: Path, name: str, suffix: str) -> Path:
 
 
 def _load_json(path: Path) -> object:
+    """A JSON data file; lone UTF-16 surrogates (``\\ud800`` escapes: they cannot be written as UTF-8 and
+    crash scoring and saving later) become U+FFFD, counted in ``traces.REPLACED["data"]`` with a warning that
+    names the file and the first record and field."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        value = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: not valid JSON ({exc})") from exc
+    except OSError as exc:
+        raise DataError(f"{path}: cannot be read ({exc})") from exc
+    if not _ESCAPED_SURROGATE.search(text):  # a lone surrogate can only arrive as a \u escape
+        return value
+    from .traces import REPLACED, scrub_located
+
+    value, found = scrub_located(value)
+    if found:
+        REPLACED["data"] += len(found)
+        first = (f"record {found[0][0]} field {'.'.join(map(str, found[0][1:]))!r}" if len(found[0]) > 1
+                 else f"record {found[0][0]}" if found[0] else "the top level")
+        warnings.warn(f"{path}: {len(found)} lone UTF-16 surrogate(s) replaced by U+FFFD (first in {first})",
+                      stacklevel=3)
+    return value
+
+
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _field(record: dict, key: str, path: Path, i: int, kind: type | tuple | None = None) -> object:

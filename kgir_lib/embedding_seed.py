@@ -82,6 +82,8 @@ def seed_cache(cache_file: Path, dirs: Iterable[Path]) -> Optional[Path]:
         tmp = cache_file.with_name(f".{cache_file.stem}.{os.getpid()}.seed.npy")
         shutil.copyfile(src, tmp)
         os.replace(tmp, cache_file)
+        # the cache's own checksum beside it (kgir_lib.retrieval.load_embeddings verifies it on every load)
+        cache_file.with_name(cache_file.name + ".sha256").write_text(expected + "\n")
         return src
     return None
 

@@ -12,8 +12,10 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -158,6 +160,46 @@ def embedding_cache_file(cache_dir: Path, encoder: "Encoder", texts: Sequence[st
     return Path(cache_dir) / f"{safe}-{corpus_fingerprint(key, texts)}.npy"
 
 
+def _checksum_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def save_embeddings(path: Path, emb: np.ndarray) -> None:
+    """Write an embeddings cache ``path`` (``.npy``) atomically, then its SHA-256 beside it (``.npy.sha256``)."""
+    from .traces import atomic_write_bytes, atomic_write_text
+
+    buf = io.BytesIO()
+    np.save(buf, emb)
+    data = buf.getvalue()
+    atomic_write_bytes(path, data)
+    atomic_write_text(_checksum_path(path), hashlib.sha256(data).hexdigest() + "\n")
+
+
+def load_embeddings(path: Path, rows: int) -> Optional[np.ndarray]:
+    """The embeddings cached at ``path``, or ``None`` when they must be recomputed: absent, or (with a
+    warning) without a stored checksum, not matching it (damaged bytes would otherwise load as numbers),
+    unreadable, or not ``rows`` vectors."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    data = path.read_bytes()
+    stored = _checksum_path(path)
+    want = stored.read_text().strip() if stored.exists() else None
+    problem = ("has no stored checksum" if want is None else
+               "does not match its checksum (damaged)" if hashlib.sha256(data).hexdigest() != want else None)
+    if problem is None:
+        try:
+            emb = np.load(io.BytesIO(data))
+        except (OSError, ValueError, EOFError) as exc:
+            problem = f"is unreadable ({exc})"
+        else:
+            if emb.ndim == 2 and emb.shape[0] == rows:
+                return emb
+            problem = f"holds shape {emb.shape}, not {rows} vectors"
+    warnings.warn(f"embeddings cache {path} {problem}; recomputing it", stacklevel=3)
+    return None
+
+
 class DenseIndex:
     """Cosine top-k over passage embeddings (paper eq. 2)."""
 
@@ -169,26 +211,12 @@ class DenseIndex:
         texts = [p.content for p in self.passages]
         path = embedding_cache_file(cache_dir, encoder, texts) if cache_dir is not None else None
         self.cache_path = path
-        self.embeddings = self._load_cached(path, len(texts)) if path is not None else None
+        self.embeddings = load_embeddings(path, len(texts)) if path is not None else None
         if self.embeddings is None:
             self.embeddings = self._encode_batches(texts, progress)
             if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npy")  # unique per process
-                np.save(tmp, self.embeddings)
-                os.replace(tmp, path)
+                save_embeddings(path, self.embeddings)
         self._query_cache: dict = {}
-
-    @staticmethod
-    def _load_cached(path: Path, n: int) -> Optional[np.ndarray]:
-        """The cached embeddings, or ``None`` if absent, unreadable or of the wrong shape (then re-encoded)."""
-        if not path.exists():
-            return None
-        try:
-            emb = np.load(path)
-        except (OSError, ValueError, EOFError):
-            return None
-        return emb if emb.ndim == 2 and emb.shape[0] == n else None
 
     def _encode_batches(self, texts: list, progress: bool) -> np.ndarray:
         bs = max(self.encoder.batch_size * 4, 1)

@@ -7,9 +7,11 @@ These helpers read the round dicts directly (not :class:`CaseRound`), so fields 
 are seen and fields an older trace lacks fall back as documented per function:
 
 - round ``evidence_shown``: the ``G_Ans`` triples shown to Rewrite and Reflection after the cap, as a
-  list of ``[head, relation, tail, pid, ...]`` rows, or a count; without it, the first
-  ``MAX_EVIDENCE_TRIPLES`` distinct ``(head, relation, tail)`` of ``G_Ans``, heaviest first
-  (what :func:`kgir_lib.subgraph.format_triples` showed).
+  list of ``[head, relation, tail, pid, ...]`` rows, or a count; without it (traces written before the cap
+  was the profile's ``max_evidence_triples``), the first ``LEGACY_EVIDENCE_CAP`` distinct
+  ``(head, relation, tail)`` of ``G_Ans``, heaviest first (what :func:`kgir_lib.subgraph.format_triples`
+  showed then).
+- round ``evidence_pids``: the passages shown instead of an empty ``G_Ans``; older traces: the best of ``D_t``.
 - round ``final.context_pids``: the reader's context passages, in order.
 - top level ``round_answers`` (forced-rounds runs: the reader's answer after each round).
 """
@@ -17,8 +19,8 @@ from __future__ import annotations
 
 from typing import Mapping, Optional, Sequence
 
-from .methods.kgir import MAX_EVIDENCE_TRIPLES
 
+LEGACY_EVIDENCE_CAP = 20  # the fixed cap of the loop before it became a profile field
 KGIR_KEYS = ("kgir", "kgir_no_subgraph", "kgir_no_reflection", "kgir_no_rewrite", "kgir_forced")
 
 
@@ -78,7 +80,7 @@ def seed_matched(rnd: Mapping) -> bool:
     return bool((rnd.get("subgraph") or {}).get("seeds"))
 
 
-def shown_rows(rnd: Mapping, cap: int = MAX_EVIDENCE_TRIPLES) -> list:
+def shown_rows(rnd: Mapping, cap: int = LEGACY_EVIDENCE_CAP) -> list:
     """The ``G_Ans`` rows shown to Rewrite and Reflection (module docstring); every row of a shown
     ``(head, relation, tail)`` counts (a fact extracted from two passages is shown once, from both)."""
     if rnd.get("evidence_source") == "passages":
@@ -98,7 +100,9 @@ def shown_rows(rnd: Mapping, cap: int = MAX_EVIDENCE_TRIPLES) -> list:
 def evidence_passages(rnd: Mapping, n_ctx: int) -> list:
     """Passages shown as evidence instead of ``G_Ans`` (``evidence_source == "passages"``): the ``n_ctx``
     best of ``D_t``; else ``[]``."""
-    return d_t(rnd)[:n_ctx] if rnd.get("evidence_source") == "passages" else []
+    if rnd.get("evidence_source") != "passages":
+        return []
+    return list(rnd["evidence_pids"]) if rnd.get("evidence_pids") else d_t(rnd)[:n_ctx]
 
 
 def reflection_input(rnd: Mapping, n_ctx: int) -> list:

@@ -7,38 +7,55 @@ config field (checked as :func:`kgir_lib.config.load_config` checks it) or one o
 notebook-only parameters in :data:`NOTEBOOK_PARAMS` (``resume``, ``methods``,
 ``n_boot``, ``qid``, ``dataset``); both reach every notebook.
 
+**Where a run writes.** Without ``-p`` parameters, the profile's own run directory
+``results/<profile>/`` (the committed reference results of a built-in profile). With
+parameters, a scratch directory ``results/<profile>-<hash of the parameters>/``
+(:func:`scratch_name`; git-ignored, figures likewise), which starts from the profile's
+committed response log; ``--write-reference`` writes the profile's own directory anyway.
+
 Paths are resolved once, here: a relative ``KGIR_DATA_DIR`` / ``KGIR_RESULTS_DIR`` /
 ``KGIR_FIGURES_DIR``, profile path, or ``-p`` path (``data_dir``, ``results_dir``,
 ``figures_dir``, ``llm_model_path``) is made absolute against the directory the
 runner was started from, so the kernels (which run in ``notebooks/``) use what was
 validated.
 
-The committed response log (``results/<profile>/llm_responses.jsonl.gz``,
-:mod:`kgir_lib.llm.response_log`) is imported into the LLM cache before the first
-notebook and exported after every notebook, finished or failed. A notebook that
-fails stops the job with its name and the path of its partial output; everything
-computed before it (cache, log, KG, tables) stays on disk, so a rerun resumes.
+Before anything runs (``--validate-only`` stops here): the config, every dataset it
+names and their question counts (:mod:`kgir_lib.preflight`; exit code 3 when the data
+holds fewer questions than asked), and for the ``openai`` backend each server's model
+list (exit code 2 for any other refusal). The LLM cache is checked page by page and the
+response log(s) imported before the first notebook; the cache is exported to the run's
+log after every notebook, finished or failed, and a damaged cache or a failed export
+stops the job. A notebook that fails stops the job with its name and the path of its
+partial output (exit code 1); everything computed before it (cache, log, KG, tables)
+stays on disk, so a rerun resumes.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import sys
 import time
 from pathlib import Path
 
-from .config import LOCATION_ENV, PROJECT_ROOT, ConfigError, load_config
+from .config import LOCATION_ENV, PROJECT_ROOT, ConfigError, load_config, profile_identity
 from .data import DataError, load_dataset
+from .preflight import QuestionShortfall, ServerError, check_question_counts, check_servers, shortfalls
+from .redact import env_secrets, redact, secret_name
+from .traces import remove_stale_temporaries
 
+NAME_MAX = 100  # characters of a qid or dataset name: notebook 07's file names hold both (a file name: 255 bytes)
 # Parameters some notebooks take that are not config fields: name -> (check, what it must be).
 NOTEBOOK_PARAMS: dict = {
     "resume": (lambda v: isinstance(v, bool), "true or false"),
     "methods": (lambda v: isinstance(v, list) and bool(v) and all(isinstance(m, str) and m for m in v),
                 "a non-empty list of method keys, e.g. [kgir, ircot]"),
     "n_boot": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, "a whole number >= 1"),
-    "qid": (lambda v: isinstance(v, (str, int)) and not isinstance(v, bool) and str(v).strip() != "",
-            "a question id"),
-    "dataset": (lambda v: isinstance(v, str) and bool(v.strip()), "a dataset name"),
+    "qid": (lambda v: isinstance(v, (str, int)) and not isinstance(v, bool) and 0 < len(str(v).strip()) <= NAME_MAX,
+            f"a question id of 1 to {NAME_MAX} characters (notebook 07 names its files after it)"),
+    "dataset": (lambda v: isinstance(v, str) and 0 < len(v.strip()) <= NAME_MAX,
+                f"a dataset name of 1 to {NAME_MAX} characters"),
 }
 PATH_PARAMS = ("data_dir", "results_dir", "figures_dir", "llm_model_path")
 DATASET_LISTS = ("datasets", "extract_datasets", "ablation_datasets", "study_datasets")
@@ -56,6 +73,9 @@ def split_params(params: dict) -> tuple:
     """``(config overrides, notebook-only parameters)``; a notebook-only value is checked here."""
     config, notebook = {}, {}
     for name, value in params.items():
+        if name == "profile":
+            raise ConfigError("parameter 'profile': choose the profile with --profile NAME (or $KGIR_PROFILE), "
+                              "not with -p")
         if name in NOTEBOOK_PARAMS:
             check, what = NOTEBOOK_PARAMS[name]
             value = _normalise(name, value)
@@ -84,8 +104,9 @@ def validate(profile: str, params: dict | None = None) -> list:
     """Load the profile (with ``params`` as overrides) and every dataset it names; summary lines.
 
     Every name in ``datasets``, ``extract_datasets``, ``ablation_datasets``, ``study_datasets``
-    and a ``dataset`` parameter must load. Raises :class:`ConfigError` / :class:`DataError`
-    naming what is wrong.
+    and a ``dataset`` parameter must load, and hold as many questions as the profile asks
+    (:func:`kgir_lib.preflight.check_question_counts`). Raises :class:`ConfigError` /
+    :class:`DataError` (:class:`~kgir_lib.preflight.QuestionShortfall`) naming what is wrong.
     """
     config, notebook = split_params(params or {})
     cfg = load_config(profile, **config)
@@ -105,6 +126,11 @@ def validate(profile: str, params: dict | None = None) -> list:
                     raise DataError(f"parameter {field!r}: {exc}") from None
     for name, ds in loaded.items():
         lines.append(f"  {name}: {len(ds.questions)} questions, {len(ds.corpus)} passages")
+    check_question_counts(cfg, loaded)
+    short = shortfalls(cfg, loaded)
+    if short:  # allowed by the profile: said, not silent
+        lines.append("  fewer questions than asked (allow_fewer_questions): " + ", ".join(
+            f"{name} {present} of {asked}" for name, _, asked, present in short))
     return lines
 
 
@@ -120,7 +146,8 @@ def _check_methods(methods: list | None) -> None:
 
 
 def _parse_params(pairs: list) -> dict:
-    """``-p NAME VALUE`` pairs, each value read as YAML (so ``[a, b]`` is a list and ``4`` a number)."""
+    """``-p NAME VALUE`` pairs, each value read as YAML (so ``[a, b]`` is a list and ``4`` a number). The value
+    of a name that suggests a secret (:func:`kgir_lib.redact.secret_name`) is never echoed."""
     import yaml
 
     params = {}
@@ -128,8 +155,19 @@ def _parse_params(pairs: list) -> dict:
         try:
             params[name] = yaml.safe_load(value)
         except yaml.YAMLError as exc:
-            raise ConfigError(f"parameter {name!r}: value {value!r} is not valid YAML ({exc})") from None
+            if secret_name(name):
+                raise ConfigError(f"parameter {name!r}: the value is not valid YAML (not shown: the name "
+                                  f"suggests a secret; secrets come from the environment only)") from None
+            raise ConfigError(f"parameter {name!r}: value {redact(value)!r} is not valid YAML "
+                              f"({redact(str(exc))})") from None
     return params
+
+
+def error(message: str, params: dict) -> None:
+    """Print ``error: <message>`` to stderr with secrets removed: the API key of the variable the run names
+    (``llm_api_key_env``, else the default ``KGIR_LLM_API_KEY``) and anything that looks like a credential."""
+    names = {"KGIR_LLM_API_KEY", str(params.get("llm_api_key_env") or "")}
+    print(f"error: {redact(message, env_secrets(*names))}", file=sys.stderr)
 
 
 def resolve_paths(profile: str, params: dict, cwd: Path | None = None) -> str:
@@ -162,18 +200,35 @@ def main(argv=None) -> int:
     ap.add_argument("--regenerate", action="store_true",
                     help="rebuild every table and figure from the run directory with no new LLM call "
                          "(KGIR_LLM_CACHE_ONLY=1: a request missing from the cache is an error)")
+    ap.add_argument("--no-server-check", action="store_true",
+                    help="do not check that each openai base URL serves llm_model (GET <url>/models), e.g. to "
+                         "validate a profile before its servers are started (--regenerate never checks)")
+    ap.add_argument("--write-reference", action="store_true",
+                    help="write into the profile's own run directory <results>/<profile>/ even with -p "
+                         "parameters (without it, such a run writes a scratch directory <profile>-<hash>)")
     args = ap.parse_args(argv)
     if args.regenerate:
         os.environ["KGIR_LLM_CACHE_ONLY"] = "1"  # inherited by the papermill kernels
     profile = args.profile or os.environ.get("KGIR_PROFILE") or "sample"
+    params: dict = {}
     try:
         params = {k: _normalise(k, v) for k, v in _parse_params(args.param).items()}
         profile = resolve_paths(profile, params)
+        scratch = None if args.write_reference else scratch_name(profile_identity(profile), params)
+        if scratch:
+            params["run_name"] = scratch
         for line in validate(profile, params):
             print(line)
-    except (ConfigError, DataError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        if not (args.no_server_check or args.regenerate):  # a cache-only run calls no server
+            for line in check_servers(load_config(profile, **split_params(params)[0])):
+                print(line)
+    except (ConfigError, DataError, ServerError) as exc:
+        error(str(exc), params)
+        return 3 if isinstance(exc, QuestionShortfall) else 2
+    if scratch:
+        print(f"scratch run (parameters {', '.join(sorted(set(params) - {'run_name'} - set(WHERE_PARAMS)))} "
+              f"given): results go to {scratch}/, the profile's own results are not touched "
+              f"(--write-reference writes them)")
     if args.validate_only:
         print("profile and data validated")
         return 0
@@ -187,27 +242,57 @@ def main(argv=None) -> int:
     return _run_notebooks(nbs, profile, params, "timings_regenerate.tsv" if args.regenerate else "timings.tsv")
 
 
+# Parameters that say only where things are or how the LLM server is reached: they change no number, so
+# a run given only these still writes the profile's own run directory (a scratch run otherwise).
+WHERE_PARAMS = ("results_dir", "figures_dir", "llm_base_urls", "kg_llm_base_urls", "llm_api_key_env",
+                "llm_max_concurrency", "llm_timeout_s", "llm_max_retries", "llm_retry_window_s")
+
+
+def scratch_name(profile: str, params: dict) -> str | None:
+    """The scratch run directory of a run of ``profile`` (its :func:`~kgir_lib.config.profile_identity`) with
+    ``-p`` parameters ``params``: ``<profile>-<first 8 hex of SHA-256 over the parameters>``, so a rerun with
+    the same parameters continues the same scratch run; None when only :data:`WHERE_PARAMS` are given (the
+    run writes the profile's own directory, e.g. the committed ``results/<profile>/`` of the main job)."""
+    if "run_name" in params:
+        raise ConfigError("parameter 'run_name': set by the runner (a run with parameters writes a scratch "
+                          "directory <profile>-<hash>; --write-reference writes the profile's own)")
+    what = {k: v for k, v in params.items() if k not in WHERE_PARAMS}
+    if not what:
+        return None
+    digest = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:8]
+    return f"{profile}-{digest}"
+
+
 def sync_log(cfg) -> None:
-    """Import the run's committed response log into its LLM cache (rows not cached yet)."""
-    from .llm.response_log import sync_run_cache
+    """Check the run's LLM cache page by page, then import the committed response log into it (rows not
+    cached yet). A damaged cache is an :class:`~kgir_lib.llm.LLMCacheError` saying how to salvage it."""
+    from .llm import LLMCache
+    from .llm.response_log import cache_path, sync_run_cache
 
-    inserted, cache, log = sync_run_cache(cfg)
-    if log.exists():
-        print(f"response log: {inserted} response(s) imported from {log} into {cache}", flush=True)
+    cache = LLMCache(cache_path(cfg))
+    try:
+        cache.check_integrity()
+        inserted, _, logs = sync_run_cache(cfg, cache)
+    finally:
+        cache.close()
+    if logs:
+        print(f"response log: {inserted} response(s) imported from {' and '.join(map(str, logs))} into "
+              f"{cache.path}", flush=True)
 
 
-def export_log(cfg) -> None:
-    """Export the run's LLM cache to its response log; a failure is reported, never fatal."""
+def export_log(cfg) -> bool:
+    """Merge the run's LLM cache into its response log; False (with the reason on stderr) if it failed."""
     from .llm import LLMCacheError
     from .llm.response_log import export_run_cache
 
     try:
         rows, log = export_run_cache(cfg)
     except (LLMCacheError, OSError) as exc:
-        print(f"warning: response log not exported: {exc}", file=sys.stderr)
-        return
+        error(f"response log not exported: {exc}", {"llm_api_key_env": cfg.llm_api_key_env})
+        return False
     if rows:
         print(f"    response log: {rows} response(s) in {log}", flush=True)
+    return True
 
 
 def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "timings.tsv") -> int:
@@ -220,10 +305,13 @@ def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "t
     cfg = load_config(profile, **config)
     outdir = cfg.run_dir / "notebooks"
     outdir.mkdir(parents=True, exist_ok=True)
+    stale = remove_stale_temporaries(cfg.run_dir, cfg.fig_dir)
+    if stale:
+        print(f"removed {len(stale)} temporary file(s) left by killed writes (e.g. {stale[0]})", flush=True)
     try:
         sync_log(cfg)
     except LLMCacheError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error(str(exc), {"llm_api_key_env": cfg.llm_api_key_env})
         return 2
     nb_params = {"profile": profile, **params}
     timings = []
@@ -237,20 +325,23 @@ def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "t
                                 log_output=False, kernel_name="python3", kernel_manager_class=QuietKernelManager)
             relative_papermill_paths(out)
         except pm.PapermillExecutionError as exc:
-            print(f"error: {nb.name} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}\n"
-                  f"partial output: {out}", file=sys.stderr)
+            error(f"{nb.name} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}\n"
+                  f"partial output: {out}", {"llm_api_key_env": cfg.llm_api_key_env})
             return 1
         except Exception as exc:  # kernel died, kernel missing, unreadable notebook, ...
-            print(f"error: {nb.name} could not be executed: {type(exc).__name__}: {exc}\n"
-                  f"partial output (if any): {out}", file=sys.stderr)
+            error(f"{nb.name} could not be executed: {type(exc).__name__}: {exc}\n"
+                  f"partial output (if any): {out}", {"llm_api_key_env": cfg.llm_api_key_env})
             return 1
         finally:
-            export_log(cfg)  # after every notebook, finished or not: a crash still leaves the log
+            exported = export_log(cfg)  # after every notebook, finished or not: a crash still leaves the log
+        if not exported:  # a cache that cannot be exported is damaged: nothing more is built on it
+            return 1
         timings.append((nb.name, time.perf_counter() - t0))
         print(f"    {timings[-1][1]:.0f} s", flush=True)
+        with open(cfg.run_dir / timings_file, "a") as fh:  # appended, never truncated: a log of every run
+            fh.write(f"{nb.name}\t{timings[-1][1]:.1f}\n")
     total = sum(t for _, t in timings)
     print(f"done: {len(timings)} notebooks in {total:.0f} s ({total / 60:.1f} min)")
-    (cfg.run_dir / timings_file).write_text("".join(f"{n}\t{t:.1f}\n" for n, t in timings))
     return 0
 
 

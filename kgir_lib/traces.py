@@ -61,6 +61,30 @@ def scrub(value: Any, where: str = "traces") -> Any:
     return value
 
 
+def scrub_located(value: Any, where: tuple = ()) -> Tuple[Any, list]:
+    """``value`` (str, or lists / dicts of them) with lone surrogates replaced, and the location of each one
+    (a tuple of list indices and dict keys below ``where``). Not counted: the caller counts and names them."""
+    if isinstance(value, str):
+        clean, n = replace_surrogates(value)
+        return clean, [where] * n
+    found: list = []
+    if isinstance(value, list):
+        out = []
+        for i, item in enumerate(value):
+            clean, at = scrub_located(item, where + (i,))
+            out.append(clean)
+            found += at
+        return out, found
+    if isinstance(value, dict):
+        pairs = {}
+        for key, item in value.items():
+            clean, at = scrub_located(item, where + (key,))
+            pairs[replace_surrogates(key)[0] if isinstance(key, str) else key] = clean
+            found += at
+        return pairs, found
+    return value, found
+
+
 def _dumps(record: Any) -> str:
     """One JSON line; strings with lone surrogates are scrubbed (only then: the common case stays fast)."""
     line = json.dumps(record, ensure_ascii=False, default=str)
@@ -113,6 +137,36 @@ def atomic_write_bytes(path: Path, data: bytes) -> Path:
     return path
 
 
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)\.tmp(\.npy)?")
+
+
+def remove_stale_temporaries(*roots: Path) -> list:
+    """Delete the temporary files that writes killed before their rename left under ``roots``
+    (``.<name>.<pid>.tmp``, from :func:`atomic_write_bytes`; ``.tmp.npy`` from older embedding caches)
+    whose writing process is gone; a file of a process still running is left alone. Returns the paths."""
+    removed = []
+    for root in roots:
+        if not Path(root).is_dir():
+            continue
+        for path in Path(root).rglob("*.tmp*"):
+            match = _TEMPORARY.fullmatch(path.name)
+            stale = not _alive(int(match["pid"])) if match else path.name.endswith(".tmp.npy")
+            if stale and path.is_file():
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:  # a process of another user
+        return True
+    return True
+
+
 def meta_path(path: Path) -> Path:
     """The ``.meta.json`` beside trace file ``path`` (``<dataset>.trace.jsonl`` -> ``<dataset>.trace.meta.json``)."""
     return Path(path).with_suffix(".meta.json")
@@ -163,7 +217,7 @@ def read_traces(path: Path) -> list:
         if not line.strip():
             continue
         try:
-            out.append(json.loads(line))
+            rec = json.loads(line)
         except json.JSONDecodeError as exc:
             if n == len(lines) and not text.endswith("\n"):  # the last line, unterminated: torn by a kill
                 warnings.warn(f"trace file {path}: dropped a torn last line {n} (an interrupted write)",
@@ -171,7 +225,27 @@ def read_traces(path: Path) -> list:
                 break
             raise TraceError(f"trace file {path}: line {n} is not valid JSON ({exc.msg}); "
                              f"delete the file to recompute it") from None
+        problem = _record_problem(rec)
+        if problem:
+            raise TraceError(f"trace file {path}: line {n} is not a trace record ({problem}); "
+                             f"delete the file to recompute it")
+        out.append(rec)
     return out
+
+
+_RECORD_FIELDS = {"answer": (str,), "ranked_pids": (list,), "usage": (dict, type(None)), "trace": (dict,)}
+
+
+def _record_problem(rec: Any) -> str:
+    """Why ``rec`` is not a question's record (a JSON object with a ``qid`` and well-typed fields), or ''."""
+    if not isinstance(rec, dict):
+        return f"a JSON {type(rec).__name__}, not an object"
+    if not isinstance(rec.get("qid"), (str, int)) or isinstance(rec.get("qid"), bool):
+        return "no 'qid'" if "qid" not in rec else f"'qid' is {rec['qid']!r}"
+    for name, kinds in _RECORD_FIELDS.items():
+        if name in rec and not isinstance(rec[name], kinds):
+            return f"field {name!r} is a {type(rec[name]).__name__}"
+    return ""
 
 
 def read_meta(path: Path) -> Optional[dict]:

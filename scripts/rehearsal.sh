@@ -38,9 +38,9 @@ T_START=$(date +%s)
 DEADLINE=$((T_START + TOTAL_S))
 cd "$ROOT"
 
+source "$ROOT/scripts/serve.sh"  # free_port, start_llamacpp, wait_for_server, stop_server (shared with paper.sh)
 log() { local now; now=$(date +%s); printf '%s\t%d\t%s\n' "$(date -u +%H:%M:%S)" $((now - T_START)) "$*" | tee -a "$EVENTS"; }
 left() { local l=$((DEADLINE - $(date +%s))); [ "$l" -gt 5 ] && echo "$l" || echo 5; }
-free_port() { "$PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"; }
 rows() { [ -f "$CACHE" ] && "$PY" -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from calls').fetchone()[0])" "$CACHE" 2>/dev/null || echo 0; }
 served() { cat "$@" 2>/dev/null | grep -c 'POST /v1/chat/completions HTTP/1.1" 200' || true; }
 descendants() { local p; for p in $(ps -o pid= --ppid "$1" 2>/dev/null); do descendants "$p"; echo "$p"; done; }
@@ -49,23 +49,16 @@ GGUF="$("$PY" -c "from kgir_lib.llm.embedded import locate; print(locate('$MODEL
 PORT_A=$(free_port); PORT_B=$(free_port)
 while [ "$PORT_B" = "$PORT_A" ]; do PORT_B=$(free_port); done
 URLS="[http://127.0.0.1:$PORT_A/v1, http://127.0.0.1:$PORT_B/v1]"
-declare -A SPID=()
 RUNNER_PID=""
 
 start_server() {  # name port logfile
-    "$PY" -m llama_cpp.server --model "$GGUF" --model_alias "$MODEL" --host 127.0.0.1 --port "$2" \
-        --n_threads "$N_THREADS" --n_threads_batch "$N_THREADS" --n_ctx "$N_CTX" --verbose false >"$3" 2>&1 &
-    SPID[$1]=$!
     local t0; t0=$(date +%s)
-    until curl -sf "http://127.0.0.1:$2/v1/models" >/dev/null; do
-        if ! kill -0 "${SPID[$1]}" 2>/dev/null || [ $(($(date +%s) - t0)) -gt 180 ]; then
-            log "server $1 did not come up on port $2 (see $3)"; return 1
-        fi
-        sleep 1
-    done
+    start_llamacpp "$1" "$2" "$3" "$MODEL" "$N_THREADS" "$N_CTX" || return 1
+    if ! wait_for_server "$1" "http://127.0.0.1:$2/v1" "$3" 180; then
+        log "server $1 did not come up on port $2 (see $3)"; return 1
+    fi
     log "server $1 up: pid ${SPID[$1]}, 127.0.0.1:$2, $(($(date +%s) - t0)) s, $N_THREADS thread(s), n_ctx $N_CTX"
 }
-stop_server() { local p="${SPID[$1]:-}"; [ -n "$p" ] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; SPID[$1]=""; }
 kill_job() {  # SIGKILL a runner and every process below it (its papermill kernel runs in a new session)
     local p="$1" all; all="$(descendants "$p") $p"
     kill -9 $all 2>/dev/null; wait "$p" 2>/dev/null
@@ -80,7 +73,9 @@ trap 'log "interrupted"; exit 130' INT TERM
 runner() {  # logfile, runner arguments... ; runs in the background, sets RUNNER_PID
     local lf="$1"; shift
     : >"$lf"
-    timeout "$(left)" "$PY" -m kgir_lib.runner --profile rehearsal -p llm_base_urls "$URLS" "$@" >"$lf" 2>&1 &
+    # --write-reference: every phase (notebook 01 with other datasets included) writes one run directory,
+    # $RUN under the temporary KGIR_RESULTS_DIR, instead of a scratch directory per set of parameters
+    timeout "$(left)" "$PY" -m kgir_lib.runner --profile rehearsal --write-reference -p llm_base_urls "$URLS" "$@" >"$lf" 2>&1 &
     RUNNER_PID=$!
 }
 wait_runner() { wait "$RUNNER_PID"; local rc=$?; RUNNER_PID=""; return $rc; }

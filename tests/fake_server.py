@@ -11,7 +11,13 @@ served first, one per request, then ``ok`` forever. A step is:
 - ``"timeout"``: a valid completion after ``slow_s`` seconds of silence;
 - ``"garbage"``: a 200 whose body is not JSON;
 - ``"null"``, ``"empty"``, ``"list"``: a completion whose ``content`` is null, ``""``, or a list of parts;
-- ``"surrogate"``: a completion whose content holds a lone surrogate (``\\ud800`` in the JSON).
+- ``"surrogate"``: a completion whose content holds a lone surrogate (``\\ud800`` in the JSON);
+- ``("tokens", "<JSON number>")``: a completion whose ``usage.prompt_tokens`` is that literal text
+  (``"Infinity"``, ``"1e400"``, ``"-3"``);
+- ``"echo401"``: a 401 whose body quotes every request header (the ``Authorization`` header included), as
+  some proxies do.
+
+``GET /v1/models`` lists ``models`` (default ``["m"]``), as vLLM and llama.cpp's server do.
 
 Every loop is bounded (a trickle stops when the client hangs up or after the body),
 handler threads are daemons, and the server shuts itself down after ``lifetime_s``
@@ -39,8 +45,10 @@ class FakeOpenAI:
     """The server; ``seen`` holds ``(headers, body, path)`` of every request, ``max_in_flight`` the peak."""
 
     def __init__(self, plan: Iterable = (), delay: float = 0.0, trickle_s: float = 0.2, slow_s: float = 1.5,
-                 lifetime_s: float = 120.0):
+                 lifetime_s: float = 120.0, models: Iterable = ("m",)):
         self.plan, self.delay, self.trickle_s, self.slow_s = list(plan), delay, trickle_s, slow_s
+        self.models = list(models)
+        self.gets: list = []  # (headers, path) of every GET
         self.seen: list = []
         self.lock = threading.Lock()
         self.in_flight = self.max_in_flight = 0
@@ -82,11 +90,22 @@ def _handler(server: FakeOpenAI) -> type:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
+        def do_GET(self) -> None:
+            with server.lock:
+                server.gets.append((dict(self.headers), self.path))
+            if self.path.rstrip("/").endswith("/models"):
+                self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in server.models]})
+            else:
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
             step = server.next_step(dict(self.headers), body, self.path)
             try:
                 time.sleep(server.delay)
+                if step == "echo401":
+                    self._send(401, {"error": {"message": "invalid key", "request_headers": dict(self.headers)}})
+                    return
                 self._serve(step, "fake: " + body["messages"][-1]["content"])
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (deadline): nothing more to send
@@ -95,6 +114,10 @@ def _handler(server: FakeOpenAI) -> type:
 
         def _serve(self, step: Any, text: str) -> None:
             retry_after = None
+            if isinstance(step, tuple) and step[0] == "tokens":
+                body = json.dumps(completion(text)).replace('"prompt_tokens": 7', f'"prompt_tokens": {step[1]}')
+                self._send(200, body)
+                return
             if isinstance(step, tuple):
                 step, retry_after = int(step[0]), step[1]
             if step in ("ok", 200):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kgir_lib.config import PROFILE_DIR, Config, ConfigError, load_config, start_run
+from kgir_lib.config import PROFILE_DIR, Config, ConfigError, load_config, profile_identity, start_run
 
 
 @pytest.fixture(autouse=True)
@@ -130,7 +130,8 @@ def _write(path: Path, data: dict) -> str:
 def test_profile_file_extends_and_errors(tmp_path):
     good = _write(tmp_path / "mine.yaml", {"extends": "ci", "top_k": 3})
     cfg = load_config(good)
-    assert (cfg.profile, cfg.top_k, cfg.n_questions) == ("mine", 3, 2)
+    assert (cfg.top_k, cfg.n_questions) == (3, 2)
+    assert cfg.profile == profile_identity(good) and cfg.profile.startswith("mine-")
 
     bad_field = _write(tmp_path / "badfield.yaml", {"extends": "ci", "topk": 3})
     with pytest.raises(ConfigError, match="'topk'") as exc:
@@ -253,10 +254,11 @@ def test_numbers_written_as_text_with_an_exponent(tmp_path):
 def test_environment_wins_over_a_profile_location_and_a_parameter_over_both(tmp_path, monkeypatch):
     profile = _write(tmp_path / "p.yaml", {"extends": "ci", "results_dir": str(tmp_path / "from_profile")})
     monkeypatch.setenv("KGIR_RESULTS_DIR", str(tmp_path / "from_env"))
-    assert load_config(profile).run_dir == tmp_path / "from_env" / "p"
-    assert load_config(profile, results_dir=str(tmp_path / "param")).run_dir == tmp_path / "param" / "p"
+    name = profile_identity(profile)
+    assert load_config(profile).run_dir == tmp_path / "from_env" / name
+    assert load_config(profile, results_dir=str(tmp_path / "param")).run_dir == tmp_path / "param" / name
     monkeypatch.delenv("KGIR_RESULTS_DIR")
-    assert load_config(profile).run_dir == tmp_path / "from_profile" / "p"
+    assert load_config(profile).run_dir == tmp_path / "from_profile" / name
 
 
 @pytest.mark.parametrize("url, needle", [("http://", "names no host"), ("http:///v1", "names no host"),
@@ -313,3 +315,56 @@ def test_kgir_settings_are_checked_and_set_as_the_paper_implies():
         ("kgir_reflect_paper", 8192, "reader")
     sample = load_config("sample")
     assert (sample.max_evidence_triples, sample.reflect_prompt) == (20, "kgir_reflect")
+
+
+# ------------------------------------------------------------------ one table of allowed ranges
+def test_every_number_field_has_a_range_and_every_profile_is_inside():
+    from kgir_lib.config import RANGES, _field_kind, field_range
+
+    numbers = [f.name for f in fields(Config) if _field_kind(f.name)[0] in ("int", "float")]
+    assert numbers and [n for n in numbers if field_range(n) is None] == []
+    assert all(key.endswith("*") or key in numbers for key in RANGES)  # no entry for a field that is gone
+    for path in PROFILE_DIR.glob("*.yaml"):
+        load_config(path.stem)  # raises if a shipped profile is out of range
+
+
+@pytest.mark.parametrize("field, value, allowed", [
+    ("llm_timeout_s", 0, "> 0 and <= 86400"), ("temperature", 2.5, ">= 0 and <= 2"),
+    ("llm_seed", -1, ">= 0 and <= 4294967295"), ("passage_chars", 0, ">= 1 and <= 10000000"),
+    ("ngram_threshold", 1.01, ">= 0 and <= 1"), ("max_tokens_hyde", 10**9, ">= 1 and <= 131072"),
+    ("max_new_tokens", 0, ">= 1 and <= 131072"),
+])
+def test_out_of_range_values_name_the_field_and_the_range(field, value, allowed):
+    with pytest.raises(ConfigError, match=f"'{field}': must be {allowed}, got {value}"):
+        load_config("ci", **{field: value})
+
+
+# ------------------------------------------------------------------ which run directory a profile writes
+def test_two_profile_files_with_one_name_never_share_a_run_directory(tmp_path):
+    """Old behaviour: the directory was the file's stem, so pa/fake.yaml and pb/fake.yaml ran into one results/fake."""
+    (tmp_path / "pa").mkdir()
+    (tmp_path / "pb").mkdir()
+    a = load_config(_write(tmp_path / "pa" / "fake.yaml", {"extends": "ci"}))
+    b = load_config(_write(tmp_path / "pb" / "fake.yaml", {"extends": "ci"}))
+    assert a.run_dir != b.run_dir and a.fig_dir != b.fig_dir
+    assert a.run_dir.name.startswith("fake-") and b.run_dir.name.startswith("fake-")
+    assert load_config(str(tmp_path / "pa" / "fake.yaml")).run_dir == a.run_dir  # stable for one file
+
+
+def test_a_profile_file_named_like_a_built_in_profile_never_writes_its_results(tmp_path):
+    """Old behaviour: --profile /anywhere/sample.yaml reported (and wrote) results/sample."""
+    copy = _write(tmp_path / "sample.yaml", yaml.safe_load((PROFILE_DIR / "sample.yaml").read_text()))
+    cfg = load_config(copy)
+    assert cfg.run_dir != tmp_path / "results" / "sample" and cfg.run_dir.name.startswith("sample-")
+    assert load_config(str(PROFILE_DIR / "sample.yaml")).run_dir == tmp_path / "results" / "sample"  # it IS sample
+    (tmp_path / "link.yaml").symlink_to(PROFILE_DIR / "ci.yaml")
+    assert load_config(str(tmp_path / "link.yaml")).profile == "ci"  # a link to a built-in file is that profile
+
+
+@pytest.mark.parametrize("run_name, needle", [("sample", "built-in profile 'sample'"), ("../up", "plain folder"),
+                                              ("a/b", "plain folder"), (".hidden", "plain folder")])
+def test_run_name_may_not_point_into_another_profile_or_outside(run_name, needle):
+    with pytest.raises(ConfigError, match=f"'run_name'.*{needle}"):
+        load_config("ci", run_name=run_name)
+    assert load_config("ci", run_name="ci").run_dir.name == "ci"
+    assert load_config("ci", run_name="ci-0a1b2c3d").run_dir.name == "ci-0a1b2c3d"

@@ -353,3 +353,40 @@ def test_data_dir_that_is_a_file(tmp_path):
     f.write_text("[]")
     with pytest.raises(DataError, match="is a file, not a directory"):
         load_dataset("musique", f)
+
+
+def test_a_lone_surrogate_in_a_gold_answer_is_replaced_counted_and_named(tmp_path):
+    """A ``\\ud800`` escape in an answer loaded as a lone surrogate and crashed scoring in notebook 05."""
+    from kgir_lib.metrics import best_em, best_f1
+    from kgir_lib.traces import REPLACED
+
+    rec = _musique_rec(0)
+    rec["answer"] = "Paris\ud800"
+    rec["answer_aliases"] = ["Pa\udc00ris"]
+    folder = tmp_path / "sur"
+    folder.mkdir()
+    (folder / "sur.json").write_text(json.dumps([_musique_rec(1), rec], ensure_ascii=True))
+    (folder / "sur_corpus.json").write_text(json.dumps(CORPUS))
+    before = REPLACED["data"]
+    with pytest.warns(UserWarning, match=r"sur\.json: 2 lone UTF-16 surrogate\(s\) replaced by U\+FFFD "
+                                         r"\(first in record 1 field 'answer'\)"):
+        ds = load_dataset("sur", tmp_path)
+    assert REPLACED["data"] == before + 2
+    assert ds.questions[1].answers == ("Paris\ufffd", "Pa\ufffdris")
+    assert all(a.encode("utf-8") for a in ds.questions[1].answers)  # writable as UTF-8
+    answers = ds.questions[1].answers
+    assert best_em("Paris\ufffd", answers) == 1.0 and best_f1("Paris\ufffd", answers) == 1.0
+
+
+def test_a_surrogate_pair_is_a_character_not_a_lone_surrogate(tmp_path):
+    rec = _musique_rec(0)
+    rec["answer"] = "\U0001F600"
+    folder = tmp_path / "emoji"
+    folder.mkdir()
+    (folder / "emoji.json").write_text(json.dumps([rec], ensure_ascii=True))  # written as \ud83d\ude00
+    (folder / "emoji_corpus.json").write_text(json.dumps(CORPUS))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load_dataset("emoji", tmp_path).questions[0].answers[0] == "\U0001F600"

@@ -159,7 +159,7 @@ def test_a_cache_corrupted_in_its_middle_pages_names_the_file(tmp_path):
         for i in range(400):
             cache.get(f"key{i:04d}")
         len(cache)
-    assert "move it away" in str(exc.value)
+    assert "python -m kgir_lib.llm.response_log salvage" in str(exc.value)
 
 
 @pytest.mark.parametrize("text", [None, ["a", "b"], {"content": "x"}, 5])

@@ -93,18 +93,21 @@ def test_runner_parameters_reach_every_notebook_config(tmp_path):
            "MPLBACKEND": "Agg"}
     env.pop("KGIR_PROFILE", None)
     out = subprocess.run([sys.executable, "-m", "kgir_lib.runner", "--profile", "ci", "--notebooks-dir", str(nbs),
+                          "--no-server-check",  # the openai URL below is never called: no server to check
                           "-p", "top_k", "5", "-p", "llm_model", "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M",
                           "-p", "llm_backend", "openai", "-p", "llm_base_urls", "[http://127.0.0.1:9/v1]",
                           "-p", "kg2rag_budget", "4", "-p", "methods", "[naive_rag, kgir]"],
                          cwd=REPO, env=env, text=True, capture_output=True, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
+    run_dir = Path(next(x for x in out.stdout.splitlines() if x.startswith("results: "))[len("results: "):])
+    assert run_dir.parent == tmp_path / "results" and run_dir.name.startswith("ci-")  # a scratch run
     for name in ("02_index", "05_eval"):
-        written = yaml.safe_load((tmp_path / "results" / "ci" / "config" / f"{name}.yaml").read_text())
+        written = yaml.safe_load((run_dir / "config" / f"{name}.yaml").read_text())
         assert written["top_k"] == 5, name
         assert written["llm_model"] == "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M", name
         assert written["llm_backend"] == "openai" and written["kg2rag_budget"] == 4, name
         assert written["profile"] == "ci" and written["n_questions"] == load_config("ci").n_questions
-    executed = nbformat.read(tmp_path / "results" / "ci" / "notebooks" / "05_eval.ipynb", as_version=4)
+    executed = nbformat.read(run_dir / "notebooks" / "05_eval.ipynb", as_version=4)
     text = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code" for o in c.outputs)
     assert "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M" in text and "SmolLM2" not in text
     assert "methods (2): ['Naive RAG', 'KGIR-RAG']" in text  # a notebook-only parameter reaches it too

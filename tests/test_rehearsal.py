@@ -77,4 +77,6 @@ def test_rehearsal_script_parses():
     script = ROOT / "scripts" / "rehearsal.sh"
     subprocess.run(["bash", "-n", str(script)], check=True)
     text = script.read_text()
-    assert "--profile rehearsal" in text and "trap cleanup EXIT" in text and "--host 127.0.0.1" in text
+    assert "--profile rehearsal" in text and "trap cleanup EXIT" in text
+    assert 'source "$ROOT/scripts/serve.sh"' in text  # the servers are started by the shared functions ...
+    assert "--host 127.0.0.1" in (ROOT / "scripts" / "serve.sh").read_text()  # ... on the loopback only

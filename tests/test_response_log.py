@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import sqlite3
+from pathlib import Path
 
 import pytest
 
 from kgir_lib.llm import LLM, CacheMissError, ChatRequest, LLMCache, LLMCacheError, ScriptedBackend
-from kgir_lib.llm.response_log import (export_log, export_run_cache, import_log, log_path, read_log,
-                                       sync_run_cache)
+from kgir_lib.llm.response_log import (LOG_NAME, LogConflictError, checksum, export_log, export_run_cache,
+                                       import_log, log_path, read_log, sync_run_cache)
 
 REQUESTS = [ChatRequest.chat("sys", f"question {i}", max_tokens=16) for i in range(6)]
 
@@ -49,7 +51,7 @@ def test_the_log_holds_no_prompt_and_is_deterministic(tmp_path):
     lines = gzip.decompress(a.read_bytes()).decode().splitlines()
     recs = [json.loads(x) for x in lines]
     assert [r["key"] for r in recs] == sorted(r["key"] for r in recs)
-    assert set(recs[0]) == {"key", "model", "text", "prompt_tokens", "completion_tokens", "seconds"}
+    assert set(recs[0]) == {"key", "model", "text", "prompt_tokens", "completion_tokens", "seconds", "checksum"}
     assert not any("question 1" in x and "answer" not in x for x in lines)
     assert all(list(json.loads(x)) == sorted(json.loads(x)) for x in lines)  # sorted keys: small diffs
 
@@ -105,3 +107,100 @@ def test_build_llm_imports_the_run_log_once(cfg, monkeypatch):
     monkeypatch.setattr(response_log, "import_log", lambda *a: calls.append(a) or 0)
     build_llm(cfg, script=answer, progress=False)
     assert calls == []  # the same log version is not read twice in one process
+
+
+def test_a_log_damaged_mid_stream_is_an_error_naming_the_file(tmp_path):
+    """64 garbled bytes inside the deflate stream: zlib fails after some rows were read; the error names the
+    log instead of surfacing as a bare zlib.error."""
+    log = tmp_path / "llm_responses.jsonl.gz"
+    cache = LLMCache(tmp_path / "a.sqlite")
+    for i in range(200):
+        cache.put(f"{i:064x}", "m", {}, f"answer {i} " + "lorem ipsum dolor sit amet " * (i % 7), 3, 2, 0.1)
+    export_log(cache, log)
+    data = bytearray(log.read_bytes())
+    data[200:264] = bytes(range(64))
+    log.write_bytes(bytes(data))
+    with pytest.raises(LLMCacheError, match=r"response log .*llm_responses\.jsonl\.gz: unreadable \(error"):
+        list(read_log(log))
+
+
+@pytest.mark.parametrize("field, literal", [("prompt_tokens", "Infinity"), ("completion_tokens", "1e400"),
+                                            ("prompt_tokens", "-1"), ("completion_tokens", "2.5"),
+                                            ("seconds", "NaN")])
+def test_a_log_row_with_a_bad_count_is_refused_at_import_naming_file_and_line(tmp_path, field, literal):
+    good = {"key": "a" * 64, "model": "m", "text": "t", "prompt_tokens": 1, "completion_tokens": 1, "seconds": 0.1}
+    bad = json.dumps({**good, "key": "b" * 64}).replace(f'"{field}": {json.dumps(good[field])}',
+                                                         f'"{field}": {literal}')
+    log = tmp_path / "llm_responses.jsonl.gz"
+    log.write_bytes(gzip.compress((json.dumps(good) + "\n" + bad + "\n").encode()))
+    cache = LLMCache(tmp_path / "c.sqlite")
+    with pytest.raises(LLMCacheError, match=rf"llm_responses\.jsonl\.gz: line 2: '{field}' must be a finite"):
+        import_log(cache, log)
+    assert len(cache) == 0  # nothing of a refused log is imported
+
+
+# ------------------------------------------------------------------ checksums and merging
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _records(path) -> list:
+    return [json.loads(x) for x in gzip.decompress(path.read_bytes()).decode().splitlines()]
+
+
+def test_every_row_carries_a_checksum_over_key_and_text(tmp_path):
+    log = tmp_path / "log.jsonl.gz"
+    export_log(fill(tmp_path / "a.sqlite").cache, log)
+    recs = _records(log)
+    assert all(r["checksum"] == checksum(r["key"], r["text"]) and len(r["checksum"]) == 16 for r in recs)
+    assert checksum("k", "a") != checksum("k", "b") and checksum("k", "a") != checksum("j", "a")
+
+
+def test_an_altered_cached_text_never_replaces_the_logged_row(tmp_path):
+    """The old export overwrote the log with the cache's copy; now the log's row is kept and the conflict is an
+    error naming the key, both when the log is imported and when the cache is exported."""
+    llm = fill(tmp_path / "a.sqlite")
+    log = tmp_path / "log.jsonl.gz"
+    export_log(llm.cache, log)
+    key = sorted(r[0] for r in llm.cache.rows())[2]
+    good = {r[0]: r[2] for r in read_log(log)}[key]
+    with sqlite3.connect(tmp_path / "a.sqlite") as con:
+        con.execute("UPDATE calls SET text = 'silently altered' WHERE key = ?", (key,))
+    with pytest.raises(LogConflictError, match=f"another text.*1 key\\(s\\), first {key}"):
+        import_log(llm.cache, log)
+    llm.cache.put("e" * 64, "m", {}, "a new answer", 1, 1, 0.1)
+    with pytest.raises(LogConflictError, match=f"first {key}.*log's rows were kept"):
+        export_log(llm.cache, log)
+    logged = {r[0]: r[2] for r in read_log(log)}
+    assert logged[key] == good and logged["e" * 64] == "a new answer"  # nothing lost, nothing replaced
+
+
+def test_an_altered_log_row_is_refused_naming_file_and_line(tmp_path):
+    log = tmp_path / "log.jsonl.gz"
+    export_log(fill(tmp_path / "a.sqlite").cache, log)
+    lines = gzip.decompress(log.read_bytes()).decode().splitlines()
+    rec = json.loads(lines[3])
+    rec["text"] = "edited by hand"
+    lines[3] = json.dumps(rec, sort_keys=True)
+    log.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    with pytest.raises(LLMCacheError, match=rf"log\.jsonl\.gz: line 4 \(key {rec['key']}\): the text does not "
+                                            "match the row's checksum"):
+        import_log(LLMCache(tmp_path / "fresh.sqlite"), log)
+
+
+@pytest.mark.parametrize("profile", ["sample", "local"])
+def test_committed_logs_import_and_reexport_with_checksums_and_the_same_rows(tmp_path, profile):
+    """The committed logs predate the checksum: they import as they are, and the normal export path adds the
+    checksum without changing a row or the order; a second export gives the same bytes."""
+    committed = REPO / "results" / profile / LOG_NAME
+    old = _records(committed)
+    cache = LLMCache(tmp_path / "c.sqlite")
+    assert import_log(cache, committed) == len(old)
+    log = tmp_path / LOG_NAME
+    log.write_bytes(committed.read_bytes())
+    assert export_log(cache, log) == len(old)
+    new = _records(log)
+    assert [{k: v for k, v in r.items() if k != "checksum"} for r in new] == old
+    assert all(r["checksum"] == checksum(r["key"], r["text"]) for r in new)
+    first = log.read_bytes()
+    export_log(cache, log)
+    assert log.read_bytes() == first

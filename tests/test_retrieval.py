@@ -109,11 +109,13 @@ def test_broken_cache_file_is_rebuilt(tmp_path):
     a = DenseIndex(PASSAGES, CountingEncoder(), cache_dir=tmp_path, progress=False)
     a.cache_path.write_bytes(b"garbage")
     enc = CountingEncoder()
-    b = DenseIndex(PASSAGES, enc, cache_dir=tmp_path, progress=False)
+    with pytest.warns(UserWarning, match="checksum"):
+        b = DenseIndex(PASSAGES, enc, cache_dir=tmp_path, progress=False)
     assert len(enc.encoded) == 6 and np.array_equal(a.embeddings, b.embeddings)
     np.save(a.cache_path, np.zeros((2, 3), dtype=np.float32))  # wrong shape
     enc = CountingEncoder()
-    DenseIndex(PASSAGES, enc, cache_dir=tmp_path, progress=False)
+    with pytest.warns(UserWarning, match="checksum"):
+        DenseIndex(PASSAGES, enc, cache_dir=tmp_path, progress=False)
     assert len(enc.encoded) == 6
 
 
@@ -198,3 +200,47 @@ def test_real_minilm_loads_offline_and_embeds():
     assert enc.encode([]).shape == (0, 384)
     index = DenseIndex(PASSAGES, enc, progress=False)
     assert index.search(["Who bought IBM's PC business?"], 1)[0][0][0] in {PASSAGES[2].pid, PASSAGES[3].pid}
+
+
+def test_a_damaged_embeddings_cache_is_caught_by_its_checksum_and_recomputed(tmp_path):
+    """64 garbled bytes in the data of a ``.npy`` load fine and keep the shape; the stored checksum catches them."""
+    a = DenseIndex(PASSAGES, CountingEncoder(), cache_dir=tmp_path, progress=False)
+    assert a.cache_path.with_name(a.cache_path.name + ".sha256").exists()
+    data = bytearray(a.cache_path.read_bytes())
+    data[200:264] = bytes(range(64))  # past the .npy header: still a loadable array of the same shape
+    a.cache_path.write_bytes(bytes(data))
+    assert np.load(a.cache_path).shape == a.embeddings.shape
+    enc = CountingEncoder()
+    with pytest.warns(UserWarning, match="does not match its checksum"):
+        b = DenseIndex(PASSAGES, enc, cache_dir=tmp_path, progress=False)
+    assert len(enc.encoded) == 6 and np.array_equal(a.embeddings, b.embeddings)
+    again = CountingEncoder()
+    DenseIndex(PASSAGES, again, cache_dir=tmp_path, progress=False)  # the rewritten cache is trusted again
+    assert again.encoded == []
+
+
+def test_an_embeddings_cache_without_a_checksum_is_recomputed(tmp_path):
+    a = DenseIndex(PASSAGES, CountingEncoder(), cache_dir=tmp_path, progress=False)
+    a.cache_path.with_name(a.cache_path.name + ".sha256").unlink()  # a cache written before checksums
+    enc = CountingEncoder()
+    with pytest.warns(UserWarning, match="has no stored checksum"):
+        DenseIndex(PASSAGES, enc, cache_dir=tmp_path, progress=False)
+    assert len(enc.encoded) == 6
+
+
+def test_hipporag2_phrase_embeddings_share_the_checked_cache(tmp_path):
+    from types import SimpleNamespace
+
+    from kgir_lib.methods.hipporag2 import cached_encode
+
+    enc = CountingEncoder()
+    dense = SimpleNamespace(encoder=enc, embeddings=np.zeros((1, enc.dim)))
+    ws = SimpleNamespace(dense=dense, cfg=SimpleNamespace(run_dir=tmp_path))
+    first = cached_encode(ws, ["alpha", "beta"], "phrases")
+    (path,) = (tmp_path / "cache" / "embeddings").glob("*.npy")
+    data = bytearray(path.read_bytes())
+    data[-8:] = b"\xff" * 8
+    path.write_bytes(bytes(data))
+    with pytest.warns(UserWarning, match="does not match its checksum"):
+        assert np.array_equal(cached_encode(ws, ["alpha", "beta"], "phrases"), first)
+    assert enc.encoded.count("alpha") == 2

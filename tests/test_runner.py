@@ -77,7 +77,8 @@ def _notebook(path: Path, body: str) -> None:
 PROBE = """
 import json
 from kgir_lib.config import load_config, start_run
-cfg = load_config(profile, top_k=top_k)
+from kgir_lib.notebook import config_params
+cfg = load_config(profile, **config_params(globals()))  # as open_notebook reads the parameters
 start_run(cfg, "00_probe")
 cfg.path("probe.json").write_text(json.dumps({"profile": cfg.profile, "top_k": cfg.top_k}))
 """
@@ -91,8 +92,9 @@ def test_runs_notebooks_in_order_with_parameters(tmp_path):
     _notebook(nbs / "02_never.ipynb", "open('never_ran', 'w')")
     out = run("--profile", "ci", "-p", "top_k", "4", "--notebooks-dir", str(nbs), tmp_path=tmp_path)
     assert out.returncode == 1
-    assert "01_fail.ipynb failed" in out.stderr and "scripted failure" in out.stderr
-    run_dir = tmp_path / "results" / "ci"
+    assert "01_fail.ipynb failed" in out.stderr and "scratch run (parameters top_k given)" in out.stdout
+    run_dir = tmp_path / "results" / runner.scratch_name("ci", {"top_k": 4})  # a run with -p: a scratch run
+    assert not (tmp_path / "results" / "ci").exists()
     assert json.loads((run_dir / "probe.json").read_text()) == {"profile": "ci", "top_k": 4}
     assert (run_dir / "config" / "00_probe.yaml").exists()
     assert (run_dir / "notebooks" / "00_probe.ipynb").exists()   # executed copies, not the sources
@@ -104,10 +106,12 @@ def test_runs_notebooks_in_order_with_parameters(tmp_path):
 
     (nbs / "01_fail.ipynb").unlink()
     (nbs / "02_never.ipynb").unlink()
-    out = run("--profile", "ci", "--notebooks-dir", str(nbs), "--only", "00", tmp_path=tmp_path)
-    assert out.returncode == 0, out.stderr
-    assert "done: 1 notebooks" in out.stdout
-    assert (run_dir / "timings.tsv").read_text().startswith("00_probe.ipynb\t")
+    for _ in range(2):  # without -p: the profile's own run directory; timings.tsv is appended to
+        out = run("--profile", "ci", "--notebooks-dir", str(nbs), "--only", "00", tmp_path=tmp_path)
+        assert out.returncode == 0, out.stderr
+        assert "done: 1 notebooks" in out.stdout and "scratch" not in out.stdout
+    timings = (tmp_path / "results" / "ci" / "timings.tsv").read_text().splitlines()
+    assert len(timings) == 2 and all(line.startswith("00_probe.ipynb\t") for line in timings)
 
 
 def test_notebook_discovery(tmp_path):
@@ -151,6 +155,18 @@ def main_in_process(capsys, *args) -> tuple:
     (["-p", "resume", "maybe"], "'resume': must be true or false"),
     (["-p", "n_boot", "0"], "'n_boot': must be a whole number >= 1"),
     (["-p", "methods", "[kgir, no_such_method]"], "'methods'.*no_such_method"),
+    # each of these used to validate, then fail later (or do nothing) without naming the field
+    (["-p", "max_tokens_reader", "0"], "'max_tokens_reader': must be >= 1 and <= 131072, got 0"),
+    (["-p", "max_tokens_extract", "-5"], "'max_tokens_extract': must be >= 1"),
+    (["-p", "n_questions", "0"], "'n_questions': must be >= 1"),
+    (["-p", "hipporag2_link_top_k", "-1"], "'hipporag2_link_top_k': must be >= 1"),
+    (["-p", "qid", "q" * 300], "'qid': must be a question id of 1 to 100 characters"),
+    (["-p", "profile", "paper"], "'profile': choose the profile with --profile"),
+    (["-p", "llm_n_ctx", "1e11"], "'llm_n_ctx': must be >= 1 and <= 1048576, got 100000000000"),
+    (["-p", "hipporag2_synonym_threshold", "7"], "'hipporag2_synonym_threshold': must be >= -1 and <= 1"),
+    (["-p", "hipporag2_synonym_top_k", "0"], "'hipporag2_synonym_top_k': must be >= 1"),
+    (["-p", "study_n_questions", "0"], "'study_n_questions': must be >= 1"),
+    (["-p", "extract_max_passages", "0"], "'extract_max_passages': must be >= 1"),
 ])
 def test_validate_only_refuses(capsys, args, needle):
     code, _, err = main_in_process(capsys, *ONE, *args)
@@ -165,9 +181,24 @@ def test_validate_only_refuses_a_secret_as_the_key_variable_without_echoing_it(c
 
 
 def test_a_number_written_with_an_exponent_is_a_number(capsys):
-    code, out, err = main_in_process(capsys, *ONE, "-p", "top_k", "1e9", "-p", "n_boot", "1e3")
+    code, out, err = main_in_process(capsys, *ONE, "-p", "top_k", "1e3", "-p", "n_boot", "1e3")
     assert code == 0, err
-    assert runner.load_config("ci", top_k="1e9").top_k == 1_000_000_000
+    assert runner.load_config("ci", top_k="1e3").top_k == 1_000
+
+
+def test_a_results_dir_that_is_a_file_is_refused(capsys, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    code, _, err = main_in_process(capsys, *ONE, "-p", "results_dir", str(tmp_path / "afile"))
+    assert code == 2 and f"'results_dir': {tmp_path / 'afile'} is a file, not a directory" in err
+    code, _, err = main_in_process(capsys, *ONE, "-p", "figures_dir", str(tmp_path / "afile" / "below"))
+    assert code == 2 and "'figures_dir'" in err and "is a file" in err
+
+
+def test_a_profile_that_is_not_utf8_names_the_file(capsys, tmp_path):
+    bad = tmp_path / "latin.yaml"
+    bad.write_bytes("extends: ci\ndescription: caf\xe9\n".encode("latin-1"))
+    code, _, err = main_in_process(capsys, "--profile", str(bad))
+    assert code == 2 and f"profile {bad}: not UTF-8" in err and "Traceback" not in err
 
 
 def test_notebook_only_parameters_are_accepted(capsys):
@@ -181,7 +212,8 @@ PROBE_ALL = """
 import json, os
 from kgir_lib.config import load_config, start_run
 from kgir_lib.llm import LLMCache
-cfg = load_config(profile, top_k=top_k)
+from kgir_lib.notebook import config_params
+cfg = load_config(profile, **config_params(globals()))  # as open_notebook reads the parameters
 start_run(cfg, "00_probe")
 LLMCache(cfg.path("cache", "llm.sqlite")).put("k" * 64, "scripted:m", {}, "an answer", 3, 2, 0.5)
 cfg.path("probe.json").write_text(json.dumps({
@@ -206,7 +238,9 @@ def test_runner_injects_every_parameter_resolves_relative_dirs_and_exports_the_l
                           "-p", "n_boot", "7", "-p", "qid", "q1", "-p", "dataset", "hotpotqa"],
                          cwd=tmp_path, env=env, text=True, capture_output=True, timeout=300)
     assert out.returncode == 1 and "01_fail.ipynb failed" in out.stderr, out.stderr
-    run_dir = tmp_path / "rel_results" / "ci"
+    scratch = next(line for line in out.stdout.splitlines() if line.startswith("results: "))
+    run_dir = tmp_path / "rel_results" / Path(scratch).name
+    assert run_dir.name.startswith("ci-")
     probe = json.loads((run_dir / "probe.json").read_text())
     assert probe["cwd"] == str(nbs)  # the kernel ran elsewhere ...
     assert probe["run_dir"] == str(run_dir) and probe["data_path"] == str(tmp_path / "data")  # ... on absolute paths
@@ -215,3 +249,31 @@ def test_runner_injects_every_parameter_resolves_relative_dirs_and_exports_the_l
     from kgir_lib.llm.response_log import read_log
 
     assert [r[:3] for r in read_log(run_dir / "llm_responses.jsonl.gz")] == [("k" * 64, "scripted:m", "an answer")]
+
+
+def test_a_profile_file_reports_its_own_run_directory(capsys, tmp_path):
+    from kgir_lib.config import PROFILE_DIR
+
+    copy = tmp_path / "anywhere" / "sample.yaml"
+    copy.parent.mkdir()
+    copy.write_text(f"extends: {PROFILE_DIR / 'ci.yaml'}\n")
+    code, out, err = main_in_process(capsys, "--profile", str(copy), *ONE)
+    assert code == 0, err
+    results = next(line for line in out.splitlines() if line.startswith("results: "))
+    assert "/sample-" in results and not results.endswith("/sample")
+
+
+def test_the_runner_removes_temporary_files_of_killed_writes_at_start(tmp_path):
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    _notebook(nbs / "00_probe.ipynb", "print('ok')")
+    stale = tmp_path / "results" / "ci" / "tables" / ".05_cost.csv.999999999.tmp"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("half a table")
+    out = run("--profile", "ci", "--notebooks-dir", str(nbs), tmp_path=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert not stale.exists() and "removed 1 temporary file(s) left by killed writes" in out.stdout
+    if (REPO / ".git").exists():
+        ignored = subprocess.run(["git", "check-ignore", "-q", "results/sample/traces/kgir/.x.trace.jsonl.12.tmp"],
+                                 cwd=REPO).returncode
+        assert ignored == 0

@@ -104,3 +104,39 @@ def test_run_method_resume_after_a_torn_trace_file_runs_again(tiny_workspace):
     assert [(o.qid, o.answer) for o in again] == [(o.qid, o.answer) for o in first]
     assert read_traces(path)[0]["qid"] == "q1"  # rewritten whole
     assert ev.read_meta(path)["qids"] == ["q1"]
+
+
+@pytest.mark.parametrize("line, problem", [
+    ("[1, 2]", "a JSON list, not an object"),
+    ('"text"', "a JSON str, not an object"),
+    ('{"answer": "HP"}', "no 'qid'"),
+    ('{"qid": null}', "'qid' is None"),
+    ('{"qid": "q9", "ranked_pids": 5}', "field 'ranked_pids' is a int"),
+    ('{"qid": "q9", "trace": []}', "field 'trace' is a list"),
+])
+def test_a_valid_json_line_that_is_not_a_record_names_file_and_line(tmp_path, line, problem):
+    """Old behaviour: TypeError / KeyError from whoever read the record next."""
+    path = tmp_path / "d.trace.jsonl"
+    lines = [json.dumps(o.to_json()) for o in outputs(3)]
+    lines[1] = line
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(traces.TraceError, match=rf"d\.trace\.jsonl: line 2 is not a trace record \({problem}\)"):
+        ev.load_outputs(path)
+
+
+def test_stale_temporary_files_are_removed_and_a_live_writers_are_kept(tmp_path):
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()  # a process that has exited
+    (tmp_path / "traces" / "kgir").mkdir(parents=True)
+    stale = [tmp_path / "traces" / "kgir" / f".hotpotqa.trace.jsonl.{dead}.tmp",
+             tmp_path / f".llm_responses.jsonl.gz.{dead}.tmp", tmp_path / f".emb-abc.{dead}.tmp.npy",
+             tmp_path / "phrases-m-abc.tmp.npy"]
+    live = tmp_path / f".table.csv.{os.getpid()}.tmp"
+    keep = [live, tmp_path / "notes.tmp.txt", tmp_path / "results.csv"]
+    for path in stale + keep:
+        path.write_text("x")
+    assert sorted(traces.remove_stale_temporaries(tmp_path, tmp_path / "absent")) == sorted(stale)
+    assert all(p.exists() for p in keep) and not any(p.exists() for p in stale)

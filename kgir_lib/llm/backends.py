@@ -19,13 +19,16 @@ is tolerant either way (:mod:`kgir_lib.llm.parsing`).
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable, Optional, Sequence
+from urllib.parse import urlsplit
 
+from ..redact import env_secrets, redact
 from .core import ChatRequest, ChatResult, LLMError
 
 
@@ -53,6 +56,20 @@ def _retry_after(value: Optional[str]) -> Optional[float]:
         return None
 
 
+def _token_count(value: object) -> int:
+    """A ``usage`` token count: absent or null is 0; otherwise a finite whole number >= 0 (JSON lets a server
+    send ``Infinity`` or ``1e400``, which would crash the run later), else :class:`ValueError`."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"token count {value!r} is not a number")
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        raise ValueError(f"token count {value!r} is not a finite whole number")
+    if value < 0:
+        raise ValueError(f"token count {value!r} is negative")
+    return int(value)
+
+
 # ---------------------------------------------------------------------------- OpenAI-compatible
 class OpenAIBackend:
     """An OpenAI-compatible ``/v1/chat/completions`` server, or several replicas of one."""
@@ -74,6 +91,9 @@ class OpenAIBackend:
 
         if not base_urls:
             raise LLMError("parameter 'llm_base_urls': the openai backend needs at least one base URL")
+        if any("@" in (urlsplit(u).netloc or "") for u in base_urls):
+            raise LLMError("parameter 'llm_base_urls': a URL with a user name or password (user:key@host) is "
+                           f"refused; give the key in ${api_key_env} (URL not shown: it holds a secret)")
         self.model = model_id
         self.model_id = f"openai:{model_id}"
         self.base_urls = [u.rstrip("/") for u in base_urls]
@@ -210,10 +230,10 @@ class OpenAIBackend:
             choice = data["choices"][0]
             content = choice["message"].get("content")
             usage = data.get("usage") or {}
-            ptok, ctok = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+            ptok, ctok = (_token_count(usage.get(name)) for name in ("prompt_tokens", "completion_tokens"))
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
             raise LLMError(f"LLM server at {url} sent a response that is not a chat completion "
-                           f"({type(exc).__name__}): {snippet}") from None
+                           f"({type(exc).__name__}: {exc}): {snippet}") from None
         if content is None or content == "":
             raise _RetryableError(f"LLM server at {url} sent an empty completion (content "
                                   f"{'null' if content is None else 'empty'}, finish_reason "
@@ -226,18 +246,47 @@ class OpenAIBackend:
         return ChatResult(content, ptok, ctok, seconds, finish_reason=choice.get("finish_reason"))
 
     def run(self, requests: Sequence[ChatRequest], on_result: Callable[[int, ChatResult], None]) -> None:
-        """Up to ``max_concurrency`` requests in flight; ``on_result`` runs in the caller's thread."""
+        """Up to ``max_concurrency`` requests in flight; ``on_result`` runs in the caller's thread.
+
+        When a request fails, the queued ones are dropped, but every completion that still arrives from
+        the requests in flight is handed to ``on_result`` (so it is cached) before the error is raised;
+        the error says how many completions of the batch were kept. Its message never holds the API key,
+        an ``Authorization`` header or URL credentials a server echoed (:func:`kgir_lib.redact.redact`)."""
+        try:
+            self._run(requests, on_result)
+        except LLMError as exc:
+            raise LLMError(redact(str(exc), env_secrets(self.api_key_env))) from None
+
+    def _run(self, requests: Sequence[ChatRequest], on_result: Callable[[int, ChatResult], None]) -> None:
         if self.max_concurrency <= 1 or len(requests) <= 1:
             for i, req in enumerate(requests):
                 on_result(i, self._post(req))
             return
         pool = ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(requests)))
+        error: Optional[BaseException] = None
+        kept = 0
         try:
             futures = {pool.submit(self._post, req): i for i, req in enumerate(requests)}
             for fut in as_completed(futures):
+                if fut.cancelled():
+                    continue
+                exc = fut.exception()
+                if exc is not None:
+                    if error is None:
+                        error = exc
+                        for other in futures:  # drop what has not started; the ones in flight finish
+                            other.cancel()
+                    continue
                 on_result(futures[fut], fut.result())
-        finally:  # on an error: drop the queued requests, let the ones in flight finish
+                kept += 1
+        finally:
             pool.shutdown(wait=True, cancel_futures=True)
+        if error is not None:
+            note = (f" ({kept} of {len(requests)} completions of this batch arrived and were kept before the "
+                    f"error; a rerun resumes from them)")
+            if isinstance(error, LLMError):
+                raise LLMError(f"{error}{note}") from None
+            raise error
 
     def close(self) -> None:
         self._client.close()

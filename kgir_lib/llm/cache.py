@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sqlite3
 import threading
 import time
@@ -37,6 +38,18 @@ def cache_key(model: str, request_payload: dict) -> str:
 
 class LLMCacheError(RuntimeError):
     """The cache file cannot be opened or is not an LLM cache; the message names the file."""
+
+
+def salvage_advice(path: Path | str) -> str:
+    """What to do with a damaged cache at ``path``: the command that saves every row still readable into the
+    run's response log and moves the file away (the next run starts a fresh cache from the log)."""
+    from .response_log import LOG_NAME
+
+    path = Path(path)
+    log = path.parent.parent / LOG_NAME if path.parent.name == "cache" else Path("<response log>")
+    return (f"save every row still readable into the response log and move the damaged file away with "
+            f"`python -m kgir_lib.llm.response_log salvage {path} {log}`, then rerun (the log refills a fresh "
+            f"cache)")
 
 
 class LLMCache:
@@ -85,8 +98,19 @@ class LLMCache:
 
     def _db_error(self, exc: sqlite3.DatabaseError, what: str) -> LLMCacheError:
         return LLMCacheError(f"LLM cache {self.path}: SQLite error while {what} ({type(exc).__name__}: {exc}); "
-                             f"if the file is damaged, move it away to start a fresh cache (the committed "
-                             f"response log, if any, refills it)")
+                             f"if the file is damaged, {salvage_advice(self.path)}")
+
+    def check_integrity(self) -> None:
+        """SQLite's ``quick_check`` of every page; a damaged file is an :class:`LLMCacheError` that says how to
+        save what is still readable (a damaged page may only show when a later read or export reaches it)."""
+        try:
+            with self._lock:
+                found = [row[0] for row in self._conn.execute("PRAGMA quick_check").fetchall()]
+        except sqlite3.DatabaseError as exc:
+            found = [f"{type(exc).__name__}: {exc}"]
+        if found != ["ok"]:
+            raise LLMCacheError(f"LLM cache {self.path} is damaged ({'; '.join(found[:3])}); the run stops here so "
+                                f"that nothing is built on it: {salvage_advice(self.path)}")
 
     def get(self, key: str) -> Optional[dict]:
         """The stored call for ``key`` (``text``, ``prompt_tokens``, ``completion_tokens``, ``seconds``), or None."""
@@ -166,3 +190,56 @@ class LLMCache:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def salvage_rows(path: Path | str) -> tuple:
+    """Every row of the cache file ``path`` that can still be read, as ``(key, model, text, prompt_tokens,
+    completion_tokens, seconds)`` sorted by key, and how many rows could not be read.
+
+    Rows are looked up one by one, by row id (up to the largest) and by key through the primary-key index,
+    so a damaged page loses only the rows on it. A row whose fields have the wrong types is not kept."""
+    conn = sqlite3.connect(str(path))  # (read only in effect: nothing is written)
+    found: dict = {}
+    lost = 0
+    columns = "key, model, text, prompt_tokens, completion_tokens, seconds"
+    try:
+        for where, ids in (("rowid", _row_ids(conn)), ("key", _index_keys(conn))):
+            for ident in ids:
+                try:
+                    row = conn.execute(f"SELECT {columns} FROM calls WHERE {where} = ?", (ident,)).fetchone()
+                except sqlite3.DatabaseError:
+                    lost += where == "rowid"
+                    continue
+                if row is not None and _sound(row):
+                    found.setdefault(row[0], tuple(row))
+                elif row is not None:
+                    lost += where == "rowid"
+    finally:
+        conn.close()
+    return [found[k] for k in sorted(found)], lost
+
+
+def _row_ids(conn: sqlite3.Connection) -> range:
+    try:
+        top = conn.execute("SELECT max(rowid) FROM calls").fetchone()[0]
+    except sqlite3.DatabaseError:
+        top = None
+    return range(1, (top or 0) + 1)
+
+
+def _index_keys(conn: sqlite3.Connection) -> list:
+    """The keys the primary-key index still yields, read until it hits a damaged page."""
+    keys: list = []
+    try:
+        for (key,) in conn.execute("SELECT key FROM calls ORDER BY key"):
+            keys.append(key)
+    except sqlite3.DatabaseError:
+        pass
+    return keys
+
+
+def _sound(row: tuple) -> bool:
+    key, model, text, ptok, ctok, secs = row
+    return (isinstance(key, str) and isinstance(model, str) and isinstance(text, str)
+            and all(isinstance(v, int) and v >= 0 for v in (ptok, ctok))
+            and isinstance(secs, (int, float)) and math.isfinite(secs))

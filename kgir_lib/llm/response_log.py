@@ -3,16 +3,20 @@
 ``results/<profile>/llm_responses.jsonl.gz`` holds one line per cached call, sorted by
 request key::
 
-    {"completion_tokens": 12, "key": "<sha256>", "model": "openai:...", "prompt_tokens": 431,
-     "seconds": 0.84, "text": "..."}
+    {"checksum": "<16 hex>", "completion_tokens": 12, "key": "<sha256>", "model": "openai:...",
+     "prompt_tokens": 431, "seconds": 0.84, "text": "..."}
 
 No prompt is stored (the key is the SHA-256 of model + messages + sampling
 parameters, :func:`kgir_lib.llm.cache_key`), so the log stays small. The cache
 (``cache/llm.sqlite``) is not committed; the log is. :func:`import_log` fills a
 fresh cache from it (rows already cached are left alone), so a run continues on
 a new machine, and ``--regenerate`` (cache only) rebuilds every table from it.
-:func:`export_log` writes it atomically (gzip with a zero timestamp, sorted keys:
-the same cache gives the same bytes, and a longer run gives a small diff).
+:func:`export_log` merges the cache into it atomically (gzip with a zero timestamp,
+sorted keys: the same rows give the same bytes, and a longer run gives a small diff).
+Each row carries a :func:`checksum` over its key and text: an altered row is an
+error at import, and a row already logged is never replaced by another text (a
+conflict is an error naming the key). Logs written before the checksum existed
+import as they are and gain it at their next export.
 
 The runner (:mod:`kgir_lib.runner`) imports the log before the first notebook and
 exports it after every notebook, so a crash still leaves a log of what was done.
@@ -20,13 +24,18 @@ exports it after every notebook, so a crash still leaves a log of what was done.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import json
+import math
+import os
+import sys
+import zlib
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
-from ..traces import atomic_write_bytes
-from .cache import LLMCache, LLMCacheError
+from ..traces import atomic_write_bytes, replace_surrogates
+from .cache import LLMCache, LLMCacheError, salvage_rows
 
 LOG_NAME = "llm_responses.jsonl.gz"
 FIELDS = ("key", "model", "text", "prompt_tokens", "completion_tokens", "seconds")
@@ -34,8 +43,19 @@ IMPORTED_NOTE = json.dumps({"imported_from": LOG_NAME})  # the ``request`` colum
 
 
 def log_path(cfg) -> Path:
-    """Where the run's response log lives: ``<results>/<profile>/llm_responses.jsonl.gz``."""
+    """Where the run's response log lives: ``<run directory>/llm_responses.jsonl.gz``."""
     return cfg.run_dir / LOG_NAME
+
+
+def logs_to_import(cfg) -> list:
+    """The logs a run starts from: its own, and for a scratch run (``run_name`` set) the profile's committed
+    log too (``<results>/<profile>/llm_responses.jsonl.gz``), so a rerun with other parameters calls the
+    model only for requests no run of the profile has made. Only those that exist."""
+    paths = [log_path(cfg)]
+    reference = cfg.reference_dir / LOG_NAME
+    if reference != paths[0]:
+        paths.append(reference)
+    return [p for p in paths if p.exists()]
 
 
 def cache_path(cfg) -> Path:
@@ -43,28 +63,58 @@ def cache_path(cfg) -> Path:
     return cfg.path("cache", "llm.sqlite")
 
 
+def checksum(key: str, text: str) -> str:
+    """The ``checksum`` of a log row: the first 16 hex digits of SHA-256 over its key and text, so a row
+    whose text was altered (in the log, or in the cache it was exported from) is caught."""
+    return hashlib.sha256(f"{key}\n{text}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def _line(row: tuple) -> str:
     rec = dict(zip(FIELDS, row))
     rec["seconds"] = round(float(rec["seconds"] or 0.0), 3)
+    rec["checksum"] = checksum(rec["key"], rec["text"])
     return json.dumps(rec, sort_keys=True, ensure_ascii=False)
 
 
-def export_log(cache: LLMCache, path: Path) -> int:
-    """Write every row of ``cache`` to ``path`` (gzipped JSONL, sorted by key), atomically; returns the rows.
+class LogConflictError(LLMCacheError):
+    """The cache (or salvaged rows) hold a text for a key that the log already holds with another text."""
 
-    Rows already in the log but not in the cache (a cache started afresh without an
-    import) are kept: exporting never loses a logged response.
+
+def export_log(cache: LLMCache, path: Path) -> int:
+    """Merge every row of ``cache`` into the log at ``path`` (gzipped JSONL, sorted by key), atomically;
+    returns the rows of the log. See :func:`merge_into_log`."""
+    return merge_into_log(cache.rows(), path, source=f"LLM cache {cache.path}")
+
+
+def merge_into_log(rows: Iterable[tuple], path: Path, source: str = "the cache") -> int:
+    """Add ``rows`` (``(key, model, text, prompt_tokens, completion_tokens, seconds)``) to the log at ``path``.
+
+    A row already in the log is never replaced: the same key with the same text keeps the log's row, and the
+    same key with another text is a conflict. Rows in the log but not in ``rows`` are kept (exporting never
+    loses a logged response). The merged log is written (sorted by key, gzip without a timestamp: the same
+    rows give the same bytes, every row with its :func:`checksum`); then a conflict raises
+    :class:`LogConflictError` naming the key(s). Returns the number of rows in the log.
     """
     path = Path(path)
     merged = {row[0]: tuple(row) for row in read_log(path)} if path.exists() else {}
-    merged.update({row[0]: tuple(row) for row in cache.rows()})
-    rows = [merged[k] for k in sorted(merged)]
+    conflicts = []
+    for row in rows:
+        have = merged.get(row[0])
+        if have is None:
+            merged[row[0]] = tuple(row)
+        elif have[2] != row[2]:
+            conflicts.append(row[0])
     buf = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as gz:
-        for row in rows:
-            gz.write((_line(row) + "\n").encode("utf-8"))
+        for key in sorted(merged):
+            gz.write((_line(merged[key]) + "\n").encode("utf-8"))
     atomic_write_bytes(path, buf.getvalue())
-    return len(rows)
+    if conflicts:
+        raise LogConflictError(
+            f"response log {path}: {source} holds another text than the log for {len(conflicts)} key(s), first "
+            f"{conflicts[0]}; the log's rows were kept (each is checked against its checksum). The cache row was "
+            f"altered or comes from another run: move the cache away and rerun (the log refills it)")
+    return len(merged)
 
 
 def read_log(path: Path) -> Iterator[tuple]:
@@ -80,12 +130,15 @@ def read_log(path: Path) -> Iterator[tuple]:
                 if not line.strip():
                     continue
                 yield _row(line, path, n)
-    except (OSError, EOFError, UnicodeDecodeError) as exc:  # gzip.BadGzipFile is an OSError
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError;
+        # a stream damaged mid-way fails in zlib, after the rows before the damage were read
         raise LLMCacheError(f"response log {path}: unreadable ({type(exc).__name__}: {exc}); "
                             f"restore it from git (git checkout -- {path.name})") from None
 
 
 def _row(line: str, path: Path, n: int) -> tuple:
+    """One log line as a row; its ``checksum``, if it has one (logs written before it existed have none), must
+    match its key and text. Lone surrogates in the text become U+FFFD, as in the cache."""
     try:
         rec = json.loads(line)
         row = tuple(rec[f] for f in FIELDS)
@@ -94,27 +147,51 @@ def _row(line: str, path: Path, n: int) -> tuple:
     key, model, text, ptok, ctok, secs = row
     if not (isinstance(key, str) and isinstance(model, str) and isinstance(text, str)):
         raise LLMCacheError(f"response log {path}: line {n}: 'key', 'model' and 'text' must be strings")
+    if "checksum" in rec and rec["checksum"] != checksum(key, text):
+        raise LLMCacheError(f"response log {path}: line {n} (key {key}): the text does not match the row's "
+                            f"checksum (the row was altered); restore the log from git (git checkout -- "
+                            f"{path.name})")
+    text = replace_surrogates(text)[0]
+    row = (key, model, text, ptok, ctok, secs)
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (ptok, ctok, secs)):
         raise LLMCacheError(f"response log {path}: line {n}: token counts and seconds must be numbers")
+    for name, value in (("prompt_tokens", ptok), ("completion_tokens", ctok), ("seconds", secs)):
+        whole = name == "seconds" or float(value).is_integer()
+        if not math.isfinite(value) or value < 0 or not whole:
+            what = "a finite number >= 0" if name == "seconds" else "a finite whole number >= 0"
+            raise LLMCacheError(f"response log {path}: line {n}: {name!r} must be {what}, got {value!r}")
     return row
 
 
 def import_log(cache: LLMCache, path: Path) -> int:
     """Insert the rows of the log at ``path`` that ``cache`` does not hold yet; how many were inserted.
 
-    A missing log imports nothing (returns 0)."""
+    A missing log imports nothing (returns 0). A key the cache already holds with another text than the
+    log's is a :class:`LogConflictError` naming the key (the cached text was altered or comes from another
+    run; nothing would tell them apart later)."""
     path = Path(path)
     if not path.exists():
         return 0
-    return cache.insert_missing(list(read_log(path)), request_note=IMPORTED_NOTE)
+    rows = list(read_log(path))
+    inserted = cache.insert_missing(rows, request_note=IMPORTED_NOTE)
+    if inserted < len(rows):
+        cached = {row[0]: row[2] for row in cache.rows()}
+        conflicts = [row[0] for row in rows if cached.get(row[0], row[2]) != row[2]]
+        if conflicts:
+            raise LogConflictError(
+                f"LLM cache {cache.path}: holds another text than the response log {path} for {len(conflicts)} "
+                f"key(s), first {conflicts[0]}; the log is checked against its checksums, so the cache row was "
+                f"altered or comes from another run: move the cache away and rerun (the log refills it)")
+    return inserted
 
 
 def sync_run_cache(cfg, cache: Optional[LLMCache] = None) -> tuple:
-    """Import the run's log into its cache (``cfg``'s run directory); ``(inserted, cache path, log path)``."""
+    """Import the run's logs (:func:`logs_to_import`) into its cache; ``(inserted, cache path, logs)``."""
     own = cache is None
     cache = cache if cache is not None else LLMCache(cache_path(cfg))
     try:
-        return import_log(cache, log_path(cfg)), cache.path, log_path(cfg)
+        logs = logs_to_import(cfg)
+        return sum(import_log(cache, path) for path in logs), cache.path, logs
     finally:
         if own:
             cache.close()
@@ -124,17 +201,15 @@ _IMPORTED: set = set()  # (cache file, log file, log size, log mtime) already im
 
 
 def import_once(cfg, cache: LLMCache) -> int:
-    """:func:`import_log` of the run's log into ``cache``, once per process and log version (so building
-    the LLM in every notebook cell costs one ``stat``); how many rows were inserted."""
-    path = log_path(cfg)
-    if not path.exists():
-        return 0
-    st = path.stat()
-    token = (str(Path(cache.path).resolve()), str(path.resolve()), st.st_size, st.st_mtime_ns)
-    if token in _IMPORTED:
-        return 0
-    inserted = import_log(cache, path)
-    _IMPORTED.add(token)
+    """:func:`import_log` of the run's logs (:func:`logs_to_import`) into ``cache``, once per process and
+    log version (so building the LLM in every notebook cell costs a ``stat``); how many rows were inserted."""
+    inserted = 0
+    for path in logs_to_import(cfg):
+        st = path.stat()
+        token = (str(Path(cache.path).resolve()), str(path.resolve()), st.st_size, st.st_mtime_ns)
+        if token not in _IMPORTED:
+            inserted += import_log(cache, path)
+            _IMPORTED.add(token)
     return inserted
 
 
@@ -146,7 +221,72 @@ def export_run_cache(cfg, cache: Optional[LLMCache] = None) -> tuple:
     own = cache is None
     cache = cache if cache is not None else LLMCache(path)
     try:
+        cache.check_integrity()  # a damaged page that the export's table scan would not reach
         return export_log(cache, log_path(cfg)), log_path(cfg)
     finally:
         if own:
             cache.close()
+
+
+# ---------------------------------------------------------------------------- a damaged cache
+def salvage(cache_file: Path, log: Path, move: bool = True) -> dict:
+    """Save every row of the damaged cache ``cache_file`` that is still readable into the response log ``log``
+    (merged: a row already logged is kept, a conflicting text is reported, not taken), then move the damaged
+    file (and its ``-wal`` / ``-shm``) aside to ``<name>.damaged`` so the next run starts a fresh cache, which
+    the log refills. Returns ``{"saved", "unreadable", "conflict", "log_rows", "moved_to"}``."""
+    cache_file, log = Path(cache_file), Path(log)
+    if not cache_file.is_file():
+        raise LLMCacheError(f"LLM cache {cache_file}: no such file")
+    rows, lost = salvage_rows(cache_file)
+    conflict = ""
+    try:
+        total = merge_into_log(rows, log, source=f"the damaged cache {cache_file}")
+    except LogConflictError as exc:
+        conflict, total = str(exc), sum(1 for _ in read_log(log))
+    moved = None
+    if move:
+        moved = _free_name(cache_file.with_name(cache_file.name + ".damaged"))
+        for suffix in ("-wal", "-shm"):
+            side = cache_file.with_name(cache_file.name + suffix)
+            if side.exists():
+                os.replace(side, moved.with_name(moved.name + suffix))
+        os.replace(cache_file, moved)
+    return {"saved": len(rows), "unreadable": lost, "conflict": conflict, "log_rows": total, "moved_to": moved}
+
+
+def _free_name(path: Path) -> Path:
+    n, candidate = 1, path
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.name}.{n}")
+    return candidate
+
+
+def main(argv: Optional[list] = None) -> int:
+    """``python -m kgir_lib.llm.response_log salvage <cache> <log> [--keep]``."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m kgir_lib.llm.response_log",
+                                 description="Save the readable rows of a damaged LLM cache into a response log.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    sv = sub.add_parser("salvage", help="merge every readable row of CACHE into LOG, then move CACHE aside")
+    sv.add_argument("cache", type=Path)
+    sv.add_argument("log", type=Path)
+    sv.add_argument("--keep", action="store_true", help="leave the damaged cache where it is")
+    args = ap.parse_args(argv)
+    try:
+        got = salvage(args.cache, args.log, move=not args.keep)
+    except LLMCacheError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"salvaged {got['saved']} row(s) from {args.cache} into {args.log} ({got['log_rows']} rows in the log); "
+          f"{got['unreadable']} row(s) could not be read")
+    if got["conflict"]:
+        print(f"note: {got['conflict']}", file=sys.stderr)
+    if got["moved_to"] is not None:
+        print(f"the damaged cache was moved to {got['moved_to']}: the next run starts a fresh cache from the log")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

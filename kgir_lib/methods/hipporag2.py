@@ -78,7 +78,7 @@ from ..data import Question
 from ..kg import KnowledgeGraph
 from ..llm import LLMUsage, extract_json
 from ..prompts import chat
-from ..retrieval import corpus_fingerprint
+from ..retrieval import corpus_fingerprint, load_embeddings, save_embeddings
 from .base import MethodBase, MethodOutput, Workspace
 from .hippo_graph import (FACT_EDGE_WEIGHT, SYNONYM_MAX_NEIGHBOURS, SYNONYM_MIN_ALNUM, HippoGraph,  # noqa: F401
                           PPRGraph, build_graph, enode, link_facts, min_max, norm_phrase, phrase_seed_weights,
@@ -127,13 +127,10 @@ def cached_encode(ws: Workspace, texts: Sequence[str], tag: str) -> np.ndarray:
     fp = corpus_fingerprint(f"{getattr(enc, 'cache_name', enc.model_name)}|{tag}", texts)
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", enc.model_name)
     path = ws.cfg.run_dir / "cache" / "embeddings" / f"{tag}-{safe}-{fp}.npy"
-    if path.exists():
-        return np.load(path)
-    emb = np.asarray(enc.encode(list(texts)), dtype=np.float32)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.npy")
-    np.save(tmp, emb)
-    tmp.replace(path)
+    emb = load_embeddings(path, len(texts))  # checked against its stored checksum
+    if emb is None:
+        emb = np.asarray(enc.encode(list(texts)), dtype=np.float32)
+        save_embeddings(path, emb)
     return emb
 
 

@@ -1,0 +1,52 @@
+"""Secrets never reach an error message, a log, a config dump or a notebook output.
+
+The API key lives in the environment only (the variable named by ``llm_api_key_env``). What a server
+sends back can quote it (a 401 body echoing the request's ``Authorization`` header), and a URL can carry
+``user:password@``. :func:`redact` removes from a text the key's value, anything after ``Authorization``
+or ``Bearer``, ``key=value`` pairs whose name says secret, and URL credentials; every message that quotes a
+server or a URL passes through it. :func:`secret_name` tells which parameter names must never be echoed.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Iterable, Optional
+
+MASK = "***"
+_SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "auth", "credential")
+_PATTERNS = (
+    # Authorization / Proxy-Authorization headers, as text or as JSON ("authorization": "Bearer ...")
+    re.compile(r"(?i)(\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?)[^\"'\r\n,}]*"),
+    re.compile(r"(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]+"),
+    # name=value or "name": "value" where the name says secret (api_key, access_token, x-api-key, password)
+    re.compile(r"(?i)([\"']?[\w-]*(?:api[_-]?key|token|secret|password|passwd)[\"']?\s*[:=]\s*[\"']?)"
+               r"[^\"'&,;\s}]+"),
+    # URL credentials: scheme://user:password@host
+    re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@"),
+)
+
+
+def redact(text: str, secrets: Iterable[Optional[str]] = ()) -> str:
+    """``text`` with every value in ``secrets`` (4 characters or more) and every credential-looking part
+    (see the module docstring) replaced by ``***``."""
+    for value in secrets:
+        if value and len(value) >= 4:
+            text = text.replace(value, MASK)
+    for pattern in _PATTERNS:
+        text = pattern.sub(lambda m: m.group(1) + MASK + ("@" if m.group(0).endswith("@") else ""), text)
+    return text
+
+
+def env_secrets(*names: Optional[str]) -> list:
+    """The values of the environment variables ``names`` that are set (e.g. ``cfg.llm_api_key_env``)."""
+    return [os.environ[n] for n in names if n and os.environ.get(n)]
+
+
+def secret_name(name: str) -> bool:
+    """Whether a parameter called ``name`` may hold a secret (its value is then never echoed): its name holds
+    key, token, secret, password, auth or credential (``llm_api_key_env`` too: a key pasted there must not be
+    shown), except the token budgets ``max_new_tokens`` and ``max_tokens_*``."""
+    lowered = str(name).lower()
+    if lowered == "max_new_tokens" or lowered.startswith("max_tokens_"):
+        return False
+    return any(word in lowered for word in _SECRET_WORDS)

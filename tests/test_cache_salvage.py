@@ -1,0 +1,88 @@
+"""A damaged LLM cache stops the run (it used to warn after every notebook and exit 0), and the salvage
+command saves every row still readable into the response log before the file is moved away."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from kgir_lib.llm import LLMCache, LLMCacheError
+from kgir_lib.llm.response_log import LOG_NAME, main as log_main, read_log
+
+REPO = Path(__file__).resolve().parents[1]
+ROWS = {f"{i:064x}": f"answer {i} " + "x" * 900 for i in range(400)}
+
+
+def fill(path: Path) -> None:
+    cache = LLMCache(path)
+    for key, text in ROWS.items():
+        cache.put(key, "scripted:m", {}, text, 3, 2, 0.5)
+    cache.close()
+
+
+def damage(path: Path) -> None:
+    """Overwrite 64 KiB in the middle of the file: the header and the first pages stay readable."""
+    size = path.stat().st_size
+    with open(path, "r+b") as fh:
+        fh.seek(size // 2)
+        fh.write(b"\xa5" * 64 * 1024)
+
+
+def probe_notebooks(folder: Path) -> Path:
+    folder.mkdir()
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell("profile = None")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell("print('probe ran')")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(folder / "00_probe.ipynb"))
+    return folder
+
+
+def runner(tmp_path: Path, nbs: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "KGIR_RESULTS_DIR": str(tmp_path / "results"), "KGIR_FIGURES_DIR": str(tmp_path / "figs")}
+    env.pop("KGIR_PROFILE", None)
+    return subprocess.run([sys.executable, "-m", "kgir_lib.runner", "--profile", "ci", "--notebooks-dir", str(nbs)],
+                          cwd=REPO, env=env, text=True, capture_output=True, timeout=300)
+
+
+def test_check_integrity_names_the_salvage_command(tmp_path):
+    path = tmp_path / "run" / "cache" / "llm.sqlite"
+    path.parent.mkdir(parents=True)
+    fill(path)
+    LLMCache(path).check_integrity()  # a sound cache passes
+    damage(path)
+    with pytest.raises(LLMCacheError, match=r"llm\.sqlite is damaged") as exc:
+        LLMCache(path).check_integrity()
+    assert (f"python -m kgir_lib.llm.response_log salvage {path} {tmp_path / 'run' / LOG_NAME}"
+            in str(exc.value))
+
+
+def test_a_damaged_cache_stops_the_run_and_salvage_recovers_the_readable_rows(tmp_path):
+    run = tmp_path / "results" / "ci"
+    cache = run / "cache" / "llm.sqlite"
+    cache.parent.mkdir(parents=True)
+    fill(cache)
+    damage(cache)
+    nbs = probe_notebooks(tmp_path / "nbs")
+
+    out = runner(tmp_path, nbs)
+    assert out.returncode != 0, out.stdout
+    assert "is damaged" in out.stderr and f"response_log salvage {cache} {run / LOG_NAME}" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert not (run / "notebooks" / "00_probe.ipynb").exists()  # nothing ran on the damaged cache
+
+    assert log_main(["salvage", str(cache), str(run / LOG_NAME)]) == 0
+    saved = {row[0]: row[2] for row in read_log(run / LOG_NAME)}
+    assert 0.5 * len(ROWS) < len(saved) < len(ROWS)  # the damaged pages' rows are lost, the rest kept
+    assert all(ROWS[key] == text for key, text in saved.items())
+    assert not cache.exists() and (cache.parent / "llm.sqlite.damaged").exists()
+
+    out = runner(tmp_path, nbs)  # the rerun starts a fresh cache from the log
+    assert out.returncode == 0, out.stderr
+    assert f"{len(saved)} response(s) imported" in out.stdout
+    assert len(LLMCache(cache)) == len(saved)

@@ -1,0 +1,86 @@
+"""No secret is written anywhere a run writes: a recognisable fake key, set in the environment variable the
+config names, is grepped for in every file of the run and in the runner's output, on each path that used to
+leak it (a 401 echoing the Authorization header, a URL with user:key@host, a -p value that is not YAML)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from fake_server import make_fake  # noqa: F401  (fixture)
+from kgir_lib.config import ConfigError, load_config, start_run
+
+REPO = Path(__file__).resolve().parents[1]
+FAKE_KEY = "sk-kgirtest-Zq7RQ8wX3vN5pL2m"
+MODEL = "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M"  # the ci profile's llm_model, listed by the fake server
+
+PROBE = """
+from kgir_lib.llm import ChatRequest
+from kgir_lib.notebook import open_notebook
+cfg, llm = open_notebook("00_probe", globals())
+llm.complete([ChatRequest.chat(None, "Say hi.", max_tokens=4)])
+"""
+
+
+def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "KGIR_RESULTS_DIR": str(tmp_path / "results"), "KGIR_FIGURES_DIR": str(tmp_path / "figs"),
+           "KGIR_TEST_KEY": FAKE_KEY, "KGIR_LLM_API_KEY": FAKE_KEY}
+    env.pop("KGIR_PROFILE", None)
+    return subprocess.run([sys.executable, "-m", "kgir_lib.runner", "--profile", "ci", *args],
+                          cwd=REPO, env=env, text=True, capture_output=True, timeout=300)
+
+
+def leaks(tmp_path: Path, out: subprocess.CompletedProcess) -> list:
+    """Every file under ``tmp_path`` (results, figures, notebooks, logs) and the runner's output holding the key."""
+    found = [str(p) for p in tmp_path.rglob("*") if p.is_file() and FAKE_KEY.encode() in p.read_bytes()]
+    return found + [name for name, text in (("stdout", out.stdout), ("stderr", out.stderr)) if FAKE_KEY in text]
+
+
+def test_a_401_that_echoes_the_authorization_header_leaks_nowhere(make_fake, tmp_path):
+    server = make_fake(plan=["echo401"], models=[MODEL])
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell("profile = None")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell(PROBE)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(nbs / "00_probe.ipynb"))
+    out = run(tmp_path, "--notebooks-dir", str(nbs), "-p", "llm_backend", "openai", "-p", "llm_base_urls",
+              f"[{server.url}]", "-p", "llm_api_key_env", "KGIR_TEST_KEY", "-p", "llm_json_mode", "none",
+              "-p", "llm_max_retries", "0")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert any(h.get("Authorization") == f"Bearer {FAKE_KEY}" for h, _, _ in server.seen)  # sent, and echoed
+    assert "HTTP 401" in out.stderr and "check the API key in $KGIR_TEST_KEY" in out.stderr
+    notebook = next((tmp_path / "results").rglob("00_probe.ipynb"))
+    assert "HTTP 401" in notebook.read_text() and "***" in notebook.read_text()
+    assert leaks(tmp_path, out) == []
+
+
+@pytest.mark.parametrize("args", [
+    ["-p", "llm_backend", "openai", "-p", "llm_base_urls", f"[http://user:{FAKE_KEY}@127.0.0.1:9/v1]"],
+    ["-p", "llm_base_urls", f"http://{FAKE_KEY}@127.0.0.1:9/v1"],
+    ["-p", "llm_api_key", "{" + FAKE_KEY],          # not YAML, and not a field
+    ["-p", "api_token", "[" + FAKE_KEY],
+    ["-p", "llm_api_key_env", "{" + FAKE_KEY],
+    ["-p", "llm_api_key_env", f"[{FAKE_KEY}]"],     # YAML, but not a variable name
+])
+def test_refused_parameters_never_echo_the_secret(tmp_path, args):
+    out = run(tmp_path, "--validate-only", *args)
+    assert out.returncode == 2, out.stdout
+    assert "error: parameter" in out.stderr and "Traceback" not in out.stderr
+    assert leaks(tmp_path, out) == []
+
+
+def test_a_url_with_credentials_never_reaches_a_config_dump(tmp_path, monkeypatch):
+    with pytest.raises(ConfigError, match="'llm_base_urls'.*user name or password") as exc:
+        load_config("paper", llm_base_urls=[f"http://admin:{FAKE_KEY}@gpu-server:8000/v1"],
+                    results_dir=str(tmp_path))
+    assert FAKE_KEY not in str(exc.value)
+    cfg = load_config("paper", llm_base_urls=["http://gpu-server:8000/v1"], results_dir=str(tmp_path))
+    monkeypatch.setenv("KGIR_LLM_API_KEY", FAKE_KEY)
+    assert FAKE_KEY not in start_run(cfg, "00_probe").read_text()
