@@ -33,16 +33,14 @@ import pandas as pd  # noqa: E402
 from kgir_lib.config import default_data_dir  # noqa: E402
 from kgir_lib.entity_matching import (LENGTH_RATIO, SIMILARITIES, match_entities, ngram_similarity,  # noqa: E402
                                       normalize_name)
-from kgir_lib.matching_eval import (MIN_PRECISION, choose_rule, fixture_table, pair_weights,  # noqa: E402
-                                    ratio_sweep, read_pairs, read_population, reproduced, seed_rates,
-                                    trace_rounds_of_run)
+from kgir_lib.matching_eval import (MIN_PRECISION, RATIOS, THRESHOLDS, choose_rule, fixture_table,  # noqa: E402
+                                    pair_weights, ratio_sweep, read_pairs, read_population, reproduced,
+                                    seed_rates, trace_rounds_of_run)
 from kgir_lib.report import to_markdown  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "matching_pairs.tsv"
 OUT = ROOT / "results" / "benchmarks" / "matching.md"
 COMMAND = ".venv/bin/python benchmarks/bench_matching.py --run results/local"
-THRESHOLDS = (0.3, 0.5, 0.7, 0.8, 0.9, 1.0)
-RATIOS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 BEFORE = ("overlap", 0.8)  # the rule the reference run used
 FIG6_QUESTION = "Which company merged in 2002 with the top PC maker of 1994?"
 FIG6_PAIRS = (("PC manufacturer", "Nakajima Aircraft Company, Ltd and soon became a major manufacturer of aircraft "

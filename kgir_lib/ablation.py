@@ -48,7 +48,7 @@ GRID = {
     "kg2rag_m": (0, 1, 2),                   # expansion hops m (report Table 5; default 1, 0 = w/o expansion)
     "kgir_max_iterations": (1, 2, 3),        # KGIR-RAG loop bound (profile default 3)
     "kgir_top_k": (5, 10, 15),               # |D_q| (paper: 10)
-    "kgir_ngram_threshold": (0.5, 0.8, 0.95),  # eq. 5 matching threshold (profile default 0.8, overlap coefficient)
+    "kgir_ngram_threshold": (0.5, 0.8, 0.95),  # eq. 5 matching threshold of the profile's cfg.match_method
 }
 _INT_GRIDS = {"kg2rag_k", "kg2rag_m", "kgir_max_iterations", "kgir_top_k"}
 

@@ -8,31 +8,30 @@ and re-exports every name here.
 
 Choices the paper leaves open:
 
-- **Similarity** (issue 10 item 5; ``cfg.match_method``, threshold
-  ``cfg.ngram_threshold``): ``"dice"`` (character n-grams), ``"overlap"``
-  (overlap coefficient of the n-gram sets) or ``"containment"`` (content-word
-  containment); ``benchmarks/bench_matching.py`` measures them
-  (``results/benchmarks/matching.md``).
-- **Whole-triple matching** (issue 10 item 5b, :func:`triple_matches`): a
-  question entity that matches no entity name (an LLM NER that returns a
-  description, "PC maker of 1994") is matched against whole triples: if all
-  its content words occur in ``head relation tail``, that triple's head and
-  tail become seeds (eq. 5 "judge whether the question's entities and the
-  passage triples are the same entity").
-- **n-gram similarity** (:func:`ngram_similarity`): the character n-grams
-  (n = ``cfg.ngram_n`` = 3) of the normalised names (lower case, punctuation
-  removed, white space folded, padded with one space at each end so short
-  names and word boundaries count). Default: the **overlap coefficient**
-  |A∩B| / min(|A|, |B|) at threshold ``cfg.ngram_threshold`` = 0.8, chosen by
-  measurement (``results/benchmarks/matching.md``): on HotpotQA's GPT-3.5
-  question NER against the questions' paragraph titles it keeps Dice@0.5's
-  recall (70.8 %) at higher precision (55.3 vs 50.4 %), and on musique_train's
-  NER against its OpenIE entities it finds 69 % of the name variants (Dice@0.5:
-  46 %) with fewer spurious matches (0.60 vs 0.77 an entity). It matches a
-  short name inside a longer one ("Compaq" / "Compaq Computer Corporation",
-  years), the case Dice misses; the price is the "Paris" / "Paris Hilton" kind
-  of match, which the reranker-weighted MST then has to prune. A question
-  entity matches every graph entity at or above the threshold.
+- **The matching rule** (``cfg.match_method``, threshold ``cfg.ngram_threshold``; :data:`SIMILARITIES`,
+  :func:`ngram_similarity`, :func:`match_entities`). Eq. 5 is to judge "whether the question entity and
+  the triple's entity are the same entity". Rules: ``"dice"`` and ``"overlap"`` (Dice / overlap coefficient
+  of the character n-gram sets, n = ``cfg.ngram_n`` = 3, of the normalised names -- lower case, accents
+  and punctuation removed, padded with one space each side); ``"containment"`` (overlap coefficient of the
+  content-word sets); ``"overlap_len"`` (overlap, and the shorter name at least :data:`LENGTH_RATIO` of the
+  longer's length); ``"overlap_best"`` / ``"dice_best"`` (only each question entity's best graph entities);
+  ``"tokens"`` (the content-word sets, made singular, are equal or one adds at most :data:`MAX_EXTRA_WORDS`
+  word; similarity = their Jaccard). **Default: ``"tokens"`` at 0.7** (:data:`DEFAULT_MATCH_METHOD`,
+  :data:`DEFAULT_NGRAM_THRESHOLD`): equal content words, or a name of three or more content words inside
+  one with a single word more. Chosen by measurement on hand-labelled pairs from the local reference run
+  (``tests/fixtures/matching_pairs.tsv``, ``benchmarks/bench_matching.py``,
+  ``results/benchmarks/matching.md``): the highest recall among the rules with precision >= 90 %. The
+  overlap coefficient at 0.8, used before, accepts *containment*, not sameness ("state" / "United States",
+  "Paris" / "Paris Hilton", a sentence that contains the name): about a fifth of its matches on those pairs
+  are right. Nothing downstream repairs a wrong match: a spanning tree keeps every node of its component,
+  so the MST of eq. 7 cannot drop a wrong seed. The price of the strict rule is a short name inside a much
+  longer one ("Compaq" / "Compaq Computer Corporation"), which it misses; whole-triple matching and the
+  fallback below still give such questions a seed. A question entity matches every graph entity the rule
+  accepts (best-only rules: the best ones).
+- **Whole-triple matching** (:func:`triple_matches`): a question entity that matches no entity name (an
+  LLM NER that returns a description, "PC maker of 1994") is matched against whole triples: if all its
+  content words occur in ``head relation tail``, that triple's head and tail become seeds (eq. 5 "judge
+  whether the question's entities and the passage triples are the same entity").
 - **NER guard** (:func:`ground_entities`): entities the LLM returns that do not
   occur in the question (a tiny model copies its few-shot examples) are dropped.
   If nothing is left, or nothing left matches an entity of ``G_q``, the graph
@@ -213,26 +212,6 @@ LENGTH_RATIO = 0.8
 MAX_EXTRA_WORDS = 1
 
 
-@dataclass(frozen=True)
-class NameFeatures:
-    """What every eq. 5 rule compares: character n-grams, content words and length of the normalised name."""
-
-    grams: frozenset
-    words: frozenset
-    length: int
-
-
-@lru_cache(maxsize=1 << 16)
-def name_features(s: str, n: int = 3) -> NameFeatures:
-    """:class:`NameFeatures` of one name (:func:`char_ngrams`, :func:`content_tokens`, :func:`normalize_name`);
-    cached, as a graph's entity names recur in every question that retrieves their passages."""
-    return NameFeatures(frozenset(char_ngrams(s, n)), frozenset(content_tokens(s)), len(normalize_name(s)))
-
-
-def _length_ok(a: NameFeatures, b: NameFeatures) -> bool:
-    return bool(a.length and b.length) and min(a.length, b.length) >= LENGTH_RATIO * max(a.length, b.length)
-
-
 def singular(word: str) -> str:
     """A crude English singular, so that "monsters" / "monster" and "treaties" / "treaty" compare equal
     in the ``"tokens"`` rule: -ies -> -y, else one final -s dropped (not -ss, not words of 3 letters or fewer)."""
@@ -243,10 +222,33 @@ def singular(word: str) -> str:
     return word
 
 
+@dataclass(frozen=True)
+class NameFeatures:
+    """What every eq. 5 rule compares: character n-grams, content words and length of the normalised name."""
+
+    grams: frozenset
+    words: frozenset
+    length: int
+    singular_words: frozenset  # the content words made :func:`singular` (the ``"tokens"`` rule)
+
+
+@lru_cache(maxsize=1 << 16)
+def name_features(s: str, n: int = 3) -> NameFeatures:
+    """:class:`NameFeatures` of one name (:func:`char_ngrams`, :func:`content_tokens`, :func:`normalize_name`);
+    cached, as a graph's entity names recur in every question that retrieves their passages."""
+    words = frozenset(content_tokens(s))
+    return NameFeatures(frozenset(char_ngrams(s, n)), words, len(normalize_name(s)),
+                        frozenset(singular(w) for w in words))
+
+
+def _length_ok(a: NameFeatures, b: NameFeatures) -> bool:
+    return bool(a.length and b.length) and min(a.length, b.length) >= LENGTH_RATIO * max(a.length, b.length)
+
+
 def _token_score(a: NameFeatures, b: NameFeatures) -> float:
     """Jaccard of the content-word sets (words made :func:`singular`) when one set contains the other and
     the larger adds at most :data:`MAX_EXTRA_WORDS` words; else 0."""
-    small, large = sorted(({singular(w) for w in a.words}, {singular(w) for w in b.words}), key=len)
+    small, large = sorted((a.singular_words, b.singular_words), key=len)
     if not small or not small <= large or len(large) - len(small) > MAX_EXTRA_WORDS:
         return 0.0
     return len(small) / len(large)

@@ -201,6 +201,8 @@ def seed_rates(rounds: Sequence[MatchRound], method: str, threshold: float, n: i
 
 # ---------------------------------------------------------------------------- rule × threshold on the fixture
 MIN_PRECISION = 90.0  # the choice: the highest recall among the rules with at least this precision (%)
+THRESHOLDS = (0.3, 0.5, 0.7, 0.8, 0.9, 1.0)  # the thresholds every rule is measured at
+RATIOS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)  # the length ratios ρ of "overlap_len" measured
 
 
 def _scores_of(preds: Sequence[bool], pairs: Sequence[LabelledPair]) -> dict:

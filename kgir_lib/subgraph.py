@@ -6,7 +6,7 @@ One small function per step of Algorithm 1::
     G_q    = question_triples(kg, D_q)                  eq. 3  triples of the retrieved passages
     E_q    = parse_entities(NER(q))                     eq. 4  LLM named-entity recognition
              (fallback: entities_in_question(q, entities(G_q)) when the LLM gives nothing usable)
-    M      = match_entities(E_q, entities(G_q), n, θ)   eq. 5  character n-gram matching
+    M      = match_entities(E_q, entities(G_q), n, θ)   eq. 5  name matching (cfg.match_method, θ)
              (+ triple_matches: whole-triple matching of entities that matched no name)
     G_tmp  = tmp_graph(G_q, M, reading)                 eq. 5  see "two readings" below
     B_i    = seed_components(G_tmp, seeds)              eq. 6  connected components holding a seed
@@ -47,8 +47,10 @@ Choices the paper leaves open, made here and documented where they are made:
   extractor's order), so the result is deterministic. Of several triples
   between the same two entities at most one is kept (the heaviest; on a tie the
   first). Self-loops (head == tail) are never kept.
-- **Entity matching** (steps 3-4: NER, grounding, n-gram similarity, whole-triple matching):
+- **Entity matching** (steps 3-4: NER, grounding, name matching, whole-triple matching):
   :mod:`kgir_lib.entity_matching`; **components and spanning trees** (eqs. 6-7): :mod:`kgir_lib.mst`.
+  The spanning trees remove edges, never nodes: every seed stays in ``G_Ans`` with its tree, so a
+  wrong match of eq. 5 is not pruned later -- hence a strict matching rule (``entity_matching``).
   Both are re-exported here.
 """
 from __future__ import annotations

@@ -11,7 +11,7 @@
 # | 1 | eq. 2 | `retrieve` | `D_q` = dense cosine top-k over the whole corpus (k = `top_k`) |
 # | 2 | eq. 3 | `question_triples` | `G_q` = the triples whose source passage is in `D_q` |
 # | 3 | eq. 4 | `ner_requests` / `parse_entities` | `E_q` = NER(q) by the LLM (prompt `kgir_ner.txt`), parsed tolerantly |
-# | 4 | eq. 5 | `match_entities` | each question entity matched to the entities of `G_q` by character n-gram similarity ≥ θ |
+# | 4 | eq. 5 | `match_entities` | each question entity matched to the entities of `G_q` that are the same entity (rule `match_method` at θ) |
 # | 4 | eq. 5 | `seed_graph` | `G_tmp` = the matched seeds and all their adjacent edges in `G_q` |
 # | 5 | eq. 6 | `seed_components` | the connected components `B_i` of `G_tmp` that hold a seed |
 # | 6 | §2.2 | `edge_weights` | each edge weighted by its relevance to `q` |
@@ -19,10 +19,12 @@
 #
 # **Choices the paper leaves open** (documented in `kgir_lib/subgraph.py`):
 #
-# * *n-gram similarity*: the **Dice coefficient** of the sets of character trigrams (`ngram_n` = 3) of the two
-#   normalised names (lower case, punctuation removed, padded with a space each side); threshold θ =
-#   `ngram_threshold` (0.5). A question entity matches every graph entity at or above θ, so name variants
-#   ("Dell" / "Michael Dell" score exactly 0.5) all become seeds.
+# * *matching rule* (`match_method`, threshold θ = `ngram_threshold`): eq. 5 is to judge whether a question
+#   entity and a graph entity are the same entity. The rules (character-trigram Dice and overlap coefficient,
+#   token rules, best-only and length-ratio variants) were measured on hand-labelled pairs from the local
+#   reference run (`results/benchmarks/matching.md`); the overlap coefficient accepts any name that contains
+#   the question entity ("state" / "United States"), and a spanning tree keeps every node, so the MST cannot
+#   undo a wrong seed. §3c compares the rules' seed-match rates.
 # * *edge weights*: the paper scores each triple against `q` with the cross-encoder **bge-reranker-large**
 #   (Algorithm 1) and mentions the eq. 2 cosine as a cheaper alternative. With a reranker configured (`paper`
 #   profile) we use the reranker; without one (`sample`, `ci`) the weight is the **cosine of the question and the
@@ -49,7 +51,7 @@ config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "
 datasets = None         # None: the profile's datasets (sample: musique, hotpotqa, musique_train)
 n_questions = None      # questions a dataset; None: the profile's (sample: 4, ci: 2)
 top_k = None            # |D_q|; None: the profile's (10, as in the paper)
-ngram_threshold = None  # θ of the n-gram matching; None: the profile's (0.5)
+ngram_threshold = None  # θ of the entity matching (eq. 5); None: the profile's
 n_draw = None           # subgraphs drawn in §4; None: 3
 
 # %%
@@ -93,7 +95,7 @@ display(llm.usage.table())
 # ## 2. One question, step by step
 #
 # The first sampled question of the first dataset whose subgraph is not empty: its retrieved passages (gold
-# ones marked), the raw NER reply and the entities kept, the n-gram matches (with their Dice similarity),
+# ones marked), the raw NER reply and the entities kept, the eq. 5 matches (with their similarity),
 # the components of `G_tmp`, and every edge of `G_tmp` with its weight and whether the trees kept it.
 
 # %%
@@ -107,9 +109,9 @@ display(pd.DataFrame([{"rank": r + 1, "title": ws.dataset.corpus[p].title, "cosi
 print(f"Step 2 (eq. 3) — G_q: {len(sub.G_q)} triples")
 print(f"Step 3 (eq. 4) — NER reply: {runs[name]['ner'][i].text!r}")
 print(f"    parsed {sub.llm_entities} -> E_q {sub.E_q}" + (f"  (fallback: {sub.fallback_reason})" if sub.used_fallback else ""))
-print("Step 4 (eq. 5) — n-gram matches:")
-display(pd.DataFrame([{"question entity": e, "graph entity": g, "Dice": s} for e, found in sub.matches.items()
-                      for g, s in found] or [{"question entity": e, "graph entity": None, "Dice": None}
+print(f"Step 4 (eq. 5) — matches ({cfg.match_method} >= {cfg.ngram_threshold}):")
+display(pd.DataFrame([{"question entity": e, "graph entity": g, "similarity": s} for e, found in sub.matches.items()
+                      for g, s in found] or [{"question entity": e, "graph entity": None, "similarity": None}
                                              for e in sub.E_q]))
 print(f"Step 5 (eq. 6) — {len(sub.components)} component(s): " +
       "; ".join(f"seeds {c.seeds}: {len(c.nodes)} entities, {len(c.triples)} triples" for c in sub.components))
@@ -203,7 +205,7 @@ report.save_table(readings.round(2), cfg, "03_gtmp_readings",
 
 # %%
 seed_rows = []
-for method in ("dice", "overlap", "containment"):
+for method in dict.fromkeys(("dice", "overlap", "containment", cfg.match_method)):
     for n, run in runs.items():
         subs_m = [rebuild_subgraph(run["ws"], s, method=method) for s in run["subs"]]
         llm_only = [bool(s.seeds) and not s.used_fallback for s in subs_m]
