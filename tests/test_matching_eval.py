@@ -13,8 +13,8 @@ from kgir_lib.entity_matching import (DEFAULT_MATCH_METHOD, DEFAULT_NGRAM_THRESH
 from kgir_lib.kg import KnowledgeGraph, Triple
 from kgir_lib.kg.store import save_kg
 from kgir_lib.matching_eval import (RATIOS, THRESHOLDS, MatchRound, choose_rule, fixture_table, length_ratio,
-                                    loose_candidates, match_kind, pair_scores, ratio_sweep, read_pairs, seed_rates,
-                                    trace_rounds_of_run)
+                                    loose_candidates, match_kind, pair_scores, pair_weights, ratio_sweep, read_pairs,
+                                    read_population, reproduced, seed_rates, trace_rounds_of_run)
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "matching_pairs.tsv"
@@ -29,14 +29,15 @@ def names(method: str, q: str, threshold: float = 0.5) -> list:
 
 # ---------------------------------------------------------------- the rules on hand-made names
 def test_overlap_len_needs_comparable_lengths():
+    assert LENGTH_RATIO == 0.8  # measured: test_length_ratio_constant_is_the_measured_one
     # "compaq" (6 characters) vs "compaq computer" (15): ratio 0.4; vs "compaq computer corporation" (27): 0.22
     assert length_ratio("Compaq", "Compaq Computer") == pytest.approx(0.4)
     assert names("overlap", "Compaq") == ["Compaq", "Compaq Computer", "Compaq Computer Corporation"]
-    assert names("overlap_len", "Compaq") == ["Compaq"] + (["Compaq Computer"] if LENGTH_RATIO <= 0.4 else [])
-    # "state" (5) vs "united states" (13): 0.38; vs "states" (6): 0.83, overlap 0.8
-    assert names("overlap_len", "state", 0.8) == ["state", "States"] + (["United States"] if LENGTH_RATIO <= 5 / 13
-                                                                         else [])
-    assert ngram_similarity("Paris", "Paris Hilton", method="overlap_len") == (1.0 if LENGTH_RATIO <= 5 / 12 else 0.0)
+    assert names("overlap_len", "Compaq") == ["Compaq"]
+    # "state" (5) vs "states" (6): 0.83 and overlap 0.8; vs "united states" (13): 0.38
+    assert names("overlap_len", "state", 0.8) == ["state", "States"]
+    assert ngram_similarity("Paris", "Paris Hilton", method="overlap") == 1.0
+    assert ngram_similarity("Paris", "Paris Hilton", method="overlap_len") == 0.0  # 5 / 12 characters
 
 
 def test_best_only_rules_keep_the_best_graph_entities():
@@ -126,6 +127,10 @@ def test_trace_rounds_of_run_reads_rounds_and_G_q(tmp_path):
     assert len(rounds) == 1  # the round without a subgraph and the non-KGIR method are skipped
     r = rounds[0]
     assert (r.dataset, r.qid, r.E_q, r.graph_entities) == ("hotpotqa", "q7", ["Compaq"], ["Compaq", "HP"])
+    assert reproduced(rounds, "overlap", 0.8) == 0  # the trace recorded no seeds and no |G_q|
+    rnd["subgraph"].update(seeds=["Compaq"], n_G_q=1)
+    (tmp_path / "traces" / "kgir" / "hotpotqa.trace.jsonl").write_text(json.dumps(rec) + "\n")
+    assert reproduced(trace_rounds_of_run(tmp_path), "overlap", 0.8) == 1
     with pytest.raises(FileNotFoundError, match="trace"):
         trace_rounds_of_run(tmp_path / "nothing")
 
@@ -137,6 +142,18 @@ def test_read_pairs_names_a_bad_label(tmp_path):
                               "rivals")) + "\nq\td\tQ?\ta\tb\tmaybe\ts\t\n")
     with pytest.raises(ValueError, match=r"p\.tsv: data line 2: field 'label'"):
         read_pairs(bad)
+
+
+def test_pair_weights_are_inverse_sampling_rates(tmp_path):
+    path = tmp_path / "p.tsv"
+    path.write_text("# population\td\ta\t10\n# population\td\tb\t3\n" + "\t".join(
+        ("qid", "dataset", "question", "question_entity", "graph_entity", "label", "stratum", "rivals")) + "\n"
+        + "".join(f"q\td\tQ?\tx{i}\ty\tsame\t{st}\t\n" for i, st in enumerate("aab")))
+    pairs = read_pairs(path)
+    assert read_population(path) == {("d", "a"): 10, ("d", "b"): 3}
+    assert pair_weights(pairs, read_population(path)) == [5.0, 5.0, 3.0]
+    with pytest.raises(ValueError, match="population"):
+        pair_weights(pairs, {("d", "a"): 10})
 
 
 def test_fixture_covers_both_datasets_and_labels():
