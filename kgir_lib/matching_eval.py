@@ -7,9 +7,13 @@ holds what ``benchmarks/bench_matching.py`` and the tests need to measure that, 
   ablations) as a :class:`MatchRound` -- the round's question, its NER entities and the graph entities of
   its ``G_q``, re-read from the run's KG and the round's retrieved passages;
 - :func:`loose_candidates`: the loose union of rules the labelled fixture was sampled from;
-- :func:`read_pairs`, :func:`pair_scores`: the labelled fixture (``tests/fixtures/matching_pairs.tsv``) and
-  precision / recall of a rule on it (recall over the pairs labelled ``same``);
-- :func:`seed_rates`: per dataset, the share of subgraph rounds with a seed and the kind of each match.
+- :func:`read_pairs`, :func:`pair_scores`, :func:`fixture_table`: the labelled fixture
+  (``tests/fixtures/matching_pairs.tsv``) and precision / recall of each rule on it (recall over the pairs
+  labelled ``same``), also weighted by the sampling rate of each stratum (:func:`pair_weights`);
+  :func:`choose_rule` picks the rule (highest recall at precision >= :data:`MIN_PRECISION`);
+  :func:`ratio_sweep` measures the length ratio of ``"overlap_len"``;
+- :func:`seed_rates`: per dataset, the share of subgraph rounds with a seed and the kind of each match;
+  :func:`reproduced` checks the recomputation against the seeds the traces recorded.
 """
 from __future__ import annotations
 
