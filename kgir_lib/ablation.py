@@ -48,7 +48,8 @@ GRID = {
     "kg2rag_m": (0, 1, 2),                   # expansion hops m (report Table 5; default 1, 0 = w/o expansion)
     "kgir_max_iterations": (1, 2, 3),        # KGIR-RAG loop bound (profile default 3)
     "kgir_top_k": (5, 10, 15),               # |D_q| (paper: 10)
-    "kgir_ngram_threshold": (0.5, 0.8, 0.95),  # eq. 5 matching threshold (profile default 0.8, overlap coefficient)
+    "kgir_ngram_threshold": (0.5, 0.7, 1.0),  # eq. 5 threshold of the profile's match_method (tokens: 0.5 lets a name
+    #                                          gain one word, 0.7 only names of 3+ words, 1.0 equal content words)
 }
 _INT_GRIDS = {"kg2rag_k", "kg2rag_m", "kgir_max_iterations", "kgir_top_k"}
 

@@ -8,31 +8,30 @@ and re-exports every name here.
 
 Choices the paper leaves open:
 
-- **Similarity** (``cfg.match_method``, threshold
-  ``cfg.ngram_threshold``): ``"dice"`` (character n-grams), ``"overlap"``
-  (overlap coefficient of the n-gram sets) or ``"containment"`` (content-word
-  containment); ``benchmarks/bench_matching.py`` measures them
-  (``results/benchmarks/matching.md``).
-- **Whole-triple matching** (:func:`triple_matches`): a
-  question entity that matches no entity name (an LLM NER that returns a
-  description, "PC maker of 1994") is matched against whole triples: if all
-  its content words occur in ``head relation tail``, that triple's head and
-  tail become seeds (eq. 5 "judge whether the question's entities and the
-  passage triples are the same entity").
-- **n-gram similarity** (:func:`ngram_similarity`): the character n-grams
-  (n = ``cfg.ngram_n`` = 3) of the normalised names (lower case, punctuation
-  removed, white space folded, padded with one space at each end so short
-  names and word boundaries count). Default: the **overlap coefficient**
-  |A∩B| / min(|A|, |B|) at threshold ``cfg.ngram_threshold`` = 0.8, chosen by
-  measurement (``results/benchmarks/matching.md``): on HotpotQA's GPT-3.5
-  question NER against the questions' paragraph titles it keeps Dice@0.5's
-  recall (70.8 %) at higher precision (55.3 vs 50.4 %), and on musique_train's
-  NER against its OpenIE entities it finds 69 % of the name variants (Dice@0.5:
-  46 %) with fewer spurious matches (0.60 vs 0.77 an entity). It matches a
-  short name inside a longer one ("Compaq" / "Compaq Computer Corporation",
-  years), the case Dice misses; the price is the "Paris" / "Paris Hilton" kind
-  of match, which the reranker-weighted MST then has to prune. A question
-  entity matches every graph entity at or above the threshold.
+- **The matching rule** (``cfg.match_method``, threshold ``cfg.ngram_threshold``; :data:`SIMILARITIES`,
+  :func:`ngram_similarity`, :func:`match_entities`). Eq. 5 is to judge "whether the question entity and
+  the triple's entity are the same entity". Rules: ``"dice"`` and ``"overlap"`` (Dice / overlap coefficient
+  of the character n-gram sets, n = ``cfg.ngram_n`` = 3, of the normalised names -- lower case, accents
+  and punctuation removed, padded with one space each side); ``"containment"`` (overlap coefficient of the
+  content-word sets); ``"overlap_len"`` (overlap, and the shorter name at least :data:`LENGTH_RATIO` of the
+  longer's length); ``"overlap_best"`` / ``"dice_best"`` (only each question entity's best graph entities);
+  ``"tokens"`` (the content-word sets, made singular, are equal or one adds at most :data:`MAX_EXTRA_WORDS`
+  word; similarity = their Jaccard). **Default: ``"tokens"`` at 0.7** (:data:`DEFAULT_MATCH_METHOD`,
+  :data:`DEFAULT_NGRAM_THRESHOLD`): equal content words, or a name of three or more content words inside
+  one with a single word more. Chosen by measurement on hand-labelled pairs from the local reference run
+  (``tests/fixtures/matching_pairs.tsv``, ``benchmarks/bench_matching.py``,
+  ``results/benchmarks/matching.md``): the highest recall among the rules with precision >= 90 %. The
+  overlap coefficient at 0.8, used before, accepts *containment*, not sameness ("state" / "United States",
+  "Paris" / "Paris Hilton", a sentence that contains the name): about a fifth of its matches on those pairs
+  are right. Nothing downstream repairs a wrong match: a spanning tree keeps every node of its component,
+  so the MST of eq. 7 cannot drop a wrong seed. The price of the strict rule is a short name inside a much
+  longer one ("Compaq" / "Compaq Computer Corporation"), which it misses; whole-triple matching and the
+  fallback below still give such questions a seed. A question entity matches every graph entity the rule
+  accepts (best-only rules: the best ones).
+- **Whole-triple matching** (:func:`triple_matches`): a question entity that matches no entity name (an
+  LLM NER that returns a description, "PC maker of 1994") is matched against whole triples: if all its
+  content words occur in ``head relation tail``, that triple's head and tail become seeds (eq. 5 "judge
+  whether the question's entities and the passage triples are the same entity").
 - **NER guard** (:func:`ground_entities`): entities the LLM returns that do not
   occur in the question (a tiny model copies its few-shot examples) are dropped.
   If nothing is left, or nothing left matches an entity of ``G_q``, the graph
@@ -43,6 +42,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Iterable, Optional, Sequence
 
 from .kg import Triple
@@ -190,11 +191,11 @@ def char_ngrams(s: str, n: int = 3) -> set:
     return {padded[i:i + n] for i in range(len(padded) - n + 1)}
 
 
-def _dice(a: set, b: set) -> float:
+def _dice(a: frozenset, b: frozenset) -> float:
     return 2.0 * len(a & b) / (len(a) + len(b)) if a and b else 0.0
 
 
-def _overlap(a: set, b: set) -> float:
+def _overlap(a: frozenset, b: frozenset) -> float:
     return len(a & b) / min(len(a), len(b)) if a and b else 0.0
 
 
@@ -204,53 +205,116 @@ def content_tokens(s: str) -> set:
     return {w for w in words if w not in STOP_WORDS} or set(words)
 
 
-def ngram_similarity(a: str, b: str, n: int = 3, method: str = "dice") -> float:
-    """Similarity of two entity names (eq. 5), one of :data:`SIMILARITIES`:
+# ρ of "overlap_len": the shorter normalised name must be at least this share of the longer one's length
+# (measured in results/benchmarks/matching.md, benchmarks/bench_matching.py).
+LENGTH_RATIO = 0.8
+# "tokens": the longer name may add at most this many content words to the shorter one's
+MAX_EXTRA_WORDS = 1
 
-    - ``"dice"``: 2|A∩B| / (|A|+|B|) of the character n-gram sets;
+
+def singular(word: str) -> str:
+    """A crude English singular, so that "monsters" / "monster" and "treaties" / "treaty" compare equal
+    in the ``"tokens"`` rule: -ies -> -y, else one final -s dropped (not -ss, not words of 3 letters or fewer)."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+@dataclass(frozen=True)
+class NameFeatures:
+    """What every eq. 5 rule compares: character n-grams, content words and length of the normalised name."""
+
+    grams: frozenset
+    words: frozenset
+    length: int
+    singular_words: frozenset  # the content words made :func:`singular` (the ``"tokens"`` rule)
+
+
+@lru_cache(maxsize=1 << 16)
+def name_features(s: str, n: int = 3) -> NameFeatures:
+    """:class:`NameFeatures` of one name (:func:`char_ngrams`, :func:`content_tokens`, :func:`normalize_name`);
+    cached, as a graph's entity names recur in every question that retrieves their passages."""
+    words = frozenset(content_tokens(s))
+    return NameFeatures(frozenset(char_ngrams(s, n)), words, len(normalize_name(s)),
+                        frozenset(singular(w) for w in words))
+
+
+def _length_ok(a: NameFeatures, b: NameFeatures) -> bool:
+    return bool(a.length and b.length) and min(a.length, b.length) >= LENGTH_RATIO * max(a.length, b.length)
+
+
+def _token_score(a: NameFeatures, b: NameFeatures) -> float:
+    """Jaccard of the content-word sets (words made :func:`singular`) when one set contains the other and
+    the larger adds at most :data:`MAX_EXTRA_WORDS` words; else 0."""
+    small, large = sorted((a.singular_words, b.singular_words), key=len)
+    if not small or not small <= large or len(large) - len(small) > MAX_EXTRA_WORDS:
+        return 0.0
+    return len(small) / len(large)
+
+
+_SCORES = {
+    "dice": lambda a, b: _dice(a.grams, b.grams),
+    "overlap": lambda a, b: _overlap(a.grams, b.grams),
+    "containment": lambda a, b: _overlap(a.words, b.words),
+    "overlap_len": lambda a, b: _overlap(a.grams, b.grams) if _length_ok(a, b) else 0.0,
+    "overlap_best": lambda a, b: _overlap(a.grams, b.grams),
+    "dice_best": lambda a, b: _dice(a.grams, b.grams),
+    "tokens": _token_score,
+}
+SIMILARITIES = tuple(_SCORES)
+BEST_ONLY = ("overlap_best", "dice_best")  # rules that keep only each question entity's best graph entities
+
+# The eq. 5 rule chosen by measurement (results/benchmarks/matching.md); the defaults of every function here.
+DEFAULT_MATCH_METHOD = "tokens"
+DEFAULT_NGRAM_THRESHOLD = 0.7
+
+
+def _score_fn(method: str):
+    if method not in _SCORES:
+        raise ValueError(f"unknown matching method {method!r} (choose from {SIMILARITIES})")
+    return _SCORES[method]
+
+
+def ngram_similarity(a: str, b: str, n: int = 3, method: str = DEFAULT_MATCH_METHOD) -> float:
+    """Similarity of two entity names (eq. 5) under one of the rules :data:`SIMILARITIES`:
+
+    - ``"dice"``: 2|A∩B| / (|A|+|B|) of the character n-gram sets A, B;
     - ``"overlap"``: |A∩B| / min(|A|, |B|) of the character n-gram sets (overlap coefficient);
-    - ``"containment"``: |W_a∩W_b| / min(|W_a|, |W_b|) of the content-word sets (token containment).
+    - ``"containment"``: |W_a∩W_b| / min(|W_a|, |W_b|) of the content-word sets (token containment);
+    - ``"overlap_len"``: the overlap coefficient when the shorter normalised name is at least
+      :data:`LENGTH_RATIO` of the longer one's length, else 0;
+    - ``"overlap_best"`` / ``"dice_best"``: the overlap coefficient / Dice; :func:`match_entities` then keeps
+      only each question entity's best graph entities;
+    - ``"tokens"``: |W_a| / |W_b| for content-word sets W_a ⊆ W_b where W_b adds at most
+      :data:`MAX_EXTRA_WORDS` words (1 for equal sets), else 0.
     """
-    features, score = _measure(method, n)
-    return score(features(a), features(b))
+    return _score_fn(method)(name_features(a, n), name_features(b, n))
 
 
-def _measure(method: str, n: int = 3) -> tuple:
-    """``(features, score)`` of a :data:`SIMILARITIES` method: what a name is turned into, and how two are
-    compared (:func:`ngram_similarity`; :func:`match_entities` computes each name's features once)."""
-    if method == "dice":
-        return (lambda x: char_ngrams(x, n)), _dice
-    if method == "overlap":
-        return (lambda x: char_ngrams(x, n)), _overlap
-    if method == "containment":
-        return content_tokens, _overlap
-    raise ValueError(f"unknown matching method {method!r} (choose from {SIMILARITIES})")
+def match_entities(E_q: Sequence[str], entities: Iterable[str], n: int = 3,
+                   threshold: float = DEFAULT_NGRAM_THRESHOLD, method: str = DEFAULT_MATCH_METHOD) -> dict:
+    """For each question entity, the graph entities it is judged the same entity as (eq. 5).
 
-
-SIMILARITIES = ("dice", "overlap", "containment")
-
-
-def match_entities(E_q: Sequence[str], entities: Iterable[str], n: int = 3, threshold: float = 0.5,
-                   method: str = "dice") -> dict:
-    """For each question entity, the graph entities with similarity >= ``threshold`` (eq. 5).
-
-    ``method`` is one of :data:`SIMILARITIES` (:func:`ngram_similarity`).
-    Returns ``{question_entity: [(graph_entity, similarity), ...]}``, best first,
-    ties by name; a question entity without any match maps to ``[]``.
+    A graph entity matches when its :func:`ngram_similarity` under ``method`` is >= ``threshold`` (and > 0);
+    the rules of :data:`BEST_ONLY` keep, of those, only the ones with the highest similarity (ties: the
+    highest Dice, then all that tie). Returns ``{question_entity: [(graph_entity, similarity), ...]}``,
+    best first, ties by name; a question entity without any match maps to ``[]``.
     """
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"parameter 'ngram_threshold': must be in [0, 1], got {threshold}")
-    feats, score = _measure(method, n)
+    score = _score_fn(method)
     ents = sorted(set(entities))
-    grams = {e: feats(e) for e in ents}
+    feats = {e: name_features(e, n) for e in ents}
     out: dict = {}
     for q in E_q:
-        gq = feats(q)
-        found = []
-        for e in ents:
-            sim = score(gq, grams[e])
-            if sim >= threshold and sim > 0:
-                found.append((e, round(sim, 6)))
+        fq = name_features(q, n)
+        found = [(e, round(s, 6)) for e in ents if (s := score(fq, feats[e])) >= threshold and s > 0]
+        if method in BEST_ONLY and found:
+            rank = {e: (s, round(_dice(fq.grams, feats[e].grams), 6)) for e, s in found}
+            top = max(rank.values())
+            found = [(e, s) for e, s in found if rank[e] == top]
         out[q] = sorted(found, key=lambda x: (-x[1], x[0]))
     return out
 
@@ -287,3 +351,41 @@ def triple_matches(E_q: Sequence[str], triples: Sequence[Triple], matches: dict)
                 found.setdefault(t.tail, 1.0)
         out[e] = sorted(found.items(), key=lambda x: (-x[1], x[0]))
     return out
+
+
+@dataclass
+class QuestionMatch:
+    """Steps 3-4 of Algorithm 1 for one question: the question entities used and their matches."""
+
+    E_q: list
+    matches: dict                          # {question entity: [(graph entity, similarity)]}
+    used_fallback: bool = False
+    fallback_reason: Optional[str] = None  # "no_entities" | "no_match"
+    matched_by_triple: list = field(default_factory=list)  # question entities matched via whole triples
+
+    @property
+    def seeds(self) -> list:
+        return seeds_of(self.matches)
+
+
+def match_question(question: str, llm_entities: Sequence[str], G_q: Sequence[Triple], n: int = 3,
+                   threshold: float = DEFAULT_NGRAM_THRESHOLD, method: str = DEFAULT_MATCH_METHOD,
+                   fallback_on_no_match: bool = True, match_triples: bool = True) -> QuestionMatch:
+    """E_q and its matches in ``G_q`` (eqs. 4-5): the NER entities grounded in the question
+    (:func:`ground_entities`) matched by name (:func:`match_entities`), then -- if ``match_triples`` --
+    against whole triples (:func:`triple_matches`); with no grounded entity, or (if ``fallback_on_no_match``)
+    no seed, the graph entities written in the question (:func:`entities_in_question`) instead."""
+    graph_entities = {e for t in G_q for e in (t.head, t.tail)}
+    E_q = ground_entities(llm_entities, question)
+    matches = match_entities(E_q, graph_entities, n, threshold, method) if E_q else {}
+    by_triple: list = []
+    if E_q and match_triples:
+        by_name = matches
+        matches = triple_matches(E_q, G_q, matches)
+        by_triple = [e for e in E_q if matches.get(e) and not by_name.get(e)]
+    if not E_q or (fallback_on_no_match and not seeds_of(matches)):
+        reason = "no_entities" if not E_q else "no_match"
+        E_q = entities_in_question(question, graph_entities)
+        return QuestionMatch(list(E_q), match_entities(E_q, graph_entities, n, threshold, method), True, reason,
+                             by_triple)
+    return QuestionMatch(list(E_q), matches, False, None, by_triple)

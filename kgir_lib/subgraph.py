@@ -6,7 +6,7 @@ One small function per step of Algorithm 1::
     G_q    = question_triples(kg, D_q)                  eq. 3  triples of the retrieved passages
     E_q    = parse_entities(NER(q))                     eq. 4  LLM named-entity recognition
              (fallback: entities_in_question(q, entities(G_q)) when the LLM gives nothing usable)
-    M      = match_entities(E_q, entities(G_q), n, θ)   eq. 5  character n-gram matching
+    M      = match_entities(E_q, entities(G_q), n, θ)   eq. 5  name matching (cfg.match_method, θ)
              (+ triple_matches: whole-triple matching of entities that matched no name)
     G_tmp  = tmp_graph(G_q, M, reading)                 eq. 5  see "two readings" below
     B_i    = seed_components(G_tmp, seeds)              eq. 6  connected components holding a seed
@@ -47,8 +47,10 @@ Choices the paper leaves open, made here and documented where they are made:
   extractor's order), so the result is deterministic. Of several triples
   between the same two entities at most one is kept (the heaviest; on a tie the
   first). Self-loops (head == tail) are never kept.
-- **Entity matching** (steps 3-4: NER, grounding, n-gram similarity, whole-triple matching):
+- **Entity matching** (steps 3-4: NER, grounding, name matching, whole-triple matching):
   :mod:`kgir_lib.entity_matching`; **components and spanning trees** (eqs. 6-7): :mod:`kgir_lib.mst`.
+  The spanning trees remove edges, never nodes: every seed stays in ``G_Ans`` with its tree, so a
+  wrong match of eq. 5 is not pruned later -- hence a strict matching rule (``entity_matching``).
   Both are re-exported here.
 """
 from __future__ import annotations
@@ -58,10 +60,11 @@ from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
-from .entity_matching import (NER_MAX_TOKENS, NER_SCHEMA, SIMILARITIES, STOP_WORDS, char_ngrams,  # noqa: F401
-                              content_tokens, entities_in_question, ground_entities, match_entities, ner_requests,
-                              ner_usable, ngram_similarity, normalize_name, parse_entities, seeds_of,
-                              triple_matches, triple_text)
+from .entity_matching import (DEFAULT_MATCH_METHOD, DEFAULT_NGRAM_THRESHOLD, NER_MAX_TOKENS,  # noqa: F401
+                              NER_SCHEMA, SIMILARITIES, STOP_WORDS, QuestionMatch, char_ngrams, content_tokens,
+                              entities_in_question, ground_entities, match_entities, match_question,
+                              ner_requests, ner_usable, ngram_similarity, normalize_name, parse_entities,
+                              seeds_of, triple_matches, triple_text)
 from .kg import KnowledgeGraph, Triple
 from .mst import Component, UnionFind, maximum_spanning_tree, seed_components  # noqa: F401
 
@@ -229,9 +232,10 @@ WeightFn = Callable[[str, Sequence[Triple]], Sequence[float]]
 
 
 def evidence_subgraph(question: str, retrieved: Sequence[tuple], G_q: Sequence[Triple],
-                      llm_entities: Sequence[str], weight_fn: WeightFn, n: int = 3, threshold: float = 0.5,
-                      weighting: str = "cosine", fallback_on_no_match: bool = True, reading: str = "passages",
-                      method: str = "dice", match_triples: bool = True) -> EvidenceSubgraph:
+                      llm_entities: Sequence[str], weight_fn: WeightFn, n: int = 3,
+                      threshold: float = DEFAULT_NGRAM_THRESHOLD, weighting: str = "cosine",
+                      fallback_on_no_match: bool = True, reading: str = "passages",
+                      method: str = DEFAULT_MATCH_METHOD, match_triples: bool = True) -> EvidenceSubgraph:
     """Algorithm 1 for one question, given ``D_q``, ``G_q`` and the parsed NER output.
 
     ``weight_fn(question, triples) -> weights`` scores the edges of the seed components.
@@ -241,21 +245,11 @@ def evidence_subgraph(question: str, retrieved: Sequence[tuple], G_q: Sequence[T
     """
     sub = EvidenceSubgraph(question=question, retrieved=list(retrieved), G_q=list(G_q),
                            llm_entities=list(llm_entities), weighting=weighting, reading=reading)
-    graph_entities = {e for t in G_q for e in (t.head, t.tail)}
-    E_q = ground_entities(llm_entities, question)
-    matches = match_entities(E_q, graph_entities, n, threshold, method) if E_q else {}
-    if E_q and match_triples:
-        by_name = matches
-        matches = triple_matches(E_q, G_q, matches)
-        sub.matched_by_triple = [e for e in E_q if matches.get(e) and not by_name.get(e)]
-    if not E_q or (fallback_on_no_match and not seeds_of(matches)):
-        sub.used_fallback = True
-        sub.fallback_reason = "no_entities" if not E_q else "no_match"
-        E_q = entities_in_question(question, graph_entities)
-        matches = match_entities(E_q, graph_entities, n, threshold, method)
-    sub.E_q, sub.matches = list(E_q), matches
-    sub.seeds = seeds_of(matches)
-    sub.G_tmp = tmp_graph(G_q, matches, reading)
+    m = match_question(question, llm_entities, G_q, n, threshold, method, fallback_on_no_match, match_triples)
+    sub.E_q, sub.matches, sub.matched_by_triple = m.E_q, m.matches, m.matched_by_triple
+    sub.used_fallback, sub.fallback_reason = m.used_fallback, m.fallback_reason
+    sub.seeds = m.seeds
+    sub.G_tmp = tmp_graph(G_q, m.matches, reading)
     sub.components = seed_components(sub.G_tmp, sub.seeds)
     in_comps = [t for c in sub.components for t in c.triples]
     w = list(weight_fn(question, in_comps)) if in_comps else []

@@ -90,7 +90,8 @@ def test_override_coercions():
     ("llm_json_mode", "xml", "'llm_json_mode'"),
     ("llm_timeout_s", 0, "'llm_timeout_s'"),
     ("datasets", [], "'datasets'"),
-    ("match_method", "jaccard", "'match_method': unknown value 'jaccard' \\(dice \\| overlap \\| containment\\)"),
+    ("match_method", "jaccard", "'match_method': unknown value 'jaccard' \\(dice \\| overlap \\| containment \\| "
+                                "overlap_len \\| overlap_best \\| dice_best \\| tokens\\)"),
     ("gtmp_reading", "star", "'gtmp_reading': unknown value 'star' \\(passages \\| seed_star\\)"),
 ])
 def test_bad_values_name_the_field(field, value, needle):

@@ -36,13 +36,16 @@ def test_char_ngrams_pads_and_normalises():
 
 
 def test_ngram_similarity_is_dice_of_trigram_sets():
-    assert ngram_similarity("abc", "abc") == 1.0
+    def dice(a, b):
+        return ngram_similarity(a, b, method="dice")
+
+    assert dice("abc", "abc") == 1.0
     # " abc " -> {" ab", "abc", "bc "}; " abd " -> {" ab", "abd", "bd "}: 2*1/6
-    assert ngram_similarity("abc", "abd") == pytest.approx(1 / 3)
-    assert ngram_similarity("xyz", "abc") == 0.0
-    assert ngram_similarity("", "abc") == 0.0
-    assert ngram_similarity("Hewlett-Packard", "Hewlett Packard") == 1.0
-    assert ngram_similarity("Compaq", "compaq.") == 1.0
+    assert dice("abc", "abd") == pytest.approx(1 / 3)
+    assert dice("xyz", "abc") == 0.0
+    assert dice("", "abc") == 0.0
+    assert dice("Hewlett-Packard", "Hewlett Packard") == 1.0
+    assert dice("Compaq", "compaq.") == 1.0
 
 
 def test_match_entities_threshold_order_and_no_match():
@@ -215,7 +218,7 @@ def test_config_default_reading_is_passages(cfg):
 def test_evidence_subgraph_disconnected_seeds_give_one_tree_each():
     g = _star_graph()
     sub = evidence_subgraph("Did Compaq and Michael Dell meet?", [], g, ["Compaq", "Michael Dell"],
-                            fixed_weights(WEIGHTS))
+                            fixed_weights(WEIGHTS), threshold=0.5, method="dice")
     # "Dell" is a name variant of "Michael Dell" at Dice 0.5 (8 of 16 trigrams), so both seed one component
     assert [c.seeds for c in sub.components] == [["Compaq"], ["Michael Dell", "Dell"]]
     assert g[5] in sub.kept and g[3] in sub.pruned
@@ -297,7 +300,9 @@ def test_build_subgraphs_one_ner_call_for_all_queries(tiny_workspace, tiny_datas
     assert {(t.head, t.relation, t.tail) for t in star.G_tmp} <= {
         ("Compaq", "was top PC maker of", "1994"), ("Compaq", "is a", "PC supplier"),
         ("Hewlett-Packard", "merged with", "Compaq")}
-    assert q3.used_fallback and q3.E_q == ["Dell"] and q3.seeds == ["Dell", "Michael Dell"]
+    # the profile's rule judges sameness: "Dell" is not "Michael Dell" (a containment rule would match both)
+    assert q3.used_fallback and q3.E_q == ["Dell"] and q3.seeds == ["Dell"]
+    assert rebuild_subgraph(ws, q3, threshold=0.8, method="overlap").seeds == ["Dell", "Michael Dell"]
     assert [p for p, _ in q1.retrieved] == [p for p, _ in retrieve(ws, [queries[0]], 3)[0]]
     # a second build hits the LLM cache, with the same result
     subs2, results2 = build_subgraphs(ws, queries, k=3)
@@ -348,7 +353,7 @@ def test_rebuild_subgraph_reuses_ner_without_llm_calls(tiny_workspace):
 # ---------------------------------------------------------------- matching (eq. 5) and whole-triple matching
 def test_similarity_methods_on_the_pairs_dice_gets_wrong():
     pairs = [("Compaq", "Compaq Computer Corporation"), ("Paris", "Paris Hilton")]
-    dice = [ngram_similarity(a, b) for a, b in pairs]
+    dice = [ngram_similarity(a, b, method="dice") for a, b in pairs]
     assert dice[0] == pytest.approx(12 / 29) and dice[1] == pytest.approx(0.588, abs=1e-3)  # Dice at 0.5 misses the first, matches the second
     assert ngram_similarity(*pairs[0], method="overlap") == 1.0
     assert ngram_similarity(*pairs[0], method="containment") == 1.0
@@ -359,7 +364,7 @@ def test_similarity_methods_on_the_pairs_dice_gets_wrong():
         ngram_similarity("a", "b", method="jaccard")
     m = match_entities(["Compaq"], ["Compaq Computer Corporation", "IBM"], threshold=0.8, method="overlap")
     assert m == {"Compaq": [("Compaq Computer Corporation", 1.0)]}
-    assert match_entities(["Compaq"], ["Compaq Computer Corporation"], threshold=0.5)["Compaq"] == []
+    assert match_entities(["Compaq"], ["Compaq Computer Corporation"], threshold=0.5, method="dice")["Compaq"] == []
 
 
 def test_whole_triple_matching_of_a_description():

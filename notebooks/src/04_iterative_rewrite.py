@@ -53,7 +53,7 @@ datasets = None         # None: the profile's value
 n_questions = None      # questions a dataset; None: the profile's value
 max_iterations = None   # rounds before the forced answer; None: the profile's value
 top_k = None            # |D_t|; None: the profile's value
-ngram_threshold = None  # n-gram matching threshold; None: the profile's value
+ngram_threshold = None  # entity matching threshold (eq. 5); None: the profile's value
 n_traces = None         # traces rendered in §4; None: 3
 resume = None           # read back an identical earlier run's trace files; None: True
 
