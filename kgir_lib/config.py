@@ -61,8 +61,7 @@ class Config:
     llm_seed: int = 0
     temperature: float = 0.0
     max_new_tokens: int = 192  # budget of any LLM stage without its own field below (e.g. free-form case-study calls)
-    # per-stage generation budgets (max new tokens). Paper values (paper.yaml) are large
-    # enough never to cut a well-formed answer; usage tables count truncated completions (finish "length").
+    # per-stage budgets (max new tokens); paper.yaml's never cut a well-formed answer; truncations are counted
     max_tokens_extract: int = 256        # KG extraction, one passage's triple list (KGIR-RAG §2.1)
     max_tokens_ner: int = 64             # KGIR-RAG NER(q), eq. 4
     max_tokens_rewrite: int = 64         # KGIR-RAG Rewrite, eq. 8
@@ -73,12 +72,12 @@ class Config:
     max_tokens_ircot: int = 64           # IRCoT: one reasoning sentence
     max_tokens_iter_retgen: int = 96     # ITER-RETGEN generation of rounds 1..T-1
     max_tokens_hipporag2_filter: int = 256  # HippoRAG 2 recognition-memory filter (JSON facts)
+    max_tokens_lightrag_extract: int = 1024  # LightRAG's own extraction, gleaning and summaries (native index)
     # retrieval
     embed_model: str = "all-MiniLM-L6-v2"
     embed_batch_size: int = 64
     reranker_model: Optional[str] = None
-    embed_max_length: Optional[int] = None  # encoder input length in tokens; null: the encoder's default (paper §3.2:
-    #                                         BGE-M3 with inputs of up to 8192 tokens)
+    embed_max_length: Optional[int] = None  # input tokens; null: the encoder's default (paper §3.2: BGE-M3 at 8192)
     # data
     datasets: list = field(default_factory=lambda: ["musique", "hotpotqa", "musique_train"])
     n_questions: Optional[int] = 8
@@ -117,11 +116,11 @@ class Config:
     hipporag2_link_top_k: int = 5              # facts linked to the question and phrase seeds kept
     hipporag2_synonym_threshold: float = 0.8   # cosine a synonym must reach
     hipporag2_synonym_top_k: int = 2047        # k of the phrase k-NN search for synonyms
+    lightrag_index: str = "suite_graph"  # LightRAG's index (methods/lightrag_index.py): suite_graph | native
     # ablation / sensitivity / robustness studies (notebook 06)
     ablation_datasets: list = field(default_factory=lambda: ["musique", "hotpotqa"])  # Table 7 and KG²RAG ablations
     study_datasets: list = field(default_factory=lambda: ["musique_train"])  # sweeps and robustness
-    # methods of notebook 05 (registry keys of kgir_lib.methods.METHODS); null: every method (DEFAULT_METHODS)
-    eval_methods: Optional[list] = None
+    eval_methods: Optional[list] = None  # notebook 05's methods (kgir_lib.methods.METHODS keys); null: DEFAULT_METHODS
     study_n_questions: Optional[int] = 4  # questions a sweep point (null: n_questions)
     robustness_seeds: int = 3  # seeds a drop fraction (KG²RAG robustness)
     # reader context
@@ -300,6 +299,7 @@ def load_config(profile: Optional[str] = None, **overrides: Any) -> Config:
 REFLECTION_PASSAGES = ("new", "all")
 ANSWER_SOURCES = ("reader", "reflection")
 REFLECT_PROMPTS = ("kgir_reflect", "kgir_reflect_paper")
+LIGHTRAG_INDEXES = ("suite_graph", "native")
 
 
 class Range(NamedTuple):
@@ -372,7 +372,7 @@ def _validate(cfg: Config) -> None:
         if getattr(cfg, name) not in allowed:
             raise ConfigError(f"parameter {name!r}: unknown value {getattr(cfg, name)!r} ({' | '.join(allowed)})")
     for name, allowed in (("reflection_passages", REFLECTION_PASSAGES), ("kgir_answer_source", ANSWER_SOURCES),
-                          ("reflect_prompt", REFLECT_PROMPTS)):
+                          ("reflect_prompt", REFLECT_PROMPTS), ("lightrag_index", LIGHTRAG_INDEXES)):
         if getattr(cfg, name) not in allowed:
             raise ConfigError(f"parameter {name!r}: unknown value {getattr(cfg, name)!r} ({' | '.join(allowed)})")
     if cfg.kg_llm_model is not None and cfg.llm_backend == "openai" and not cfg.kg_llm_base_urls:

@@ -11,7 +11,8 @@ from typing import Optional, Sequence
 
 from .core import LLM
 
-KG_STAGES = ("extract", "kgir_ner")
+# LightRAG's index calls and its question keywords are the same work as triple extraction and question NER.
+KG_STAGES = ("extract", "kgir_ner", "lightrag_extract", "lightrag_gleaning", "lightrag_summary", "lightrag_keywords")
 
 
 class RoutedLLM:

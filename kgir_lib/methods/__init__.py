@@ -26,6 +26,7 @@ from .ircot import IRCoT
 from .iter_retgen import IterRetGen
 from .kg2rag import KG2RAG
 from .kgir import KGIRRAG
+from .lightrag_method import LightRAGMethod
 from .naive import NaiveGen, NaiveRAG
 from .retrievers import BM25Retriever, DenseRetriever, final_ranking
 
@@ -54,6 +55,8 @@ METHODS: dict = {
     "kgir_no_reflection": _variant(KGIRRAG, "no_reflection"),
     "kgir_no_rewrite": _variant(KGIRRAG, "no_rewrite"),
     "kgir_forced": _variant(KGIRRAG, "forced"),  # a study beside the method (notebook 06), not in notebook 05
+    "lightrag": _variant(LightRAGMethod, "hybrid"),
+    "lightrag_naive": _variant(LightRAGMethod, "naive"),  # a check of LightRAG's vector search against Naive RAG
 }
 
 # Display names of the registry keys (tables are indexed by these; equal to each built method's ``name``).
@@ -63,13 +66,15 @@ LABELS: dict = {
     "kg2rag_no_expansion": "KG²RAG w/o expansion", "kg2rag_no_organisation": "KG²RAG w/o organisation",
     "hipporag2": "HippoRAG 2", "kgir": "KGIR-RAG", "kgir_no_subgraph": "KGIR-RAG w/o subgraph",
     "kgir_no_reflection": "KGIR-RAG w/o reflection", "kgir_no_rewrite": "KGIR-RAG w/o rewrite",
-    "kgir_forced": "KGIR-RAG (forced rounds)",
+    "kgir_forced": "KGIR-RAG (forced rounds)", "lightrag": "LightRAG (hybrid; shared reader)",
+    "lightrag_naive": "LightRAG (naive; shared reader)",
 }
 
-# Notebook 05's order: the paper's groups (§3.3.1), then the ablations.
+# Notebook 05's order: the paper's groups (§3.3.1), the ablations, then LightRAG (last: its index is the graph
+# methods' pool, which they grow on demand; run after them it indexes the pool they leave).
 DEFAULT_METHODS: list = ["naive_gen", "naive_rag", "bm25", "dense", "ircot", "iter_retgen", "hyde",
                          "kg2rag", "hipporag2", "kgir", "kg2rag_no_expansion", "kg2rag_no_organisation",
-                         "kgir_no_subgraph", "kgir_no_reflection", "kgir_no_rewrite"]
+                         "kgir_no_subgraph", "kgir_no_reflection", "kgir_no_rewrite", "lightrag", "lightrag_naive"]
 
 
 def build_method(name: str, **kw) -> Method:
@@ -81,4 +86,4 @@ def build_method(name: str, **kw) -> Method:
 
 __all__ = ["METHODS", "LABELS", "DEFAULT_METHODS", "build_method", "Method", "MethodBase", "MethodOutput", "LLMUsage",
            "Workspace", "read_traces", "write_traces", "final_ranking", "NaiveGen", "NaiveRAG", "BM25Retriever",
-           "DenseRetriever", "IRCoT", "IterRetGen", "HyDE", "KG2RAG", "HippoRAG2", "KGIRRAG"]
+           "DenseRetriever", "IRCoT", "IterRetGen", "HyDE", "KG2RAG", "HippoRAG2", "KGIRRAG", "LightRAGMethod"]
