@@ -237,6 +237,21 @@ def check_05(cfg) -> None:
         assert not boot.loc[boot["baseline"] == "Naive Gen", "metric"].isin(["R@2", "R@5"]).any()
     check_claims(table(cfg, "05_claims"), set(labels), n, len(cfg.datasets))
     check_answer_form(table(cfg, "05_answer_form"), qa, labels, n)
+    if any(k.startswith("lightrag") for k in profile_methods(cfg)):
+        check_lightrag_index(cfg, table(cfg, "05_indexing_cost_lightrag"))
+
+
+def check_lightrag_index(cfg, idx: pd.DataFrame) -> None:
+    """05_indexing_cost_lightrag: one LightRAG index a dataset, of the mode the profile asks; suite_graph calls no
+    LLM; every row's per-passage cost is its total over its passages."""
+    has_columns(idx, ["dataset", "index", "passages", "LLM calls", "LLM calls / passage"], "05 LightRAG index")
+    lr = idx[idx["index"].str.startswith("LightRAG")]
+    assert sorted(lr["dataset"]) == sorted(cfg.datasets) and (lr["index"] == f"LightRAG ({cfg.lightrag_index})").all()
+    assert (lr["passages"] > 0).all()
+    if cfg.lightrag_index == "suite_graph":
+        assert (lr["LLM calls"] == 0).all(), "the suite_graph index calls no LLM"
+    some = idx[idx["passages"] > 0]
+    assert ((some["LLM calls"] / some["passages"] - some["LLM calls / passage"]).abs() < 1e-9).all()
 
 
 def check_answer_form(form: pd.DataFrame, qa: pd.DataFrame, labels: list, n: int) -> None:

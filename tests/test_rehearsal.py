@@ -17,7 +17,8 @@ SHARED_DATA = default_data_dir()  # $KGIR_DATA_DIR, else ../shared/data beside t
 ALLOWED = {"description", "llm_model", "llm_base_urls", "llm_json_mode", "embed_model", "embed_max_length",
            "reranker_model", "n_questions"}
 # the CPU narrowing stated in the profile's comments
-NARROWED = {"datasets": ["musique_train"], "extract_datasets": ["hotpotqa"], "extract_max_passages": 4}
+NARROWED = {"datasets": ["musique_train"], "extract_datasets": ["hotpotqa"], "extract_max_passages": 4,
+            "lightrag_index": "suite_graph"}
 URLS = ["http://127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1"]
 
 
