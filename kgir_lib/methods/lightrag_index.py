@@ -45,6 +45,9 @@ from .lightrag_bridge import INDEX_STAGES, TOKENIZER_NAME, LLMBridge, LoopThread
 
 INSTALL_HINT = ("LightRAG is not installed: install the 'peers' extra of pyproject.toml with pip --no-deps "
                 "(scripts/setup.sh does)")
+# Texts LightRAG hands the embedder at once: the encoder sorts them by length and batches them itself
+# (``embed_batch_size``), so long batches waste less padding than LightRAG's default of 10.
+EMBED_BATCH = 1024
 _OPEN: dict = {}  # index directory -> the open LightRAGIndex (one LightRAG instance per dataset and process)
 
 
@@ -207,7 +210,7 @@ class LightRAGIndex:
                        role_llm_configs=roles, llm_model_name=self.ws.llm.model_id,
                        llm_model_max_async=max(1, cfg.llm_max_concurrency), default_llm_timeout=86_400,
                        embedding_func=embedding_function(enc, known, self.ws.dense.embeddings.shape[1]),
-                       embedding_batch_num=cfg.embed_batch_size, default_embedding_timeout=86_400,
+                       embedding_batch_num=EMBED_BATCH, default_embedding_timeout=86_400,
                        tokenizer=lightrag_tokenizer(), enable_llm_cache=False,
                        enable_llm_cache_for_entity_extract=False,
                        vector_db_storage_cls_kwargs={"cosine_better_than_threshold": cos},
