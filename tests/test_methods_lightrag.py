@@ -145,7 +145,7 @@ def test_suite_graph_index_and_hybrid_query(tiny_workspace, tiny_dataset):
     assert out.ranked_pids == t["chunk_pids"] and t["context_pids"] == out.ranked_pids[: ws.cfg.context_passages]
     assert set(q.gold_pids) <= set(out.ranked_pids[:2])  # both Fig. 6 passages come first
     assert {"Compaq", "Hewlett-Packard"} <= set(t["entities"]) and t["kg_lines"] > 0
-    index = li._OPEN[str(li.index_dir(ws.cfg, "tiny"))]
+    index = li._OPEN[str(li.index_dir(ws.cfg, "tiny", "suite_graph"))]
     m = index.manifest
     assert (m["mode"], m["passages"], m["chunks"], m["llm_usage"]["calls"]) == ("suite_graph", 6, 6, 0)
     assert m["entities_with_several_sources"] == 2  # Compaq and Lenovo are named in two passages each
@@ -184,20 +184,27 @@ def test_a_second_run_reads_the_cached_index_and_makes_no_llm_call(tiny_workspac
     li.close_all()  # as in a new process: the index comes from disk
     ws = tiny_workspace(script())
     second = build_method("lightrag").run(ws, [q])[0]
-    index = li._OPEN[str(li.index_dir(ws.cfg, "tiny"))]
+    index = li._OPEN[str(li.index_dir(ws.cfg, "tiny", "suite_graph"))]
     assert not index.built and index.fingerprint == fingerprint
     assert ws.llm.backend.seen == [] and ws.llm.usage.total().cache_hits == 2
     assert (second.answer, second.ranked_pids) == (first.answer, first.ranked_pids)
+
+
+def test_runs_where_the_callers_thread_already_runs_an_event_loop(tiny_workspace, tiny_dataset):
+    async def in_a_kernel():  # a notebook cell runs inside the kernel's event loop
+        return build_method("lightrag").run(tiny_workspace(script()), tiny_dataset.questions)
+    [out] = asyncio.run(in_a_kernel())
+    assert out.answer == "Hewlett-Packard" and out.ranked_pids
 
 
 def test_a_changed_pool_rebuilds_the_index(tiny_workspace, tiny_dataset, tiny_kg):
     q = tiny_dataset.questions[0]
     ws = tiny_workspace(script())
     build_method("lightrag").run(ws, [q])
-    before = li._OPEN[str(li.index_dir(ws.cfg, "tiny"))].fingerprint
+    before = li._OPEN[str(li.index_dir(ws.cfg, "tiny", "suite_graph"))].fingerprint
     ws.kg.remove([tiny_dataset.corpus.passages[-1].pid])  # the graph no longer holds the Apple passage
     build_method("lightrag").run(ws, [q])
-    index = li._OPEN[str(li.index_dir(ws.cfg, "tiny"))]
+    index = li._OPEN[str(li.index_dir(ws.cfg, "tiny", "suite_graph"))]
     assert index.built and index.fingerprint != before and index.manifest["passages"] == 5
 
 
@@ -207,7 +214,7 @@ def test_native_index_extracts_through_the_suite_llm(tiny_workspace, tiny_datase
     [out] = build_method("lightrag", index="native").run(ws, [q])
     n = len(tiny_dataset.corpus)
     assert stages(ws) == {"lightrag_extract": n, "lightrag_gleaning": n, "lightrag_keywords": 1, "lightrag_reader": 1}
-    m = li._OPEN[str(li.index_dir(ws.cfg, "tiny"))].manifest
+    m = li._OPEN[str(li.index_dir(ws.cfg, "tiny", "native"))].manifest
     assert (m["mode"], m["entities"], m["documents"], m["llm_usage"]["calls"]) == ("native", n, {"processed": n}, 2 * n)
     assert m["parse"]["kept_entities"] == n and m["parse"]["dropped_records"] == 0
     assert out.usage.calls == 2 and out.trace["index"] == "native"  # indexing is not charged to the question
@@ -222,7 +229,7 @@ def test_a_native_build_that_cannot_reach_the_llm_fails_clearly_and_saves_no_ind
     ws = tiny_workspace(broken)
     with pytest.raises(RuntimeError, match=r"could not index 6 of 6 passages of 'tiny' \(first error: .*unreachable"):
         build_method("lightrag", index="native").run(ws, tiny_dataset.questions)
-    assert not (li.index_dir(ws.cfg, "tiny") / "index.json").exists() and not li._OPEN
+    assert not (li.index_dir(ws.cfg, "tiny", "native") / "index.json").exists() and not li._OPEN
 
 
 def test_lightrags_unused_dependencies_stay_unimported(tiny_workspace, tiny_dataset):

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
@@ -194,26 +193,27 @@ def embedding_function(encoder, known: Optional[dict] = None, dim: Optional[int]
 
 
 class LoopThread:
-    """One private asyncio loop on its own thread; :meth:`run` drives a coroutine on it and waits."""
+    """One private asyncio loop running on its own (daemon) thread; :meth:`run` hands it a coroutine and waits."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lightrag-loop")
+        self._thread = threading.Thread(target=self.loop.run_forever, name="lightrag-loop", daemon=True)
+        self._thread.start()
 
     def run(self, coro):
-        return self._pool.submit(self.loop.run_until_complete, coro).result()
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     def close(self) -> None:
-        """Cancel what LightRAG left running on the loop (its LLM and embedding workers), then close it."""
+        """Cancel what LightRAG left running on the loop (its LLM and embedding workers), then stop and close it."""
         async def cancel_rest() -> None:
             rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
             for t in rest:
                 t.cancel()
             await asyncio.gather(*rest, return_exceptions=True)
+            await self.loop.shutdown_asyncgens()
         try:
             self.run(cancel_rest())
-            self.run(self.loop.shutdown_asyncgens())
-            self.run(self.loop.shutdown_default_executor())
-            self._pool.submit(self.loop.close).result()
         finally:
-            self._pool.shutdown(wait=True)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join()
+            self.loop.close()

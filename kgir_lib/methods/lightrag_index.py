@@ -16,7 +16,7 @@ corpus order (:func:`index_pool`). On ``local`` that is 630 HotpotQA passages an
   through the suite's LLM and cache (:class:`~kgir_lib.methods.lightrag_bridge.LLMBridge`, stages
   ``lightrag_extract``, ``lightrag_gleaning``, ``lightrag_summary``).
 
-**Cache.** ``<run>/cache/lightrag/<dataset>/``: LightRAG's storages (``store/<workspace>/``, a LightRAG
+**Cache.** ``<run>/cache/lightrag/<dataset>/<mode>/``: LightRAG's storages (``store/<workspace>/``, a LightRAG
 workspace of its own per build) and ``index.json`` (the fingerprint, counts and the build's LLM cost), written last. The fingerprint covers the mode, the pool,
 the suite graph of the pool (``suite_graph``) or the LLM and its budgets (``native``), the encoder, the
 tokenizer and LightRAG's version: a different pool (the graph grew on demand) rebuilds the index; a
@@ -97,8 +97,9 @@ def index_pool(ws, questions: Sequence, k: int) -> list:
     return [p for p in ws.dataset.corpus.pids if p in done]
 
 
-def index_dir(cfg, dataset: str) -> Path:
-    return cfg.run_dir / "cache" / "lightrag" / dataset
+def index_dir(cfg, dataset: str, mode: str) -> Path:
+    """Where the ``mode`` index of ``dataset`` is cached (the two modes never replace each other)."""
+    return cfg.run_dir / "cache" / "lightrag" / dataset / mode
 
 
 def _settings() -> dict:
@@ -134,7 +135,7 @@ class LightRAGIndex:
         from .lightrag_graph import custom_kg
 
         self.ws, self.mode, self.pool = ws, mode, list(pool)
-        self.directory = index_dir(ws.cfg, ws.dataset.name)
+        self.directory = index_dir(ws.cfg, ws.dataset.name, mode)
         self.payload, self.sources, self.drops = None, None, {}
         if mode == "suite_graph":
             self.payload, self.sources, self.drops = custom_kg(ws.kg, self.pool, ws.dataset.corpus,
@@ -312,12 +313,19 @@ class LightRAGIndex:
                 self.loop = None
 
 
-@atexit.register
 def close_all() -> None:
-    """Close every open index (its storages and its loop); run at exit."""
+    """Close every open index (its storages and its loop)."""
     for index in list(_OPEN.values()):
         index.close()
     _OPEN.clear()
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    try:
+        close_all()
+    except Exception:  # noqa: BLE001 (at exit every index is on disk already; nothing is left to save)
+        pass
 
 
 def open_index(ws, mode: str, pool: Sequence[str]) -> LightRAGIndex:
@@ -349,7 +357,7 @@ def indexing_table(cfg, datasets: Sequence[str], suite_indexing=None):
                          "passages": s["passages_extracted"], "LLM calls": s["extract_calls_found"],
                          "prompt tokens": s["extract_prompt_tokens"],
                          "completion tokens": s["extract_completion_tokens"], "LLM seconds": s["extract_seconds"]})
-        path = index_dir(cfg, d) / "index.json"
+        path = index_dir(cfg, d, index_mode(cfg)) / "index.json"
         m = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
         if m:
             u = m["llm_usage"]
