@@ -9,8 +9,10 @@ says plainly whether any question completed it, and names the step where the cho
 record, which steps happened. Today's is :func:`heuristic_chain`, built on the Fig. 6 features of
 :mod:`kgir_lib.bridge_cases`: it cannot know the gold bridge entity, so its first step is "the rewrite names an
 entity of G_Ans the question does not". A per-question funnel that knows the gold bridge plugs in as the
-``chain`` argument of :func:`choose_case` (any callable record -> sequence of booleans in :data:`CHAIN` order);
-nothing else changes.
+``chain`` argument of :func:`choose_case` (any callable record -> sequence of booleans; a ``steps`` attribute
+names its steps, else :data:`CHAIN`). :func:`gold_chain` is that funnel: it knows each question's gold bridge
+(:mod:`kgir_lib.bridges`) and reads the chain with :func:`kgir_lib.funnel.funnel_steps`; notebook 07 uses it
+wherever the dataset gives gold bridges.
 """
 from __future__ import annotations
 
@@ -22,10 +24,39 @@ import pandas as pd
 from .bridge_cases import bridge_features
 from .methods.kgir_rounds import trace_rounds
 
-__all__ = ["CHAIN", "CaseChoice", "heuristic_chain", "chain_table", "choose_case"]
+__all__ = ["CHAIN", "GOLD_CHAIN", "CaseChoice", "heuristic_chain", "gold_chain", "chain_table", "choose_case"]
 
 CHAIN = ("bridge named by the rewrite", "next hop retrieved", "answered correctly")
+GOLD_CHAIN = ("gold bridge in G_Ans", "rewrite names it", "D'_t finds the next hop", "answer correct")
 ChainFn = Callable[[dict], Sequence[bool]]
+
+
+def steps_of(chain: ChainFn) -> tuple:
+    """The step names of a chain function (its ``steps`` attribute, else :data:`CHAIN`)."""
+    return tuple(getattr(chain, "steps", CHAIN))
+
+
+def gold_chain(data_dir, datasets: Sequence[str], mode: str = "contains") -> ChainFn:
+    """The Fig. 6 chain judged against the gold bridge entities (:data:`GOLD_CHAIN`, the funnel's steps 2-5,
+    :func:`kgir_lib.funnel.funnel_steps`), in the round that went furthest. A record of a question without a
+    gold bridge takes no step. Records carry their ``dataset`` (:func:`kgir_lib.case_study.load_kgir_traces`)."""
+    from . import round_facts as rf
+    from .bridges import load_bridges
+    from .funnel import funnel_steps
+
+    bridges = {ds: load_bridges(ds, data_dir) for ds in dict.fromkeys(datasets)}
+    keys = ("chain_in_gans", "chain_named", "chain_finds", "chain_correct")
+
+    def chain(record: dict) -> tuple:
+        found = bridges.get(record.get("dataset"), {}).get(rf.qid_of(record))
+        if not found:
+            return (False,) * len(keys)
+        rounds = [funnel_steps(record, found, t, mode) for t in range(1, len(rf.rounds(record)) + 1)]
+        best = max(rounds, key=lambda s: sum(s[k] for k in keys), default={k: False for k in keys})
+        return tuple(bool(best[k]) for k in keys)
+
+    chain.steps = GOLD_CHAIN
+    return chain
 
 
 def heuristic_chain(record: dict) -> tuple:
@@ -55,7 +86,7 @@ def _gold_moved_up(before: Sequence, after: Sequence, gold: set) -> bool:
 def chain_table(records: Sequence[dict], chain: ChainFn = heuristic_chain) -> pd.DataFrame:
     """One row per full KGIR-RAG trace: the :data:`CHAIN` steps it took, ``reached`` (steps in a row from the
     first), and the Fig. 6 features for reading it; furthest first, then by the Fig. 6 score."""
-    rows = []
+    rows, names = [], steps_of(chain)
     for rec in records:
         trace = rec.get("trace", rec)
         if trace.get("variant", "full") != "full":
@@ -64,10 +95,10 @@ def chain_table(records: Sequence[dict], chain: ChainFn = heuristic_chain) -> pd
         reached = next((i for i, s in enumerate(steps) if not s), len(steps))
         f = bridge_features(rec)
         rows.append({"dataset": rec.get("dataset") or trace.get("dataset", ""), "qid": f["qid"],
-                     **dict(zip(CHAIN, steps)), "reached": reached, "score": f["score"],
+                     **dict(zip(names, steps)), "reached": reached, "score": f["score"],
                      "question": f["question"], "rewrite": f["rewrite_1"], "bridge": ", ".join(f["bridge_entities"]),
                      "answer": f["answer"], "gold": f["gold"], "rounds": f["rounds"]})
-    df = pd.DataFrame(rows, columns=["dataset", "qid", *CHAIN, "reached", "score", "question", "rewrite", "bridge",
+    df = pd.DataFrame(rows, columns=["dataset", "qid", *names, "reached", "score", "question", "rewrite", "bridge",
                                      "answer", "gold", "rounds"])
     return df.sort_values(["reached", "score"], ascending=False, kind="stable").reset_index(drop=True)
 
@@ -82,32 +113,33 @@ class CaseChoice:
     full: bool
     note: str             # one plain sentence for the notebook
     table: pd.DataFrame   # every trace's chain (chain_table)
+    steps: tuple = CHAIN  # the chain's step names
 
 
 def choose_case(records: Sequence[dict], dataset: Optional[str] = None, qid: Optional[str] = None,
                 chain: ChainFn = heuristic_chain) -> CaseChoice:
     """The case study's question: ``dataset``/``qid`` when given, else the trace that went furthest along the
     Fig. 6 chain. The note says how many traces completed it and, when none did, where the chosen one stopped."""
-    table = chain_table(records, chain)
-    n_full = int((table["reached"] == len(CHAIN)).sum()) if len(table) else 0
+    table, steps = chain_table(records, chain), steps_of(chain)
+    n_full = int((table["reached"] == len(steps)).sum()) if len(table) else 0
     count = f"{n_full} of {len(table)} KGIR-RAG traces of this run complete the whole Fig. 6 chain"
     if dataset is not None and qid is not None:
         row = table[(table["dataset"] == dataset) & (table["qid"] == str(qid))]
         reached = int(row["reached"].iloc[0]) if len(row) else 0
-        return CaseChoice(dataset, str(qid), reached, reached == len(CHAIN),
-                          f"question {qid} of {dataset}, as asked; {count}.", table)
+        return CaseChoice(dataset, str(qid), reached, reached == len(steps),
+                          f"question {qid} of {dataset}, as asked; {count}.", table, steps)
     if table.empty:
         return CaseChoice(None, None, 0, False, "No KGIR-RAG traces in this run directory (run notebook 04 first).",
-                          table)
+                          table, steps)
     top = table.iloc[0]
     reached = int(top["reached"])
-    if reached == len(CHAIN):
+    if reached == len(steps):
         why = "it completes the whole chain"
     elif reached == 0:
-        why = (f"NO trace completes the chain, and none even takes its first step ({CHAIN[0]}); "
+        why = (f"NO trace completes the chain, and none even takes its first step ({steps[0]}); "
                "this is the best-scored trace by the Fig. 6 features")
     else:
-        why = (f"NO trace completes the chain; this one goes furthest: {', '.join(CHAIN[:reached])}, "
-               f"but not {CHAIN[reached]}")
-    return CaseChoice(str(top["dataset"]), str(top["qid"]), reached, reached == len(CHAIN),
-                      f"question {top['qid']} of {top['dataset']}: {why}. {count[0].upper() + count[1:]}.", table)
+        why = (f"NO trace completes the chain; this one goes furthest: {', '.join(steps[:reached])}, "
+               f"but not {steps[reached]}")
+    return CaseChoice(str(top["dataset"]), str(top["qid"]), reached, reached == len(steps),
+                      f"question {top['qid']} of {top['dataset']}: {why}. {count[0].upper() + count[1:]}.", table, steps)

@@ -50,6 +50,13 @@ def _set_decimals(col: pd.Series) -> int:
     return next(d for d in range(4) if np.allclose(vals, vals.round(d), rtol=0, atol=1e-12))
 
 
+def is_p_value(column) -> bool:
+    """A p-value column (``p``, ``p (Holm)``, ``p R@2 ...``, ``EM p vs round 1``): shown with two significant
+    digits, so a small p does not round to 0."""
+    name = str(column[-1] if isinstance(column, tuple) else column)
+    return name == "p" or name.startswith(("p ", "p(")) or " p vs " in f" {name}"
+
+
 def tidy(df: pd.DataFrame, digits: Union[int, Mapping[str, int]] = 1, drop_empty_published: bool = True) -> pd.DataFrame:
     """``df`` with floats rounded and empty published columns dropped (see the module docstring).
 
@@ -66,6 +73,9 @@ def tidy(df: pd.DataFrame, digits: Union[int, Mapping[str, int]] = 1, drop_empty
     for c in out.columns:
         col = out[c]
         if not pd.api.types.is_float_dtype(col):
+            continue
+        if is_p_value(c):
+            out[c] = col.map(lambda x: "" if pd.isna(x) else f"{x:.2g}")
             continue
         d = per_col.get(c if not isinstance(c, tuple) else c[-1], per_col.get(c, default))
         out[c] = col.round(0).astype("Int64") if _whole(col) else col.round(max(d, _set_decimals(col)))

@@ -149,6 +149,22 @@ def plot_funnel(table: pd.DataFrame, round_: str = "any", ax=None):
     return ax
 
 
+
+def weakest_step(table: pd.DataFrame, round_: str = "any") -> pd.DataFrame:
+    """Per dataset (and method, when the table has one), the step where the chain breaks most: the smallest
+    "% of previous step" among steps 1-5 (ties: the earlier step), with its count and its predecessor's."""
+    sub = table[(table["round"] == str(round_)) & (table["step"] != STEPS[0])]
+    keys = [c for c in ("method", "dataset") if c in sub.columns]
+    rows = []
+    for key, g in sub.groupby(keys, sort=False):
+        g = g.reset_index(drop=True)
+        i = int(g["% of previous step"].astype(float).fillna(101.0).to_numpy().argmin())
+        before = int(g.loc[i - 1, "n"]) if i > 0 else int(g.loc[i, "questions"])
+        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))), "questions": int(g.loc[i, "questions"]),
+                     "breaks at": g.loc[i, "step"], "passed the step before": before, "passed it": int(g.loc[i, "n"]),
+                     "% of previous step": float(g.loc[i, "% of previous step"])})
+    return pd.DataFrame(rows)
+
 # ---------------------------------------------------------------------------- the other methods
 def method_steps(method: str, record: Mapping, baseline: Optional[Sequence[str]] = None) -> tuple:
     """``(steps, first retrieval)`` of an iterative method's trace: each step is (generated text, the

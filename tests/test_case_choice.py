@@ -100,3 +100,25 @@ def test_matches_frame_says_whether_an_entity_occurs_in_the_question(fig6_case):
     assert list(m.columns[:4]) == ["question entity", "source", "occurs in the question", "used as a seed name"]
     assert m.set_index("question entity")["occurs in the question"].to_dict() == {"PC maker": True, "1994": True}
 
+
+
+def test_gold_chain_reads_the_funnel_against_the_gold_bridge(monkeypatch):
+    """The funnel plugs in as notebook 07's chain: steps 2-5 of the funnel, in the round that went furthest;
+    a question without a gold bridge takes no step."""
+    import kgir_lib.bridges as bridges
+    from _mech_traces import COMPAQ, record, rnd
+    from kgir_lib.case_choice import GOLD_CHAIN, gold_chain
+
+    monkeypatch.setattr(bridges, "load_bridges", lambda name, data_dir=None: {"q1": (COMPAQ,), "q2": (COMPAQ,)})
+    chain = gold_chain(None, ["musique"])
+    full = {**record("q1"), "dataset": "musique"}
+    stuck = {**record("q2", rounds=[rnd(rewrite_retrieved=("pCompaq", "pApple"))]), "dataset": "musique"}
+    orphan = {**record("q3"), "dataset": "musique"}
+    assert chain.steps == GOLD_CHAIN
+    assert chain(full) == (True, True, True, True)
+    assert chain(stuck) == (True, True, False, False)
+    assert chain(orphan) == (False, False, False, False)
+    choice = choose_case([stuck, orphan, full], chain=chain)
+    assert choice.qid == "q1" and choice.full and choice.steps == GOLD_CHAIN
+    without = choose_case([stuck, orphan], chain=chain)
+    assert without.qid == "q2" and f"but not {GOLD_CHAIN[2]}" in without.note

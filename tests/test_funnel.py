@@ -168,3 +168,14 @@ def test_other_alias_forms_name_the_bridge():
     s = funnel_steps(record(rounds=[rnd(gans=(("Hewlett Packard", "merged with", "Compaq", "pHP", 1.0),),
                                         rewrite="Which company is Hewlett–Packard's partner?")]), [b], 1)
     assert s["chain_named"]
+
+
+def test_weakest_step_is_the_smallest_share_of_the_previous_step():
+    from kgir_lib.funnel import STEPS, weakest_step
+
+    rows = [{"dataset": "d", "round": "any", "questions": 10, "step": s, "n": n,
+             "% of previous step": pct} for s, n, pct in zip(STEPS, (10, 9, 8, 2, 1, 1),
+                                                              (100.0, 90.0, 88.9, 25.0, 50.0, 100.0))]
+    out = weakest_step(pd.DataFrame(rows))
+    assert out.to_dict("records") == [{"dataset": "d", "questions": 10, "breaks at": STEPS[3],
+                                       "passed the step before": 8, "passed it": 2, "% of previous step": 25.0}]

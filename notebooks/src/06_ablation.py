@@ -139,16 +139,27 @@ show(table7)
 # after round 1 on nearly every question, so the full method never iterates and that row cannot show it.
 # The forced-rounds variant (`kgir_forced`, a study beside the paper's method, not a replacement) runs every
 # round whatever the reflection says, and the shared reader answers at each; the answer after T = 1, 2, 3
-# rounds is read off one run. Its traces are the input of notebook 04's per-round tables.
+# rounds is read off one run (notebook 04 runs it on the same questions; here its traces are read back).
+# EM and F1 after T rounds sit beside Table 7's rows, with McNemar against round 1; the oracle stop (the first
+# round whose answer is correct) bounds what a perfect reflection could add.
 
 # %%
-forced = pd.DataFrame([{"dataset": d, **ablation.run_and_score(ws_of(d), questions_of(d, cfg.n_questions),
-                                                                build_method("kgir_forced"))[1]}
-                       for d in cfg.ablation_datasets])
-report.save_table(forced.set_index("dataset"), cfg, "06_kgir_forced_rounds",
-                  f"KGIR-RAG with every round forced ({cfg.max_iterations} rounds, the reader answers after the "
-                  "last): EM, F1 and recall of its final answer and ranked list.")
-forced
+from kgir_lib.mechanism import mechanism_tables
+
+for d in cfg.ablation_datasets:
+    ablation.run_and_score(ws_of(d), questions_of(d, cfg.n_questions), build_method("kgir_forced"))
+mech = mechanism_tables(cfg.run_dir, cfg.ablation_datasets, data_dir=cfg.data_path,
+                        context_passages=cfg.context_passages)
+forced = mech["forced_rounds"]
+if len(forced):
+    show(forced.set_index(["dataset", "round"])[["n", "EM", "F1", "R@5 D'_t", "recall cumulative", "changed",
+                                                 "EM better", "EM worse", "McNemar b", "McNemar c", "EM p vs round 1"]],
+         "KGIR-RAG with every round forced: the answer after T rounds")
+    report.save_table(forced.set_index(["dataset", "round"]).round(3), cfg, "06_kgir_forced_rounds",
+                      f"KGIR-RAG with every round forced ({cfg.max_iterations} rounds; the reader answers after each): "
+                      "per round, EM/F1 of that round's answer, recall, answer changes, McNemar against round 1. "
+                      + report.model_note(cfg, short=True))
+    show(mech["oracle_stop"].set_index("dataset"), "oracle stop against the reflection's own stop")
 
 # %% [markdown]
 # ## 2. KG²RAG ablations (report Tables 3-4)

@@ -53,7 +53,7 @@ from IPython.display import Markdown, display
 
 from kgir_lib import case_study as cs
 from kgir_lib import narrative, report
-from kgir_lib.case_choice import CHAIN, choose_case
+from kgir_lib.case_choice import choose_case, gold_chain
 from kgir_lib.data import load_dataset, sample_questions
 from kgir_lib.display import show
 from kgir_lib.notebook import open_notebook
@@ -65,17 +65,22 @@ display(Markdown(narrative.algorithm1_settings(cfg) + f"\n* loop: at most {cfg.m
 # %% [markdown]
 # ## 1. Choosing the question
 #
-# Every full KGIR-RAG trace of the run, with the steps of the chain it took (`reached`: how many in a row):
-# the rewrite names an entity of `G_Ans` the question does not (the bridge); the rewritten question's retrieval
-# brings a gold passage the first retrieval lacked or ranked lower (the next hop); the answer is correct.
+# Every full KGIR-RAG trace of the run, with the steps of the chain it took (`reached`: how many in a row),
+# judged against the **gold bridge entity** of the question (`kgir_lib.case_choice.gold_chain`, the bridge funnel
+# of notebook 04: MuSiQue's first-hop answers, HotpotQA's unnamed supporting title): the gold bridge is an entity
+# of `G_Ans`; the rewrite names it; the rewritten question's retrieval `D'_t` brings a passage of the next hop
+# that `D_t` lacked; the answer is correct. Questions without a gold bridge (HotpotQA comparison questions) take
+# no step.
 
 # %%
-choice = choose_case(cs.load_kgir_traces(cfg), dataset, qid)
+chain = gold_chain(cfg.data_path, cfg.datasets)
+choice = choose_case(cs.load_kgir_traces(cfg), dataset, qid, chain=chain)
 print(choice.note)
 candidates = choice.table
 if choice.qid is not None:
     dataset, qid = choice.dataset, choice.qid
-    show(candidates.head(8).set_index("qid")[["reached", *CHAIN, "question", "rewrite", "bridge", "answer", "gold"]],
+    show(candidates.head(8).set_index("qid")[["reached", *choice.steps, "question", "rewrite", "bridge", "answer",
+                                              "gold"]],
          "the traces that went furthest along the Fig. 6 chain", max_cols=5)
     report.save_table(candidates.head(20).set_index(["dataset", "qid"]), cfg, "07_bridge_candidates",
                       "KGIR-RAG traces ranked by how far they go along the Fig. 6 chain (notebook 07).");
@@ -84,6 +89,23 @@ else:
     ds0 = load_dataset(dataset, cfg.data_path)
     qid = sample_questions(ds0.questions, cfg.n_questions, cfg.seed)[0].qid
     print(f"the first sampled question of {dataset} instead: {qid}")
+
+# %% [markdown]
+# **Which method finds the bridge?** The funnel's "names the bridge" step asked of every iterative method
+# (`kgir_lib.funnel.bridge_naming_table`): KGIR-RAG's rewrites, IRCoT's reasoning sentences, ITER-RETGEN's
+# generations and HyDE's hypothetical passages; whether the retrieval made with that text then finds the next
+# hop; McNemar of naming against KGIR-RAG on the same questions. Methods whose traces this run lacks are absent.
+
+# %%
+from kgir_lib.mechanism import mechanism_tables
+
+naming = mechanism_tables(cfg.run_dir, cfg.datasets, data_dir=cfg.data_path,
+                          context_passages=cfg.context_passages)["bridge_naming"]
+if len(naming):
+    show(naming.set_index(["dataset", "method"]), "who names the gold bridge entity, and finds the next hop")
+    report.save_table(naming.set_index(["dataset", "method"]).round(3), cfg, "07_bridge_naming",
+                      "Iterative methods naming the gold bridge entity in their generated text, and finding the "
+                      "next hop with it (notebook 07). " + report.model_note(cfg, short=True));
 
 # %% [markdown]
 # How often each step of the pattern happens over the whole run, per dataset. A reflection that answers in
