@@ -1,9 +1,9 @@
-"""HippoRAG 2's graph and personalized PageRank (:mod:`kgir_lib.methods.hipporag2` describes the method).
+"""HippoRAG 2's graph and personalized PageRank (:mod:`kgir_lib.baselines.hipporag2` describes the method).
 
 The passage + phrase graph (:func:`build_graph`: phrase, passage, fact, context and synonymy edges as
 upstream weights them), its PPR operator built once per graph (:class:`PPRGraph`), query-to-fact linking
 (:func:`link_facts`), phrase seed weights and the batched PPR rankings (:func:`ppr_rankings`).
-:mod:`kgir_lib.methods.hipporag2` re-exports every name here.
+:mod:`kgir_lib.baselines.hipporag2` re-exports every name here.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import networkx as nx
 import numpy as np
 
 from ..kg import KnowledgeGraph
+from ..retrieval import top_k_stable
 
 
 def norm_phrase(text: str) -> str:
@@ -284,18 +285,6 @@ def rank_passages(ppr: PPRGraph, scores: np.ndarray, passage_pids: Sequence[str]
     vals = scores[ppr.rows([pnode(p) for p in passage_pids])]
     order = np.lexsort((np.arange(len(vals)), -vals))
     return [(passage_pids[i], float(vals[i])) for i in order]
-
-
-def top_k_stable(x: np.ndarray, k: int) -> np.ndarray:
-    """``np.argsort(-x, kind="stable")[:k]`` without sorting all of ``x`` (ties: lower index)."""
-    x = np.asarray(x)
-    if k <= 0 or x.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if k >= x.size:
-        return np.argsort(-x, kind="stable")
-    kth = np.partition(x, x.size - k)[x.size - k]  # the k-th largest value
-    cand = np.flatnonzero(x >= kth)
-    return cand[np.argsort(-x[cand], kind="stable")][:k]
 
 
 def link_facts(hg: HippoGraph, fact_emb: np.ndarray, q_emb: np.ndarray, link_top_k: int) -> tuple:

@@ -77,14 +77,14 @@ import numpy as np
 from ..data import Question
 from ..kg import KnowledgeGraph
 from ..llm import LLMUsage, extract_json
-from ..prompts import chat
+from ..llm.prompts import chat
 from ..retrieval import corpus_fingerprint, load_embeddings, save_embeddings
-from .base import MethodBase, MethodOutput, Workspace
+from ..methods.base import MethodBase, MethodOutput, Workspace
 from .hippo_graph import (FACT_EDGE_WEIGHT, SYNONYM_MAX_NEIGHBOURS, SYNONYM_MIN_ALNUM, HippoGraph,  # noqa: F401
                           PPRGraph, build_graph, enode, link_facts, min_max, norm_phrase, phrase_seed_weights,
                           pnode, ppr_ranking, ppr_rankings, rank_passages, synonym_neighbours, synonym_pairs,
                           top_k_stable)
-from .retrievers import context_of, final_ranking, hits_json, read
+from ..methods.context import context_of, final_ranking, hits_json, read
 
 FILTER_SCHEMA = {"type": "object", "properties": {"fact": {"type": "array", "items": {
     "type": "array", "items": {"type": "string"}, "minItems": 3, "maxItems": 3}}}, "required": ["fact"]}
@@ -138,8 +138,8 @@ def cached_encode(ws: Workspace, texts: Sequence[str], tag: str) -> np.ndarray:
 class HippoRAG2(MethodBase):
     """HippoRAG 2-style PPR retrieval + the shared reader (see the module docstring).
 
-    ``None`` settings read the config (``hipporag2_*`` fields), else upstream's defaults:
-    ``link_top_k`` 5, ``synonym_threshold`` 0.8, ``synonym_top_k`` 2047; ``phrase_top_k``
+    ``None`` settings read the config (``hipporag2_*`` fields, whose defaults are upstream's:
+    ``link_top_k`` 5, ``synonym_threshold`` 0.8, ``synonym_top_k`` 2047); ``phrase_top_k``
     defaults to ``link_top_k`` (upstream uses ``linking_top_k`` for both).
     """
 
@@ -151,31 +151,28 @@ class HippoRAG2(MethodBase):
     synonym_threshold: Optional[float] = None
     synonym_top_k: Optional[int] = None
     recognition_filter: bool = True
-    k: Optional[int] = None
+    top_k: Optional[int] = None
     name = "HippoRAG 2"
     key = "hipporag2"
     uses_kg = True
+    knobs = {"synonymy": "hipporag2_synonymy", "link_top_k": "hipporag2_link_top_k",
+             "synonym_threshold": "hipporag2_synonym_threshold", "synonym_top_k": "hipporag2_synonym_top_k",
+             "top_k": "top_k"}
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self._graphs: dict = {}
 
     def settings(self, ws: Workspace) -> dict:
-        """The effective knobs: this object's value, else the config field, else upstream's default."""
-        cfg = ws.cfg
-
-        def pick(own, field, default):
-            if own is not None:
-                return own
-            value = getattr(cfg, field, None)
-            return default if value is None else value
-        synonymy = pick(self.synonymy, "hipporag2_synonymy", None)
+        """The effective knobs: this object's value, else the config field (:meth:`MethodBase.setting`)."""
+        synonymy = self.setting(ws, "synonymy")
         if synonymy is None:  # on for GPU-server backends, off on CPU (phrase embeddings)
-            synonymy = cfg.llm_backend in ("openai", "vllm")
-        link = int(pick(self.link_top_k, "hipporag2_link_top_k", 5))
+            synonymy = ws.cfg.llm_backend in ("openai", "vllm")
+        link = int(self.setting(ws, "link_top_k"))
         return {"synonymy": bool(synonymy), "link_top_k": link,
                 "phrase_top_k": int(self.phrase_top_k if self.phrase_top_k is not None else link),
-                "synonym_threshold": float(pick(self.synonym_threshold, "hipporag2_synonym_threshold", 0.8)),
-                "synonym_top_k": int(pick(self.synonym_top_k, "hipporag2_synonym_top_k", 2047))}
+                "synonym_threshold": float(self.setting(ws, "synonym_threshold")),
+                "synonym_top_k": int(self.setting(ws, "synonym_top_k"))}
 
     def graph(self, ws: Workspace, kg: KnowledgeGraph) -> tuple:
         """``(HippoGraph, fact embeddings)`` for the current KG (rebuilt when the KG or a setting changed)."""
@@ -210,7 +207,7 @@ class HippoRAG2(MethodBase):
         return out
 
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
-        k = self._k(ws, self.k)
+        k = int(self.setting(ws, "top_k"))
         st = self.settings(ws)
         texts = [q.question for q in questions]
         dense_hits = ws.dense.search(texts, k)

@@ -10,9 +10,9 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..data import Question
-from ..prompts import chat
-from .base import MethodBase, Workspace
-from .retrievers import context_of, hits_pids, read, retrieval_output
+from ..llm.prompts import chat
+from ..methods.base import MethodBase, Workspace
+from ..methods.context import context_of, hits_pids, read, retrieval_output
 
 
 def hyde_vectors(ws: Workspace, questions: Sequence[str], passages: Sequence[str],
@@ -42,7 +42,7 @@ class HyDE(MethodBase):
     """HyDE with one hypothetical document a question (the paper samples N; one keeps the cost at one call).
 
     Stage 1 (ONE batched call): the LLM writes a passage answering the question
-    (``prompts/hyde.txt``). Stage 2: retrieve the cosine top-``k`` with the vector of
+    (``prompts/hyde.txt``). Stage 2: retrieve the cosine top-``top_k`` with the vector of
     :func:`hyde_vectors` (HyDE averages the hypothetical documents' embeddings with
     the query's; ``include_query=False`` uses the passage alone). Stage 3 (ONE call):
     the shared reader. **Context**: the first ``cfg.context_passages`` of that
@@ -50,10 +50,11 @@ class HyDE(MethodBase):
     """
 
     include_query: bool = True
-    k: Optional[int] = None
+    top_k: Optional[int] = None
     name = "HyDE"
     key = "hyde"
     uses_kg = False
+    knobs = {"top_k": "top_k"}
 
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
         texts = [q.question for q in questions]
@@ -61,7 +62,7 @@ class HyDE(MethodBase):
                 for t in texts]
         docs = ws.llm.generate(reqs, stage="hyde_generate")
         vectors = hyde_vectors(ws, texts, [d.text for d in docs], self.include_query)
-        hits = ws.dense.search_vectors(vectors, self._k(ws, self.k)) if texts else []
+        hits = ws.dense.search_vectors(vectors, int(self.setting(ws, "top_k"))) if texts else []
         answers = read(ws, texts, [context_of(ws, hits_pids(h)) for h in hits], stage="hyde_reader")
         out = []
         for q, h, a, doc in zip(questions, hits, answers, docs):

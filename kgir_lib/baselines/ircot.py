@@ -10,10 +10,10 @@ from typing import Optional, Sequence
 
 from ..data import Question
 from ..llm import ChatRequest, LLMUsage
-from ..prompts import chat
-from ..reader import format_passages
-from .base import MethodBase, MethodOutput, Workspace
-from .retrievers import context_of, final_ranking, hits_json, hits_pids, interleave, read
+from ..llm.prompts import chat
+from ..methods.base import MethodBase, MethodOutput, Workspace
+from ..methods.context import context_of, final_ranking, hits_json, hits_pids, interleave, read
+from ..methods.reader import format_passages
 
 ANSWER_MARKER = re.compile(r"answer\s+is\s*[:：]?\s*(.*)", re.I)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -62,10 +62,11 @@ class IRCoT(MethodBase):
     """
 
     max_steps: Optional[int] = None
-    k: Optional[int] = None
+    top_k: Optional[int] = None
     name = "IRCoT"
     key = "ircot"
     uses_kg = False
+    knobs = {"max_steps": "ircot_max_steps", "top_k": "top_k"}
 
     def _request(self, ws: Workspace, question: str, pool: list, cot: list) -> ChatRequest:
         ctx = format_passages(ws.passages(context_of(ws, pool)), ws.cfg.passage_chars)
@@ -73,8 +74,7 @@ class IRCoT(MethodBase):
                     max_tokens=ws.cfg.max_tokens("ircot"), stop=("\n",))
 
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
-        k = self._k(ws, self.k)
-        steps = int(self.max_steps if self.max_steps is not None else ws.cfg.ircot_max_steps)
+        k, steps = int(self.setting(ws, "top_k")), int(self.setting(ws, "max_steps"))
         texts = [q.question for q in questions]
         state = [{"retrievals": [{"query": t, "hits": h}], "cot": [], "raw": [], "stop": None,
                   "cot_answer": None, "usage": LLMUsage()}

@@ -9,10 +9,10 @@ from typing import Optional, Sequence
 
 from ..data import Question
 from ..llm import ChatRequest, LLMUsage
-from ..prompts import chat
-from ..reader import format_passages
-from .base import MethodBase, MethodOutput, Workspace
-from .retrievers import context_of, final_ranking, hits_json, hits_pids, read
+from ..llm.prompts import chat
+from ..methods.base import MethodBase, MethodOutput, Workspace
+from ..methods.context import context_of, final_ranking, hits_json, hits_pids, read
+from ..methods.reader import format_passages
 
 
 def next_query(question: str, generation: str) -> str:
@@ -39,10 +39,11 @@ class IterRetGen(MethodBase):
     """
 
     rounds: Optional[int] = None
-    k: Optional[int] = None
+    top_k: Optional[int] = None
     name = "ITER-RETGEN"
     key = "iter_retgen"
     uses_kg = False
+    knobs = {"rounds": "iter_retgen_rounds", "top_k": "top_k"}
 
     def _request(self, ws: Workspace, question: str, pids: list) -> ChatRequest:
         ctx = format_passages(ws.passages(pids), ws.cfg.passage_chars)
@@ -50,10 +51,7 @@ class IterRetGen(MethodBase):
                     stop=("\n\n", "\nQuestion:", "\nPassages:"))
 
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
-        rounds = int(self.rounds if self.rounds is not None else ws.cfg.iter_retgen_rounds)
-        if rounds < 1:
-            raise ValueError(f"parameter 'iter_retgen_rounds': must be >= 1, got {rounds}")
-        k = self._k(ws, self.k)
+        rounds, k = int(self.setting(ws, "rounds")), int(self.setting(ws, "top_k"))
         texts = [q.question for q in questions]
         usages = [LLMUsage() for _ in questions]
         log = [[] for _ in questions]

@@ -36,9 +36,9 @@ context because extraction failed.
 
 **Global graph.** ``ws.kg`` after the seed passages have been extracted
 (``ws.kg_for``). Its entity → triples adjacency (:class:`TripleAdjacency`) is built once
-per graph and reused by every question (``benchmarks/bench_scale.py`` times it at paper size). On the ``sample`` profile the musique/hotpotqa graphs hold only the
-passages extracted so far (notebook 01's pool plus on-demand extractions), so the
-expansion only reaches those; musique_train has the full published OpenIE graph.
+per graph and reused by every question (``benchmarks/bench_scale.py`` times it at paper size). On the ``sample`` profile
+the musique/hotpotqa graphs hold only the passages extracted so far (notebook 01's pool plus on-demand extractions), so
+the expansion only reaches those; musique_train has the full published OpenIE graph.
 """
 from __future__ import annotations
 
@@ -50,10 +50,10 @@ import numpy as np
 
 from ..data import Question
 from ..kg import KnowledgeGraph, Triple
+from ..kg.mst import UnionFind, maximum_spanning_tree
 from ..llm import LLMUsage
-from ..mst import UnionFind, maximum_spanning_tree
-from .base import MethodBase, MethodOutput, Workspace
-from .retrievers import context_of, dedup, final_ranking, hits_json, hits_pids, read
+from ..methods.base import MethodBase, MethodOutput, Workspace
+from ..methods.context import context_of, dedup, final_ranking, hits_json, hits_pids, read
 
 VARIANTS = {"full": "KG²RAG", "no_expansion": "KG²RAG w/o expansion",
             "no_organisation": "KG²RAG w/o organisation"}
@@ -207,7 +207,7 @@ def plan_question(kg: KnowledgeGraph, adjacency: TripleAdjacency, seed_pids: Seq
 class KG2RAG(MethodBase):
     """KG²RAG and its ablations ``variant`` = ``full`` | ``no_expansion`` | ``no_organisation``.
 
-    Defaults: ``m_hops`` = ``cfg.kg2rag_m_hops`` (1), ``seed_k`` = ``cfg.top_k`` (10),
+    Defaults: ``m_hops`` = ``cfg.kg2rag_m_hops`` (1), ``top_k`` (the seed passages k) = ``cfg.top_k`` (10),
     ``budget`` = ``cfg.kg2rag_budget`` (K = 10). The reader sees the first
     ``cfg.context_passages`` passages of the final list (as for every method).
 
@@ -220,9 +220,9 @@ class KG2RAG(MethodBase):
     - **no_organisation** (paper's "w/o organisation"): no MST, no DFS, no tree
       ranking, no budget: ``D_q ∪ D_q^m`` ranked by s(q, c). Because the seeds are the
       cosine top-k, its first ``cfg.context_passages`` passages are Naive RAG's when
-      ``context_passages ≤ seed_k``: under a fixed reader context the ablation
+      ``context_passages ≤ top_k``: under a fixed reader context the ablation
       changes only the tail of the ranked list (R@5 can differ only if
-      ``seed_k < 5``). The paper's version hands the LLM all of ``D_q^m``.
+      ``top_k < 5``). The paper's version hands the LLM all of ``D_q^m``.
 
     One LLM call a question (the reader), plus any on-demand triple extraction of
     seed passages, which is indexing cost (stage ``extract``), not per-question cost.
@@ -230,11 +230,13 @@ class KG2RAG(MethodBase):
 
     variant: str = "full"
     m_hops: Optional[int] = None
-    seed_k: Optional[int] = None
+    top_k: Optional[int] = None
     budget: Optional[int] = None
     uses_kg = True
+    knobs = {"m_hops": "kg2rag_m_hops", "top_k": "top_k", "budget": "kg2rag_budget"}
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.variant not in VARIANTS:
             raise ValueError(f"KG2RAG: unknown variant {self.variant!r} (known: {sorted(VARIANTS)})")
 
@@ -247,13 +249,8 @@ class KG2RAG(MethodBase):
         return KEYS[self.variant]
 
     def _settings(self, ws: Workspace) -> tuple:
-        m = 0 if self.variant == "no_expansion" else int(self.m_hops if self.m_hops is not None
-                                                          else ws.cfg.kg2rag_m_hops)
-        seed_k = int(self.seed_k if self.seed_k is not None else ws.cfg.top_k)
-        budget = int(self.budget if self.budget is not None else ws.cfg.kg2rag_budget)
-        if seed_k < 1 or budget < 1:
-            raise ValueError(f"KG2RAG: seed_k and budget must be >= 1, got {seed_k} and {budget}")
-        return m, seed_k, budget
+        m = 0 if self.variant == "no_expansion" else int(self.setting(ws, "m_hops"))
+        return m, int(self.setting(ws, "top_k")), int(self.setting(ws, "budget"))
 
     def adjacency(self, kg: KnowledgeGraph) -> TripleAdjacency:
         """The global graph's :class:`TripleAdjacency`, rebuilt only when the KG changed.
@@ -280,9 +277,9 @@ class KG2RAG(MethodBase):
         return [float(x) for x in np.sum(q * t, axis=1)]
 
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
-        m, seed_k, budget = self._settings(ws)
+        m, top_k, budget = self._settings(ws)
         texts = [q.question for q in questions]
-        seeds = ws.dense.search(texts, seed_k)
+        seeds = ws.dense.search(texts, top_k)
         kg = ws.kg_for(dedup(p for h in seeds for p in hits_pids(h)))
         adjacency = self.adjacency(kg)
         sims = ws.dense.scores(texts) if texts else np.zeros((0, 0))

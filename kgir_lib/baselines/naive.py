@@ -6,9 +6,9 @@ from typing import Optional, Sequence
 
 from ..data import Question
 from ..llm import LLMUsage
-from ..reader import closed_book_request, parse_answer
-from .base import MethodBase, MethodOutput, Workspace
-from .retrievers import context_of, hits_pids, read, retrieval_output
+from ..methods.base import MethodBase, MethodOutput, Workspace
+from ..methods.context import context_of, hits_pids, read, retrieval_output
+from ..methods.reader import closed_book_request, parse_answer
 
 
 @dataclass
@@ -39,18 +39,19 @@ class NaiveGen(MethodBase):
 class NaiveRAG(MethodBase):
     """Naive RAG (Lewis et al. 2020): dense top-k passages in the reader's prompt.
 
-    Retrieval: cosine top-``k`` (paper eq. 2; ``k`` = ``cfg.top_k``, the paper's
+    Retrieval: cosine top-``top_k`` (paper eq. 2; ``cfg.top_k`` unless given, the paper's
     10). Context: the first ``cfg.context_passages`` of them. Candidates: the
     top-k. One LLM call a question.
     """
 
-    k: Optional[int] = None
+    top_k: Optional[int] = None
     name = "Naive RAG"
     key = "naive_rag"
     uses_kg = False
+    knobs = {"top_k": "top_k"}
 
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
         texts = [q.question for q in questions]
-        hits = ws.dense.search(texts, self._k(ws, self.k))
+        hits = ws.dense.search(texts, int(self.setting(ws, "top_k")))
         answers = read(ws, texts, [context_of(ws, hits_pids(h)) for h in hits], stage="naive_rag_reader")
         return [retrieval_output(ws, q, h, a, "dense") for q, h, a in zip(questions, hits, answers)]

@@ -1,7 +1,10 @@
-"""The checks :func:`kgir_lib.config.load_config` runs on an effective config, each naming the field.
+"""The checks of a config value, each naming the field: the one place a value is checked.
 
-Kept apart from :mod:`kgir_lib.config` (which holds the fields, the profiles and the one table of allowed
-number ranges, :data:`kgir_lib.config.RANGES`) so that the config module stays small.
+:func:`validate` runs them all on an effective config (:func:`kgir_lib.config.load_config`);
+:func:`check_value` checks one value against its field (type, :data:`~kgir_lib.config.fields.RANGES`,
+:data:`~kgir_lib.config.fields.CHOICES`), for a setting given elsewhere than in a profile: a method's
+constructor parameter that overrides a field (:meth:`kgir_lib.methods.base.MethodBase.setting`), a value of a
+notebook 06 sweep.
 """
 from __future__ import annotations
 
@@ -9,11 +12,11 @@ import dataclasses
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 from urllib.parse import urlsplit
 
-from .redact import redact, secret_name
-from .config import _FIELDS, _SECRET_HINT, Config, ConfigError, _field_kind, builtin_profiles, field_range
+from ..redact import redact, secret_name
+from .fields import _FIELDS, _SECRET_HINT, CHOICES, Config, ConfigError, _field_kind, builtin_profiles, field_range
 
 
 def _list_of_str(name: str) -> bool:
@@ -82,18 +85,71 @@ def _number(kind: str, value: Any, label: str) -> Any:
     return float(value)
 
 
+def check_range(name: str, value: Any, label: Optional[str] = None) -> None:
+    """An int or float value of field ``name`` within its :data:`~kgir_lib.config.fields.RANGES` entry (None always
+    passes); the message names ``label`` (default: the field)."""
+    kind, _ = _field_kind(name)
+    if kind not in ("int", "float") or value is None:
+        return
+    allowed = field_range(name)
+    label = label or f"parameter {name!r}"
+    if allowed is None:
+        raise ConfigError(f"{label}: no allowed range in kgir_lib.config.fields.RANGES (add one)")
+    if not allowed.holds(value):
+        raise ConfigError(f"{label}: must be {allowed}, got {value}")
+
+
 def check_ranges(cfg: Config) -> None:
-    """Every int and float field within its :data:`kgir_lib.config.RANGES` entry (None always passes)."""
+    """Every int and float field within its :data:`~kgir_lib.config.fields.RANGES` entry (None always passes)."""
     for name in _FIELDS:
-        kind, _ = _field_kind(name)
-        value = getattr(cfg, name)
-        if kind not in ("int", "float") or value is None:
-            continue
-        allowed = field_range(name)
-        if allowed is None:
-            raise ConfigError(f"parameter {name!r}: no allowed range in kgir_lib.config.RANGES (add one)")
-        if not allowed.holds(value):
-            raise ConfigError(f"parameter {name!r}: must be {allowed}, got {value}")
+        check_range(name, getattr(cfg, name))
+
+
+def check_choice(name: str, value: Any, label: Optional[str] = None) -> None:
+    """A text field with a :data:`~kgir_lib.config.fields.CHOICES` entry holds one of its values."""
+    allowed = CHOICES.get(name)
+    if allowed is not None and value not in allowed:
+        raise ConfigError(f"{label or f'parameter {name!r}'}: unknown value {value!r} ({' | '.join(allowed)})")
+
+
+def check_value(name: str, value: Any, label: Optional[str] = None) -> Any:
+    """``value`` as field ``name`` takes it (:func:`coerce`), within its range and choices; ``None`` passes when
+    the field may be null. ``label`` names where the value came from (e.g. ``"KGIRRAG parameter 'top_k'"``)."""
+    try:
+        value = coerce(name, value)
+    except ConfigError as exc:
+        if label:
+            raise ConfigError(str(exc).replace(f"parameter {name!r}", label, 1)) from None
+        raise
+    check_range(name, value, label)
+    check_choice(name, value, label)
+    return value
+
+
+def validate(cfg: Config) -> None:
+    """Every check of an effective config (:func:`kgir_lib.config.load_config` runs it)."""
+    for name in CHOICES:
+        check_choice(name, getattr(cfg, name))
+    if cfg.llm_backend == "openai" and not cfg.llm_base_urls:
+        raise ConfigError("parameter 'llm_base_urls': the openai backend needs at least one base URL")
+    for url in cfg.llm_base_urls:
+        check_url(url)
+    check_model_path(cfg)
+    check_key_env_name(cfg.llm_api_key_env)
+    check_ranges(cfg)
+    check_locations(cfg)
+    check_run_name(cfg)
+    if cfg.kg_llm_model is not None and cfg.llm_backend == "openai" and not cfg.kg_llm_base_urls:
+        raise ConfigError("parameter 'kg_llm_base_urls': 'kg_llm_model' on the openai backend needs its own base URL")
+    for url in cfg.kg_llm_base_urls:
+        check_url(url, "kg_llm_base_urls")
+    if not cfg.datasets:
+        raise ConfigError("parameter 'datasets': needs at least one dataset name")
+    if cfg.eval_methods is not None and not cfg.eval_methods:  # the keys: kgir_lib.methods.registry.check_method_keys
+        raise ConfigError("parameter 'eval_methods': give at least one method key, or null for every method")
+    for key in cfg.to_dict():
+        if "api_key" in key and key != "llm_api_key_env":
+            raise ConfigError(f"parameter {key!r}: {_SECRET_HINT}")
 
 
 def check_locations(cfg: Config) -> None:

@@ -1,9 +1,6 @@
-"""One config object for the whole suite, and the one run-directory layout.
+"""The one config object (every knob of the suite, its allowed values), and the one run-directory layout.
 
-A profile is a YAML file in ``kgir_lib/profiles/`` (``sample``, ``ci``, ``paper``,
-``paper_llama3``), optionally ``extends``-ing another. Papermill parameters
-override single fields; ``None`` means "keep the profile's value". The effective
-config is written into the run directory by :func:`start_run`.
+Profiles are read by :mod:`kgir_lib.config.profiles`, values checked by :mod:`kgir_lib.config.checks`.
 
 Run-directory layout (``<results>/<run name>/``; the run name is the profile's :func:`profile_identity`
 unless ``run_name`` sets another, as the runner does for a run with overrides, a scratch run)::
@@ -22,16 +19,13 @@ Figures go to ``<figures>/<run name>/``.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
-import yaml
-
-PROFILE_DIR = Path(__file__).parent / "profiles"
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROFILE_DIR = Path(__file__).resolve().parent.parent / "profiles"
+PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 class ConfigError(ValueError):
@@ -88,10 +82,13 @@ class Config:
     extract_max_passages: Optional[int] = 60
     extract_datasets: list = field(default_factory=lambda: ["musique", "hotpotqa"])
     # KGIR-RAG (paper §2.2-2.4)
-    top_k: int = 10
+    top_k: int = 10                      # retrieval depth |D_q| of every method (eq. 2; KG²RAG's seed passages k);
+    #                                      also sizes notebook 01's extraction pool: the union of the sampled
+    #                                      questions' top_k passages (kgir_lib.kg.extract.extraction_pool), so
+    #                                      Algorithm 1 finds the triples of G_q already extracted
     ngram_n: int = 3
     ngram_threshold: float = 0.7         # eq. 5 threshold of match_method (results/benchmarks/matching.md)
-    match_method: str = "tokens"         # eq. 5 rule (entity_matching.SIMILARITIES): "tokens" judged the same entity
+    match_method: str = "tokens"         # eq. 5 rule (MATCH_METHODS): "tokens" judged the same entity
     #                                      best on hand-labelled pairs (highest recall at precision >= 90 %)
     gtmp_reading: str = "passages"       # Algorithm 1 G_tmp: "passages" (connect D_q's entities) | "seed_star" (§2.2)
     max_iterations: int = 3
@@ -112,7 +109,7 @@ class Config:
     kg2rag_budget: int = 10
     ircot_max_steps: int = 3
     iter_retgen_rounds: int = 3
-    # HippoRAG 2 (methods/hipporag2.py; upstream defaults: linking_top_k 5, synonymy top 2047 at cosine >= 0.8)
+    # HippoRAG 2 (baselines/hipporag2.py; upstream defaults: linking_top_k 5, synonymy top 2047 at cosine >= 0.8)
     hipporag2_synonymy: Optional[bool] = None  # synonymy edges; null: on for openai/vllm backends, off on CPU
     hipporag2_link_top_k: int = 5              # facts linked to the question and phrase seeds kept
     hipporag2_synonym_threshold: float = 0.8   # cosine a synonym must reach
@@ -120,7 +117,7 @@ class Config:
     # ablation / sensitivity / robustness studies (notebook 06)
     ablation_datasets: list = field(default_factory=lambda: ["musique", "hotpotqa"])  # Table 7 and KG²RAG ablations
     study_datasets: list = field(default_factory=lambda: ["musique_train"])  # sweeps and robustness
-    # methods of notebook 05 (registry keys of kgir_lib.methods.METHODS); null: every method (DEFAULT_METHODS)
+    # methods of notebook 05 (registry keys of kgir_lib.methods.registry.METHODS, checked there); null: every method
     eval_methods: Optional[list] = None
     study_n_questions: Optional[int] = 4  # questions a sweep point (null: n_questions)
     robustness_seeds: int = 3  # seeds a drop fraction (KG²RAG robustness)
@@ -196,71 +193,9 @@ LOCATION_ENV = {"data_dir": "KGIR_DATA_DIR", "results_dir": "KGIR_RESULTS_DIR", 
 _SECRET_HINT = "secrets come from the environment only (the variable named by 'llm_api_key_env')"
 
 
-def _check_key(key: str, where: str) -> None:
-    if key in _FIELDS:
-        return
-    if any(word in key.lower() for word in ("api_key", "apikey", "secret", "password")):
-        raise ConfigError(f"{where}: field {key!r} is not allowed: {_SECRET_HINT}")
-    raise ConfigError(f"{where}: unknown field {key!r} (not a field of kgir_lib.config.Config)")
-
-
 def builtin_profiles() -> list:
     """The names of the profiles shipped in ``kgir_lib/profiles/``."""
     return sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
-
-
-def profile_identity(name: str) -> str:
-    """The name a profile's results go under: a built-in profile's name; for a profile file, its stem and the
-    first 8 hex digits of SHA-256 over its resolved path, so two files (``a/fake.yaml``, ``b/fake.yaml``)
-    never share a run directory and a file elsewhere never writes into a built-in profile's (a file that
-    *is* a built-in profile, by any path, is that profile)."""
-    if not name.endswith(".yaml"):
-        return name
-    path = Path(name).expanduser().resolve()
-    builtin = PROFILE_DIR / path.name
-    if builtin.is_file() and builtin.resolve() == path:
-        return path.stem
-    return f"{path.stem}-{hashlib.sha256(str(path).encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
-
-
-def _profile_path(name: str, base: Optional[Path] = None) -> Path:
-    """The file of profile ``name``: a ``.yaml`` path (relative ones against ``base``, the folder of the
-    profile that ``extends`` it, else the current directory) or a name in ``kgir_lib/profiles/``."""
-    if not name.endswith(".yaml"):
-        return PROFILE_DIR / f"{name}.yaml"
-    path = Path(name).expanduser()
-    return path if path.is_absolute() or base is None else base / path
-
-
-def _read_profile(name: str, seen: tuple = (), base: Optional[Path] = None) -> dict:
-    """Fields of profile ``name`` (a profile name or a ``.yaml`` path), its ``extends`` chain merged in."""
-    if not isinstance(name, str) or not name:
-        raise ConfigError(f"profile name must be a non-empty string, got {name!r}")
-    path = _profile_path(name, base)
-    if not path.exists():
-        known = builtin_profiles()
-        raise ConfigError(f"unknown profile {name!r}: no file {path} (known profiles: {known})")
-    ident = str(path.resolve())
-    if ident in seen:
-        raise ConfigError(f"profile {path}: 'extends' forms a cycle {seen + (ident,)}")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"profile {path}: not valid YAML: {exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"profile {path}: not UTF-8 text ({exc})") from None
-    except OSError as exc:
-        raise ConfigError(f"profile {path}: cannot be read ({exc.strerror or exc})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"profile {path}: expected a mapping of fields")
-    parent = data.pop("extends", None)
-    if parent is not None and not isinstance(parent, str):
-        raise ConfigError(f"profile {path}: 'extends' must name a profile, got {parent!r}")
-    merged = _read_profile(parent, seen + (ident,), path.parent) if parent else {}
-    for key in data:
-        _check_key(key, f"profile {path}")
-    merged.update(data)
-    return merged
 
 
 def _field_kind(name: str) -> tuple:
@@ -272,34 +207,19 @@ def _field_kind(name: str) -> tuple:
     return kind, False
 
 
-def load_config(profile: Optional[str] = None, **overrides: Any) -> Config:
-    """Build the effective config: profile YAML, then non-None ``overrides``.
-
-    ``profile=None`` reads ``$KGIR_PROFILE`` (the test suite sets ``ci``), else ``sample``.
-    Every value is type-checked; a bad one raises :class:`ConfigError` naming the field.
-    """
-    profile = profile or os.environ.get("KGIR_PROFILE") or "sample"
-    values = _read_profile(profile)
-    for key, env in LOCATION_ENV.items():  # the environment wins over a profile's location
-        if os.environ.get(env):
-            values[key] = os.environ[env]
-    for key, value in overrides.items():
-        _check_key(key, "papermill parameters")
-        if value is not None:
-            values[key] = value
-    values["profile"] = profile_identity(profile)
-    from .config_checks import coerce  # (lazy: it imports this module)
-
-    for key in list(values):
-        values[key] = coerce(key, values[key], f" (profile {values['profile']!r})")
-    cfg = Config(**values)
-    _validate(cfg)
-    return cfg
-
-
+# The values a text field may take: the one table of allowed choices, checked in one place
+# (:func:`kgir_lib.config.checks.check_choice`). The modules that implement a choice import its list from here
+# (the config sits below the methods it configures).
+LLM_BACKENDS = ("llamacpp", "openai", "vllm", "scripted")
+JSON_MODES = ("llamacpp", "vllm", "openai", "none")
+MATCH_METHODS = ("dice", "overlap", "containment", "overlap_len", "overlap_best", "dice_best", "tokens")  # eq. 5 rules
+GTMP_READINGS = ("passages", "seed_star")  # Algorithm 1's G_tmp (kgir_lib.kgir.subgraph.tmp_graph)
 REFLECTION_PASSAGES = ("new", "all")
 ANSWER_SOURCES = ("reader", "reflection")
 REFLECT_PROMPTS = ("kgir_reflect", "kgir_reflect_paper")
+CHOICES: dict = {"llm_backend": LLM_BACKENDS, "llm_json_mode": JSON_MODES, "match_method": MATCH_METHODS,
+                 "gtmp_reading": GTMP_READINGS, "reflection_passages": REFLECTION_PASSAGES,
+                 "kgir_answer_source": ANSWER_SOURCES, "reflect_prompt": REFLECT_PROMPTS}
 
 
 class Range(NamedTuple):
@@ -323,7 +243,7 @@ _TOKENS = Range(1, 131_072)      # a generation budget (max new tokens)
 _QUESTIONS = Range(1, 10_000_000)
 _SEED = Range(0, 2**32 - 1)
 # Every int and float field of Config, or a name prefix ending in "*": the one table of allowed values, checked in
-# one place (config_checks.check_ranges). A value outside is refused when the profile loads, naming the field,
+# one place (checks.check_range). A value outside is refused when the profile loads, naming the field,
 # instead of failing (or silently doing nothing) in a notebook later. None (for Optional fields) always passes.
 RANGES: dict = {
     "llm_max_concurrency": Range(1, 4096), "llm_timeout_s": Range(0, 86_400, open_lo=True),
@@ -333,7 +253,7 @@ RANGES: dict = {
     "temperature": Range(0, 2), "max_new_tokens": _TOKENS, "max_tokens_*": _TOKENS,
     "embed_batch_size": Range(1, 65_536), "n_questions": _QUESTIONS, "seed": _SEED,
     "extract_max_passages": Range(1, 100_000_000), "top_k": Range(1, 1_000_000), "ngram_n": Range(1, 32),
-    "ngram_threshold": Range(0, 1), "max_iterations": Range(1, 100), "kg2rag_m_hops": Range(1, 100),
+    "ngram_threshold": Range(0, 1), "max_iterations": Range(1, 100), "kg2rag_m_hops": Range(0, 100),
     "kg2rag_budget": Range(1, 100_000), "ircot_max_steps": Range(1, 100), "iter_retgen_rounds": Range(1, 100),
     "hipporag2_link_top_k": Range(1, 100_000), "hipporag2_synonym_threshold": Range(-1, 1),
     "hipporag2_synonym_top_k": Range(1, 1_000_000), "study_n_questions": _QUESTIONS,
@@ -347,54 +267,3 @@ def field_range(name: str) -> Optional[Range]:
     if name in RANGES:
         return RANGES[name]
     return next((r for key, r in RANGES.items() if key.endswith("*") and name.startswith(key[:-1])), None)
-
-
-def _validate(cfg: Config) -> None:
-    from . import config_checks as checks  # (lazy: it imports this module)
-
-    if cfg.llm_backend not in {"llamacpp", "openai", "vllm", "scripted"}:
-        raise ConfigError(f"parameter 'llm_backend': unknown backend {cfg.llm_backend!r} "
-                          f"(llamacpp | openai | vllm | scripted)")
-    if cfg.llm_json_mode not in {"llamacpp", "vllm", "openai", "none"}:
-        raise ConfigError(f"parameter 'llm_json_mode': unknown mode {cfg.llm_json_mode!r} (llamacpp | vllm | openai | none)")
-    if cfg.llm_backend == "openai" and not cfg.llm_base_urls:
-        raise ConfigError("parameter 'llm_base_urls': the openai backend needs at least one base URL")
-    for url in cfg.llm_base_urls:
-        checks.check_url(url)
-    checks.check_model_path(cfg)
-    checks.check_key_env_name(cfg.llm_api_key_env)
-    checks.check_ranges(cfg)
-    checks.check_locations(cfg)
-    checks.check_run_name(cfg)
-    from .subgraph import GTMP_READINGS, SIMILARITIES  # (lazy: subgraph imports the LLM package)
-
-    for name, allowed in (("match_method", SIMILARITIES), ("gtmp_reading", GTMP_READINGS)):
-        if getattr(cfg, name) not in allowed:
-            raise ConfigError(f"parameter {name!r}: unknown value {getattr(cfg, name)!r} ({' | '.join(allowed)})")
-    for name, allowed in (("reflection_passages", REFLECTION_PASSAGES), ("kgir_answer_source", ANSWER_SOURCES),
-                          ("reflect_prompt", REFLECT_PROMPTS)):
-        if getattr(cfg, name) not in allowed:
-            raise ConfigError(f"parameter {name!r}: unknown value {getattr(cfg, name)!r} ({' | '.join(allowed)})")
-    if cfg.kg_llm_model is not None and cfg.llm_backend == "openai" and not cfg.kg_llm_base_urls:
-        raise ConfigError("parameter 'kg_llm_base_urls': 'kg_llm_model' on the openai backend needs its own base URL")
-    for url in cfg.kg_llm_base_urls:
-        checks.check_url(url, "kg_llm_base_urls")
-    if not cfg.datasets:
-        raise ConfigError("parameter 'datasets': needs at least one dataset name")
-    if cfg.eval_methods is not None:
-        from .methods import METHODS
-
-        unknown = [m for m in cfg.eval_methods if m not in METHODS]
-        if unknown or not cfg.eval_methods:
-            raise ConfigError(f"parameter 'eval_methods': unknown or no method keys {unknown} "
-                              f"(known: {', '.join(METHODS)})")
-    for key in cfg.to_dict():
-        if "api_key" in key and key != "llm_api_key_env":
-            raise ConfigError(f"parameter {key!r}: {_SECRET_HINT}")
-
-
-def start_run(cfg: Config, notebook: str) -> Path:
-    """Record the effective config of ``notebook`` in the run directory; return its path."""
-    path = cfg.path("config", f"{notebook}.yaml")
-    path.write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=True))
-    return path

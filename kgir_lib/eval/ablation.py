@@ -6,32 +6,29 @@
   (:data:`kgir_lib.report.KGIR_ABLATION_DROPS`, MuSiQue, Qwen2.5-72B) in separate,
   labelled columns beside ours.
 - KG²RAG (report, Tables 3-6 and Fig. 5): ``w/o expansion`` and ``w/o
-  organisation``; sensitivity to the seed count ``k`` and the expansion depth
-  ``m``; robustness when 5 % / 10 % of the triples are dropped at random
-  (:func:`drop_triples`, :func:`robustness`).
-- KGIR-RAG's own knobs: ``max_iterations``, top-k and the n-gram matching
-  threshold of eq. 5 (:func:`sweep`).
+  organisation``; sensitivity to the seed count k (its ``top_k``) and the expansion depth
+  m (``m_hops``); robustness when 5 % / 10 % of the triples are dropped at random
+  (:func:`kgir_lib.eval.perturb.drop_triples`, :func:`robustness`).
+- KGIR-RAG's own knobs: ``max_iterations``, ``top_k`` and the n-gram matching
+  threshold of eq. 5 (:func:`sweep`; the values: :data:`GRID`, :func:`study_grid`).
 
 Every run goes through the workspace's LLM, hence its SQLite cache: rerunning a
-study repeats no LLM call. The figures of notebook 06 are drawn by :mod:`kgir_lib.viz`.
+study repeats no LLM call. The figures of notebook 06 are drawn by :mod:`kgir_lib.notebook.viz`.
 """
 from __future__ import annotations
 
-import dataclasses
-import random
 import re
-import zlib
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .kg import KnowledgeGraph
-from .methods.base import Method, Workspace
-from .traces import trace_filename
+from ..methods.base import Method, Workspace
+from ..report import KGIR_ABLATION_DATASETS, KGIR_ABLATION_DROPS
+from ..traces import trace_filename
 from .evaluate import METRICS  # the score columns every study reports (×100), as run_and_score returns them
-from .report import KGIR_ABLATION_DATASETS, KGIR_ABLATION_DROPS
+from .perturb import check_fraction, perturbed_workspace, recording_workspace
 
 # KGIRRAG(variant=...) -> the row label of paper Table 7.
 KGIR_VARIANT_LABELS = {"full": "KGIR-RAG (full)", "no_subgraph": "w/o subgraph",
@@ -41,129 +38,64 @@ KG2RAG_VARIANT_LABELS = {"full": "KG²RAG (full)", "no_expansion": "w/o expansio
                          "no_organisation": "w/o organisation"}
 
 
-# Default values of each study (notebook 06 parameters override them; the profile's value is in each).
+# Default values of each study (notebook 06 parameters override them; the profile's value is in each). A sweep of a
+# method's knob is keyed by the knob's one name (its constructor parameter, kgir_lib.methods.base.MethodBase.knobs).
 GRID = {
-    "drop_fractions": (0.05, 0.10),          # KG²RAG report Table 6
-    "kg2rag_k": (5, 10, 15, 20),             # seed passages k (report Fig. 5; paper default 10)
-    "kg2rag_m": (0, 1, 2),                   # expansion hops m (report Table 5; default 1, 0 = w/o expansion)
-    "kgir_max_iterations": (1, 2, 3),        # KGIR-RAG loop bound (profile default 3)
-    "kgir_top_k": (5, 10, 15),               # |D_q| (paper: 10)
-    "kgir_ngram_threshold": (0.5, 0.7, 1.0),  # eq. 5 threshold of the profile's match_method (tokens: 0.5 lets a name
-    #                                          gain one word, 0.7 only names of 3+ words, 1.0 equal content words)
+    "drop_fractions": (0.05, 0.10),            # KG²RAG report Table 6
+    "kg2rag": {
+        "top_k": (5, 10, 15, 20),              # seed passages k (report Fig. 5; paper default 10)
+        "m_hops": (0, 1, 2),                   # expansion hops m (report Table 5; default 1, 0 = w/o expansion)
+    },
+    "kgir": {
+        "max_iterations": (1, 2, 3),           # KGIR-RAG loop bound (profile default 3)
+        "top_k": (5, 10, 15),                  # |D_q| (paper: 10)
+        "ngram_threshold": (0.5, 0.7, 1.0),    # eq. 5 threshold of the profile's match_method (tokens: 0.5 lets a
+        #                                        name gain one word, 0.7 only names of 3+ words, 1.0 equal words)
+    },
 }
-_INT_GRIDS = {"kg2rag_k", "kg2rag_m", "kgir_max_iterations", "kgir_top_k"}
 
 
-def study_grid(**overrides: Optional[Sequence]) -> dict:
-    """:data:`GRID` with the non-``None`` ``overrides`` (notebook parameters), each checked.
+def _values(name: str, values) -> list:
+    values = [values] if isinstance(values, (int, float, str)) else list(values)
+    if not values:
+        raise ValueError(f"parameter {name!r}: give at least one value")
+    return values
 
-    Raises ``ValueError`` naming the parameter for an unknown study, an empty
-    list, a non-number, a non-integer where counts are swept, or a fraction or
-    threshold outside [0, 1].
+
+def _knob_values(method_key: str, sweeps: Mapping, name: str) -> dict:
+    """``GRID[method_key]`` with ``sweeps`` ({knob: values}) in place of its entries; each value as the method
+    takes it, checked by the method itself (:meth:`kgir_lib.methods.base.MethodBase.__post_init__`)."""
+    from ..methods.registry import build_method
+
+    if not isinstance(sweeps, Mapping):
+        raise ValueError(f"parameter {name!r}: expected {{knob: values}}, e.g. {{'top_k': [5, 10]}}, got {sweeps!r}")
+    knobs = type(build_method(method_key)).knobs
+    out = dict(GRID[method_key])
+    for knob, values in sweeps.items():
+        if knob not in knobs:
+            raise ValueError(f"parameter {name!r}: {knob!r} is not a knob of {method_key!r} (knobs: {sorted(knobs)})")
+        if values is not None:
+            out[knob] = tuple(getattr(build_method(method_key, **{knob: v}), knob)
+                              for v in _values(f"{name}[{knob!r}]", values))
+    return out
+
+
+def study_grid(drop_fractions: Optional[Sequence] = None, kg2rag: Optional[Mapping] = None,
+               kgir: Optional[Mapping] = None) -> dict:
+    """:data:`GRID` with notebook 06's parameters in place of its defaults (``None`` keeps a default): the drop
+    fractions, and ``{knob: values}`` of KG²RAG's and of KGIR-RAG's knobs (a knob not given keeps its values).
+
+    A value is checked as the method checks it (the config's rule for the field the knob overrides); a drop
+    fraction by :func:`check_fraction`. Raises ``ValueError`` naming the parameter.
     """
-    grid = dict(GRID)
-    for key, values in overrides.items():
-        if key not in GRID:
-            raise ValueError(f"unknown study {key!r} (known: {sorted(GRID)})")
-        if values is None:
-            continue
-        values = [values] if isinstance(values, (int, float)) else list(values)
-        if not values:
-            raise ValueError(f"parameter {key!r}: give at least one value")
-        for v in values:
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise ValueError(f"parameter {key!r}: {v!r} is not a number")
-            if key in _INT_GRIDS and float(v) != int(v):
-                raise ValueError(f"parameter {key!r}: {v!r} is not a whole number")
-            if key in ("drop_fractions", "kgir_ngram_threshold") and not 0.0 <= v <= 1.0:
-                raise ValueError(f"parameter {key!r}: {v!r} is outside [0, 1]")
-            if key in ("kg2rag_k", "kgir_max_iterations", "kgir_top_k") and v < 1:
-                raise ValueError(f"parameter {key!r}: {v!r} must be >= 1")
-            if key == "kg2rag_m" and v < 0:
-                raise ValueError(f"parameter {key!r}: {v!r} must be >= 0")
-        grid[key] = tuple(int(v) if key in _INT_GRIDS else float(v) for v in values)
+    grid = {**GRID, "kg2rag": dict(GRID["kg2rag"]), "kgir": dict(GRID["kgir"])}
+    if drop_fractions is not None:
+        grid["drop_fractions"] = tuple(check_fraction(v, "drop_fractions")
+                                       for v in _values("drop_fractions", drop_fractions))
+    for key, sweeps in (("kg2rag", kg2rag), ("kgir", kgir)):
+        if sweeps is not None:
+            grid[key] = _knob_values(key, sweeps, f"{key}_sweeps")
     return grid
-
-
-# ----------------------------------------------------------------------------- KG perturbation
-def drop_triples(kg: KnowledgeGraph, fraction: float, seed: int) -> KnowledgeGraph:
-    """A copy of ``kg`` without exactly ``round(fraction * len(kg))`` triples chosen at random.
-
-    KG²RAG report, robustness study (Table 6): "randomly discard 5 % or 10 % of the
-    triples" to simulate an imperfect graph. The choice is ``random.Random(seed)``
-    sampling triple positions, so the same ``(kg, fraction, seed)`` always drops
-    the same triples. The set of processed passages (``extracted``) is kept: a
-    passage that lost all its triples is still "extracted", so the on-demand
-    extraction does not silently restore what was dropped. Triple order is kept.
-    ``round`` is Python's (half to even).
-    """
-    if not isinstance(fraction, (int, float)) or not 0.0 <= float(fraction) <= 1.0:
-        raise ValueError(f"parameter 'fraction': must be a number in [0, 1], got {fraction!r}")
-    triples = kg.triples
-    n_drop = round(float(fraction) * len(triples))
-    dropped = set(random.Random(seed).sample(range(len(triples)), n_drop))
-    kept = [t for i, t in enumerate(triples) if i not in dropped]
-    # passages with triples first, in kg order; then the rest (sorted: deterministic across processes)
-    order = list(dict.fromkeys(t.pid for t in triples))
-    extracted = order + sorted(kg.extracted - set(order))
-    return KnowledgeGraph(kept, extracted)
-
-
-def _keep_by_hash(triples: Sequence, fraction: float, seed: int) -> list:
-    """Each triple dropped with probability ``fraction``, decided by a seeded hash of the triple itself.
-
-    Unlike :func:`drop_triples` the count is only expected to be ``fraction * n``,
-    but the fate of a triple never depends on which other triples exist, so it is
-    stable however the graph grows (``hash`` of a str is not stable across
-    processes; CRC-32 is).
-    """
-    kept, seen = [], {}
-    for t in triples:
-        key = (t.head, t.relation, t.tail, t.pid)
-        seen[key] = seen.get(key, -1) + 1  # repeated triples get distinct draws
-        draw = zlib.crc32("\x1f".join((str(seed), *key, str(seen[key]))).encode("utf-8")) / 2 ** 32
-        if draw >= fraction:
-            kept.append(t)
-    return kept
-
-
-def perturbed_workspace(ws: Workspace, fraction: float, seed: int,
-                        scope: Optional[Iterable[str]] = None) -> Workspace:
-    """``ws`` whose knowledge graph lost ``fraction`` of its triples at random (KG²RAG robustness study).
-
-    The passages of ``scope`` (default: every passage extracted so far) form the
-    graph that :func:`drop_triples` perturbs exactly. Methods extract passages
-    they retrieve on demand (:meth:`Workspace.kg_for`): a passage outside that
-    graph is extracted into the base graph as usual and copied into the perturbed
-    one with each triple dropped with probability ``fraction``
-    (:func:`_keep_by_hash`). The base graph is never modified by the copy.
-    """
-    base, base_ensure = ws.kg, ws.ensure_kg
-    start = base if scope is None else base.subset(list(dict.fromkeys(scope)))
-    kg = drop_triples(start, fraction, seed)
-
-    def ensure(pids: Sequence[str]) -> None:
-        pids = list(pids)
-        if base_ensure is not None and base.missing(pids):
-            base_ensure(pids)
-        for pid in kg.missing(p for p in pids if p in base.extracted):
-            kg.add(pid, _keep_by_hash(base.triples_of([pid]), fraction, seed))
-
-    return dataclasses.replace(ws, kg=kg, ensure_kg=ensure)
-
-
-def recording_workspace(ws: Workspace) -> tuple:
-    """``(ws', read)``: ``ws'`` behaves as ``ws`` and ``read`` collects every passage id it read the KG for."""
-    read: list = []
-    base_ensure = ws.ensure_kg
-
-    def ensure(pids: Sequence[str]) -> None:
-        pids = list(pids)
-        read.extend(pids)
-        if base_ensure is not None:
-            base_ensure(pids)
-
-    return dataclasses.replace(ws, ensure_kg=ensure), read
 
 
 # ----------------------------------------------------------------------------- running and scoring
@@ -175,7 +107,7 @@ def study_trace_path(ws: Workspace, method: Method, run: str) -> Path:
 
     Sweep points and perturbed graphs must not overwrite the method's own trace
     file (``traces/<key>/<dataset>.trace.jsonl``, notebooks 04/05), which the case study
-    and the tables read; their own paths also let :func:`kgir_lib.evaluate.run_method`
+    and the tables read; their own paths also let :func:`kgir_lib.eval.evaluate.run_method`
     resume each of them.
     """
     from .evaluate import method_key
@@ -186,11 +118,11 @@ def study_trace_path(ws: Workspace, method: Method, run: str) -> Path:
 
 def run_and_score(ws: Workspace, questions: Sequence, method: Method, path: Optional[Path] = None,
                   resume: bool = True) -> tuple:
-    """Run ``method`` (:func:`kgir_lib.evaluate.run_method`, traces at ``path``) and score it.
+    """Run ``method`` (:func:`kgir_lib.eval.evaluate.run_method`, traces at ``path``) and score it.
 
     Returns ``(outputs, scores)``; ``scores`` holds ``n``, mean EM, F1, R@2, R@5
     (×100; recall NaN without retrieval) and mean LLM usage per question
-    (:func:`kgir_lib.evaluate.mean_scores`; calls include cache hits).
+    (:func:`kgir_lib.eval.evaluate.mean_scores`; calls include cache hits).
     """
     from .evaluate import mean_scores, run_method, score
 
@@ -201,7 +133,7 @@ def run_and_score(ws: Workspace, questions: Sequence, method: Method, path: Opti
 def variant_scores(ws: Workspace, questions: Sequence, factory: Callable[[str], Method],
                    variants: Sequence[str], labels: Optional[Mapping[str, str]] = None) -> pd.DataFrame:
     """One row per (variant, question): ``factory(variant)`` run on ``questions`` of ``ws.dataset`` and scored
-    (:func:`kgir_lib.evaluate.score`), with ``dataset``, ``variant`` and ``label`` columns in front.
+    (:func:`kgir_lib.eval.evaluate.score`), with ``dataset``, ``variant`` and ``label`` columns in front.
 
     Traces go to the method's own file (``traces/<key>/<dataset>.trace.jsonl``): an
     ablation variant is a method of its own (notebook 05 runs them too, and a run
@@ -222,7 +154,7 @@ def variant_scores(ws: Workspace, questions: Sequence, factory: Callable[[str], 
 
 def variant_means(per_question: pd.DataFrame) -> pd.DataFrame:
     """One row per (dataset, variant) of :func:`variant_scores` rows: ``n``, mean metrics and usage
-    (:func:`kgir_lib.evaluate.mean_scores`)."""
+    (:func:`kgir_lib.eval.evaluate.mean_scores`)."""
     from .evaluate import mean_scores
 
     return pd.DataFrame([{"dataset": d, "variant": v, "label": part["label"].iloc[0], **mean_scores(part)}
@@ -241,7 +173,7 @@ def variant_intervals(per_question: pd.DataFrame, full: str = "full", metrics: S
     """Paired bootstrap 95 % CI of each variant minus ``full`` (Table 7's sign: a drop is negative), per dataset.
 
     ``per_question`` as from :func:`variant_scores`. Rows: ``dataset``, ``variant``, ``metric``, ``n``,
-    ``diff``, ``CI lo``, ``CI hi``: :func:`kgir_lib.bootstrap.bootstrap_table` with ``full`` as the
+    ``diff``, ``CI lo``, ``CI hi``: :func:`kgir_lib.eval.bootstrap.bootstrap_table` with ``full`` as the
     reference, turned round (full minus variant, negated).
     """
     from .bootstrap import bootstrap_table

@@ -6,19 +6,19 @@ KG²RAG and HippoRAG 2. Each claim is a comparison of KGIR-RAG with one other me
 
 **Families, declared before any run.** Each paper claim (:data:`PAPER_CLAIMS`) is one family: its tests
 are every (dataset, metric) row the run has for it, the pooled ``all`` rows included. The p-values of a
-family are adjusted with Holm's step-down procedure (:func:`kgir_lib.stats.holm`), so the chance of any
+family are adjusted with Holm's step-down procedure (:func:`kgir_lib.eval.stats.holm`), so the chance of any
 false "supports" or "contradicts" within a claim stays at ``ALPHA``.
 
-**The verdict comes from the adjusted exact test** (:mod:`kgir_lib.stats`): EM by the exact McNemar test,
+**The verdict comes from the adjusted exact test** (:mod:`kgir_lib.eval.stats`): EM by the exact McNemar test,
 F1 and Recall@k by the paired sign-flip permutation test. ``supports`` when the adjusted p is below
 ``ALPHA`` and KGIR-RAG is ahead; ``contradicts`` when it is below and KGIR-RAG is behind; ``cannot tell``
-otherwise. The paired percentile bootstrap interval (:func:`kgir_lib.bootstrap.paired_bootstrap`) stays in
+otherwise. The paired percentile bootstrap interval (:func:`kgir_lib.eval.bootstrap.paired_bootstrap`) stays in
 the table as the effect size's interval; it does not decide.
 
 **Minimum detectable effect** (``MDE``): the smallest difference this many questions detect with 80 %
 power at the family's first Holm level (``ALPHA`` / family size): for EM from the run's own discordance
-rate (:func:`kgir_lib.stats.mde_mcnemar`), for F1 and recall from the spread of the per-question differences
-(:func:`kgir_lib.stats.mde_paired`). Beside the paper's Table 7 drop it says whether a run this size could
+rate (:func:`kgir_lib.eval.stats.mde_mcnemar`), for F1 and recall from the spread of the per-question differences
+(:func:`kgir_lib.eval.stats.mde_paired`). Beside the paper's Table 7 drop it says whether a run this size could
 have seen the published effect at all.
 
 The paper's own number for a comparison sits beside ours where the paper states it: Table 7's ablation
@@ -37,9 +37,9 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..data import load_dataset, tuning_questions
+from ..report import KGIR_ABLATION_DATASETS, KGIR_ABLATION_DROPS
 from .bootstrap import dataset_groups, paired_bootstrap, paired_scores
-from .data import load_dataset, tuning_questions
-from .report import KGIR_ABLATION_DATASETS, KGIR_ABLATION_DROPS
 from .stats import holm, mcnemar_exact, mde_mcnemar, mde_paired, sign_flip_test
 
 SUPPORTS, CONTRADICTS, CANNOT_TELL, NOT_RUN = "supports", "contradicts", "cannot tell", "not run"

@@ -1,4 +1,5 @@
-"""Paper-scale cost extrapolation: tokens and GPU-hours of the ``paper`` profile.
+"""What the run's graphs cost (:func:`indexing_cost`), and the paper-scale extrapolation: tokens and GPU-hours of
+the ``paper`` profile.
 
 Inputs are *measured* tokens (the rehearsal run, ``scripts/rehearsal.sh``: notebook 05's
 ``05_cost_per_question.csv`` per method, notebook 01's usage for extraction per passage) and an
@@ -8,7 +9,7 @@ measurement). Arithmetic only: tokens scale linearly with questions and passages
     wall hours = prompt tokens / prefill tok/s + completion tokens / decode tok/s   (no overlap: an upper bound)
     GPU-hours  = wall hours x GPUs of the server
 
-``python -m kgir_lib.cost OUT_STEM`` (with ``KGIR_RESULTS_DIR`` of the rehearsal run) writes ``OUT_STEM.csv``
+``python -m kgir_lib.eval.cost OUT_STEM`` (with ``KGIR_RESULTS_DIR`` of the rehearsal run) writes ``OUT_STEM.csv``
 and ``OUT_STEM.md``.
 """
 from __future__ import annotations
@@ -20,7 +21,13 @@ from typing import Mapping, Optional
 
 import pandas as pd
 
-from .report import INDEXING_TOKENS_M
+from ..config import load_config
+from ..data import load_dataset
+from ..kg.extract import extraction_requests
+from ..kg.store import kg_dir, load_kg, openie_file
+from ..llm.cache import LLMCache, cache_key
+from ..methods.base import Workspace
+from ..report import INDEXING_TOKENS_M, to_markdown
 
 # Corpus sizes of HippoRAG 2's 1000-question sets (HippoRAG 2 paper, Table 6 / its released corpora)
 PAPER_CORPUS_PASSAGES: dict = {"musique": 11_656, "hotpotqa": 9_811}
@@ -37,7 +44,6 @@ class Throughput:
     ``decode_tok_s``: completion tokens generated per second over all requests in flight;
     ``gpus``: GPUs the deployment occupies (GPU-hours = wall hours x gpus).
     """
-
     label: str
     prefill_tok_s: float
     decode_tok_s: float
@@ -134,12 +140,6 @@ def measured_extraction(cfg, dataset: str) -> dict:
     cache at the profile's budget (``cfg.max_tokens("extract")``): passages found, prompt / completion tokens
     and server seconds, summed. Only calls of the graph's own extraction are counted (not notebook 01's display
     of raw outputs, which may ask with another budget)."""
-    from .data import load_dataset
-    from .kg.extract import extraction_requests
-    from .kg.store import load_kg
-    from .llm.cache import LLMCache, cache_key
-    from .pipeline import kg_dir
-
     kg = load_kg(kg_dir(cfg, dataset))
     ds = load_dataset(dataset, cfg.data_path)
     reqs = extraction_requests([ds.corpus[p] for p in sorted(kg.extracted) if p in ds.corpus],
@@ -171,13 +171,49 @@ def from_run(per_question_csv: Path, extraction: dict) -> tuple:
     return online_cost(per_q), ext, hipporag2_comparison(ext)
 
 
+# ----------------------------------------------------------------------------- the cost of this run's graphs
+def indexing_cost(ws: Workspace, extract_usage=None, stage_prefix: str = "extract") -> dict:
+    """The graph of ``ws`` and what building it cost.
+
+    ``source``: ``openie`` (published OpenIE imported, e.g. musique_train: GPT-3.5,
+    cost not measured here) or ``llm``. For an LLM graph the cost is read back from
+    the LLM cache: every processed passage's extraction request
+    (:func:`kgir_lib.kg.extract.extraction_requests`) is looked up and its stored
+    tokens and backend seconds summed, whichever notebook extracted it.
+    ``extract_usage`` (a :class:`kgir_lib.llm.Usage`) adds how many extraction calls
+    were made while this notebook ran (on demand).
+    """
+    kg = ws.kg
+    st = kg.stats()
+    row: dict = {"dataset": ws.dataset.name, "passages_in_corpus": len(ws.dataset.corpus),
+                 "passages_extracted": st["passages"], "entities": st["entities"], "relations": st["relations"],
+                 "triples": st["triples"]}
+    imported = openie_file(ws.cfg, ws.dataset.name) is not None
+    row["source"] = "openie (published GPT-3.5 OpenIE, imported)" if imported else f"llm ({ws.llm.model_id})"
+    row.update({"extract_calls_found": 0, "extract_prompt_tokens": 0, "extract_completion_tokens": 0,
+                "extract_seconds": 0.0})
+    if not imported and ws.llm.cache is not None and st["passages"]:
+        pids = sorted(kg.extracted)
+        reqs = extraction_requests([ws.dataset.corpus[p] for p in pids if p in ws.dataset.corpus],
+                                   max_tokens=ws.cfg.max_tokens("extract"))
+        for req in reqs:
+            hit = ws.llm.cache.get(cache_key(ws.llm.model_id, req.payload()))
+            if hit:
+                row["extract_calls_found"] += 1
+                row["extract_prompt_tokens"] += int(hit["prompt_tokens"])
+                row["extract_completion_tokens"] += int(hit["completion_tokens"])
+                row["extract_seconds"] += float(hit.get("seconds") or 0.0)
+    if extract_usage is not None:
+        calls = sum(s.calls - s.cache_hits for name, s in extract_usage.stages.items() if name.startswith(stage_prefix))
+        row["extract_calls_in_this_run"] = int(calls)
+    return row
+
+
 def main(argv: Optional[list] = None) -> int:
-    """``python -m kgir_lib.cost OUT_STEM [--profile rehearsal] [--extract-dataset hotpotqa]`` (the run directory
+    """``python -m kgir_lib.eval.cost OUT_STEM [--profile rehearsal] [--extract-dataset hotpotqa]`` (the run directory
     is the profile's, so set ``KGIR_RESULTS_DIR`` as for the run)."""
     import argparse
 
-    from .config import load_config
-    from .report import to_markdown
 
     ap = argparse.ArgumentParser(description="Extrapolate a rehearsal run's measured tokens to paper scale.")
     ap.add_argument("out_stem", type=Path)

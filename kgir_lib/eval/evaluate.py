@@ -8,11 +8,9 @@
   cache per dataset, on one fixed question sample.
 - :func:`summary_table`: our column group of KGIR-RAG Tables 4/5 (EM/F1) and 6
   (Recall@2/5); :func:`kgir_lib.report.with_published` puts the published numbers
-  beside it in separate, labelled column groups; the figures are in :mod:`kgir_lib.viz`.
-- :func:`cost_table`, :func:`indexing_cost`: LLM calls, tokens and seconds per
-  question; the LLM cost of building each graph.
-- :func:`paired_bootstrap`, :func:`bootstrap_table` (:mod:`kgir_lib.bootstrap`, re-exported):
-  confidence intervals for the difference between KGIR-RAG and each baseline.
+  beside it in separate, labelled column groups; the figures are in :mod:`kgir_lib.notebook.viz`.
+- :func:`cost_table`: LLM calls, tokens and seconds per question (the LLM cost of building each graph:
+  :func:`kgir_lib.eval.cost.indexing_cost`; confidence intervals: :mod:`kgir_lib.eval.bootstrap`).
 
 **LLM seconds.** A cache hit costs nothing now, but the method did cost that
 time when the call was first computed (possibly by an earlier notebook). So that
@@ -27,20 +25,20 @@ import json
 import re
 import time
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .data import Question, sample_questions
-from .llm import LLM, LLMUsage, cache_key
-from .methods.base import MethodOutput, Workspace
+from .. import traces
+from ..data import Question, sample_questions
+from ..llm import LLM, LLMUsage, cache_key
+from ..llm.prompts import PROMPT_DIR
+from ..methods.base import MethodOutput, Workspace
+from .cost import indexing_cost
 from .metrics import best_em, best_f1, recall_at_k
-from .prompts import PROMPT_DIR
-from . import traces
-from .bootstrap import bootstrap_table, paired_bootstrap  # noqa: F401 (notebook 05: ev.bootstrap_table)
 
 METRICS = ("EM", "F1", "R@2", "R@5")
 USAGE = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "seconds", "truncated")  # LLMUsage fields in score()
@@ -202,7 +200,7 @@ def _seed_rounds(trace: dict) -> dict:
     """Subgraph rounds and rounds with a seed of a KGIR-RAG trace; NaN for other methods."""
     if "rounds" not in trace:
         return {k: np.nan for k in SEEDS}
-    from .methods.kgir_rounds import trace_row
+    from ..kgir.rounds import trace_row
 
     row = trace_row(trace)
     return {k: row[k] for k in SEEDS}
@@ -248,8 +246,6 @@ class SuiteResult:
     scores: pd.DataFrame            # one row a (dataset, method, question)
     runs: pd.DataFrame              # one row a (dataset, method): wall time, resumed, LLM usage
     indexing: pd.DataFrame          # one row a dataset: the graph and its extraction cost
-    skipped: dict = field(default_factory=dict)  # always empty: every method is built or the suite fails
-    # (kept because notebook 05 reads it; a method that cannot be built raises, it is never skipped)
 
 
 def run_suite(cfg, llm: LLM, datasets: Sequence[str], method_keys: Sequence[str],
@@ -259,18 +255,20 @@ def run_suite(cfg, llm: LLM, datasets: Sequence[str], method_keys: Sequence[str]
     """Every method on every dataset: ONE ``llm`` (one cache), one workspace (index, KG) per dataset,
     the same question sample (:func:`kgir_lib.data.sample_questions` with ``n_questions``, ``seed``) for all.
 
-    A method that cannot be built (unknown key, bad parameter) raises: nothing is dropped silently.
+    A method that cannot be built (unknown key, bad parameter) raises before anything runs: nothing is dropped
+    silently.
     """
-    from .progress import progress as tqdm
+    from ..progress import progress as tqdm
 
-    from .methods import LABELS, build_method
+    from ..methods.registry import LABELS, build_method, check_method_keys
 
+    check_method_keys(method_keys, "methods")
     if workspace_fn is None:
-        from .pipeline import workspace as workspace_fn
+        from ..pipeline import workspace as workspace_fn
     n = cfg.n_questions if n_questions is None else n_questions
     seed = cfg.seed if seed is None else seed
     kw = dict(method_kwargs or {})
-    score_frames, runs, indexing, skipped = [], [], [], {}
+    score_frames, runs, indexing = [], [], []
     bar = tqdm(total=len(datasets) * len(method_keys), desc="methods × datasets", disable=not progress)
     for name in datasets:
         ws = workspace_fn(cfg, name, llm)
@@ -300,49 +298,7 @@ def run_suite(cfg, llm: LLM, datasets: Sequence[str], method_keys: Sequence[str]
     bar.close()
     scores = pd.concat(score_frames, ignore_index=True) if score_frames else pd.DataFrame()
     return SuiteResult(scores, pd.DataFrame(runs), pd.DataFrame(indexing).set_index("dataset")
-                       if indexing else pd.DataFrame(), skipped)
-
-
-# ----------------------------------------------------------------------------- indexing cost
-def indexing_cost(ws: Workspace, extract_usage=None, stage_prefix: str = "extract") -> dict:
-    """The graph of ``ws`` and what building it cost.
-
-    ``source``: ``openie`` (published OpenIE imported, e.g. musique_train: GPT-3.5,
-    cost not measured here) or ``llm``. For an LLM graph the cost is read back from
-    the LLM cache: every processed passage's extraction request
-    (:func:`kgir_lib.kg.extract.extraction_requests`) is looked up and its stored
-    tokens and backend seconds summed, whichever notebook extracted it.
-    ``extract_usage`` (a :class:`kgir_lib.llm.Usage`) adds how many extraction calls
-    were made while this notebook ran (on demand).
-    """
-    from .pipeline import openie_file
-
-    kg = ws.kg
-    st = kg.stats()
-    row: dict = {"dataset": ws.dataset.name, "passages_in_corpus": len(ws.dataset.corpus),
-                 "passages_extracted": st["passages"], "entities": st["entities"], "relations": st["relations"],
-                 "triples": st["triples"]}
-    imported = openie_file(ws.cfg, ws.dataset.name) is not None
-    row["source"] = "openie (published GPT-3.5 OpenIE, imported)" if imported else f"llm ({ws.llm.model_id})"
-    row.update({"extract_calls_found": 0, "extract_prompt_tokens": 0, "extract_completion_tokens": 0,
-                "extract_seconds": 0.0})
-    if not imported and ws.llm.cache is not None and st["passages"]:
-        from .kg.extract import extraction_requests
-
-        pids = sorted(kg.extracted)
-        reqs = extraction_requests([ws.dataset.corpus[p] for p in pids if p in ws.dataset.corpus],
-                                   max_tokens=ws.cfg.max_tokens("extract"))
-        for req in reqs:
-            hit = ws.llm.cache.get(cache_key(ws.llm.model_id, req.payload()))
-            if hit:
-                row["extract_calls_found"] += 1
-                row["extract_prompt_tokens"] += int(hit["prompt_tokens"])
-                row["extract_completion_tokens"] += int(hit["completion_tokens"])
-                row["extract_seconds"] += float(hit.get("seconds") or 0.0)
-    if extract_usage is not None:
-        calls = sum(s.calls - s.cache_hits for name, s in extract_usage.stages.items() if name.startswith(stage_prefix))
-        row["extract_calls_in_this_run"] = int(calls)
-    return row
+                       if indexing else pd.DataFrame())
 
 
 # ----------------------------------------------------------------------------- tables

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from .entity_matching import (content_tokens, ground_entities, match_entities, match_question, name_features,
-                              normalize_name, _dice, _overlap)
+from ..kgir.entity_matching import (content_tokens, ground_entities, match_entities, match_question, name_features,
+                                    normalize_name, _dice, _overlap)
 
 LABELS = ("same", "different")
 PAIR_COLUMNS = ("qid", "dataset", "question", "question_entity", "graph_entity", "label", "stratum", "rivals")
@@ -57,8 +57,8 @@ def trace_rounds_of_run(run_dir: Path, method_prefix: str = "kgir") -> list:
     """Every subgraph round of the trace files ``run_dir/traces/<method>/<dataset>.trace.jsonl`` whose method
     folder starts with ``method_prefix`` (the full method and its ablation variants), in file order.
     ``G_q`` is re-read from ``run_dir/kg/<dataset>/`` (the trace keeps only its size)."""
-    from .kg.store import load_kg
-    from .traces import read_traces, trace_dataset
+    from ..kg.store import load_kg
+    from ..traces import read_traces, trace_dataset
 
     run_dir = Path(run_dir)
     files = sorted(p for p in (run_dir / "traces").glob("*/*.trace.jsonl") if p.parent.name.startswith(method_prefix))
@@ -167,7 +167,8 @@ def seed_rates(rounds: Sequence[MatchRound], method: str, threshold: float, n: i
     """Per dataset, what eq. 5 does over the rounds under one rule (recomputed, no LLM call):
 
     ``seeded by name %``: rounds whose grounded NER entities match a graph entity by name;
-    ``seeded by name or triple %``: adding whole-triple matching (:func:`~kgir_lib.entity_matching.triple_matches`);
+    ``seeded by name or triple %``: adding whole-triple matching
+    (:func:`~kgir_lib.kgir.entity_matching.triple_matches`);
     ``fallback %``: rounds that fall back to graph entities written in the question; ``seeded %``: rounds
     with a seed after all of it (what the loop uses); and of the name matches of NER entities, the share
     whose graph entity has an ``equal`` name, ``contains`` the question entity, or neither

@@ -1,6 +1,6 @@
 """Single-step retrieval quality: Recall@k of dense and BM25 retrieval (paper §3.3.3, notebook 02).
 
-Recall@k is HippoRAG's definition (:func:`kgir_lib.metrics.recall_at_k`): per
+Recall@k is HippoRAG's definition (:func:`kgir_lib.eval.metrics.recall_at_k`): per
 question, the share of its gold passages among the first k retrieved from the
 whole corpus, averaged over questions, ×100. Questions without gold passages
 are left out (their recall is undefined) and the count ``n`` says how many
@@ -12,8 +12,8 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
+from ..report import HIPPORAG2_RECALL
 from .metrics import mean_recall
-from .report import HIPPORAG2_RECALL
 
 
 def rankings(index, questions: Sequence, k: int) -> list:

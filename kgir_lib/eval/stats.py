@@ -17,7 +17,7 @@ Two methods answer the same questions, so every comparison is paired by question
 - **Minimum detectable effect** (:func:`mde_mcnemar`, :func:`mde_paired`): the smallest true difference a
   run of this size detects with the given power, so a reader can tell "no effect" from "too few questions".
 
-The percentile bootstrap (:mod:`kgir_lib.bootstrap`) stays as the effect size's interval; it is not used
+The percentile bootstrap (:mod:`kgir_lib.eval.bootstrap`) stays as the effect size's interval; it is not used
 for the verdict, because it overstates sparse differences (seven differing questions, all in one
 direction, give a bootstrap interval that excludes 0 at any level, while the exact p is 2/2^7 = 0.016).
 """

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from .kg import Triple
+from .graph import Triple
 
 
 # ---------------------------------------------------------------- step 5: components (eq. 6)

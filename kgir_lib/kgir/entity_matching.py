@@ -3,7 +3,7 @@
 ``E_q = NER(q)`` (:func:`ner_requests`, :func:`parse_entities`, :func:`ground_entities`,
 fallback :func:`entities_in_question`), then the question entities matched to the entities of ``G_q``
 (:func:`match_entities`, :func:`ngram_similarity`; :func:`triple_matches` for descriptions), whose
-matches are the seeds (:func:`seeds_of`). :mod:`kgir_lib.subgraph` builds ``G_tmp`` and ``G_Ans`` from them
+matches are the seeds (:func:`seeds_of`). :mod:`kgir_lib.kgir.subgraph` builds ``G_tmp`` and ``G_Ans`` from them
 and re-exports every name here.
 
 Choices the paper leaves open:
@@ -46,8 +46,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, Optional, Sequence
 
-from .kg import Triple
-from .llm import extract_json
+from ..config.fields import MATCH_METHODS
+from ..kg import Triple
+from ..llm import extract_json
 
 # ---------------------------------------------------------------- step 3: E_q = NER(q) (eq. 4)
 NER_MAX_TOKENS = 48
@@ -62,7 +63,7 @@ def ner_requests(questions: Sequence[str], max_tokens: int = NER_MAX_TOKENS) -> 
     NER format), constrained by a JSON schema where the backend supports it;
     the prompt's examples are earlier chat turns.
     """
-    from .prompts import chat
+    from ..llm.prompts import chat
 
     return [chat("kgir_ner", {"question": q}, rstrip=True, max_tokens=max_tokens, json_schema=NER_SCHEMA)
             for q in questions]
@@ -263,7 +264,8 @@ _SCORES = {
     "dice_best": lambda a, b: _dice(a.grams, b.grams),
     "tokens": _token_score,
 }
-SIMILARITIES = tuple(_SCORES)
+SIMILARITIES = MATCH_METHODS  # the config's list of the rules (``match_method``), in the order of _SCORES
+assert tuple(_SCORES) == SIMILARITIES, "kgir_lib.config.fields.MATCH_METHODS must list the rules of _SCORES"
 BEST_ONLY = ("overlap_best", "dice_best")  # rules that keep only each question entity's best graph entities
 
 # The eq. 5 rule chosen by measurement (results/benchmarks/matching.md); the defaults of every function here.

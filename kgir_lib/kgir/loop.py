@@ -18,7 +18,7 @@ Settings of the profile (:class:`kgir_lib.config.Config`), each a choice the pap
 - ``max_evidence_triples``: how many ``G_Ans`` triples (heaviest first) Rewrite, Reflection and the reader
   see; null shows every triple, as the paper does. Each round records ``evidence_triples`` and
   ``evidence_shown``, and ``stats["evidence_capped_rounds"]`` counts the rounds where the cap binds.
-- ``reflection_passages``: ``P_t`` (:func:`~kgir_lib.methods.kgir_state.reflection_passages`).
+- ``reflection_passages``: ``P_t`` (:func:`~kgir_lib.kgir.state.reflection_passages`).
 - ``kgir_answer_source``: who writes the final answer once the reflection says "answer". ``"reader"``:
   the shared reader (the short-answer prompt every other method answers through) answers ``q`` from the
   evidence the reflection read (its ``G_Ans`` triples or their stand-in passages, then ``P_t``); the
@@ -44,13 +44,13 @@ Variants (:data:`VARIANTS`, paper Table 7 §3.4, plus one study) are switches of
   (``round_answers``), so the answer after T = 1, 2, 3 rounds is read off one run. A study of what
   iteration adds when a small model stops early, not the paper's method.
 
-Final ranked list: :func:`~kgir_lib.methods.kgir_state.ranked_list`. Batching: every stage runs across all
+Final ranked list: :func:`~kgir_lib.kgir.state.ranked_list`. Batching: every stage runs across all
 open questions as ONE ``llm.generate`` call per stage per round; retrieval is batched the same way.
 
-Each output's trace holds every round as a :class:`~kgir_lib.methods.kgir_rounds.CaseRound` (query,
+Each output's trace holds every round as a :class:`~kgir_lib.kgir.rounds.LoopRound` (query,
 retrieval, subgraph, rewrite, passages, reflection, reader call, usable/truncated flags per stage), the
 answer, who answered, ``answer_source``, ``reflection_answer`` and LLM usage per stage; the tables read from
-traces live in :mod:`kgir_lib.methods.kgir_rounds`.
+traces live in :mod:`kgir_lib.kgir.rounds`.
 """
 from __future__ import annotations
 
@@ -58,15 +58,15 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ..data import Question
+from ..methods.base import MethodBase, MethodOutput, Workspace
+from ..methods.reader import answer_usable, format_passages, parse_answer, reader_request
 from ..progress import progress as tqdm  # one line per bar in executed notebooks
-from ..reader import answer_usable, format_passages, parse_answer, reader_request
-from ..rewrite import evidence_block, parse_reflection, parse_rewrite, reflection_requests, rewrite_requests, \
-    verdict_request, with_verdict
-from ..subgraph import EvidenceSubgraph, build_subgraphs, format_triples, ner_usable, resolve_weighting, retrieve
-from .base import MethodBase, MethodOutput, Workspace
-from .kgir_rounds import (STAGES, USABLE_STAGES, CaseRound, FinalCall, Verdict, seed_match_rate,  # noqa: F401
-                          trace_row, trace_rounds, trace_table, usable_counts, usable_table)
-from .kgir_state import LoopState, ranked_list, reflection_passages  # noqa: F401
+from .entity_matching import ner_usable
+from .rewrite import (evidence_block, parse_reflection, parse_rewrite, reflection_requests, rewrite_requests,
+                      verdict_request, with_verdict)
+from .rounds import FinalCall, LoopRound, Verdict
+from .state import LoopState, reflection_passages
+from .subgraph import EvidenceSubgraph, build_subgraphs, format_triples, resolve_weighting, retrieve
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,8 @@ STAT_KEYS = ("ner_fallbacks", "rewrite_malformed", "reflection_malformed", "forc
 class KGIRRAG(MethodBase):
     """KGIR-RAG and its variants; see the module docstring for the loop, the settings and the variants.
 
-    ``max_iterations``, ``top_k`` and ``ngram_threshold`` default (``None``) to the profile's values;
+    ``max_iterations``, ``top_k`` and ``ngram_threshold`` default (``None``) to the profile's values
+    (:meth:`~kgir_lib.methods.base.MethodBase.setting`);
     ``edge_weight`` is ``"auto"`` (reranker if configured, else cosine of question and triple text),
     ``"reranker"``, ``"cosine"`` or ``"passage"``.
     """
@@ -108,16 +109,12 @@ class KGIRRAG(MethodBase):
     ngram_threshold: Optional[float] = None
     edge_weight: Optional[str] = None
     passages_when_empty: bool = True
+    knobs = {"max_iterations": "max_iterations", "top_k": "top_k", "ngram_threshold": "ngram_threshold"}
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown KGIR-RAG variant {self.variant!r} (choose from {sorted(VARIANTS)})")
-        if self.max_iterations is not None and self.max_iterations < 1:
-            raise ValueError(f"parameter 'max_iterations': must be >= 1, got {self.max_iterations}")
-        if self.top_k is not None and self.top_k < 1:
-            raise ValueError(f"parameter 'top_k': must be >= 1, got {self.top_k}")
-        if self.ngram_threshold is not None and not 0.0 <= self.ngram_threshold <= 1.0:
-            raise ValueError(f"parameter 'ngram_threshold': must be in [0, 1], got {self.ngram_threshold}")
+        super().__post_init__()
         resolve_weighting(self.edge_weight, None)  # validates the name
         self.stats: dict = {}
 
@@ -170,25 +167,25 @@ class KGIRRAG(MethodBase):
     def _rounds(self, ws: Workspace) -> int:
         if not self.spec.reflection:
             return 1
-        return self.max_iterations or ws.cfg.max_iterations
+        return int(self.setting(ws, "max_iterations"))
 
     # ------------------------------------------------------------------ stages
     def _retrieve(self, ws: Workspace, open_: Sequence[LoopState], t: int) -> list:
         """``D_t`` for every open question (one batched search); a new round record each."""
-        D = retrieve(ws, [s.query for s in open_], self.top_k or ws.cfg.top_k)
+        D = retrieve(ws, [s.query for s in open_], self.setting(ws, "top_k"))
         rounds = []
         for s, d in zip(open_, D):
-            r = CaseRound(iteration=t, query=s.query, retrieved=[(p, float(x)) for p, x in d])
+            r = LoopRound(iteration=t, query=s.query, retrieved=[(p, float(x)) for p, x in d])
             s.rounds.append(r)
             if t == 1:
                 s.first_retrieval = [p for p, _ in d]
             rounds.append(r)
         return rounds
 
-    def _subgraphs(self, ws: Workspace, open_: Sequence[LoopState], rounds: Sequence[CaseRound]) -> list:
+    def _subgraphs(self, ws: Workspace, open_: Sequence[LoopState], rounds: Sequence[LoopRound]) -> list:
         """Algorithm 1 for every open question (ONE batched NER call); records the subgraph in each round."""
         subs, ner = build_subgraphs(ws, [s.query for s in open_], [r.retrieved for r in rounds],
-                                    k=self.top_k or ws.cfg.top_k, threshold=self.ngram_threshold,
+                                    top_k=self.setting(ws, "top_k"), threshold=self.setting(ws, "ngram_threshold"),
                                     weighting=self.edge_weight)
         for s, sub, res, r in zip(open_, subs, ner, rounds):
             s.account("kgir_ner", res)
@@ -201,7 +198,7 @@ class KGIRRAG(MethodBase):
             s.keep_evidence_weights(sub.kept, sub.weights)
         return subs
 
-    def _evidence(self, ws: Workspace, sub: Optional[EvidenceSubgraph], r: CaseRound) -> str:
+    def _evidence(self, ws: Workspace, sub: Optional[EvidenceSubgraph], r: LoopRound) -> str:
         """What Rewrite, Reflection and the reader see: ``G_Ans`` triples (heaviest first, up to
         ``max_evidence_triples``), or the best passages of ``D_t`` (w/o subgraph; an empty ``G_Ans`` with
         ``passages_when_empty``). Recorded in the round."""
@@ -221,7 +218,7 @@ class KGIRRAG(MethodBase):
         return r.evidence
 
     def _rewrite(self, ws: Workspace, open_: Sequence[LoopState], evidence: Sequence[str],
-                 rounds: Sequence[CaseRound]) -> list:
+                 rounds: Sequence[LoopRound]) -> list:
         """``q'_t = Rewrite(q, history, G_Ans_t)`` (eq. 8) in ONE call; a malformed reply keeps the query."""
         res_all = ws.llm.generate(rewrite_requests([s.q.question for s in open_], evidence, [s.history for s in open_],
                                                    max_tokens=ws.cfg.max_tokens("rewrite")), stage="kgir_rewrite")
@@ -237,11 +234,11 @@ class KGIRRAG(MethodBase):
         return rewrites
 
     def _rewrite_retrieval(self, ws: Workspace, open_: Sequence[LoopState], rewrites: Sequence[str],
-                           rounds: Sequence[CaseRound]) -> list:
+                           rounds: Sequence[LoopRound]) -> list:
         """``D'_t`` for every rewritten question (one batched search) and the reflection's passages ``P_t``."""
         n = ws.cfg.context_passages
         shown = []
-        for s, d2, r in zip(open_, retrieve(ws, rewrites, self.top_k or ws.cfg.top_k), rounds):
+        for s, d2, r in zip(open_, retrieve(ws, rewrites, self.setting(ws, "top_k")), rounds):
             first, second = [p for p, _ in r.retrieved], [p for p, _ in d2]
             s.rewrite_retrievals.append(second)
             r.rewrite_retrieved = [(p, float(x)) for p, x in d2]
@@ -251,7 +248,7 @@ class KGIRRAG(MethodBase):
         return shown
 
     def _reflect(self, ws: Workspace, open_: Sequence[LoopState], rewrites: Sequence[str], evidence: Sequence[str],
-                 shown: Sequence[list], rounds: Sequence[CaseRound], last: bool) -> list:
+                 shown: Sequence[list], rounds: Sequence[LoopRound], last: bool) -> list:
         """Reflection (Fig. 5) in ONE call, then ONE verdict turn for the replies without a verdict line."""
         cfg = ws.cfg
         requests = reflection_requests(rewrites, evidence, [s.history for s in open_],
@@ -262,9 +259,9 @@ class KGIRRAG(MethodBase):
         return self._verdicts(ws, open_, requests, replies, rounds, last)
 
     def _verdicts(self, ws: Workspace, open_: Sequence[LoopState], requests: list, replies: list,
-                  rounds: Sequence[CaseRound], last: bool) -> list:
+                  rounds: Sequence[LoopRound], last: bool) -> list:
         """Parse the reflection replies; a reply with no verdict line gets the verdict turn
-        (:func:`kgir_lib.rewrite.verdict_request`, one batched call). Usable rates are recorded for the first
+        (:func:`kgir_lib.kgir.rewrite.verdict_request`, one batched call). Usable rates are recorded for the first
         reply (``reflect``) and for the verdict turn (``reflect_verdict``)."""
         verdicts = []
         for s, res, r in zip(open_, replies, rounds):
@@ -290,7 +287,7 @@ class KGIRRAG(MethodBase):
         return verdicts
 
     def _next_round(self, ws: Workspace, open_: Sequence[LoopState], verdicts: Sequence, rewrites: Sequence[str],
-                    shown: Sequence[list], rounds: Sequence[CaseRound], last: bool) -> list:
+                    shown: Sequence[list], rounds: Sequence[LoopRound], last: bool) -> list:
         """Act on the verdicts: stop the questions the reflection answered (the last round stops all; the
         forced variant answers every question with the reader and stops none before the last round).
         Returns the questions that go on with ``query = q'_t``."""
@@ -318,7 +315,7 @@ class KGIRRAG(MethodBase):
         return still
 
     # ------------------------------------------------------------------ the reader
-    def _hand_to_reader(self, ws: Workspace, states: Sequence[LoopState], rounds: Sequence[CaseRound],
+    def _hand_to_reader(self, ws: Workspace, states: Sequence[LoopState], rounds: Sequence[LoopRound],
                         passages: Sequence[Sequence[str]]) -> None:
         """Set each question's reader context: the round's evidence (``G_Ans`` triples or the passages that
         stand in for them), then ``passages`` not already in it."""

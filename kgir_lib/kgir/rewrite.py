@@ -7,7 +7,7 @@
   :func:`parse_reflection` (prompt ``kgir_reflect``): chain of thought, then either
   ``Answer: ...`` or ``Missing: ...``. ``P_t`` ("Retrieved passages") are the
   passages of the rewritten question's retrieval, new ones first
-  (:func:`kgir_lib.methods.kgir_state.reflection_passages`). In the last allowed round the prompt tells
+  (:func:`kgir_lib.kgir.state.reflection_passages`). In the last allowed round the prompt tells
   the model it must answer (``final=True``); a reply that still does not answer
   is left to the method's forced final reader call.
 - A reflection reply with no verdict line gets one more turn, :func:`verdict_request` (prompt
@@ -25,8 +25,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Optional, Sequence
 
-from .llm import ChatRequest
-from .prompts import chat
+from ..llm import ChatRequest
+from ..llm.prompts import chat
 
 REWRITE_MAX_TOKENS = 48
 REFLECT_MAX_TOKENS = 96

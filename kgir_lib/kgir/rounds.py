@@ -1,9 +1,10 @@
 """One round of the KGIR-RAG loop as a typed record, and the tables read from KGIR-RAG traces.
 
-:class:`CaseRound` is the one shape of a round: the loop (:mod:`kgir_lib.methods.kgir`) fills it and
-writes it into the question's trace with :meth:`CaseRound.to_dict`; every reader (the case study,
-:mod:`kgir_lib.bridge_cases`, :func:`trace_row`, :func:`usable_counts`, :func:`kgir_lib.viz.render_trace`)
-reads it back with :meth:`CaseRound.from_dict`, which tolerates keys an older trace lacks.
+:class:`LoopRound` is the one shape of a round: the loop (:mod:`kgir_lib.kgir.loop`) fills it and
+writes it into the question's trace with :meth:`LoopRound.to_dict`; every reader (the case study,
+:mod:`kgir_lib.notebook.case.bridges`, :func:`trace_row`, :func:`usable_counts`,
+:func:`kgir_lib.notebook.viz.render_trace`) reads it back with :meth:`LoopRound.from_dict`, which tolerates keys an
+older trace lacks.
 
 Trace form of a round (keys of stages that did not run are absent)::
 
@@ -20,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
 from ..kg import KnowledgeGraph
-from ..rewrite import Reflection
-from ..subgraph import EvidenceSubgraph
+from .rewrite import Reflection
+from .subgraph import EvidenceSubgraph
 
 STAGES = ("kgir_ner", "kgir_rewrite", "kgir_reflect", "kgir_reflect_verdict", "kgir_final")
 USABLE_STAGES = ("ner", "rewrite", "reflect", "reflect_verdict", "reader")
@@ -73,7 +74,7 @@ class FinalCall:
 
 
 @dataclass
-class CaseRound:
+class LoopRound:
     """One round of the KGIR-RAG loop (§2.2-2.4): retrieval, subgraph, rewrite, reflection, final call."""
 
     iteration: int
@@ -171,7 +172,7 @@ class CaseRound:
         return d
 
     @classmethod
-    def from_dict(cls, r: dict, kg: Optional[KnowledgeGraph] = None) -> "CaseRound":
+    def from_dict(cls, r: dict, kg: Optional[KnowledgeGraph] = None) -> "LoopRound":
         """A round back from its trace form; ``G_q`` is re-read from ``kg`` (the trace keeps its size only)."""
         retrieved = _pairs(r.get("retrieved", []))
         G_q = kg.triples_of([p for p, _ in retrieved]) if kg is not None else []
@@ -195,10 +196,10 @@ class CaseRound:
 
 
 def trace_rounds(trace: dict, kg: Optional[KnowledgeGraph] = None) -> list:
-    """The :class:`CaseRound` records of a KGIR-RAG trace (``MethodOutput.trace``, or a trace-file line)."""
+    """The :class:`LoopRound` records of a KGIR-RAG trace (``MethodOutput.trace``, or a trace-file line)."""
     if "rounds" not in trace:
         trace = trace.get("trace") or {}
-    return [CaseRound.from_dict(r, kg) for r in trace.get("rounds", [])]
+    return [LoopRound.from_dict(r, kg) for r in trace.get("rounds", [])]
 
 
 # ---------------------------------------------------------------------- tables from traces
@@ -232,7 +233,7 @@ def usable_counts(traces: Sequence[dict]) -> dict:
     """``{stage: {"outputs", "usable", "truncated"}}`` over the rounds of KGIR-RAG traces.
 
     A stage's output is *usable* when it was parsed as intended, not a fallback
-    (:mod:`kgir_lib.methods.kgir`); rounds that did not run a stage do not count for it.
+    (:mod:`kgir_lib.kgir.loop`); rounds that did not run a stage do not count for it.
     """
     out = {st: {"outputs": 0, "usable": 0, "truncated": 0} for st in USABLE_STAGES}
     for tr in traces:

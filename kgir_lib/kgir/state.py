@@ -1,10 +1,10 @@
 """The KGIR-RAG loop's per-question state, its final ranked list and the reflection's passages ``P_t``.
 
-- :class:`LoopState`: what the loop (:mod:`kgir_lib.methods.kgir`) keeps for one question between rounds.
+- :class:`LoopState`: what the loop (:mod:`kgir_lib.kgir.loop`) keeps for one question between rounds.
 - :func:`ranked_list`: the final ranked passage list Recall@k is read from (a multi-step method retrieves
-  several times, so it must say which passages count, in which order). Paper §3.3.3 attributes KGIR-RAG's recall to the subgraph stage, which
-  "accurately filters the key information", and to the rewrite, whose simpler question "makes retrieval more
-  precise"; the list follows that order: the source passages of ``G_Ans`` first, then the rewritten
+  several times, so it must say which passages count, in which order). Paper §3.3.3 attributes KGIR-RAG's recall to the
+  subgraph stage, which "accurately filters the key information", and to the rewrite, whose simpler question "makes
+  retrieval more precise"; the list follows that order: the source passages of ``G_Ans`` first, then the rewritten
   questions' retrievals, then the original question's.
 - :func:`reflection_passages`: the passages the reflection reads (paper §2.4), under the profile's rule.
 """
@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from ..config import REFLECTION_PASSAGES
+from ..config.fields import REFLECTION_PASSAGES
 from ..data import Question
 from ..llm import LLMUsage
-from .retrievers import interleave
+from ..methods.context import interleave
 
 @dataclass
 class LoopState:
@@ -25,7 +25,7 @@ class LoopState:
     q: Question
     query: str
     history: list = field(default_factory=list)           # q_history: [{"rewrite", "missing"}] (eq. 8)
-    rounds: list = field(default_factory=list)            # [CaseRound]
+    rounds: list = field(default_factory=list)            # [LoopRound]
     usage: LLMUsage = field(default_factory=LLMUsage)
     stage_usage: dict = field(default_factory=dict)       # stage -> LLMUsage
     evidence_weights: dict = field(default_factory=dict)  # pid -> best G_Ans edge weight over all rounds

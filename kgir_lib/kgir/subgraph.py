@@ -2,7 +2,7 @@
 
 One small function per step of Algorithm 1::
 
-    D_q    = retrieve(ws, [q], k)                       eq. 2  dense cosine top-k
+    D_q    = retrieve(ws, [q], top_k)                   eq. 2  dense cosine top-k
     G_q    = question_triples(kg, D_q)                  eq. 3  triples of the retrieved passages
     E_q    = parse_entities(NER(q))                     eq. 4  LLM named-entity recognition
              (fallback: entities_in_question(q, entities(G_q)) when the LLM gives nothing usable)
@@ -48,7 +48,7 @@ Choices the paper leaves open, made here and documented where they are made:
   between the same two entities at most one is kept (the heaviest; on a tie the
   first). Self-loops (head == tail) are never kept.
 - **Entity matching** (steps 3-4: NER, grounding, name matching, whole-triple matching):
-  :mod:`kgir_lib.entity_matching`; **components and spanning trees** (eqs. 6-7): :mod:`kgir_lib.mst`.
+  :mod:`kgir_lib.kgir.entity_matching`; **components and spanning trees** (eqs. 6-7): :mod:`kgir_lib.kg.mst`.
   The spanning trees remove edges, never nodes: every seed stays in ``G_Ans`` with its tree, so a
   wrong match of eq. 5 is not pruned later -- hence a strict matching rule (``entity_matching``).
   Both are re-exported here.
@@ -60,23 +60,21 @@ from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
-from .entity_matching import (DEFAULT_MATCH_METHOD, DEFAULT_NGRAM_THRESHOLD, NER_MAX_TOKENS,  # noqa: F401
-                              NER_SCHEMA, SIMILARITIES, STOP_WORDS, QuestionMatch, char_ngrams, content_tokens,
-                              entities_in_question, ground_entities, match_entities, match_question,
-                              ner_requests, ner_usable, ngram_similarity, normalize_name, parse_entities,
-                              seeds_of, triple_matches, triple_text)
-from .kg import KnowledgeGraph, Triple
-from .mst import Component, UnionFind, maximum_spanning_tree, seed_components  # noqa: F401
+from ..config.checks import check_value
+from ..config.fields import GTMP_READINGS
+from ..kg import KnowledgeGraph, Triple
+from ..kg.mst import maximum_spanning_tree, seed_components
+from .entity_matching import (DEFAULT_MATCH_METHOD, DEFAULT_NGRAM_THRESHOLD, match_question, ner_requests,
+                              parse_entities, seeds_of, triple_text)
 
 WEIGHTINGS = ("reranker", "cosine", "passage")
 
 
 # ---------------------------------------------------------------- step 1-2: D_q and G_q (eq. 2, 3)
-def retrieve(ws, queries: Sequence[str], k: int) -> list:
-    """``D_q`` for each query: the dense cosine top-k ``(pid, score)`` over the whole corpus (eq. 2)."""
-    if k < 1:
-        raise ValueError(f"parameter 'top_k': must be >= 1, got {k}")
-    return ws.dense.search(list(queries), k) if queries else []
+def retrieve(ws, queries: Sequence[str], top_k: int) -> list:
+    """``D_q`` for each query: the dense cosine top-``top_k`` ``(pid, score)`` over the whole corpus (eq. 2)."""
+    top_k = check_value("top_k", top_k)  # the config's rule for the field
+    return ws.dense.search(list(queries), top_k) if queries else []
 
 
 def question_triples(kg: KnowledgeGraph, pids: Iterable[str]) -> list:
@@ -89,9 +87,6 @@ def seed_graph(triples: Sequence[Triple], matches: dict) -> list:
     eq. 5), ``G_q`` order."""
     seeds = set(seeds_of(matches))
     return [t for t in dict.fromkeys(triples) if t.head in seeds or t.tail in seeds]
-
-
-GTMP_READINGS = ("passages", "seed_star")
 
 
 def tmp_graph(triples: Sequence[Triple], matches: dict, reading: str = "passages") -> list:
@@ -283,7 +278,7 @@ def _weight_fn(ws, retrieved: Sequence[tuple], weighting: str, question_vector=N
 
 
 def build_subgraphs(ws, queries: Sequence[str], retrieved: Optional[Sequence[Sequence[tuple]]] = None, *,
-                    k: Optional[int] = None, n: Optional[int] = None, threshold: Optional[float] = None,
+                    top_k: Optional[int] = None, n: Optional[int] = None, threshold: Optional[float] = None,
                     weighting: Optional[str] = None, stage: str = "kgir_ner", reading: Optional[str] = None) -> tuple:
     """Algorithm 1 for many queries with ONE batched NER ``llm.generate`` call.
 
@@ -293,14 +288,14 @@ def build_subgraphs(ws, queries: Sequence[str], retrieved: Optional[Sequence[Seq
     :class:`EvidenceSubgraph` and one ``ChatResult`` per query.
     """
     cfg = ws.cfg
-    k = k or cfg.top_k
+    top_k = top_k or cfg.top_k
     n = n or cfg.ngram_n
     threshold = cfg.ngram_threshold if threshold is None else threshold
     weighting = resolve_weighting(weighting, ws.reranker)
     queries = list(queries)
     if not queries:
         return [], []
-    retrieved = [list(r) for r in retrieved] if retrieved is not None else retrieve(ws, queries, k)
+    retrieved = [list(r) for r in retrieved] if retrieved is not None else retrieve(ws, queries, top_k)
     kg = ws.kg_for(list(dict.fromkeys(p for r in retrieved for p, _ in r)))
     results = ws.llm.generate(ner_requests(queries, cfg.max_tokens("ner")), stage=stage)
     qvecs = ws.dense.embed_queries(queries) if weighting == "cosine" else None

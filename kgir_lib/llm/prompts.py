@@ -13,7 +13,7 @@ text is stripped of surrounding blank lines.
 system turn is left out) and tagged with the prompt's name
 (:attr:`kgir_lib.llm.ChatRequest.prompt`, not part of the cache key). The version
 is in the file, so editing a prompt changes the trace-resume fingerprint
-(:mod:`kgir_lib.evaluate`); the LLM cache is keyed by the rendered messages, so a
+(:mod:`kgir_lib.eval.evaluate`); the LLM cache is keyed by the rendered messages, so a
 change that renders the same messages keeps its cache entries.
 """
 from __future__ import annotations
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .llm import ChatRequest
+from .core import ChatRequest
 
-PROMPT_DIR = Path(__file__).parent / "prompts"
+PROMPT_DIR = Path(__file__).resolve().parent.parent / "prompts"  # kgir_lib/prompts/*.txt
 ROLES = ("system", "user", "assistant")
 _SECTION = re.compile(r"^\[(system|user|assistant)\]\s*$")
 _HEADER = re.compile(r"^#\s*(\w+):\s*(.*)$")
@@ -80,7 +80,7 @@ class Prompt:
     def render(self, **values: str) -> tuple:
         """``(system, user)`` of a prompt without example turns, placeholders filled."""
         if self.examples:
-            raise PromptError(f"prompt {self.name!r} has example turns; use kgir_lib.prompts.chat")
+            raise PromptError(f"prompt {self.name!r} has example turns; use kgir_lib.llm.prompts.chat")
         msgs = dict(self.messages(values))
         return msgs.get("system", ""), msgs["user"]
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from typing import Iterable, Optional, Sequence
 
-from .data import Passage
-from .llm import ChatRequest
-from .prompts import chat
+from ..data import Passage
+from ..llm import ChatRequest
+from ..llm.prompts import chat
 
 _ANSWER = re.compile(r"answer\s*(?:is)?\s*[:：]\s*(.+)", re.I)
 

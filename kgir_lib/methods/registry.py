@@ -1,33 +1,25 @@
-"""Every compared method behind one interface (KGIR-RAG §3.3.1).
-
-Every method inherits :class:`kgir_lib.methods.base.MethodBase`: a display ``name``, a registry
-``key``, and ``run(ws, questions) -> list[MethodOutput]``: questions in; answers, the final ranked
-passage list (Recall@k) and per-question LLM usage + a trace out. Every method
-is batch-first (each stage is one ``ws.llm.generate`` call over the open
-questions) and answers through the shared reader (:mod:`kgir_lib.reader`).
-
-**Final ranked list, the same rule for all** (:func:`retrievers.final_ranking`):
-the passages in the reader's context, in context order, then the method's
-remaining candidates in its own order. Each class docstring names its context
-and candidates.
+"""The registry of every compared method (KGIR-RAG §3.3.1): key -> factory, display labels, notebook 05's order.
 
 :data:`METHODS` maps a registry key to a factory; :func:`build_method` builds one
 (``build_method("kg2rag", m_hops=2)``); :data:`DEFAULT_METHODS` is notebook 05's
-order.
+order; :func:`check_method_keys` checks the config's ``eval_methods`` against it.
+The registry sits above the methods it lists (:mod:`kgir_lib.kgir`, :mod:`kgir_lib.baselines`);
+what they share (:class:`~kgir_lib.methods.base.MethodBase`, the reader, the context rule) sits below them.
 """
 from __future__ import annotations
 
-from ..llm import LLMUsage
-from ..traces import read_traces, write_traces
-from .base import Method, MethodBase, MethodOutput, Workspace
-from .hipporag2 import HippoRAG2
-from .hyde import HyDE
-from .ircot import IRCoT
-from .iter_retgen import IterRetGen
-from .kg2rag import KG2RAG
-from .kgir import KGIRRAG
-from .naive import NaiveGen, NaiveRAG
-from .retrievers import BM25Retriever, DenseRetriever, final_ranking
+from typing import Iterable, Optional
+
+from ..baselines.hipporag2 import HippoRAG2
+from ..baselines.hyde import HyDE
+from ..baselines.ircot import IRCoT
+from ..baselines.iter_retgen import IterRetGen
+from ..baselines.kg2rag import KG2RAG
+from ..baselines.naive import NaiveGen, NaiveRAG
+from ..baselines.retrievers import BM25Retriever, DenseRetriever
+from ..config import ConfigError
+from ..kgir.loop import KGIRRAG
+from .base import Method
 
 
 def _variant(cls, variant: str):
@@ -79,6 +71,14 @@ def build_method(name: str, **kw) -> Method:
     return METHODS[name](**kw)
 
 
-__all__ = ["METHODS", "LABELS", "DEFAULT_METHODS", "build_method", "Method", "MethodBase", "MethodOutput", "LLMUsage",
-           "Workspace", "read_traces", "write_traces", "final_ranking", "NaiveGen", "NaiveRAG", "BM25Retriever",
-           "DenseRetriever", "IRCoT", "IterRetGen", "HyDE", "KG2RAG", "HippoRAG2", "KGIRRAG"]
+def check_method_keys(keys: Optional[Iterable[str]], field: str = "eval_methods") -> None:
+    """``keys`` (the config's ``eval_methods``; ``None`` = every method) must be registry keys of :data:`METHODS`.
+
+    Checked where methods are built (notebook 05, the runner's validation), not in :mod:`kgir_lib.config`,
+    which sits below the methods it configures."""
+    if keys is None:
+        return
+    keys = list(keys)
+    unknown = [m for m in keys if m not in METHODS]
+    if unknown or not keys:
+        raise ConfigError(f"parameter {field!r}: unknown or no method keys {unknown} (known: {', '.join(METHODS)})")

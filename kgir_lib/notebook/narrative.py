@@ -11,7 +11,7 @@ from typing import Sequence
 __all__ = ["similarity_text", "matching_rule", "gtmp_text", "weighting_text", "algorithm1_settings",
            "reader_context", "settings_table"]
 
-# eq. 5 similarities, in words (kgir_lib.entity_matching.ngram_similarity); an unknown method is named as is.
+# eq. 5 similarities, in words (kgir_lib.kgir.entity_matching.ngram_similarity); an unknown method is named as is.
 SIMILARITY_TEXT = {
     "dice": "the Dice coefficient 2|A∩B| / (|A| + |B|) of the two names' sets of character {n}-grams",
     "overlap": "the overlap coefficient |A∩B| / min(|A|, |B|) of the two names' sets of character {n}-grams "

@@ -26,7 +26,7 @@ import warnings
 from dataclasses import fields
 from typing import Any, Mapping, Optional
 
-from .config import Config, ConfigError, load_config, start_run
+from ..config import Config, ConfigError, load_config, start_run
 
 __all__ = ["open_notebook", "config_params", "quiet_progress_bars"]
 
@@ -82,7 +82,7 @@ def open_notebook(name: str, namespace: Optional[Mapping[str, Any]] = None, *, l
     ``None`` with ``llm=False`` (a notebook that makes no LLM call). ``progress`` is the LLM's per-call
     progress bar.
     """
-    from . import report
+    from .. import report
 
     namespace = dict(namespace or {})
     params = config_params(namespace)
@@ -92,7 +92,7 @@ def open_notebook(name: str, namespace: Optional[Mapping[str, Any]] = None, *, l
     start_run(cfg, name)
     model = None
     if llm:
-        from .llm import build_llm
+        from ..llm import build_llm
 
         model = build_llm(cfg, progress=progress)
     if not quiet:

@@ -25,8 +25,8 @@ from typing import Optional, Sequence
 
 import networkx as nx
 
-from .kg import Triple
-from .subgraph import EvidenceSubgraph
+from ..kg import Triple
+from ..kgir.subgraph import EvidenceSubgraph
 
 STEPS = ("G_q", "seeds", "components", "mst", "G_Ans")
 STEP_TITLES = {

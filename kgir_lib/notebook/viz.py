@@ -2,7 +2,8 @@
 
 :func:`render_trace` writes a KGIR-RAG question trace as Markdown; the ``plot_*`` functions draw the F1-cost
 plot, the bootstrap forest plot and the ablation, sweep and robustness figures. Evidence subgraphs are drawn by
-:mod:`kgir_lib.steps_viz` (Algorithm 1 step by step) and :mod:`kgir_lib.bridge_viz` (the Fig. 6 bridge path).
+:mod:`kgir_lib.notebook.steps_viz` (Algorithm 1 step by step) and :mod:`kgir_lib.notebook.case.bridge_viz` (the Fig. 6
+bridge path).
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def render_trace(trace: dict, corpus=None, max_triples: int = 8, max_passages: i
     lines = [f"**Q:** {trace.get('question', '')}  ",
              f"**gold:** {', '.join(trace.get('gold_answers', [])[:3])} · **answer:** {trace.get('answer', '')!r} "
              f"({trace.get('answered_by')}, {trace.get('iterations_used')} round(s), {trace.get('variant')})", ""]
-    from .methods.kgir_rounds import trace_rounds
+    from ..kgir.rounds import trace_rounds
 
     for r in trace_rounds(trace):
         lines.append(f"**Round {r.iteration}** — query: *{_md(r.query)}*  ")

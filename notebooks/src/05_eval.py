@@ -36,7 +36,7 @@
 # numbers appear as published-only rows.
 #
 # **One reader, one ranked-list rule.** Every method answers through the same reader prompt
-# (`kgir_lib/reader.py`) with the first `context_passages` passages of its context, each cut to
+# (`kgir_lib/methods/reader.py`) with the first `context_passages` passages of its context, each cut to
 # `passage_chars` characters, so the comparison is about *which* passages a method finds. Recall@k
 # (HippoRAG's definition, paper §3.3.3) is computed on each method's final ranked list, built the same way
 # for all: **the passages in the reader's context, in context order, then the method's remaining
@@ -49,7 +49,7 @@ config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "
                            # by name (papermill / runner -p NAME VALUE) reaches the config too
 datasets = None      # None: the profile's value
 n_questions = None   # questions a dataset; None: the profile's value
-methods = None       # registry keys (kgir_lib.methods.METHODS); None: the profile's eval_methods, else DEFAULT_METHODS
+methods = None       # keys of kgir_lib.methods.registry.METHODS; None: the profile's eval_methods, else DEFAULT_METHODS
 resume = None        # reuse an identical earlier run's trace files; None: True
 n_boot = None        # bootstrap resamples; None: 2000
 reference = None     # the method the bootstrap compares with every baseline; None: "KGIR-RAG"
@@ -59,13 +59,16 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from kgir_lib.display import show
-from kgir_lib import claims as cl
-from kgir_lib import evaluate as ev
-from kgir_lib import funnel, narrative, report, viz
-from kgir_lib.mechanism import mechanism_tables
-from kgir_lib.methods import DEFAULT_METHODS, LABELS
-from kgir_lib.notebook import open_notebook
+from kgir_lib import report
+from kgir_lib.eval import claims as cl
+from kgir_lib.eval import evaluate as ev
+from kgir_lib.eval.bootstrap import bootstrap_table
+from kgir_lib.eval.mechanism import funnel
+from kgir_lib.eval.mechanism.tables import mechanism_tables
+from kgir_lib.methods.registry import DEFAULT_METHODS, LABELS
+from kgir_lib.notebook import narrative, viz
+from kgir_lib.notebook.display import show
+from kgir_lib.notebook.opening import open_notebook
 
 cfg, llm = open_notebook("05_eval", globals())
 method_keys = list(methods) if methods is not None else list(cfg.eval_methods or DEFAULT_METHODS)
@@ -77,7 +80,7 @@ print(f"methods ({len(method_keys)}): {[LABELS.get(k, k) for k in method_keys]}"
 # %% [markdown]
 # ## 1. Run every method on every dataset
 #
-# `kgir_lib.evaluate.run_suite` builds one workspace per dataset (`pipeline.workspace`: the dense index over
+# `kgir_lib.eval.evaluate.run_suite` builds one workspace per dataset (`pipeline.workspace`: the dense index over
 # the whole corpus, the knowledge graph of notebook 01, BM25 on demand) around **the one LLM** built above,
 # draws the question sample once, and runs each method on it (`run_method`). Each run writes one JSON line a
 # question to `results/<profile>/traces/<method key>/<dataset>.trace.jsonl` (answer, ranked passages, usage, the
@@ -92,10 +95,6 @@ print(f"methods ({len(method_keys)}): {[LABELS.get(k, k) for k in method_keys]}"
 
 # %%
 suite = ev.run_suite(cfg, llm, cfg.datasets, method_keys, resume=resume)
-if suite.skipped:
-    print("NOT RUN (could not be built):")
-    for key, why in suite.skipped.items():
-        print(f"  {key}: {why}")
 runs = suite.runs.copy()
 runs["wall seconds / q"] = runs["wall_seconds"] / runs["n"]
 show(runs.pivot_table(index="method", columns="dataset", values="wall seconds / q", sort=False), digits=2)
@@ -199,13 +198,13 @@ plt.show()
 # For KGIR-RAG and each other method, the per-question difference of EM, F1 (Tables 4/5) and Recall@2/5
 # (Table 6; a method without retrieval has none) is resampled over questions with replacement (`n_boot` times,
 # seed 0); the 95 % interval is the 2.5 and 97.5 percentiles of the
-# resampled mean differences (`evaluate.paired_bootstrap`). Pairing by question removes the variation
+# resampled mean differences (`kgir_lib.eval.bootstrap.paired_bootstrap`). Pairing by question removes the variation
 # between questions that both methods share. "supported" says whether the interval excludes 0; with a
 # handful of questions almost nothing is. Rows `all` pool the datasets (resampling (dataset, question)
 # pairs).
 
 # %%
-bt = ev.bootstrap_table(suite.scores, reference=reference, metrics=("EM", "F1", "R@2", "R@5"), n_boot=n_boot,
+bt = bootstrap_table(suite.scores, reference=reference, metrics=("EM", "F1", "R@2", "R@5"), n_boot=n_boot,
                         seed=0)
 if bt.empty:
     print(f"no bootstrap: {reference!r} was not run")
@@ -223,7 +222,7 @@ else:
 #
 # KGIR-RAG claims that its rewrite raises Recall@k (§3.3.3), that the evidence subgraph, the reflection and the
 # rewrite each add accuracy (§3.4, Table 7), and that it answers multi-hop questions better than IRCoT, KG²RAG
-# and HippoRAG 2 (§3.3.2). Each claim is KGIR-RAG minus one method on the same questions (`kgir_lib.claims`):
+# and HippoRAG 2 (§3.3.2). Each claim is KGIR-RAG minus one method on the same questions (`kgir_lib.eval.claims`):
 #
 # * **the test decides**: exact paired tests — McNemar for EM (only the questions one method gets right and the
 #   other wrong count), the sign-flip permutation test for F1 and recall;
@@ -273,9 +272,9 @@ else:
 #
 # "The rewrite raises recall" is read above on KGIR-RAG's final ranked list: the passages behind `G_Ans` first
 # (paper §3.3.3 credits the subgraph stage's filtering of key information), then the rewritten questions'
-# retrievals `D'_t`, then `D_1` (`kgir_lib.methods.kgir_state.ranked_list`). That prefix is shared with *w/o
+# retrievals `D'_t`, then `D_1` (`kgir_lib.kgir.state.ranked_list`). That prefix is shared with *w/o
 # rewrite*, so the rule alone can move the gap. Two tables separate the rewrite from the rule
-# (`kgir_lib.rewrite_retrieval`), with the same exact tests:
+# (`kgir_lib.eval.mechanism.rewrite_retrieval`), with the same exact tests:
 #
 # * **per round**: how many questions gain a gold passage from `D'_t` that `D_1 … D'_{t-1}` lacked, how many
 #   lose one from the passages the round shows (a gold passage in the top `context_passages` of `D_1` that the

@@ -3,7 +3,7 @@
 KGIR-RAG's mechanism (paper §2, §3.5 and Fig. 6) turns on a *bridge entity* the question does not name
 ("the top PC maker of 1994" -> Compaq): the evidence subgraph exposes it, the rewrite names it, the
 rewritten question's retrieval finds the next hop. This module gives each question its gold bridges; the
-measurements over traces are in :mod:`kgir_lib.funnel`.
+measurements over traces are in :mod:`kgir_lib.eval.mechanism.funnel`.
 
 **MuSiQue** (``question_decomposition``: hops with ``question``, ``answer``, ``paragraph_support_idx``).
 The answer of every hop but the last is a gold bridge. Its *next hop* is every later hop whose question
@@ -22,7 +22,7 @@ paragraph names the bridge, and the bridge's own paragraph holds the second hop.
 In both, a bridge whose alias equals the final answer is dropped: the question asks for that entity,
 so there is no hop after it.
 
-**Normalisation and aliases.** :func:`norm` is the SQuAD normalisation of :mod:`kgir_lib.metrics`
+**Normalisation and aliases.** :func:`norm` is the SQuAD normalisation of :mod:`kgir_lib.eval.metrics`
 (lower case, punctuation and the articles a/an/the dropped, white space folded), applied after folding
 accents, dropping a possessive "'s" ("Compaq's" names Compaq) and turning hyphens, dashes and slashes
 into spaces (SQuAD deletes them, which glues "Hewlett-Packard" into one word).
@@ -46,8 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence
 
-from .data import DataError, load_corpus, passage_id
-from .metrics import normalize_answer
+from ...data import DataError, load_corpus, passage_id
+from ..metrics import normalize_answer
 
 MIN_CONTAINED_CHARS = 4  # an alias shorter than this matches an entity name only by equality
 MODES = ("equal", "contains")
@@ -195,8 +195,8 @@ def bridges_of(records: Iterable[Mapping], corpus_pids: Optional[set] = None,
 
 def load_bridges(name: str, data_dir: Optional[Path] = None) -> dict:
     """``{qid: (Bridge, ...)}`` for every question of dataset ``name`` (files as :func:`kgir_lib.data.load_dataset`)."""
-    from .config import default_data_dir
-    from .data import _find
+    from ...config import default_data_dir
+    from ...data import _find
 
     data_dir = Path(data_dir) if data_dir else default_data_dir()
     qpath = _find(data_dir, name, ".json")

@@ -4,14 +4,14 @@ Each round the reflection says "answer" (stop) or "missing" (another round). Per
 :func:`calibration_table`:
 
 - ``P(correct | answer)``: the share of "answer" verdicts whose answer is correct (EM, gold aliases);
-  the answer is the one the method returns at that round (:func:`kgir_lib.round_facts.round_answer`:
+  the answer is the one the method returns at that round (:func:`kgir_lib.eval.mechanism.round_facts.round_answer`:
   ``final.answer`` when the round has a reader call, else the reflection's own answer); beside it the
   share for the reflection's own answer alone;
 - ``P(gold present | missing)``: the share of "missing" verdicts whose input already held every gold
   passage (the input: the source passages of the ``G_Ans`` triples shown, the evidence passages of a
-  round without ``G_Ans``, and the reflection passages ``P_t``; :func:`kgir_lib.round_facts.reflection_input`),
-  and the mean share of gold passages present -- a "missing" with the gold in hand is a reading failure,
-  not a retrieval one;
+  round without ``G_Ans``, and the reflection passages ``P_t``;
+  :func:`kgir_lib.eval.mechanism.round_facts.reflection_input`), and the mean share of gold passages present -- a
+  "missing" with the gold in hand is a reading failure, not a retrieval one;
 - malformed verdicts (no verdict line) are counted apart.
 
 :func:`oracle_stop_table` (forced-rounds traces, every round answered by the reader): EM when stopping
@@ -26,9 +26,9 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..metrics import best_em
+from ..stats import mcnemar_exact
 from . import round_facts as rf
-from .metrics import best_em
-from .stats import mcnemar_exact
 
 
 def calibration_rows(record: Mapping, n_ctx: int) -> list:

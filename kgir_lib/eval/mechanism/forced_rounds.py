@@ -7,7 +7,7 @@ answer "after T rounds" is ``round_answers[T-1]``). Per dataset and round ``t``,
 - ``R@5 D'_t``: Recall@5 of the round's rewrite retrieval alone;
 - ``recall cumulative``: share of gold passages among all passages retrieved up to round ``t``
   (``D_1 .. D_t`` and ``D'_1 .. D'_t``, no budget);
-- ``R@5 cumulative (rule)``: Recall@5 of the method's ranked-list rule (:func:`kgir_lib.methods.kgir.ranked_list`:
+- ``R@5 cumulative (rule)``: Recall@5 of the method's ranked-list rule (:func:`kgir_lib.kgir.state.ranked_list`:
   ``G_Ans`` source passages by best edge weight, then ``D'_1 .. D'_t`` interleaved, then ``D_1``) built
   from rounds 1 .. ``t`` only -- the list the method would report had it stopped after round ``t``;
 - ``EM`` / ``F1`` of ``round_answers[t-1]``;
@@ -16,7 +16,7 @@ answer "after T rounds" is ``round_answers[T-1]``). Per dataset and round ``t``,
 - exact tests against round 1: McNemar on EM (``b``: right only in round 1, ``c``: only in round ``t``),
   the sign-flip test on F1.
 
-Recall means skip questions without gold passages (:mod:`kgir_lib.metrics`).
+Recall means skip questions without gold passages (:mod:`kgir_lib.eval.metrics`).
 """
 from __future__ import annotations
 
@@ -25,10 +25,10 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ...kgir.state import ranked_list
+from ..metrics import best_em, best_f1, normalize_answer, recall_at_k
+from ..stats import mcnemar_exact, sign_flip_test
 from . import round_facts as rf
-from .methods.kgir import ranked_list
-from .metrics import best_em, best_f1, normalize_answer, recall_at_k
-from .stats import mcnemar_exact, sign_flip_test
 
 
 def evidence_weights(rounds: Sequence[Mapping]) -> dict:

@@ -1,12 +1,12 @@
 """The bridge funnel: does KGIR-RAG's mechanism (paper §2, §3.5, Fig. 6) happen, and where does it break?
 
-For every question with a gold bridge (:mod:`kgir_lib.bridges`) and every round ``t`` of a KGIR-RAG
+For every question with a gold bridge (:mod:`kgir_lib.eval.mechanism.bridges`) and every round ``t`` of a KGIR-RAG
 trace, the chain of Fig. 6, each step requiring the ones before it:
 
 0. the question *reached* round ``t``;
 1. a *seed matched*: a question entity matched a graph entity (eq. 5; the round's subgraph has a seed);
 2. a gold bridge is *in G_Ans*: an entity (head or tail) of a kept triple is the bridge
-   (:func:`kgir_lib.bridges.entity_matches`: normalised equality, or the whole alias inside the name);
+   (:func:`kgir_lib.eval.mechanism.bridges.entity_matches`: normalised equality, or the whole alias inside the name);
 3. the *rewrite names it*: one of those bridges' aliases occurs as whole words in the normalised
    rewrite ``q'_t`` and not in the question (a malformed rewrite names nothing);
 4. *D'_t finds the next hop*: a passage of a bridge named in step 3 is in ``D'_t`` (the rewritten
@@ -27,11 +27,11 @@ from typing import Mapping, Optional, Sequence
 
 import pandas as pd
 
+from ...data import Question
+from ..metrics import best_em
+from ..stats import mcnemar_exact
 from . import round_facts as rf
 from .bridges import Bridge, entity_matches, names_bridge
-from .data import Question
-from .metrics import best_em
-from .stats import mcnemar_exact
 
 STEPS = ("reached round", "1 seed matched", "2 bridge in G_Ans", "3 rewrite names it", "4 D'_t finds next hop",
          "5 answer correct")

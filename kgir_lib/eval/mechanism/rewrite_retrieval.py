@@ -6,7 +6,7 @@ list is built from it (Recall@k, METHOD.md §6).
 - *gain*: questions for which ``D'_t`` holds a gold passage none of ``D_1, D'_1 .. D'_{t-1}`` held;
 - *loss*: questions with a gold passage among the first ``n_ctx`` (``context_passages``) of ``D_1`` that
   the round does not show as a passage to the reflection or the reader
-  (:func:`kgir_lib.round_facts.shown_passages`); gain against loss: exact McNemar (``b``: gain only);
+  (:func:`kgir_lib.eval.mechanism.round_facts.shown_passages`); gain against loss: exact McNemar (``b``: gain only);
 - Recall@k (k = 2, 5) of ``D_1`` alone, of ``D_1`` merged with ``D'_t`` (:func:`merge_alternate`), and of
   ``D'_t`` alone; the per-question differences merged - ``D_1`` and ``D'_t`` - ``D_1`` with sign-flip p.
 
@@ -21,12 +21,12 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ...kgir.state import ranked_list
+from ...methods.context import interleave
+from ..metrics import recall_at_k
+from ..stats import mcnemar_exact, sign_flip_test
 from . import round_facts as rf
 from .forced_rounds import evidence_weights
-from .methods.kgir import ranked_list
-from .methods.retrievers import interleave
-from .metrics import recall_at_k
-from .stats import mcnemar_exact, sign_flip_test
 
 KS = (2, 5)
 
@@ -94,7 +94,7 @@ def rewrite_retrieval_table(records: Sequence[Mapping], n_ctx: int, ks: Sequence
 
 # ---------------------------------------------------------------------------- ranked-list rules
 def rule_current(record: Mapping, n_ctx: int) -> list:
-    """The loop's rule (:func:`kgir_lib.methods.kgir.ranked_list`): ``G_Ans`` source passages of every round
+    """The loop's rule (:func:`kgir_lib.kgir.state.ranked_list`): ``G_Ans`` source passages of every round
     by best edge weight (ties: first seen), then ``D'_1 .. D'_T`` interleaved by round, then ``D_1``."""
     rs = rf.rounds(record)
     return ranked_list(evidence_weights(rs), [rf.d_rewrite(r) for r in rs], rf.d_first(record))
@@ -102,7 +102,7 @@ def rule_current(record: Mapping, n_ctx: int) -> list:
 
 def rule_context_first(record: Mapping, n_ctx: int) -> list:
     """Reader context first: the passages of the final answer's context in their order
-    (:func:`kgir_lib.round_facts.answer_context`), then the current rule's list."""
+    (:func:`kgir_lib.eval.mechanism.round_facts.answer_context`), then the current rule's list."""
     return list(dict.fromkeys(rf.answer_context(record, n_ctx) + rule_current(record, n_ctx)))
 
 

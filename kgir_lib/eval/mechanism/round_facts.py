@@ -1,15 +1,16 @@
-"""Facts of one KGIR-RAG trace read for the mechanism tables (:mod:`kgir_lib.funnel`, :mod:`kgir_lib.calibration`,
-:mod:`kgir_lib.forced_rounds`, :mod:`kgir_lib.rewrite_retrieval`).
+"""Facts of one KGIR-RAG trace read for the mechanism tables (:mod:`kgir_lib.eval.mechanism.funnel`,
+:mod:`kgir_lib.eval.mechanism.calibration`, :mod:`kgir_lib.eval.mechanism.forced_rounds`,
+:mod:`kgir_lib.eval.mechanism.rewrite_retrieval`).
 
 A trace is a trace-file line (``MethodOutput.to_json``: ``qid, answer, ranked_pids, usage, trace``) or
-its ``trace`` alone; a round is the dict :meth:`kgir_lib.methods.kgir_rounds.CaseRound.to_dict` writes.
-These helpers read the round dicts directly (not :class:`CaseRound`), so fields written by a newer loop
+its ``trace`` alone; a round is the dict :meth:`kgir_lib.kgir.rounds.LoopRound.to_dict` writes.
+These helpers read the round dicts directly (not :class:`LoopRound`), so fields written by a newer loop
 are seen and fields an older trace lacks fall back as documented per function:
 
 - round ``evidence_shown``: the ``G_Ans`` triples shown to Rewrite and Reflection after the cap, as a
   list of ``[head, relation, tail, pid, ...]`` rows, or a count; without it (traces written before the cap
   was the profile's ``max_evidence_triples``), the first ``LEGACY_EVIDENCE_CAP`` distinct
-  ``(head, relation, tail)`` of ``G_Ans``, heaviest first (what :func:`kgir_lib.subgraph.format_triples`
+  ``(head, relation, tail)`` of ``G_Ans``, heaviest first (what :func:`kgir_lib.kgir.subgraph.format_triples`
   showed then).
 - round ``evidence_pids``: the passages shown instead of an empty ``G_Ans``; older traces: the best of ``D_t``.
 - round ``final.context_pids``: the reader's context passages, in order.

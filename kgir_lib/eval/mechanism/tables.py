@@ -1,9 +1,9 @@
 """Every mechanism table of a run, from its traces: one call for the notebooks (paper §2, §3.4-3.5).
 
 :func:`mechanism_tables` reads ``traces/<method>/<dataset>.trace.jsonl`` of a run directory and the
-datasets' gold bridges, and returns the tables of :mod:`kgir_lib.funnel`, :mod:`kgir_lib.calibration`,
-:mod:`kgir_lib.forced_rounds` and :mod:`kgir_lib.rewrite_retrieval`. A trace file that is missing makes
-the tables that need it empty (``sources`` says which files were read); tables computed from KGIR-RAG
+datasets' gold bridges, and returns the tables of :mod:`kgir_lib.eval.mechanism.funnel`,
+:mod:`kgir_lib.eval.mechanism.calibration`, :mod:`kgir_lib.eval.mechanism.forced_rounds` and
+:mod:`kgir_lib.eval.mechanism.rewrite_retrieval`. A trace file that is missing makes the tables that need it empty (``sources`` says which files were read); tables computed from KGIR-RAG
 traces carry a ``method`` column (``kgir``, and ``kgir_forced`` when a forced-rounds run exists).
 """
 from __future__ import annotations
@@ -14,15 +14,15 @@ from typing import Optional, Sequence
 
 import pandas as pd
 
+from ...config import Config
+from ...data import load_dataset
+from ...traces import read_traces, trace_filename
 from . import round_facts as rf
 from .bridges import MODES, load_bridges
 from .calibration import calibration_table, oracle_stop_table
-from .config import Config
-from .data import load_dataset
 from .forced_rounds import forced_round_table
 from .funnel import bridge_naming_table, funnel_rows, funnel_table
 from .rewrite_retrieval import KS, current_rule_agreement, rewrite_retrieval_table, rule_table
-from .traces import read_traces, trace_filename
 
 LOOP_METHODS = ("kgir", "kgir_forced")          # the loop's traces: funnel, calibration, rewrite retrieval
 NAMING_METHODS = ("kgir", "ircot", "iter_retgen", "hyde")
@@ -61,7 +61,7 @@ def mechanism_tables(run_dir: Path, datasets: Sequence[str], data_dir: Optional[
 
     ``context_passages`` is the run's ``cfg.context_passages`` (default: the config default), used for
     the reflection's evidence passages, the loss of ``D_1``'s context and the reader-context rule;
-    ``mode`` the entity match of the funnel's step 2 (:func:`kgir_lib.bridges.entity_matches`).
+    ``mode`` the entity match of the funnel's step 2 (:func:`kgir_lib.eval.mechanism.bridges.entity_matches`).
     """
     if mode not in MODES:
         raise ValueError(f"parameter 'mode': expected one of {MODES}, got {mode!r}")

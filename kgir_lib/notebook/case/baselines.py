@@ -1,33 +1,34 @@
 """What every other method answered for a case study's question (notebook 07, §8).
 
-Answers already in the run's trace files (notebooks 04/05) are read from there; a method that did not
-answer the question runs now on it alone (through the LLM cache).
+Answers already in the run's trace files (notebooks 04/05) are read from there (:func:`traced_answers`); a
+method that did not answer the question runs now on it alone (through the LLM cache).
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 import pandas as pd
 
-from .case_build import find_question
-from .case_records import FREE_DATASET, KGIR_METHOD, CaseStudy
-from .data import Question
-from .metrics import best_em, best_f1, recall_at_k
+from ...config import Config
+from ...data import Question
+from ...eval.metrics import best_em, best_f1, recall_at_k
+from ...methods.registry import DEFAULT_METHODS, build_method
+from ...traces import read_traces, trace_dataset, trace_files
+from .build import find_question
+from .records import FREE_DATASET, KGIR_METHOD, CaseStudy
 
 
 def baseline_answers(case: CaseStudy, methods: Optional[Iterable[str]] = None, run_missing: bool = True,
                      use_traces: bool = True) -> pd.DataFrame:
     """What every other method answered for the case's question, scored like KGIR-RAG's answer.
 
-    ``methods`` are registry keys for :func:`kgir_lib.methods.build_method` (default:
+    ``methods`` are registry keys for :func:`kgir_lib.methods.registry.build_method` (default:
     notebook 05's methods, ``cfg.eval_methods`` or every method, except KGIR-RAG and the ablation variants). An
     answer already in the run's traces (notebooks 04/05)
     is read from there (``source = "trace"``); otherwise the method runs now on
     this one question (``source = "run"``; cached). KGIR-RAG's own row comes first.
     """
-    from .case_study import traced_answers  # the run's trace files
-    from .methods import DEFAULT_METHODS, build_method
-
     names = list(methods) if methods is not None else default_baselines(case.ws.cfg.eval_methods or DEFAULT_METHODS)
     traced = traced_answers(case.ws.cfg, case.dataset, case.qid) if use_traces and case.dataset != FREE_DATASET else {}
     q = find_question(case.ws.dataset, case.qid)
@@ -44,6 +45,25 @@ def baseline_answers(case: CaseStudy, methods: Optional[Iterable[str]] = None, r
             [out] = method.run(case.ws, [q])
             rows.append(_answer_row(label, out.answer, out.ranked_pids, q, "run"))
     return pd.DataFrame(rows).set_index("method")
+
+
+def _method_of(record: dict, path: Path) -> str:
+    trace = record.get("trace") or {}
+    return str(trace.get("method") or path.parent.name)
+
+
+def traced_answers(cfg: Config, dataset: str, qid: str) -> dict:
+    """``{method: (answer, ranked_pids)}`` for question ``qid`` from the run's trace files."""
+    out = {}
+    for path in trace_files(cfg):
+        if trace_dataset(path) != dataset:
+            continue
+        for rec in read_traces(path):
+            if str(rec.get("qid")) == str(qid):
+                found = (rec.get("answer", ""), rec.get("ranked_pids", []))
+                out.setdefault(_method_of(rec, path), found)  # by the trace's method name ...
+                out.setdefault(path.parent.name, found)        # ... and by the folder (the method's key)
+    return out
 
 
 def default_baselines(keys: Iterable[str]) -> list:

@@ -1,9 +1,10 @@
 """The Fig. 6 drawing of a case (paper §3.5): only the path that matters, the bridge marked.
 
-For a :class:`kgir_lib.case_records.CaseStudy`, :func:`bridge_view` picks
+For a :class:`kgir_lib.notebook.case.records.CaseStudy`, :func:`bridge_view` picks
 
 * the **bridge path**: in round 1's ``G_Ans``, a shortest chain of triples from another seed to each bridge entity
-  (an entity of ``G_Ans`` the rewrite names and the question does not, :func:`kgir_lib.bridge_cases.bridge_entities`);
+  (an entity of ``G_Ans`` the rewrite names and the question does not,
+  :func:`kgir_lib.notebook.case.bridges.bridge_entities`);
 * the **answer edges**: the shortest chain (at most ``max_hops`` triples) of any round's ``G_Ans`` from a bridge
   entity to an entity naming the final answer or a gold answer (the next hop);
 * **context**: other ``G_Ans`` triples touching those entities, nearest first, at most ``max_context``;
@@ -19,10 +20,10 @@ from typing import Optional, Sequence
 
 import networkx as nx
 
-from .bridge_cases import bridge_entities
-from .entity_matching import normalize_name
-from .kg import Triple
-from .steps_viz import _short, layout
+from ...kg import Triple
+from ...kgir.entity_matching import normalize_name
+from ..steps_viz import _short, layout
+from .bridges import bridge_entities
 
 COLORS = {"path": "#7b3294", "answer": "#1a9850", "context": "#9ecae1", "seed": "#e4572e", "bridge": "#7b3294",
           "answer_node": "#1a9850", "node": "#deebf7"}

@@ -12,10 +12,10 @@ from typing import Iterable, Optional, Sequence
 
 import pandas as pd
 
-from .case_records import KGIR_METHOD
-from .methods.kgir_rounds import trace_rounds
-from .metrics import best_em, best_f1
-from .entity_matching import STOP_WORDS, normalize_name
+from ...eval.metrics import best_em, best_f1
+from ...kgir.entity_matching import STOP_WORDS, normalize_name
+from ...kgir.rounds import trace_rounds
+from .records import KGIR_METHOD
 
 
 def _mentions(text: str, entity: str) -> bool:

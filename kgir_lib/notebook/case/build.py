@@ -1,11 +1,11 @@
-"""Building a case study: a KGIR-RAG trace as a :class:`~kgir_lib.case_records.CaseStudy`, and running one.
+"""Building a case study: a KGIR-RAG trace as a :class:`~kgir_lib.notebook.case.records.CaseStudy`, and running one.
 
 - :func:`case_from_dataset`: KGIR-RAG on one question of a dataset (the run's workspace, its KG,
   indexes and LLM cache; :func:`kgir_lib.pipeline.workspace`);
 - :func:`case_from_passages`: a free question over a small corpus the user supplies; its triples are
   extracted with the profile's LLM first (the offline stage of §2.1), in a workspace built by the same
   :func:`kgir_lib.pipeline.workspace` (nothing stored);
-- :func:`case_from_output`: trace -> case (rounds read by :meth:`CaseRound.from_dict`).
+- :func:`case_from_output`: trace -> case (rounds read by :meth:`LoopRound.from_dict`).
 
 :data:`FIGURE6_EXAMPLE` is the paper's own Fig. 6 question over a six-passage corpus written for this
 suite, read from the package data file ``kgir_lib/examples/figure6.json``.
@@ -16,12 +16,12 @@ import json
 from importlib import resources
 from typing import Any, Sequence
 
-from .case_records import FREE_DATASET, FREE_QID, CaseStudy, CaseStudyError
-from .config import Config
-from .data import Corpus, Dataset, Passage, Question, passage_id
-from .methods.base import MethodOutput, Workspace
-from .methods.kgir_rounds import trace_rounds
-from .metrics import best_em, best_f1
+from ...config import Config
+from ...data import Corpus, Dataset, Passage, Question, passage_id
+from ...eval.metrics import best_em, best_f1
+from ...kgir.rounds import trace_rounds
+from ...methods.base import MethodOutput, Workspace
+from .records import FREE_DATASET, FREE_QID, CaseStudy, CaseStudyError
 
 
 def load_example(name: str = "figure6") -> dict:
@@ -48,7 +48,7 @@ def case_from_output(ws: Workspace, question: Question, output: MethodOutput) ->
 def run_case(ws: Workspace, question: Question, method: Any = None) -> CaseStudy:
     """Run KGIR-RAG (``method``, default the full method) on one question of ``ws`` with its full trace."""
     if method is None:
-        from .methods.kgir import KGIRRAG
+        from ...kgir.loop import KGIRRAG
 
         method = KGIRRAG()
     [out] = method.run(ws, [question])
@@ -67,7 +67,7 @@ def find_question(dataset: Dataset, qid: str) -> Question:
 
 def case_from_dataset(cfg: Config, dataset: str, qid: str, llm=None, method: Any = None) -> CaseStudy:
     """KGIR-RAG on question ``qid`` of ``dataset`` (the run's workspace: its KG, indexes and LLM cache)."""
-    from .pipeline import workspace
+    from ...pipeline import workspace
 
     ws = workspace(cfg, dataset, llm=llm, progress=False)
     return run_case(ws, find_question(ws.dataset, qid), method)
@@ -97,7 +97,7 @@ def free_workspace(cfg: Config, question: Question, passages: Sequence[Passage],
                    encoder=None) -> Workspace:
     """A Workspace over a user-supplied corpus (:func:`kgir_lib.pipeline.workspace`, KG in memory only),
     with the triples of every passage extracted first (§2.1)."""
-    from .pipeline import workspace
+    from ...pipeline import workspace
 
     ds = Dataset(FREE_DATASET, [question], Corpus(list(passages)))
     ws = workspace(cfg, ds, llm=llm, progress=False, encoder=encoder, store=False)

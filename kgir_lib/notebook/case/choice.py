@@ -7,12 +7,12 @@ says plainly whether any question completed it, and names the step where the cho
 
 **Where the chain comes from.** :data:`CHAIN` names its steps; a *chain function* says, for one KGIR-RAG trace
 record, which steps happened. Today's is :func:`heuristic_chain`, built on the Fig. 6 features of
-:mod:`kgir_lib.bridge_cases`: it cannot know the gold bridge entity, so its first step is "the rewrite names an
+:mod:`kgir_lib.notebook.case.bridges`: it cannot know the gold bridge entity, so its first step is "the rewrite names an
 entity of G_Ans the question does not". A per-question funnel that knows the gold bridge plugs in as the
 ``chain`` argument of :func:`choose_case` (any callable record -> sequence of booleans; a ``steps`` attribute
 names its steps, else :data:`CHAIN`). :func:`gold_chain` is that funnel: it knows each question's gold bridge
-(:mod:`kgir_lib.bridges`) and reads the chain with :func:`kgir_lib.funnel.funnel_steps`; notebook 07 uses it
-wherever the dataset gives gold bridges.
+(:mod:`kgir_lib.eval.mechanism.bridges`) and reads the chain with :func:`kgir_lib.eval.mechanism.funnel.funnel_steps`;
+notebook 07 uses it wherever the dataset gives gold bridges.
 """
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from typing import Callable, Optional, Sequence
 
 import pandas as pd
 
-from .bridge_cases import bridge_features
-from .methods.kgir_rounds import trace_rounds
+from ...kgir.rounds import trace_rounds
+from .bridges import bridge_features
 
 __all__ = ["CHAIN", "GOLD_CHAIN", "CaseChoice", "heuristic_chain", "gold_chain", "chain_table", "choose_case"]
 
@@ -38,11 +38,12 @@ def steps_of(chain: ChainFn) -> tuple:
 
 def gold_chain(data_dir, datasets: Sequence[str], mode: str = "contains") -> ChainFn:
     """The Fig. 6 chain judged against the gold bridge entities (:data:`GOLD_CHAIN`, the funnel's steps 2-5,
-    :func:`kgir_lib.funnel.funnel_steps`), in the round that went furthest. A record of a question without a
-    gold bridge takes no step. Records carry their ``dataset`` (:func:`kgir_lib.case_study.load_kgir_traces`)."""
-    from . import round_facts as rf
-    from .bridges import load_bridges
-    from .funnel import funnel_steps
+    :func:`kgir_lib.eval.mechanism.funnel.funnel_steps`), in the round that went furthest. A record of a question
+    without a gold bridge takes no step. Records carry their ``dataset``
+    (:func:`kgir_lib.notebook.case.records.load_kgir_traces`)."""
+    from ...eval.mechanism import round_facts as rf
+    from ...eval.mechanism.bridges import load_bridges
+    from ...eval.mechanism.funnel import funnel_steps
 
     bridges = {ds: load_bridges(ds, data_dir) for ds in dict.fromkeys(datasets)}
     keys = ("chain_in_gans", "chain_named", "chain_finds", "chain_correct")
@@ -60,10 +61,10 @@ def gold_chain(data_dir, datasets: Sequence[str], mode: str = "contains") -> Cha
 
 
 def heuristic_chain(record: dict) -> tuple:
-    """The :data:`CHAIN` steps one trace took, judged from the trace alone (:mod:`kgir_lib.bridge_cases`):
+    """The :data:`CHAIN` steps one trace took, judged from the trace alone (:mod:`kgir_lib.notebook.case.bridges`):
 
     1. a round-1 rewrite that is a rewrite of the question and names an entity of round 1's ``G_Ans`` the
-       question does not (:func:`kgir_lib.bridge_cases.bridge_entities`);
+       question does not (:func:`kgir_lib.notebook.case.bridges.bridge_entities`);
     2. the rewritten question's retrieval ``D'_1`` brings a gold passage that round 1's ``D_1`` did not hold, or
        ranks one higher than ``D_1`` did (the next hop moved up);
     3. the final answer matches a gold answer exactly.

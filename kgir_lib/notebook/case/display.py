@@ -3,15 +3,15 @@ from __future__ import annotations
 
 import textwrap
 
-from .bridge_cases import bridge_entities
-from .case_records import CaseStudy
+from .bridges import bridge_entities
+from .records import CaseStudy
 
 
 def _show(*objs) -> None:
     import pandas as pd
     from IPython.display import Markdown, display
 
-    from .display import show
+    from ..display import show
 
     for o in objs:
         if isinstance(o, pd.DataFrame):
@@ -62,8 +62,8 @@ def show_ner(case: CaseStudy) -> None:
 
 
 def draw_case(case: CaseStudy, width: float = 10.0):
-    """The Fig. 6 drawing of ``case`` (:func:`kgir_lib.bridge_viz.bridge_view`): the chain from a seed to the
-    bridge entity and the next hop, with at most 30 triples; ``None`` when there is nothing to draw (the
+    """The Fig. 6 drawing of ``case`` (:func:`kgir_lib.notebook.case.bridge_viz.bridge_view`): the chain from a seed to
+    the bridge entity and the next hop, with at most 30 triples; ``None`` when there is nothing to draw (the
     view's note says why)."""
     import matplotlib.pyplot as plt
 

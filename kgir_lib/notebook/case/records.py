@@ -1,20 +1,22 @@
 """The records of a KGIR-RAG case study (paper §3.5, Fig. 6; notebook 07): one round, one case.
 
-:class:`CaseRound` is one round of the loop (the loop's own record, :mod:`kgir_lib.methods.kgir_rounds`,
-read back from the trace); :class:`CaseStudy` is everything
-KGIR-RAG did for one question, with tables for the notebook. Built by :mod:`kgir_lib.case_build`,
-shown by :mod:`kgir_lib.case_display`; :mod:`kgir_lib.case_study` re-exports all of it.
+:class:`CaseStudy` is everything KGIR-RAG did for one question, its rounds the loop's own records
+(:class:`~kgir_lib.kgir.rounds.LoopRound`, read back from the trace), with tables for the notebook. Built by
+:mod:`kgir_lib.notebook.case.build`, shown by :mod:`kgir_lib.notebook.case.display`; :func:`load_kgir_traces`
+reads the run's KGIR-RAG traces that notebook 07 chooses its case from.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Iterable, Optional
 
 import pandas as pd
 
-from .methods.base import MethodOutput, Workspace
-from .methods.kgir_rounds import CaseRound
-from .metrics import recall_at_k
+from ...config import Config
+from ...eval.metrics import recall_at_k
+from ...kgir.rounds import LoopRound
+from ...methods.base import MethodOutput, Workspace
+from ...traces import read_traces, trace_dataset, trace_files
 
 KGIR_METHOD = "KGIR-RAG"
 FREE_DATASET = "free"
@@ -88,7 +90,7 @@ class CaseStudy:
         """NER entities (eq. 4), whether each occurs in the round's query (the NER guard) and was used, and the
         graph entities each matched (eq. 5). A fallback replaces the LLM's entities even when they occur in the
         question (none of them matched), so the two columns can differ."""
-        from .entity_matching import ground_entities
+        from ...kgir.entity_matching import ground_entities
 
         r = self.round(round_no)
         rows = []
@@ -118,7 +120,7 @@ class CaseStudy:
                              for t in triples],
                             columns=["head", "relation", "tail", "weight", "in G_Ans", "source"])
 
-    def round(self, round_no: int) -> CaseRound:
+    def round(self, round_no: int) -> LoopRound:
         for r in self.rounds:
             if r.iteration == round_no:
                 return r
@@ -130,3 +132,19 @@ class CaseStudy:
         return pd.DataFrame([{"question": self.question, "KGIR-RAG answer": self.answer,
                               "answered by": self.answered_by, "gold": " | ".join(self.gold_answers),
                               "EM": 100 * self.em, "F1": 100 * self.f1, **self.recall}])
+
+
+def load_kgir_traces(cfg: Config, datasets: Optional[Iterable[str]] = None) -> list:
+    """Every full KGIR-RAG trace record in the run directory, each tagged with its ``dataset``."""
+    wanted = set(datasets) if datasets is not None else None
+    out, seen = [], set()
+    for path in trace_files(cfg):
+        if wanted is not None and trace_dataset(path) not in wanted:
+            continue
+        for rec in read_traces(path):
+            trace = rec.get("trace") or {}
+            key = (trace_dataset(path), str(rec.get("qid")))
+            if trace.get("method") == KGIR_METHOD and trace.get("variant", "full") == "full" and key not in seen:
+                seen.add(key)  # the same question traced by two notebooks counts once
+                out.append({**rec, "dataset": trace_dataset(path)})
+    return out

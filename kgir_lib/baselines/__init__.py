@@ -1,0 +1,7 @@
+"""The methods KGIR-RAG is compared with (paper §3.3.1), each behind :class:`kgir_lib.methods.base.MethodBase`.
+
+Naive Gen / Naive RAG (:mod:`~kgir_lib.baselines.naive`), BM25 and Dense (:mod:`~kgir_lib.baselines.retrievers`),
+IRCoT, ITER-RETGEN, HyDE, KG²RAG (:mod:`~kgir_lib.baselines.kg2rag`, with its ablations) and HippoRAG 2
+(:mod:`~kgir_lib.baselines.hipporag2`; its graph and PPR operator: :mod:`~kgir_lib.baselines.hippo_graph`).
+Every one answers through the shared reader and ranks by the one rule of :mod:`kgir_lib.methods.context`.
+"""
