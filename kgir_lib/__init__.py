@@ -2,9 +2,10 @@
 
 Packages by layer (``kgir_lib/README.md``: the paper's sections mapped to modules, and the layers): ``config``
 (the one config object, profiles, run directory), ``data`` and ``llm`` (one batched, cached LLM interface),
-``retrieval`` and ``kg`` (the knowledge graph), ``methods`` (what every method shares, the registry), ``kgir``
-(KGIR-RAG, Algorithms 1-2), ``baselines`` (the compared methods), ``eval`` (scores, tables, claims, studies, the
-mechanism in the traces), ``notebook`` (what the notebooks show) and ``runner`` (the main job).
+``retrieval`` and ``kg`` (the knowledge graph), ``methods`` (what every method shares), ``kgir`` (KGIR-RAG,
+Algorithms 1-2), ``baselines`` (the compared methods), ``registry`` (all of them by key), ``eval`` (scores,
+tables, claims, studies, the mechanism in the traces), ``notebook`` (what the notebooks show) and ``runner``
+(the main job).
 """
 __version__ = "0.1.0"
 

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from ..baselines.hipporag2 import HippoRAG2
-from ..baselines.hyde import HyDE
-from ..baselines.ircot import IRCoT
-from ..baselines.iter_retgen import IterRetGen
-from ..baselines.kg2rag import KG2RAG
-from ..baselines.naive import NaiveGen, NaiveRAG
-from ..baselines.retrievers import BM25Retriever, DenseRetriever
-from ..config import ConfigError
-from ..kgir.loop import KGIRRAG
-from .base import Method
+from .baselines.hipporag2 import HippoRAG2
+from .baselines.hyde import HyDE
+from .baselines.ircot import IRCoT
+from .baselines.iter_retgen import IterRetGen
+from .baselines.kg2rag import KG2RAG
+from .baselines.naive import NaiveGen, NaiveRAG
+from .baselines.retrievers import BM25Retriever, DenseRetriever
+from .config import ConfigError
+from .kgir.loop import KGIRRAG
+from .methods.base import Method
 
 
 def _variant(cls, variant: str):

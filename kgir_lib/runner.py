@@ -109,7 +109,7 @@ def validate(profile: str, params: dict | None = None) -> list:
     (:func:`kgir_lib.preflight.check_question_counts`). Raises :class:`ConfigError` /
     :class:`DataError` (:class:`~kgir_lib.preflight.QuestionShortfall`) naming what is wrong.
     """
-    from .methods.registry import check_method_keys  # (here: the methods load in half a second)
+    from .registry import check_method_keys  # (here: the methods load in half a second)
 
     config, notebook = split_params(params or {})
     cfg = load_config(profile, **config)

@@ -301,7 +301,7 @@ def test_retry_window_per_profile():
 
 def test_eval_methods_are_checked_against_the_registry_where_methods_are_built():
     """The config sits below the methods: it refuses an empty list; the registry refuses an unknown key."""
-    from kgir_lib.methods.registry import check_method_keys
+    from kgir_lib.registry import check_method_keys
     from kgir_lib.runner import validate
 
     assert load_config("sample", eval_methods=["kgir", "naive_rag"]).eval_methods == ["kgir", "naive_rag"]

@@ -19,8 +19,8 @@ from kgir_lib.kg.extract import update_kg
 from kgir_lib.llm import LLM, ChatResult, LLMCache
 from kgir_lib.llm import LLMUsage
 from kgir_lib.methods.base import MethodOutput
-from kgir_lib.methods.registry import METHODS
 from kgir_lib.notebook import viz
+from kgir_lib.registry import METHODS
 
 
 # ----------------------------------------------------------------------------- paired bootstrap

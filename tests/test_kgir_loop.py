@@ -502,7 +502,7 @@ def test_round_record_round_trips_and_reads_old_traces(tiny_workspace, tiny_data
 
 def test_every_method_inherits_the_base_with_class_level_names():
     from kgir_lib.methods.base import MethodBase
-    from kgir_lib.methods.registry import LABELS, METHODS, build_method
+    from kgir_lib.registry import LABELS, METHODS, build_method
     from kgir_lib.baselines.kg2rag import KG2RAG
 
     for key in METHODS:

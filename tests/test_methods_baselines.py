@@ -16,7 +16,7 @@ from kgir_lib.baselines.naive import NaiveGen, NaiveRAG
 from kgir_lib.baselines.retrievers import BM25Retriever, DenseRetriever
 from kgir_lib.data import Dataset, Question
 from kgir_lib.methods.context import final_ranking, interleave
-from kgir_lib.methods.registry import DEFAULT_METHODS, LABELS, METHODS, build_method
+from kgir_lib.registry import DEFAULT_METHODS, LABELS, METHODS, build_method
 from kgir_lib.retrieval import BM25Index
 
 Q2 = "Who founded Dell in 1984?"

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kgir_lib.methods.registry import DEFAULT_METHODS, LABELS
+from kgir_lib.registry import DEFAULT_METHODS, LABELS
 from kgir_lib.report import KGIR_ABLATION_DATASETS
 
 PCT = (0.0, 100.0)

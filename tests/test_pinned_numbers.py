@@ -32,7 +32,7 @@ from kgir_lib.config import PROJECT_ROOT, default_data_dir
 from kgir_lib.data import load_dataset, sample_questions
 from kgir_lib.eval import evaluate as ev
 from kgir_lib.eval.bootstrap import bootstrap_table, dataset_groups, paired_scores
-from kgir_lib.methods.registry import DEFAULT_METHODS, LABELS
+from kgir_lib.registry import DEFAULT_METHODS, LABELS
 from kgir_lib.traces import trace_filename
 
 RUN = PROJECT_ROOT / "results" / "sample"

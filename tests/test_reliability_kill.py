@@ -29,7 +29,7 @@ WORKER = textwrap.dedent('''
     from kgir_lib.kg.extract import update_kg
     from kgir_lib.kg.store import load_kg, save_kg
     from kgir_lib.llm import LLM, LLMCache, ScriptedBackend
-    from kgir_lib.methods.registry import build_method
+    from kgir_lib.registry import build_method
     from kgir_lib.methods.base import Workspace
     from kgir_lib.retrieval import DenseIndex
     from conftest import BagOfWordsEncoder, make_passage

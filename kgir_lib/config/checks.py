@@ -145,7 +145,7 @@ def validate(cfg: Config) -> None:
         check_url(url, "kg_llm_base_urls")
     if not cfg.datasets:
         raise ConfigError("parameter 'datasets': needs at least one dataset name")
-    if cfg.eval_methods is not None and not cfg.eval_methods:  # the keys: kgir_lib.methods.registry.check_method_keys
+    if cfg.eval_methods is not None and not cfg.eval_methods:  # the keys: kgir_lib.registry.check_method_keys
         raise ConfigError("parameter 'eval_methods': give at least one method key, or null for every method")
     for key in cfg.to_dict():
         if "api_key" in key and key != "llm_api_key_env":

@@ -117,7 +117,7 @@ class Config:
     # ablation / sensitivity / robustness studies (notebook 06)
     ablation_datasets: list = field(default_factory=lambda: ["musique", "hotpotqa"])  # Table 7 and KG²RAG ablations
     study_datasets: list = field(default_factory=lambda: ["musique_train"])  # sweeps and robustness
-    # methods of notebook 05 (registry keys of kgir_lib.methods.registry.METHODS, checked there); null: every method
+    # methods of notebook 05 (registry keys of kgir_lib.registry.METHODS, checked there); null: every method
     eval_methods: Optional[list] = None
     study_n_questions: Optional[int] = 4  # questions a sweep point (null: n_questions)
     robustness_seeds: int = 3  # seeds a drop fraction (KG²RAG robustness)

@@ -65,7 +65,7 @@ def _values(name: str, values) -> list:
 def _knob_values(method_key: str, sweeps: Mapping, name: str) -> dict:
     """``GRID[method_key]`` with ``sweeps`` ({knob: values}) in place of its entries; each value as the method
     takes it, checked by the method itself (:meth:`kgir_lib.methods.base.MethodBase.__post_init__`)."""
-    from ..methods.registry import build_method
+    from ..registry import build_method
 
     if not isinstance(sweeps, Mapping):
         raise ValueError(f"parameter {name!r}: expected {{knob: values}}, e.g. {{'top_k': [5, 10]}}, got {sweeps!r}")

@@ -260,7 +260,7 @@ def run_suite(cfg, llm: LLM, datasets: Sequence[str], method_keys: Sequence[str]
     """
     from ..progress import progress as tqdm
 
-    from ..methods.registry import LABELS, build_method, check_method_keys
+    from ..registry import LABELS, build_method, check_method_keys
 
     check_method_keys(method_keys, "methods")
     if workspace_fn is None:

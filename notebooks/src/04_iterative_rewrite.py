@@ -67,12 +67,12 @@ from kgir_lib.data import sample_questions
 from kgir_lib.eval import evaluate as ev
 from kgir_lib.eval.metrics import recall_at_k
 from kgir_lib.kgir.rounds import STAGES, trace_table
-from kgir_lib.methods.registry import build_method
 from kgir_lib.notebook.display import show
 from kgir_lib.notebook.opening import open_notebook
 from kgir_lib.notebook.viz import render_trace
 from kgir_lib.pipeline import workspace
 from kgir_lib.progress import progress
+from kgir_lib.registry import build_method
 
 cfg, llm = open_notebook("04_iterative_rewrite", globals())
 n_traces = 3 if n_traces is None else int(n_traces)

@@ -49,7 +49,7 @@ config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "
                            # by name (papermill / runner -p NAME VALUE) reaches the config too
 datasets = None      # None: the profile's value
 n_questions = None   # questions a dataset; None: the profile's value
-methods = None       # keys of kgir_lib.methods.registry.METHODS; None: the profile's eval_methods, else DEFAULT_METHODS
+methods = None       # keys of kgir_lib.registry.METHODS; None: the profile's eval_methods, else DEFAULT_METHODS
 resume = None        # reuse an identical earlier run's trace files; None: True
 n_boot = None        # bootstrap resamples; None: 2000
 reference = None     # the method the bootstrap compares with every baseline; None: "KGIR-RAG"
@@ -65,10 +65,10 @@ from kgir_lib.eval import evaluate as ev
 from kgir_lib.eval.bootstrap import bootstrap_table
 from kgir_lib.eval.mechanism import funnel
 from kgir_lib.eval.mechanism.tables import mechanism_tables
-from kgir_lib.methods.registry import DEFAULT_METHODS, LABELS
 from kgir_lib.notebook import narrative, viz
 from kgir_lib.notebook.display import show
 from kgir_lib.notebook.opening import open_notebook
+from kgir_lib.registry import DEFAULT_METHODS, LABELS
 
 cfg, llm = open_notebook("05_eval", globals())
 method_keys = list(methods) if methods is not None else list(cfg.eval_methods or DEFAULT_METHODS)

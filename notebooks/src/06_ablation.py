@@ -58,11 +58,11 @@ from IPython.display import display
 from kgir_lib import report
 from kgir_lib.data import sample_questions
 from kgir_lib.eval import ablation
-from kgir_lib.methods.registry import build_method
 from kgir_lib.notebook import viz
 from kgir_lib.notebook.display import show
 from kgir_lib.notebook.opening import open_notebook
 from kgir_lib.pipeline import workspace
+from kgir_lib.registry import build_method
 
 cfg, llm = open_notebook("06_ablation", globals())
 grid = ablation.study_grid(drop_fractions=drop_fractions, kg2rag=kg2rag_sweeps, kgir=kgir_sweeps)

@@ -13,7 +13,7 @@ import pandas as pd
 from ...config import Config
 from ...data import Question
 from ...eval.metrics import best_em, best_f1, recall_at_k
-from ...methods.registry import DEFAULT_METHODS, build_method
+from ...registry import DEFAULT_METHODS, build_method
 from ...traces import read_traces, trace_dataset, trace_files
 from .build import find_question
 from .records import FREE_DATASET, KGIR_METHOD, CaseStudy
@@ -23,7 +23,7 @@ def baseline_answers(case: CaseStudy, methods: Optional[Iterable[str]] = None, r
                      use_traces: bool = True) -> pd.DataFrame:
     """What every other method answered for the case's question, scored like KGIR-RAG's answer.
 
-    ``methods`` are registry keys for :func:`kgir_lib.methods.registry.build_method` (default:
+    ``methods`` are registry keys for :func:`kgir_lib.registry.build_method` (default:
     notebook 05's methods, ``cfg.eval_methods`` or every method, except KGIR-RAG and the ablation variants). An
     answer already in the run's traces (notebooks 04/05)
     is read from there (``source = "trace"``); otherwise the method runs now on
