@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..methods.base import Method, Workspace
+from ..registry import build_method
 from ..report import KGIR_ABLATION_DATASETS, KGIR_ABLATION_DROPS
 from ..traces import trace_filename
 from .evaluate import METRICS  # the score columns every study reports (×100), as run_and_score returns them
@@ -65,8 +66,6 @@ def _values(name: str, values) -> list:
 def _knob_values(method_key: str, sweeps: Mapping, name: str) -> dict:
     """``GRID[method_key]`` with ``sweeps`` ({knob: values}) in place of its entries; each value as the method
     takes it, checked by the method itself (:meth:`kgir_lib.methods.base.MethodBase.__post_init__`)."""
-    from ..registry import build_method
-
     if not isinstance(sweeps, Mapping):
         raise ValueError(f"parameter {name!r}: expected {{knob: values}}, e.g. {{'top_k': [5, 10]}}, got {sweeps!r}")
     knobs = type(build_method(method_key)).knobs
