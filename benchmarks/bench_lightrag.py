@@ -1,6 +1,6 @@
 """Benchmark: what LightRAG's indexing costs with the profile's model, in both index modes.
 
-1. **native** (LightRAG's own extraction, :mod:`kgir_lib.methods.lightrag_index`): the first ``--passages``
+1. **native** (LightRAG's own extraction, :mod:`kgir_lib.baselines.lightrag_index`): the first ``--passages``
    passages of each dataset's graph pool, in the order notebook 01 extracts them
    (:func:`kgir_lib.kg.extract.extraction_pool` over the profile's sampled questions: every question's
    rank-1 passage, then every rank-2 passage, ...), indexed by LightRAG's ``ainsert`` with the profile's
@@ -8,7 +8,7 @@
    passage: LLM calls, prompt and completion tokens, LLM seconds (backend time), wall seconds (embedding
    and LightRAG's own work included), completions cut at the budget; and the parse-failure rate of
    LightRAG's delimiter format with this model (LightRAG's own parser re-run on every extraction and
-   gleaning output, :func:`kgir_lib.methods.lightrag_graph.parse_stats`).
+   gleaning output, :func:`kgir_lib.baselines.lightrag_graph.parse_stats`).
 2. **suite_graph** (``--suite-graph``): the same LightRAG index built from the suite's graph of
    musique_train (the published OpenIE, all 1,890 passages: no LLM call), wall seconds.
 
@@ -38,12 +38,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kgir_lib.config import load_config  # noqa: E402
-from kgir_lib.cost import PAPER_CORPUS_PASSAGES  # noqa: E402
+from kgir_lib.eval.cost import PAPER_CORPUS_PASSAGES  # noqa: E402
 from kgir_lib.data import sample_questions  # noqa: E402
-from kgir_lib.evaluate import StoredTimeLLM  # noqa: E402
+from kgir_lib.eval.evaluate import StoredTimeLLM  # noqa: E402
 from kgir_lib.kg.extract import extraction_pool  # noqa: E402
 from kgir_lib.llm import build_llm  # noqa: E402
-from kgir_lib.methods import lightrag_index as li  # noqa: E402
+from kgir_lib.baselines import lightrag_index as li  # noqa: E402
 from kgir_lib.pipeline import workspace  # noqa: E402
 from kgir_lib.report import INDEXING_TOKENS_M, to_markdown  # noqa: E402
 

@@ -4,7 +4,7 @@ No LLM call. Sections of ``results/benchmarks/matching.md``:
 
 1. Labelled pairs (``tests/fixtures/matching_pairs.tsv``, labelling rule in ``tests/fixtures/README.md``):
    precision and recall (over the pairs labelled ``same``) of every rule of
-   ``kgir_lib.entity_matching.SIMILARITIES`` × threshold, per dataset and overall; the chosen rule is the one
+   ``kgir_lib.kgir.entity_matching.SIMILARITIES`` × threshold, per dataset and overall; the chosen rule is the one
    with the highest recall among those with precision >= ``matching_eval.MIN_PRECISION`` (%).
 2. The length ratio ρ of ``overlap_len``: overlap >= θ and shorter / longer name length >= ρ, θ × ρ.
 3. Seed-match rate before (overlap 0.8) and after (the chosen rule) over every subgraph round of a run's
@@ -31,11 +31,11 @@ sys.path.insert(0, str(ROOT))
 import pandas as pd  # noqa: E402
 
 from kgir_lib.config import default_data_dir  # noqa: E402
-from kgir_lib.entity_matching import (LENGTH_RATIO, SIMILARITIES, match_entities, ngram_similarity,  # noqa: E402
-                                      normalize_name)
-from kgir_lib.matching_eval import (MIN_PRECISION, RATIOS, THRESHOLDS, choose_rule, fixture_table,  # noqa: E402
-                                    pair_weights, ratio_sweep, read_pairs, read_population, reproduced,
-                                    seed_rates, trace_rounds_of_run)
+from kgir_lib.eval.matching_eval import (MIN_PRECISION, RATIOS, THRESHOLDS, choose_rule, fixture_table,  # noqa: E402
+                                         pair_weights, ratio_sweep, read_pairs, read_population, reproduced, seed_rates,
+                                         trace_rounds_of_run)
+from kgir_lib.kgir.entity_matching import (LENGTH_RATIO, SIMILARITIES, match_entities, ngram_similarity,  # noqa: E402
+                                           normalize_name)
 from kgir_lib.report import to_markdown  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "matching_pairs.tsv"

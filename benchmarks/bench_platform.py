@@ -124,7 +124,7 @@ def llama_worker(n: int) -> dict:
 
     from kgir_lib.data import load_dataset
     from kgir_lib.llm import LlamaCppBackend
-    from kgir_lib.reader import format_passages, reader_request
+    from kgir_lib.methods.reader import format_passages, reader_request
 
     ds = load_dataset("musique")
     reqs = [reader_request(q.question, format_passages([ds.corpus[p] for p in q.gold_pids[:3]], 600), max_tokens=32)

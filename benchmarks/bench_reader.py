@@ -1,8 +1,8 @@
 """Reader check: can an embedded model answer when it is handed the gold passages?
 
 The first ``--n`` HotpotQA questions of the shared sample (file order), only their gold passages as
-context (full text, title first), the suite's shared reader prompt and parser (``kgir_lib.reader``),
-greedy decoding, SQuAD-normalised EM/F1 (``kgir_lib.metrics``). Every embedded model that is
+context (full text, title first), the suite's shared reader prompt and parser (``kgir_lib.methods.reader``),
+greedy decoding, SQuAD-normalised EM/F1 (``kgir_lib.eval.metrics``). Every embedded model that is
 installed runs, one after another, with no LLM cache (so seconds per question are real).
 
 This is an upper bound for what retrieval can give a model: a model that cannot answer from the
@@ -26,11 +26,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kgir_lib.data import load_dataset  # noqa: E402
+from kgir_lib.eval.metrics import best_em, best_f1  # noqa: E402
 from kgir_lib.llm import LlamaCppBackend  # noqa: E402
 from kgir_lib.llm.build import cpu_flags  # noqa: E402
 from kgir_lib.llm.embedded import installed_models  # noqa: E402
-from kgir_lib.metrics import best_em, best_f1  # noqa: E402
-from kgir_lib.reader import format_passages, parse_answer, reader_request  # noqa: E402
+from kgir_lib.methods.reader import format_passages, parse_answer, reader_request  # noqa: E402
 from kgir_lib.report import to_markdown  # noqa: E402
 
 
@@ -76,7 +76,7 @@ def main(argv=None) -> int:
           f"Command: `{cmd.strip()}`  ",
           f"Machine: {platform.processor() or platform.machine()}, {args.threads} threads, CPU flags {flags}; "
           "llama-cpp-python built portably (kgir_lib/llm/build.py).  ",
-          "Reader: the suite's shared prompt and parser (kgir_lib/reader.py), greedy, "
+          "Reader: the suite's shared prompt and parser (kgir_lib/methods/reader.py), greedy, "
           f"max {args.max_tokens} new tokens; EM/F1 SQuAD-normalised, max over aliases.", "",
           to_markdown(table)]
     args.out.with_suffix(".md").write_text("\n".join(md) + "\n")

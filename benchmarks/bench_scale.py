@@ -23,15 +23,15 @@ real retriever's would. Model time (encoding, reranker, LLM) is not in any numbe
 - dense top-10 (:class:`kgir_lib.retrieval.DenseIndex`, cosine over the whole corpus);
 - BM25 top-10: rank_bm25's ``BM25Okapi.get_scores`` (the old path), the sparse postings of
   :class:`kgir_lib.retrieval.BM25Index` (same scores bit for bit) and bm25s (same tokens);
-- KGIR-RAG Algorithm 1 (:func:`kgir_lib.subgraph.evidence_subgraph`): G_q of the dense top-10, NER
-  replaced by the graph entities written in the question (:func:`kgir_lib.subgraph.entities_in_question`,
+- KGIR-RAG Algorithm 1 (:func:`kgir_lib.kgir.subgraph.evidence_subgraph`): G_q of the dense top-10, NER
+  replaced by the graph entities written in the question (:func:`kgir_lib.kgir.entity_matching.entities_in_question`,
   precomputed, so no LLM), n-gram matching, G_tmp, components, edge weights = the source passage's
   score (``"passage"``, no model), maximum spanning trees;
-- KG²RAG (:func:`kgir_lib.methods.kg2rag.plan_question`): 1-hop expansion over the adjacency built once
+- KG²RAG (:func:`kgir_lib.baselines.kg2rag.plan_question`): 1-hop expansion over the adjacency built once
   per graph, maximum spanning forest, DFS, then tree ranking (scores: random, no reranker) and the
   budget; the old path rebuilds the adjacency per question (``expand`` over the triple list);
 - HippoRAG 2: fact linking (top-5 facts of the question's cosine with every fact), phrase seeds, PPR
-  (:class:`kgir_lib.methods.hipporag2.PPRGraph`) per question and for the batch of all questions (how
+  (:class:`kgir_lib.baselines.hipporag2.PPRGraph`) per question and for the batch of all questions (how
   the method runs), against ``networkx.pagerank`` per question (the old path; ``--legacy-questions`` only).
 
 One-off costs (building the graph, the PPR operator, the BM25 indexes) are reported apart, in seconds.
@@ -58,14 +58,15 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from kgir_lib.baselines import hipporag2 as h2  # noqa: E402
+from kgir_lib.baselines import kg2rag as k2  # noqa: E402
 from kgir_lib.config import default_data_dir  # noqa: E402
 from kgir_lib.data import Corpus, Passage, load_dataset  # noqa: E402
 from kgir_lib.kg import KnowledgeGraph, Triple  # noqa: E402
 from kgir_lib.kg.openie import import_openie  # noqa: E402
-from kgir_lib.methods import hipporag2 as h2  # noqa: E402
-from kgir_lib.methods import kg2rag as k2  # noqa: E402
+from kgir_lib.kgir.entity_matching import entities_in_question  # noqa: E402
+from kgir_lib.kgir.subgraph import edge_weights, evidence_subgraph, question_triples  # noqa: E402
 from kgir_lib.retrieval import BM25Index, DenseIndex, tokenize  # noqa: E402
-from kgir_lib.subgraph import edge_weights, entities_in_question, evidence_subgraph, question_triples  # noqa: E402
 
 PAPER_PASSAGES = 11_656  # HippoRAG 2's MuSiQue corpus
 TARGET_MS = 50.0

@@ -24,8 +24,9 @@ sys.path.insert(0, str(ROOT))
 from kgir_lib.config import load_config  # noqa: E402
 from kgir_lib.data import SAMPLE_RESERVED, tuning_questions  # noqa: E402
 from kgir_lib.kg.extract import extract_triples  # noqa: E402
+from kgir_lib.kgir.loop import KGIRRAG  # noqa: E402
+from kgir_lib.kgir.rounds import seed_match_rate, usable_table  # noqa: E402
 from kgir_lib.llm import build_llm  # noqa: E402
-from kgir_lib.methods.kgir import KGIRRAG, seed_match_rate, usable_table  # noqa: E402
 from kgir_lib.pipeline import workspace  # noqa: E402
 from kgir_lib.report import to_markdown  # noqa: E402
 
@@ -34,7 +35,7 @@ def seed_table(ws, qs):
     """Round-1 seed matching under several eq.-5 rules, on the cached NER replies."""
     import pandas as pd
 
-    from kgir_lib.subgraph import _weight_fn, build_subgraphs, evidence_subgraph
+    from kgir_lib.kgir.subgraph import _weight_fn, build_subgraphs, evidence_subgraph
 
     subs, _ = build_subgraphs(ws, [q.question for q in qs])
     rules = {"dice 0.5 (old)": dict(method="dice", threshold=0.5, match_triples=False),

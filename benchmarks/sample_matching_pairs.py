@@ -2,7 +2,7 @@
 
 Every subgraph round of the KGIR-RAG traces (full method and ablations) gives the NER entities grounded in
 the round's question and the entities of its ``G_q``; a pair is a candidate when it passes the loose union of
-rules :func:`kgir_lib.matching_eval.loose_candidates` (Dice >= 0.3, overlap >= 0.5, or a shared content
+rules :func:`kgir_lib.eval.matching_eval.loose_candidates` (Dice >= 0.3, overlap >= 0.5, or a shared content
 word). Pairs are deduplicated by normalised names (first round kept) and drawn at random per dataset and
 stratum of the current rule (overlap coefficient >= 0.8):
 
@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kgir_lib.entity_matching import _dice, _overlap, name_features, ngram_similarity, normalize_name  # noqa: E402
-from kgir_lib.matching_eval import PAIR_COLUMNS, RIVAL_SEP, loose_candidates, trace_rounds_of_run  # noqa: E402
+from kgir_lib.eval.matching_eval import PAIR_COLUMNS, RIVAL_SEP, loose_candidates, trace_rounds_of_run  # noqa: E402
+from kgir_lib.kgir.entity_matching import _dice, _overlap, name_features, ngram_similarity, normalize_name  # noqa: E402
 
 QUOTAS = {"accept-equal": 5, "accept-other": 45, "reject-close": 16, "reject-near": 8, "reject-word": 6}
 

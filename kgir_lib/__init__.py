@@ -1,10 +1,11 @@
 """kgir_lib: the helper library behind the KGIR-RAG / KG²RAG reproduction notebooks.
 
-One module per stage: ``config`` (profiles, run directory), ``data`` (HippoRAG
-layout loaders), ``llm`` (one batched, cached LLM interface), ``retrieval``
-(dense cosine top-k, BM25, reranker), ``kg`` (knowledge graph: extraction,
-parsing, storage), ``subgraph`` (KGIR-RAG Algorithm 1), ``rewrite`` (Algorithm 2
-and reflection), ``methods`` (baselines and KG²RAG), ``metrics`` and ``report``.
+Packages by layer (``kgir_lib/README.md``: the paper's sections mapped to modules, and the layers): ``config``
+(the one config object, profiles, run directory), ``data`` and ``llm`` (one batched, cached LLM interface),
+``retrieval`` and ``kg`` (the knowledge graph), ``methods`` (what every method shares), ``kgir`` (KGIR-RAG,
+Algorithms 1-2), ``baselines`` (the compared methods), ``registry`` (all of them by key), ``eval`` (scores,
+tables, claims, studies, the mechanism in the traces), ``notebook`` (what the notebooks show) and ``runner``
+(the main job).
 """
 __version__ = "0.1.0"
 

@@ -11,28 +11,18 @@ Knowledge graph per dataset (KGIR-RAG §2.1), stored in ``<run>/kg/<dataset>/``:
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional, Sequence
 
 from .config import Config
 from .data import Dataset, load_dataset
-from .kg import KnowledgeGraph
+from .kg.extract import open_graph, update_kg
+from .kg.graph import KnowledgeGraph
+from .kg.store import kg_dir, save_kg
 from .llm import LLM, build_llm
 from .methods.base import Workspace
 from .retrieval import DenseIndex, Encoder, Reranker
 
 _RERANKERS: dict = {}
-
-
-def kg_dir(cfg: Config, dataset: str) -> Path:
-    return cfg.run_dir / "kg" / dataset
-
-
-def openie_file(cfg: Config, dataset: str) -> Optional[Path]:
-    """Published OpenIE output shipped beside a dataset (HippoRAG's ``openie_<name>_results_*.json``)."""
-    folder = cfg.data_path / dataset
-    found = sorted(folder.glob(f"openie_{dataset}_results_*.json")) if folder.exists() else []
-    return found[0] if found else None
 
 
 def dense_index(cfg: Config, dataset: Dataset, progress: bool = True, encoder=None) -> DenseIndex:
@@ -48,24 +38,13 @@ def dense_index(cfg: Config, dataset: Dataset, progress: bool = True, encoder=No
 
 
 def open_kg(cfg: Config, dataset: Dataset, llm: Optional[LLM], store: bool = True) -> tuple:
-    """The dataset's KG (loaded, imported or empty) and an ``ensure(pids)`` that extracts missing passages.
+    """The dataset's KG (stored, else imported, else empty: :func:`kgir_lib.kg.extract.open_graph`) and an
+    ``ensure(pids)`` that extracts missing passages.
 
     ``store=False``: an empty graph that lives in memory only (a user-supplied corpus, notebook 07).
     """
-    from .kg.extract import update_kg
-    from .kg.openie import import_openie
-    from .kg.store import load_kg, save_kg
-
     directory = kg_dir(cfg, dataset.name)
-    if not store:
-        kg = KnowledgeGraph()
-    elif (directory / "triples.parquet").exists():
-        kg = load_kg(directory)
-    elif openie_file(cfg, dataset.name) is not None:
-        kg, _ = import_openie(openie_file(cfg, dataset.name), dataset.corpus)
-        save_kg(kg, directory)
-    else:
-        kg = KnowledgeGraph()
+    kg = open_graph(cfg, dataset).kg if store else KnowledgeGraph()
 
     def ensure(pids: Sequence[str]) -> None:
         missing = kg.missing(pids)

@@ -244,7 +244,7 @@ class DenseIndex:
         sims = np.asarray(vectors) @ self.embeddings.T
         out = []
         for row in sims:
-            top = _top_k_stable(row, k)
+            top = top_k_stable(row, k)
             out.append([(self.pids[i], float(row[i])) for i in top])
         return out
 
@@ -332,13 +332,15 @@ class BM25Index:
         out = []
         for q in queries:
             row = self.scores(q)
-            top = _top_k_stable(row, k)
+            top = top_k_stable(row, k)
             out.append([(self.pids[i], float(row[i])) for i in top])
         return out
 
 
-def _top_k_stable(x: np.ndarray, k: int) -> np.ndarray:
-    """``np.argsort(-x, kind="stable")[:k]`` without sorting the whole corpus (ties: lower index)."""
+def top_k_stable(x: np.ndarray, k: int) -> np.ndarray:
+    """``np.argsort(-x, kind="stable")[:k]`` without sorting all of ``x`` (ties: lower index): the top-k of every
+    search here and of HippoRAG 2's linking and ranking (:mod:`kgir_lib.baselines.hippo_graph`)."""
+    x = np.asarray(x)
     if k <= 0 or x.size == 0:
         return np.zeros(0, dtype=np.int64)
     if k >= x.size:

@@ -39,7 +39,8 @@ import sys
 import time
 from pathlib import Path
 
-from .config import LOCATION_ENV, PROJECT_ROOT, ConfigError, load_config, profile_identity
+from .config import PROJECT_ROOT, ConfigError, load_config, profile_identity
+from .config.fields import LOCATION_ENV
 from .data import DataError, load_dataset
 from .preflight import QuestionShortfall, ServerError, check_question_counts, check_servers, shortfalls
 from .redact import env_secrets, redact, secret_name
@@ -108,9 +109,12 @@ def validate(profile: str, params: dict | None = None) -> list:
     (:func:`kgir_lib.preflight.check_question_counts`). Raises :class:`ConfigError` /
     :class:`DataError` (:class:`~kgir_lib.preflight.QuestionShortfall`) naming what is wrong.
     """
+    from .registry import check_method_keys  # (here: the methods load in half a second)
+
     config, notebook = split_params(params or {})
     cfg = load_config(profile, **config)
-    _check_methods(notebook.get("methods"))
+    check_method_keys(cfg.eval_methods)
+    check_method_keys(notebook.get("methods") or None, "methods")
     lines = [f"profile {cfg.profile}: {cfg.description}", f"data directory: {cfg.data_path}",
              f"results: {cfg.run_dir}"]
     named = {field: list(getattr(cfg, field)) for field in DATASET_LISTS}
@@ -132,17 +136,6 @@ def validate(profile: str, params: dict | None = None) -> list:
         lines.append("  fewer questions than asked (allow_fewer_questions): " + ", ".join(
             f"{name} {present} of {asked}" for name, _, asked, present in short))
     return lines
-
-
-def _check_methods(methods: list | None) -> None:
-    """Every key of a ``methods`` parameter must be a registered method."""
-    if not methods:
-        return
-    from .methods import METHODS
-
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown:
-        raise ConfigError(f"parameter 'methods': unknown method key(s) {unknown} (known: {sorted(METHODS)})")
 
 
 def _parse_params(pairs: list) -> dict:

@@ -8,7 +8,7 @@ flushed, fsync'ed and renamed over the old file (``os.replace``), so a kill
 leaves either the old file or the new one, never a torn one. The stale
 ``.meta.json`` beside a trace file is removed *before* the new traces replace it
 and the new meta is written (atomically) only after them, so a meta file never
-vouches for traces it was not written with (:func:`kgir_lib.evaluate.run_method`
+vouches for traces it was not written with (:func:`kgir_lib.eval.evaluate.run_method`
 reruns a method whose meta is missing; the LLM cache makes that cheap).
 
 Reading tolerates one thing only: a torn *last* line (a file written by an older,

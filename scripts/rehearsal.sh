@@ -188,5 +188,5 @@ lines += ["## events", "", "```", (out / "events.tsv").read_text(), "```"]
 (out / "measurements.md").write_text("\n".join(lines))
 print(f"measurements: {out / 'measurements.md'}")
 EOF
-[ -f "$RUN/tables/05_cost_per_question.csv" ] && "$PY" -m kgir_lib.cost "$OUT/paper_cost" --profile rehearsal --extract-dataset hotpotqa
+[ -f "$RUN/tables/05_cost_per_question.csv" ] && "$PY" -m kgir_lib.eval.cost "$OUT/paper_cost" --profile rehearsal --extract-dataset hotpotqa
 log "done in $(($(date +%s) - T_START)) s"

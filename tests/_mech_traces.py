@@ -1,11 +1,11 @@
-"""Hand-made KGIR-RAG traces (the trace form of ``CaseRound.to_dict``) for the mechanism tests.
+"""Hand-made KGIR-RAG traces (the trace form of ``LoopRound.to_dict``) for the mechanism tests.
 
 The running example is the paper's Fig. 6: "Which company merged in 2002 with the top PC maker of 1994?"
 -- bridge Compaq, next hop's passage ``pHP`` (Hewlett-Packard).
 """
 from __future__ import annotations
 
-from kgir_lib.bridges import Bridge, bridge_aliases
+from kgir_lib.eval.mechanism.bridges import Bridge, bridge_aliases
 
 QUESTION = "Which company merged in 2002 with the top PC maker of 1994?"
 REWRITE = "Which company merged with Compaq in 2002?"

@@ -1,4 +1,4 @@
-"""Ablation / sensitivity / robustness studies (kgir_lib.ablation, notebook 06)."""
+"""Ablation / sensitivity / robustness studies (kgir_lib.eval.ablation, notebook 06)."""
 from __future__ import annotations
 
 import json
@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kgir_lib import ablation, viz
+from kgir_lib.eval import ablation, perturb
 from kgir_lib.kg import KnowledgeGraph, Triple
+from kgir_lib.notebook import viz
 from kgir_lib.report import KGIR_ABLATION_DROPS
 
 
@@ -21,7 +22,7 @@ def numbered_kg(n: int, per_passage: int = 4, empty: int = 2) -> KnowledgeGraph:
 # ----------------------------------------------------------------------------- drop_triples
 def test_drop_triples_exact_values():
     kg = numbered_kg(20)
-    out = ablation.drop_triples(kg, 0.1, seed=7)
+    out = perturb.drop_triples(kg, 0.1, seed=7)
     expected_drop = set(random.Random(7).sample(range(20), 2))
     assert [t.head for t in out.triples] == [f"h{i}" for i in range(20) if i not in expected_drop]
     assert len(out) == 18
@@ -32,15 +33,15 @@ def test_drop_triples_exact_values():
 @pytest.mark.parametrize("n,fraction,expected", [(20, 0.05, 1), (20, 0.1, 2), (10, 0.05, 0), (30, 0.05, 2),
                                                  (7, 0.0, 0), (7, 1.0, 7), (0, 0.1, 0)])
 def test_drop_triples_count_is_round_fraction_n(n, fraction, expected):
-    out = ablation.drop_triples(numbered_kg(n), fraction, seed=0)
+    out = perturb.drop_triples(numbered_kg(n), fraction, seed=0)
     assert len(out) == n - expected  # 30 * 0.05 = 1.5 -> 2 (half to even)
 
 
 def test_drop_triples_seeded_and_seed_dependent():
     kg = numbered_kg(100)
-    a = ablation.drop_triples(kg, 0.1, seed=1)
-    b = ablation.drop_triples(kg, 0.1, seed=1)
-    c = ablation.drop_triples(kg, 0.1, seed=2)
+    a = perturb.drop_triples(kg, 0.1, seed=1)
+    b = perturb.drop_triples(kg, 0.1, seed=1)
+    c = perturb.drop_triples(kg, 0.1, seed=2)
     assert a.triples == b.triples
     assert a.triples != c.triples
     assert set(a.triples) <= set(kg.triples)
@@ -49,13 +50,13 @@ def test_drop_triples_seeded_and_seed_dependent():
 def test_drop_triples_keeps_duplicates_apart():
     t = Triple("a", "r", "b", "p")
     kg = KnowledgeGraph([t, t, t, t], ["p"])
-    assert len(ablation.drop_triples(kg, 0.5, seed=3)) == 2
+    assert len(perturb.drop_triples(kg, 0.5, seed=3)) == 2
 
 
 @pytest.mark.parametrize("bad", [-0.1, 1.5, "0.1", None])
 def test_drop_triples_rejects_bad_fraction(bad):
     with pytest.raises(ValueError, match="fraction"):
-        ablation.drop_triples(numbered_kg(4), bad, seed=0)
+        perturb.drop_triples(numbered_kg(4), bad, seed=0)
 
 
 def test_perturbed_workspace_extends_with_new_passages(tiny_workspace, tiny_dataset):
@@ -72,28 +73,28 @@ def test_perturbed_workspace_extends_with_new_passages(tiny_workspace, tiny_data
             base.add(p, full.triples_of([p]))
 
     ws = ws.__class__(**{**ws.__dict__, "kg": base, "ensure_kg": ensure})
-    pws = ablation.perturbed_workspace(ws, 0.5, seed=0)
+    pws = perturb.perturbed_workspace(ws, 0.5, seed=0)
     assert len(base) == 5 and len(pws.kg) == 5 - round(0.5 * 5)  # 2.5 -> 2 dropped
     got = pws.kg_for(pids)
     assert calls == [pids]
     assert got.extracted == set(pids)
     for p in pids[3:]:  # new passages: each triple kept or dropped by its own seeded hash
-        assert got.triples_of([p]) == ablation._keep_by_hash(full.triples_of([p]), 0.5, 0)
+        assert got.triples_of([p]) == perturb._keep_by_hash(full.triples_of([p]), 0.5, 0)
     assert len(base) == len(full)  # the base graph is complete and untouched by the copy
     # the same scope on the now larger base graph gives the same perturbed graph
-    again = ablation.perturbed_workspace(ws, 0.5, seed=0, scope=pids[:3]).kg_for(pids)
+    again = perturb.perturbed_workspace(ws, 0.5, seed=0, scope=pids[:3]).kg_for(pids)
     assert again.triples == got.triples
     assert len(calls) == 1  # nothing missing: the base graph is not asked again
 
 
 def test_keep_by_hash_rate_and_stability():
     kg = numbered_kg(4000)
-    kept = ablation._keep_by_hash(kg.triples, 0.1, seed=5)
+    kept = perturb._keep_by_hash(kg.triples, 0.1, seed=5)
     assert 0.08 * 4000 < 4000 - len(kept) < 0.12 * 4000
     # a triple's fate does not depend on the others
-    half = ablation._keep_by_hash(kg.triples[:2000], 0.1, seed=5)
+    half = perturb._keep_by_hash(kg.triples[:2000], 0.1, seed=5)
     assert half == [t for t in kept if int(t.head[1:]) < 2000]
-    assert ablation._keep_by_hash(kg.triples, 0.0, seed=5) == kg.triples
+    assert perturb._keep_by_hash(kg.triples, 0.0, seed=5) == kg.triples
 
 
 # ----------------------------------------------------------------------------- tables
@@ -169,13 +170,21 @@ def test_ablation_table_without_paper_columns_and_plots():
 def test_study_grid_defaults_and_checks():
     g = ablation.study_grid()
     assert g == ablation.GRID and g["drop_fractions"] == (0.05, 0.10)
-    g = ablation.study_grid(kg2rag_k=[3, 6.0], drop_fractions=0.2, kgir_top_k=None)
-    assert g["kg2rag_k"] == (3, 6) and g["drop_fractions"] == (0.2,) and g["kgir_top_k"] == ablation.GRID["kgir_top_k"]
-    for kw, match in [({"kg2rag_k": []}, "at least one"), ({"kg2rag_k": [2.5]}, "whole number"),
-                      ({"drop_fractions": [1.5]}, "outside"), ({"kgir_top_k": ["5"]}, "not a number"),
-                      ({"kg2rag_m": [-1]}, ">= 0"), ({"nope": [1]}, "unknown study")]:
+    assert g["kgir"] == {"max_iterations": (1, 2, 3), "top_k": (5, 10, 15), "ngram_threshold": (0.5, 0.7, 1.0)}
+    g = ablation.study_grid(kg2rag={"top_k": [3, 6.0]}, drop_fractions=0.2, kgir={"top_k": None})
+    assert g["kg2rag"] == {"top_k": (3, 6), "m_hops": ablation.GRID["kg2rag"]["m_hops"]}  # the other knob kept
+    assert g["drop_fractions"] == (0.2,) and g["kgir"] == ablation.GRID["kgir"]
+    assert ablation.study_grid(kgir={"ngram_threshold": 1})["kgir"]["ngram_threshold"] == (1.0,)
+    # each value is checked by the method's own check, which is the config's rule for the field it overrides
+    for kw, match in [({"kg2rag": {"top_k": []}}, "at least one"), ({"kg2rag": {"top_k": [2.5]}}, "whole number"),
+                      ({"drop_fractions": [1.5]}, "outside"), ({"kgir": {"top_k": ["five"]}}, "a number"),
+                      ({"kg2rag": {"m_hops": [-1]}}, "'m_hops'.*kg2rag_m_hops.*>= 0"),
+                      ({"kgir": {"top_k": [0]}}, "'top_k'.*>= 1"), ({"kgir": {"topk": [5]}}, "not a knob"),
+                      ({"kgir": [5]}, "kgir_sweeps")]:
         with pytest.raises(ValueError, match=match):
             ablation.study_grid(**kw)
+    with pytest.raises(TypeError):
+        ablation.study_grid(nope=[1])
 
 
 # ----------------------------------------------------------------------------- runners (scripted LLM)
@@ -288,7 +297,7 @@ def test_plot_variant_scores_one_bar_per_dataset_and_variant():
 
 
 def test_variant_intervals_are_variant_minus_full_paired_by_question():
-    from kgir_lib.bootstrap import paired_bootstrap
+    from kgir_lib.eval.bootstrap import paired_bootstrap
 
     per_q = pd.DataFrame({
         "dataset": ["d"] * 8, "variant": ["full"] * 4 + ["no_rewrite"] * 4, "label": ["x"] * 8,

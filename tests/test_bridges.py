@@ -1,11 +1,11 @@
-"""Gold bridges (kgir_lib.bridges): normalisation, aliases, matching, MuSiQue and HotpotQA rules."""
+"""Gold bridges (kgir_lib.eval.mechanism.bridges): normalisation, aliases, matching, MuSiQue and HotpotQA rules."""
 from __future__ import annotations
 
 import pytest
 
-from kgir_lib.bridges import (Bridge, bridge_aliases, entity_matches, hotpot_bridges, load_bridges, musique_bridges,
-                              names, names_bridge, norm)
 from kgir_lib.data import DataError, load_dataset, passage_id
+from kgir_lib.eval.mechanism.bridges import (Bridge, bridge_aliases, entity_matches, hotpot_bridges, load_bridges,
+                                             musique_bridges, names, names_bridge, norm)
 
 from conftest import SHARED_DATA
 

@@ -1,4 +1,4 @@
-"""The reflection's calibration and the oracle stop (kgir_lib.calibration) on a hand-made set."""
+"""The reflection's calibration and the oracle stop (kgir_lib.eval.mechanism.calibration) on a hand-made set."""
 from __future__ import annotations
 
 import matplotlib
@@ -7,8 +7,9 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 
-from kgir_lib import round_facts as rf  # noqa: E402
-from kgir_lib.calibration import calibration_table, oracle_stop_rows, oracle_stop_table, plot_calibration  # noqa: E402
+from kgir_lib.eval.mechanism import round_facts as rf  # noqa: E402
+from kgir_lib.eval.mechanism.calibration import (calibration_table, oracle_stop_rows, oracle_stop_table,  # noqa: E402
+                                                 plot_calibration)
 
 from _mech_traces import record, rnd  # noqa: E402
 

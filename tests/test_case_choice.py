@@ -1,5 +1,5 @@
-"""Notebook 07's case: chosen by one call along the Fig. 6 chain (kgir_lib.case_choice), drawn as its bridge
-path (kgir_lib.bridge_viz), on the paper's Fig. 6 case (Compaq / HP) with a scripted LLM."""
+"""Notebook 07's case: chosen by one call along the Fig. 6 chain (kgir_lib.notebook.case.choice), drawn as its bridge
+path (kgir_lib.notebook.case.bridge_viz), on the paper's Fig. 6 case (Compaq / HP) with a scripted LLM."""
 from __future__ import annotations
 
 import json
@@ -10,15 +10,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from kgir_lib import case_study as cs  # noqa: E402
-from kgir_lib.bridge_viz import bridge_view, draw_bridge  # noqa: E402
-from kgir_lib.case_choice import CHAIN, chain_table, choose_case, heuristic_chain  # noqa: E402
+from kgir_lib.notebook.case.bridge_viz import bridge_view, draw_bridge  # noqa: E402
+from kgir_lib.notebook.case.build import run_case  # noqa: E402
+from kgir_lib.notebook.case.choice import CHAIN, chain_table, choose_case, heuristic_chain  # noqa: E402
 from test_case_study import fig6_script  # noqa: E402
 
 
 @pytest.fixture
 def fig6_case(tiny_workspace, tiny_dataset):
-    return cs.run_case(tiny_workspace(fig6_script), tiny_dataset.questions[0])
+    return run_case(tiny_workspace(fig6_script), tiny_dataset.questions[0])
 
 
 def variant(record: dict, qid: str, **changes) -> dict:
@@ -100,3 +100,25 @@ def test_matches_frame_says_whether_an_entity_occurs_in_the_question(fig6_case):
     assert list(m.columns[:4]) == ["question entity", "source", "occurs in the question", "used as a seed name"]
     assert m.set_index("question entity")["occurs in the question"].to_dict() == {"PC maker": True, "1994": True}
 
+
+
+def test_gold_chain_reads_the_funnel_against_the_gold_bridge(monkeypatch):
+    """The funnel plugs in as notebook 07's chain: steps 2-5 of the funnel, in the round that went furthest;
+    a question without a gold bridge takes no step."""
+    import kgir_lib.eval.mechanism.bridges as bridges
+    from _mech_traces import COMPAQ, record, rnd
+    from kgir_lib.notebook.case.choice import GOLD_CHAIN, gold_chain
+
+    monkeypatch.setattr(bridges, "load_bridges", lambda name, data_dir=None: {"q1": (COMPAQ,), "q2": (COMPAQ,)})
+    chain = gold_chain(None, ["musique"])
+    full = {**record("q1"), "dataset": "musique"}
+    stuck = {**record("q2", rounds=[rnd(rewrite_retrieved=("pCompaq", "pApple"))]), "dataset": "musique"}
+    orphan = {**record("q3"), "dataset": "musique"}
+    assert chain.steps == GOLD_CHAIN
+    assert chain(full) == (True, True, True, True)
+    assert chain(stuck) == (True, True, False, False)
+    assert chain(orphan) == (False, False, False, False)
+    choice = choose_case([stuck, orphan, full], chain=chain)
+    assert choice.qid == "q1" and choice.full and choice.steps == GOLD_CHAIN
+    without = choose_case([stuck, orphan], chain=chain)
+    assert without.qid == "q2" and f"but not {GOLD_CHAIN[2]}" in without.note

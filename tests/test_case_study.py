@@ -1,4 +1,4 @@
-"""The KGIR-RAG case study (kgir_lib.case_study, notebook 07) on the paper's Fig. 6 case (Compaq / HP)."""
+"""The KGIR-RAG case study (kgir_lib.notebook.case, notebook 07) on the paper's Fig. 6 case (Compaq / HP)."""
 from __future__ import annotations
 
 import json
@@ -7,10 +7,14 @@ import pandas as pd
 import pytest
 
 from conftest import BagOfWordsEncoder
-from kgir_lib import case_display
-from kgir_lib import case_study as cs
 from kgir_lib.kg import Triple
-from kgir_lib.subgraph import EvidenceSubgraph
+from kgir_lib.kgir.subgraph import EvidenceSubgraph
+from kgir_lib.notebook.case import display as case_display
+from kgir_lib.notebook.case.baselines import baseline_answers, default_baselines
+from kgir_lib.notebook.case.bridges import bridge_entities, bridge_summary, find_bridge_cases
+from kgir_lib.notebook.case.build import FIGURE6_EXAMPLE, case_from_passages, find_question, load_example, run_case
+from kgir_lib.notebook.case.display import display_case, repeated_rounds
+from kgir_lib.notebook.case.records import CaseStudyError, load_kgir_traces
 from kgir_lib.traces import write_traces
 
 REWRITE_1 = "Which company merged in 2002 with Compaq?"
@@ -43,7 +47,7 @@ def fig6_script(req) -> str:
 @pytest.fixture
 def fig6_case(tiny_workspace, tiny_dataset):
     ws = tiny_workspace(fig6_script)
-    return cs.run_case(ws, tiny_dataset.questions[0])
+    return run_case(ws, tiny_dataset.questions[0])
 
 
 def test_case_follows_every_stage(fig6_case, tiny_dataset):
@@ -84,9 +88,9 @@ def test_case_tables(fig6_case):
     assert list(m["question entity"]) == ["PC maker", "1994"]
     res = case.result_frame()
     assert res.loc[0, "EM"] == 100.0 and res.loc[0, "gold"] == "Hewlett-Packard | HP"
-    with pytest.raises(cs.CaseStudyError, match="round 3"):
+    with pytest.raises(CaseStudyError, match="round 3"):
         case.round(3)
-    with pytest.raises(cs.CaseStudyError, match="which"):
+    with pytest.raises(CaseStudyError, match="which"):
         case.triples_frame(1, "G_x")
 
 
@@ -111,7 +115,7 @@ def test_find_bridge_cases_ranks_figure6_first(fig6_case, tiny_workspace, tiny_d
     ablated = json.loads(json.dumps(good.to_json()))
     ablated["trace"]["variant"] = "no_rewrite"
     ablated["trace"]["method"] = "KGIR-RAG w/o rewrite"
-    df = cs.find_bridge_cases([direct, good.to_json(), ablated], dataset="tiny")
+    df = find_bridge_cases([direct, good.to_json(), ablated], dataset="tiny")
     assert list(df["qid"]) == ["q1", "q2"]
     top = df.iloc[0]
     assert top["figure6"] and top["figure6_correct"]
@@ -120,29 +124,29 @@ def test_find_bridge_cases_ranks_figure6_first(fig6_case, tiny_workspace, tiny_d
     low = df.iloc[1]
     assert not low["figure6"] and not low["bridge_rewrite"] and low["answered_round"] == 1
     assert low["rewrite_unchanged"] and not top["rewrite_unchanged"]
-    summary = cs.bridge_summary(df)
+    summary = bridge_summary(df)
     assert list(summary.index) == ["tiny"]
     assert summary.loc["tiny"].to_dict() == {
         "questions": 2, "not answered in round 1": 1, "round-1 rewrite names a bridge entity": 1,
         "round-1 rewrite = the question": 1, "answered in round 2": 1, "whole Fig. 6 pattern": 1,
         "whole pattern, EM = 100": 1, "answered in round 1": 1}
-    assert cs.bridge_summary(df.iloc[0:0]).empty
+    assert bridge_summary(df.iloc[0:0]).empty
     # the same through trace files in a run directory
     cfg = fig6_case.ws.cfg
     write_traces([good], cfg.path("traces", "kgir_rag", "tiny.trace.jsonl"))
     write_traces([good], cfg.path("traces", "kgir", "tiny.trace.jsonl"))  # the same question from another notebook
     write_traces([good], cfg.path("traces", "06_ablation", "kgir-top_k=5", "tiny.trace.jsonl"))  # a sweep point: not read
-    recs = cs.load_kgir_traces(cfg)
+    recs = load_kgir_traces(cfg)
     assert [r["dataset"] for r in recs] == ["tiny"]
-    assert cs.find_bridge_cases(recs).loc[0, "figure6_correct"]
+    assert find_bridge_cases(recs).loc[0, "figure6_correct"]
 
 
 def test_bridge_entities():
     g = [["Compaq", "was top PC maker of", "1994", "p", 0.9]]
-    assert cs.bridge_entities("Which company merged in 2002 with the top PC maker of 1994?",
+    assert bridge_entities("Which company merged in 2002 with the top PC maker of 1994?",
                               "Which company merged in 2002 with Compaq?", g) == ["Compaq"]
-    assert cs.bridge_entities("Who founded Compaq?", "Who founded Compaq?", g) == []
-    assert cs.bridge_entities("q", None, g) == []
+    assert bridge_entities("Who founded Compaq?", "Who founded Compaq?", g) == []
+    assert bridge_entities("q", None, g) == []
 
 
 def test_case_from_passages_extracts_and_answers(cfg, make_llm):
@@ -150,7 +154,7 @@ def test_case_from_passages_extracts_and_answers(cfg, make_llm):
                 ("Hewlett-Packard", "In 2002 Hewlett-Packard merged with Compaq."),
                 ("Apple", "Apple released the Macintosh in 1984.")]
     llm = make_llm(fig6_script)
-    case = cs.case_from_passages(cfg, "Which company merged in 2002 with the top PC maker of 1994?", passages,
+    case = case_from_passages(cfg, "Which company merged in 2002 with the top PC maker of 1994?", passages,
                                  ["Hewlett-Packard", "HP"], llm=llm, encoder=BagOfWordsEncoder())
     assert case.dataset == "free" and case.qid == "free"
     assert len(case.ws.kg) == 3 and case.ws.kg.extracted == {p.pid for p in case.ws.dataset.corpus.passages}
@@ -159,7 +163,7 @@ def test_case_from_passages_extracts_and_answers(cfg, make_llm):
     assert case.recall == {}  # no gold passages for a free question
     # a rerun costs no new LLM call (cache)
     llm2 = make_llm(fig6_script)
-    again = cs.case_from_passages(cfg, "Which company merged in 2002 with the top PC maker of 1994?", passages,
+    again = case_from_passages(cfg, "Which company merged in 2002 with the top PC maker of 1994?", passages,
                                   ["Hewlett-Packard", "HP"], llm=llm2, encoder=BagOfWordsEncoder())
     assert llm2.usage.total().cache_hits == llm2.usage.total().calls
     assert again.answer == case.answer
@@ -168,13 +172,13 @@ def test_case_from_passages_extracts_and_answers(cfg, make_llm):
 @pytest.mark.parametrize("bad,match", [([], "at least one"), ([("t",)], "item 0"), ([("t", "  ")], "non-empty"),
                                        ([("t", 3)], "non-empty")])
 def test_free_passages_are_checked(cfg, make_llm, bad, match):
-    with pytest.raises(cs.CaseStudyError, match=match):
-        cs.case_from_passages(cfg, "q?", bad, llm=make_llm(fig6_script), encoder=BagOfWordsEncoder())
+    with pytest.raises(CaseStudyError, match=match):
+        case_from_passages(cfg, "q?", bad, llm=make_llm(fig6_script), encoder=BagOfWordsEncoder())
 
 
 def test_unknown_qid_names_it(tiny_dataset):
-    with pytest.raises(cs.CaseStudyError, match="no question 'nope'.*q1"):
-        cs.find_question(tiny_dataset, "nope")
+    with pytest.raises(CaseStudyError, match="no question 'nope'.*q1"):
+        find_question(tiny_dataset, "nope")
 
 
 def test_display_case_shows_every_stage(fig6_case, monkeypatch):
@@ -183,7 +187,7 @@ def test_display_case_shows_every_stage(fig6_case, monkeypatch):
     matplotlib.use("Agg")
     shown = []
     monkeypatch.setattr(case_display, "_show", lambda *objs: shown.extend(objs))
-    fig = cs.display_case(fig6_case)
+    fig = display_case(fig6_case)
     text = "\n".join(o for o in shown if isinstance(o, str))
     for needle in ("Retrieval (eq. 2)", "NER and n-gram matches", "G_Ans and the bridge", "Rewrites (eq. 8)",
                    "Reflection (Fig. 5)", "Result", REWRITE_1, "missing: *the company that merged with Compaq",
@@ -194,31 +198,31 @@ def test_display_case_shows_every_stage(fig6_case, monkeypatch):
 
 
 def test_baseline_answers_from_traces_and_runs(fig6_case):
-    from kgir_lib.methods import MethodOutput
+    from kgir_lib.methods.base import MethodOutput
 
     case = fig6_case
     cfg = case.ws.cfg
     # notebook 05 answered Naive Gen for this question already: read from its trace, no run
     write_traces([MethodOutput("q1", "Compaq", [], trace={})], cfg.path("traces", "naive_gen", "tiny.trace.jsonl"))
     calls_before = case.ws.llm.usage.total().calls
-    df = cs.baseline_answers(case, methods=["naive_gen", "naive_rag"])
+    df = baseline_answers(case, methods=["naive_gen", "naive_rag"])
     assert list(df.index) == ["KGIR-RAG", "Naive Gen", "Naive RAG"]
     assert df.loc["Naive Gen", "source"] == "trace" and df.loc["Naive Gen", "answer"] == "Compaq"
     assert df.loc["Naive Gen", "EM"] == 0.0
     assert df.loc["Naive RAG", "source"] == "run"
     assert df.loc["KGIR-RAG", "EM"] == 100.0 and df.loc["KGIR-RAG", "R@2"] == 100.0
     assert case.ws.llm.usage.total().calls == calls_before + 1  # only Naive RAG's reader call
-    assert cs.default_baselines(["naive_gen", "kgir", "kg2rag", "kg2rag_no_expansion", "kgir_no_rewrite"]) == \
+    assert default_baselines(["naive_gen", "kgir", "kg2rag", "kg2rag_no_expansion", "kgir_no_rewrite"]) == \
         ["naive_gen", "kg2rag"]
 
 
 def test_triple_echo_is_not_a_bridge_rewrite():
     q = "What country was the author of Brand a citizen of?"
     g = [["Brand", "is a play by", "Henrik Ibsen", "p", 0.5]]
-    assert cs.bridge_entities(q, "(Brand, is a play by Henrik Ibsen)?", g) == []
-    assert cs.bridge_entities(q, "(Brand, is a play by, Henrik Ibsen)?", g) == []
-    assert cs.bridge_entities(q, "Who is Henrik Ibsen?", g) == []  # keeps no content word of the question
-    assert cs.bridge_entities(q, "What country was Henrik Ibsen a citizen of?", g) == ["Henrik Ibsen"]
+    assert bridge_entities(q, "(Brand, is a play by Henrik Ibsen)?", g) == []
+    assert bridge_entities(q, "(Brand, is a play by, Henrik Ibsen)?", g) == []
+    assert bridge_entities(q, "Who is Henrik Ibsen?", g) == []  # keeps no content word of the question
+    assert bridge_entities(q, "What country was Henrik Ibsen a citizen of?", g) == ["Henrik Ibsen"]
 
 
 def test_repeated_rounds_are_shown_once(tiny_workspace, tiny_dataset, monkeypatch):
@@ -233,19 +237,19 @@ def test_repeated_rounds_are_shown_once(tiny_workspace, tiny_dataset, monkeypatc
             return "(Compaq, was top PC maker of, 1994)"
         return "(Compaq, was top PC maker of, 1994)"
 
-    case = cs.run_case(tiny_workspace(stuck), tiny_dataset.questions[0])
+    case = run_case(tiny_workspace(stuck), tiny_dataset.questions[0])
     assert [r.iteration for r in case.rounds] == [1, 2]
-    assert cs.repeated_rounds(case) == {2: 1}
+    assert repeated_rounds(case) == {2: 1}
     shown = []
     monkeypatch.setattr(case_display, "_show", lambda *objs: shown.extend(objs))
-    fig = cs.display_case(case)
+    fig = display_case(case)
     text = "\n".join(o for o in shown if isinstance(o, str))
     assert "**Round 2** — the same query and passages as round 1" in text
     assert len(fig.axes) == 1
 
 
 def test_figure6_example_is_package_data():
-    ex = cs.load_example("figure6")
-    assert ex == cs.FIGURE6_EXAMPLE
+    ex = load_example("figure6")
+    assert ex == FIGURE6_EXAMPLE
     assert ex["question"].startswith("Which company merged in 2002") and "Hewlett-Packard" in ex["answers"]
     assert len(ex["passages"]) == 6 and all(isinstance(p, tuple) and len(p) == 2 for p in ex["passages"])

@@ -1,14 +1,14 @@
-"""kgir_lib.claims: the paper's claims read from exact paired tests, Holm-adjusted within each claim."""
+"""kgir_lib.eval.claims: the paper's claims read from exact paired tests, Holm-adjusted within each claim."""
 import numpy as np
 import pandas as pd
 import pytest
 
-from kgir_lib.bootstrap import paired_bootstrap
-from kgir_lib.claims import (CANNOT_TELL, CONTRADICTS, NOT_RUN, PAPER_CLAIMS, PAPER_COLUMN, SUPPORTS, Claim,
-                             claims_summary, claims_table, drop_questions, tuned_questions, verdict)
-from kgir_lib.stats import mde_mcnemar
 from kgir_lib.config import default_data_dir, load_config
 from kgir_lib.data import TUNED_ON, load_dataset, sample_questions, tuning_questions
+from kgir_lib.eval.bootstrap import paired_bootstrap
+from kgir_lib.eval.claims import (CANNOT_TELL, CONTRADICTS, NOT_RUN, PAPER_CLAIMS, PAPER_COLUMN, SUPPORTS, Claim,
+                                  claims_summary, claims_table, drop_questions, tuned_questions, verdict)
+from kgir_lib.eval.stats import mde_mcnemar
 
 
 def _scores(per_method: dict, dataset: str = "musique_train") -> pd.DataFrame:

@@ -100,9 +100,11 @@ def test_bad_values_name_the_field(field, value, needle):
 
 
 def test_every_similarity_and_reading_is_accepted():
-    from kgir_lib.subgraph import GTMP_READINGS, SIMILARITIES
+    from kgir_lib.config.fields import GTMP_READINGS, MATCH_METHODS
+    from kgir_lib.kgir.entity_matching import SIMILARITIES
 
-    for m in SIMILARITIES:
+    assert SIMILARITIES == MATCH_METHODS  # the config allows exactly the rules implemented, in their order
+    for m in MATCH_METHODS:
         assert load_config("ci", match_method=m).match_method == m
     for r in GTMP_READINGS:
         assert load_config("ci", gtmp_reading=r).gtmp_reading == r
@@ -297,12 +299,22 @@ def test_retry_window_per_profile():
         load_config("ci", llm_retry_window_s=-1)
 
 
-def test_eval_methods_are_checked_against_the_registry():
-    from kgir_lib.config import ConfigError, load_config
+def test_eval_methods_are_checked_against_the_registry_where_methods_are_built():
+    """The config sits below the methods: it refuses an empty list; the registry refuses an unknown key."""
+    from kgir_lib.registry import check_method_keys
+    from kgir_lib.runner import validate
 
     assert load_config("sample", eval_methods=["kgir", "naive_rag"]).eval_methods == ["kgir", "naive_rag"]
+    with pytest.raises(ConfigError, match="eval_methods.*at least one"):
+        load_config("sample", eval_methods=[])
+    check_method_keys(["kgir", "naive_rag"])
+    check_method_keys(None)
     with pytest.raises(ConfigError, match="eval_methods.*kgirr"):
-        load_config("sample", eval_methods=["kgirr"])
+        check_method_keys(["kgirr"])
+    with pytest.raises(ConfigError, match="'methods'.*kgirr"):
+        check_method_keys(["kgirr"], "methods")
+    with pytest.raises(ConfigError, match="eval_methods.*kgirr"):
+        validate("ci", {"eval_methods": ["kgirr"]})
 
 
 def test_kgir_settings_are_checked_and_set_as_the_paper_implies():
@@ -320,7 +332,8 @@ def test_kgir_settings_are_checked_and_set_as_the_paper_implies():
 
 # ------------------------------------------------------------------ one table of allowed ranges
 def test_every_number_field_has_a_range_and_every_profile_is_inside():
-    from kgir_lib.config import RANGES, _field_kind, field_range
+    from kgir_lib.config import RANGES, field_range
+    from kgir_lib.config.fields import _field_kind
 
     numbers = [f.name for f in fields(Config) if _field_kind(f.name)[0] in ("int", "float")]
     assert numbers and [n for n in numbers if field_range(n) is None] == []

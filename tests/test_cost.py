@@ -1,11 +1,11 @@
-"""kgir_lib.cost: the paper-scale extrapolation's arithmetic on exact numbers."""
+"""kgir_lib.eval.cost: the paper-scale extrapolation's arithmetic on exact numbers."""
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from kgir_lib.cost import (ASSUMED_72B_8xA800, HIPPORAG2_INDEXING_M, PAPER_CORPUS_PASSAGES, Throughput,
-                           extraction_cost, from_run, hipporag2_comparison, online_cost)
+from kgir_lib.eval.cost import (ASSUMED_72B_8xA800, HIPPORAG2_INDEXING_M, PAPER_CORPUS_PASSAGES, Throughput,
+                                extraction_cost, from_run, hipporag2_comparison, online_cost)
 
 TP = Throughput("test", prefill_tok_s=10_000.0, decode_tok_s=1_000.0, gpus=8)
 
@@ -73,18 +73,18 @@ def test_measured_extraction_reads_the_graph_calls_at_the_profile_budget(tmp_pat
     from kgir_lib.data import Corpus, Dataset, Passage, Question
     from kgir_lib.kg import KnowledgeGraph
     from kgir_lib.kg.extract import extraction_requests
-    from kgir_lib.kg.store import save_kg
+    from kgir_lib.kg.store import kg_dir, save_kg
     from kgir_lib.llm.cache import LLMCache, cache_key
-    from kgir_lib import cost, pipeline
+    from kgir_lib.eval import cost
 
     cfg = load_config("ci", results_dir=str(tmp_path / "r"), max_tokens_extract=1024)
     ps = [Passage("p1", "A", "Alpha is a city."), Passage("p2", "B", "Beta is a river.")]
     ds = Dataset("toy", [Question("q1", "Where?", ("x",), ("p1",), "toy")], Corpus(ps))
-    monkeypatch.setattr("kgir_lib.data.load_dataset", lambda name, path: ds)
+    monkeypatch.setattr("kgir_lib.eval.cost.load_dataset", lambda name, path: ds)
     kg = KnowledgeGraph()
     kg.add("p1", [])
     kg.add("p2", [])
-    save_kg(kg, pipeline.kg_dir(cfg, "toy"))
+    save_kg(kg, kg_dir(cfg, "toy"))
     cache = LLMCache(cfg.path("cache", "llm.sqlite"))
     model_id = f"{cfg.llm_backend}:{cfg.llm_model}"
     for req, (pt, ct) in zip(extraction_requests(ps, 1024), [(300, 100), (500, 60)]):

@@ -357,7 +357,7 @@ def test_data_dir_that_is_a_file(tmp_path):
 
 def test_a_lone_surrogate_in_a_gold_answer_is_replaced_counted_and_named(tmp_path):
     """A ``\\ud800`` escape in an answer loaded as a lone surrogate and crashed scoring in notebook 05."""
-    from kgir_lib.metrics import best_em, best_f1
+    from kgir_lib.eval.metrics import best_em, best_f1
     from kgir_lib.traces import REPLACED
 
     rec = _musique_rec(0)

@@ -1,8 +1,9 @@
-"""kgir_lib.display: the one table helper of the notebooks (rounding, empty published columns, wide tables, text)."""
+"""kgir_lib.notebook.display: the one table helper of the notebooks (rounding, empty published columns, wide tables,
+text)."""
 import numpy as np
 import pandas as pd
 
-from kgir_lib.display import Table, blocks, is_published, tidy
+from kgir_lib.notebook.display import Table, blocks, is_published, tidy
 
 
 def test_tidy_rounds_floats_and_turns_whole_float_columns_into_integers():
@@ -58,3 +59,12 @@ def test_table_html_renders_line_breaks_and_wraps_long_text_into_unbreakable_lin
     plain = Table(pd.DataFrame({"n": [1.5]}), index=False)
     assert "<th></th>" not in plain._repr_html_() and "<td>1.5</td>" in plain._repr_html_()
     assert "county" in repr(Table(pd.DataFrame({"question": [q]})))
+
+
+def test_p_values_keep_two_significant_digits():
+    from kgir_lib.notebook.display import is_p_value
+
+    assert all(map(is_p_value, ["p", "p (Holm)", "p R@2 merged vs D_1", "EM p vs round 1", "names: p vs kgir"]))
+    assert not any(map(is_p_value, ["prompt_tokens", "pooled", "F1", "paper: KGIR-RAG minus other"]))
+    out = tidy(pd.DataFrame({"p (Holm)": [0.015625, 4.4e-12, float("nan")], "EM": [12.3456, 1.0, 2.5]}))
+    assert list(out["p (Holm)"]) == ["0.016", "4.4e-12", ""] and list(out["EM"]) == [12.3, 1.0, 2.5]

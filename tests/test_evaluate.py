@@ -1,4 +1,4 @@
-"""Running, resuming, scoring, tables, cost and the paired bootstrap (kgir_lib.evaluate)."""
+"""Running, resuming, scoring, tables, cost and the paired bootstrap (kgir_lib.eval.evaluate)."""
 from __future__ import annotations
 
 import json
@@ -7,50 +7,54 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kgir_lib import evaluate as ev
-from kgir_lib import report, viz
-from kgir_lib.config import load_config
+from kgir_lib import report
+from kgir_lib.baselines.naive import NaiveRAG
+from kgir_lib.config import ConfigError, load_config
 from kgir_lib.data import Question
+from kgir_lib.eval import evaluate as ev
+from kgir_lib.eval.bootstrap import bootstrap_table, paired_bootstrap
+from kgir_lib.eval.cost import indexing_cost
 from kgir_lib.kg import KnowledgeGraph
 from kgir_lib.kg.extract import update_kg
 from kgir_lib.llm import LLM, ChatResult, LLMCache
-from kgir_lib.methods import METHODS, NaiveRAG
 from kgir_lib.llm import LLMUsage
 from kgir_lib.methods.base import MethodOutput
+from kgir_lib.notebook import viz
+from kgir_lib.registry import METHODS
 
 
 # ----------------------------------------------------------------------------- paired bootstrap
 def test_bootstrap_of_a_constant_difference_is_that_difference():
     a = np.array([70.0, 20.0, 50.0, 100.0])
-    assert ev.paired_bootstrap(a, a - 10.0) == (10.0, 10.0, 10.0)
-    assert ev.paired_bootstrap(a, a) == (0.0, 0.0, 0.0)
+    assert paired_bootstrap(a, a - 10.0) == (10.0, 10.0, 10.0)
+    assert paired_bootstrap(a, a) == (0.0, 0.0, 0.0)
 
 
 def test_bootstrap_two_questions_exact():
     # differences {0, 1}: resampled means are 0, .5 or 1 with P = 1/4, 1/2, 1/4, so the 2.5 % and 97.5 %
     # percentiles of 2000 resamples are 0 and 1
-    assert ev.paired_bootstrap([1.0, 1.0], [1.0, 0.0], n_boot=2000, seed=0) == (0.5, 0.0, 1.0)
+    assert paired_bootstrap([1.0, 1.0], [1.0, 0.0], n_boot=2000, seed=0) == (0.5, 0.0, 1.0)
 
 
 def test_bootstrap_four_questions_exact():
     # differences {0, 0, 0, 1}: the resampled mean is Binomial(4, 1/4) / 4; P(mean = 0) = .32 > .025 and
     # P(mean = 1) = .004 < .025 < P(mean >= .75) = .051, so the 95 % interval is [0, 0.75]
-    assert ev.paired_bootstrap([0, 0, 0, 1], [0, 0, 0, 0], n_boot=2000, seed=0) == (0.25, 0.0, 0.75)
-    assert ev.paired_bootstrap([0, 0, 0, 1], [0, 0, 0, 0], n_boot=2000, seed=7)[1:] == (0.0, 0.75)
+    assert paired_bootstrap([0, 0, 0, 1], [0, 0, 0, 0], n_boot=2000, seed=0) == (0.25, 0.0, 0.75)
+    assert paired_bootstrap([0, 0, 0, 1], [0, 0, 0, 0], n_boot=2000, seed=7)[1:] == (0.0, 0.75)
 
 
 def test_bootstrap_is_seeded_and_checks_its_input():
     rng = np.random.default_rng(1)
     a, b = rng.random(30), rng.random(30)
-    assert ev.paired_bootstrap(a, b, seed=3) == ev.paired_bootstrap(a, b, seed=3)
-    diff, lo, hi = ev.paired_bootstrap(a, b)
+    assert paired_bootstrap(a, b, seed=3) == paired_bootstrap(a, b, seed=3)
+    diff, lo, hi = paired_bootstrap(a, b)
     assert lo <= diff <= hi and diff == pytest.approx(float(np.mean(a - b)))
     with pytest.raises(ValueError, match="equal length"):
-        ev.paired_bootstrap([1, 2], [1])
+        paired_bootstrap([1, 2], [1])
     with pytest.raises(ValueError, match="no paired"):
-        ev.paired_bootstrap([], [])
+        paired_bootstrap([], [])
     with pytest.raises(ValueError, match="NaN"):
-        ev.paired_bootstrap([1, float("nan")], [0, 0])
+        paired_bootstrap([1, float("nan")], [0, 0])
 
 
 # ----------------------------------------------------------------------------- scoring
@@ -101,7 +105,7 @@ def test_run_method_writes_traces_and_resumes(tiny_workspace):
     assert CountingNaive.runs == 1  # resumed from the trace file
     assert [(o.qid, o.answer, o.ranked_pids) for o in again] == [(o.qid, o.answer, o.ranked_pids) for o in first]
     assert again[0].usage == first[0].usage
-    ev.run_method(ws, CountingNaive(k=3), qs)  # other parameters: runs again
+    ev.run_method(ws, CountingNaive(top_k=3), qs)  # other parameters: runs again
     assert CountingNaive.runs == 2
     ev.run_method(ws, m, qs, resume=False)
     assert CountingNaive.runs == 3
@@ -145,6 +149,10 @@ def test_cache_hits_cost_their_stored_seconds(tmp_path):
 # ----------------------------------------------------------------------------- suite, tables, cost
 def test_run_suite_scores_every_method_and_a_broken_one_raises(tiny_workspace, tiny_kg, monkeypatch):
     ws = tiny_workspace(lambda req: "Answer: Hewlett-Packard")
+    with pytest.raises(ConfigError, match="'methods'.*no_such_key"):  # an unknown key: before any method runs
+        ev.run_suite(ws.cfg, ws.llm, ["tiny"], ["naive_gen", "no_such_key"], workspace_fn=lambda c, n, l: ws,
+                     progress=False)
+    assert not ev.trace_path(ws.cfg, METHODS["naive_gen"](), "tiny").exists()
 
     def broken(**kw):
         raise ImportError("no module kgir_lib.methods.nothing")
@@ -154,7 +162,6 @@ def test_run_suite_scores_every_method_and_a_broken_one_raises(tiny_workspace, t
                      progress=False)
     res = ev.run_suite(ws.cfg, ws.llm, ["tiny"], ["naive_gen", "naive_rag", "kg2rag"],
                        workspace_fn=lambda cfg, name, llm: ws, progress=False, resume=False)
-    assert res.skipped == {}
     assert list(res.scores["method"]) == ["Naive Gen", "Naive RAG", "KG²RAG"]
     assert res.scores["EM"].tolist() == [100.0, 100.0, 100.0]
     assert res.runs["resumed"].tolist() == [False, False, False]
@@ -204,19 +211,19 @@ def test_cost_table_per_question():
 
 
 def test_bootstrap_table_says_which_differences_the_sample_supports():
-    bt = ev.bootstrap_table(scores_frame(), reference="KGIR-RAG", metrics=("EM",), n_boot=500)
+    bt = bootstrap_table(scores_frame(), reference="KGIR-RAG", metrics=("EM",), n_boot=500)
     row = bt.set_index("baseline").loc["BM25"]
     assert (row["mean diff"], row["CI lo"], row["CI hi"], row["supported"]) == (0.0, 0.0, 0.0, "no")
     nrag = bt.set_index("baseline").loc["Naive RAG"]
     assert nrag["mean diff"] == 50.0 and nrag["n"] == 4 and nrag["CI lo"] >= 0.0
-    assert ev.bootstrap_table(scores_frame(), reference="absent").empty
+    assert bootstrap_table(scores_frame(), reference="absent").empty
 
 
 def test_indexing_cost_is_read_back_from_the_llm_cache(tiny_workspace, tiny_dataset):
     ws = tiny_workspace(lambda req: "Compaq ## was ## PC maker")
     ws.kg = KnowledgeGraph()
     update_kg(ws.kg, ws.llm, tiny_dataset.corpus.passages[:3], max_tokens=ws.cfg.max_tokens("extract"))
-    row = ev.indexing_cost(ws)
+    row = indexing_cost(ws)
     assert row["passages_extracted"] == 3 and row["extract_calls_found"] == 3
     assert row["extract_completion_tokens"] == 3 * len("Compaq ## was ## PC maker".split())
     assert row["source"].startswith("llm")
@@ -228,7 +235,7 @@ def test_indexing_cost_uses_the_profiles_extraction_budget(tiny_workspace, tiny_
     ws.cfg.max_tokens_extract = 77
     ws.kg = KnowledgeGraph()
     update_kg(ws.kg, ws.llm, tiny_dataset.corpus.passages[:2], max_tokens=ws.cfg.max_tokens("extract"))
-    assert ev.indexing_cost(ws)["extract_calls_found"] == 2
+    assert indexing_cost(ws)["extract_calls_found"] == 2
 
 
 def test_figures_and_published_indexing():
@@ -238,7 +245,7 @@ def test_figures_and_published_indexing():
     # KGIR-RAG and BM25 have the same tokens and F1: one shared label
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert texts[:2] == ["1", "2"] and texts[2] == "1  KGIR-RAG = BM25\n2  Naive RAG"
-    bt = ev.bootstrap_table(scores_frame(), metrics=("F1",), n_boot=200)
+    bt = bootstrap_table(scores_frame(), metrics=("F1",), n_boot=200)
     fig = viz.plot_bootstrap(bt, dataset="musique")
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["Naive RAG", "BM25"]
     pub = report.published_indexing()

@@ -17,8 +17,8 @@ import re
 import pytest
 
 from kgir_lib.data import load_dataset
-from kgir_lib.metrics import normalize_answer
-from kgir_lib.prompts import PROMPT_DIR, load_prompt
+from kgir_lib.eval.metrics import normalize_answer
+from kgir_lib.llm.prompts import PROMPT_DIR, load_prompt
 
 from conftest import SHARED_DATA
 

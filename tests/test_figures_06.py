@@ -1,4 +1,4 @@
-"""Notebook 06's figures say what n they stand on and keep legends off the data (kgir_lib.viz)."""
+"""Notebook 06's figures say what n they stand on and keep legends off the data (kgir_lib.notebook.viz)."""
 from __future__ import annotations
 
 import matplotlib
@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from kgir_lib import viz  # noqa: E402
+from kgir_lib.notebook import viz  # noqa: E402
 
 
 def test_a_sweep_labels_every_point_and_names_n():

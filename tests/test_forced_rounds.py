@@ -1,9 +1,10 @@
-"""Forced-rounds table (kgir_lib.forced_rounds): per-round recalls, answers, change counting, exact tests."""
+"""Forced-rounds table (kgir_lib.eval.mechanism.forced_rounds): per-round recalls, answers, change counting, exact
+tests."""
 from __future__ import annotations
 
 import pytest
 
-from kgir_lib.forced_rounds import evidence_weights, forced_round_table, forced_rows, ranked_until
+from kgir_lib.eval.mechanism.forced_rounds import evidence_weights, forced_round_table, forced_rows, ranked_until
 
 from _mech_traces import record, rnd
 

@@ -1,4 +1,5 @@
-"""The bridge funnel (kgir_lib.funnel) on hand-made traces: a whole chain, a chain broken at each step."""
+"""The bridge funnel (kgir_lib.eval.mechanism.funnel) on hand-made traces: a whole chain, a chain broken at each
+step."""
 from __future__ import annotations
 
 import matplotlib
@@ -8,10 +9,10 @@ matplotlib.use("Agg")
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from kgir_lib.bridges import Bridge, bridge_aliases  # noqa: E402
 from kgir_lib.data import Question  # noqa: E402
-from kgir_lib.funnel import (STEPS, bridge_naming_table, funnel_rows, funnel_steps, funnel_table,  # noqa: E402
-                             method_steps, naming_row, plot_funnel)
+from kgir_lib.eval.mechanism.bridges import Bridge, bridge_aliases  # noqa: E402
+from kgir_lib.eval.mechanism.funnel import (STEPS, bridge_naming_table, funnel_rows, funnel_steps,  # noqa: E402
+                                            funnel_table, method_steps, naming_row, plot_funnel)
 
 from _mech_traces import COMPAQ, QUESTION, REWRITE, record, rnd  # noqa: E402
 
@@ -168,3 +169,14 @@ def test_other_alias_forms_name_the_bridge():
     s = funnel_steps(record(rounds=[rnd(gans=(("Hewlett Packard", "merged with", "Compaq", "pHP", 1.0),),
                                         rewrite="Which company is Hewlett–Packard's partner?")]), [b], 1)
     assert s["chain_named"]
+
+
+def test_weakest_step_is_the_smallest_share_of_the_previous_step():
+    from kgir_lib.eval.mechanism.funnel import STEPS, weakest_step
+
+    rows = [{"dataset": "d", "round": "any", "questions": 10, "step": s, "n": n,
+             "% of previous step": pct} for s, n, pct in zip(STEPS, (10, 9, 8, 2, 1, 1),
+                                                              (100.0, 90.0, 88.9, 25.0, 50.0, 100.0))]
+    out = weakest_step(pd.DataFrame(rows))
+    assert out.to_dict("records") == [{"dataset": "d", "questions": 10, "breaks at": STEPS[3],
+                                       "passed the step before": 8, "passed it": 2, "% of previous step": 25.0}]

@@ -1,18 +1,18 @@
 """LLM extraction: one batched call, incremental add, removal, the extraction pool."""
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
 
 from kgir_lib.data import Corpus, Dataset, Question
 from kgir_lib.kg import KnowledgeGraph, Triple
-from kgir_lib.kg.extract import (MAX_TOKENS, extract_triples, extraction_pool, extraction_requests,
-                                 update_kg)
+from kgir_lib.kg.extract import MAX_TOKENS, extract_triples, extraction_pool, extraction_requests, update_kg
 from kgir_lib.kg.parse import parse_triples
 from kgir_lib.kg.store import drops_of, load_kg, save_kg
 from kgir_lib.llm import LLM, LLMCache, ScriptedBackend
-from kgir_lib.prompts import load_prompt
+from kgir_lib.llm.prompts import load_prompt
 from kgir_lib.retrieval import DenseIndex
 
 from conftest import BagOfWordsEncoder, make_passage
@@ -157,16 +157,16 @@ def test_extraction_pool_is_rank_major_union_capped():
     ds = _pool_dataset()
     dense = DenseIndex(ds.corpus.passages, BagOfWordsEncoder(), progress=False)
     hits = dense.search([q.question for q in ds.questions], 3)
-    pool = extraction_pool(ds, dense, ds.questions, k=3, cap=None)
+    pool = extraction_pool(ds, dense, ds.questions, top_k=3, cap=None)
     assert pool == ds.corpus.pids  # no cap: the whole corpus
-    pool = extraction_pool(ds, dense, ds.questions, k=3, cap=100)
+    pool = extraction_pool(ds, dense, ds.questions, top_k=3, cap=100)
     expected = list(dict.fromkeys([hits[0][0][0], hits[1][0][0], hits[0][1][0], hits[1][1][0],
                                    hits[0][2][0], hits[1][2][0]]))
     assert pool == expected
-    assert extraction_pool(ds, dense, ds.questions, k=3, cap=2) == expected[:2]
-    assert extraction_pool(ds, dense, [], k=3, cap=5) == []
+    assert extraction_pool(ds, dense, ds.questions, top_k=3, cap=2) == expected[:2]
+    assert extraction_pool(ds, dense, [], top_k=3, cap=5) == []
     with pytest.raises(ValueError, match="extract_max_passages"):
-        extraction_pool(ds, dense, ds.questions, k=3, cap=-1)
+        extraction_pool(ds, dense, ds.questions, top_k=3, cap=-1)
 
 
 # ---------------------------------------------------------------------------- notebook 01's build step
@@ -187,7 +187,7 @@ def test_build_kg_extracts_the_pool_once(tmp_path, tiny_dataset):
     from kgir_lib.config import load_config
     from kgir_lib.data import load_dataset
     from kgir_lib.kg.extract import build_kg
-    from kgir_lib.pipeline import kg_dir
+    from kgir_lib.kg.store import kg_dir
 
     _write_dataset(tmp_path / "data", "tiny", tiny_dataset.corpus.passages, tiny_dataset.questions)
     cfg = load_config("ci", data_dir=str(tmp_path / "data"), results_dir=str(tmp_path / "results"),
@@ -205,3 +205,35 @@ def test_build_kg_extracts_the_pool_once(tmp_path, tiny_dataset):
     assert again.kg.to_frame().equals(first.kg.to_frame()) and again.drops == first.drops
     with pytest.raises(ValueError, match="needs an LLM"):
         build_kg(cfg, ds, None, None)
+
+
+def test_one_rule_opens_a_graph_stored_else_imported_else_empty(tmp_path, tiny_dataset):
+    """``open_graph`` is the rule of both notebook 01 (``build_kg``) and every workspace (``pipeline.open_kg``)."""
+    from kgir_lib.config import load_config
+    from kgir_lib.data import load_dataset
+    from kgir_lib.kg.extract import build_kg, open_graph
+    from kgir_lib.kg.store import kg_dir, openie_file, save_kg
+    from kgir_lib.pipeline import open_kg
+
+    _write_dataset(tmp_path / "data", "tiny", tiny_dataset.corpus.passages, tiny_dataset.questions)
+    cfg = load_config("ci", data_dir=str(tmp_path / "data"), results_dir=str(tmp_path / "results"))
+    ds = load_dataset("tiny", cfg.data_path)
+    empty = open_graph(cfg, ds)
+    assert (empty.how, len(empty.kg), empty.drops) == ("empty", 0, Counter())
+    assert openie_file(cfg, "tiny") is None and not kg_dir(cfg, "tiny").exists()  # nothing stored for an empty graph
+
+    p0, p1 = ds.corpus.passages[:2]
+    docs = [{"title": p0.title, "text": p0.text, "extracted_triples": [["A", "r", "B"], ["A"]]},
+            {"title": p1.title, "text": p1.text, "extracted_triples": [["C", "s", "D"]]}]
+    (tmp_path / "data" / "tiny" / "openie_tiny_results_test.json").write_text(json.dumps({"docs": docs}))
+    imported = open_graph(cfg, ds)
+    assert imported.how == "imported" and len(imported.kg) == 2 and imported.drops == Counter(wrong_arity=1)
+    assert load_kg(kg_dir(cfg, "tiny")).to_frame().equals(imported.kg.to_frame())  # and stored
+
+    stored = KnowledgeGraph()
+    stored.add(p0.pid, [Triple("X", "r", "Y", p0.pid)])
+    save_kg(stored, kg_dir(cfg, "tiny"))
+    for kg in (open_graph(cfg, ds).kg, open_kg(cfg, ds, None)[0], build_kg(cfg, ds, None).kg):
+        assert [t.text() for t in kg.triples] == ["(X, r, Y)"]  # the stored graph wins, for every caller
+    assert build_kg(cfg, ds, None).source == "openie"
+    assert len(open_kg(cfg, ds, None, store=False)[0]) == 0  # a graph kept in memory starts empty

@@ -7,11 +7,12 @@ import json
 import pytest
 
 from kgir_lib.data import Dataset, Question
+from kgir_lib.kgir.loop import KGIRRAG, VARIANTS
+from kgir_lib.kgir.rewrite import (FINAL_NOTE, evidence_block, format_history, parse_reflection, parse_rewrite,
+                                   reflection_requests, rewrite_requests, verdict_request, with_verdict)
+from kgir_lib.kgir.rounds import seed_match_rate, trace_row, usable_counts, usable_table
+from kgir_lib.kgir.state import ranked_list, reflection_passages
 from kgir_lib.traces import read_traces, write_traces
-from kgir_lib.methods.kgir import (KGIRRAG, VARIANTS, ranked_list, reflection_passages, seed_match_rate, trace_row,
-                                   usable_counts, usable_table)
-from kgir_lib.rewrite import (FINAL_NOTE, evidence_block, format_history, parse_reflection, parse_rewrite,
-                              reflection_requests, rewrite_requests, verdict_request, with_verdict)
 
 Q_CASE = "Which company merged in 2002 with the top PC maker of 1994?"
 REWRITE = "Which company did Compaq merge with in 2002?"
@@ -468,7 +469,7 @@ def test_request_builders():
 
 
 def test_degenerate_detects_loops():
-    from kgir_lib.rewrite import degenerate
+    from kgir_lib.kgir.rewrite import degenerate
 
     assert degenerate("the school in the school in the school in the school")
     assert not degenerate("What is the length of Mount Panorama Circuit?")
@@ -476,13 +477,13 @@ def test_degenerate_detects_loops():
 
 # ---------------------------------------------------------------- one round record
 def test_round_record_round_trips_and_reads_old_traces(tiny_workspace, tiny_dataset):
-    from kgir_lib.methods.kgir_rounds import CaseRound, trace_rounds
+    from kgir_lib.kgir.rounds import LoopRound, trace_rounds
 
     ws = tiny_workspace(make_script(never))
     for variant in VARIANTS:
         [o] = KGIRRAG(variant=variant, max_iterations=2).run(ws, tiny_dataset.questions)
         rounds = json.loads(json.dumps(o.trace))["rounds"]
-        back = [json.loads(json.dumps(CaseRound.from_dict(r).to_dict())) for r in rounds]
+        back = [json.loads(json.dumps(LoopRound.from_dict(r).to_dict())) for r in rounds]
         same = ("G_Ans", "pruned", "seeds", "E_q", "llm_entities", "matches", "used_fallback")  # the trace keeps
         for r, b in zip(rounds, back):  # G_Ans and the pruned triples, not all of G_q / G_tmp
             assert {k: v for k, v in b.items() if k != "subgraph"} == {k: v for k, v in r.items() if k != "subgraph"}
@@ -500,8 +501,9 @@ def test_round_record_round_trips_and_reads_old_traces(tiny_workspace, tiny_data
 
 
 def test_every_method_inherits_the_base_with_class_level_names():
-    from kgir_lib.methods import LABELS, METHODS, MethodBase, build_method
-    from kgir_lib.methods.kg2rag import KG2RAG
+    from kgir_lib.methods.base import MethodBase
+    from kgir_lib.registry import LABELS, METHODS, build_method
+    from kgir_lib.baselines.kg2rag import KG2RAG
 
     for key in METHODS:
         m = build_method(key)

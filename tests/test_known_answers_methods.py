@@ -14,14 +14,17 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from kgir_lib.baselines.hipporag2 import HippoRAG2
+from kgir_lib.baselines.hipporag2 import build_graph, enode, pnode, ppr_rankings
+from kgir_lib.baselines.kg2rag import KG2RAG
 from kgir_lib.config import load_config
 from kgir_lib.data import Corpus, Dataset, Passage, Question
 from kgir_lib.kg import KnowledgeGraph, Triple
-from kgir_lib.methods import KG2RAG, KGIRRAG, HippoRAG2
+from kgir_lib.kgir.entity_matching import triple_text
+from kgir_lib.kgir.loop import KGIRRAG
+from kgir_lib.kgir.subgraph import compare_readings, evidence_subgraph, subgraph_row
 from kgir_lib.methods.base import Workspace
-from kgir_lib.methods.hipporag2 import build_graph, enode, pnode, ppr_rankings
 from kgir_lib.retrieval import DenseIndex
-from kgir_lib.subgraph import compare_readings, evidence_subgraph, subgraph_row, triple_text
 
 QUESTION = "hand-made question"
 
@@ -162,7 +165,7 @@ def test_kg2rag_ranked_list_is_context_then_organised_list_then_remaining_seeds(
           Triple("Z", "r4", "W", "pD")]
     cos = {"pA": 0.9, "pB": 0.8, "pC": 0.5, "pD": 0.3}
     ws = make_ws(cfg, make_llm, lambda req: "Answer: W", list(cos), kg, {content(p): s for p, s in cos.items()})
-    [out] = KG2RAG(seed_k=3, m_hops=1, budget=3).run(ws, ws.dataset.questions)
+    [out] = KG2RAG(top_k=3, m_hops=1, budget=3).run(ws, ws.dataset.questions)
     assert [p for p, _ in out.trace["seeds"]] == ["pA", "pB", "pC"]
     assert out.trace["organised_pids"] == ["pA", "pB", "pD"] and out.trace["context_pids"] == ["pA", "pB"]
     assert out.ranked_pids == ["pA", "pB", "pD", "pC"]

@@ -11,11 +11,11 @@ import json
 import pandas as pd
 import pytest
 
-from kgir_lib import evaluate as ev
 from kgir_lib import traces
-from kgir_lib.ablation import STUDY_TRACE_DIR
-from kgir_lib.bootstrap import bootstrap_table
 from kgir_lib.data import load_dataset, passage_id
+from kgir_lib.eval import evaluate as ev
+from kgir_lib.eval.ablation import STUDY_TRACE_DIR
+from kgir_lib.eval.bootstrap import bootstrap_table
 from kgir_lib.llm import LLMCache
 from kgir_lib.llm.response_log import export_log, import_log
 

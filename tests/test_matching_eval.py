@@ -1,5 +1,5 @@
 """The eq. 5 matching rules on hand-made names, and their measurement on the labelled fixture
-(kgir_lib.entity_matching, kgir_lib.matching_eval, results/benchmarks/matching.md)."""
+(kgir_lib.kgir.entity_matching, kgir_lib.eval.matching_eval, results/benchmarks/matching.md)."""
 from __future__ import annotations
 
 import json
@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from kgir_lib.entity_matching import (DEFAULT_MATCH_METHOD, DEFAULT_NGRAM_THRESHOLD, LENGTH_RATIO, SIMILARITIES,
-                                      match_entities, ngram_similarity)
+from kgir_lib.eval.matching_eval import (RATIOS, THRESHOLDS, MatchRound, choose_rule, fixture_table, length_ratio,
+                                         loose_candidates, match_kind, pair_scores, pair_weights, ratio_sweep,
+                                         read_pairs, read_population, reproduced, seed_rates, trace_rounds_of_run)
 from kgir_lib.kg import KnowledgeGraph, Triple
 from kgir_lib.kg.store import save_kg
-from kgir_lib.matching_eval import (RATIOS, THRESHOLDS, MatchRound, choose_rule, fixture_table, length_ratio,
-                                    loose_candidates, match_kind, pair_scores, pair_weights, ratio_sweep, read_pairs,
-                                    read_population, reproduced, seed_rates, trace_rounds_of_run)
+from kgir_lib.kgir.entity_matching import (DEFAULT_MATCH_METHOD, DEFAULT_NGRAM_THRESHOLD, LENGTH_RATIO, SIMILARITIES,
+                                           match_entities, ngram_similarity)
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "matching_pairs.tsv"

@@ -1,4 +1,5 @@
-"""The driver (kgir_lib.mechanism): every table from a run directory of hand-made traces and a tiny dataset."""
+"""The driver (kgir_lib.eval.mechanism.tables): every table from a run directory of hand-made traces and a tiny
+dataset."""
 from __future__ import annotations
 
 import json
@@ -6,7 +7,7 @@ import json
 import pytest
 
 from kgir_lib.data import passage_id
-from kgir_lib.mechanism import TABLES, mechanism_tables
+from kgir_lib.eval.mechanism.tables import TABLES, mechanism_tables
 from kgir_lib.traces import trace_filename, write_jsonl
 
 from _mech_traces import QUESTION, REWRITE, record, rnd

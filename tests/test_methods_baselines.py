@@ -7,12 +7,16 @@ import dataclasses
 import numpy as np
 import pytest
 
+from kgir_lib.baselines.hyde import HyDE
+from kgir_lib.baselines.ircot import IRCoT
+from kgir_lib.baselines.ircot import parse_step
+from kgir_lib.baselines.iter_retgen import IterRetGen
+from kgir_lib.baselines.iter_retgen import next_query
+from kgir_lib.baselines.naive import NaiveGen, NaiveRAG
+from kgir_lib.baselines.retrievers import BM25Retriever, DenseRetriever
 from kgir_lib.data import Dataset, Question
-from kgir_lib.methods import (DEFAULT_METHODS, LABELS, METHODS, BM25Retriever, DenseRetriever, HyDE, IRCoT,
-                              IterRetGen, NaiveGen, NaiveRAG, build_method)
-from kgir_lib.methods.ircot import parse_step
-from kgir_lib.methods.iter_retgen import next_query
-from kgir_lib.methods.retrievers import final_ranking, interleave
+from kgir_lib.methods.context import final_ranking, interleave
+from kgir_lib.registry import DEFAULT_METHODS, LABELS, METHODS, build_method
 from kgir_lib.retrieval import BM25Index
 
 Q2 = "Who founded Dell in 1984?"
@@ -114,7 +118,7 @@ def test_dense_retriever_is_naive_rag_with_the_workspace_encoder(tiny_workspace)
 def test_bm25_retriever_ranks_by_bm25(tiny_workspace):
     ws = tiny_workspace(lambda req: "Answer: HP")
     q = ws.dataset.questions[0]
-    [out] = BM25Retriever(k=3).run(ws, [q])
+    [out] = BM25Retriever(top_k=3).run(ws, [q])
     expected = [p for p, _ in BM25Index(ws.dataset.corpus.passages).search([q.question], 3)[0]]
     assert out.ranked_pids == expected
     assert context_titles(ws.llm.backend.seen[0]) == titles(ws, expected)
@@ -241,7 +245,7 @@ def hyde_script(req):
 def test_hyde_retrieves_with_the_hypothetical_passage_embedding(tiny_workspace):
     ws = tiny_workspace(hyde_script)
     log = recorded(ws)
-    [out] = HyDE(include_query=False, k=4).run(ws, ws.dataset.questions)
+    [out] = HyDE(include_query=False, top_k=4).run(ws, ws.dataset.questions)
     assert out.ranked_pids == [p for p, _ in ws.dense.search([HYPO], 4)[0]]
     assert titles(ws, out.ranked_pids[:1]) == ["IBM"]
     q = ws.dataset.questions[0].question
@@ -253,7 +257,7 @@ def test_hyde_retrieves_with_the_hypothetical_passage_embedding(tiny_workspace):
 def test_hyde_averages_passage_and_question_embeddings(tiny_workspace):
     ws = tiny_workspace(hyde_script)
     q = ws.dataset.questions[0]
-    [out] = HyDE(k=6).run(ws, [q])
+    [out] = HyDE(top_k=6).run(ws, [q])
     enc = ws.dense.encoder
     v = enc.encode([HYPO])[0] + enc.encode([q.question])[0]
     v /= np.linalg.norm(v)
@@ -263,5 +267,44 @@ def test_hyde_averages_passage_and_question_embeddings(tiny_workspace):
 def test_hyde_with_an_empty_passage_falls_back_to_the_question(tiny_workspace):
     ws = tiny_workspace(lambda req: "" if kind(req) == "hyde" else "Answer: HP")
     q = ws.dataset.questions[0]
-    [out] = HyDE(k=6).run(ws, [q])
+    [out] = HyDE(top_k=6).run(ws, [q])
     assert out.ranked_pids == [p for p, _ in ws.dense.search([q.question], 6)[0]]
+
+
+# ---------------------------------------------------------------------------- one name per knob
+def test_every_knob_is_a_config_field_and_a_parameter():
+    """A method's knob is named as the Config field it overrides (without the method's prefix)."""
+    from dataclasses import fields as dc_fields
+
+    from kgir_lib.config import Config
+
+    config_fields = {f.name for f in dc_fields(Config)}
+    for key in METHODS:
+        method = build_method(key)
+        params = {f.name for f in dc_fields(method)}
+        assert set(method.knobs) <= params, key
+        for knob, field_name in method.knobs.items():
+            assert field_name in config_fields and field_name.endswith(knob), (key, knob, field_name)
+        if key != "naive_gen":  # every method that retrieves names its depth top_k
+            assert method.knobs.get("top_k") == "top_k", key
+
+
+def test_a_knob_is_checked_by_the_configs_rule_and_filled_from_the_profile(tiny_workspace):
+    from kgir_lib.baselines.kg2rag import KG2RAG
+    from kgir_lib.config import ConfigError
+    from kgir_lib.kgir.loop import KGIRRAG
+
+    ws = tiny_workspace(lambda req: "Answer: HP")
+    for make, match in [(lambda: NaiveRAG(top_k=0),
+                         r"NaiveRAG parameter 'top_k' \(the profile's 'top_k'\): must be >= 1 and <= 1000000, got 0"),
+                        (lambda: KG2RAG(m_hops=-1), r"'m_hops' \(the profile's 'kg2rag_m_hops'\): must be >= 0"),
+                        (lambda: KGIRRAG(ngram_threshold=1.5), r"'ngram_threshold'.*must be >= 0 and <= 1"),
+                        (lambda: IRCoT(top_k=2.5), "'top_k'.*whole number"),
+                        (lambda: IterRetGen(rounds="many"), "'rounds'.*iter_retgen_rounds.*a number")]:
+        with pytest.raises(ConfigError, match=match):
+            make()
+    assert IterRetGen(rounds=2.0).rounds == 2 and isinstance(IterRetGen(rounds=2.0).rounds, int)
+    ircot = IRCoT()
+    assert (ircot.setting(ws, "max_steps"), ircot.setting(ws, "top_k")) == (ws.cfg.ircot_max_steps, ws.cfg.top_k)
+    assert IRCoT(max_steps=1).setting(ws, "max_steps") == 1
+    assert KG2RAG(m_hops=0).setting(ws, "m_hops") == 0  # 0 hops is KG²RAG's own ablation (the config allows it too)

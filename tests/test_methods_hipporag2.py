@@ -6,13 +6,13 @@ import json
 import numpy as np
 import pytest
 
+from kgir_lib.baselines.hipporag2 import HippoRAG2
 from kgir_lib.kg import KnowledgeGraph, Triple
-from kgir_lib.methods import HippoRAG2
 import networkx as nx
 
-from kgir_lib.methods.hipporag2 import (PPRGraph, build_graph, enode, match_filtered, min_max, norm_phrase,
-                                        phrase_seed_weights, pnode, ppr_ranking, synonym_neighbours, synonym_pairs,
-                                        top_k_stable)
+from kgir_lib.baselines.hipporag2 import (PPRGraph, build_graph, enode, match_filtered, min_max, norm_phrase,
+                                          phrase_seed_weights, pnode, ppr_ranking, synonym_neighbours, synonym_pairs,
+                                          top_k_stable)
 
 TRIPLES = [
     Triple("Eiffel Tower", "located in", "Paris", "p1"),

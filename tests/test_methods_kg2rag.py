@@ -4,13 +4,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from kgir_lib.baselines import kg2rag as kg2rag_module
+from kgir_lib.baselines.kg2rag import KG2RAG
+from kgir_lib.baselines.kg2rag import (TripleAdjacency, dfs_edges, expand, fill_budget, max_spanning_forest,
+                                       tree_passages, tree_triples_text)
+from kgir_lib.baselines.naive import NaiveRAG
 from kgir_lib.data import Corpus, Dataset, Passage, Question
 from kgir_lib.kg import KnowledgeGraph, Triple
-from kgir_lib.methods import KG2RAG, NaiveRAG
 from kgir_lib.methods.base import Workspace
-from kgir_lib.methods import kg2rag as kg2rag_module
-from kgir_lib.methods.kg2rag import (TripleAdjacency, dfs_edges, expand, fill_budget, max_spanning_forest,
-                                     tree_passages, tree_triples_text)
 from kgir_lib.retrieval import DenseIndex
 
 QUESTION = "hand-made question"
@@ -98,7 +99,7 @@ def test_fill_budget_takes_trees_in_order_then_the_fallback():
 # ----------------------------------------------------------------------------- the method
 def test_full_kg2rag_on_the_hand_made_graph(lookup_ws):
     ws = lookup_ws()
-    [out] = KG2RAG(seed_k=2, m_hops=1, budget=3).run(ws, ws.dataset.questions)
+    [out] = KG2RAG(top_k=2, m_hops=1, budget=3).run(ws, ws.dataset.questions)
     t = out.trace
     assert [p for p, _ in t["seeds"]] == ["pA", "pB"]
     assert t["expanded_pids"] == ["pC", "pD"]            # one hop from X, Y, Z
@@ -114,22 +115,22 @@ def test_full_kg2rag_on_the_hand_made_graph(lookup_ws):
 
 def test_budget_cuts_the_organised_text_and_seeds_fill_a_short_one(lookup_ws):
     ws = lookup_ws()
-    assert KG2RAG(seed_k=2, budget=2).run(ws, ws.dataset.questions)[0].trace["organised_pids"] == ["pA", "pB"]
+    assert KG2RAG(top_k=2, budget=2).run(ws, ws.dataset.questions)[0].trace["organised_pids"] == ["pA", "pB"]
     ws = lookup_ws()
     ws.kg.remove(list(SCORES))  # no triple at all: the organised list is the seeds
-    [out] = KG2RAG(seed_k=3, budget=10).run(ws, ws.dataset.questions)
+    [out] = KG2RAG(top_k=3, budget=10).run(ws, ws.dataset.questions)
     assert out.trace["organised_pids"] == ["pA", "pB", "pC"]
     assert out.trace["filled_from_seeds"] == ["pA", "pB", "pC"]
 
 
 def test_ablations(lookup_ws):
     ws = lookup_ws()
-    no_exp = KG2RAG("no_expansion", seed_k=2, budget=10).run(ws, ws.dataset.questions)[0]
+    no_exp = KG2RAG("no_expansion", top_k=2, budget=10).run(ws, ws.dataset.questions)[0]
     assert no_exp.trace["expanded_pids"] == [] and no_exp.trace["organised_pids"] == ["pA", "pB"]
-    no_org = KG2RAG("no_organisation", seed_k=2, budget=2).run(ws, ws.dataset.questions)[0]
+    no_org = KG2RAG("no_organisation", top_k=2, budget=2).run(ws, ws.dataset.questions)[0]
     assert no_org.trace["organised_pids"] == ["pA", "pB", "pC", "pD"]  # by s(q, c); no budget, no MST
     assert "trees" not in no_org.trace
-    naive = NaiveRAG(k=2).run(ws, ws.dataset.questions)[0]
+    naive = NaiveRAG(top_k=2).run(ws, ws.dataset.questions)[0]
     assert no_org.trace["context_pids"][:2] == naive.trace["context_pids"]
     with pytest.raises(ValueError, match="unknown variant"):
         KG2RAG("nope")
@@ -149,7 +150,7 @@ class FixedReranker:
 def test_trees_are_ranked_by_the_reranker_on_their_triple_text(lookup_ws):
     rr = FixedReranker({"(U, r5, V)": 0.99})
     ws = lookup_ws(reranker=rr)
-    [out] = KG2RAG(seed_k=5, m_hops=0, budget=10).run(ws, ws.dataset.questions)
+    [out] = KG2RAG(top_k=5, m_hops=0, budget=10).run(ws, ws.dataset.questions)
     # seeds pA..pE: trees {X-Y-Z-W} (heavy) and {U-V}; the reranker puts U-V first
     assert out.trace["organised_pids"] == ["pE", "pA", "pB", "pD", "pC"]
     assert {text for _, text in rr.seen} == {"(U, r5, V)", "(X, r1, Y)\n(Y, r2, Z)\n(Z, r4, W)"}
@@ -169,7 +170,7 @@ def test_seed_passages_are_extracted_on_demand(lookup_ws):
     ws = lookup_ws()
     asked = []
     ws.ensure_kg = lambda pids: asked.append(list(pids))
-    KG2RAG(seed_k=2).run(ws, ws.dataset.questions)
+    KG2RAG(top_k=2).run(ws, ws.dataset.questions)
     assert asked == [["pA", "pB"]]
 
 
@@ -223,7 +224,7 @@ def test_adjacency_is_built_once_per_graph_and_rebuilt_when_it_changes(lookup_ws
 
     monkeypatch.setattr(kg2rag_module, "TripleAdjacency", Counting)
     ws = lookup_ws()
-    method = KG2RAG(seed_k=2)
+    method = KG2RAG(top_k=2)
     qs = ws.dataset.questions
     first = method.run(ws, qs * 3)  # three questions, one adjacency
     assert built == [6]

@@ -1,4 +1,4 @@
-"""LightRAG as a method of the suite (kgir_lib/methods/lightrag_*.py): its index of the tiny Fig. 6 dataset in
+"""LightRAG as a method of the suite (kgir_lib.baselines.lightrag_*.py): its index of the tiny Fig. 6 dataset in
 both modes, the query through the suite's LLM, the ranked-list rule, malformed keyword replies, the cache."""
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ pytest.importorskip("lightrag", reason="the 'peers' extra (lightrag-hku) is not 
 
 from kgir_lib.data import Question  # noqa: E402
 from kgir_lib.kg import KnowledgeGraph, Triple  # noqa: E402
-from kgir_lib.methods import DEFAULT_METHODS, LABELS, build_method  # noqa: E402
-from kgir_lib.methods import lightrag_index as li  # noqa: E402
-from kgir_lib.methods.lightrag_bridge import RegexTokenizer, stage_of  # noqa: E402
-from kgir_lib.methods.lightrag_graph import SENTENCE, custom_kg, parse_stats  # noqa: E402
-from kgir_lib.methods.lightrag_method import LightRAGMethod, chunk_ranking, kg_lines, parse_keywords  # noqa: E402
+from kgir_lib.registry import DEFAULT_METHODS, LABELS, build_method  # noqa: E402
+from kgir_lib.baselines import lightrag_index as li  # noqa: E402
+from kgir_lib.baselines.lightrag_bridge import RegexTokenizer, stage_of  # noqa: E402
+from kgir_lib.baselines.lightrag_graph import SENTENCE, custom_kg, parse_stats  # noqa: E402
+from kgir_lib.baselines.lightrag_method import LightRAGMethod, chunk_ranking, kg_lines, parse_keywords  # noqa: E402
 
 KEYWORDS = json.dumps({"high_level_keywords": ["company merger"], "low_level_keywords": ["Compaq", "Hewlett-Packard"]})
 SEP = "<SEP>"

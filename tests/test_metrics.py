@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kgir_lib.metrics import (mean_recall, best_em, best_f1, exact_match, f1_score, normalize_answer, recall_at_k,
-                              summarise)
+from kgir_lib.eval.metrics import (mean_recall, best_em, best_f1, exact_match, f1_score, normalize_answer, recall_at_k,
+                                   summarise)
 
 
 # ---------------------------------------------------------------- reference: hotpot_evaluate_v1 rules
@@ -159,7 +159,7 @@ def test_questions_without_gold_one_rule_in_summarise_and_score():
     """A question without gold passages is left out of Recall@k (not scored 0), in
     metrics.summarise and evaluate.score/mean_scores alike; EM/F1 still count it."""
     from kgir_lib.data import Question
-    from kgir_lib.evaluate import mean_scores, score
+    from kgir_lib.eval.evaluate import mean_scores, score
     from kgir_lib.methods.base import MethodOutput
 
     rankings, golds = [["g1", "x"], ["y", "z"]], [["g1"], []]

@@ -1,7 +1,7 @@
 """Notebook text cannot drift from the config it runs on.
 
 A notebook's markdown may *name* a setting (`` `cfg.ngram_threshold` ``, `` `top_k` ``) but the value a run
-uses is printed from the config (:mod:`kgir_lib.narrative`, ``open_notebook``). This test scans the markdown
+uses is printed from the config (:mod:`kgir_lib.notebook.narrative`, ``open_notebook``). This test scans the markdown
 of every notebook source (and the comments of its parameters cell) and fails when
 
 * a ``cfg.FIELD`` marker names no field of :class:`kgir_lib.config.Config`;

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kgir_lib.methods import DEFAULT_METHODS, LABELS
+from kgir_lib.registry import DEFAULT_METHODS, LABELS
 from kgir_lib.report import KGIR_ABLATION_DATASETS
 
 PCT = (0.0, 100.0)
@@ -273,7 +273,7 @@ def check_answer_form(form: pd.DataFrame, qa: pd.DataFrame, labels: list, n: int
 def check_claims(claims: pd.DataFrame, methods: set, n: int, n_datasets: int) -> None:
     """05_claims: every paper claim per dataset and metric; each reading follows from its Holm-adjusted exact
     p (which is never below the raw p) and every tested row has a minimum detectable effect."""
-    from kgir_lib import claims as cl
+    from kgir_lib.eval import claims as cl
 
     has_columns(claims, ["claim", "dataset", "metric", "compared with", "n", "diff", "CI lo", "CI hi", "test",
                          "p", "p (Holm)", "MDE", "reading"], "claims")
@@ -297,7 +297,7 @@ def check_claims(claims: pd.DataFrame, methods: set, n: int, n_datasets: int) ->
 
 # ----------------------------------------------------------------------------- 06
 def check_06(cfg) -> None:
-    from kgir_lib import ablation
+    from kgir_lib.eval import ablation
 
     config_written(cfg, "06_ablation")
     n = n_questions(cfg)
@@ -323,10 +323,10 @@ def check_06(cfg) -> None:
         assert t.loc[musique, c].notna().all() and t.loc[~musique, c].isna().all(), c
     grid = ablation.study_grid()
     n_study = min(cfg.study_n_questions or n, n)
-    for name, key in (("06_kg2rag_k", "kg2rag_k"), ("06_kg2rag_m", "kg2rag_m")):
+    for name, knob in (("06_kg2rag_k", "top_k"), ("06_kg2rag_m", "m_hops")):
         t = table(cfg, name)
         for d, part in t.groupby("dataset"):
-            assert list(part["value"]) == list(grid[key]), (name, d)
+            assert list(part["value"]) == list(grid["kg2rag"][knob]), (name, d)
         assert sorted(set(t["dataset"])) == sorted(cfg.study_datasets) and (t["n"] == n_study).all(), name
         for c in ("EM", "F1", "R@2", "R@5"):
             in_range(t[c], *PCT, f"{name} {c}")

@@ -12,7 +12,7 @@ import yaml
 
 from kgir_lib import report
 from kgir_lib.config import ConfigError, load_config
-from kgir_lib.notebook import config_params, open_notebook
+from kgir_lib.notebook.opening import config_params, open_notebook
 
 REPO = Path(__file__).resolve().parents[1]
 

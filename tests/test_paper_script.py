@@ -24,7 +24,7 @@ PROBE = """
 import json
 from kgir_lib.data import load_dataset, sample_questions
 from kgir_lib.llm import ChatRequest
-from kgir_lib.notebook import open_notebook
+from kgir_lib.notebook.opening import open_notebook
 cfg, llm = open_notebook("00_probe", globals())
 ds = load_dataset(cfg.datasets[0], cfg.data_path)
 qs = sample_questions(ds.questions, cfg.n_questions, cfg.seed)

@@ -2,7 +2,7 @@
 the metric values an executed notebook stored).
 
 - **fast**: the committed per-question traces of ``results/sample/traces/<method>/<dataset>.trace.jsonl`` are
-  scored again with the suite's scoring code (:func:`kgir_lib.evaluate.score` and the tables notebook 05
+  scored again with the suite's scoring code (:func:`kgir_lib.eval.evaluate.score` and the tables notebook 05
   builds from it) and every number of notebook 05's tables must come out as committed: EM / F1
   (Tables 4/5), Recall@2/5 (Table 6), the answer form, the cost table's counts, the paired bootstrap
   intervals and verdicts, the claims' means and differences, and the ``n`` in the column headers. The
@@ -28,11 +28,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from kgir_lib import evaluate as ev
-from kgir_lib.bootstrap import bootstrap_table, dataset_groups, paired_scores
 from kgir_lib.config import PROJECT_ROOT, default_data_dir
 from kgir_lib.data import load_dataset, sample_questions
-from kgir_lib.methods import DEFAULT_METHODS, LABELS
+from kgir_lib.eval import evaluate as ev
+from kgir_lib.eval.bootstrap import bootstrap_table, dataset_groups, paired_scores
+from kgir_lib.registry import DEFAULT_METHODS, LABELS
 from kgir_lib.traces import trace_filename
 
 RUN = PROJECT_ROOT / "results" / "sample"

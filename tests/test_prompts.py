@@ -15,10 +15,10 @@ import pytest
 
 from kgir_lib.data import Passage
 from kgir_lib.kg.extract import extraction_requests
-from kgir_lib.prompts import PROMPT_DIR, PromptError, chat, load_prompt, parse_prompt
-from kgir_lib.reader import closed_book_request, reader_request
-from kgir_lib.rewrite import reflection_requests, rewrite_requests
-from kgir_lib.subgraph import ner_requests
+from kgir_lib.kgir.entity_matching import ner_requests
+from kgir_lib.kgir.rewrite import reflection_requests, rewrite_requests
+from kgir_lib.llm.prompts import PROMPT_DIR, PromptError, chat, load_prompt, parse_prompt
+from kgir_lib.methods.reader import closed_book_request, reader_request
 
 # the reflection's verdict turn: tests/test_kgir_loop.py::test_verdict_request_continues_the_conversation;
 # the paper profiles' reflection prompt: test_paper_reflection_prompt_is_figure_5 below

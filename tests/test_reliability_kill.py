@@ -2,7 +2,7 @@
 writing, then resumed, ends with exactly the results of a run that was never interrupted.
 
 The run (a worker subprocess with a scripted backend) extracts a KG for a tiny corpus, saves it, and
-runs three methods through :func:`kgir_lib.evaluate.run_method` (traces + meta). The worker kills itself
+runs three methods through :func:`kgir_lib.eval.evaluate.run_method` (traces + meta). The worker kills itself
 with SIGKILL at a chosen point, so each kill lands exactly where it is meant to (no timing races):
 ``extract:N`` on the N-th extraction call the backend receives, ``method:N`` on the N-th method call,
 ``trace:N`` in the N-th trace-file write, after the temporary file is written and before it is renamed.
@@ -21,14 +21,15 @@ REPO = Path(__file__).resolve().parents[1]
 
 WORKER = textwrap.dedent('''
     import hashlib, json, os, signal, sys
-    from kgir_lib import evaluate as ev, traces
+    from kgir_lib import traces
+    from kgir_lib.eval import evaluate as ev
     from kgir_lib.config import load_config
     from kgir_lib.data import Corpus, Dataset, Question
     from kgir_lib.kg import KnowledgeGraph
     from kgir_lib.kg.extract import update_kg
     from kgir_lib.kg.store import load_kg, save_kg
     from kgir_lib.llm import LLM, LLMCache, ScriptedBackend
-    from kgir_lib.methods import build_method
+    from kgir_lib.registry import build_method
     from kgir_lib.methods.base import Workspace
     from kgir_lib.retrieval import DenseIndex
     from conftest import BagOfWordsEncoder, make_passage

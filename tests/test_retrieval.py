@@ -231,7 +231,7 @@ def test_an_embeddings_cache_without_a_checksum_is_recomputed(tmp_path):
 def test_hipporag2_phrase_embeddings_share_the_checked_cache(tmp_path):
     from types import SimpleNamespace
 
-    from kgir_lib.methods.hipporag2 import cached_encode
+    from kgir_lib.baselines.hipporag2 import cached_encode
 
     enc = CountingEncoder()
     dense = SimpleNamespace(encoder=enc, embeddings=np.zeros((1, enc.dim)))

@@ -6,8 +6,8 @@ import math
 import pytest
 
 from kgir_lib.data import Question
+from kgir_lib.eval.retrieval_eval import published_recall, recall_curve, recall_table
 from kgir_lib.retrieval import BM25Index
-from kgir_lib.retrieval_eval import published_recall, recall_curve, recall_table
 
 from conftest import make_passage
 

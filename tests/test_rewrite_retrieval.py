@@ -1,9 +1,11 @@
-"""The rewrite's own retrieval and the ranked-list rules (kgir_lib.rewrite_retrieval) on hand-made lists."""
+"""The rewrite's own retrieval and the ranked-list rules (kgir_lib.eval.mechanism.rewrite_retrieval) on hand-made
+lists."""
 from __future__ import annotations
 
-from kgir_lib.rewrite_retrieval import (RULES, current_rule_agreement, gold_gain, gold_loss, merge_alternate,
-                                        rewrite_retrieval_table, rewrite_rows, rule_context_first, rule_current,
-                                        rule_retrieval_order, rule_rewrite_first, rule_table)
+from kgir_lib.eval.mechanism.rewrite_retrieval import (RULES, current_rule_agreement, gold_gain, gold_loss,
+                                                       merge_alternate, rewrite_retrieval_table, rewrite_rows,
+                                                       rule_context_first, rule_current, rule_retrieval_order,
+                                                       rule_rewrite_first, rule_table)
 
 from _mech_traces import record, rnd
 

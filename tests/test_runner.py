@@ -77,7 +77,7 @@ def _notebook(path: Path, body: str) -> None:
 PROBE = """
 import json
 from kgir_lib.config import load_config, start_run
-from kgir_lib.notebook import config_params
+from kgir_lib.notebook.opening import config_params
 cfg = load_config(profile, **config_params(globals()))  # as open_notebook reads the parameters
 start_run(cfg, "00_probe")
 cfg.path("probe.json").write_text(json.dumps({"profile": cfg.profile, "top_k": cfg.top_k}))
@@ -212,7 +212,7 @@ PROBE_ALL = """
 import json, os
 from kgir_lib.config import load_config, start_run
 from kgir_lib.llm import LLMCache
-from kgir_lib.notebook import config_params
+from kgir_lib.notebook.opening import config_params
 cfg = load_config(profile, **config_params(globals()))  # as open_notebook reads the parameters
 start_run(cfg, "00_probe")
 LLMCache(cfg.path("cache", "llm.sqlite")).put("k" * 64, "scripted:m", {}, "an answer", 3, 2, 0.5)

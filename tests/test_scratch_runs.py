@@ -25,7 +25,7 @@ from kgir_lib import report
 from kgir_lib.config import load_config, start_run
 from kgir_lib.llm import LLMCache
 from kgir_lib.llm.response_log import import_once
-from kgir_lib.notebook import config_params
+from kgir_lib.notebook.opening import config_params
 cfg = load_config(profile, **config_params(globals()))
 start_run(cfg, "00_probe")
 cache = LLMCache(cfg.path("cache", "llm.sqlite"))

@@ -20,7 +20,7 @@ MODEL = "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M"  # the ci profile's llm_model, list
 
 PROBE = """
 from kgir_lib.llm import ChatRequest
-from kgir_lib.notebook import open_notebook
+from kgir_lib.notebook.opening import open_notebook
 cfg, llm = open_notebook("00_probe", globals())
 llm.complete([ChatRequest.chat(None, "Say hi.", max_tokens=4)])
 """

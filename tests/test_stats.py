@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from kgir_lib.stats import holm, mcnemar_exact, mde_mcnemar, mde_paired, sign_flip_test
+from kgir_lib.eval.stats import holm, mcnemar_exact, mde_mcnemar, mde_paired, sign_flip_test
 
 
 def test_mcnemar_hand_computed_table():

@@ -1,4 +1,4 @@
-"""Algorithm 1 drawn step by step (kgir_lib.steps_viz) on a hand-made passage graph."""
+"""Algorithm 1 drawn step by step (kgir_lib.notebook.steps_viz) on a hand-made passage graph."""
 from __future__ import annotations
 
 import matplotlib
@@ -8,9 +8,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from kgir_lib.kg import Triple  # noqa: E402
-from kgir_lib.steps_viz import (KEPT, PRUNED, SEEDLESS, STEPS, draw_step, focus_view,  # noqa: E402
-                                edge_table, pick_case, prune_reasons, triple_class)
-from kgir_lib.subgraph import evidence_subgraph  # noqa: E402
+from kgir_lib.kgir.subgraph import evidence_subgraph  # noqa: E402
+from kgir_lib.notebook.steps_viz import (KEPT, PRUNED, SEEDLESS, STEPS, draw_step, focus_view, edge_table,  # noqa: E402
+                                         pick_case, prune_reasons, triple_class)
 
 # One seed component: Compaq - HP - Palo Alto - Compaq is a triangle (one edge must go), HP has a parallel
 # edge, a chain runs on from Palo Alto; plus a component without a seed (Mona Lisa - Leonardo).
@@ -119,7 +119,7 @@ def test_layout_does_not_depend_on_insertion_order():
     # G_tmp's triples can arrive in another order in another process; the drawn figure must not change
     import networkx as nx
 
-    from kgir_lib.steps_viz import layout
+    from kgir_lib.notebook.steps_viz import layout
 
     edges = [("Compaq", "1994"), ("Compaq", "PC supplier"), ("Hewlett-Packard", "Compaq"), ("1994", "PC supplier"),
              ("Alabama", "Harper Lee"), ("Harper Lee", "To Kill a Mockingbird"), ("Monroeville", "Alabama")]

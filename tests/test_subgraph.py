@@ -1,4 +1,4 @@
-"""Algorithm 1 step by step on hand-made graphs whose answer is known (kgir_lib.subgraph)."""
+"""Algorithm 1 step by step on hand-made graphs whose answer is known (kgir_lib.kgir.subgraph)."""
 from __future__ import annotations
 
 import json
@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from kgir_lib.kg import KnowledgeGraph, Triple
-from kgir_lib.subgraph import (build_subgraphs, char_ngrams, edge_weights, entities_in_question,
-                               evidence_subgraph, format_triples, ground_entities, match_entities,
-                               maximum_spanning_tree, ner_requests, ngram_similarity, parse_entities,
-                               question_triples, rebuild_subgraph, resolve_weighting, retrieve, seed_components,
-                               seed_graph, seeds_of, subgraph_row)
+from kgir_lib.kg.mst import maximum_spanning_tree, seed_components
+from kgir_lib.kgir.entity_matching import (char_ngrams, entities_in_question, ground_entities, match_entities,
+                                           ner_requests, ngram_similarity, parse_entities, seeds_of)
+from kgir_lib.kgir.subgraph import (build_subgraphs, edge_weights, evidence_subgraph, format_triples, question_triples,
+                                    rebuild_subgraph, resolve_weighting, retrieve, seed_graph, subgraph_row)
 
 from conftest import BagOfWordsEncoder
 
@@ -286,7 +286,7 @@ def test_build_subgraphs_one_ner_call_for_all_queries(tiny_workspace, tiny_datas
     ws = tiny_workspace(script)
     queries = [tiny_dataset.questions[0].question, "Which company did Compaq merge with in 2002?",
                "Who founded Dell?"]
-    subs, results = build_subgraphs(ws, queries, k=3)
+    subs, results = build_subgraphs(ws, queries, top_k=3)
     assert len(subs) == len(results) == 3
     assert ws.llm.usage.stage("kgir_ner").calls == 3
     assert len(ws.llm.backend.seen) == 3
@@ -296,7 +296,7 @@ def test_build_subgraphs_one_ner_call_for_all_queries(tiny_workspace, tiny_datas
     assert q2.E_q == ["Compaq"] and "Compaq" in q2.seeds
     assert q2.G_tmp == list(dict.fromkeys(q2.G_q))  # the default reading: every triple of D_q
     assert set(q2.kept) | set(q2.pruned) == {t for c in q2.components for t in c.triples}
-    (star,), _ = build_subgraphs(ws, queries[1:2], k=3, reading="seed_star")
+    (star,), _ = build_subgraphs(ws, queries[1:2], top_k=3, reading="seed_star")
     assert {(t.head, t.relation, t.tail) for t in star.G_tmp} <= {
         ("Compaq", "was top PC maker of", "1994"), ("Compaq", "is a", "PC supplier"),
         ("Hewlett-Packard", "merged with", "Compaq")}
@@ -305,7 +305,7 @@ def test_build_subgraphs_one_ner_call_for_all_queries(tiny_workspace, tiny_datas
     assert rebuild_subgraph(ws, q3, threshold=0.8, method="overlap").seeds == ["Dell", "Michael Dell"]
     assert [p for p, _ in q1.retrieved] == [p for p, _ in retrieve(ws, [queries[0]], 3)[0]]
     # a second build hits the LLM cache, with the same result
-    subs2, results2 = build_subgraphs(ws, queries, k=3)
+    subs2, results2 = build_subgraphs(ws, queries, top_k=3)
     assert all(r.cached for r in results2)
     assert [s.to_dict() for s in subs2] == [s.to_dict() for s in subs]
 
@@ -314,7 +314,7 @@ def test_build_subgraphs_extracts_missing_passages_first(tiny_workspace, tiny_da
     calls = []
     ws = tiny_workspace(lambda req: "Entities: Compaq")
     ws.ensure_kg = lambda pids: calls.append(list(pids))
-    build_subgraphs(ws, ["Who merged with Compaq?"], k=2)
+    build_subgraphs(ws, ["Who merged with Compaq?"], top_k=2)
     assert len(calls) == 1 and len(calls[0]) == 2
 
 
@@ -337,7 +337,7 @@ def test_subgraph_row_counts_each_step_and_gold_survival():
 
 def test_rebuild_subgraph_reuses_ner_without_llm_calls(tiny_workspace):
     ws = tiny_workspace(lambda req: "Entities: Compaq")
-    (sub,), _ = build_subgraphs(ws, ["Who merged with Compaq?"], k=6)
+    (sub,), _ = build_subgraphs(ws, ["Who merged with Compaq?"], top_k=6)
     calls = ws.llm.usage.total().calls
     same = rebuild_subgraph(ws, sub)
     assert same.to_dict() == sub.to_dict()
@@ -382,10 +382,10 @@ def test_whole_triple_matching_of_a_description():
 
 def test_compare_readings_side_by_side(tiny_workspace, tiny_dataset):
     """Notebook 03's table: both readings on the same D_q, G_q and NER reply, no LLM call."""
-    from kgir_lib.subgraph import compare_readings
+    from kgir_lib.kgir.subgraph import compare_readings
 
     ws = tiny_workspace(lambda req: '{"named_entities": ["Compaq"]}')
-    (sub,), _ = build_subgraphs(ws, ["Who merged with Compaq in 2002?"], k=6)
+    (sub,), _ = build_subgraphs(ws, ["Who merged with Compaq in 2002?"], top_k=6)
     calls = ws.llm.usage.total().calls
     table = compare_readings(ws, [sub], [tiny_dataset.questions[0].gold_pids])
     assert list(table.index) == ["passages", "seed_star"]

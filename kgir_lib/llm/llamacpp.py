@@ -1,7 +1,7 @@
 """The ``llamacpp`` backend: llama.cpp in process, with a deterministic reuse of the prompt's fixed prefix.
 
 Every stage's prompt opens with the same turns (the system text and the worked examples of
-:mod:`kgir_lib.prompts`); only the final user turn changes from one request to the next. Evaluating
+:mod:`kgir_lib.llm.prompts`); only the final user turn changes from one request to the next. Evaluating
 that shared prefix once per stage instead of once per request saves most of a few-shot prompt's
 prompt-processing time on a CPU.
 

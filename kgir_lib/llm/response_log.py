@@ -35,9 +35,8 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from ..traces import atomic_write_bytes, replace_surrogates
-from .cache import LLMCache, LLMCacheError, salvage_rows
+from .cache import LOG_NAME, LLMCache, LLMCacheError, salvage_rows
 
-LOG_NAME = "llm_responses.jsonl.gz"
 FIELDS = ("key", "model", "text", "prompt_tokens", "completion_tokens", "seconds")
 IMPORTED_NOTE = json.dumps({"imported_from": LOG_NAME})  # the ``request`` column of an imported row
 

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Callable, ClassVar, Optional, Protocol, Sequence
 
 from ..config import Config
+from ..config.checks import check_value
 from ..data import Dataset, Question
 from ..kg import KnowledgeGraph
 from ..llm import LLM, LLMUsage
@@ -78,18 +79,35 @@ class MethodBase:
     parameters (the dataclass fields).
 
     ``run(ws, questions)`` answers every question: one :class:`MethodOutput` a question, in order.
+
+    **One name per knob.** A parameter that overrides a :class:`~kgir_lib.config.Config` field is named as the
+    field, without the method's prefix (``top_k`` is ``top_k`` for every method; KG²RAG's ``m_hops`` is
+    ``kg2rag_m_hops``); :attr:`knobs` maps each such parameter to its field. ``None`` keeps the profile's
+    value. A value given is checked when the method is built, by the config's one check
+    (:func:`kgir_lib.config.checks.check_value`: type, range, choices); :meth:`setting` is the one place the
+    default is filled in.
     """
 
     name: ClassVar[str] = ""
     key: ClassVar[str] = ""
     uses_kg: ClassVar[bool] = False  # whether it reads the KG (part of the trace-resume fingerprint)
+    knobs: ClassVar[dict] = {}       # constructor parameter -> the Config field it overrides
+
+    def __post_init__(self) -> None:
+        for param, field_name in self.knobs.items():
+            value = getattr(self, param)
+            if value is not None:
+                label = f"{type(self).__name__} parameter {param!r} (the profile's {field_name!r})"
+                setattr(self, param, check_value(field_name, value, label))
+
+    def setting(self, ws: Workspace, param: str):
+        """The value of knob ``param``: this method's own, else the profile's field (:attr:`knobs`)."""
+        value = getattr(self, param)
+        return value if value is not None else getattr(ws.cfg, self.knobs[param])
 
     def params(self) -> dict:
-        """The constructor parameters (part of the trace-resume fingerprint, :mod:`kgir_lib.evaluate`)."""
+        """The constructor parameters (part of the trace-resume fingerprint, :mod:`kgir_lib.eval.evaluate`)."""
         return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
 
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
         raise NotImplementedError
-
-    def _k(self, ws: Workspace, k: Optional[int]) -> int:
-        return int(k) if k is not None else int(ws.cfg.top_k)

@@ -63,13 +63,14 @@ from matplotlib.ticker import MaxNLocator
 import pandas as pd
 from IPython.display import display
 
-from kgir_lib.display import show
 from kgir_lib import pipeline, report
 from kgir_lib.data import load_dataset
 from kgir_lib.kg.extract import build_kg, raw_outputs
 from kgir_lib.kg.parse import parse_triples
 from kgir_lib.kg.stats import side_by_side, table3, triples_per_passage
-from kgir_lib.notebook import open_notebook
+from kgir_lib.kg.store import openie_file
+from kgir_lib.notebook.display import show
+from kgir_lib.notebook.opening import open_notebook
 
 pd.set_option("display.max_colwidth", 200)
 cfg, llm = open_notebook("01_extract_kg", globals(), progress=True)
@@ -115,7 +116,7 @@ builds, timings = {}, {}
 for name in cfg.datasets:
     ds = load_dataset(name, cfg.data_path)
     t0 = time.perf_counter()
-    if pipeline.openie_file(cfg, name) is not None:
+    if openie_file(cfg, name) is not None:
         builds[name] = build_kg(cfg, ds, None)
     elif name in cfg.extract_datasets:
         builds[name] = build_kg(cfg, ds, llm, pipeline.dense_index(cfg, ds))
@@ -124,7 +125,7 @@ for name in cfg.datasets:
         continue
     timings[name] = time.perf_counter() - t0
     b = builds[name]
-    what = ("imported " + pipeline.openie_file(cfg, name).name if b.source == "openie"
+    what = ("imported " + openie_file(cfg, name).name if b.source == "openie"
             else f"extracted {b.report.n_passages} new of {len(b.pool)} pooled passages")
     print(f"{name}: {what}; {len(b.kg)} triples from {len(b.kg.extracted)} passages "
           f"({b.stored_passages} passages in the stored graph) in {timings[name]:.1f} s")

@@ -15,7 +15,7 @@
 # * Okapi BM25 (rank_bm25, k1 = 1.5, b = 0.75) over title + text;
 #
 # and measures **single-step** retrieval with HippoRAG's Recall@k: per question, the share of its gold
-# (supporting) passages among the first k retrieved, averaged, ×100 (`kgir_lib.metrics.recall_at_k`).
+# (supporting) passages among the first k retrieved, averaged, ×100 (`kgir_lib.eval.metrics.recall_at_k`).
 # The published numbers beside ours (HippoRAG 2 paper, arXiv 2502.14802) use other retrievers
 # (BM25, Contriever, NV-Embed-v2) and a larger pool (the corpus of all 1,000 questions), so they frame
 # ours; they are not the same experiment.
@@ -35,12 +35,12 @@ from matplotlib.ticker import MaxNLocator
 import pandas as pd
 from IPython.display import display
 
-from kgir_lib.display import show
 from kgir_lib import pipeline, report
 from kgir_lib.data import load_dataset, sample_questions
-from kgir_lib.notebook import open_notebook
+from kgir_lib.eval.retrieval_eval import published_recall, recall_curve, recall_table
+from kgir_lib.notebook.display import show
+from kgir_lib.notebook.opening import open_notebook
 from kgir_lib.retrieval import BM25Index
-from kgir_lib.retrieval_eval import published_recall, recall_curve, recall_table
 
 cfg, _ = open_notebook("02_index", globals(), llm=False)  # no LLM call in this notebook
 

@@ -4,7 +4,7 @@
 # KGIR-RAG does not hand the retrieved passages to the LLM as they are. It turns them into an **evidence
 # subgraph** `G_Ans`: the triples of the retrieved passages that hang together with the question's own
 # entities, pruned to a maximum spanning tree per entity. Algorithm 1, step by step (one function each in
-# `kgir_lib/subgraph.py`, unit-tested on hand-made graphs in `tests/test_subgraph.py`):
+# `kgir_lib/kgir/subgraph.py`, unit-tested on hand-made graphs in `tests/test_subgraph.py`):
 #
 # | step | paper | function | what it does here |
 # |---|---|---|---|
@@ -17,7 +17,7 @@
 # | 6 | §2.2 | `edge_weights` | each edge of the `B_i` weighted by its relevance to `q` |
 # | 7 | eq. 7 | `maximum_spanning_tree` | one maximum spanning tree per seed's component; `G_Ans` = their union |
 #
-# **Choices the paper leaves open** (documented in `kgir_lib/subgraph.py` and `kgir_lib/entity_matching.py`;
+# **Choices the paper leaves open** (documented in `kgir_lib/kgir/subgraph.py` and `kgir_lib/kgir/entity_matching.py`;
 # the choices this run makes are printed below the parameters, from its config):
 #
 # * *the similarity of eq. 5* (`cfg.match_method`) and its threshold θ (`cfg.ngram_threshold`): a question
@@ -61,14 +61,15 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from kgir_lib import narrative, report
+from kgir_lib import report
 from kgir_lib.data import sample_questions
-from kgir_lib.display import show
-from kgir_lib.notebook import open_notebook
+from kgir_lib.kgir.subgraph import build_subgraphs, compare_readings, rebuild_subgraph, subgraph_row
+from kgir_lib.notebook import narrative
+from kgir_lib.notebook.display import show
+from kgir_lib.notebook.opening import open_notebook
+from kgir_lib.notebook.steps_viz import STEPS, draw_step, edge_table, focus_view, pick_case, prune_reasons
 from kgir_lib.pipeline import workspace
 from kgir_lib.progress import progress
-from kgir_lib.steps_viz import STEPS, draw_step, edge_table, focus_view, pick_case, prune_reasons
-from kgir_lib.subgraph import build_subgraphs, compare_readings, rebuild_subgraph, subgraph_row
 
 cfg, llm = open_notebook("03_subgraph_mst", globals())
 max_edges = 25 if max_edges is None else int(max_edges)
@@ -101,7 +102,7 @@ show(llm.usage.table(), "LLM calls of this notebook, by stage")
 #
 # The worked question is one where **every step visibly does something**: the question's entities match
 # graph entities, `G_tmp` has components with and without a seed, and the trees prune triples
-# (`kgir_lib.steps_viz.pick_case`; give `dataset` and `qid` to choose another). `G_q` holds far more triples
+# (`kgir_lib.notebook.steps_viz.pick_case`; give `dataset` and `qid` to choose another). `G_q` holds far more triples
 # than a drawing can show legibly, so every panel draws the same neighbourhood: the entities nearest the seeds
 # with **every** triple among them, and one or two small components without a seed. Each panel says what it
 # left out, and the tables list every drawn triple.
@@ -286,11 +287,11 @@ report.save_table(readings.round(2), cfg, "03_gtmp_readings",
 # gives, per dataset, the share of questions with at least one seed: from the LLM's entities alone, after
 # whole-triple matching (entities such as "PC maker of 1994" that name no node but do occur in a triple), and
 # after the fallback to graph entities written in the question — under each similarity the library offers
-# (`kgir_lib.entity_matching.SIMILARITIES`, at this run's threshold; measured on real pairs in
+# (`kgir_lib.kgir.entity_matching.SIMILARITIES`, at this run's threshold; measured on real pairs in
 # `results/benchmarks/matching.md`).
 
 # %%
-from kgir_lib.entity_matching import SIMILARITIES
+from kgir_lib.kgir.entity_matching import SIMILARITIES
 
 seed_rows = []
 for method in SIMILARITIES:
@@ -333,7 +334,7 @@ print(f"NER fell back for {sum(1 for x in ner_rows if x['fallback'])} of {len(ne
 # orange and dashed, components without a seed grey and dotted; each title says what was left out).
 
 # %%
-from kgir_lib.steps_viz import teaching_score
+from kgir_lib.notebook.steps_viz import teaching_score
 
 others = sorted(((teaching_score(focus_view(s, max_edges)), n, j) for n, run in runs.items()
                  for j, s in enumerate(run["subs"]) if s.seeds and s.kept and (n, j) != (name, i)), reverse=True)

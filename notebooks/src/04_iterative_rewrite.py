@@ -2,7 +2,7 @@
 # # 04 — Iterative query rewrite and reflection: KGIR-RAG end to end (paper §2.3–2.4, Algorithm 2, Figs 4–5)
 #
 # Notebook 03 built the evidence subgraph `G_Ans` of one retrieval. KGIR-RAG loops over it
-# (`kgir_lib/methods/kgir.py`, class `KGIRRAG`; prompts in `kgir_lib/prompts/kgir_*.txt`):
+# (`kgir_lib/kgir/loop.py`, class `KGIRRAG`; prompts in `kgir_lib/prompts/kgir_*.txt`):
 #
 # 1. **Evidence subgraph** (Algorithm 1, notebook 03) of the current query: `D_t` = dense top-k, `G_Ans_t`.
 # 2. **Rewrite** (eq. 8, Fig. 4): `q'_t = Rewrite(q, q_history, G_Ans_t)` — the LLM replaces the multi-hop part of
@@ -62,17 +62,17 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from kgir_lib.display import show
-from kgir_lib import evaluate as ev
 from kgir_lib import report
 from kgir_lib.data import sample_questions
-from kgir_lib.methods import build_method
-from kgir_lib.methods.kgir import STAGES, trace_table
-from kgir_lib.metrics import recall_at_k
-from kgir_lib.notebook import open_notebook
+from kgir_lib.eval import evaluate as ev
+from kgir_lib.eval.metrics import recall_at_k
+from kgir_lib.kgir.rounds import STAGES, trace_table
+from kgir_lib.notebook.display import show
+from kgir_lib.notebook.opening import open_notebook
+from kgir_lib.notebook.viz import render_trace
 from kgir_lib.pipeline import workspace
 from kgir_lib.progress import progress
-from kgir_lib.viz import render_trace
+from kgir_lib.registry import build_method
 
 cfg, llm = open_notebook("04_iterative_rewrite", globals())
 n_traces = 3 if n_traces is None else int(n_traces)
@@ -83,7 +83,7 @@ print(f"max_iterations {cfg.max_iterations}, n-gram threshold {cfg.ngram_thresho
 # %% [markdown]
 # ## 1. Run KGIR-RAG on every dataset
 #
-# `kgir_lib.evaluate.run_method` runs the method on the profile's question sample and writes the traces
+# `kgir_lib.eval.evaluate.run_method` runs the method on the profile's question sample and writes the traces
 # (`traces/kgir/<dataset>.trace.jsonl`, plus a `.meta.json` with the run's fingerprint, wall time and LLM usage by
 # stage). With `resume`, an identical earlier run (same questions, config, prompts, LLM and graph) is read
 # back instead (notebook 05 builds the method the same way, so it reads these runs back); every LLM call is
@@ -116,8 +116,8 @@ llm.usage.table().to_csv(cfg.path("usage", "04_iterative_rewrite.csv"))
 # gains; Qwen2.5-72B, BGE-M3, 1,000 questions) is shown in separate columns.
 
 # %%
-from kgir_lib.methods.kgir import seed_match_rate, usable_table
-from kgir_lib.metrics import mean_recall
+from kgir_lib.eval.metrics import mean_recall
+from kgir_lib.kgir.rounds import seed_match_rate, usable_table
 
 rows = {}
 for name, r in results.items():
@@ -174,7 +174,7 @@ report.save_table(usage.round(2), cfg, "04_kgir_usage_by_stage", "KGIR-RAG LLM u
 # ### Usable outputs per stage, truncations and the seed-match rate
 #
 # Whether each stage's reply was **parsed as intended** rather than handled by a fallback
-# (definitions in `kgir_lib/methods/kgir.py`): NER — a JSON entity list with an entity that occurs in the
+# (definitions in `kgir_lib/kgir/loop.py`): NER — a JSON entity list with an entity that occurs in the
 # question; rewrite — a question; reflection — an `Answer:` or `Missing:` line in the first reply
 # (`reflect`), in the verdict turn sent after a first reply without one (`reflect_verdict`), and in either
 # (`reflect, after verdict turn`: the share of reflections the loop could act on); reader — a short non-empty
@@ -214,7 +214,79 @@ display(fig)
 plt.close(fig)
 
 # %% [markdown]
-# ## 3. Per question
+# ## 3. Does the mechanism happen? The Fig. 6 chain, round by round
+#
+# KGIR-RAG's claim is a mechanism (§2, Fig. 6): `G_Ans` holds a **bridge entity** the question does not name
+# ("the top PC maker of 1994" → Compaq), the rewrite names it, the rewritten question's retrieval `D'_t` finds
+# the second hop, and the reflection answers or asks for another round. MuSiQue gives the gold bridge (the
+# answer of the first hop, with the next hop's supporting paragraph); HotpotQA bridge questions give it as the
+# supporting title the question does not name (`kgir_lib.eval.mechanism.bridges`; comparison questions have none).
+#
+# **The bridge funnel** (`kgir_lib.eval.mechanism.funnel`): for each question with a gold bridge, whether (1) a seed
+# matched, (2) the gold bridge is an entity of `G_Ans`, (3) the rewrite names it, (4) `D'_t` retrieves a passage of the
+# next hop that `D_t` lacked, (5) the answer is correct, each step counting only after the ones before it.
+# *% of previous step* shows where the chain breaks; *n next hop already in D_t* counts the questions for which
+# step 4 had nothing left to find.
+#
+# **Forced rounds.** A small model's reflection may answer in round 1 on nearly every question, so the loop
+# never iterates. The forced-rounds variant (`kgir_forced`, a study beside the method) runs every round and the
+# shared reader answers at each; the per-round table says what rounds 2 and 3 add (recall of `D'_t` alone and of
+# the evidence so far, EM/F1 of that round's answer, how often the answer changes and whether for the better),
+# and the oracle stop (the first round whose answer is correct) bounds what a perfect reflection could gain.
+#
+# **The reflection's calibration**: of its "answer" verdicts, how many answers are correct; of its "missing"
+# verdicts, how often the gold passages were already in what it read.
+
+# %%
+from kgir_lib.eval.mechanism import calibration, funnel
+from kgir_lib.eval.mechanism.tables import mechanism_tables
+
+for name, r in progress(results.items(), desc="forced rounds"):
+    r["forced"] = ev.run_method(r["ws"], build_method("kgir_forced"), r["questions"], resume=resume)
+mech = mechanism_tables(cfg.run_dir, list(results), data_dir=cfg.data_path, context_passages=cfg.context_passages)
+loop_funnel = mech["funnel"][mech["funnel"]["method"] == "kgir"]
+fig, ax = plt.subplots(figsize=(8, 3.6))
+funnel.plot_funnel(loop_funnel, "any", ax=ax)
+fig.tight_layout()
+report.save_figure(fig, cfg, "04_bridge_funnel")
+display(fig)
+plt.close(fig)
+show(funnel.weakest_step(mech["funnel"]), "where the chain breaks most (round any)")
+show(loop_funnel[loop_funnel["round"] == "any"].set_index(["dataset", "step"]), "the funnel, any round")
+report.save_table(mech["funnel"].set_index(["method", "dataset", "round", "step"]).round(2), cfg, "04_bridge_funnel",
+                  "The bridge funnel of KGIR-RAG (and its forced-rounds run), per dataset and round: questions with a "
+                  "gold bridge passing the chain up to each step. " + report.model_note(cfg, short=True))
+
+# %%
+per_round = mech["forced_rounds"]
+if len(per_round):
+    show(per_round, "forced rounds: what each round adds")
+    report.save_table(per_round.set_index(["dataset", "round"]).round(2), cfg, "04_forced_rounds",
+                      "KGIR-RAG with every round forced: per round, recall of D'_t alone and of the evidence so far, "
+                      "EM/F1 of that round's answer, answer changes (McNemar against round 1). "
+                      + report.model_note(cfg, short=True))
+    show(mech["oracle_stop"], "oracle stop: the first round whose answer is correct, against the reflection's stop")
+    report.save_table(mech["oracle_stop"].set_index(["dataset"]).round(2), cfg, "04_oracle_stop",
+                      "Oracle stop (first correct round of the forced run) against the reflection's own stop.")
+fig, ax = plt.subplots(figsize=(9, 3.6))
+calibration.plot_calibration(mech["calibration"][mech["calibration"]["method"] == "kgir"], ax=ax)
+fig.tight_layout()
+report.save_figure(fig, cfg, "04_reflection_calibration")
+display(fig)
+plt.close(fig)
+show(mech["calibration"], "the reflection's calibration per round")
+report.save_table(mech["calibration"].set_index(["method", "dataset", "round"]).round(2), cfg, "04_reflection_calibration",
+                  "The reflection's calibration per round: P(answer correct | verdict answer), P(gold passages in its "
+                  "input | verdict missing). " + report.model_note(cfg, short=True))
+
+# %% [markdown]
+# **Reading.** The first table names, per dataset, the step where the chain breaks most often, from this run's
+# traces. If the reflection answers in round 1 (calibration: nearly all verdicts "answer"), the loop's rounds 2
+# and 3 exist only in the forced run; its table says whether they would have helped this model, and the oracle
+# stop how much a perfect stopping rule could add on top.
+
+# %% [markdown]
+# ## 4. Per question
 #
 # Answer, gold answer, scores, rounds and who answered, for every question.
 
@@ -228,7 +300,7 @@ report.save_table(per_q[cols].set_index(["dataset", "qid"]).round(2), cfg, "04_k
                   "KGIR-RAG per question.")
 
 # %% [markdown]
-# ## 4. A few traces, round by round
+# ## 5. A few traces, round by round
 #
 # Each round: the query, the first retrieved passages (★ = gold), the NER reply and the entities used, the
 # sizes of `G_q` / `G_tmp` / `G_Ans`, the heaviest `G_Ans` triples, the rewrite, the new passages, and the
@@ -253,4 +325,4 @@ for name, r in results.items():
 #   the Table 7 ablations (`KGIRRAG(variant=...)`).
 # * *Recall*: the final ranked list is the passages behind `G_Ans` (by their best edge weight), then the
 #   retrievals with the rewritten questions `D'_1 .. D'_T` interleaved by round, then `D_1` — so a rewrite that
-#   finds a new gold passage raises Recall@5 (`kgir_lib.methods.kgir.ranked_list`).
+#   finds a new gold passage raises Recall@5 (`kgir_lib.kgir.state.ranked_list`).

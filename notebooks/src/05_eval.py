@@ -37,7 +37,7 @@
 # as published-only rows. LightRAG runs as a method (§8 shows its index and what it cost).
 #
 # **One reader, one ranked-list rule.** Every method answers through the same reader prompt
-# (`kgir_lib/reader.py`) with the first `context_passages` passages of its context, each cut to
+# (`kgir_lib/methods/reader.py`) with the first `context_passages` passages of its context, each cut to
 # `passage_chars` characters, so the comparison is about *which* passages a method finds. Recall@k
 # (HippoRAG's definition, paper §3.3.3) is computed on each method's final ranked list, built the same way
 # for all: **the passages in the reader's context, in context order, then the method's remaining
@@ -50,7 +50,7 @@ config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "
                            # by name (papermill / runner -p NAME VALUE) reaches the config too
 datasets = None      # None: the profile's value
 n_questions = None   # questions a dataset; None: the profile's value
-methods = None       # registry keys (kgir_lib.methods.METHODS); None: the profile's eval_methods, else DEFAULT_METHODS
+methods = None       # keys of kgir_lib.registry.METHODS; None: the profile's eval_methods, else DEFAULT_METHODS
 resume = None        # reuse an identical earlier run's trace files; None: True
 n_boot = None        # bootstrap resamples; None: 2000
 reference = None     # the method the bootstrap compares with every baseline; None: "KGIR-RAG"
@@ -60,13 +60,16 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from kgir_lib.display import show
-from kgir_lib import case_study as cs
-from kgir_lib import claims as cl
-from kgir_lib import evaluate as ev
-from kgir_lib import narrative, report, viz
-from kgir_lib.methods import DEFAULT_METHODS, LABELS
-from kgir_lib.notebook import open_notebook
+from kgir_lib import report
+from kgir_lib.eval import claims as cl
+from kgir_lib.eval import evaluate as ev
+from kgir_lib.eval.bootstrap import bootstrap_table
+from kgir_lib.eval.mechanism import funnel
+from kgir_lib.eval.mechanism.tables import mechanism_tables
+from kgir_lib.notebook import narrative, viz
+from kgir_lib.notebook.display import show
+from kgir_lib.notebook.opening import open_notebook
+from kgir_lib.registry import DEFAULT_METHODS, LABELS
 
 cfg, llm = open_notebook("05_eval", globals())
 method_keys = list(methods) if methods is not None else list(cfg.eval_methods or DEFAULT_METHODS)
@@ -78,7 +81,7 @@ print(f"methods ({len(method_keys)}): {[LABELS.get(k, k) for k in method_keys]}"
 # %% [markdown]
 # ## 1. Run every method on every dataset
 #
-# `kgir_lib.evaluate.run_suite` builds one workspace per dataset (`pipeline.workspace`: the dense index over
+# `kgir_lib.eval.evaluate.run_suite` builds one workspace per dataset (`pipeline.workspace`: the dense index over
 # the whole corpus, the knowledge graph of notebook 01, BM25 on demand) around **the one LLM** built above,
 # draws the question sample once, and runs each method on it (`run_method`). Each run writes one JSON line a
 # question to `results/<profile>/traces/<method key>/<dataset>.trace.jsonl` (answer, ranked passages, usage, the
@@ -93,10 +96,6 @@ print(f"methods ({len(method_keys)}): {[LABELS.get(k, k) for k in method_keys]}"
 
 # %%
 suite = ev.run_suite(cfg, llm, cfg.datasets, method_keys, resume=resume)
-if suite.skipped:
-    print("NOT RUN (could not be built):")
-    for key, why in suite.skipped.items():
-        print(f"  {key}: {why}")
 runs = suite.runs.copy()
 runs["wall seconds / q"] = runs["wall_seconds"] / runs["n"]
 show(runs.pivot_table(index="method", columns="dataset", values="wall seconds / q", sort=False), digits=2)
@@ -200,13 +199,13 @@ plt.show()
 # For KGIR-RAG and each other method, the per-question difference of EM, F1 (Tables 4/5) and Recall@2/5
 # (Table 6; a method without retrieval has none) is resampled over questions with replacement (`n_boot` times,
 # seed 0); the 95 % interval is the 2.5 and 97.5 percentiles of the
-# resampled mean differences (`evaluate.paired_bootstrap`). Pairing by question removes the variation
+# resampled mean differences (`kgir_lib.eval.bootstrap.paired_bootstrap`). Pairing by question removes the variation
 # between questions that both methods share. "supported" says whether the interval excludes 0; with a
 # handful of questions almost nothing is. Rows `all` pool the datasets (resampling (dataset, question)
 # pairs).
 
 # %%
-bt = ev.bootstrap_table(suite.scores, reference=reference, metrics=("EM", "F1", "R@2", "R@5"), n_boot=n_boot,
+bt = bootstrap_table(suite.scores, reference=reference, metrics=("EM", "F1", "R@2", "R@5"), n_boot=n_boot,
                         seed=0)
 if bt.empty:
     print(f"no bootstrap: {reference!r} was not run")
@@ -224,47 +223,91 @@ else:
 #
 # KGIR-RAG claims that its rewrite raises Recall@k (§3.3.3), that the evidence subgraph, the reflection and the
 # rewrite each add accuracy (§3.4, Table 7), and that it answers multi-hop questions better than IRCoT, KG²RAG
-# and HippoRAG 2 (§3.3.2). Each claim is KGIR-RAG minus one method on the same questions, with the paired
-# bootstrap interval of section 5 (`kgir_lib.claims`): **supports** when the 95 % interval lies above 0,
-# **contradicts** when it lies below, **cannot tell** when it contains 0. Table 7's drops (MuSiQue,
-# Qwen2.5-72B) stand beside our MuSiQue rows (musique, musique_train) as KGIR-RAG minus the variant, and
-# beside no other dataset or the pooled `all`; for the other claims the paper prints no numbers as text.
-# The reading is this run's, by its model: a small model's verdict on a small sample is not the paper's.
+# and HippoRAG 2 (§3.3.2). Each claim is KGIR-RAG minus one method on the same questions (`kgir_lib.eval.claims`):
+#
+# * **the test decides**: exact paired tests — McNemar for EM (only the questions one method gets right and the
+#   other wrong count), the sign-flip permutation test for F1 and recall;
+# * **families declared in code before the run**: each paper claim is one family (its datasets, its metrics and
+#   the pooled `all` rows); Holm's adjustment inside each family keeps the chance of any false verdict within a
+#   claim at 5 %. **supports** / **contradicts**: adjusted p below 0.05 with KGIR-RAG ahead / behind;
+#   **cannot tell** otherwise;
+# * the **effect size** is KGIR-RAG minus the other with its paired bootstrap 95 % interval (section 5);
+# * **MDE**: the smallest difference this many questions detects with 80 % power at the family's first Holm
+#   level — for EM from the run's own share of discordant questions. Beside Table 7's drop it says whether a
+#   run this size could see the published effect at all.
+#
+# Table 7's drops (MuSiQue, Qwen2.5-72B) stand beside our MuSiQue rows only (musique, musique_train), as
+# KGIR-RAG minus the variant; for the other claims the paper prints no numbers as text. The reading is this
+# run's, by its model: a small model's verdict on a small sample is not the paper's.
 #
 # The prompts were tuned on musique_train questions at positions 30–59 of the seeded shuffle
-# (`kgir_lib.data.tuning_questions`, `results/benchmarks/usable.md`). A sample of at most 30 never meets them;
-# a larger one (the `local` profile's 100) does, so the reading is given again without them.
+# (`kgir_lib.data.tuning_questions`, `results/benchmarks/usable.md`). A sample that contains them (the `local`
+# profile's 100) is read again without them: a robustness check chosen after the fact, shown beside the main
+# reading, never in its place.
 
 # %%
 claims = cl.claims_table(suite.scores, n_boot=n_boot, seed=0)
 report.save_table(claims.set_index(["claim", "dataset", "metric"]), cfg, "05_claims",
-                  f"The paper's claims: KGIR-RAG minus the compared method, paired bootstrap 95 % CI ({n_boot} "
-                  f"resamples), and the reading. {caption_ours}")
+                  "The paper's claims: KGIR-RAG minus the compared method; verdicts from exact paired tests "
+                  "(McNemar for EM, sign-flip for F1 and recall), Holm-adjusted within each claim; paired bootstrap "
+                  f"95 % CI ({n_boot} resamples) as the effect size; MDE at 80 % power. {caption_ours}")
+show(claims.set_index(["claim", "dataset", "metric"])[["n", "diff", "CI lo", "CI hi", "test", "discordant", "p",
+                                                        "p (Holm)", "MDE", cl.PAPER_COLUMN, "reading"]],
+     "the claims, read by exact tests")
 display(Markdown(cl.claims_summary(claims)))
 untuned = cl.drop_questions(suite.scores, cl.tuned_questions(cfg))
 if len(untuned) < len(suite.scores):
     claims_untuned = cl.claims_table(untuned, n_boot=n_boot, seed=0)
     report.save_table(claims_untuned.set_index(["claim", "dataset", "metric"]), cfg,
                       "05_claims_without_tuning_questions",
-                      f"As 05_claims, without the prompt-tuning questions. {caption_ours}")
-    display(Markdown("**Without the prompt-tuning questions:**\n\n" + cl.claims_summary(claims_untuned)))
+                      f"Robustness check: as 05_claims, without the prompt-tuning questions. {caption_ours}")
+    side = claims[["claim", "dataset", "metric", "diff", "p (Holm)", "reading"]].merge(
+        claims_untuned[["claim", "dataset", "metric", "diff", "p (Holm)", "reading"]],
+        on=["claim", "dataset", "metric"], suffixes=("", " without tuning"))
+    show(side.set_index(["claim", "dataset", "metric"]), "robustness: the same reading without the tuning questions")
 else:
     print("None of the prompt-tuning questions is in this run's sample: the reading above is on untouched questions.")
 
 # %% [markdown]
-# **Where to look for the cause**, in the traces: how KGIR-RAG's loop ran on these questions, step by step
-# against the paper's Fig. 6 pattern (`case_study.bridge_summary`; notebook 07 ranks the individual traces). If
-# the reflection answers in round 1 on nearly every question, the loop stops after one rewrite and one retrieval
-# with it, which is what *w/o reflection* does before its reader answers: the reflection row above then measures
-# the reflection as a reader, not the iteration. Section 2's answer-form table shows how long the reflection's
-# answers are against the shared reader's.
+# ### The rewrite's own retrieval, and how much the ranked-list rule decides
+#
+# "The rewrite raises recall" is read above on KGIR-RAG's final ranked list: the passages behind `G_Ans` first
+# (paper §3.3.3 credits the subgraph stage's filtering of key information), then the rewritten questions'
+# retrievals `D'_t`, then `D_1` (`kgir_lib.kgir.state.ranked_list`). That prefix is shared with *w/o
+# rewrite*, so the rule alone can move the gap. Two tables separate the rewrite from the rule
+# (`kgir_lib.eval.mechanism.rewrite_retrieval`), with the same exact tests:
+#
+# * **per round**: how many questions gain a gold passage from `D'_t` that `D_1 … D'_{t-1}` lacked, how many
+#   lose one from the passages the round shows (a gold passage in the top `context_passages` of `D_1` that the
+#   reflection or reader no longer sees); recall at a fixed budget k of `D_1` alone against `D_1` merged with
+#   `D'_t` (alternating by rank); `D'_t` alone against `D_1`, for reference;
+# * **ranked-list rules**: KGIR-RAG and *w/o rewrite* under the headline rule and three others.
 
 # %%
-kgir = suite.scores[suite.scores["method"] == "KGIR-RAG"]
-kgir_qids = set(zip(kgir["dataset"], kgir["qid"].astype(str)))
-bridge = cs.find_bridge_cases(cs.load_kgir_traces(cfg, cfg.datasets))
-bridge = bridge[[(d, q) in kgir_qids for d, q in zip(bridge["dataset"], bridge["qid"])]]
-show(cs.bridge_summary(bridge))
+mech = mechanism_tables(cfg.run_dir, cfg.datasets, data_dir=cfg.data_path, context_passages=cfg.context_passages)
+rr = mech["rewrite_retrieval"]
+if len(rr):
+    show(rr[rr["method"] == "kgir"].set_index(["dataset", "round"]), "the rewrite's own retrieval, per round")
+    report.save_table(rr.set_index(["method", "dataset", "round"]).round(3), cfg, "05_rewrite_retrieval",
+                      "The rewrite's own retrieval per round: gold passages gained from D'_t and lost from the shown "
+                      "context; fixed-budget recall of D_1, D_1 merged with D'_t, and D'_t (exact tests). "
+                      + caption_ours)
+rules = mech["ranked_list_rules"]
+if len(rules):
+    show(rules.set_index(["dataset", "rule", "k"]), "KGIR-RAG minus w/o rewrite under each ranked-list rule")
+    report.save_table(rules.set_index(["dataset", "rule", "k"]).round(3), cfg, "05_ranked_list_rules",
+                      "Recall@k of KGIR-RAG and w/o rewrite under four ranked-list rules (sign-flip p). " + caption_ours)
+
+# %% [markdown]
+# **Where to look for the cause**, in the traces: notebook 04's bridge funnel (does `G_Ans` hold the bridge, does
+# the rewrite name it, does `D'_t` find the next hop) and the reflection's calibration; notebook 06's forced
+# rounds (what iteration adds when the reflection stops early). If the reflection answers in round 1 on nearly
+# every question, the loop stops after one rewrite and one retrieval with it, which is what *w/o reflection*
+# does before its reader answers. Every method's answer, KGIR-RAG's included, is worded by the shared reader
+# (section 2's answer-form table).
+
+# %%
+show(funnel.weakest_step(mech["funnel"]), "where KGIR-RAG's Fig. 6 chain breaks most (notebook 04)")
 
 # %% [markdown]
 # ## 7. Choices and deviations, in one place
@@ -302,7 +345,7 @@ display(Markdown(f"In this run {narrative.reader_context(cfg)}."))
 # %% [markdown]
 # ## 8. LightRAG: its index beside the suite graph
 #
-# LightRAG indexes the graph methods' passage pool once per dataset (`kgir_lib.methods.lightrag_index`, cached
+# LightRAG indexes the graph methods' passage pool once per dataset (`kgir_lib.baselines.lightrag_index`, cached
 # under `results/<profile>/cache/lightrag/`). With `lightrag_index` = `suite_graph` it inserts the suite's own
 # triples as its custom knowledge graph and calls no LLM (its retrieval, not its extraction); with `native` its own
 # entity/relation extraction runs through this run's LLM (stages `lightrag_extract`, `lightrag_gleaning`,
@@ -310,7 +353,7 @@ display(Markdown(f"In this run {narrative.reader_context(cfg)}."))
 # tokens (HippoRAG 2 paper) are the LightRAG row of §4's published table, in their own columns.
 
 # %%
-from kgir_lib.methods.lightrag_index import indexing_table
+from kgir_lib.baselines.lightrag_index import indexing_table
 
 if any(k.startswith("lightrag") for k in method_keys):
     print(f"lightrag_index = {cfg.lightrag_index!r}")

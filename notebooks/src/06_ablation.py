@@ -20,7 +20,7 @@
 #    noise; expansion is needed for answer quality), so there are no published numbers to put beside ours.
 # 3. **KG²RAG sensitivity and robustness** (report, Fig. 5, Tables 5-6): the number of seed passages `k`,
 #    the expansion depth `m`, and the graph with 5 % and 10 % of its triples dropped at random
-#    (`kgir_lib.ablation.drop_triples`: exactly `round(fraction · n)` triples, seeded; several seeds,
+#    (`kgir_lib.eval.perturb.drop_triples`: exactly `round(fraction · n)` triples, seeded; several seeds,
 #    mean ± standard deviation).
 # 4. **KGIR-RAG's own knobs**: the maximum number of iterations, the retrieval top-k, and the n-gram
 #    matching threshold of eq. 5.
@@ -45,11 +45,9 @@ study_datasets = None       # sweeps and robustness; None: the profile's study_d
 study_n_questions = None    # questions a sweep point; None: the profile's study_n_questions
 robustness_seeds = None     # how many seeds a drop fraction; None: the profile's robustness_seeds
 drop_fractions = None       # None: (0.05, 0.10) as in the KG²RAG report
-kg2rag_k_values = None      # None: ablation.GRID["kg2rag_k"]
-kg2rag_m_values = None      # None: ablation.GRID["kg2rag_m"]
-kgir_iterations = None      # None: ablation.GRID["kgir_max_iterations"]
-kgir_top_k_values = None    # None: ablation.GRID["kgir_top_k"]
-ngram_thresholds = None     # None: ablation.GRID["kgir_ngram_threshold"]
+kg2rag_sweeps = None        # KG²RAG's knobs swept, {knob: values}, e.g. {"top_k": [5, 10]}; a knob not given (and
+                            # None) keeps ablation.GRID["kg2rag"]: top_k (the seed passages k), m_hops
+kgir_sweeps = None          # KGIR-RAG's, likewise; None: ablation.GRID["kgir"]: max_iterations, top_k, ngram_threshold
 n_boot = None               # bootstrap resamples of the ablation intervals; None: 2000
 
 # %%
@@ -57,17 +55,17 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import display
 
-from kgir_lib.display import show
-from kgir_lib import ablation, report, viz
+from kgir_lib import report
 from kgir_lib.data import sample_questions
-from kgir_lib.methods import build_method
-from kgir_lib.notebook import open_notebook
+from kgir_lib.eval import ablation
+from kgir_lib.notebook import viz
+from kgir_lib.notebook.display import show
+from kgir_lib.notebook.opening import open_notebook
 from kgir_lib.pipeline import workspace
+from kgir_lib.registry import build_method
 
 cfg, llm = open_notebook("06_ablation", globals())
-grid = ablation.study_grid(drop_fractions=drop_fractions, kg2rag_k=kg2rag_k_values, kg2rag_m=kg2rag_m_values,
-                           kgir_max_iterations=kgir_iterations, kgir_top_k=kgir_top_k_values,
-                           kgir_ngram_threshold=ngram_thresholds)
+grid = ablation.study_grid(drop_fractions=drop_fractions, kg2rag=kg2rag_sweeps, kgir=kgir_sweeps)
 seeds = list(range(cfg.robustness_seeds))
 n_boot = 2000 if n_boot is None else int(n_boot)
 _ws = {}
@@ -109,7 +107,7 @@ print("grid:", grid)
 # questions, with its paired bootstrap 95 % interval (`Δ… CI lo/hi`, resampling questions; an interval that
 # contains 0 cannot tell the variant from the full method). The paper's columns hold its reported drops
 # (MuSiQue, Qwen2.5-72B) and nothing else.
-# Recall@k is each variant's final ranked list (see `kgir_lib.methods.kgir`): without the subgraph it
+# Recall@k is each variant's final ranked list (see `kgir_lib.kgir.loop`): without the subgraph it
 # has no `G_Ans` evidence to rank first.
 
 # %%
@@ -139,16 +137,27 @@ show(table7)
 # after round 1 on nearly every question, so the full method never iterates and that row cannot show it.
 # The forced-rounds variant (`kgir_forced`, a study beside the paper's method, not a replacement) runs every
 # round whatever the reflection says, and the shared reader answers at each; the answer after T = 1, 2, 3
-# rounds is read off one run. Its traces are the input of notebook 04's per-round tables.
+# rounds is read off one run (notebook 04 runs it on the same questions; here its traces are read back).
+# EM and F1 after T rounds sit beside Table 7's rows, with McNemar against round 1; the oracle stop (the first
+# round whose answer is correct) bounds what a perfect reflection could add.
 
 # %%
-forced = pd.DataFrame([{"dataset": d, **ablation.run_and_score(ws_of(d), questions_of(d, cfg.n_questions),
-                                                                build_method("kgir_forced"))[1]}
-                       for d in cfg.ablation_datasets])
-report.save_table(forced.set_index("dataset"), cfg, "06_kgir_forced_rounds",
-                  f"KGIR-RAG with every round forced ({cfg.max_iterations} rounds, the reader answers after the "
-                  "last): EM, F1 and recall of its final answer and ranked list.")
-forced
+from kgir_lib.eval.mechanism.tables import mechanism_tables
+
+for d in cfg.ablation_datasets:
+    ablation.run_and_score(ws_of(d), questions_of(d, cfg.n_questions), build_method("kgir_forced"))
+mech = mechanism_tables(cfg.run_dir, cfg.ablation_datasets, data_dir=cfg.data_path,
+                        context_passages=cfg.context_passages)
+forced = mech["forced_rounds"]
+if len(forced):
+    show(forced.set_index(["dataset", "round"])[["n", "EM", "F1", "R@5 D'_t", "recall cumulative", "changed",
+                                                 "EM better", "EM worse", "McNemar b", "McNemar c", "EM p vs round 1"]],
+         "KGIR-RAG with every round forced: the answer after T rounds")
+    report.save_table(forced.set_index(["dataset", "round"]).round(3), cfg, "06_kgir_forced_rounds",
+                      f"KGIR-RAG with every round forced ({cfg.max_iterations} rounds; the reader answers after each): "
+                      "per round, EM/F1 of that round's answer, recall, answer changes, McNemar against round 1. "
+                      + report.model_note(cfg, short=True))
+    show(mech["oracle_stop"].set_index("dataset"), "oracle stop against the reflection's own stop")
 
 # %% [markdown]
 # ## 2. KG²RAG ablations (report Tables 3-4)
@@ -200,8 +209,8 @@ def sweep_all(make, values, param):
                      ignore_index=True)
 
 
-kg2_k = sweep_all(lambda k: build_method("kg2rag", seed_k=k), grid["kg2rag_k"], "k")
-kg2_m = sweep_all(lambda m: build_method("kg2rag", m_hops=m), grid["kg2rag_m"], "m")
+kg2_k = sweep_all(lambda k: build_method("kg2rag", top_k=k), grid["kg2rag"]["top_k"], "k")  # the report's k and m
+kg2_m = sweep_all(lambda m: build_method("kg2rag", m_hops=m), grid["kg2rag"]["m_hops"], "m")
 report.save_table(kg2_k.set_index(["dataset", "value"]), cfg, "06_kg2rag_k",
                   "KG²RAG: sensitivity to the number of seed passages k (report Fig. 5).")
 report.save_table(kg2_m.set_index(["dataset", "value"]), cfg, "06_kg2rag_m",
@@ -251,23 +260,20 @@ show(robust)
 # is in the effective config printed at the top).
 
 # %%
-kgir_sweeps = pd.concat([
-    sweep_all(lambda t: build_method("kgir", max_iterations=t), grid["kgir_max_iterations"], "max_iterations"),
-    sweep_all(lambda k: build_method("kgir", top_k=k), grid["kgir_top_k"], "top_k"),
-    sweep_all(lambda th: build_method("kgir", ngram_threshold=th), grid["kgir_ngram_threshold"], "ngram_threshold"),
-], ignore_index=True)
-report.save_table(kgir_sweeps.set_index(["dataset", "param", "value"]), cfg, "06_kgir_sensitivity",
+kgir_sens = pd.concat([sweep_all(lambda v, knob=knob: build_method("kgir", **{knob: v}), values, knob)
+                       for knob, values in grid["kgir"].items()], ignore_index=True)
+report.save_table(kgir_sens.set_index(["dataset", "param", "value"]), cfg, "06_kgir_sensitivity",
                   "KGIR-RAG: sensitivity to max_iterations, top_k and the n-gram threshold (eq. 5).",
                   exact=["value"])
-params = list(dict.fromkeys(kgir_sweeps["param"]))
+params = list(dict.fromkeys(kgir_sens["param"]))
 fig, axes = plt.subplots(len(params), 1, figsize=(9, 4 * len(params)), squeeze=False)
 for ax, p in zip(axes[:, 0], params):
-    viz.plot_sweep(ax, kgir_sweeps[kgir_sweeps.param == p], ("EM", "F1", "R@5"), f"KGIR-RAG: {p}",
+    viz.plot_sweep(ax, kgir_sens[kgir_sens.param == p], ("EM", "F1", "R@5"), f"KGIR-RAG: {p}",
                    n_questions=n_study)
 fig.tight_layout()
 report.save_figure(fig, cfg, "06_kgir_sensitivity")
 plt.show()
-show(kgir_sweeps)
+show(kgir_sens)
 
 # %% [markdown]
 # ## Reading these numbers

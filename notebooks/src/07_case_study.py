@@ -20,7 +20,7 @@
 # 5. each reflection verdict with its chain-of-thought reasoning (Fig. 5);
 # 6. the final answer against the gold answers, and what every baseline answered for the same question.
 #
-# **Which question.** One library call, `kgir_lib.case_choice.choose_case`, reads the KGIR-RAG traces that
+# **Which question.** One library call, `kgir_lib.notebook.case.choice.choose_case`, reads the KGIR-RAG traces that
 # notebook 04 wrote and takes the question that went **furthest along the chain**; it says plainly whether
 # any question of the run completed it, and where the chosen one stopped. Give `dataset` and `qid` to study
 # any other question. With no traces at all the notebook takes the first sampled question of the profile's
@@ -40,7 +40,7 @@ config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "
 dataset = None          # e.g. "musique"; None: the best Fig. 6 candidate of the run's traces
 qid = None              # question id in `dataset`
 free_question = None    # None: the paper's Fig. 6 question
-free_passages = None    # [(title, text), ...]; None: the Fig. 6 corpus of kgir_lib.case_study.FIGURE6_EXAMPLE
+free_passages = None    # [(title, text), ...]; None: the Fig. 6 corpus of kgir_lib.notebook.case.build.FIGURE6_EXAMPLE
 free_answers = None     # gold answers of the free question (optional)
 baselines = None        # method names for the baseline comparison; None: every method
 
@@ -51,12 +51,18 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from kgir_lib import case_study as cs
-from kgir_lib import narrative, report
-from kgir_lib.case_choice import CHAIN, choose_case
+from kgir_lib import report
 from kgir_lib.data import load_dataset, sample_questions
-from kgir_lib.display import show
-from kgir_lib.notebook import open_notebook
+from kgir_lib.notebook import narrative
+from kgir_lib.notebook.case.baselines import baseline_answers
+from kgir_lib.notebook.case.bridges import bridge_summary, find_bridge_cases
+from kgir_lib.notebook.case.build import FIGURE6_EXAMPLE, case_from_dataset, case_from_passages
+from kgir_lib.notebook.case.choice import choose_case, gold_chain
+from kgir_lib.notebook.case.display import (display_case, draw_case, show_ner, show_reflections, show_retrieval,
+                                            show_rewrites, show_subgraphs)
+from kgir_lib.notebook.case.records import load_kgir_traces
+from kgir_lib.notebook.display import show
+from kgir_lib.notebook.opening import open_notebook
 
 cfg, llm = open_notebook("07_case_study", globals())
 display(Markdown(narrative.algorithm1_settings(cfg) + f"\n* loop: at most {cfg.max_iterations} rounds "
@@ -65,17 +71,22 @@ display(Markdown(narrative.algorithm1_settings(cfg) + f"\n* loop: at most {cfg.m
 # %% [markdown]
 # ## 1. Choosing the question
 #
-# Every full KGIR-RAG trace of the run, with the steps of the chain it took (`reached`: how many in a row):
-# the rewrite names an entity of `G_Ans` the question does not (the bridge); the rewritten question's retrieval
-# brings a gold passage the first retrieval lacked or ranked lower (the next hop); the answer is correct.
+# Every full KGIR-RAG trace of the run, with the steps of the chain it took (`reached`: how many in a row),
+# judged against the **gold bridge entity** of the question (`kgir_lib.notebook.case.choice.gold_chain`, the bridge
+# funnel of notebook 04: MuSiQue's first-hop answers, HotpotQA's unnamed supporting title): the gold bridge is an entity
+# of `G_Ans`; the rewrite names it; the rewritten question's retrieval `D'_t` brings a passage of the next hop
+# that `D_t` lacked; the answer is correct. Questions without a gold bridge (HotpotQA comparison questions) take
+# no step.
 
 # %%
-choice = choose_case(cs.load_kgir_traces(cfg), dataset, qid)
+chain = gold_chain(cfg.data_path, cfg.datasets)
+choice = choose_case(load_kgir_traces(cfg), dataset, qid, chain=chain)
 print(choice.note)
 candidates = choice.table
 if choice.qid is not None:
     dataset, qid = choice.dataset, choice.qid
-    show(candidates.head(8).set_index("qid")[["reached", *CHAIN, "question", "rewrite", "bridge", "answer", "gold"]],
+    show(candidates.head(8).set_index("qid")[["reached", *choice.steps, "question", "rewrite", "bridge", "answer",
+                                              "gold"]],
          "the traces that went furthest along the Fig. 6 chain", max_cols=5)
     report.save_table(candidates.head(20).set_index(["dataset", "qid"]), cfg, "07_bridge_candidates",
                       "KGIR-RAG traces ranked by how far they go along the Fig. 6 chain (notebook 07).");
@@ -86,12 +97,29 @@ else:
     print(f"the first sampled question of {dataset} instead: {qid}")
 
 # %% [markdown]
+# **Which method finds the bridge?** The funnel's "names the bridge" step asked of every iterative method
+# (`kgir_lib.eval.mechanism.funnel.bridge_naming_table`): KGIR-RAG's rewrites, IRCoT's reasoning sentences,
+# ITER-RETGEN's generations and HyDE's hypothetical passages; whether the retrieval made with that text then finds the
+# next hop; McNemar of naming against KGIR-RAG on the same questions. Methods whose traces this run lacks are absent.
+
+# %%
+from kgir_lib.eval.mechanism.tables import mechanism_tables
+
+naming = mechanism_tables(cfg.run_dir, cfg.datasets, data_dir=cfg.data_path,
+                          context_passages=cfg.context_passages)["bridge_naming"]
+if len(naming):
+    show(naming.set_index(["dataset", "method"]), "who names the gold bridge entity, and finds the next hop")
+    report.save_table(naming.set_index(["dataset", "method"]).round(3), cfg, "07_bridge_naming",
+                      "Iterative methods naming the gold bridge entity in their generated text, and finding the "
+                      "next hop with it (notebook 07). " + report.model_note(cfg, short=True));
+
+# %% [markdown]
 # How often each step of the pattern happens over the whole run, per dataset. A reflection that answers in
 # round 1 ends the loop before any rewrite is retrieved with: on such a run, KGIR-RAG's score measures its first
 # retrieval and its reflection prompt, not the iteration.
 
 # %%
-steps = cs.bridge_summary(cs.find_bridge_cases(cs.load_kgir_traces(cfg)))
+steps = bridge_summary(find_bridge_cases(load_kgir_traces(cfg)))
 show(steps, "traces per dataset taking each step of the Fig. 6 pattern")
 if len(steps):
     report.save_table(steps, cfg, "07_bridge_summary",
@@ -106,7 +134,7 @@ if len(steps):
 # per round of the loop.
 
 # %%
-case = cs.case_from_dataset(cfg, dataset, qid, llm=llm)
+case = case_from_dataset(cfg, dataset, qid, llm=llm)
 display(Markdown(f"**Question** ({dataset} `{qid}`): {case.question}  \n**Gold**: {' | '.join(case.gold_answers)}"))
 show(case.steps_frame(), "one row per round")
 
@@ -116,7 +144,7 @@ show(case.steps_frame(), "one row per round")
 # Rounds after the first retrieve with the rewritten question. Gold (supporting) passages are marked.
 
 # %%
-cs.show_retrieval(case)
+show_retrieval(case)
 
 # %% [markdown]
 # ## 4. Question entities (eq. 4) and their n-gram matches in `G_q` (eq. 5)
@@ -128,30 +156,31 @@ cs.show_retrieval(case)
 # threshold (the rule printed at the top); the matched entities are the *seeds*.
 
 # %%
-cs.show_ner(case)
+show_ner(case)
 
 # %% [markdown]
 # ## 5. The bridge: from a seed to the bridge entity, and on to the answer (eqs. 5-7, Fig. 6)
 #
 # `G_Ans` of a sample question holds dozens of triples; drawn whole it says nothing. The drawing shows only
-# the path that matters (`kgir_lib.bridge_viz`): in purple, the chain of round 1's `G_Ans` from a seed to the
+# the path that matters (`kgir_lib.notebook.case.bridge_viz`): in purple, the chain of round 1's `G_Ans` from a seed to
+# the
 # **bridge entity** the rewrite names; in green, the triples of any round's `G_Ans` joining the bridge to an
 # entity that names the answer (the next hop); pale, a few more `G_Ans` triples around them, 30 triples at
 # most. The sentence above the drawing says what it shows; when there is nothing to draw it says so instead.
 # The table below it lists the heaviest `G_Ans` triples of each round.
 
 # %%
-from kgir_lib.bridge_viz import bridge_view
+from kgir_lib.notebook.case.bridge_viz import bridge_view
 
 view = bridge_view(case)
 print(view.note)
-fig = cs.draw_case(case)
+fig = draw_case(case)
 safe = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{dataset}_{qid}")
 if fig is not None:
     report.save_figure(fig, cfg, f"07_case_bridge_{safe}")
     display(fig)
     plt.close(fig)
-cs.show_subgraphs(case)
+show_subgraphs(case)
 
 # %% [markdown]
 # ## 6. Rewrites (eq. 8, Fig. 4)
@@ -160,7 +189,7 @@ cs.show_subgraphs(case)
 # of `G_Ans` that a rewrite introduces (and the question did not name) are the bridge entities of Fig. 6.
 
 # %%
-cs.show_rewrites(case)
+show_rewrites(case)
 
 # %% [markdown]
 # ## 7. Reflection (§2.4, Fig. 5)
@@ -171,7 +200,7 @@ cs.show_rewrites(case)
 # by the shared reader (a *forced* answer).
 
 # %%
-cs.show_reflections(case)
+show_reflections(case)
 
 # %% [markdown]
 # ## 8. Final answer, and what the baselines answered
@@ -182,7 +211,7 @@ cs.show_reflections(case)
 
 # %%
 show(case.result_frame(), index=False)
-answers = cs.baseline_answers(case, methods=baselines)
+answers = baseline_answers(case, methods=baselines)
 report.save_table(case.steps_frame(), cfg, f"07_case_steps_{safe}",
                   f"KGIR-RAG rounds for {dataset} {qid}: {case.question}")
 report.save_table(answers, cfg, f"07_case_answers_{safe}",
@@ -198,14 +227,14 @@ show(answers, "what every method answered")
 # are extracted with the profile's LLM first — the offline stage of §2.1 in miniature.
 
 # %%
-example = cs.FIGURE6_EXAMPLE
-free = cs.case_from_passages(cfg, free_question or example["question"],
+example = FIGURE6_EXAMPLE
+free = case_from_passages(cfg, free_question or example["question"],
                              free_passages if free_passages is not None else example["passages"],
                              free_answers if free_answers is not None else
                              (example["answers"] if free_question is None else ()), llm=llm)
 print(f"extracted {len(free.ws.kg)} triples from {len(free.ws.dataset.corpus)} passages")
 show(free.ws.kg.to_frame(), "the triples extracted from the free passages", index=False)
-free_fig = cs.display_case(free)
+free_fig = display_case(free)
 if free_fig is not None:
     report.save_figure(free_fig, cfg, "07_free_question_bridge");
 

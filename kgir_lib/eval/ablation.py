@@ -1,0 +1,325 @@
+"""Ablations, sensitivity sweeps and KG-robustness studies (notebook 06).
+
+- KGIR-RAG, paper §3.4 / Table 7: the full method against ``w/o subgraph``,
+  ``w/o reflection`` and ``w/o rewrite`` (:func:`variant_scores`, :func:`variant_intervals`,
+  :func:`ablation_table`), with paired bootstrap intervals and the paper's reported drops
+  (:data:`kgir_lib.report.KGIR_ABLATION_DROPS`, MuSiQue, Qwen2.5-72B) in separate,
+  labelled columns beside ours.
+- KG²RAG (report, Tables 3-6 and Fig. 5): ``w/o expansion`` and ``w/o
+  organisation``; sensitivity to the seed count k (its ``top_k``) and the expansion depth
+  m (``m_hops``); robustness when 5 % / 10 % of the triples are dropped at random
+  (:func:`kgir_lib.eval.perturb.drop_triples`, :func:`robustness`).
+- KGIR-RAG's own knobs: ``max_iterations``, ``top_k`` and the n-gram matching
+  threshold of eq. 5 (:func:`sweep`; the values: :data:`GRID`, :func:`study_grid`).
+
+Every run goes through the workspace's LLM, hence its SQLite cache: rerunning a
+study repeats no LLM call. The figures of notebook 06 are drawn by :mod:`kgir_lib.notebook.viz`.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..methods.base import Method, Workspace
+from ..registry import build_method
+from ..report import KGIR_ABLATION_DATASETS, KGIR_ABLATION_DROPS
+from ..traces import trace_filename
+from .evaluate import METRICS  # the score columns every study reports (×100), as run_and_score returns them
+from .perturb import check_fraction, perturbed_workspace, recording_workspace
+
+# KGIRRAG(variant=...) -> the row label of paper Table 7.
+KGIR_VARIANT_LABELS = {"full": "KGIR-RAG (full)", "no_subgraph": "w/o subgraph",
+                       "no_reflection": "w/o reflection", "no_rewrite": "w/o rewrite"}
+# KG2RAG(variant=...) -> the row label of the KG²RAG report's Tables 3-4.
+KG2RAG_VARIANT_LABELS = {"full": "KG²RAG (full)", "no_expansion": "w/o expansion",
+                         "no_organisation": "w/o organisation"}
+
+
+# Default values of each study (notebook 06 parameters override them; the profile's value is in each). A sweep of a
+# method's knob is keyed by the knob's one name (its constructor parameter, kgir_lib.methods.base.MethodBase.knobs).
+GRID = {
+    "drop_fractions": (0.05, 0.10),            # KG²RAG report Table 6
+    "kg2rag": {
+        "top_k": (5, 10, 15, 20),              # seed passages k (report Fig. 5; paper default 10)
+        "m_hops": (0, 1, 2),                   # expansion hops m (report Table 5; default 1, 0 = w/o expansion)
+    },
+    "kgir": {
+        "max_iterations": (1, 2, 3),           # KGIR-RAG loop bound (profile default 3)
+        "top_k": (5, 10, 15),                  # |D_q| (paper: 10)
+        "ngram_threshold": (0.5, 0.7, 1.0),    # eq. 5 threshold of the profile's match_method (tokens: 0.5 lets a
+        #                                        name gain one word, 0.7 only names of 3+ words, 1.0 equal words)
+    },
+}
+
+
+def _values(name: str, values) -> list:
+    values = [values] if isinstance(values, (int, float, str)) else list(values)
+    if not values:
+        raise ValueError(f"parameter {name!r}: give at least one value")
+    return values
+
+
+def _knob_values(method_key: str, sweeps: Mapping, name: str) -> dict:
+    """``GRID[method_key]`` with ``sweeps`` ({knob: values}) in place of its entries; each value as the method
+    takes it, checked by the method itself (:meth:`kgir_lib.methods.base.MethodBase.__post_init__`)."""
+    if not isinstance(sweeps, Mapping):
+        raise ValueError(f"parameter {name!r}: expected {{knob: values}}, e.g. {{'top_k': [5, 10]}}, got {sweeps!r}")
+    knobs = type(build_method(method_key)).knobs
+    out = dict(GRID[method_key])
+    for knob, values in sweeps.items():
+        if knob not in knobs:
+            raise ValueError(f"parameter {name!r}: {knob!r} is not a knob of {method_key!r} (knobs: {sorted(knobs)})")
+        if values is not None:
+            out[knob] = tuple(getattr(build_method(method_key, **{knob: v}), knob)
+                              for v in _values(f"{name}[{knob!r}]", values))
+    return out
+
+
+def study_grid(drop_fractions: Optional[Sequence] = None, kg2rag: Optional[Mapping] = None,
+               kgir: Optional[Mapping] = None) -> dict:
+    """:data:`GRID` with notebook 06's parameters in place of its defaults (``None`` keeps a default): the drop
+    fractions, and ``{knob: values}`` of KG²RAG's and of KGIR-RAG's knobs (a knob not given keeps its values).
+
+    A value is checked as the method checks it (the config's rule for the field the knob overrides); a drop
+    fraction by :func:`check_fraction`. Raises ``ValueError`` naming the parameter.
+    """
+    grid = {**GRID, "kg2rag": dict(GRID["kg2rag"]), "kgir": dict(GRID["kgir"])}
+    if drop_fractions is not None:
+        grid["drop_fractions"] = tuple(check_fraction(v, "drop_fractions")
+                                       for v in _values("drop_fractions", drop_fractions))
+    for key, sweeps in (("kg2rag", kg2rag), ("kgir", kgir)):
+        if sweeps is not None:
+            grid[key] = _knob_values(key, sweeps, f"{key}_sweeps")
+    return grid
+
+
+# ----------------------------------------------------------------------------- running and scoring
+STUDY_TRACE_DIR = "06_ablation"  # traces/06_ablation/<run>/<dataset>.trace.jsonl: apart from notebooks 04/05's traces
+
+
+def study_trace_path(ws: Workspace, method: Method, run: str) -> Path:
+    """Where a study run's traces go: ``traces/06_ablation/<method key>-<run>/<dataset>.trace.jsonl``.
+
+    Sweep points and perturbed graphs must not overwrite the method's own trace
+    file (``traces/<key>/<dataset>.trace.jsonl``, notebooks 04/05), which the case study
+    and the tables read; their own paths also let :func:`kgir_lib.eval.evaluate.run_method`
+    resume each of them.
+    """
+    from .evaluate import method_key
+
+    name = re.sub(r"[^A-Za-z0-9_.=-]+", "_", f"{method_key(method)}-{run}").strip("_")
+    return ws.cfg.path("traces", STUDY_TRACE_DIR, name, trace_filename(ws.dataset.name))
+
+
+def run_and_score(ws: Workspace, questions: Sequence, method: Method, path: Optional[Path] = None,
+                  resume: bool = True) -> tuple:
+    """Run ``method`` (:func:`kgir_lib.eval.evaluate.run_method`, traces at ``path``) and score it.
+
+    Returns ``(outputs, scores)``; ``scores`` holds ``n``, mean EM, F1, R@2, R@5
+    (×100; recall NaN without retrieval) and mean LLM usage per question
+    (:func:`kgir_lib.eval.evaluate.mean_scores`; calls include cache hits).
+    """
+    from .evaluate import mean_scores, run_method, score
+
+    outputs = run_method(ws, method, list(questions), resume=resume, path=path)
+    return outputs, mean_scores(score(outputs, list(questions)))
+
+
+def variant_scores(ws: Workspace, questions: Sequence, factory: Callable[[str], Method],
+                   variants: Sequence[str], labels: Optional[Mapping[str, str]] = None) -> pd.DataFrame:
+    """One row per (variant, question): ``factory(variant)`` run on ``questions`` of ``ws.dataset`` and scored
+    (:func:`kgir_lib.eval.evaluate.score`), with ``dataset``, ``variant`` and ``label`` columns in front.
+
+    Traces go to the method's own file (``traces/<key>/<dataset>.trace.jsonl``): an
+    ablation variant is a method of its own (notebook 05 runs them too, and a run
+    with the same questions and settings is read back, not repeated).
+    """
+    from .evaluate import run_method, score
+
+    questions = list(questions)
+    frames = []
+    for variant in variants:
+        df = score(run_method(ws, factory(variant), questions), questions)
+        df.insert(0, "label", (labels or {}).get(variant, variant))
+        df.insert(0, "variant", variant)
+        df.insert(0, "dataset", ws.dataset.name)
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+def variant_means(per_question: pd.DataFrame) -> pd.DataFrame:
+    """One row per (dataset, variant) of :func:`variant_scores` rows: ``n``, mean metrics and usage
+    (:func:`kgir_lib.eval.evaluate.mean_scores`)."""
+    from .evaluate import mean_scores
+
+    return pd.DataFrame([{"dataset": d, "variant": v, "label": part["label"].iloc[0], **mean_scores(part)}
+                         for (d, v), part in per_question.groupby(["dataset", "variant"], sort=False)])
+
+
+def run_variants(ws: Workspace, questions: Sequence, factory: Callable[[str], Method],
+                 variants: Sequence[str], labels: Optional[Mapping[str, str]] = None) -> pd.DataFrame:
+    """One row per variant: ``factory(variant)`` run and scored on ``questions`` of ``ws.dataset``
+    (:func:`variant_means` of :func:`variant_scores`)."""
+    return variant_means(variant_scores(ws, questions, factory, variants, labels))
+
+
+def variant_intervals(per_question: pd.DataFrame, full: str = "full", metrics: Sequence[str] = ("EM", "F1"),
+                      n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Paired bootstrap 95 % CI of each variant minus ``full`` (Table 7's sign: a drop is negative), per dataset.
+
+    ``per_question`` as from :func:`variant_scores`. Rows: ``dataset``, ``variant``, ``metric``, ``n``,
+    ``diff``, ``CI lo``, ``CI hi``: :func:`kgir_lib.eval.bootstrap.bootstrap_table` with ``full`` as the
+    reference, turned round (full minus variant, negated).
+    """
+    from .bootstrap import bootstrap_table
+
+    for d, part in per_question.groupby("dataset", sort=False):
+        if full not in set(part["variant"]):
+            raise ValueError(f"variant_intervals: dataset {d!r} has no {full!r} variant to compare with")
+    bt = bootstrap_table(per_question.rename(columns={"variant": "method"}), reference=full, metrics=metrics,
+                         n_boot=n_boot, seed=seed, pooled=False)
+    if bt.empty:  # the full method alone: nothing to compare
+        return pd.DataFrame(columns=["dataset", "variant", "metric", "n", "diff", "CI lo", "CI hi"])
+    turned = {c: 0.0 - bt[c] for c in ("mean diff", "CI lo", "CI hi")}  # 0.0 - x: no "-0.0" for a zero bound
+    return pd.DataFrame({"dataset": bt["dataset"], "variant": bt["baseline"], "metric": bt["metric"],
+                         "n": bt["n"].astype(int), "diff": turned["mean diff"], "CI lo": turned["CI hi"],
+                         "CI hi": turned["CI lo"]})
+
+
+def sweep(ws: Workspace, questions: Sequence, factory: Callable[[Any], Method], values: Iterable[Any],
+          param: str = "value") -> pd.DataFrame:
+    """Sensitivity study: one row per parameter value, ``factory(value)`` run and scored on ``questions``.
+
+    KG²RAG report Fig. 5 (k) and Table 5 (m); KGIR-RAG's own knobs (iterations,
+    top-k, n-gram threshold). ``param`` names the swept parameter (a column and
+    part of each point's trace path, :func:`study_trace_path`).
+    """
+    values = list(values)
+    if not values:
+        raise ValueError(f"parameter 'values': nothing to sweep for {param!r}")
+    rows = []
+    for value in values:
+        method = factory(value)
+        _, scores = run_and_score(ws, questions, method, study_trace_path(ws, method, f"{param}={value}"))
+        rows.append({"dataset": ws.dataset.name, "param": param, "value": value, **scores})
+    df = pd.DataFrame(rows)
+    df["value"] = df["value"].astype(object)  # 3 stays 3 when sweeps of ints and floats are concatenated
+    return df
+
+
+def robustness_runs(ws: Workspace, questions: Sequence, factory: Callable[[], Method],
+                    fractions: Sequence[float], seeds: Sequence[int], scope: str = "read") -> pd.DataFrame:
+    """One row per (fraction, seed): the method on a graph with that share of triples dropped.
+
+    Fraction 0 is the unperturbed run; it is the same for every seed, so it runs
+    once, first. ``scope`` says which graph is perturbed exactly:
+
+    - ``"read"`` (default): the passages the unperturbed run read the KG for.
+      That set is fixed by the questions (and the LLM cache), while the stored
+      graph of a partly extracted dataset grows as later notebooks extract more
+      passages; perturbing a fixed graph keeps a rerun identical, hence free.
+    - ``"all"``: every passage extracted when the study starts (for methods that
+      read the whole graph, e.g. KG²RAG's BFS over the global ``G``; stable
+      where the graph is complete, e.g. musique_train or the paper profile).
+    """
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("parameter 'seeds': at least one seed is needed")
+    if scope not in ("read", "all"):
+        raise ValueError(f"parameter 'scope': 'read' or 'all', got {scope!r}")
+    fractions = sorted({float(f) for f in fractions} | {0.0})
+    rec_ws, read = recording_workspace(ws)
+    method = factory()
+    # the recording run must really run (a resumed trace reads no passage)
+    _, scores = run_and_score(rec_ws, questions, method, study_trace_path(ws, method, "drop=0"),
+                              resume=scope != "read")
+    passages = list(dict.fromkeys(read)) if scope == "read" else None
+    n0 = len(ws.kg.subset(passages)) if scope == "read" else len(ws.kg)
+    rows = [{"dataset": ws.dataset.name, "fraction": 0.0, "seed": seeds[0], "triples": n0, **scores}]
+    for fraction in fractions[1:]:
+        for seed in seeds:
+            pws = perturbed_workspace(ws, fraction, seed, passages)
+            n_start = len(pws.kg)
+            method = factory()
+            _, scores = run_and_score(pws, questions, method,
+                                      study_trace_path(ws, method, f"drop={fraction:g}-seed={seed}"))
+            rows.append({"dataset": ws.dataset.name, "fraction": fraction, "seed": seed, "triples": n_start,
+                         **scores})
+    return pd.DataFrame(rows)
+
+
+def summarise_seeds(runs: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd.DataFrame:
+    """Mean and standard deviation (ddof=1; 0 for a single seed) over seeds, per dataset and fraction."""
+    metrics = [m for m in metrics if m in runs.columns]
+    grouped = runs.groupby(["dataset", "fraction"], sort=True)
+    out = grouped.agg(seeds=("seed", "nunique"), triples=("triples", "mean"))
+    for m in metrics:
+        out[f"{m} mean"] = grouped[m].mean()
+        out[f"{m} std"] = grouped[m].std(ddof=1).fillna(0.0)
+    return out.reset_index()
+
+
+def robustness(ws: Workspace, questions: Sequence, factory: Callable[[], Method],
+               fractions: Sequence[float] = (0.0, 0.05, 0.10), seeds: Sequence[int] = (0, 1, 2),
+               scope: str = "read") -> pd.DataFrame:
+    """KG²RAG report Table 6: scores with 5 % / 10 % of triples dropped, mean and std over ``seeds``.
+
+    :func:`robustness_runs` then :func:`summarise_seeds`; ``scope`` as in :func:`robustness_runs`.
+    """
+    return summarise_seeds(robustness_runs(ws, questions, factory, fractions, seeds, scope))
+
+
+# ----------------------------------------------------------------------------- tables
+def ablation_table(results: pd.DataFrame, full: str = "full",
+                   labels: Mapping[str, str] = KGIR_VARIANT_LABELS,
+                   paper_drops: Optional[Mapping[str, tuple]] = KGIR_ABLATION_DROPS,
+                   paper_datasets: Sequence[str] = KGIR_ABLATION_DATASETS,
+                   paper_label: str = "paper, Qwen2.5-72B",
+                   intervals: Optional[pd.DataFrame] = None) -> pd.DataFrame:
+    """Paper Table 7 beside ours: EM/F1 of each variant, our change against ``full``, the paper's drop.
+
+    ``results`` has one row per (dataset, variant) with ``EM`` and ``F1`` (as from
+    :func:`run_variants`). Our columns: ``EM``, ``F1``, ``ΔEM (ours)``, ``ΔF1
+    (ours)``. The paper's drops (KGIR-RAG Table 7, MuSiQue, Qwen2.5-72B) go beside
+    the ``paper_datasets`` rows (MuSiQue's dev and train samples) in their own labelled
+    columns; other datasets leave them empty. ``paper_drops=None`` omits the paper's columns
+    (the KG²RAG report gives its ablations in words, not numbers). ``intervals`` (from
+    :func:`variant_intervals`) adds ``ΔEM CI lo`` / ``ΔEM CI hi`` (and F1's) beside our changes;
+    the full method's row has none.
+    """
+    missing = [c for c in ("dataset", "variant", "EM", "F1") if c not in results.columns]
+    if missing:
+        raise ValueError(f"ablation_table: results lack columns {missing}")
+    ci = ({} if intervals is None else
+          {(d, v, m): (lo, hi) for d, v, m, lo, hi in
+           intervals[["dataset", "variant", "metric", "CI lo", "CI hi"]].itertuples(index=False)})
+    rows = []
+    for dataset, part in results.groupby("dataset", sort=False):
+        base = part[part["variant"] == full]
+        if base.empty:
+            raise ValueError(f"ablation_table: dataset {dataset!r} has no {full!r} row to compare with")
+        em0, f10 = float(base["EM"].iloc[0]), float(base["F1"].iloc[0])
+        for r in part.itertuples(index=False):
+            label = labels.get(r.variant, r.variant)
+            row = {"dataset": dataset, "variant": label, "n": getattr(r, "n", np.nan),
+                   "EM": float(r.EM), "F1": float(r.F1),
+                   "ΔEM (ours)": float(r.EM) - em0, "ΔF1 (ours)": float(r.F1) - f10}
+            if intervals is not None:
+                for m in ("EM", "F1"):
+                    lo, hi = ci.get((dataset, r.variant, m), (np.nan, np.nan))
+                    row[f"Δ{m} CI lo"], row[f"Δ{m} CI hi"] = lo, hi
+            for m in ("R@2", "R@5"):  # recall, where the results have it
+                if m in part.columns:
+                    row[m] = float(part.loc[part["variant"] == r.variant, m].iloc[0])
+            if paper_drops is not None:
+                paper = paper_drops.get(label) if dataset in paper_datasets else None
+                if dataset in paper_datasets and r.variant == full:
+                    paper = (0.0, 0.0)
+                row[f"ΔEM ({paper_label})"] = paper[0] if paper else np.nan
+                row[f"ΔF1 ({paper_label})"] = paper[1] if paper else np.nan
+            rows.append(row)
+    return pd.DataFrame(rows)

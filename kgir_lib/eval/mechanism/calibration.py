@@ -1,0 +1,127 @@
+"""How well KGIR-RAG's reflection (paper §2.4, Fig. 5) knows when to stop.
+
+Each round the reflection says "answer" (stop) or "missing" (another round). Per dataset and round,
+:func:`calibration_table`:
+
+- ``P(correct | answer)``: the share of "answer" verdicts whose answer is correct (EM, gold aliases);
+  the answer is the one the method returns at that round (:func:`kgir_lib.eval.mechanism.round_facts.round_answer`:
+  ``final.answer`` when the round has a reader call, else the reflection's own answer); beside it the
+  share for the reflection's own answer alone;
+- ``P(gold present | missing)``: the share of "missing" verdicts whose input already held every gold
+  passage (the input: the source passages of the ``G_Ans`` triples shown, the evidence passages of a
+  round without ``G_Ans``, and the reflection passages ``P_t``;
+  :func:`kgir_lib.eval.mechanism.round_facts.reflection_input`), and the mean share of gold passages present -- a
+  "missing" with the gold in hand is a reading failure, not a retrieval one;
+- malformed verdicts (no verdict line) are counted apart.
+
+:func:`oracle_stop_table` (forced-rounds traces, every round answered by the reader): EM when stopping
+where the reflection first says "answer" (else after the last round) against the *oracle stop*, the
+first round whose answer is correct -- the best any stopping rule could do with these answers; exact
+McNemar test between them. :func:`plot_calibration` draws both shares per round.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..metrics import best_em
+from ..stats import mcnemar_exact
+from . import round_facts as rf
+
+
+def calibration_rows(record: Mapping, n_ctx: int) -> list:
+    """One row a round with a reflection: verdict, whether its answer is right, gold passages in its input."""
+    answers, gold = rf.golds(record)
+    rows = []
+    for t, rnd in enumerate(rf.rounds(record), 1):
+        v = rf.verdict(rnd)
+        if not v:
+            continue
+        row = {"qid": rf.qid_of(record), "round": t, "verdict": v, "correct": np.nan, "own_correct": np.nan,
+               "gold_present": np.nan, "gold_share": np.nan}
+        if v == "answer":
+            row["correct"] = float(best_em(rf.round_answer(record, t) or "", answers))
+            row["own_correct"] = float(best_em(str((rnd.get("reflection") or {}).get("answer") or ""), answers))
+        elif v == "missing" and gold:
+            seen = set(rf.reflection_input(rnd, n_ctx))
+            row["gold_present"] = float(set(gold) <= seen)
+            row["gold_share"] = len(set(gold) & seen) / len(set(gold))
+        rows.append(row)
+    return rows
+
+
+def _summary(g: pd.DataFrame) -> dict:
+    ans, mis = g[g["verdict"] == "answer"], g[(g["verdict"] == "missing")]
+    pct = lambda s: 100 * float(s.mean()) if s.notna().any() else float("nan")  # noqa: E731
+    return {"reflections": len(g), "answer": len(ans), "P(correct | answer) %": pct(ans["correct"]),
+            "P(own answer correct | answer) %": pct(ans["own_correct"]), "missing": len(mis),
+            "P(gold present | missing) %": pct(mis["gold_present"]),
+            "gold share in input | missing %": pct(mis["gold_share"]),
+            "malformed": int((g["verdict"] == "malformed").sum())}
+
+
+def calibration_table(records: Sequence[Mapping], n_ctx: int, dataset: str = "") -> pd.DataFrame:
+    """Per round (and ``all``) of KGIR-RAG traces (module docstring); shares ×100."""
+    rows = pd.DataFrame([row for r in records for row in calibration_rows(r, n_ctx)])
+    cols = ["dataset", "round", "reflections", "answer", "P(correct | answer) %", "P(own answer correct | answer) %",
+            "missing", "P(gold present | missing) %", "gold share in input | missing %", "malformed"]
+    if rows.empty:
+        return pd.DataFrame(columns=cols)
+    out = [{"dataset": dataset, "round": str(t), **_summary(g)} for t, g in rows.groupby("round", sort=True)]
+    out.append({"dataset": dataset, "round": "all", **_summary(rows)})
+    return pd.DataFrame(out, columns=cols)
+
+
+def oracle_stop_rows(record: Mapping) -> dict:
+    """One forced-rounds trace: the reflection's stopping round and its answer's EM, the oracle's, rounds 1 and T."""
+    answers, _ = rf.golds(record)
+    ra = rf.trace_of(record).get("round_answers")
+    if not isinstance(ra, list) or not ra:
+        raise ValueError(f"question {rf.qid_of(record)!r}: trace has no 'round_answers' (not a forced-rounds run)")
+    em = [best_em(rf.round_answer(record, t) or "", answers) for t in range(1, len(ra) + 1)]
+    stop = min(rf.stop_round(record) or len(ra), len(ra))
+    oracle = next((t for t, e in enumerate(em, 1) if e), len(ra))
+    return {"qid": rf.qid_of(record), "stop": stop, "EM stop": em[stop - 1], "oracle": oracle,
+            "EM oracle": em[oracle - 1], "EM round 1": em[0], "EM round T": em[-1]}
+
+
+def oracle_stop_table(records: Sequence[Mapping], dataset: str = "") -> pd.DataFrame:
+    """One row: EM (×100) at the reflection's stop, at the oracle stop, after round 1 and after the last
+    round; mean stopping rounds; exact McNemar of oracle against the reflection's stop."""
+    d = pd.DataFrame([oracle_stop_rows(r) for r in records])
+    cols = ["dataset", "n", "EM reflection stop", "EM oracle stop", "EM round 1", "EM round T", "mean stop round",
+            "mean oracle round", "McNemar b", "McNemar c", "p oracle vs reflection stop"]
+    if d.empty:
+        return pd.DataFrame(columns=cols)
+    mc = mcnemar_exact(d["EM stop"], d["EM oracle"])
+    return pd.DataFrame([{"dataset": dataset, "n": len(d), "EM reflection stop": 100 * d["EM stop"].mean(),
+                          "EM oracle stop": 100 * d["EM oracle"].mean(), "EM round 1": 100 * d["EM round 1"].mean(),
+                          "EM round T": 100 * d["EM round T"].mean(), "mean stop round": d["stop"].mean(),
+                          "mean oracle round": d["oracle"].mean(), "McNemar b": mc.b, "McNemar c": mc.c,
+                          "p oracle vs reflection stop": mc.p}], columns=cols)
+
+
+def plot_calibration(table: pd.DataFrame, ax=None):
+    """Reliability-style bars per round and dataset: % of "answer" verdicts that are correct, % of
+    "missing" verdicts whose gold passages were already in the reflection's input. Returns the axes."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 3.5))
+    sub = table[table["round"] != "all"]
+    labels = [f"{ds}\nround {t}" for ds, t in zip(sub["dataset"], sub["round"])]
+    x = np.arange(len(sub))
+    ax.bar(x - 0.2, sub["P(correct | answer) %"].to_numpy(dtype=float), width=0.4,
+           label='"answer" verdicts that are correct')
+    ax.bar(x + 0.2, sub["P(gold present | missing) %"].to_numpy(dtype=float), width=0.4,
+           label='"missing" verdicts with the gold already in the input')
+    for xi, a, m in zip(x, sub["answer"], sub["missing"]):
+        ax.annotate(f"n={a}/{m}", (xi, 101), ha="center", fontsize="x-small")
+    ax.set_xticks(x, labels=labels, fontsize="small")
+    ax.set_ylim(0, 110)
+    ax.set_ylabel("% of verdicts")
+    ax.set_title("KGIR-RAG reflection calibration (n = answer/missing verdicts)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    return ax

@@ -1,0 +1,103 @@
+"""Every mechanism table of a run, from its traces: one call for the notebooks (paper §2, §3.4-3.5).
+
+:func:`mechanism_tables` reads ``traces/<method>/<dataset>.trace.jsonl`` of a run directory and the
+datasets' gold bridges, and returns the tables of :mod:`kgir_lib.eval.mechanism.funnel`,
+:mod:`kgir_lib.eval.mechanism.calibration`, :mod:`kgir_lib.eval.mechanism.forced_rounds` and
+:mod:`kgir_lib.eval.mechanism.rewrite_retrieval`. A trace file that is missing makes the tables that need it empty (``sources`` says which files were read); tables computed from KGIR-RAG
+traces carry a ``method`` column (``kgir``, and ``kgir_forced`` when a forced-rounds run exists).
+"""
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+from typing import Optional, Sequence
+
+import pandas as pd
+
+from ...config import Config
+from ...data import load_dataset
+from ...traces import read_traces, trace_filename
+from . import round_facts as rf
+from .bridges import MODES, load_bridges
+from .calibration import calibration_table, oracle_stop_table
+from .forced_rounds import forced_round_table
+from .funnel import bridge_naming_table, funnel_rows, funnel_table
+from .rewrite_retrieval import KS, current_rule_agreement, rewrite_retrieval_table, rule_table
+
+LOOP_METHODS = ("kgir", "kgir_forced")          # the loop's traces: funnel, calibration, rewrite retrieval
+NAMING_METHODS = ("kgir", "ircot", "iter_retgen", "hyde")
+READ = (*LOOP_METHODS, "kgir_no_rewrite", "ircot", "iter_retgen", "hyde")
+TABLES = ("sources", "funnel", "bridge_naming", "calibration", "oracle_stop", "forced_rounds", "rewrite_retrieval",
+          "ranked_list_rules")
+_CONTEXT_PASSAGES = next(f.default for f in fields(Config) if f.name == "context_passages")
+
+
+def read_run(run_dir: Path, datasets: Sequence[str], methods: Sequence[str] = READ) -> dict:
+    """``{(method, dataset): [records]}`` of the trace files that exist under ``run_dir/traces``."""
+    out = {}
+    for m in methods:
+        for ds in datasets:
+            path = Path(run_dir) / "traces" / m / trace_filename(ds)
+            if path.is_file():
+                out[(m, ds)] = read_traces(path)
+    return out
+
+
+def _with(df: pd.DataFrame, **cols) -> pd.DataFrame:
+    for i, (k, v) in enumerate(cols.items()):
+        df.insert(i, k, v)
+    return df
+
+
+def _concat(frames: list) -> pd.DataFrame:
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def mechanism_tables(run_dir: Path, datasets: Sequence[str], data_dir: Optional[Path] = None,
+                     context_passages: Optional[int] = None, mode: str = "contains",
+                     ks: Sequence[int] = KS) -> dict:
+    """Every mechanism table (:data:`TABLES`) of the run in ``run_dir``, as DataFrames.
+
+    ``context_passages`` is the run's ``cfg.context_passages`` (default: the config default), used for
+    the reflection's evidence passages, the loss of ``D_1``'s context and the reader-context rule;
+    ``mode`` the entity match of the funnel's step 2 (:func:`kgir_lib.eval.mechanism.bridges.entity_matches`).
+    """
+    if mode not in MODES:
+        raise ValueError(f"parameter 'mode': expected one of {MODES}, got {mode!r}")
+    n_ctx = int(context_passages or _CONTEXT_PASSAGES)
+    runs = read_run(run_dir, datasets)
+    sources = pd.DataFrame([{"method": m, "dataset": ds, "questions": len(runs.get((m, ds), [])),
+                             "read": (m, ds) in runs} for m in READ for ds in datasets])
+    out = {k: [] for k in TABLES if k != "sources"}
+    agreement = []
+    for ds in datasets:
+        if not any(d == ds for _, d in runs):
+            continue
+        bridges = load_bridges(ds, data_dir)
+        questions = {q.qid: q for q in load_dataset(ds, data_dir).questions}
+        for m in LOOP_METHODS:
+            recs = runs.get((m, ds))
+            if not recs:
+                continue
+            out["funnel"].append(_with(funnel_table(funnel_rows(recs, bridges, mode, ds)), method=m))
+            out["calibration"].append(_with(calibration_table(recs, n_ctx, ds), method=m))
+            out["rewrite_retrieval"].append(_with(rewrite_retrieval_table(recs, n_ctx, ks, ds), method=m))
+            agreement.append({"method": m, "dataset": ds, "questions": len(recs),
+                              "current rule = stored ranked_pids": current_rule_agreement(recs, n_ctx)})
+        forced = runs.get(("kgir_forced", ds))
+        if forced:
+            out["forced_rounds"].append(forced_round_table(forced, ds))
+            out["oracle_stop"].append(oracle_stop_table(forced, ds))
+        naming = {m: runs[(m, ds)] for m in NAMING_METHODS if (m, ds) in runs}
+        if naming:
+            baseline = {rf.qid_of(r): rf.d_first(r) for r in runs.get(("kgir", ds), [])}
+            out["bridge_naming"].append(bridge_naming_table(naming, bridges, baseline, "kgir", ds, questions))
+        if ("kgir", ds) in runs and ("kgir_no_rewrite", ds) in runs:
+            out["ranked_list_rules"].append(rule_table(runs[("kgir", ds)], runs[("kgir_no_rewrite", ds)], n_ctx, ks,
+                                                       ds))
+    tables = {"sources": sources.merge(pd.DataFrame(agreement, columns=["method", "dataset", "questions",
+                                                                        "current rule = stored ranked_pids"]),
+                                       on=["method", "dataset", "questions"], how="left")}
+    tables.update({k: _concat(v) for k, v in out.items()})
+    return tables

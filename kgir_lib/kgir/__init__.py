@@ -1,0 +1,11 @@
+"""KGIR-RAG, the paper's method (§2.2-2.4, Algorithms 1-2).
+
+- :mod:`~kgir_lib.kgir.entity_matching`: NER(q) (eq. 4), grounding, the eq. 5 matching rules;
+- :mod:`~kgir_lib.kgir.subgraph`: Algorithm 1, the evidence subgraph G_Ans (eqs. 2-7; the spanning trees are
+  :mod:`kgir_lib.kg.mst`);
+- :mod:`~kgir_lib.kgir.rewrite`: Rewrite (eq. 8, Fig. 4) and Reflection (§2.4, Fig. 5), prompts and parsers;
+- :mod:`~kgir_lib.kgir.loop`: :class:`~kgir_lib.kgir.loop.KGIRRAG`, the loop of Algorithm 2 and its Table 7 ablations;
+- :mod:`~kgir_lib.kgir.state`: one question's state between rounds, the final ranked list, the reflection's passages;
+- :mod:`~kgir_lib.kgir.rounds`: :class:`~kgir_lib.kgir.rounds.LoopRound`, one round as a typed record, and the
+  tables read from KGIR-RAG traces.
+"""

@@ -1,0 +1,283 @@
+"""One round of the KGIR-RAG loop as a typed record, and the tables read from KGIR-RAG traces.
+
+:class:`LoopRound` is the one shape of a round: the loop (:mod:`kgir_lib.kgir.loop`) fills it and
+writes it into the question's trace with :meth:`LoopRound.to_dict`; every reader (the case study,
+:mod:`kgir_lib.notebook.case.bridges`, :func:`trace_row`, :func:`usable_counts`,
+:func:`kgir_lib.notebook.viz.render_trace`) reads it back with :meth:`LoopRound.from_dict`, which tolerates keys an
+older trace lacks.
+
+Trace form of a round (keys of stages that did not run are absent)::
+
+    iteration, query, retrieved [[pid, cosine]], usable {stage: bool}, truncated {stage: bool},
+    ner_raw, subgraph (EvidenceSubgraph.to_dict), evidence_source, evidence, evidence_pids,
+    evidence_triples, evidence_shown (G_Ans triples, and those shown under the profile's cap),
+    rewrite {raw, question, malformed, unchanged}, rewrite_retrieved, new_passages, reflection_passages,
+    reflection {raw, final, answerable, answer, missing, reasoning, malformed[, verdict_raw]},
+    final {raw, question, answer, forced, context_pids} (the shared reader's call of the round)
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Optional, Sequence
+
+from ..kg import KnowledgeGraph
+from .rewrite import Reflection
+from .subgraph import EvidenceSubgraph
+
+STAGES = ("kgir_ner", "kgir_rewrite", "kgir_reflect", "kgir_reflect_verdict", "kgir_final")
+USABLE_STAGES = ("ner", "rewrite", "reflect", "reflect_verdict", "reader")
+REFLECT_AFTER_TURN = "reflect, after verdict turn"
+
+
+def _pairs(rows: Sequence) -> list:
+    return [(str(p), float(s)) for p, s in rows]
+
+
+@dataclass
+class Verdict(Reflection):
+    """A round's reflection (Fig. 5) as the trace keeps it: the parsed verdict, the raw reply, whether it
+    was the last round, and the verdict turn's reply if there was one."""
+
+    raw: str = ""
+    final: bool = False
+    verdict_raw: Optional[str] = None  # the verdict turn's reply, when the first reply had no verdict line
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Verdict":
+        return cls(answerable=bool(d.get("answerable")), answer=d.get("answer"), missing=d.get("missing"),
+                   reasoning=d.get("reasoning") or "", malformed=bool(d.get("malformed")), raw=d.get("raw") or "",
+                   final=bool(d.get("final")), verdict_raw=d.get("verdict_raw"))
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        out = {"raw": d.pop("raw"), "final": d.pop("final"), **d}
+        if out["verdict_raw"] is None:
+            del out["verdict_raw"]
+        return out
+
+
+@dataclass
+class FinalCall:
+    """A shared-reader call of the round: the answer after the reflection stopped (or was forced to), an
+    ablation's answer, or a forced-rounds round's answer; ``context_pids`` are the passages it read."""
+
+    raw: str
+    question: str
+    answer: str
+    forced: bool
+    context_pids: list = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "FinalCall":
+        return cls(d.get("raw") or "", d.get("question") or "", d.get("answer") or "", bool(d.get("forced")),
+                   list(d.get("context_pids") or []))
+
+
+@dataclass
+class LoopRound:
+    """One round of the KGIR-RAG loop (§2.2-2.4): retrieval, subgraph, rewrite, reflection, final call."""
+
+    iteration: int
+    query: str
+    retrieved: list                      # D_t: [(pid, cosine)], best first (eq. 2)
+    G_q: list = field(default_factory=list)  # triples of D_t (eq. 3); not in the trace (re-read from the KG)
+    ner_raw: Optional[str] = None        # the LLM's NER reply (eq. 4)
+    subgraph: Optional[EvidenceSubgraph] = None  # NER, matches, seeds, G_tmp, components, weights, G_Ans
+    n_G_q: Optional[int] = None          # |G_q| and |G_tmp| as computed (the trace keeps G_Ans and the pruned
+    n_G_tmp: Optional[int] = None        # triples only, so a subgraph read back holds part of G_tmp)
+    evidence_source: Optional[str] = None  # "subgraph" or "passages" (what Rewrite and Reflection saw)
+    evidence: str = ""                   # that evidence text
+    evidence_pids: list = field(default_factory=list)  # the passages of a "passages" evidence
+    evidence_triples: Optional[int] = None  # distinct G_Ans triples, and how many of them were shown
+    evidence_shown: Optional[int] = None    # (cfg.max_evidence_triples)
+    rewrite: Optional[str] = None        # q'_t (eq. 8); the previous query when the reply was malformed
+    rewrite_raw: Optional[str] = None    # None: no rewrite stage in this round
+    rewrite_malformed: bool = False
+    rewrite_unchanged: bool = False
+    rewrite_retrieved: list = field(default_factory=list)  # D'_t: [(pid, cosine)]
+    new_passages: list = field(default_factory=list)  # passages of D'_t not in D_t
+    reflection_passages: Optional[list] = None  # P_t, shown to Reflection
+    reflection: Optional[Verdict] = None
+    final: Optional[FinalCall] = None    # the forced / ablation reader call, when there was one
+    usable: dict = field(default_factory=dict)     # stage -> reply parsed as intended
+    truncated: dict = field(default_factory=dict)  # stage -> reply cut at its token budget
+
+    # ------------------------------------------------------------------ the subgraph's parts
+    @property
+    def llm_entities(self) -> list:
+        return list(self.subgraph.llm_entities) if self.subgraph else []
+
+    @property
+    def E_q(self) -> list:
+        return list(self.subgraph.E_q) if self.subgraph else []
+
+    @property
+    def used_fallback(self) -> bool:
+        return bool(self.subgraph.used_fallback) if self.subgraph else False
+
+    @property
+    def fallback_reason(self) -> Optional[str]:
+        return self.subgraph.fallback_reason if self.subgraph else None
+
+    @property
+    def matches(self) -> dict:
+        return dict(self.subgraph.matches) if self.subgraph else {}
+
+    @property
+    def seeds(self) -> list:
+        return list(self.subgraph.seeds) if self.subgraph else []
+
+    @property
+    def G_tmp(self) -> list:
+        return list(self.subgraph.G_tmp) if self.subgraph else []
+
+    @property
+    def G_Ans(self) -> list:
+        return list(self.subgraph.kept) if self.subgraph else []
+
+    def verdict(self) -> str:
+        """'answer', 'missing', 'malformed' or '' (no reflection in this round)."""
+        r = self.reflection
+        if not r:
+            return ""
+        if r.answerable:
+            return "answer"
+        return "malformed" if r.malformed else "missing"
+
+    # ------------------------------------------------------------------ trace form
+    def to_dict(self) -> dict:
+        d: dict = {"iteration": self.iteration, "query": self.query,
+                   "retrieved": [[p, round(float(s), 6)] for p, s in self.retrieved],
+                   "usable": dict(self.usable), "truncated": dict(self.truncated)}
+        if self.subgraph is not None:
+            d["ner_raw"] = self.ner_raw
+            d["subgraph"] = self.subgraph.to_dict()
+        if self.evidence_source is not None:
+            d["evidence_source"], d["evidence"] = self.evidence_source, self.evidence
+            if self.evidence_source == "passages":
+                d["evidence_pids"] = list(self.evidence_pids)
+            else:
+                d["evidence_triples"], d["evidence_shown"] = self.evidence_triples, self.evidence_shown
+        if self.rewrite_raw is not None:
+            d["rewrite"] = {"raw": self.rewrite_raw, "question": self.rewrite, "malformed": self.rewrite_malformed,
+                            "unchanged": self.rewrite_unchanged}
+        if self.reflection_passages is not None:
+            d["rewrite_retrieved"] = [[p, round(float(s), 6)] for p, s in self.rewrite_retrieved]
+            d["new_passages"] = list(self.new_passages)
+            d["reflection_passages"] = list(self.reflection_passages)
+        if self.reflection is not None:
+            d["reflection"] = self.reflection.to_dict()
+        if self.final is not None:
+            d["final"] = asdict(self.final)
+        return d
+
+    @classmethod
+    def from_dict(cls, r: dict, kg: Optional[KnowledgeGraph] = None) -> "LoopRound":
+        """A round back from its trace form; ``G_q`` is re-read from ``kg`` (the trace keeps its size only)."""
+        retrieved = _pairs(r.get("retrieved", []))
+        G_q = kg.triples_of([p for p, _ in retrieved]) if kg is not None else []
+        sub_d = r.get("subgraph")
+        rw = r.get("rewrite")
+        rewritten = "rewrite_retrieved" in r or "reflection_passages" in r
+        return cls(
+            iteration=int(r.get("iteration", 0)), query=r.get("query", ""), retrieved=retrieved, G_q=G_q,
+            ner_raw=r.get("ner_raw"), subgraph=EvidenceSubgraph.from_dict(sub_d, G_q) if sub_d else None,
+            n_G_q=(sub_d or {}).get("n_G_q"), n_G_tmp=(sub_d or {}).get("n_G_tmp"),
+            evidence_source=r.get("evidence_source"), evidence=r.get("evidence", ""),
+            evidence_pids=list(r.get("evidence_pids") or []), evidence_triples=r.get("evidence_triples"),
+            evidence_shown=r.get("evidence_shown"),
+            rewrite=(rw or {}).get("question"), rewrite_raw=(rw or {}).get("raw") if rw is not None else None,
+            rewrite_malformed=bool((rw or {}).get("malformed")), rewrite_unchanged=bool((rw or {}).get("unchanged")),
+            rewrite_retrieved=_pairs(r.get("rewrite_retrieved", [])), new_passages=list(r.get("new_passages", [])),
+            reflection_passages=list(r.get("reflection_passages", r.get("new_passages", []))) if rewritten else None,
+            reflection=Verdict.from_dict(r["reflection"]) if r.get("reflection") else None,
+            final=FinalCall.from_dict(r["final"]) if r.get("final") else None,
+            usable=dict(r.get("usable") or {}), truncated=dict(r.get("truncated") or {}))
+
+
+def trace_rounds(trace: dict, kg: Optional[KnowledgeGraph] = None) -> list:
+    """The :class:`LoopRound` records of a KGIR-RAG trace (``MethodOutput.trace``, or a trace-file line)."""
+    if "rounds" not in trace:
+        trace = trace.get("trace") or {}
+    return [LoopRound.from_dict(r, kg) for r in trace.get("rounds", [])]
+
+
+# ---------------------------------------------------------------------- tables from traces
+def trace_row(trace: dict) -> dict:
+    """Loop facts of one question's trace: rounds, who answered, fallbacks and malformed replies, LLM use."""
+    rounds = trace_rounds(trace)
+    llm = trace.get("llm", {})
+    subs = [r.subgraph for r in rounds if r.subgraph is not None]
+    return {
+        "qid": trace.get("qid"),
+        "iterations": trace.get("iterations_used", len(rounds)),
+        "answered_by": trace.get("answered_by"),
+        "ner_fallbacks": sum(s.used_fallback for s in subs),
+        "rewrite_malformed": sum(r.rewrite_malformed for r in rounds),
+        "reflection_malformed": sum(bool(r.reflection and r.reflection.malformed) for r in rounds),
+        "G_Ans_triples": sum(len(s.kept) for s in subs),
+        "pruned_triples": sum(len(s.pruned) for s in subs),
+        "rounds_with_seed": sum(bool(s.seeds) for s in subs),
+        "subgraph_rounds": len(subs),
+        "evidence_capped_rounds": sum(r.evidence_shown is not None and r.evidence_triples is not None
+                                      and r.evidence_shown < r.evidence_triples for r in rounds),
+        "truncated": sum(s.get("truncated", 0) for s in llm.values()),
+        "llm_calls": sum(s.get("calls", 0) for s in llm.values()),
+        "prompt_tokens": sum(s.get("prompt_tokens", 0) for s in llm.values()),
+        "completion_tokens": sum(s.get("completion_tokens", 0) for s in llm.values()),
+        **{f"calls_{k}": llm.get(k, {}).get("calls", 0) for k in STAGES},
+    }
+
+
+def usable_counts(traces: Sequence[dict]) -> dict:
+    """``{stage: {"outputs", "usable", "truncated"}}`` over the rounds of KGIR-RAG traces.
+
+    A stage's output is *usable* when it was parsed as intended, not a fallback
+    (:mod:`kgir_lib.kgir.loop`); rounds that did not run a stage do not count for it.
+    """
+    out = {st: {"outputs": 0, "usable": 0, "truncated": 0} for st in USABLE_STAGES}
+    for tr in traces:
+        for r in trace_rounds(tr):
+            for st, ok in r.usable.items():
+                if st in out:
+                    out[st]["outputs"] += 1
+                    out[st]["usable"] += int(bool(ok))
+                    out[st]["truncated"] += int(bool(r.truncated.get(st)))
+    return out
+
+
+def seed_match_rate(traces: Sequence[dict]) -> float:
+    """Share of subgraph rounds with at least one seed; NaN without subgraph rounds."""
+    rows = [trace_row(t) for t in traces]
+    n = sum(r["subgraph_rounds"] for r in rows)
+    return sum(r["rounds_with_seed"] for r in rows) / n if n else float("nan")
+
+
+def usable_table(outputs: Sequence) -> "object":
+    """Usable-output rates per stage (%), from outputs or traces: one row a stage.
+
+    ``reflect`` counts the first replies; ``reflect_verdict`` the verdict turns (sent only after a first
+    reply without a verdict line); the derived row ``reflect, after verdict turn`` the reflections the loop
+    could act on (outputs: every reflection; usable: first replies with a verdict plus verdict turns with one).
+    """
+    import pandas as pd
+
+    traces = [o.trace if hasattr(o, "trace") else o for o in outputs]
+    counts = usable_counts(traces)
+    first, turn = counts["reflect"], counts["reflect_verdict"]
+    counts = {**{st: c for st, c in counts.items() if st != "reader"}, REFLECT_AFTER_TURN: {
+        "outputs": first["outputs"], "usable": first["usable"] + turn["usable"], "truncated": turn["truncated"]},
+        "reader": counts["reader"]}
+    rows = []
+    for st, c in counts.items():
+        rate = 100.0 * c["usable"] / c["outputs"] if c["outputs"] else float("nan")
+        rows.append({"stage": st, "outputs": c["outputs"], "usable": c["usable"], "usable %": rate,
+                     "truncated": c["truncated"]})
+    return pd.DataFrame(rows).set_index("stage")
+
+
+def trace_table(outputs: Sequence):
+    """:func:`trace_row` for every output, as a DataFrame (works on outputs read back from trace files)."""
+    import pandas as pd
+
+    return pd.DataFrame([trace_row(o.trace) for o in outputs])

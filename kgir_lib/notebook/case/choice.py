@@ -1,0 +1,146 @@
+"""Which question notebook 07 tells the Fig. 6 story with: one call, :func:`choose_case`.
+
+Fig. 6 (paper §3.5) is a **chain**: the evidence subgraph of the first retrieval holds the bridge entity
+(Compaq), the rewrite names it, the rewritten question's retrieval finds the next hop (the Compaq-HP merger),
+and the answer is correct. :func:`choose_case` takes the question that went furthest along that chain,
+says plainly whether any question completed it, and names the step where the chosen one stopped.
+
+**Where the chain comes from.** :data:`CHAIN` names its steps; a *chain function* says, for one KGIR-RAG trace
+record, which steps happened. Today's is :func:`heuristic_chain`, built on the Fig. 6 features of
+:mod:`kgir_lib.notebook.case.bridges`: it cannot know the gold bridge entity, so its first step is "the rewrite names an
+entity of G_Ans the question does not". A per-question funnel that knows the gold bridge plugs in as the
+``chain`` argument of :func:`choose_case` (any callable record -> sequence of booleans; a ``steps`` attribute
+names its steps, else :data:`CHAIN`). :func:`gold_chain` is that funnel: it knows each question's gold bridge
+(:mod:`kgir_lib.eval.mechanism.bridges`) and reads the chain with :func:`kgir_lib.eval.mechanism.funnel.funnel_steps`;
+notebook 07 uses it wherever the dataset gives gold bridges.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
+
+import pandas as pd
+
+from ...kgir.rounds import trace_rounds
+from .bridges import bridge_features
+
+__all__ = ["CHAIN", "GOLD_CHAIN", "CaseChoice", "heuristic_chain", "gold_chain", "chain_table", "choose_case"]
+
+CHAIN = ("bridge named by the rewrite", "next hop retrieved", "answered correctly")
+GOLD_CHAIN = ("gold bridge in G_Ans", "rewrite names it", "D'_t finds the next hop", "answer correct")
+ChainFn = Callable[[dict], Sequence[bool]]
+
+
+def steps_of(chain: ChainFn) -> tuple:
+    """The step names of a chain function (its ``steps`` attribute, else :data:`CHAIN`)."""
+    return tuple(getattr(chain, "steps", CHAIN))
+
+
+def gold_chain(data_dir, datasets: Sequence[str], mode: str = "contains") -> ChainFn:
+    """The Fig. 6 chain judged against the gold bridge entities (:data:`GOLD_CHAIN`, the funnel's steps 2-5,
+    :func:`kgir_lib.eval.mechanism.funnel.funnel_steps`), in the round that went furthest. A record of a question
+    without a gold bridge takes no step. Records carry their ``dataset``
+    (:func:`kgir_lib.notebook.case.records.load_kgir_traces`)."""
+    from ...eval.mechanism import round_facts as rf
+    from ...eval.mechanism.bridges import load_bridges
+    from ...eval.mechanism.funnel import funnel_steps
+
+    bridges = {ds: load_bridges(ds, data_dir) for ds in dict.fromkeys(datasets)}
+    keys = ("chain_in_gans", "chain_named", "chain_finds", "chain_correct")
+
+    def chain(record: dict) -> tuple:
+        found = bridges.get(record.get("dataset"), {}).get(rf.qid_of(record))
+        if not found:
+            return (False,) * len(keys)
+        rounds = [funnel_steps(record, found, t, mode) for t in range(1, len(rf.rounds(record)) + 1)]
+        best = max(rounds, key=lambda s: sum(s[k] for k in keys), default={k: False for k in keys})
+        return tuple(bool(best[k]) for k in keys)
+
+    chain.steps = GOLD_CHAIN
+    return chain
+
+
+def heuristic_chain(record: dict) -> tuple:
+    """The :data:`CHAIN` steps one trace took, judged from the trace alone (:mod:`kgir_lib.notebook.case.bridges`):
+
+    1. a round-1 rewrite that is a rewrite of the question and names an entity of round 1's ``G_Ans`` the
+       question does not (:func:`kgir_lib.notebook.case.bridges.bridge_entities`);
+    2. the rewritten question's retrieval ``D'_1`` brings a gold passage that round 1's ``D_1`` did not hold, or
+       ranks one higher than ``D_1`` did (the next hop moved up);
+    3. the final answer matches a gold answer exactly.
+    Each step counts only when the steps before it happened."""
+    feats = bridge_features(record)
+    trace = record.get("trace", record)
+    rounds = trace_rounds(trace)
+    gold = set(trace.get("gold_pids", []))
+    bridge = bool(feats["bridge_rewrite"])
+    hop = bridge and bool(rounds) and _gold_moved_up(rounds[0].retrieved, rounds[0].rewrite_retrieved, gold)
+    return bridge, hop, hop and feats["EM"] == 100.0
+
+
+def _gold_moved_up(before: Sequence, after: Sequence, gold: set) -> bool:
+    """A gold passage in ``after`` (``[(pid, score)]``) that ``before`` lacks or ranks lower."""
+    rank_before = {p: i for i, (p, _) in enumerate(before)}
+    return any(p in gold and i < rank_before.get(p, len(before)) for i, (p, _) in enumerate(after))
+
+
+def chain_table(records: Sequence[dict], chain: ChainFn = heuristic_chain) -> pd.DataFrame:
+    """One row per full KGIR-RAG trace: the :data:`CHAIN` steps it took, ``reached`` (steps in a row from the
+    first), and the Fig. 6 features for reading it; furthest first, then by the Fig. 6 score."""
+    rows, names = [], steps_of(chain)
+    for rec in records:
+        trace = rec.get("trace", rec)
+        if trace.get("variant", "full") != "full":
+            continue
+        steps = [bool(s) for s in chain(rec)]
+        reached = next((i for i, s in enumerate(steps) if not s), len(steps))
+        f = bridge_features(rec)
+        rows.append({"dataset": rec.get("dataset") or trace.get("dataset", ""), "qid": f["qid"],
+                     **dict(zip(names, steps)), "reached": reached, "score": f["score"],
+                     "question": f["question"], "rewrite": f["rewrite_1"], "bridge": ", ".join(f["bridge_entities"]),
+                     "answer": f["answer"], "gold": f["gold"], "rounds": f["rounds"]})
+    df = pd.DataFrame(rows, columns=["dataset", "qid", *names, "reached", "score", "question", "rewrite", "bridge",
+                                     "answer", "gold", "rounds"])
+    return df.sort_values(["reached", "score"], ascending=False, kind="stable").reset_index(drop=True)
+
+
+@dataclass
+class CaseChoice:
+    """The question of the case study and why: ``full`` is True when it completed the whole chain."""
+
+    dataset: Optional[str]
+    qid: Optional[str]
+    reached: int          # steps of CHAIN it took in a row
+    full: bool
+    note: str             # one plain sentence for the notebook
+    table: pd.DataFrame   # every trace's chain (chain_table)
+    steps: tuple = CHAIN  # the chain's step names
+
+
+def choose_case(records: Sequence[dict], dataset: Optional[str] = None, qid: Optional[str] = None,
+                chain: ChainFn = heuristic_chain) -> CaseChoice:
+    """The case study's question: ``dataset``/``qid`` when given, else the trace that went furthest along the
+    Fig. 6 chain. The note says how many traces completed it and, when none did, where the chosen one stopped."""
+    table, steps = chain_table(records, chain), steps_of(chain)
+    n_full = int((table["reached"] == len(steps)).sum()) if len(table) else 0
+    count = f"{n_full} of {len(table)} KGIR-RAG traces of this run complete the whole Fig. 6 chain"
+    if dataset is not None and qid is not None:
+        row = table[(table["dataset"] == dataset) & (table["qid"] == str(qid))]
+        reached = int(row["reached"].iloc[0]) if len(row) else 0
+        return CaseChoice(dataset, str(qid), reached, reached == len(steps),
+                          f"question {qid} of {dataset}, as asked; {count}.", table, steps)
+    if table.empty:
+        return CaseChoice(None, None, 0, False, "No KGIR-RAG traces in this run directory (run notebook 04 first).",
+                          table, steps)
+    top = table.iloc[0]
+    reached = int(top["reached"])
+    if reached == len(steps):
+        why = "it completes the whole chain"
+    elif reached == 0:
+        why = (f"NO trace completes the chain, and none even takes its first step ({steps[0]}); "
+               "this is the best-scored trace by the Fig. 6 features")
+    else:
+        why = (f"NO trace completes the chain; this one goes furthest: {', '.join(steps[:reached])}, "
+               f"but not {steps[reached]}")
+    return CaseChoice(str(top["dataset"]), str(top["qid"]), reached, reached == len(steps),
+                      f"question {top['qid']} of {top['dataset']}: {why}. {count[0].upper() + count[1:]}.", table, steps)

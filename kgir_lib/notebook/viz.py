@@ -1,0 +1,212 @@
+"""Traces as text and the figures of notebooks 05 and 06.
+
+:func:`render_trace` writes a KGIR-RAG question trace as Markdown; the ``plot_*`` functions draw the F1-cost
+plot, the bootstrap forest plot and the ablation, sweep and robustness figures. Evidence subgraphs are drawn by
+:mod:`kgir_lib.notebook.steps_viz` (Algorithm 1 step by step) and :mod:`kgir_lib.notebook.case.bridge_viz` (the Fig. 6
+bridge path).
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+
+# ---------------------------------------------------------------------- traces as text
+def _md(s) -> str:
+    return str(s).replace("|", "\\|").replace("\n", " ").strip()
+
+
+def render_trace(trace: dict, corpus=None, max_triples: int = 8, max_passages: int = 3) -> str:
+    """One KGIR-RAG question trace (``MethodOutput.trace``) as readable Markdown, round by round.
+
+    With ``corpus`` (``Dataset.corpus``) passage ids are shown as titles, gold ones marked ★.
+    """
+    gold = set(trace.get("gold_pids", []))
+
+    def title(pid: str) -> str:
+        name = corpus[pid].title if corpus is not None and pid in corpus else pid
+        return f"{'★ ' if pid in gold else ''}{name}"
+
+    lines = [f"**Q:** {trace.get('question', '')}  ",
+             f"**gold:** {', '.join(trace.get('gold_answers', [])[:3])} · **answer:** {trace.get('answer', '')!r} "
+             f"({trace.get('answered_by')}, {trace.get('iterations_used')} round(s), {trace.get('variant')})", ""]
+    from ..kgir.rounds import trace_rounds
+
+    for r in trace_rounds(trace):
+        lines.append(f"**Round {r.iteration}** — query: *{_md(r.query)}*  ")
+        lines.append("retrieved: " + "; ".join(title(p) for p, _ in r.retrieved[:max_passages]) + "  ")
+        sub = r.subgraph
+        if sub:
+            fb = f" (fallback: {sub.fallback_reason})" if sub.used_fallback else ""
+            lines.append(f"NER: {sub.llm_entities} → E_q {sub.E_q}{fb}; seeds {sub.seeds[:6]}; "
+                         f"|G_q| {r.n_G_q}, |G_tmp| {r.n_G_tmp}, |G_Ans| {len(sub.kept)}, "
+                         f"pruned {len(sub.pruned)}  ")
+            best = sub.ranked_evidence()[:max_triples]
+            if best:
+                lines.append("G_Ans (by weight): " + "; ".join(f"({t.head}, {t.relation}, {t.tail}) "
+                                                               f"{sub.weights.get(t, 0.0):.2f}" for t in best) + "  ")
+        if r.rewrite_raw is not None:
+            flag = " — *malformed, question kept*" if r.rewrite_malformed else ""
+            lines.append(f"rewrite: *{_md(r.rewrite or '')}*{flag}  ")
+            if r.reflection_passages is not None:
+                lines.append("new passages: " + ("; ".join(title(p) for p in r.new_passages[:max_passages]) or "none")
+                             + "  ")
+        rf = r.reflection
+        if rf:
+            verdict = (f"answer **{rf.answer}**" if rf.answerable else
+                       f"missing: {rf.missing!r}" + (" (malformed reply)" if rf.malformed else ""))
+            lines.append(f"reflection{' (last round)' if rf.final else ''}: {_md(rf.reasoning)[:200]} → {verdict}  ")
+        fin = r.final
+        if fin:
+            lines.append(f"reader ({'forced' if fin.forced else 'ablation'}) on *{_md(fin.question)}* "
+                         f"→ **{fin.answer}**  ")
+        lines.append("")
+    llm = trace.get("llm", {})
+    if llm:
+        lines.append("LLM: " + ", ".join(f"{k} {v.get('calls', 0)} call(s) / {v.get('prompt_tokens', 0)}+"
+                                         f"{v.get('completion_tokens', 0)} tokens" for k, v in llm.items()))
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- notebook 05 figures
+def plot_f1_vs_tokens(cost: pd.DataFrame, title: str = "", ax=None):
+    """One point per method: mean F1 against LLM tokens (prompt + completion) per question (log x)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4.5))
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+
+    x, y = cost["tokens / q"].astype(float), cost["F1"].astype(float)
+    ax.scatter(x, y, color="tab:blue")
+    groups: dict = {}  # methods at the same point share one number (e.g. Naive RAG = Dense)
+    for name, xi, yi in zip(cost.index, x, y):
+        groups.setdefault((round(xi, 1), round(yi, 2)), []).append(str(name))
+    legend = []
+    for i, ((xi, yi), names) in enumerate(groups.items(), start=1):
+        ax.annotate(str(i), (xi, yi), textcoords="offset points", xytext=(3, 3), fontsize=8)
+        legend.append(f"{i}  {' = '.join(names)}")
+    ax.text(1.02, 1.0, "\n".join(legend), transform=ax.transAxes, va="top", fontsize=8, family="monospace")
+    if len(x) and (x > 0).all():
+        ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("LLM tokens per question (prompt + completion)")
+    ax.set_ylabel("F1 (×100)")
+    ax.set_title(title or "F1 against LLM tokens per question")
+    ax.grid(alpha=0.3)
+    return ax.figure
+
+
+def plot_bootstrap(bt: pd.DataFrame, metric: str = "F1", dataset: str = "all", reference: str = "KGIR-RAG",
+                   ax=None):
+    """Forest plot: ``reference`` minus each baseline on ``metric`` with its 95 % bootstrap CI."""
+    import matplotlib.pyplot as plt
+
+    sub = bt[(bt["metric"] == metric) & (bt["dataset"] == dataset)]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 0.35 * max(len(sub), 1) + 1.2))
+    ys = np.arange(len(sub))[::-1]
+    ax.errorbar(sub["mean diff"], ys, xerr=[sub["mean diff"] - sub["CI lo"], sub["CI hi"] - sub["mean diff"]],
+                fmt="o", color="tab:blue", ecolor="gray", capsize=3)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(ys)
+    ax.set_yticklabels(sub["baseline"])
+    ax.set_xlabel(f"{reference} − baseline, {metric} (×100), 95 % paired bootstrap CI")
+    ax.set_title(f"{metric}: {reference} against each baseline ({dataset})")
+    ax.grid(alpha=0.3, axis="x")
+    return ax.figure
+
+
+# ----------------------------------------------------------------------------- notebook 06 figures
+def plot_ablation(ax, table: pd.DataFrame, dataset: str, metric: str = "EM",
+                  full_label: str = "KGIR-RAG (full)") -> None:
+    """Bars: our change of ``metric`` per variant (from :func:`ablation_table`) beside the paper's drop."""
+    part = table[(table["dataset"] == dataset) & (table["variant"] != full_label)]
+    x = np.arange(len(part))
+    bars = ax.bar(x - 0.2, part[f"Δ{metric} (ours)"], width=0.4, label="ours")
+    ax.bar_label(bars, fmt="%.1f", fontsize=7)  # a zero change stays readable
+    col = f"Δ{metric} (paper, Qwen2.5-72B)"
+    paper = part[col] if col in part else pd.Series(dtype=float)
+    if paper.notna().any():
+        bars = ax.bar(x + 0.2, paper.fillna(0.0), width=0.4, label="paper (Table 7, Qwen2.5-72B)", hatch="//")
+        ax.bar_label(bars, fmt="%.1f", fontsize=7)
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_xticks(x, part["variant"], rotation=15)
+    ax.set_ylabel(f"Δ{metric} vs full (points)")
+    ax.set_title(f"{dataset}: {metric}")
+    ax.legend(fontsize=8)
+
+
+def plot_variant_scores(ax, table: pd.DataFrame, metric: str = "F1", legend: bool = True) -> None:
+    """Grouped bars: ``metric`` of each variant (x) for each dataset (colour), from :func:`ablation_table`.
+
+    Readable at a glance: value labels above the bars, variant names wrapped under them, the legend (when
+    asked for) above the axes, never over a bar."""
+    import textwrap
+
+    datasets = list(dict.fromkeys(table["dataset"]))
+    variants = list(dict.fromkeys(table["variant"]))
+    width = 0.8 / max(len(datasets), 1)
+    for i, d in enumerate(datasets):
+        part = table[table["dataset"] == d].set_index("variant").reindex(variants)
+        x = np.arange(len(variants)) - 0.4 + width * (i + 0.5)
+        bars = ax.bar(x, part[metric], width=width, label=d)
+        ax.bar_label(bars, fmt="%.1f", fontsize=9, padding=2)
+    ax.set_xticks(np.arange(len(variants)), [textwrap.fill(str(v), 16) for v in variants], fontsize=9)
+    ax.set_ylabel(f"{metric} (×100)", fontsize=10)
+    ax.set_title(metric, fontsize=11)
+    ax.margins(y=0.18)
+    if legend:
+        ax.legend(fontsize=9, loc="lower left", bbox_to_anchor=(0.0, 1.08), ncol=len(datasets), frameon=False)
+
+
+def plot_sweep(ax, df: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), title: str = "",
+               n_questions: Optional[int] = None) -> None:
+    """One line per dataset and metric against the swept value, every point labelled with its value.
+
+    With ``n_questions`` the title says what the points stand on: at n questions one question moves EM by
+    100 / n points, so a step smaller than that is no change at all."""
+    markers = "osD^v"
+    for j, (dataset, part) in enumerate(df.groupby("dataset", sort=False)):
+        for i, m in enumerate(metrics):
+            if m in part:
+                xs, ys = part["value"].astype(float), part[m]
+                ax.plot(xs, ys, marker=markers[i % len(markers)], label=f"{dataset} {m}")
+                for x, y in zip(xs, ys):
+                    ax.annotate(f"{y:.0f}", (x, y), textcoords="offset points", xytext=(0, 5), ha="center",
+                                fontsize=8)
+    if len(df):
+        ax.set_xticks(sorted({float(v) for v in df["value"]}))
+    ax.set_xlabel(str(df["param"].iloc[0]) if len(df) else "value", fontsize=10)
+    ax.set_ylabel("score (×100)", fontsize=10)
+    ax.margins(y=0.2)
+    note = f"\nn = {n_questions} questions a point: one question = {100 / n_questions:.0f} EM points" \
+        if n_questions else ""
+    ax.set_title(title + note, fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+
+
+def plot_robustness(ax, summary: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), title: str = "",
+                    runs: Optional[pd.DataFrame] = None, n_questions: Optional[int] = None) -> None:
+    """The mean over seeds against the share of triples dropped; with ``runs`` (one row a seed) every seed's
+    score is drawn as a dot beside it, so the spread is seen as what it is, a handful of runs."""
+    for i, (dataset, part) in enumerate(summary.groupby("dataset", sort=False)):
+        for j, m in enumerate(metrics):
+            if f"{m} mean" not in part:
+                continue
+            line, = ax.plot(100 * part["fraction"], part[f"{m} mean"], marker="o", label=f"{dataset} {m} (mean)")
+            if runs is not None and m in runs:
+                seeds = runs[runs["dataset"] == dataset]
+                offset = 0.25 * (j - (len(metrics) - 1) / 2)  # side by side, not on top of each other
+                ax.scatter(100 * seeds["fraction"] + offset, seeds[m], s=14, alpha=0.6, color=line.get_color())
+    ax.set_xlabel("triples dropped (%)", fontsize=10)
+    ax.set_ylabel("score (×100)", fontsize=10)
+    seeds_n = int(summary["seeds"].max()) if "seeds" in summary and len(summary) else None
+    parts = [p for p in (f"n = {n_questions} questions" if n_questions else "",
+                         f"{seeds_n} seeds a share (dots: each seed)" if seeds_n and runs is not None else "") if p]
+    ax.set_title(title + ("\n" + ", ".join(parts) if parts else ""), fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)

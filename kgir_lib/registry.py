@@ -1,0 +1,89 @@
+"""The registry of every compared method (KGIR-RAG §3.3.1): key -> factory, display labels, notebook 05's order.
+
+:data:`METHODS` maps a registry key to a factory; :func:`build_method` builds one
+(``build_method("kg2rag", m_hops=2)``); :data:`DEFAULT_METHODS` is notebook 05's
+order; :func:`check_method_keys` checks the config's ``eval_methods`` against it.
+The registry sits above the methods it lists (:mod:`kgir_lib.kgir`, :mod:`kgir_lib.baselines`);
+what they share (:class:`~kgir_lib.methods.base.MethodBase`, the reader, the context rule) sits below them.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+from .baselines.hipporag2 import HippoRAG2
+from .baselines.hyde import HyDE
+from .baselines.ircot import IRCoT
+from .baselines.iter_retgen import IterRetGen
+from .baselines.kg2rag import KG2RAG
+from .baselines.naive import NaiveGen, NaiveRAG
+from .baselines.retrievers import BM25Retriever, DenseRetriever
+from .config import ConfigError
+from .baselines.lightrag_method import LightRAGMethod
+from .kgir.loop import KGIRRAG
+from .methods.base import Method
+
+
+def _variant(cls, variant: str):
+    """A registry factory: ``cls`` with ``variant`` fixed."""
+    def make(**kw):
+        return cls(variant=variant, **kw)
+    return make
+
+
+METHODS: dict = {
+    "naive_gen": NaiveGen,
+    "naive_rag": NaiveRAG,
+    "bm25": BM25Retriever,
+    "dense": DenseRetriever,
+    "ircot": IRCoT,
+    "iter_retgen": IterRetGen,
+    "hyde": HyDE,
+    "kg2rag": _variant(KG2RAG, "full"),
+    "kg2rag_no_expansion": _variant(KG2RAG, "no_expansion"),
+    "kg2rag_no_organisation": _variant(KG2RAG, "no_organisation"),
+    "hipporag2": HippoRAG2,
+    "kgir": _variant(KGIRRAG, "full"),
+    "kgir_no_subgraph": _variant(KGIRRAG, "no_subgraph"),
+    "kgir_no_reflection": _variant(KGIRRAG, "no_reflection"),
+    "kgir_no_rewrite": _variant(KGIRRAG, "no_rewrite"),
+    "kgir_forced": _variant(KGIRRAG, "forced"),  # a study beside the method (notebook 06), not in notebook 05
+    "lightrag": _variant(LightRAGMethod, "hybrid"),
+    "lightrag_naive": _variant(LightRAGMethod, "naive"),  # a check of LightRAG's vector search against Naive RAG
+}
+
+# Display names of the registry keys (tables are indexed by these; equal to each built method's ``name``).
+LABELS: dict = {
+    "naive_gen": "Naive Gen", "naive_rag": "Naive RAG", "bm25": "BM25", "dense": "Dense",
+    "ircot": "IRCoT", "iter_retgen": "ITER-RETGEN", "hyde": "HyDE", "kg2rag": "KG²RAG",
+    "kg2rag_no_expansion": "KG²RAG w/o expansion", "kg2rag_no_organisation": "KG²RAG w/o organisation",
+    "hipporag2": "HippoRAG 2", "kgir": "KGIR-RAG", "kgir_no_subgraph": "KGIR-RAG w/o subgraph",
+    "kgir_no_reflection": "KGIR-RAG w/o reflection", "kgir_no_rewrite": "KGIR-RAG w/o rewrite",
+    "kgir_forced": "KGIR-RAG (forced rounds)", "lightrag": "LightRAG (hybrid; shared reader)",
+    "lightrag_naive": "LightRAG (naive; shared reader)",
+}
+
+# Notebook 05's order: the paper's groups (§3.3.1), the ablations, then LightRAG (last: its index is the graph
+# methods' pool, which they grow on demand; run after them it indexes the pool they leave).
+DEFAULT_METHODS: list = ["naive_gen", "naive_rag", "bm25", "dense", "ircot", "iter_retgen", "hyde",
+                         "kg2rag", "hipporag2", "kgir", "kg2rag_no_expansion", "kg2rag_no_organisation",
+                         "kgir_no_subgraph", "kgir_no_reflection", "kgir_no_rewrite", "lightrag", "lightrag_naive"]
+
+
+def build_method(name: str, **kw) -> Method:
+    """The method registered as ``name`` (a key of :data:`METHODS`), with constructor overrides ``kw``."""
+    if name not in METHODS:
+        raise KeyError(f"unknown method {name!r} (known: {', '.join(METHODS)})")
+    return METHODS[name](**kw)
+
+
+def check_method_keys(keys: Optional[Iterable[str]], field: str = "eval_methods") -> None:
+    """``keys`` (the config's ``eval_methods``; ``None`` = every method) must be registry keys of :data:`METHODS`.
+
+    Checked where methods are built (notebook 05, the runner's validation), not in :mod:`kgir_lib.config`,
+    which sits below the methods it configures."""
+    if keys is None:
+        return
+    keys = list(keys)
+    unknown = [m for m in keys if m not in METHODS]
+    if unknown or not keys:
+        raise ConfigError(f"parameter {field!r}: unknown or no method keys {unknown} (known: {', '.join(METHODS)})")
