@@ -10,6 +10,7 @@ from kgir_lib.kg import KnowledgeGraph, Triple
 from kgir_lib.methods import HippoRAG2
 import networkx as nx
 
+from kgir_lib.methods.hippo_graph import fact_text, upstream_fold
 from kgir_lib.methods.hipporag2 import (PPRGraph, build_graph, enode, match_filtered, min_max, norm_phrase,
                                         phrase_seed_weights, pnode, ppr_ranking, synonym_neighbours, synonym_pairs,
                                         top_k_stable)
@@ -36,7 +37,8 @@ def test_graph_has_phrase_passage_and_fact_edges():
     assert set(g[pnode("p3")]) == {enode("nice"), enode("france"), enode("monaco")}
     assert g.degree(pnode("p4")) == 0
     assert hg.phrase_passages["france"] == 3 and hg.phrase_passages["paris"] == 1
-    assert len(hg.facts) == 6 and hg.fact_texts[0] == "(Eiffel Tower, located in, Paris)"
+    assert len(hg.facts) == 6 and hg.fact_texts[0] == "('eiffel tower', 'located in', 'paris')"
+    assert hg.fact_raw[0] == ("Eiffel Tower", "located in", "Paris")  # what the filter is shown
     assert norm_phrase("  Monaco! ") == "monaco"
 
 
@@ -287,3 +289,12 @@ def test_filter_budget_comes_from_the_profile(tiny_workspace):
     HippoRAG2(synonymy=False).run(ws, ws.dataset.questions)
     filt = [r for r in ws.llm.backend.seen if r.prompt == "hipporag2_filter"]
     assert len(filt) == 1 and filt[0].max_tokens == 512
+
+
+def test_facts_are_embedded_in_upstreams_text_form():
+    # upstream embeds str(tuple) of its processed triple: lower case, non-ASCII-alphanumerics to spaces,
+    # ends stripped, inner runs of spaces kept
+    assert fact_text("Key West, Florida", "located in", "U.S.") == "('key west  florida', 'located in', 'u s')"
+    assert fact_text("Zürich", "is", "city") == "('z rich', 'is', 'city')"
+    assert fact_text("a", "b", "c") == str(tuple(upstream_fold(x) for x in ("a", "b", "c")))
+    assert upstream_fold(" O'Brien ") == "o brien"

@@ -22,6 +22,20 @@ def norm_phrase(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", str(text).lower()).split())
 
 
+def upstream_fold(text: str) -> str:
+    """Upstream HippoRAG 2's ``text_processing``: lower case, every character but an ASCII letter, digit or
+    space to a space, ends stripped (inner runs of spaces stay)."""
+    return re.sub(r"[^A-Za-z0-9 ]", " ", str(text).lower()).strip()
+
+
+def fact_text(head: str, relation: str, tail: str) -> str:
+    """The text a fact is embedded as, upstream's form: the Python ``str`` of the tuple of its three
+    :func:`upstream_fold`-ed parts, e.g. ``('key west  florida', 'located in', 'united states')``
+    (upstream embeds ``str(fact)`` of its processed triples, ``HippoRAG.index``). Folded parts hold no
+    quote or backslash, so this equals ``str(tuple(...))``."""
+    return "(" + ", ".join(f"'{upstream_fold(x)}'" for x in (head, relation, tail)) + ")"
+
+
 def pnode(pid: str) -> str:
     return f"passage:{pid}"
 
@@ -142,7 +156,7 @@ class PPRGraph:
 class HippoGraph:
     graph: nx.Graph
     facts: list                # unique (head, relation, tail) after normalisation, in KG order
-    fact_texts: list           # "(head, relation, tail)" of the first triple of each fact (what is embedded)
+    fact_texts: list           # what is embedded: :func:`fact_text` of the first triple of each fact (upstream's form)
     fact_raw: list             # original (head, relation, tail) strings of that triple (shown to the LLM)
     phrase_passages: dict      # phrase -> number of passages whose triples name it
     n_synonym_edges: int = 0
@@ -188,7 +202,7 @@ def build_graph(kg: KnowledgeGraph, passage_pids: Sequence[str], phrase_vectors=
                 g.add_edge(enode(a), enode(b), weight=float(sim), kind="synonym")
                 n_syn += 1
     keys = list(facts)
-    return HippoGraph(g, keys, [facts[k].text() for k in keys],
+    return HippoGraph(g, keys, [fact_text(facts[k].head, facts[k].relation, facts[k].tail) for k in keys],
                       [(facts[k].head, facts[k].relation, facts[k].tail) for k in keys],
                       {ph: len(ps) for ph, ps in occurs.items()}, n_syn)
 

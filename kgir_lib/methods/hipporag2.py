@@ -212,7 +212,13 @@ class HippoRAG2(MethodBase):
                              "raw": res.text}, res)
         return out
 
-    def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
+    def retrieve(self, ws: Workspace, questions: Sequence[Question]) -> tuple:
+        """Steps 1-4 for a batch (no reader): ``(rankings, infos, filtered, graph)``.
+
+        ``rankings[i]``: question i's top-``k`` ``(pid, score)`` (PPR, or dense when no fact was kept);
+        ``infos[i]``: its trace (candidate and kept facts, seeds, filter status); ``filtered[i]``: the
+        filter's ``(kept indices, info, ChatResult | None)``. One batched LLM call: the filter.
+        """
         k = self._k(ws, self.k)
         st = self.settings(ws)
         texts = [q.question for q in questions]
@@ -242,7 +248,11 @@ class HippoRAG2(MethodBase):
                                   self.passage_node_weight, self.damping, k=k)
             for qi, r in zip(order, ranked):
                 rankings[qi] = r
+        return rankings, infos, filtered, hg
 
+    def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
+        rankings, infos, filtered, hg = self.retrieve(ws, questions)
+        texts = [q.question for q in questions]
         contexts = [context_of(ws, [p for p, _ in r]) for r in rankings]
         answers = read(ws, texts, contexts, stage="hipporag2_reader")
         out = []

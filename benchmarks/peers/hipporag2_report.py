@@ -1,0 +1,115 @@
+"""The HippoRAG 2 cross-check report: ``results/benchmarks/peers_hipporag2.md`` (+ a per-question CSV).
+
+Called by ``hipporag2_compare.py report`` in the main environment; reads the work folder written by
+``hipporag2_compare.py suite`` and ``hipporag2_upstream.py``. Measures: :mod:`kgir_lib.peer_agreement`.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import platform
+from pathlib import Path
+
+import pandas as pd
+
+from kgir_lib.config import load_config
+from kgir_lib.data import load_dataset, sample_questions
+from kgir_lib.peer_agreement import Side, compare_question, graph_agreement, pids_of_docs, summary, top_overlap
+
+
+def _jsonl(path: Path) -> list:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def _by_qid(path: Path) -> dict:
+    return {r["qid"]: r for r in _jsonl(path)} if path.exists() else {}
+
+
+def _edges(path: Path) -> tuple:
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        dump = json.load(fh)
+    edges: dict = {}
+    for a, b, w in dump["phrase_edges"]:
+        key = (min(a, b), max(a, b))
+        edges[key] = edges.get(key, 0.0) + float(w)
+    return dump, edges
+
+
+def question_rows(work: Path, profile: str, dataset: str) -> pd.DataFrame:
+    """One agreement row a question (suite vs upstream), in the profile's question order."""
+    cfg = load_config(profile, results_dir=str(work / "results"))
+    ds = load_dataset(dataset, cfg.data_path)
+    questions = sample_questions(ds.questions, cfg.n_questions, cfg.seed)
+    suite, upstream = _by_qid(work / "suite.jsonl"), _by_qid(work / "upstream.jsonl")
+    missing = [q.qid for q in questions if q.qid not in suite or q.qid not in upstream]
+    if missing:
+        raise SystemExit(f"{len(missing)} question(s) lack a suite or upstream record, e.g. {missing[0]} "
+                         f"(run the 'suite' step and hipporag2_upstream.py first)")
+    rows = []
+    for q in questions:
+        s, u = suite[q.qid], upstream[q.qid]
+        inj = u.get("injected")
+        row = compare_question(
+            Side(s["ranked_pids"], s["candidates"], s["kept"], s["answer"], s["fallback"]),
+            Side(pids_of_docs(u["docs"], ds.corpus), u.get("candidates", []), u.get("kept", []),
+                 u.get("answer") or "", not u.get("kept")),
+            q.answers, q.gold_pids, k=5, injected=pids_of_docs(inj["docs"], ds.corpus) if inj else None)
+        rows.append({"qid": q.qid, **row, "upstream_finish": u.get("finish_reason"),
+                     "upstream_answer_parsed": "Answer:" in (u.get("reader_raw") or ""),
+                     "injected_missing_facts": len(inj["missing_facts"]) if inj else None})
+    return pd.DataFrame(rows)
+
+
+def synonymy_rows(work: Path, dataset: str, profile: str) -> pd.DataFrame:
+    """Top-5 overlap with synonymy edges on both sides (retrieval only), if both files exist."""
+    s, u = _by_qid(work / "suite_synonymy.jsonl"), _by_qid(work / "upstream_synonymy.jsonl")
+    if not s or not u:
+        return pd.DataFrame()
+    cfg = load_config(profile, results_dir=str(work / "results"))
+    corpus = load_dataset(dataset, cfg.data_path).corpus
+    return pd.DataFrame([{"qid": q, "top5_overlap": top_overlap(s[q]["ranking"], pids_of_docs(u[q]["docs"], corpus), 5)}
+                         for q in s if q in u])
+
+
+def _md(df: pd.DataFrame) -> str:
+    return df.to_markdown(index=False)
+
+
+def write_report(work: Path, profile: str, dataset: str, out: Path, command: str) -> None:
+    rows = question_rows(work, profile, dataset)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rows.to_csv(out.with_suffix(".csv"), index=False)
+    table = summary(rows)
+    parts = [f"# HippoRAG 2: the suite's reimplementation against upstream's code\n",
+             f"Command: `{command}` (machine: {platform.machine()}, Python {platform.python_version()}).\n",
+             f"Dataset `{dataset}`, the `{profile}` profile's {len(rows)} questions. Per-question rows: "
+             f"`{out.with_suffix('.csv').name}`.\n", "## Agreement, per question\n", _md(table), ""]
+    g_suite, e_suite = _edges(work / "suite.graph.json.gz")
+    g_up, e_up = _edges(work / "upstream.graph.json.gz")
+    ga = graph_agreement(e_suite, e_up)
+    parts += ["## Graphs\n",
+              f"Suite: {g_suite['nodes']:,} nodes, {g_suite['edges']:,} edges, {g_suite['facts']:,} facts. "
+              f"Upstream: {g_up['nodes']:,} nodes, {g_up['edges']:,} igraph edges (a fact edge is held once per "
+              f"direction), {g_up['info'].get('num_extracted_triples', 0):,} facts. Phrase-phrase edges keyed by "
+              f"upstream's phrase folding: {ga['suite_edges']:,} (suite) and {ga['upstream_edges']:,} (upstream), "
+              f"{ga['shared']:,} shared, {ga['shared_equal_weight']:,} of them with equal weight; "
+              f"{ga['only_suite']:,} only in the suite, {ga['only_upstream']:,} only upstream.\n"]
+    n = len(rows)
+    parts += ["## Upstream's LLM stages\n",
+              f"- QA reader: {int((rows['upstream_finish'] == 'length').sum())} of {n} replies cut by the token "
+              f"budget; {int((~rows['upstream_answer_parsed']).sum())} without an `Answer:` line (upstream then "
+              f"takes the whole reply as the answer).",
+              f"- Recognition filter: upstream kept no fact (dense fallback) for "
+              f"{int(rows['fallback_upstream'].sum())} questions, the suite for {int(rows['fallback_suite'].sum())}.",
+              f"- Suite kept facts not found among upstream's facts (injection): "
+              f"{int(rows['injected_missing_facts'].fillna(0).sum())}.\n"]
+    syn = synonymy_rows(work, dataset, profile)
+    if len(syn):
+        parts += ["## With synonymy edges (retrieval only)\n",
+                  f"Top-5 overlap, suite vs upstream, both with synonymy edges: "
+                  f"{100 * syn['top5_overlap'].mean():.1f} % (mean over {len(syn)} questions).\n"]
+    notes = Path(__file__).resolve().parent / "hipporag2_differences.md"  # the explained differences (prose)
+    if notes.exists():
+        parts += [notes.read_text(encoding="utf-8")]
+    out.write_text("\n".join(parts), encoding="utf-8")
+    print(f"report: {out}")
