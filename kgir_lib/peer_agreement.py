@@ -109,6 +109,12 @@ def compare_question(suite: Side, upstream: Side, golds: Sequence[str], gold_pid
     return row
 
 
+def seeded_agreement(suite_seeded: Sequence[str], upstream_ranked: Sequence[str], k: int = 5) -> dict:
+    """The suite's ranking when seeded with upstream's kept facts against upstream's own ranking."""
+    return {f"seeded_top{k}": top_overlap(suite_seeded, upstream_ranked, k),
+            f"seeded_top{k}_same_order": list(suite_seeded[:k]) == list(upstream_ranked[:k])}
+
+
 def summary(rows: pd.DataFrame, k: int = 5) -> pd.DataFrame:
     """The agreement table: one line a measure, ``value`` (a rate in %, or a mean) and ``n`` questions.
 
@@ -128,10 +134,14 @@ def summary(rows: pd.DataFrame, k: int = 5) -> pd.DataFrame:
     add(f"top-{k} same order, % of questions", f"top{k}_same_order")
     add(f"top-{k} overlap given the suite's kept facts (upstream graph + PPR), mean %", f"injected_top{k}")
     add(f"top-{k} same order given the suite's kept facts, % of questions", f"injected_top{k}_same_order")
+    add(f"top-{k} overlap, the suite's graph + PPR given upstream's kept facts, mean %", f"seeded_top{k}")
+    add(f"top-{k} same order, the suite's graph + PPR given upstream's kept facts, % of questions",
+        f"seeded_top{k}_same_order")
     for r in (2, 5):
         add(f"Recall@{r} equal, % of questions", f"R@{r}_same")
     add("linked candidate facts identical, % of questions", "candidates_same")
     add("linked candidate facts, mean Jaccard %", "candidates_jaccard")
+    add("linked candidate facts identical, this code's linking, % of questions", "links_now_same")
     add("kept facts identical, % of questions", "kept_same")
     add("kept facts, mean Jaccard %", "kept_jaccard")
     add("answer exact string agreement, %", "answer_exact_same")

@@ -155,3 +155,38 @@ def test_unanswered_question_has_no_answer_measures_but_keeps_retrieval():
     table = summary(rows).set_index("measure")
     assert table.loc["EM, suite", "n"] == 1 and table.loc["EM, suite", "value"] == 0.0
     assert table.loc["top-5 passage overlap, mean %", "n"] == 2
+
+
+def test_seeded_agreement_rows_enter_the_summary():
+    from kgir_lib.peer_agreement import seeded_agreement
+
+    suite, upstream = _sides()
+    row = {**compare_question(suite, upstream, ["Paris"], ["g1"]), **seeded_agreement(["a", "g1", "b", "c", "x"],
+                                                                                        upstream.ranked)}
+    assert row["seeded_top5"] == 0.8 and not row["seeded_top5_same_order"]
+    table = summary(pd.DataFrame([row])).set_index("measure")
+    assert table.loc["top-5 overlap, the suite's graph + PPR given upstream's kept facts, mean %", "value"] == 80.0
+
+
+@needs_peer
+def test_ppr_matches_upstreams_igraph_prpack_in_the_peer_env():
+    """Upstream runs igraph's PRPACK on an undirected graph holding each fact edge once per direction; the
+    suite's power iteration on one summed edge (a dangling node's mass back along the reset vector) agrees."""
+    import networkx as nx
+
+    from kgir_lib.methods.hippo_graph import PPRGraph
+
+    parallel = [[0, 1, 2.0], [1, 0, 2.0], [1, 2, 1.0], [2, 0, 1.0], [2, 3, 4.0]]  # node 4: no edge
+    reset = [0.5, 0.0, 0.0, 0.1, 0.4]
+    code = ("import igraph as ig, json, sys; e, r = json.loads(sys.argv[1]); "
+            "g = ig.Graph(n=5, edges=[(a, b) for a, b, _ in e], directed=False); g.es['weight'] = [w for *_, w in e]; "
+            "print(json.dumps(g.personalized_pagerank(vertices=range(5), damping=0.5, directed=False, "
+            "weights='weight', reset=r, implementation='prpack')))")
+    out = subprocess.run([str(PEER_PY), "-c", code, json.dumps([parallel, reset])], capture_output=True, text=True,
+                         env={"PYTHONPATH": str(PEERS / "stubs")}, check=True, timeout=300)
+    g = nx.Graph()
+    g.add_nodes_from(range(5))
+    for a, b, w in parallel:
+        g.add_edge(a, b, weight=g.get_edge_data(a, b, {}).get("weight", 0.0) + w)
+    ours = PPRGraph(g).run(np.array(reset), 0.5, tol=1e-14, max_iter=1000)
+    assert np.allclose(ours, json.loads(out.stdout), atol=1e-9)

@@ -5,16 +5,21 @@
 # profile's Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF behind python -m llama_cpp.server, greedy).
 #   1. benchmarks/peers/setup.sh            the peer environment (benchmarks/peers/.venv-hipporag)
 #   2. hipporag2_compare.py suite           the suite's HippoRAG 2, cache only from results/local's response log
+#                                           (or read from a run's trace file: SUITE_TRACE)
 #   3. servers on 127.0.0.1                 embeddings (main env) and llama_cpp.server (--n_threads 1)
 #   4. hipporag2_upstream.py                upstream index + retrieve + qa; then its PPR seeded with the
 #                                           suite's kept facts. Its LLM cache stays in the work folder, so a
 #                                           rerun makes no LLM call.
-#   5. hipporag2_compare.py report          results/benchmarks/peers_hipporag2.md
+#   5. hipporag2_compare.py seeded          the suite's graph + PPR seeded with upstream's kept facts (no LLM)
+#   6. hipporag2_compare.py report          results/benchmarks/peers_hipporag2.md
 # Usage: bash benchmarks/peers/hipporag2_crosscheck.sh
 # Knobs (environment): KGIR_DATA_DIR (default ../shared/data beside the repo), PEERS_WORK (default
 # benchmarks/peers/.work/hipporag2), N_THREADS (llama.cpp threads, default 1), N_CTX (default 8192),
 # MAX_NEW_TOKENS (upstream QA reader budget, default 256), SYNONYMY (1: also compare rankings with synonymy
-# edges on both sides, retrieval only; default 0), MODEL (embedded GGUF name).
+# edges on both sides, retrieval only; default 0), MODEL (embedded GGUF name), QA_N (upstream answers only
+# the first QA_N questions; default all), SUITE_TRACE (the suite's answers from this trace file, e.g.
+# results/local/traces/hipporag2/musique_train.trace.jsonl of a run made before a change to the method's
+# LLM requests; default: run the suite's HippoRAG 2 cache only).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
@@ -27,6 +32,8 @@ N_THREADS="${N_THREADS:-1}"
 N_CTX="${N_CTX:-8192}"
 MAX_NEW_TOKENS="${MAX_NEW_TOKENS:-256}"
 SYNONYMY="${SYNONYMY:-0}"
+QA_N="${QA_N:-}"
+SUITE_TRACE="${SUITE_TRACE:-}"
 mkdir -p "$WORK/logs"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 
@@ -34,7 +41,7 @@ bash benchmarks/peers/setup.sh hipporag
 
 syn_flag=""; [ "$SYNONYMY" = 1 ] && syn_flag="--synonymy"
 echo "crosscheck: the suite's HippoRAG 2 (cache only)"
-"$PY" benchmarks/peers/hipporag2_compare.py suite --work "$WORK" $syn_flag
+"$PY" benchmarks/peers/hipporag2_compare.py suite --work "$WORK" $syn_flag ${SUITE_TRACE:+--trace "$SUITE_TRACE"}
 
 free_port() { "$PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"; }
 wait_up() {  # pid url log
@@ -74,11 +81,16 @@ run_upstream() {  # out synonymy-threshold [extra args]
 # upstream has no switch for synonymy edges; a threshold above any cosine (1.01) builds none, as the local
 # profile's HippoRAG 2 (hipporag2_synonymy null: off on CPU backends)
 echo "crosscheck: upstream HippoRAG 2 (LLM calls: recognition filter + QA reader a question, cached)"
-run_upstream "$WORK/upstream.jsonl" 1.01 --inject "$WORK/inject.jsonl"
+run_upstream "$WORK/upstream.jsonl" 1.01 --inject "$WORK/inject.jsonl" ${QA_N:+--qa-n "$QA_N"}
 if [ "$SYNONYMY" = 1 ]; then
     echo "crosscheck: upstream with synonymy edges (retrieval only; the same filter requests: cache hits)"
     run_upstream "$WORK/upstream_synonymy.jsonl" 0.8 --no-qa
 fi
 cleanup; PIDS=()
 
-"$PY" benchmarks/peers/hipporag2_compare.py report --work "$WORK"
+"$PY" benchmarks/peers/hipporag2_compare.py seeded --work "$WORK"
+cmd="bash benchmarks/peers/hipporag2_crosscheck.sh"
+[ -n "$QA_N" ] && cmd="QA_N=$QA_N $cmd"
+[ -n "$SUITE_TRACE" ] && cmd="SUITE_TRACE=$SUITE_TRACE $cmd"
+[ "$SYNONYMY" = 1 ] && cmd="SYNONYMY=1 $cmd"
+"$PY" benchmarks/peers/hipporag2_compare.py report --work "$WORK" --command "$cmd"

@@ -14,7 +14,8 @@ import pandas as pd
 
 from kgir_lib.config import load_config
 from kgir_lib.data import load_dataset, sample_questions
-from kgir_lib.peer_agreement import Side, compare_question, graph_agreement, pids_of_docs, summary, top_overlap
+from kgir_lib.peer_agreement import (Side, compare_question, fact_key, graph_agreement, pids_of_docs, seeded_agreement,
+                                     summary, top_overlap)
 
 
 def _jsonl(path: Path) -> list:
@@ -41,6 +42,7 @@ def question_rows(work: Path, profile: str, dataset: str) -> pd.DataFrame:
     ds = load_dataset(dataset, cfg.data_path)
     questions = sample_questions(ds.questions, cfg.n_questions, cfg.seed)
     suite, upstream = _by_qid(work / "suite.jsonl"), _by_qid(work / "upstream.jsonl")
+    links, seeded = _by_qid(work / "suite_links.jsonl"), _by_qid(work / "suite_seeded.jsonl")
     missing = [q.qid for q in questions if q.qid not in suite or q.qid not in upstream]
     if missing:
         raise SystemExit(f"{len(missing)} question(s) lack a suite or upstream record, e.g. {missing[0]} "
@@ -54,6 +56,13 @@ def question_rows(work: Path, profile: str, dataset: str) -> pd.DataFrame:
             Side(pids_of_docs(u["docs"], ds.corpus), u.get("candidates", []), u.get("kept", []),
                  u.get("answer") or "", not u.get("kept")),
             q.answers, q.gold_pids, k=5, injected=pids_of_docs(inj["docs"], ds.corpus) if inj else None)
+        up_ranked = pids_of_docs(u["docs"], ds.corpus)
+        if q.qid in links:
+            row["links_now_same"] = ({fact_key(f) for f in links[q.qid]["candidates"]}
+                                     == {fact_key(f) for f in u.get("candidates", [])})
+        if q.qid in seeded:
+            row.update(seeded_agreement(seeded[q.qid]["ranking"], up_ranked))
+            row["seeded_missing_facts"] = len(seeded[q.qid]["missing_facts"])
         rows.append({"qid": q.qid, **row, "upstream_finish": u.get("finish_reason"),
                      "upstream_answer_parsed": "Answer:" in (u.get("reader_raw") or ""),
                      "injected_missing_facts": len(inj["missing_facts"]) if inj else None})

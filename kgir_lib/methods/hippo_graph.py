@@ -312,23 +312,35 @@ def top_k_stable(x: np.ndarray, k: int) -> np.ndarray:
     return cand[np.argsort(-x[cand], kind="stable")][:k]
 
 
+def fact_similarities(fact_emb: np.ndarray, q_emb: np.ndarray, block: int = 64):
+    """Per question, ``(raw cosines to every fact, min, max)``; one matrix product per ``block`` questions
+    (``(facts, block)`` floats at a time). Step 1's scores are ``(raw - min) / (max - min)``."""
+    fact_emb, q_emb = np.asarray(fact_emb), np.asarray(q_emb)
+    for qi in range(len(q_emb)):
+        if qi % block == 0:
+            raw_all = fact_emb @ q_emb[qi:qi + block].T
+        raw = raw_all[:, qi % block]
+        yield raw, float(raw.min()), float(raw.max())
+
+
+def normalised(raw: np.ndarray, lo: float, hi: float, idx) -> np.ndarray:
+    """Min-max normalised scores of the facts ``idx`` (all ones when every fact scores the same)."""
+    idx = np.asarray(idx, dtype=np.int64)
+    return np.ones(len(idx)) if hi - lo < 1e-12 else (raw[idx].astype(np.float64) - lo) / (hi - lo)
+
+
 def link_facts(hg: HippoGraph, fact_emb: np.ndarray, q_emb: np.ndarray, link_top_k: int) -> tuple:
     """Query-to-triple linking for every question at once: ``(candidates, [(fact index, score)])`` each.
 
-    Cosine of the question and every fact (one matrix product for the batch), min-max
-    normalised over the facts; the ``link_top_k`` best facts (ties: KG order).
+    Cosine of the question and every fact (:func:`fact_similarities`), min-max normalised over the
+    facts; the ``link_top_k`` best facts (ties: KG order).
     """
     cands, cand_scores = [], []
     if len(hg.facts) == 0 or len(q_emb) == 0:
         return [[] for _ in range(len(q_emb))], [[] for _ in range(len(q_emb))]
-    fact_emb, q_emb = np.asarray(fact_emb), np.asarray(q_emb)
-    for qi in range(len(q_emb)):
-        if qi % 64 == 0:  # one matrix product per 64 questions: (facts, 64) floats at a time
-            raw_all = fact_emb @ q_emb[qi:qi + 64].T
-        raw = raw_all[:, qi % 64]
-        lo, hi = float(raw.min()), float(raw.max())
+    for raw, lo, hi in fact_similarities(fact_emb, q_emb):
         top = top_k_stable(raw, link_top_k)
-        norm = np.ones(len(top)) if hi - lo < 1e-12 else (raw[top].astype(np.float64) - lo) / (hi - lo)
+        norm = normalised(raw, lo, hi, top)
         cands.append([hg.fact_raw[j] for j in top])
         cand_scores.append([(int(j), float(s)) for j, s in zip(top, norm)])
     return cands, cand_scores
