@@ -146,10 +146,22 @@ def summary(rows: pd.DataFrame, k: int = 5) -> pd.DataFrame:
     add("kept facts, mean Jaccard %", "kept_jaccard")
     add("answer exact string agreement, %", "answer_exact_same")
     add("answer agreement after SQuAD normalisation, %", "answer_norm_same")
-    for name in ("suite", "upstream"):
-        for m in ("EM", "F1", "R@2", "R@5"):
-            add(f"{m}, {name}", f"{m}_{name}", scale=1.0)
-        add(f"dense fallback (no fact kept), {name}, %", f"fallback_{name}")
+    return pd.DataFrame(out)
+
+
+def side_by_side(rows: pd.DataFrame) -> pd.DataFrame:
+    """Each system's means over the same questions: EM, F1 (questions both answered), Recall@2/5, kept
+    facts a question and the share of questions that fell back to dense retrieval (%)."""
+    out = []
+    for label, col, scale in (("EM", "EM", 1.0), ("F1", "F1", 1.0), ("Recall@2", "R@2", 1.0),
+                              ("Recall@5", "R@5", 1.0), ("kept facts a question", "n_kept", 1.0),
+                              ("dense fallback (no fact kept), %", "fallback", 100.0)):
+        line = {"measure": label}
+        for name in ("suite", "upstream"):
+            vals = rows[f"{col}_{name}"].dropna().astype(float)
+            line[name] = round(float(vals.mean()) * scale, 1) if len(vals) else np.nan
+            line["n"] = int(len(vals))
+        out.append(line)
     return pd.DataFrame(out)
 
 

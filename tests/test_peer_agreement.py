@@ -18,7 +18,7 @@ import pytest
 from kgir_lib.data import Corpus, Passage
 from kgir_lib.methods.hippo_graph import fact_text, upstream_fold
 from kgir_lib.peer_agreement import (Side, compare_question, fact_key, graph_agreement, phrase_key, pids_of_docs,
-                                     set_agreement, summary, top_overlap)
+                                     set_agreement, side_by_side, summary, top_overlap)
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = ROOT / "benchmarks" / "peers"
@@ -88,8 +88,10 @@ def test_summary_rates_and_means():
     assert table.loc["top-5 passage overlap, mean %", "value"] == 90.0
     assert table.loc["top-5 same order, % of questions", "value"] == 50.0
     assert table.loc["kept facts identical, % of questions", "value"] == 50.0
-    assert table.loc["EM, suite", "value"] == 50.0
     assert table.loc["answer exact string agreement, %", "n"] == 2
+    sides = side_by_side(rows).set_index("measure")
+    assert sides.loc["EM", "suite"] == 50.0 and sides.loc["EM", "upstream"] == 50.0   # Rome is wrong twice
+    assert sides.loc["kept facts a question", "upstream"] == 1.5 and sides.loc["Recall@5", "n"] == 2
     assert "top-5 overlap given the suite's kept facts (upstream graph + PPR), mean %" not in table.index
 
 
@@ -152,8 +154,8 @@ def test_unanswered_question_has_no_answer_measures_but_keeps_retrieval():
     assert np.isnan(row["EM_suite"]) and np.isnan(row["EM_upstream"]) and np.isnan(row["answer_exact_same"])
     assert row["R@5_upstream"] == 50.0 and row["top5_overlap"] == 0.8
     rows = pd.DataFrame([row, compare_question(suite, suite, ["Rome"], ["g1", "g2"])])
-    table = summary(rows).set_index("measure")
-    assert table.loc["EM, suite", "n"] == 1 and table.loc["EM, suite", "value"] == 0.0
+    table, sides = summary(rows).set_index("measure"), side_by_side(rows).set_index("measure")
+    assert sides.loc["EM", "n"] == 1 and sides.loc["EM", "suite"] == 0.0
     assert table.loc["top-5 passage overlap, mean %", "n"] == 2
 
 

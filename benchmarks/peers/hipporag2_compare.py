@@ -1,7 +1,7 @@
 """The suite's side of the HippoRAG 2 cross-check, and the comparison report (main environment).
 
-    .venv/bin/python benchmarks/peers/hipporag2_compare.py suite  --work DIR [--profile local] [--trace F] [--synonymy]
-    .venv/bin/python benchmarks/peers/hipporag2_compare.py seeded --work DIR [--profile local]
+    .venv/bin/python benchmarks/peers/hipporag2_compare.py suite  --work DIR [--profile local] [--trace F]
+    .venv/bin/python benchmarks/peers/hipporag2_compare.py seeded --work DIR [--profile local] [--synonymy]
     .venv/bin/python benchmarks/peers/hipporag2_compare.py report --work DIR [--out results/benchmarks/peers_hipporag2.md]
 
 ``suite``: the suite's :class:`kgir_lib.methods.hipporag2.HippoRAG2` on the profile's questions of the
@@ -12,11 +12,10 @@ run directory is not touched): no LLM call. ``--trace F`` reads the answers from
 Writes ``DIR/suite.jsonl`` (per question: linked and kept facts, ranking, context, answer),
 ``DIR/inject.jsonl`` (the kept facts, for upstream's PPR) and ``DIR/suite_links.jsonl`` (this code's
 linked facts, no LLM).
-``--synonymy`` adds the ranking of the same method with synonymy edges (retrieval only: the filter's
-requests do not depend on the graph, so they are cache hits too) as ``DIR/suite_synonymy.jsonl``.
 
 ``seeded``: this code's graph + PPR seeded with upstream's kept facts (``DIR/upstream.jsonl``), no LLM:
-``DIR/suite_seeded.jsonl``.
+``DIR/suite_seeded.jsonl``; ``--synonymy`` also with synonymy edges (``DIR/suite_seeded_synonymy.jsonl``, to
+compare with upstream run with synonymy edges).
 
 ``report``: reads ``DIR/suite.jsonl`` and ``DIR/upstream.jsonl`` (from ``hipporag2_upstream.py``) and
 writes the agreement tables (:mod:`kgir_lib.peer_agreement`) to ``--out``.
@@ -43,6 +42,20 @@ def _jsonl(path: Path) -> list:
 def _write_jsonl(path: Path, rows: list) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+
+def _commit() -> str:
+    """The checkout's commit (short hash, ``+changes`` if the tree is dirty), or ``unknown``."""
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"commit {head}{' + uncommitted changes' if dirty else ''}"
 
 
 def open_suite(work: Path, profile: str, dataset: str):
@@ -79,7 +92,7 @@ def suite_rows(questions, outputs) -> list:
     return rows
 
 
-def run_suite(work: Path, profile: str, dataset: str, trace: Optional[Path], synonymy: bool) -> None:
+def run_suite(work: Path, profile: str, dataset: str, trace: Optional[Path]) -> None:
     """The suite's HippoRAG 2 per question: read from ``trace`` (a run's trace file), else run cache only."""
     from kgir_lib.evaluate import load_outputs
     from kgir_lib.llm import CacheMissError
@@ -101,6 +114,7 @@ def run_suite(work: Path, profile: str, dataset: str, trace: Optional[Path], syn
                              f"scripts/main.sh), or pass the trace file of a run (SUITE_TRACE=...).") from None
     rows = suite_rows(questions, outs)
     _write_jsonl(work / "suite.jsonl", rows)
+    (work / "suite.meta.json").write_text(json.dumps({"trace": str(trace) if trace else None, "code": _commit()}))
     _write_jsonl(work / "inject.jsonl", [{"qid": r["qid"], "kept": r["kept"]} for r in rows])
     method = HippoRAG2()
     hg, fact_emb = method.graph(ws, ws.kg)
@@ -116,25 +130,25 @@ def run_suite(work: Path, profile: str, dataset: str, trace: Optional[Path], syn
                           method.settings(ws)["link_top_k"])
     _write_jsonl(work / "suite_links.jsonl", [{"qid": q.qid, "candidates": [list(f) for f in c]}
                                               for q, c in zip(questions, cands)])
-    if synonymy:
-        rankings = HippoRAG2(synonymy=True).retrieve(ws, questions)[0]
-        _write_jsonl(work / "suite_synonymy.jsonl",
-                     [{"qid": q.qid, "ranking": [p for p, _ in r]} for q, r in zip(questions, rankings)])
     print(f"suite: {len(rows)} questions of {dataset} (profile {profile}, "
           f"{'from ' + str(trace) if trace else 'cache only'}) -> {work / 'suite.jsonl'}")
 
 
-def run_seeded(work: Path, profile: str, dataset: str) -> None:
-    """The suite's graph + PPR seeded with upstream's kept facts (no LLM): ``DIR/suite_seeded.jsonl``."""
+def run_seeded(work: Path, profile: str, dataset: str, synonymy: bool) -> None:
+    """The suite's graph + PPR seeded with upstream's kept facts (no LLM): ``DIR/suite_seeded.jsonl``, and
+    with synonymy edges ``DIR/suite_seeded_synonymy.jsonl`` (upstream's filter requests do not depend on its
+    graph, so its kept facts are the same with and without synonymy edges)."""
     from kgir_lib.methods.hipporag2 import HippoRAG2
 
     cfg, ws, questions = open_suite(work, profile, dataset)
     upstream = {r["qid"]: r for r in _jsonl(work / "upstream.jsonl")}
     qs = [q for q in questions if q.qid in upstream]
-    rankings, missing = HippoRAG2().rank_given_facts(ws, qs, [upstream[q.qid].get("kept", []) for q in qs])
-    _write_jsonl(work / "suite_seeded.jsonl", [{"qid": q.qid, "ranking": [p for p, _ in r], "missing_facts": m}
-                                               for q, r, m in zip(qs, rankings, missing)])
-    print(f"seeded: {len(qs)} questions -> {work / 'suite_seeded.jsonl'}")
+    kept = [upstream[q.qid].get("kept", []) for q in qs]
+    for name, syn in (("suite_seeded", False), ("suite_seeded_synonymy", True))[:2 if synonymy else 1]:
+        rankings, missing = HippoRAG2(synonymy=syn).rank_given_facts(ws, qs, kept)
+        _write_jsonl(work / f"{name}.jsonl", [{"qid": q.qid, "ranking": [p for p, _ in r], "missing_facts": m}
+                                              for q, r, m in zip(qs, rankings, missing)])
+        print(f"seeded: {len(qs)} questions -> {work / (name + '.jsonl')}")
 
 
 def main() -> None:
@@ -150,9 +164,9 @@ def main() -> None:
                     help="the command shown in the report")
     args = ap.parse_args()
     if args.step == "suite":
-        run_suite(args.work, args.profile, args.dataset, args.trace, args.synonymy)
+        run_suite(args.work, args.profile, args.dataset, args.trace)
     elif args.step == "seeded":
-        run_seeded(args.work, args.profile, args.dataset)
+        run_seeded(args.work, args.profile, args.dataset, args.synonymy)
     else:
         from hipporag2_report import write_report
 

@@ -16,7 +16,7 @@
 # Knobs (environment): KGIR_DATA_DIR (default ../shared/data beside the repo), PEERS_WORK (default
 # benchmarks/peers/.work/hipporag2), N_THREADS (llama.cpp threads, default 1), N_CTX (default 8192),
 # MAX_NEW_TOKENS (upstream QA reader budget, default 256), SYNONYMY (1: also compare rankings with synonymy
-# edges on both sides, retrieval only; default 0), MODEL (embedded GGUF name), QA_N (upstream answers only
+# edges on both sides, retrieval only, both seeded with upstream's kept facts; default 0), MODEL (embedded GGUF name), QA_N (upstream answers only
 # the first QA_N questions; default all), SUITE_TRACE (the suite's answers from this trace file, e.g.
 # results/local/traces/hipporag2/musique_train.trace.jsonl of a run made before a change to the method's
 # LLM requests; default: run the suite's HippoRAG 2 cache only).
@@ -41,7 +41,7 @@ bash benchmarks/peers/setup.sh hipporag
 
 syn_flag=""; [ "$SYNONYMY" = 1 ] && syn_flag="--synonymy"
 echo "crosscheck: the suite's HippoRAG 2 (cache only)"
-"$PY" benchmarks/peers/hipporag2_compare.py suite --work "$WORK" $syn_flag ${SUITE_TRACE:+--trace "$SUITE_TRACE"}
+"$PY" benchmarks/peers/hipporag2_compare.py suite --work "$WORK" ${SUITE_TRACE:+--trace "$SUITE_TRACE"}
 
 free_port() { "$PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"; }
 wait_up() {  # pid url log
@@ -88,7 +88,7 @@ if [ "$SYNONYMY" = 1 ]; then
 fi
 cleanup; PIDS=()
 
-"$PY" benchmarks/peers/hipporag2_compare.py seeded --work "$WORK"
+"$PY" benchmarks/peers/hipporag2_compare.py seeded --work "$WORK" $syn_flag
 cmd="bash benchmarks/peers/hipporag2_crosscheck.sh"
 [ -n "$QA_N" ] && cmd="QA_N=$QA_N $cmd"
 [ -n "$SUITE_TRACE" ] && cmd="SUITE_TRACE=$SUITE_TRACE $cmd"
