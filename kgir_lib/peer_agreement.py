@@ -90,6 +90,7 @@ def compare_question(suite: Side, upstream: Side, golds: Sequence[str], gold_pid
            "candidates_jaccard": set_agreement(cs, cu), "candidates_same": cs == cu,
            "kept_jaccard": set_agreement(ks, ku), "kept_same": ks == ku,
            "n_kept_suite": len(ks), "n_kept_upstream": len(ku),
+           "all_kept_suite": bool(cs) and ks == cs, "all_kept_upstream": bool(cu) and ku == cu,
            "fallback_suite": bool(suite.fallback), "fallback_upstream": bool(upstream.fallback),
            "answer_suite": suite.answer, "answer_upstream": upstream.answer}
     both = suite.answer is not None and upstream.answer is not None
@@ -151,16 +152,18 @@ def summary(rows: pd.DataFrame, k: int = 5) -> pd.DataFrame:
 
 def side_by_side(rows: pd.DataFrame) -> pd.DataFrame:
     """Each system's means over the same questions: EM, F1 (questions both answered), Recall@2/5, kept
-    facts a question and the share of questions that fell back to dense retrieval (%)."""
+    facts a question, the share of questions whose filter kept every candidate (%), and the share that fell
+    back to dense retrieval (%)."""
     out = []
     for label, col, scale in (("EM", "EM", 1.0), ("F1", "F1", 1.0), ("Recall@2", "R@2", 1.0),
                               ("Recall@5", "R@5", 1.0), ("kept facts a question", "n_kept", 1.0),
+                              ("every candidate kept, % of questions", "all_kept", 100.0),
                               ("dense fallback (no fact kept), %", "fallback", 100.0)):
-        line = {"measure": label}
+        line: dict = {"measure": label}
         for name in ("suite", "upstream"):
             vals = rows[f"{col}_{name}"].dropna().astype(float)
             line[name] = round(float(vals.mean()) * scale, 1) if len(vals) else np.nan
-            line["n"] = int(len(vals))
+        line["n"] = int(len(vals))
         out.append(line)
     return pd.DataFrame(out)
 

@@ -73,6 +73,7 @@ def test_compare_question_exact_values():
     assert row["candidates_same"] and row["candidates_jaccard"] == 1.0   # same facts after folding
     assert row["kept_jaccard"] == 0.5 and not row["kept_same"]
     assert (row["n_kept_suite"], row["n_kept_upstream"]) == (1, 2)
+    assert not row["all_kept_suite"] and row["all_kept_upstream"]   # upstream kept both of its candidates
     assert not row["answer_exact_same"] and row["answer_norm_same"]
     assert row["EM_suite"] == row["EM_upstream"] == 100.0
     assert row["R@2_suite"] == 50.0 and row["R@2_upstream"] == 50.0 and row["R@2_same"]
@@ -92,6 +93,7 @@ def test_summary_rates_and_means():
     sides = side_by_side(rows).set_index("measure")
     assert sides.loc["EM", "suite"] == 50.0 and sides.loc["EM", "upstream"] == 50.0   # Rome is wrong twice
     assert sides.loc["kept facts a question", "upstream"] == 1.5 and sides.loc["Recall@5", "n"] == 2
+    assert sides.loc["every candidate kept, % of questions", "upstream"] == 50.0
     assert "top-5 overlap given the suite's kept facts (upstream graph + PPR), mean %" not in table.index
 
 

@@ -55,7 +55,7 @@ def question_rows(work: Path, profile: str, dataset: str) -> pd.DataFrame:
         row = compare_question(
             Side(s["ranked_pids"], s["candidates"], s["kept"], s["answer"], s["fallback"]),
             Side(pids_of_docs(u["docs"], ds.corpus), u.get("candidates", []), u.get("kept", []),
-                 u.get("answer") or "", not u.get("kept")),
+                 u.get("answer"), not u.get("kept")),
             q.answers, q.gold_pids, k=5, injected=pids_of_docs(inj["docs"], ds.corpus) if inj else None)
         up_ranked = pids_of_docs(u["docs"], ds.corpus)
         if q.qid in links:
@@ -121,11 +121,12 @@ def write_report(work: Path, profile: str, dataset: str, out: Path, command: str
               f"upstream's phrase folding: {ga['suite_edges']:,} (suite) and {ga['upstream_edges']:,} (upstream), "
               f"{ga['shared']:,} shared, {ga['shared_equal_weight']:,} of them with equal weight; "
               f"{ga['only_suite']:,} only in the suite, {ga['only_upstream']:,} only upstream.\n"]
-    n = len(rows)
+    answered = rows[rows["answer_upstream"].notna()]
     parts += ["## Upstream's LLM stages\n",
-              f"- QA reader: {int((rows['upstream_finish'] == 'length').sum())} of {n} replies cut by the token "
-              f"budget; {int((~rows['upstream_answer_parsed']).sum())} without an `Answer:` line (upstream then "
-              f"takes the whole reply as the answer).",
+              f"- QA reader: {len(answered)} of {len(rows)} questions answered; "
+              f"{int((answered['upstream_finish'] == 'length').sum())} replies cut by the token budget; "
+              f"{int((~answered['upstream_answer_parsed'].astype(bool)).sum())} without an `Answer:` line (upstream "
+              f"then takes the whole reply as the answer).",
               f"- Recognition filter: upstream kept no fact (dense fallback) for "
               f"{int(rows['fallback_upstream'].sum())} questions, the suite for {int(rows['fallback_suite'].sum())}.",
               f"- Suite kept facts not found among upstream's facts (injection): "
