@@ -145,6 +145,9 @@ def summary(rows: pd.DataFrame, k: int = 5) -> pd.DataFrame:
     add("linked candidate facts identical, this code's linking, % of questions", "links_now_same")
     add("kept facts identical, % of questions", "kept_same")
     add("kept facts, mean Jaccard %", "kept_jaccard")
+    if "candidates_same" in rows:
+        add("kept facts identical, of the questions with identical candidates, %", "kept_same",
+            mask=rows["candidates_same"].astype(bool))
     add("answer exact string agreement, %", "answer_exact_same")
     add("answer agreement after SQuAD normalisation, %", "answer_norm_same")
     return pd.DataFrame(out)

@@ -90,6 +90,8 @@ def test_summary_rates_and_means():
     assert table.loc["top-5 same order, % of questions", "value"] == 50.0
     assert table.loc["kept facts identical, % of questions", "value"] == 50.0
     assert table.loc["answer exact string agreement, %", "n"] == 2
+    same_cands = table.loc["kept facts identical, of the questions with identical candidates, %"]
+    assert (same_cands["value"], same_cands["n"]) == (50.0, 2)  # both rows have identical candidates
     sides = side_by_side(rows).set_index("measure")
     assert sides.loc["EM", "suite"] == 50.0 and sides.loc["EM", "upstream"] == 50.0   # Rome is wrong twice
     assert sides.loc["kept facts a question", "upstream"] == 1.5 and sides.loc["Recall@5", "n"] == 2
