@@ -86,7 +86,8 @@ def suite_rows(questions, outputs) -> list:
             raise SystemExit(f"suite outputs out of order: {o.qid} where {q.qid} was expected")
         t = o.trace
         rows.append({"qid": o.qid, "question": q.question, "candidates": t.get("candidates", []),
-                     "kept": t.get("kept", []), "filter": t.get("filter"), "fallback": bool(t.get("fallback")),
+                     "kept": t.get("kept", []), "filter": t.get("filter"), "unmatched": int(t.get("unmatched") or 0),
+                     "fallback": bool(t.get("fallback")),
                      "ranking": [p for p, _ in t["ranking"]], "context_pids": t["context_pids"],
                      "ranked_pids": o.ranked_pids, "answer": o.answer, "reader_raw": t.get("reader_raw", "")})
     return rows
@@ -145,9 +146,13 @@ def run_seeded(work: Path, profile: str, dataset: str, synonymy: bool) -> None:
     qs = [q for q in questions if q.qid in upstream]
     kept = [upstream[q.qid].get("kept", []) for q in qs]
     for name, syn in (("suite_seeded", False), ("suite_seeded_synonymy", True))[:2 if synonymy else 1]:
-        rankings, missing = HippoRAG2(synonymy=syn).rank_given_facts(ws, qs, kept)
+        method = HippoRAG2(synonymy=syn)
+        rankings, missing = method.rank_given_facts(ws, qs, kept)
         _write_jsonl(work / f"{name}.jsonl", [{"qid": q.qid, "ranking": [p for p, _ in r], "missing_facts": m}
                                               for q, r, m in zip(qs, rankings, missing)])
+        hg = method.graph(ws, ws.kg)[0]
+        (work / f"{name}.meta.json").write_text(json.dumps({"synonym_edges": hg.n_synonym_edges,
+                                                            "edges": hg.graph.number_of_edges()}))
         print(f"seeded: {len(qs)} questions -> {work / (name + '.jsonl')}")
 
 

@@ -96,6 +96,13 @@ def _suite_source(work: Path) -> str:
             f"{m.get('code', 'this checkout')} (no LLM call).")
 
 
+def _suite_filter(work: Path) -> str:
+    rows = _jsonl(work / "suite.jsonl")
+    bad = sum(str(r.get("filter", "")).startswith("malformed") for r in rows)
+    return (f"{bad} malformed of {len(rows)}, {sum(int(r.get('unmatched') or 0) for r in rows)} reply items "
+            f"that matched no candidate")
+
+
 def _md(df: pd.DataFrame) -> str:
     return to_markdown(df)
 
@@ -129,14 +136,23 @@ def write_report(work: Path, profile: str, dataset: str, out: Path, command: str
               f"then takes the whole reply as the answer).",
               f"- Recognition filter: upstream kept no fact (dense fallback) for "
               f"{int(rows['fallback_upstream'].sum())} questions, the suite for {int(rows['fallback_suite'].sum())}.",
+              f"- The suite's filter replies (as its run recorded them): {_suite_filter(work)}.",
               f"- Suite kept facts not found among upstream's facts (injection): "
               f"{int(rows['injected_missing_facts'].fillna(0).sum())}.\n"]
     syn = synonymy_rows(work, dataset, profile)
     if len(syn):
+        counts = ""
+        meta, up_syn = work / "suite_seeded_synonymy.meta.json", work / "upstream_synonymy.graph.json.gz"
+        if meta.exists() and up_syn.exists():
+            with gzip.open(up_syn, "rt", encoding="utf-8") as fh:
+                up_edges = json.load(fh)["edges"]
+            counts = (f" Synonym edges: {json.loads(meta.read_text())['synonym_edges']:,} pairs in the suite's graph "
+                      f"(pairs without a fact edge); upstream's igraph holds {up_edges - g_up['edges']:,} more "
+                      f"edges than without synonymy (one per ordered pair not already a fact direction).")
         parts += ["## With synonymy edges (retrieval only)\n",
                   f"Both graphs with synonymy edges (cosine ≥ 0.8 among each phrase's top 2047), both seeded with "
                   f"upstream's kept facts: top-5 overlap {100 * syn['top5_overlap'].mean():.1f} % (mean), same top-5 "
-                  f"order on {100 * syn['same_order'].mean():.0f} % of {len(syn)} questions.\n"]
+                  f"order on {100 * syn['same_order'].mean():.0f} % of {len(syn)} questions.{counts}\n"]
     notes = Path(__file__).resolve().parent / "hipporag2_differences.md"  # the explained differences (prose)
     if notes.exists():
         parts += [notes.read_text(encoding="utf-8")]

@@ -42,7 +42,7 @@ Online, per question (each LLM stage ONE batched call over all questions):
    every passage node gets its min-max normalised dense score × ``passage_node_weight``
    (0.05).
 4. **PPR** with damping 0.5 (HippoRAG 2's value) on the weighted undirected graph;
-   passages ranked by their PPR probability (ties: dense rank). The transition
+   passages ranked by their PPR probability (ties: corpus order). The transition
    matrix is built ONCE per graph (:class:`PPRGraph`, scipy sparse) and the power
    iteration runs for all questions of a batch at once; it is the iteration of
    ``networkx.pagerank`` (same start, dangling rule and stopping test), so the
@@ -59,8 +59,10 @@ Online, per question (each LLM stage ONE batched call over all questions):
 **Checked against upstream** (PyPI ``hipporag`` 2.0.0a4 on musique_train with the same
 corpus, OpenIE file, encoder and LLM: ``benchmarks/peers/``, report
 ``results/benchmarks/peers_hipporag2.md``): the phrase-phrase fact edges and their
-weights are the same; linked facts and PPR rankings given the same kept facts agree
-as the report shows.
+weights are the same, the linked facts are upstream's, and seeded with upstream's kept
+facts (:meth:`HippoRAG2.rank_given_facts`) the graph and PPR return upstream's top
+passages in upstream's order. What still differs end to end is the LLM's work: the filter
+prompt and the reader (below).
 
 **Deviations, kept on purpose.** HippoRAG 2 extracts triples with NER + NER-conditioned
 OpenIE over the whole corpus; here the graph is whatever ``ws.kg`` holds: on ``sample``
