@@ -54,7 +54,7 @@ wait_up() {  # pid url log
     done
 }
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done; return 0; }
+cleanup() { for p in "${PIDS[@]}"; do { kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; } || true; done; return 0; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
