@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from kgir_lib.baselines.hipporag2 import HippoRAG2
+from kgir_lib.baselines.hippo_graph import fact_text
 from kgir_lib.baselines.hipporag2 import build_graph, enode, pnode, ppr_rankings
 from kgir_lib.baselines.kg2rag import KG2RAG
 from kgir_lib.config import load_config
@@ -174,7 +175,9 @@ def test_kg2rag_ranked_list_is_context_then_organised_list_then_remaining_seeds(
 # ---------------------------------------------------------------- HippoRAG 2's personalized PageRank
 HIPPO_KG = [Triple("Paris", "capital of", "France", "p1"), Triple("Lyon", "city in", "France", "p2"),
             Triple("Nice", "near", "Monaco", "p3")]  # p4: a passage without triples
-FACT_COSINE = {"(Paris, capital of, France)": 0.9, "(Lyon, city in, France)": 0.5, "(Nice, near, Monaco)": 0.1}
+# keyed by the text a fact is embedded as (upstream's form, hippo_graph.fact_text)
+FACT_COSINE = {fact_text("Paris", "capital of", "France"): 0.9, fact_text("Lyon", "city in", "France"): 0.5,
+               fact_text("Nice", "near", "Monaco"): 0.1}
 PASSAGE_COSINE = {"p1": 0.2, "p2": 0.6, "p3": 0.8, "p4": 0.4}
 
 

@@ -10,6 +10,7 @@ from kgir_lib.baselines.hipporag2 import HippoRAG2
 from kgir_lib.kg import KnowledgeGraph, Triple
 import networkx as nx
 
+from kgir_lib.baselines.hippo_graph import fact_text, upstream_fold
 from kgir_lib.baselines.hipporag2 import (PPRGraph, build_graph, enode, match_filtered, min_max, norm_phrase,
                                           phrase_seed_weights, pnode, ppr_ranking, synonym_neighbours, synonym_pairs,
                                           top_k_stable)
@@ -36,7 +37,8 @@ def test_graph_has_phrase_passage_and_fact_edges():
     assert set(g[pnode("p3")]) == {enode("nice"), enode("france"), enode("monaco")}
     assert g.degree(pnode("p4")) == 0
     assert hg.phrase_passages["france"] == 3 and hg.phrase_passages["paris"] == 1
-    assert len(hg.facts) == 6 and hg.fact_texts[0] == "(Eiffel Tower, located in, Paris)"
+    assert len(hg.facts) == 6 and hg.fact_texts[0] == "('eiffel tower', 'located in', 'paris')"
+    assert hg.fact_raw[0] == ("Eiffel Tower", "located in", "Paris")  # what the filter is shown
     assert norm_phrase("  Monaco! ") == "monaco"
 
 
@@ -118,8 +120,8 @@ def test_phrase_seeds_keep_the_link_top_k_heaviest():
 
 
 def test_link_top_k_caps_the_phrase_seeds_in_the_method(tiny_workspace):
-    ws = tiny_workspace(filter_reply(None))  # malformed reply: every candidate fact kept
-    [out] = HippoRAG2(synonymy=False, link_top_k=4).run(ws, ws.dataset.questions)
+    ws = tiny_workspace(filter_reply(None))
+    [out] = HippoRAG2(synonymy=False, link_top_k=4, recognition_filter=False).run(ws, ws.dataset.questions)
     assert len(out.trace["kept"]) == 4
     assert 0 < len(out.trace["seed_phrases"]) <= 4
 
@@ -206,9 +208,11 @@ def test_match_filtered():
     cands = [("Compaq", "was top PC maker of", "1994"), ("Dell", "founded by", "Michael Dell")]
     assert match_filtered({"fact": [["compaq", "was top PC maker of", "1994"]]}, cands) == ([0], 0, False)
     assert match_filtered({"fact": [["Dell", "founded by", "Michael Del"]]}, cands) == ([1], 0, False)
-    assert match_filtered({"fact": [["Apple", "made", "iPhone"], 7]}, cands) == ([], 2, False)
+    # as upstream: an invented fact keeps the most similar candidate (no cutoff); a non-fact is unmatched
+    assert match_filtered({"fact": [["Apple", "made", "iPhone"], 7]}, cands) == ([0], 1, False)
+    assert match_filtered({"fact": [["Dell", "born in", "Texas"]]}, cands) == ([1], 0, False)
     assert match_filtered({"fact": []}, cands) == ([], 0, False)
-    assert match_filtered(None, cands) == ([0, 1], 0, True)
+    assert match_filtered(None, cands) == ([], 0, True)
     assert match_filtered(["(Dell, founded by, Michael Dell)"], cands) == ([1], 0, False)
 
 
@@ -254,11 +258,12 @@ def test_no_kept_fact_falls_back_to_dense_retrieval(tiny_workspace):
     assert out.trace["fallback"].startswith("dense")
 
 
-def test_malformed_filter_reply_keeps_every_candidate(tiny_workspace):
+def test_malformed_filter_reply_keeps_no_fact_and_falls_back_to_dense(tiny_workspace):
+    # upstream's DSPyFilter: a reply it cannot parse yields no fact, and retrieve() then ranks by dense scores
     ws = tiny_workspace(filter_reply(None))
     [out] = HippoRAG2(synonymy=False, link_top_k=3).run(ws, ws.dataset.questions)
-    assert out.trace["filter"] == "malformed_kept_all" and len(out.trace["kept"]) == 3
-    assert "fallback" not in out.trace
+    assert out.trace["filter"] == "malformed" and out.trace["kept"] == []
+    assert out.trace["fallback"].startswith("dense") and len(out.trace["candidates"]) == 3
 
 
 def test_without_the_filter_one_llm_call_and_batched_stages(tiny_workspace):
@@ -287,3 +292,32 @@ def test_filter_budget_comes_from_the_profile(tiny_workspace):
     HippoRAG2(synonymy=False).run(ws, ws.dataset.questions)
     filt = [r for r in ws.llm.backend.seen if r.prompt == "hipporag2_filter"]
     assert len(filt) == 1 and filt[0].max_tokens == 512
+
+
+def test_facts_are_embedded_in_upstreams_text_form():
+    # upstream embeds str(tuple) of its processed triple: lower case, non-ASCII-alphanumerics to spaces,
+    # ends stripped, inner runs of spaces kept
+    assert fact_text("Key West, Florida", "located in", "U.S.") == "('key west  florida', 'located in', 'u s')"
+    assert fact_text("Zürich", "is", "city") == "('z rich', 'is', 'city')"
+    assert fact_text("a", "b", "c") == str(tuple(upstream_fold(x) for x in ("a", "b", "c")))
+    assert upstream_fold(" O'Brien ") == "o brien"
+
+
+def test_ranking_given_the_filters_facts_equals_the_methods_own(tiny_workspace):
+    kept = [["Hewlett-Packard", "merged with", "Compaq"]]
+    ws = tiny_workspace(filter_reply(kept))
+    m = HippoRAG2(synonymy=False)
+    rankings, infos, _, _ = m.retrieve(ws, ws.dataset.questions)
+    given, missing = m.rank_given_facts(ws, ws.dataset.questions, [infos[0]["kept"]])
+    assert given == rankings and missing == [[]]
+    # upstream's kept facts arrive lower-cased with punctuation as spaces: the same fact of the graph
+    upstream_form, _ = m.rank_given_facts(ws, ws.dataset.questions, [[["hewlett packard", "merged with", "compaq"]]])
+    assert upstream_form == rankings
+
+
+def test_ranking_given_unknown_facts_is_dense_and_names_them(tiny_workspace):
+    ws = tiny_workspace(filter_reply([]))
+    rankings, missing = HippoRAG2(synonymy=False).rank_given_facts(ws, ws.dataset.questions,
+                                                                   [[["Nobody", "wrote", "Nothing"]]])
+    q = ws.dataset.questions[0].question
+    assert rankings[0] == ws.dense.search([q], ws.cfg.top_k)[0] and missing == [[["Nobody", "wrote", "Nothing"]]]

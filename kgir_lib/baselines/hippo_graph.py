@@ -23,6 +23,20 @@ def norm_phrase(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", str(text).lower()).split())
 
 
+def upstream_fold(text: str) -> str:
+    """Upstream HippoRAG 2's ``text_processing``: lower case, every character but an ASCII letter, digit or
+    space to a space, ends stripped (inner runs of spaces stay)."""
+    return re.sub(r"[^A-Za-z0-9 ]", " ", str(text).lower()).strip()
+
+
+def fact_text(head: str, relation: str, tail: str) -> str:
+    """The text a fact is embedded as, upstream's form: the Python ``str`` of the tuple of its three
+    :func:`upstream_fold`-ed parts, e.g. ``('key west  florida', 'located in', 'united states')``
+    (upstream embeds ``str(fact)`` of its processed triples, ``HippoRAG.index``). Folded parts hold no
+    quote or backslash, so this equals ``str(tuple(...))``."""
+    return "(" + ", ".join(f"'{upstream_fold(x)}'" for x in (head, relation, tail)) + ")"
+
+
 def pnode(pid: str) -> str:
     return f"passage:{pid}"
 
@@ -143,7 +157,7 @@ class PPRGraph:
 class HippoGraph:
     graph: nx.Graph
     facts: list                # unique (head, relation, tail) after normalisation, in KG order
-    fact_texts: list           # "(head, relation, tail)" of the first triple of each fact (what is embedded)
+    fact_texts: list           # what is embedded: :func:`fact_text` of the first triple of each fact (upstream's form)
     fact_raw: list             # original (head, relation, tail) strings of that triple (shown to the LLM)
     phrase_passages: dict      # phrase -> number of passages whose triples name it
     n_synonym_edges: int = 0
@@ -189,7 +203,7 @@ def build_graph(kg: KnowledgeGraph, passage_pids: Sequence[str], phrase_vectors=
                 g.add_edge(enode(a), enode(b), weight=float(sim), kind="synonym")
                 n_syn += 1
     keys = list(facts)
-    return HippoGraph(g, keys, [facts[k].text() for k in keys],
+    return HippoGraph(g, keys, [fact_text(facts[k].head, facts[k].relation, facts[k].tail) for k in keys],
                       [(facts[k].head, facts[k].relation, facts[k].tail) for k in keys],
                       {ph: len(ps) for ph, ps in occurs.items()}, n_syn)
 
@@ -287,23 +301,35 @@ def rank_passages(ppr: PPRGraph, scores: np.ndarray, passage_pids: Sequence[str]
     return [(passage_pids[i], float(vals[i])) for i in order]
 
 
+def fact_similarities(fact_emb: np.ndarray, q_emb: np.ndarray, block: int = 64):
+    """Per question, ``(raw cosines to every fact, min, max)``; one matrix product per ``block`` questions
+    (``(facts, block)`` floats at a time). Step 1's scores are ``(raw - min) / (max - min)``."""
+    fact_emb, q_emb = np.asarray(fact_emb), np.asarray(q_emb)
+    for qi in range(len(q_emb)):
+        if qi % block == 0:
+            raw_all = fact_emb @ q_emb[qi:qi + block].T
+        raw = raw_all[:, qi % block]
+        yield raw, float(raw.min()), float(raw.max())
+
+
+def normalised(raw: np.ndarray, lo: float, hi: float, idx) -> np.ndarray:
+    """Min-max normalised scores of the facts ``idx`` (all ones when every fact scores the same)."""
+    idx = np.asarray(idx, dtype=np.int64)
+    return np.ones(len(idx)) if hi - lo < 1e-12 else (raw[idx].astype(np.float64) - lo) / (hi - lo)
+
+
 def link_facts(hg: HippoGraph, fact_emb: np.ndarray, q_emb: np.ndarray, link_top_k: int) -> tuple:
     """Query-to-triple linking for every question at once: ``(candidates, [(fact index, score)])`` each.
 
-    Cosine of the question and every fact (one matrix product for the batch), min-max
-    normalised over the facts; the ``link_top_k`` best facts (ties: KG order).
+    Cosine of the question and every fact (:func:`fact_similarities`), min-max normalised over the
+    facts; the ``link_top_k`` best facts (ties: KG order).
     """
     cands, cand_scores = [], []
     if len(hg.facts) == 0 or len(q_emb) == 0:
         return [[] for _ in range(len(q_emb))], [[] for _ in range(len(q_emb))]
-    fact_emb, q_emb = np.asarray(fact_emb), np.asarray(q_emb)
-    for qi in range(len(q_emb)):
-        if qi % 64 == 0:  # one matrix product per 64 questions: (facts, 64) floats at a time
-            raw_all = fact_emb @ q_emb[qi:qi + 64].T
-        raw = raw_all[:, qi % 64]
-        lo, hi = float(raw.min()), float(raw.max())
+    for raw, lo, hi in fact_similarities(fact_emb, q_emb):
         top = top_k_stable(raw, link_top_k)
-        norm = np.ones(len(top)) if hi - lo < 1e-12 else (raw[top].astype(np.float64) - lo) / (hi - lo)
+        norm = normalised(raw, lo, hi, top)
         cands.append([hg.fact_raw[j] for j in top])
         cand_scores.append([(int(j), float(s)) for j, s in zip(top, norm)])
     return cands, cand_scores

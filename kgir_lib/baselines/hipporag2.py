@@ -24,15 +24,17 @@ Offline graph (:func:`build_graph`) over the knowledge graph ``ws.kg``:
 
 Online, per question (each LLM stage ONE batched call over all questions):
 
-1. **Query-to-triple linking**: cosine between the question and every fact
-   (a triple's text), min-max normalised over the facts; the top ``link_top_k`` (5)
-   (upstream ``linking_top_k``).
+1. **Query-to-triple linking**: cosine between the question and every fact, embedded
+   in upstream's text form (:func:`~kgir_lib.baselines.hippo_graph.fact_text`:
+   ``('head', 'relation', 'tail')``, lower case, punctuation as spaces), min-max
+   normalised over the facts; the top ``link_top_k`` (5) (upstream ``linking_top_k``).
 2. **Recognition memory**: the LLM keeps the facts relevant to the question
-   (``prompts/hipporag2_filter.txt``, JSON in and out). Reply items are matched to
-   the candidates (exact after normalisation, else the closest string with ratio ≥
-   0.8); unmatched items are counted. A reply with no JSON at all is counted as
-   malformed and the unfiltered candidates are kept. If no fact survives, HippoRAG 2
-   falls back to dense retrieval; so does this module.
+   (``prompts/hipporag2_filter.txt``, JSON in and out; the candidates are shown as
+   extracted). As upstream's ``DSPyFilter``: each fact of the reply keeps the candidate
+   with the same normalised text, else the most similar one (no cutoff); items that
+   are not facts are counted. A reply with no fact list is counted as malformed and
+   keeps no fact. If no fact survives, HippoRAG 2 falls back to dense retrieval; so
+   does this module.
 3. **Seeds**: each kept fact's score is given to its head and tail phrases, divided
    by the number of passages the phrase occurs in (node specificity), averaged over
    the facts naming the phrase; only the ``phrase_top_k`` (= ``link_top_k``, 5)
@@ -40,7 +42,7 @@ Online, per question (each LLM stage ONE batched call over all questions):
    every passage node gets its min-max normalised dense score × ``passage_node_weight``
    (0.05).
 4. **PPR** with damping 0.5 (HippoRAG 2's value) on the weighted undirected graph;
-   passages ranked by their PPR probability (ties: dense rank). The transition
+   passages ranked by their PPR probability (ties: corpus order). The transition
    matrix is built ONCE per graph (:class:`PPRGraph`, scipy sparse) and the power
    iteration runs for all questions of a batch at once; it is the iteration of
    ``networkx.pagerank`` (same start, dangling rule and stopping test), so the
@@ -54,16 +56,30 @@ Online, per question (each LLM stage ONE batched call over all questions):
 ``vllm``, off on CPU, where embedding ≈16 k phrases of musique_train costs minutes),
 ``hipporag2_link_top_k``, ``hipporag2_synonym_threshold``, ``hipporag2_synonym_top_k``.
 
-**Deviations.** HippoRAG 2 extracts triples with NER + NER-conditioned OpenIE over
-the whole corpus; here the graph is whatever ``ws.kg`` holds: on ``sample`` the
-musique/hotpotqa graphs are the extracted subset (notebook 01's pool plus the
+**Checked against upstream** (PyPI ``hipporag`` 2.0.0a4 on musique_train with the same
+corpus, OpenIE file, encoder and LLM: ``benchmarks/peers/``, report
+``results/benchmarks/peers_hipporag2.md``): the phrase-phrase fact edges and their
+weights are the same, the linked facts are upstream's, and seeded with upstream's kept
+facts (:meth:`HippoRAG2.rank_given_facts`) the graph and PPR return upstream's top
+passages in upstream's order. What still differs end to end is the LLM's work: the filter
+prompt and the reader (below).
+
+**Deviations, kept on purpose.** HippoRAG 2 extracts triples with NER + NER-conditioned
+OpenIE over the whole corpus; here the graph is whatever ``ws.kg`` holds: on ``sample``
+the musique/hotpotqa graphs are the extracted subset (notebook 01's pool plus the
 questions' dense top-k, extracted on demand), musique_train the full published
-GPT-3.5 OpenIE. Upstream solves PPR with igraph's PRPACK (an exact solver, its own
-treatment of nodes without edges); here the power iteration stops at an L1 change
-below N·1e-10, and a passage without triples (no edge) sends its mass back to the
-seeds (networkx's rule). Upstream keys phrases by lower case only; here punctuation
-is folded too. HippoRAG 2 uses a query instruction for its NV-Embed-v2 embeddings;
-MiniLM has none.
+GPT-3.5 OpenIE. The filter prompt is the suite's own short JSON prompt (upstream's is a
+DSPy-optimised prompt with ten demonstrations, not copied here), shown the facts as
+extracted rather than folded; the reader is the suite's shared reader (one reader for
+every method), not upstream's one-shot chain-of-thought prompt. Triples whose head and
+tail are the same entity, or with an empty part, are dropped at import
+(:mod:`kgir_lib.kg.parse`); upstream keeps them as facts that can be linked. Upstream
+solves PPR with igraph's PRPACK; here the power iteration stops at an L1 change below
+N·1e-10 (both send a dangling node's mass back along the reset vector). Phrase keys
+(:func:`~kgir_lib.baselines.hippo_graph.norm_phrase`) fold punctuation as upstream's
+``text_processing`` does, but also collapse runs of spaces and keep non-ASCII letters
+(upstream maps them to spaces). HippoRAG 2 uses a query instruction for its NV-Embed-v2
+embeddings; its OpenAI-compatible embedding class, like MiniLM here, uses none.
 """
 from __future__ import annotations
 
@@ -83,7 +99,7 @@ from ..methods.base import MethodBase, MethodOutput, Workspace
 from .hippo_graph import (FACT_EDGE_WEIGHT, SYNONYM_MAX_NEIGHBOURS, SYNONYM_MIN_ALNUM, HippoGraph,  # noqa: F401
                           PPRGraph, build_graph, enode, link_facts, min_max, norm_phrase, phrase_seed_weights,
                           pnode, ppr_ranking, ppr_rankings, rank_passages, synonym_neighbours, synonym_pairs,
-                          top_k_stable)
+                          top_k_stable, upstream_fold, fact_similarities, normalised)
 from ..methods.context import context_of, final_ranking, hits_json, read
 
 FILTER_SCHEMA = {"type": "object", "properties": {"fact": {"type": "array", "items": {
@@ -93,14 +109,15 @@ FILTER_SCHEMA = {"type": "object", "properties": {"fact": {"type": "array", "ite
 def match_filtered(reply, candidates: Sequence[tuple]) -> tuple:
     """Map the filter's parsed reply to candidate indices: ``(kept, n_unmatched, malformed)``.
 
-    ``reply`` is ``{"fact": [[s, p, o], ...]}`` or the bare list (strings are accepted
-    as whole facts). An item matches the candidate with the same normalised text,
-    else the closest one with difflib ratio ≥ 0.8. A reply without such a list is
-    ``malformed``: every candidate is kept.
+    ``reply`` is ``{"fact": [[s, p, o], ...]}`` or the bare list (strings are accepted as whole
+    facts). As upstream's ``DSPyFilter.rerank``: each fact of the reply keeps the candidate with the
+    same normalised text, else the most similar one (difflib ratio, no cutoff). Items that are not
+    facts are counted as unmatched. A reply without such a list is ``malformed`` and keeps no fact
+    (upstream's parse failure), so the question falls back to dense retrieval.
     """
     items = reply.get("fact", reply.get("facts")) if isinstance(reply, dict) else reply
     if not isinstance(items, list):
-        return list(range(len(candidates))), 0, True
+        return [], 0, True
     keys = [" | ".join(norm_phrase(x) for x in c) for c in candidates]
     kept, unmatched = set(), 0
     for item in items:
@@ -111,11 +128,9 @@ def match_filtered(reply, candidates: Sequence[tuple]) -> tuple:
         else:
             unmatched += 1
             continue
-        close = [key] if key in keys else difflib.get_close_matches(key, keys, n=1, cutoff=0.8)
+        close = [key] if key in keys else difflib.get_close_matches(key, keys, n=1, cutoff=0.0)
         if close:
             kept.add(keys.index(close[0]))
-        else:
-            unmatched += 1
     return sorted(kept), unmatched, False
 
 
@@ -202,11 +217,17 @@ class HippoRAG2(MethodBase):
             stop=("\n\n", "\nQuestion:"), json_schema=FILTER_SCHEMA) for i in todo]
         for i, res in zip(todo, ws.llm.generate(reqs, stage="hipporag2_filter") if reqs else []):
             kept, unmatched, malformed = match_filtered(extract_json(res.text), cands[i])
-            out[i] = (kept, {"filter": "malformed_kept_all" if malformed else "ok", "unmatched": unmatched,
+            out[i] = (kept, {"filter": "malformed" if malformed else "ok", "unmatched": unmatched,
                              "raw": res.text}, res)
         return out
 
-    def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
+    def retrieve(self, ws: Workspace, questions: Sequence[Question]) -> tuple:
+        """Steps 1-4 for a batch (no reader): ``(rankings, infos, filtered, graph)``.
+
+        ``rankings[i]``: question i's top-``k`` ``(pid, score)`` (PPR, or dense when no fact was kept);
+        ``infos[i]``: its trace (candidate and kept facts, seeds, filter status); ``filtered[i]``: the
+        filter's ``(kept indices, info, ChatResult | None)``. One batched LLM call: the filter.
+        """
         k = int(self.setting(ws, "top_k"))
         st = self.settings(ws)
         texts = [q.question for q in questions]
@@ -236,7 +257,45 @@ class HippoRAG2(MethodBase):
                                   self.passage_node_weight, self.damping, k=k)
             for qi, r in zip(order, ranked):
                 rankings[qi] = r
+        return rankings, infos, filtered, hg
 
+    def rank_given_facts(self, ws: Workspace, questions: Sequence[Question], facts: Sequence[Sequence]) -> tuple:
+        """Steps 3-4 seeded with given facts instead of the filter's (no LLM): ``(rankings, missing)``.
+
+        ``facts[i]``: question i's facts as ``(head, relation, tail)`` texts, matched to the graph's facts
+        by upstream's folding (:func:`upstream_fold`, spaces collapsed), so another system's kept facts
+        (e.g. upstream HippoRAG 2's, lower-cased and stripped of punctuation) seed this graph and PPR.
+        Each fact's score is its min-max normalised cosine to the question over all facts, as in step 1.
+        ``missing[i]``: the facts not in the graph. No fact found: the dense top-``k`` (HippoRAG 2's fallback).
+        """
+        k = int(self.setting(ws, "top_k"))
+        st = self.settings(ws)
+        hg, fact_emb = self.graph(ws, ws.kg)
+        fold = lambda f: tuple(" ".join(upstream_fold(x).split()) for x in f)  # noqa: E731
+        index: dict = {}
+        for i, raw in enumerate(hg.fact_raw):
+            index.setdefault(fold(raw), i)
+        texts = [q.question for q in questions]
+        dense_hits = ws.dense.search(texts, k)
+        q_emb, dense_all = ws.dense.embed_queries(texts), ws.dense.scores(texts)
+        rankings, missing, seeds = list(dense_hits), [], {}
+        for qi, (given, (raw, lo, hi)) in enumerate(zip(facts, fact_similarities(fact_emb, q_emb))):
+            found = list(dict.fromkeys(index[fold(f)] for f in given if fold(f) in index))
+            missing.append([list(f) for f in given if fold(f) not in index])
+            if found:
+                seeds[qi] = phrase_seed_weights([hg.facts[i] for i in found], normalised(raw, lo, hi, found),
+                                                hg.phrase_passages, st["phrase_top_k"])
+        if seeds:
+            order = list(seeds)
+            ranked = ppr_rankings(hg, [seeds[qi] for qi in order], dense_all[order], ws.dense.pids,
+                                  self.passage_node_weight, self.damping, k=k)
+            for qi, r in zip(order, ranked):
+                rankings[qi] = r
+        return rankings, missing
+
+    def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
+        rankings, infos, filtered, hg = self.retrieve(ws, questions)
+        texts = [q.question for q in questions]
         contexts = [context_of(ws, [p for p, _ in r]) for r in rankings]
         answers = read(ws, texts, contexts, stage="hipporag2_reader")
         out = []
