@@ -71,3 +71,9 @@ def test_mde_mcnemar_monotone_and_bounded():
 def test_mde_paired_normal_formula():
     assert mde_paired(10.0, 100) == pytest.approx((1.959964 + 0.841621) * 10.0 / 10.0, rel=1e-5)
     assert mde_paired(1.0, 0) == float("inf")
+
+
+def test_mde_paired_without_any_difference_is_infinite_not_zero():
+    """All per-question differences zero: no power from this spread, so no effect is detectable (not 0)."""
+    assert mde_paired(0.0, 84) == float("inf")
+    assert mde_paired(float("nan"), 1) == float("inf")

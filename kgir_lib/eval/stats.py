@@ -158,7 +158,9 @@ def mde_mcnemar(n: int, discordance: float, alpha: float = 0.05, power: float = 
 def mde_paired(sd: float, n: int, alpha: float = 0.05, power: float = 0.8) -> float:
     """The smallest mean difference a paired test detects with probability ``power`` at level ``alpha``:
     (z_{1-alpha/2} + z_power) sd / sqrt(n), ``sd`` the standard deviation of the per-question differences.
-    A normal approximation of the sign-flip test's power (F1, recall); ``inf`` without questions."""
-    if n < 1:
+    A normal approximation of the sign-flip test's power (F1, recall); ``inf`` without questions, and when
+    no per-question difference is non-zero (``sd`` 0 or undefined): the sign-flip test then has no
+    discordant question to work with, as the exact McNemar test has none at zero discordance."""
+    if n < 1 or not np.isfinite(sd) or sd <= 0:
         return float("inf")
     return float((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * sd / np.sqrt(n))
