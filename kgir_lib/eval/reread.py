@@ -1,0 +1,71 @@
+"""Re-read a finished run's claims from its trace files, without running any method.
+
+Notebook 05 scores the outputs it has just run (or resumed). A run made by earlier code keeps its traces
+(``traces/<method key>/<dataset>.trace.jsonl``, each with a ``.meta.json`` naming the method), and the claims
+can be read off them again when the reading changes (here: exact paired tests with Holm inside each claim family,
+:mod:`kgir_lib.eval.claims`). The answers, rankings and gold passages are the trace's and the data's; nothing
+is asked of an LLM.
+
+    python -m kgir_lib.eval.reread results/local/traces --datasets musique_train hotpotqa --out claims.csv
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Optional, Sequence
+
+import pandas as pd
+
+from ..data import load_dataset
+from . import claims as cl
+from .evaluate import load_outputs, read_meta, score
+
+
+def scores_from_traces(trace_root: Path, datasets: Sequence[str], data_dir: Optional[Path] = None) -> pd.DataFrame:
+    """One row a (dataset, method, question) for every ``<key>/<dataset>.trace.jsonl`` under ``trace_root``,
+    scored as notebook 05 scores (:func:`kgir_lib.eval.evaluate.score`); the method's label is the one its
+    ``.meta.json`` records. A trace without its meta, or whose questions are not in the dataset, is an error
+    that names the file."""
+    trace_root = Path(trace_root)
+    if not trace_root.is_dir():
+        raise FileNotFoundError(f"reread: no trace folder {trace_root}")
+    frames = []
+    for name in datasets:
+        dataset = load_dataset(name, data_dir)
+        for path in sorted(trace_root.glob(f"*/{name}.trace.jsonl")):
+            meta = read_meta(path)
+            if not meta or not meta.get("method"):
+                raise ValueError(f"reread: {path} has no .meta.json naming its method")
+            try:
+                df = score(load_outputs(path), dataset.questions)
+            except KeyError as err:
+                raise ValueError(f"reread: {path}: {err.args[0]}") from None
+            df.insert(0, "method", meta["method"])
+            df.insert(0, "key", path.parent.name)
+            df.insert(0, "dataset", name)
+            frames.append(df)
+    if not frames:
+        raise FileNotFoundError(f"reread: no trace files for {list(datasets)} under {trace_root}")
+    return pd.concat(frames, ignore_index=True)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m kgir_lib.eval.reread", description=__doc__.splitlines()[0])
+    ap.add_argument("traces", type=Path, help="a run's traces/ folder")
+    ap.add_argument("--datasets", nargs="+", default=["musique_train", "hotpotqa"])
+    ap.add_argument("--data-dir", type=Path, default=None, help="default: $KGIR_DATA_DIR, else ../shared/data")
+    ap.add_argument("--n-boot", type=int, default=2000)
+    ap.add_argument("--out", type=Path, default=None, help="write the claims table here (.csv)")
+    args = ap.parse_args(argv)
+    table = cl.claims_table(scores_from_traces(args.traces, args.datasets, args.data_dir), n_boot=args.n_boot, seed=0)
+    cols = ["claim", "dataset", "metric", "n", "diff", "CI lo", "CI hi", "test", "discordant", "p", "p (Holm)",
+            "MDE", "reading"]
+    with pd.option_context("display.width", 200, "display.max_rows", 200):
+        print(table[cols].round(4).to_string(index=False))
+    if args.out:
+        table.to_csv(args.out, index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
