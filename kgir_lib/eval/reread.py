@@ -6,7 +6,11 @@ can be read off them again when the reading changes (here: exact paired tests wi
 :mod:`kgir_lib.eval.claims`). The answers, rankings and gold passages are the trace's and the data's; nothing
 is asked of an LLM.
 
-    python -m kgir_lib.eval.reread results/local/traces --datasets musique_train hotpotqa --out claims.csv
+    python -m kgir_lib.eval.reread results/local --datasets musique_train hotpotqa --out-dir reread/
+
+writes the claims table and notebook 05's mechanism tables (:func:`kgir_lib.eval.mechanism.tables.mechanism_tables`:
+the bridge chain, the reflection's calibration, the rewrite's own retrieval, the ranked-list rules) as ``.csv``
+and ``.md`` to ``--out-dir``.
 """
 from __future__ import annotations
 
@@ -49,21 +53,38 @@ def scores_from_traces(trace_root: Path, datasets: Sequence[str], data_dir: Opti
     return pd.concat(frames, ignore_index=True)
 
 
+def _save(df: pd.DataFrame, folder: Path, name: str) -> None:
+    from ..report import to_markdown
+
+    df.to_csv(folder / f"{name}.csv", index=False)
+    (folder / f"{name}.md").write_text(to_markdown(df.round(4)) + "\n")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kgir_lib.eval.reread", description=__doc__.splitlines()[0])
-    ap.add_argument("traces", type=Path, help="a run's traces/ folder")
+    ap.add_argument("run_dir", type=Path, help="a run's folder, the one that holds traces/")
     ap.add_argument("--datasets", nargs="+", default=["musique_train", "hotpotqa"])
     ap.add_argument("--data-dir", type=Path, default=None, help="default: $KGIR_DATA_DIR, else ../shared/data")
     ap.add_argument("--n-boot", type=int, default=2000)
-    ap.add_argument("--out", type=Path, default=None, help="write the claims table here (.csv)")
+    ap.add_argument("--context-passages", type=int, default=5, help="the run's reader context (config field)")
+    ap.add_argument("--out-dir", type=Path, default=None, help="write the tables here (.csv and .md)")
     args = ap.parse_args(argv)
-    table = cl.claims_table(scores_from_traces(args.traces, args.datasets, args.data_dir), n_boot=args.n_boot, seed=0)
+    scores = scores_from_traces(args.run_dir / "traces", args.datasets, args.data_dir)
+    table = cl.claims_table(scores, n_boot=args.n_boot, seed=0)
     cols = ["claim", "dataset", "metric", "n", "diff", "CI lo", "CI hi", "test", "discordant", "p", "p (Holm)",
             "MDE", "reading"]
     with pd.option_context("display.width", 200, "display.max_rows", 200):
         print(table[cols].round(4).to_string(index=False))
-    if args.out:
-        table.to_csv(args.out, index=False)
+    if args.out_dir:
+        from .mechanism.tables import mechanism_tables
+
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+        _save(table[cols], args.out_dir, "05_claims")
+        mech = mechanism_tables(args.run_dir, args.datasets, data_dir=args.data_dir,
+                                context_passages=args.context_passages)
+        for name, df in mech.items():
+            if len(df):
+                _save(df, args.out_dir, name)
     return 0
 
 
