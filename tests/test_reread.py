@@ -9,7 +9,7 @@ from kgir_lib.eval.reread import main, scores_from_traces
 
 def _write(root, key, label, qs, answer):
     path = root / key / "musique_train.trace.jsonl"
-    path.parent.mkdir(parents=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     traces.write_traces([{"qid": q.qid, "answer": answer(q), "ranked_pids": list(q.gold_pids)} for q in qs], path)
     traces.write_meta(path, {"method": label, "key": key})
 
@@ -47,8 +47,12 @@ def test_a_trace_without_meta_is_named(tmp_path):
         scores_from_traces(tmp_path, ["musique_train"])
 
 
-def test_cli_writes_the_table(run, tmp_path, capsys):
-    root, _ = run
-    out = tmp_path / "claims.csv"
-    assert main([str(root), "--datasets", "musique_train", "--n-boot", "100", "--out", str(out)]) == 0
-    assert "KGIR-RAG ahead of IRCoT" in capsys.readouterr().out and out.exists()
+def test_cli_writes_the_claims_table(tmp_path, capsys):
+    qs = load_dataset("musique_train").questions[:3]
+    run_dir = tmp_path / "run"
+    _write(run_dir / "traces", "kgir", "KGIR-RAG", qs, lambda q: q.answers[0])
+    _write(run_dir / "traces", "ircot", "IRCoT", qs, lambda q: "no idea")
+    out = tmp_path / "out"
+    assert main([str(run_dir), "--datasets", "musique_train", "--n-boot", "100", "--out-dir", str(out)]) == 0
+    assert "KGIR-RAG ahead of IRCoT" in capsys.readouterr().out
+    assert (out / "05_claims.csv").exists() and (out / "05_claims.md").exists()
