@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import logging
 import os
 import sys
 import time
@@ -60,6 +61,15 @@ NOTEBOOK_PARAMS: dict = {
 }
 PATH_PARAMS = ("data_dir", "results_dir", "figures_dir", "llm_model_path")
 DATASET_LISTS = ("datasets", "extract_datasets", "ablation_datasets", "study_datasets")
+
+
+class ConfigFieldParameters(logging.Filter):
+    """Drops papermill's "Passed unknown parameter" warning: every config field (``-p NAME VALUE``, the scratch
+    ``run_name``) reaches the config through the notebook's globals (``open_notebook``), so a field that is not in
+    the parameters cell is expected, not unknown."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Passed unknown parameter")
 
 
 def notebooks(only: list | None = None, folder: Path | None = None) -> list:
@@ -307,6 +317,7 @@ def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "t
         error(str(exc), {"llm_api_key_env": cfg.llm_api_key_env})
         return 2
     nb_params = {"profile": profile, **params}
+    logging.getLogger("papermill").addFilter(ConfigFieldParameters())
     timings = []
     for nb in nbs:
         out = outdir / nb.name

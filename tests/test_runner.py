@@ -277,3 +277,22 @@ def test_the_runner_removes_temporary_files_of_killed_writes_at_start(tmp_path):
         ignored = subprocess.run(["git", "check-ignore", "-q", "results/sample/traces/kgir/.x.trace.jsonl.12.tmp"],
                                  cwd=REPO).returncode
         assert ignored == 0
+
+
+def test_config_fields_passed_by_name_are_not_reported_as_unknown_parameters(caplog):
+    """A config field given with -p (or the scratch run_name) reaches the config through the notebook's globals;
+    papermill's "unknown parameter" warning for it is dropped, every other papermill message is kept."""
+    import logging
+
+    from kgir_lib.runner import ConfigFieldParameters
+
+    log = logging.getLogger("papermill")
+    f = ConfigFieldParameters()
+    log.addFilter(f)
+    try:
+        with caplog.at_level(logging.WARNING, logger="papermill"):
+            log.warning("Passed unknown parameter: run_name")
+            log.warning("Input notebook does not contain a cell with tag 'parameters'")
+    finally:
+        log.removeFilter(f)
+    assert [r.getMessage() for r in caplog.records] == ["Input notebook does not contain a cell with tag 'parameters'"]
