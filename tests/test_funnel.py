@@ -116,6 +116,8 @@ def test_plot_funnel_draws_one_bar_per_step_and_dataset():
     ax = plot_funnel(tab, "1")
     assert len(ax.patches) == 2 * len(STEPS)
     assert [p.get_width() for p in ax.patches[len(STEPS):]] == [100.0] * 5 + [0.0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["x (n = 1)", "y (n = 1)"]
+    assert ax.get_title() == "KGIR-RAG bridge funnel, round 1"
 
 
 def _ircot(cot, retrievals, answer="HP"):

@@ -139,12 +139,14 @@ def plot_funnel(table: pd.DataFrame, round_: str = "any", ax=None):
     h = 0.8 / max(len(datasets), 1)
     for i, ds in enumerate(datasets):
         vals = sub[sub["dataset"] == ds].set_index("step").reindex(list(STEPS))["% of questions"]
-        ax.barh(y + i * h, vals.to_numpy(dtype=float), height=h, label=ds)
+        n = sub.loc[sub["dataset"] == ds, "questions"]
+        label = f"{ds} (n = {int(n.iloc[0])})" if len(n) else ds
+        ax.barh(y + i * h, vals.to_numpy(dtype=float), height=h, label=label)
     ax.set_yticks(y + h * (len(datasets) - 1) / 2, labels=list(STEPS))
     ax.invert_yaxis()
     ax.set_xlim(0, 100)
     ax.set_xlabel("% of questions with a gold bridge (chain up to the step)")
-    ax.set_title(f"KGIR-RAG bridge funnel (round {round_})")
+    ax.set_title("KGIR-RAG bridge funnel, " + ("over all rounds" if str(round_) == "any" else f"round {round_}"))
     ax.legend(loc="lower right", fontsize="small")
     return ax
 
