@@ -132,6 +132,15 @@ def parse_report(text: str) -> bool:
 
 
 # ---------------------------------------------------------------- the counting proxy
+def _loadavg() -> float | None:
+    """The 1-minute load average when a request ends: above the server's threads, the CPU was shared."""
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+
 class Proxy:
     """Forwards /v1/chat/completions to the LLM and /v1/embeddings to the embedder, one request at a time."""
 
@@ -174,7 +183,8 @@ class Proxy:
                 status, data, ctype = 502, json.dumps({"error": repr(e)}).encode(), "application/json"
             t1 = time.time()
         if path.startswith("/v1/chat/completions") or path.startswith("/v1/embeddings"):
-            rec = {"seq": seq, "path": path, "status": status, "t_start": t0, "seconds": t1 - t0}
+            rec = {"seq": seq, "path": path, "status": status, "t_start": t0, "seconds": t1 - t0,
+                   "loadavg_1min": _loadavg()}
             if path.startswith("/v1/embeddings"):
                 inp = (req_json or {}).get("input")
                 rec["n_inputs"] = len(inp) if isinstance(inp, list) else 1
@@ -375,6 +385,7 @@ def build_report(work: Path, meta: dict) -> dict:
         "per_passage": [dict(p, llm_seconds=round(p["llm_seconds"], 1)) for p in per_passage],
         "outputs": read_outputs(work / "project"),
         "proxy_notes": sum(1 for r in chat if r.get("proxy_note")),
+        "loadavg_at_llm_calls": [r.get("loadavg_1min") for r in chat],
     }
 
 
@@ -400,8 +411,11 @@ def write_markdown(rep: dict, out: Path) -> None:
                  f"Every number below is what was measured up to then: extraction calls reached {done} of {n} "
                  "passages, and the stages after extraction ran only as far as the table shows.\n")
     L.append("## Set-up\n")
-    L.append(f"- Machine: {m['machine']}; no GPU; the LLM server ran alone on its {m['n_threads']} threads "
-             "(one request at a time).")
+    loads = sorted(x for x in rep["loadavg_at_llm_calls"] if x is not None)
+    shared = (f"1-minute load average when an LLM call ended: median {loads[len(loads) // 2]:.1f}, range "
+              f"{loads[0]:.1f}–{loads[-1]:.1f}") if loads else "load not recorded"
+    L.append(f"- Machine: {m['machine']}; no GPU. The LLM server had {m['n_threads']} thread(s) and one request "
+             f"at a time; {shared}. " + (m.get("machine_note") or ""))
     L.append(f"- GraphRAG: `graphrag` {m['graphrag_version']} in its own environment (`bash benchmarks/peers/setup.sh "
              "graphrag`), `graphrag index --method standard`, built-in prompts, defaults except the models, "
              "`concurrent_requests: 1`, `vector_size: 384` (settings in the work folder's `project/settings.yaml`). "
@@ -426,12 +440,15 @@ def write_markdown(rep: dict, out: Path) -> None:
     L.append("## LLM calls by kind (measured)\n")
     L.append("| kind | calls | calls a passage | prompt tokens | completion tokens | LLM s | s a call | hit max_tokens | HTTP errors |")
     L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    per_text_unit = ("extraction", "gleaning", "gleaning_loop_check")
     for k, v in list(bk.items()) + [("**all LLM calls**", tot)]:
-        L.append(f"| {k} | {v['calls']:,} | {v['calls'] / n:.2f} | {v['prompt_tokens']:,} | "
+        denom = max(done, 1) if k in per_text_unit else n
+        L.append(f"| {k} | {v['calls']:,} | {v['calls'] / denom:.2f} | {v['prompt_tokens']:,} | "
                  f"{v['completion_tokens']:,} | {v['llm_seconds']:,.1f} | "
                  f"{(v['llm_seconds'] / v['calls']) if v['calls'] else 0:.1f} | {v['hit_max_tokens']} | {v['http_errors']} |")
-    L.append(f"\nCalls a passage divide by the {n} passages put in; summaries and reports are made for the "
-             "whole corpus, so their per-passage figure is an average, not a per-passage step.")
+    L.append(f"\nCalls a passage: extraction and gleaning divide by the {done} passages they reached; every other "
+             f"row by the {n} passages put in (summaries and reports are made for the whole corpus, so theirs is "
+             "an average, not a per-passage step). `connectivity_test` is GraphRAG's start-up check of the model.")
     e = rep["embedding_requests"]
     L.append(f"Embedding requests: {e['requests']} ({e['inputs']} texts, {e['seconds']} s).\n")
     L.append("## Time\n")
@@ -632,8 +649,11 @@ def finish_meta(meta: dict, work: Path) -> None:
                                       if " ERROR " in x or x.startswith("ERROR"))
 
 
-def report(work: Path, out: Path) -> None:
+def report(work: Path, out: Path, machine_note: str | None = None) -> None:
     meta = json.loads((work / "meta.json").read_text(encoding="utf-8"))
+    if machine_note is not None:  # what the run cannot see, e.g. another job on the CPU; kept in meta.json
+        meta["machine_note"] = machine_note
+        (work / "meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
     rep = build_report(work, meta)
     write_markdown(rep, out)
     slim = {k: v for k, v in rep.items() if k != "meta"}
@@ -661,6 +681,7 @@ def main() -> None:
     p = sub.add_parser("report", help="rebuild the report from a finished work folder (no LLM call)")
     p.add_argument("--work", default=str(DEFAULT_WORK))
     p.add_argument("--out", default=str(OUT_MD))
+    p.add_argument("--machine-note", default=None, help="a sentence on the machine's state during the run")
     args = ap.parse_args()
     if args.cmd == "run":
         if not (PEER_VENV / "bin" / "graphrag").exists():
@@ -672,7 +693,7 @@ def main() -> None:
         args.command_line = ".venv/bin/python " + " ".join(bits)
         run(args)
     else:
-        report(Path(args.work), Path(args.out))
+        report(Path(args.work), Path(args.out), args.machine_note)
 
 
 if __name__ == "__main__":
