@@ -334,6 +334,47 @@ def read_outputs(root: Path) -> dict:
         return {"error": repr(e)}
 
 
+DERIVE = r"""
+import json, sys
+import pandas as pd
+from graphrag.index.operations.extract_graph.graph_extractor import GraphExtractor, TUPLE_DELIMITER, RECORD_DELIMITER
+from graphrag.index.operations.extract_graph.extract_graph import _merge_entities, _merge_relationships
+from graphrag.index.operations.cluster_graph import cluster_graph
+from graphrag.config.defaults import graphrag_config_defaults as D
+texts = json.load(open(sys.argv[1]))
+ex = GraphExtractor(model=None, prompt="", max_gleanings=D.extract_graph.max_gleanings)
+ents, rels = [], []
+for i, t in enumerate(texts):
+    e, r = ex._process_result(t, str(i), TUPLE_DELIMITER, RECORD_DELIMITER)
+    ents.append(e); rels.append(r)
+E, R = _merge_entities(ents), _merge_relationships(rels)
+out = {"entity_records": int(sum(len(e) for e in ents)), "relationship_records": int(sum(len(r) for r in rels)),
+       "entities": int(len(E)), "relationships": int(len(R)),
+       "summarize_calls": int(sum(len(set(d)) > 1 for d in E["description"]) + sum(len(set(d)) > 1 for d in R["description"])) if len(E) else 0}
+if len(R):
+    c = cluster_graph(R, D.cluster_graph.max_cluster_size, D.cluster_graph.use_lcc, seed=D.cluster_graph.seed)
+    out["communities"] = len(c)
+    out["communities_by_level"] = {str(k): sum(1 for x in c if x[0] == k) for k in sorted({x[0] for x in c})}
+else:
+    out["communities"] = 0
+print(json.dumps(out))
+"""
+
+
+def derive_downstream(texts: list[str], work: Path) -> dict:
+    """What GraphRAG's own code makes of the extraction responses, without an LLM call: its parser and merge
+    (entity and relationship rows), its summarize rule (one call per entity or relationship with more than one
+    distinct description) and its Leiden clustering (one community report a community)."""
+    f = work / "derive_input.json"
+    f.write_text(json.dumps(texts), encoding="utf-8")
+    try:
+        out = subprocess.run([str(PEER_VENV / "bin" / "python"), "-c", DERIVE, str(f)], capture_output=True,
+                             text=True, timeout=600, env=dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True"))
+        return json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else {"error": out.stderr[-800:]}
+    except Exception as e:  # noqa: BLE001
+        return {"error": repr(e)}
+
+
 def build_report(work: Path, meta: dict) -> dict:
     log = work / "proxy.jsonl"
     recs = [json.loads(x) for x in log.read_text(encoding="utf-8").splitlines() if x.strip()] if log.exists() else []
@@ -349,7 +390,10 @@ def build_report(work: Path, meta: dict) -> dict:
                     "relationships": 0, "dropped_records": 0} for i, p in enumerate(passages)]
     malformed = {"responses": 0, "responses_without_a_record": 0, "dropped_records": 0, "records_kept": 0,
                  "hit_max_tokens": 0}
-    for r in kinds.get("extraction", []) + kinds.get("gleaning", []) + kinds.get("gleaning_loop_check", []):
+    joined = [""] * len(passages)  # GraphRAG parses extraction + gleaning responses joined as one string
+    glean_done = [False] * len(passages)
+    for r in sorted(kinds.get("extraction", []) + kinds.get("gleaning", []) + kinds.get("gleaning_loop_check", []),
+                    key=lambda r: r["seq"]):
         first = _text(((r.get("request") or {}).get("messages") or [{}])[0].get("content"))
         idx = next((i for i, p in enumerate(passages) if p["text"] in first), None)
         if idx is not None:
@@ -359,14 +403,21 @@ def build_report(work: Path, meta: dict) -> dict:
             continue
         parsed = parse_extraction(_content(r))
         malformed["responses"] += 1
-        malformed["dropped_records"] += parsed["dropped_records"]
-        malformed["records_kept"] += parsed["entities"] + parsed["relationships"]
         malformed["hit_max_tokens"] += _finish(r) == "length"
         if parsed["entities"] + parsed["relationships"] == 0:
             malformed["responses_without_a_record"] += 1
         if idx is not None:
-            for k in ("entities", "relationships", "dropped_records"):
-                per_passage[idx][k] += parsed[k]
+            joined[idx] += _content(r)
+            glean_done[idx] |= r["kind"] == "gleaning"
+    for i, t in enumerate(joined):
+        parsed = parse_extraction(t)
+        for k in ("entities", "relationships", "dropped_records"):
+            per_passage[i][k] = parsed[k]
+        malformed["dropped_records"] += parsed["dropped_records"]
+        malformed["records_kept"] += parsed["entities"] + parsed["relationships"]
+    complete = [i for i in range(len(passages)) if glean_done[i]]
+    derived = derive_downstream([joined[i] for i in complete], work) if complete else {}
+    derived["passages"] = len(complete)
     reports = kinds.get("community_report", [])
     report_bad = sum(1 for r in reports if not parse_report(_content(r)))
     summaries = kinds.get("summarize_descriptions", [])
@@ -384,6 +435,7 @@ def build_report(work: Path, meta: dict) -> dict:
         "passages_with_extraction_calls": passages_done,
         "per_passage": [dict(p, llm_seconds=round(p["llm_seconds"], 1)) for p in per_passage],
         "outputs": read_outputs(work / "project"),
+        "derived_from_extraction": derived,
         "proxy_notes": sum(1 for r in chat if r.get("proxy_note")),
         "loadavg_at_llm_calls": [r.get("loadavg_1min") for r in chat],
     }
@@ -465,16 +517,30 @@ def write_markdown(rep: dict, out: Path) -> None:
              f"{_fmt(o.get('communities'))} communities, {_fmt(o.get('community_reports'))} community reports"
              + (f" ({o['reports_empty']} empty)" if o.get("reports_empty") is not None else "") + ".")
     L.append(f"- Extraction and gleaning responses: {mal['responses']}; {mal['responses_without_a_record']} held no "
-             f"record GraphRAG can parse (dropped whole, silently); {mal['dropped_records']} further records were "
-             f"malformed and dropped (wrong field count or no `\"entity\"`/`\"relationship\"` tag) beside "
-             f"{mal['records_kept']} parsed ones (entity and relationship records before merging); "
-             f"{mal['hit_max_tokens']} responses stopped at `max_tokens`.")
+             f"record GraphRAG can parse; {mal['hit_max_tokens']} stopped at `max_tokens` (the model repeating "
+             "itself). GraphRAG joins a passage's extraction and gleaning responses into one string and parses "
+             f"that: {mal['records_kept']} records parse as entity or relationship rows (before merging), "
+             f"{mal['dropped_records']} are malformed (wrong field count or no `\"entity\"`/`\"relationship\"` "
+             "tag) and dropped without a word. A parsed row is not a correct one: the 0.5B model also puts "
+             "fields in the wrong slots, which no parser can see.")
     L.append(f"- Community-report responses that are not the JSON GraphRAG's report model needs: "
              f"{rep['community_reports_unparseable']} of {bk.get('community_report', {}).get('calls', 0)}.")
     L.append(f"- Description summaries that came back empty: {rep['summaries_empty']} of "
              f"{bk.get('summarize_descriptions', {}).get('calls', 0)}.")
     if m.get("graphrag_errors") is not None:
         L.append(f"- Lines at level ERROR in GraphRAG's own log (`logs/indexing-engine.log`): {m['graphrag_errors']}.")
+    dv = rep.get("derived_from_extraction") or {}
+    if dv.get("passages"):
+        L.append(f"- What GraphRAG's own code makes of the extraction responses of the {dv['passages']} passages "
+                 "whose extraction and gleaning both finished (run afterwards in the peer environment, no LLM "
+                 "call; a derived count, not a measured call): its parser and merge give "
+                 f"{dv.get('entity_records', '–')} entity and {dv.get('relationship_records', '–')} relationship rows, "
+                 f"merged into {dv.get('entities', '–')} entities and {dv.get('relationships', '–')} relationships; "
+                 f"its summarize rule (a call for each entity or relationship with more than one distinct "
+                 f"description) makes {dv.get('summarize_calls', '–')} description-summary calls; its Leiden "
+                 f"clustering (max cluster size 10, seed as configured) makes {dv.get('communities', '–')} "
+                 f"communities {dv.get('communities_by_level', '')}, one community-report call each."
+                 + (f" (derivation failed: {dv['error'][:200]})" if dv.get("error") else ""))
     L.append("")
     L.append("## Per passage (extraction + gleaning)\n")
     L.append("| # | title | calls | LLM s | entity records | relationship records | dropped records |")
@@ -484,19 +550,18 @@ def write_markdown(rep: dict, out: Path) -> None:
                  f"{p['relationships']} | {p['dropped_records']} |")
     L.append("")
     L.append("## Arithmetic for the whole corpus (not a measurement)\n")
-    ex = [bk.get(k, {"calls": 0, "llm_seconds": 0}) for k in ("extraction", "gleaning", "gleaning_loop_check")]
-    ex_calls = sum(x["calls"] for x in ex)
-    ex_s = sum(x["llm_seconds"] for x in ex)
     N = m["corpus_size"]
-    if done:
-        L.append(f"Scaling the measured extraction and gleaning linearly from {done} passages to all {N:,} passages "
-                 f"of {m['dataset']}: {ex_calls / done * N:,.0f} calls and {ex_s / done * N / 3600:,.1f} hours of "
-                 f"LLM time with this model on this CPU. Summaries and community reports do not scale linearly "
-                 "(they grow with how many entities recur across passages and with the number of communities); "
-                 "at the measured rate a passage they would add "
-                 f"{(tot['calls'] - ex_calls) / done * N:,.0f} calls and "
-                 f"{(tot['llm_seconds'] - ex_s) / done * N / 3600:,.1f} hours. "
-                 "This is arithmetic on the 0.5B model; the 1.5B model is several times slower a token.")
+    ext, gl = bk.get("extraction"), bk.get("gleaning")
+    if ext and gl and ext["calls"] and gl["calls"]:
+        se, sg = ext["llm_seconds"] / ext["calls"], gl["llm_seconds"] / gl["calls"]
+        L.append(f"With `max_gleanings` 1 every text unit costs one extraction and one gleaning call. All {N:,} "
+                 f"passages of {m['dataset']} (one text unit each) would take {2 * N:,} such calls; at the mean "
+                 f"seconds a call measured here ({se:.0f} s and {sg:.0f} s, {m['model']}, {m['n_threads']} "
+                 f"thread(s), `max_tokens` {m['max_tokens']}) that is {N * (se + sg) / 3600:,.0f} hours of LLM time "
+                 "for extraction alone. Description summaries and community reports come on top and do not "
+                 "scale linearly with passages (they follow how many entities recur across passages and how many "
+                 "communities the graph splits into), so they are not extrapolated here.")
+    L.append("")
     L.append("")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(L), encoding="utf-8")
