@@ -535,11 +535,16 @@ def write_markdown(rep: dict, out: Path) -> None:
                  "whose extraction and gleaning both finished (run afterwards in the peer environment, no LLM "
                  "call; a derived count, not a measured call): its parser and merge give "
                  f"{dv.get('entity_records', '–')} entity and {dv.get('relationship_records', '–')} relationship rows, "
-                 f"merged into {dv.get('entities', '–')} entities and {dv.get('relationships', '–')} relationships; "
+                 f"merged into {dv.get('entities', '–')} (title, type) entity groups and "
+                 f"{dv.get('relationships', '–')} (source, target) relationship groups (its finalize step then "
+                 "deduplicates, giving the output tables above); "
                  f"its summarize rule (a call for each entity or relationship with more than one distinct "
                  f"description) makes {dv.get('summarize_calls', '–')} description-summary calls; its Leiden "
                  f"clustering (max cluster size 10, seed as configured) makes {dv.get('communities', '–')} "
-                 f"communities {dv.get('communities_by_level', '')}, one community-report call each."
+                 "communities (" + ", ".join(f"level {k}: {v}" for k, v in (dv.get("communities_by_level") or {}).items())
+                 + "), one community-report call each. Measured beside derived: summaries "
+                 f"{bk.get('summarize_descriptions', {}).get('calls', 0)} / {dv.get('summarize_calls', '–')}, "
+                 f"community reports {bk.get('community_report', {}).get('calls', 0)} / {dv.get('communities', '–')}."
                  + (f" (derivation failed: {dv['error'][:200]})" if dv.get("error") else ""))
     L.append("")
     L.append("## Per passage (extraction + gleaning)\n")
