@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # One isolated virtualenv per peer system, so the main stack's pins never change.
 #   hipporag  ->  benchmarks/peers/.venv-hipporag   (upstream HippoRAG 2, PyPI hipporag==2.0.0a4)
+#   graphrag  ->  benchmarks/peers/.venv-graphrag   (Microsoft GraphRAG, PyPI graphrag==3.3.0; its whole
+#                 dependency set installs on CPU, pinned in graphrag-requirements.txt; used by graphrag_cost.py)
 # hipporag and gritlm go in with --no-deps (their pins: torch 2.5.1 CUDA, vllm 0.6.6); the rest from
 # hipporag-requirements.txt. vllm is not installed: stubs/vllm (put on the path by the driver) gives the two
 # names HippoRAG.py imports at load time; the cross-check never calls them. README.md says what was left out.
-# Usage: bash benchmarks/peers/setup.sh [hipporag]      Knobs: PYTHON (default python3).
+# Usage: bash benchmarks/peers/setup.sh [hipporag|graphrag]      Knobs: PYTHON (default python3).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PY=${PYTHON:-python3}
@@ -25,5 +27,19 @@ case "$peer" in
     rm -f "$VENV"/.peer-setup-*
     touch "$stamp"
     ;;
-  *) echo "unknown peer '$peer' (known: hipporag)" >&2; exit 2 ;;
+  graphrag)
+    VENV="$HERE/.venv-graphrag"
+    stamp="$VENV/.peer-setup-$(cat "$HERE/setup.sh" "$HERE/graphrag-requirements.txt" | sha1sum | cut -c1-10)"
+    if [ -f "$stamp" ] && LITELLM_LOCAL_MODEL_COST_MAP=True "$VENV/bin/python" -c "import graphrag.api" 2>/dev/null; then
+      echo "peers: $VENV is up to date"; exit 0
+    fi
+    [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+    pip="$VENV/bin/python -m pip"
+    echo "peers: installing the graphrag environment into $VENV"
+    $pip install -q -r "$HERE/graphrag-requirements.txt" graphrag==3.3.0
+    LITELLM_LOCAL_MODEL_COST_MAP=True "$VENV/bin/python" -c "import importlib.metadata as m, graphrag.api; print('peers: graphrag', m.version('graphrag'), 'imports: ok')"
+    rm -f "$VENV"/.peer-setup-*
+    touch "$stamp"
+    ;;
+  *) echo "unknown peer '$peer' (known: hipporag, graphrag)" >&2; exit 2 ;;
 esac
