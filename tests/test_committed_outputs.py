@@ -1,0 +1,29 @@
+"""What a reader sees in the repository names no machine: committed notebooks (sources and every run's outputs),
+README, docs and benchmark records show paths relative to the project and cite no issue tracker."""
+import re
+
+import pytest
+
+from kgir_lib.config import PROJECT_ROOT
+
+# an absolute path into one of the project's own folders, e.g. /home/me/checkout/results/local/tables/x.csv
+MACHINE_PATH = re.compile(r"(?<![\w.:/~<])/(?:[\w.+-]+/)+(?:results|notebooks|figures|kgir_lib|tests|scripts)/")
+ISSUE_REF = re.compile(r"\bissue[ #]+\d+", re.IGNORECASE)
+
+FILES = sorted({*PROJECT_ROOT.glob("notebooks/*.ipynb"), *PROJECT_ROOT.glob("results/*/notebooks/*.ipynb"),
+                PROJECT_ROOT / "README.md", *PROJECT_ROOT.glob("docs/*.md"),
+                *PROJECT_ROOT.glob("results/benchmarks/*.md"), *PROJECT_ROOT.glob("results/*/reread/*.md")})
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.relative_to(PROJECT_ROOT).as_posix())
+def test_no_machine_path_or_issue_reference(path):
+    text = path.read_text(encoding="utf-8")
+    found = MACHINE_PATH.findall(text) + ISSUE_REF.findall(text)
+    assert not found, f"{path.relative_to(PROJECT_ROOT)}: {sorted(set(found))[:5]}"
+
+
+def test_the_patterns_catch_what_they_are_for():
+    assert MACHINE_PATH.search('"/home/me/kgir/results/local/config/01.yaml"')
+    assert MACHINE_PATH.search("PosixPath('/srv/x/notebooks/05_eval.ipynb')")
+    assert not MACHINE_PATH.search("see results/local/tables/05_claims.md or https://example.org/a/notebooks/")
+    assert ISSUE_REF.search("as asked in issue 14") and not ISSUE_REF.search("the issue of recall")
