@@ -251,12 +251,7 @@ class HippoRAG2(MethodBase):
                 seeds[qi] = phrase_seed_weights(facts, scores, hg.phrase_passages, st["phrase_top_k"])
                 info["seed_phrases"] = sorted(enode(ph) for ph in seeds[qi])[:20]
             infos[qi] = info
-        if seeds:
-            order = list(seeds)
-            ranked = ppr_rankings(hg, [seeds[qi] for qi in order], dense_all[order], ws.dense.pids,
-                                  self.passage_node_weight, self.damping, k=k)
-            for qi, r in zip(order, ranked):
-                rankings[qi] = r
+        self._rank_seeded(ws, hg, seeds, dense_all, k, rankings)
         return rankings, infos, filtered, hg
 
     def rank_given_facts(self, ws: Workspace, questions: Sequence[Question], facts: Sequence[Sequence]) -> tuple:
@@ -285,13 +280,19 @@ class HippoRAG2(MethodBase):
             if found:
                 seeds[qi] = phrase_seed_weights([hg.facts[i] for i in found], normalised(raw, lo, hi, found),
                                                 hg.phrase_passages, st["phrase_top_k"])
-        if seeds:
-            order = list(seeds)
-            ranked = ppr_rankings(hg, [seeds[qi] for qi in order], dense_all[order], ws.dense.pids,
-                                  self.passage_node_weight, self.damping, k=k)
-            for qi, r in zip(order, ranked):
-                rankings[qi] = r
+        self._rank_seeded(ws, hg, seeds, dense_all, k, rankings)
         return rankings, missing
+
+    def _rank_seeded(self, ws: Workspace, hg, seeds: dict, dense_all, k: int, rankings: list) -> None:
+        """Step 4 for the questions with seed phrases (``seeds``: question index -> phrase weights): their PPR
+        top-``k`` replaces their entry of ``rankings``; the others keep the dense fallback already there."""
+        if not seeds:
+            return
+        order = list(seeds)
+        ranked = ppr_rankings(hg, [seeds[qi] for qi in order], dense_all[order], ws.dense.pids,
+                              self.passage_node_weight, self.damping, k=k)
+        for qi, r in zip(order, ranked):
+            rankings[qi] = r
 
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
         rankings, infos, filtered, hg = self.retrieve(ws, questions)
