@@ -21,6 +21,7 @@ from typing import Optional, Sequence
 import pandas as pd
 
 from ..data import load_dataset
+from ..traces import trace_filename
 from . import claims as cl
 from .evaluate import load_outputs, read_meta, score
 
@@ -36,7 +37,7 @@ def scores_from_traces(trace_root: Path, datasets: Sequence[str], data_dir: Opti
     frames = []
     for name in datasets:
         dataset = load_dataset(name, data_dir)
-        for path in sorted(trace_root.glob(f"*/{name}.trace.jsonl")):
+        for path in sorted(trace_root.glob(f"*/{trace_filename(name)}")):
             meta = read_meta(path)
             if not meta or not meta.get("method"):
                 raise ValueError(f"reread: {path} has no .meta.json naming its method")
