@@ -15,10 +15,10 @@ from .baselines.hyde import HyDE
 from .baselines.ircot import IRCoT
 from .baselines.iter_retgen import IterRetGen
 from .baselines.kg2rag import KG2RAG
+from .baselines.lightrag_method import LightRAGMethod
 from .baselines.naive import NaiveGen, NaiveRAG
 from .baselines.retrievers import BM25Retriever, DenseRetriever
 from .config import ConfigError
-from .baselines.lightrag_method import LightRAGMethod
 from .kgir.loop import KGIRRAG
 from .methods.base import Method
 
