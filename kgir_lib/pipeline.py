@@ -8,6 +8,8 @@ Knowledge graph per dataset (KGIR-RAG §2.1), stored in ``<run>/kg/<dataset>/``:
   set of passages (``extract_max_passages``; ``null`` = all), and methods extract
   further passages on demand, incrementally, when they first retrieve them
   (:attr:`Workspace.ensure_kg`). Every extraction call goes through the LLM cache.
+  Each method run starts from notebook 01's passages (the graph's base) and sees only its own on-demand
+  passages besides (:meth:`Workspace.method_view`); the stored graph is the union of all of them.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from .config import Config
 from .data import Dataset, load_dataset
 from .kg.extract import open_graph, update_kg
 from .kg.graph import KnowledgeGraph
-from .kg.store import kg_dir, save_kg
+from .kg.store import kg_dir, load_base, save_kg
 from .llm import LLM, build_llm
 from .methods.base import Workspace
 from .retrieval import DenseIndex, Encoder, Reranker
@@ -73,5 +75,6 @@ def workspace(cfg: Config, name, llm: Optional[LLM] = None, progress: bool = Tru
     llm = llm or build_llm(cfg, progress=progress)
     ds = name if isinstance(name, Dataset) else load_dataset(name, cfg.data_path)
     kg, ensure = open_kg(cfg, ds, llm, store=store)
+    base = load_base(kg_dir(cfg, ds.name)) if store else None
     return Workspace(cfg=cfg, dataset=ds, llm=llm, dense=dense_index(cfg, ds, progress, encoder), kg=kg,
-                     reranker=reranker(cfg), ensure_kg=ensure)
+                     reranker=reranker(cfg), ensure_kg=ensure, kg_base=tuple(base) if base is not None else None)

@@ -62,8 +62,8 @@ LABELS: dict = {
     "lightrag_naive": "LightRAG (naive; shared reader)",
 }
 
-# Notebook 05's order: the paper's groups (§3.3.1), the ablations, then LightRAG (last: its index is the graph
-# methods' pool, which they grow on demand; run after them it indexes the pool they leave).
+# Notebook 05's order: the paper's groups (§3.3.1), the ablations, then LightRAG. Each run starts from
+# notebook 01's graph (Workspace.method_view), so the order changes no method's output.
 DEFAULT_METHODS: list = ["naive_gen", "naive_rag", "bm25", "dense", "ircot", "iter_retgen", "hyde",
                          "kg2rag", "hipporag2", "kgir", "kg2rag_no_expansion", "kg2rag_no_organisation",
                          "kgir_no_subgraph", "kgir_no_reflection", "kgir_no_rewrite", "lightrag", "lightrag_naive"]

@@ -187,7 +187,8 @@ def test_build_kg_extracts_the_pool_once(tmp_path, tiny_dataset):
     from kgir_lib.config import load_config
     from kgir_lib.data import load_dataset
     from kgir_lib.kg.extract import build_kg
-    from kgir_lib.kg.store import kg_dir
+    from kgir_lib.kg.store import kg_dir, load_base
+    from kgir_lib.pipeline import open_kg
 
     _write_dataset(tmp_path / "data", "tiny", tiny_dataset.corpus.passages, tiny_dataset.questions)
     cfg = load_config("ci", data_dir=str(tmp_path / "data"), results_dir=str(tmp_path / "results"),
@@ -200,8 +201,13 @@ def test_build_kg_extracts_the_pool_once(tmp_path, tiny_dataset):
     assert first.kg.extracted == set(first.pool) and len(first.kg) == 6
     assert first.drops == Counter(wrong_arity=3, head_equals_tail=3)
     assert load_kg(kg_dir(cfg, "tiny")).to_frame().equals(first.kg.to_frame())
+    assert set(load_base(kg_dir(cfg, "tiny"))) == set(first.pool)  # every method run starts from the pool
+    _, ensure = open_kg(cfg, ds, llm)
+    extra = [p for p in ds.corpus.pids if p not in first.pool][0]
+    ensure([extra])  # a method extracts a passage on demand into the stored graph
     again = build_kg(cfg, ds, llm, dense)  # warm rerun: everything already in the stored KG
-    assert again.report.n_passages == 0 and len(llm.backend.seen) == 3
+    assert again.report.n_passages == 0 and len(llm.backend.seen) == 4
+    assert set(load_base(kg_dir(cfg, "tiny"))) == set(first.pool)  # the on-demand passage is not base
     assert again.kg.to_frame().equals(first.kg.to_frame()) and again.drops == first.drops
     with pytest.raises(ValueError, match="needs an LLM"):
         build_kg(cfg, ds, None, None)

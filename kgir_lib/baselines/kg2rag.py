@@ -37,8 +37,9 @@ context because extraction failed.
 **Global graph.** ``ws.kg`` after the seed passages have been extracted
 (``ws.kg_for``). Its entity → triples adjacency (:class:`TripleAdjacency`) is built once
 per graph and reused by every question (``benchmarks/bench_scale.py`` times it at paper size). On the ``sample`` profile
-the musique/hotpotqa graphs hold only the passages extracted so far (notebook 01's pool plus on-demand extractions), so
-the expansion only reaches those; musique_train has the full published OpenIE graph.
+the musique/hotpotqa graphs hold notebook 01's pool plus the seed passages this run extracted on demand
+(:meth:`~kgir_lib.methods.base.Workspace.method_view`), so the expansion only reaches those; musique_train has
+the full published OpenIE graph.
 """
 from __future__ import annotations
 

@@ -1,9 +1,11 @@
 """LightRAG's index of one dataset: which passages, how it is built, where it is cached, what it cost.
 
 **Pool.** The passages the graph methods index (KG²RAG, HippoRAG 2 and KGIR-RAG read ``ws.kg``): the
-questions' dense top-``k`` passages are extracted into the suite's graph if they are not yet
-(``ws.kg_for``, on demand, as HippoRAG 2 does), and the pool is every passage the graph has processed, in
-corpus order (:func:`index_pool`). On ``local`` that is 630 HotpotQA passages and the 1,890 of musique_train.
+questions' dense top-``k`` passages are extracted into the run's graph if they are not yet
+(``ws.kg_for``, on demand, as HippoRAG 2 does), and the pool is every passage that graph holds, in corpus
+order (:func:`index_pool`): notebook 01's passages plus those top-``k`` passages (a method run starts from
+notebook 01's graph, :meth:`~kgir_lib.methods.base.Workspace.method_view`); on musique_train, whose
+published graph covers the corpus, all 1,890 passages.
 
 **Modes** (``cfg.lightrag_index``):
 
@@ -19,7 +21,7 @@ corpus order (:func:`index_pool`). On ``local`` that is 630 HotpotQA passages an
 **Cache.** ``<run>/cache/lightrag/<dataset>/<mode>/``: LightRAG's storages (``store/<workspace>/``, a LightRAG
 workspace of its own per build) and ``index.json`` (the fingerprint, counts and the build's LLM cost), written last. The fingerprint covers the mode, the pool,
 the suite graph of the pool (``suite_graph``) or the LLM and its budgets (``native``), the encoder, the
-tokenizer and LightRAG's version: a different pool (the graph grew on demand) rebuilds the index; a
+tokenizer and LightRAG's version: a different pool (another base graph or other questions) rebuilds the index; a
 build cut short has no ``index.json`` and is rebuilt, its LLM calls answered by the suite's cache.
 
 **LightRAG's settings** are passed explicitly from ``lightrag.constants`` (its defaults), so LightRAG's

@@ -238,12 +238,12 @@ def robustness_runs(ws: Workspace, questions: Sequence, factory: Callable[[], Me
     _, scores = run_and_score(rec_ws, questions, method, study_trace_path(ws, method, "drop=0"),
                               resume=scope != "read")
     passages = list(dict.fromkeys(read)) if scope == "read" else None
-    n0 = len(ws.kg.subset(passages)) if scope == "read" else len(ws.kg)
+    n0 = len(ws.kg.subset(passages)) if scope == "read" else len(ws.method_view().kg)
     rows = [{"dataset": ws.dataset.name, "fraction": 0.0, "seed": seeds[0], "triples": n0, **scores}]
     for fraction in fractions[1:]:
         for seed in seeds:
             pws = perturbed_workspace(ws, fraction, seed, passages)
-            n_start = len(pws.kg)
+            n_start = len(pws.method_view().kg)
             method = factory()
             _, scores = run_and_score(pws, questions, method,
                                       study_trace_path(ws, method, f"drop={fraction:g}-seed={seed}"))

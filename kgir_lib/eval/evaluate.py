@@ -130,7 +130,9 @@ def run_method(ws: Any, method: Any, questions: Sequence[Question], resume: bool
     (question ids, fingerprint, wall seconds, LLM usage by stage) to the ``.meta.json``
     beside it. **Resume**: with ``resume=True``, a trace file whose meta lists exactly
     these question ids in this order and the same :func:`run_fingerprint` is read back
-    instead of running again (code changes are not in the fingerprint: delete
+    instead of running again, and the passages that run extracted on demand (meta ``kg_on_demand``) are
+    extracted into the shared graph again, from the cache, so later readers of the graph see what a run made
+    here would have left (code changes are not in the fingerprint: delete
     ``traces/`` or pass ``resume=False`` after changing a method). The LLM cache makes a
     rerun cheap anyway; resuming also keeps the first run's wall time.
     """
@@ -139,11 +141,14 @@ def run_method(ws: Any, method: Any, questions: Sequence[Question], resume: bool
     questions = list(questions)
     path = Path(path) if path is not None else trace_path(ws.cfg, method, ws.dataset.name)
     qids = [q.qid for q in questions]
+    ws = ws.method_view()
     fp = run_fingerprint(ws, method)
     meta = read_meta(path)
     if resume and meta and path.exists() and meta.get("qids") == qids and meta.get("fingerprint") == fp:
         outputs = load_outputs(path)
         if [o.qid for o in outputs] == qids:
+            if meta.get("kg_on_demand") and ws.ensure_kg is not None:
+                ws.ensure_kg(meta["kg_on_demand"])  # the shared graph as if the run had been made here
             return outputs
     timed_ws = replace(ws, llm=StoredTimeLLM(ws.llm))
     snap = ws.llm.usage.snapshot()
@@ -160,7 +165,7 @@ def run_method(ws: Any, method: Any, questions: Sequence[Question], resume: bool
     meta = {"method": getattr(method, "name", None), "key": method_key(method), "dataset": ws.dataset.name,
             "qids": qids, "fingerprint": fp, "wall_seconds": wall, "llm_model": ws.llm.model_id,
             "stages": stages, "params": _method_params(method), "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
-            "run_id": uuid.uuid4().hex}
+            "run_id": uuid.uuid4().hex, "kg_on_demand": ws.on_demand()}
     traces.write_meta(path, meta)  # atomic, after the traces (write_traces removed the stale one)
     return outputs
 

@@ -68,8 +68,9 @@ def perturbed_workspace(ws: Workspace, fraction: float, seed: int,
                         scope: Optional[Iterable[str]] = None) -> Workspace:
     """``ws`` whose knowledge graph lost ``fraction`` of its triples at random (KG²RAG robustness study).
 
-    The passages of ``scope`` (default: every passage extracted so far) form the
-    graph that :func:`drop_triples` perturbs exactly. Methods extract passages
+    The passages of ``scope`` (default: every passage extracted so far; a method run then reads notebook
+    01's passages of it, :meth:`Workspace.method_view`) form the graph that :func:`drop_triples` perturbs
+    exactly. Methods extract passages
     they retrieve on demand (:meth:`Workspace.kg_for`): a passage outside that
     graph is extracted into the base graph as usual and copied into the perturbed
     one with each triple dropped with probability ``fraction``

@@ -25,7 +25,8 @@ from ..llm.prompts import chat
 from .graph import KnowledgeGraph, Triple
 from .openie import import_openie
 from .parse import parse_triples
-from .store import drops_of, is_stored, kg_dir, load_kg, openie_file, record_drops, save_kg, total_drops
+from .store import (drops_of, is_stored, kg_dir, load_kg, openie_file, record_drops, save_base, save_kg,
+                    total_drops)
 
 PROMPT = "kg_extract"
 MAX_TOKENS = 256  # default budget when no profile is given; runs use cfg.max_tokens("extract") (paper: 1024)
@@ -176,7 +177,8 @@ def build_kg(cfg, ds: Dataset, llm: Optional[LLM], dense=None) -> KGBuild:
     (:func:`~kgir_lib.kg.store.openie_file`) is complete as opened (``source = "openie"``). Any other dataset:
     the extraction pool (:func:`extraction_pool` over the profile's sampled questions and ``cfg.top_k``,
     capped at ``cfg.extract_max_passages``) is extracted incrementally with ``llm`` into the opened graph: a
-    rerun finds every passage already processed and makes no LLM call.
+    rerun finds every passage already processed and makes no LLM call. The pool is recorded as the graph's
+    base (``base.json``, :func:`~kgir_lib.kg.store.save_base`): every method run starts from it.
     """
     if openie_file(cfg, ds.name) is not None:
         kg, _, drops = open_graph(cfg, ds)
@@ -189,6 +191,7 @@ def build_kg(cfg, ds: Dataset, llm: Optional[LLM], dense=None) -> KGBuild:
     pool = extraction_pool(ds, dense, questions, cfg.top_k, cfg.extract_max_passages)
     report = update_kg(kg, llm, [ds.corpus[p] for p in pool], max_tokens=cfg.max_tokens("extract"))
     save_kg(kg, kg_dir(cfg, ds.name))
+    save_base(kg_dir(cfg, ds.name), kg, pool)
     sub = kg.subset(pool)
     in_pool = set(pool)
     by_pid = {p: c for p, c in drops_of(kg).items() if p in in_pool}

@@ -48,6 +48,10 @@ class KnowledgeGraph:
     def extracted(self) -> set:
         return set(self._by_pid)
 
+    def extracted_order(self) -> list:
+        """The processed passages in the order they were added."""
+        return list(self._by_pid)
+
     def __len__(self) -> int:
         return sum(len(ts) for ts in self._by_pid.values())
 

@@ -8,6 +8,9 @@
     relations.csv     relation, triples
     drops.json        parser drops by passage: {pid: {reason: n}}
     stats.json        paper Table 3 counts + drops by reason
+    base.json         the passages notebook 01 extracted (its pool, in stored order): the graph every
+                      method run starts from (:meth:`kgir_lib.methods.base.Workspace.method_view`); the
+                      other processed passages were extracted on demand by some method run
 
 Every file is written to a temporary name and renamed into place, so a crash
 never leaves a half-written file; ``triples.parquet`` is written before
@@ -153,7 +156,7 @@ def save_kg(kg: KnowledgeGraph, directory: Path, drops: Optional[Mapping[str, Co
     if drops:
         record_drops(kg, drops)
     # passages with triples in table order, then those without: loading rebuilds the same triple order
-    order = list(dict.fromkeys([t.pid for t in kg.triples] + sorted(kg.extracted)))
+    order = stored_order(kg)
     by_pid, drops_total = drops_of(kg), total_drops(kg)
     kg = _clean(kg, directory)
     _write_parquet(triples_frame(kg), directory / "triples.parquet")
@@ -165,6 +168,29 @@ def save_kg(kg: KnowledgeGraph, directory: Path, drops: Optional[Mapping[str, Co
     _write_text(directory / "stats.json", json.dumps(stats, indent=2))
     _write_text(directory / "extracted.json", json.dumps(order))
     return directory
+
+
+def stored_order(kg: KnowledgeGraph) -> list:
+    """The passage order :func:`save_kg` writes: passages with triples in triple order, then those without,
+    sorted (loading rebuilds the same order)."""
+    return list(dict.fromkeys([t.pid for t in kg.triples] + sorted(kg.extracted)))
+
+
+def save_base(directory: Path, kg: KnowledgeGraph, pids) -> list:
+    """Write ``base.json``: the passages of ``pids`` that ``kg`` holds, in :func:`stored_order`; returns them."""
+    keep = set(pids)
+    base = [p for p in stored_order(kg) if p in keep]
+    _write_text(Path(directory) / "base.json", json.dumps(base))
+    return base
+
+
+def load_base(directory: Path) -> Optional[list]:
+    """The base passages of the graph in ``directory`` (``base.json``), or ``None`` when it has none (a graph
+    imported whole, or stored before bases were recorded)."""
+    path = Path(directory) / "base.json"
+    if not path.exists():
+        return None
+    return [str(p) for p in _read_json(path, list)]
 
 
 # ---------------------------------------------------------------------------- reading

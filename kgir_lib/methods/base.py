@@ -8,7 +8,7 @@ usage attributed to that question. Every method inherits :class:`MethodBase`.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Callable, ClassVar, Optional, Protocol, Sequence
 
 from ..config import Config
@@ -49,6 +49,44 @@ class Workspace:
     bm25: Optional[BM25Index] = None
     reranker: Optional[Reranker] = None
     ensure_kg: Optional[Callable[[Sequence[str]], None]] = None  # extracts passages not yet in the KG
+    kg_base: Optional[tuple] = None  # notebook 01's passages (``base.json``); None: all of ``kg`` is the base
+
+    def method_view(self) -> "Workspace":
+        """The workspace one method run reads: its KG starts as notebook 01's graph (:attr:`kg_base`) and grows
+        only by the passages this run itself needs, extracted on demand through the shared graph (and so through
+        the LLM cache: a passage another method already extracted costs nothing).
+
+        The paper extracts the whole corpus once (§2.1), so what a method sees cannot depend on which other
+        methods ran before it; extracting on demand into one shared graph would make it depend on exactly that
+        (and on which traces a resumed run read back instead of running). Without a base (a graph imported
+        whole, or kept in memory) this is the workspace itself.
+        """
+        if self.kg_base is None:
+            return self
+        shared, shared_ensure = self.kg, self.ensure_kg
+        own = shared.subset(self.kg_base)
+
+        def ensure(pids: Sequence[str]) -> None:
+            pids = list(pids)
+            if shared_ensure is not None:
+                shared_ensure(pids)  # every request, so a wrapper that records reads sees them all
+            missing = own.missing(pids)
+            if not missing:
+                return
+            have = shared.extracted
+            for pid in missing:
+                if pid in have:
+                    own.add(pid, shared.triples_of([pid]))
+
+        return replace(self, kg=own, ensure_kg=ensure)
+
+    def on_demand(self) -> list:
+        """The passages of :attr:`kg` beyond the base, in the order they were added (what this run extracted
+        on demand; ``[]`` without a base)."""
+        if self.kg_base is None:
+            return []
+        base = set(self.kg_base)
+        return [p for p in self.kg.extracted_order() if p not in base]
 
     def passages(self, pids: Sequence[str]) -> list:
         return [self.dataset.corpus[p] for p in pids]

@@ -104,8 +104,10 @@ show(pd.DataFrame([{"output": k, "kept": "\n".join(map(str, parse_triples(v)[0])
 # `kgir_lib.kg.extract.extraction_pool` takes their union **rank by rank** (every question's first
 # passage, then every second passage, …) and caps it at `extract_max_passages`, so a cap keeps the
 # passages most likely to be used. Passages outside the pool are extracted later, on demand and
-# incrementally, when a method first retrieves them (`Workspace.kg_for`). The `paper` profile sets the cap
-# to `null`: the whole corpus.
+# incrementally, when a method first retrieves them (`Workspace.kg_for`). The pool is stored as the graph's
+# base (`base.json`): each method run starts from it and adds only the passages it retrieves itself, so no
+# method's graph depends on which methods ran before it. The `paper` profile sets the cap to `null`: the
+# whole corpus.
 #
 # Every extraction call goes through the LLM cache (`results/<profile>/cache/llm.sqlite`), and the graph
 # is saved after the batch: a rerun loads the stored graph, finds every pooled passage already processed

@@ -91,8 +91,9 @@ print(f"methods ({len(method_keys)}): {[LABELS.get(k, k) for k in method_keys]}"
 # costs little.
 #
 # Graph methods extract the triples of passages they retrieve that are not in the graph yet (on demand,
-# `Workspace.kg_for`). That LLM work is **indexing cost** (stage `extract`), reported per graph in §4, not
-# charged to the question that triggered it.
+# `Workspace.kg_for`). Each run starts from notebook 01's graph and adds only its own passages
+# (`Workspace.method_view`), so the order of the methods below changes nothing. That LLM work is **indexing
+# cost** (stage `extract`), reported per graph in §4, not charged to the question that triggered it.
 
 # %%
 suite = ev.run_suite(cfg, llm, cfg.datasets, method_keys, resume=resume)
@@ -334,7 +335,7 @@ show(funnel.weakest_step(mech["funnel"]), "where KGIR-RAG's Fig. 6 chain breaks 
 #   server backends and off on CPU profiles (the paper profile turns it on). PPR runs networkx's power iteration
 #   on a sparse operator built once per graph; the recognition-memory filter is one batched LLM call.
 # * **Graphs on `sample`**: hotpotqa (and musique on other profiles) holds only the extracted passages
-#   (notebook 01's pool plus the questions' retrieved passages, extracted on demand), so KG²RAG's expansion and
+#   (notebook 01's pool plus the passages that method's run retrieved, extracted on demand), so KG²RAG's expansion and
 #   HippoRAG 2's graph see a subset of the corpus; musique_train has the full published OpenIE graph.
 # * **Dense = Naive RAG** on every profile whose encoder is the retriever's: the HippoRAG 2 paper's
 #   "Contriever" row is a different encoder and is shown as a published-only row.
