@@ -3,7 +3,7 @@ order in which methods run, and which of them a resumed run reads back, changes 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from kgir_lib.eval import evaluate as ev
@@ -111,3 +111,13 @@ def test_base_file_round_trip_keeps_the_stored_order_and_only_the_pool(tmp_path,
     base = save_base(tmp_path, kg, [pids[5], pids[2], pids[0]])
     assert base == [pids[0], pids[2], pids[5]]  # passages with triples in triple order, then those without
     assert load_base(tmp_path) == base
+
+
+
+def test_which_methods_notebook_05_runs_is_not_part_of_a_methods_fingerprint(tiny_workspace, tiny_kg):
+    ws, _ = shared_workspace(tiny_workspace, tiny_kg)
+    fp = ev.run_fingerprint(ws, Reads(titles="Dell"))
+    narrowed = replace(ws, cfg=replace(ws.cfg, eval_methods=["kgir"]))
+    assert narrowed.cfg.eval_methods == ["kgir"] and ev.run_fingerprint(narrowed, Reads(titles="Dell")) == fp
+    other = replace(ws, cfg=replace(ws.cfg, top_k=ws.cfg.top_k + 1))
+    assert ev.run_fingerprint(other, Reads(titles="Dell")) != fp  # a field that does change outputs
