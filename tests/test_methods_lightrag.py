@@ -236,3 +236,21 @@ def test_lightrags_unused_dependencies_stay_unimported(tiny_workspace, tiny_data
     build_method("lightrag").run(tiny_workspace(script()), tiny_dataset.questions)
     for name in ("aiohttp", "tiktoken", "google.genai", "pipmaster", "xlsxwriter", "pypinyin"):
         assert name not in sys.modules, name
+
+
+def test_the_index_cost_row_comes_from_the_trace_meta_when_the_cache_is_gone(tiny_workspace, tiny_dataset):
+    import shutil
+
+    from kgir_lib.eval.evaluate import run_method
+
+    ws = tiny_workspace(script())
+    run_method(ws, build_method("lightrag"), tiny_dataset.questions)
+    meta = json.loads((ws.cfg.run_dir / "traces" / "lightrag" / "tiny.trace.meta.json").read_text())
+    m = meta["lightrag_index"]
+    assert (m["mode"], m["passages"], m["llm_usage"]["calls"]) == ("suite_graph", 6, 0) and "workspace" not in m
+    li.close_all()
+    shutil.rmtree(li.index_dir(ws.cfg, "tiny", "suite_graph"))  # a clone: traces committed, cache not
+    table = li.indexing_table(ws.cfg, ["tiny"])
+    row = table.loc[("tiny", "LightRAG (suite_graph)")]
+    assert row["passages"] == 6 and row["LLM calls"] == 0 and row["build wall seconds"] == m["build_seconds"]
+    assert li.index_manifest(ws.cfg, "other") is None  # no trace, no cache: no row

@@ -344,11 +344,29 @@ def open_index(ws, mode: str, pool: Sequence[str]) -> LightRAGIndex:
     return _OPEN[key]
 
 
+def index_manifest(cfg, dataset: str) -> Optional[dict]:
+    """The manifest of the LightRAG index behind this run's LightRAG traces of ``dataset`` (the meta of
+    ``traces/lightrag/``, else ``traces/lightrag_naive/``, in the profile's index mode), else the cached index's
+    ``index.json``, else ``None``."""
+    from ..traces import read_meta, trace_filename
+
+    mode = index_mode(cfg)
+    for key in ("lightrag", "lightrag_naive"):
+        meta = read_meta(cfg.run_dir / "traces" / key / trace_filename(dataset)) or {}
+        m = meta.get("lightrag_index")
+        if m and m.get("mode") == mode:
+            return m
+    path = index_dir(cfg, dataset, mode) / "index.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
 def indexing_table(cfg, datasets: Sequence[str], suite_indexing=None):
     """Per dataset, the indexing cost of the suite's graph (``suite_indexing``: notebook 05's
     ``suite.indexing``, the extraction requests read back from the LLM cache) beside LightRAG's index (its
-    ``index.json``): passages, LLM calls, prompt and completion tokens and LLM seconds, in total and a passage.
-    A dataset without a LightRAG index (LightRAG not run) has no LightRAG row."""
+    index): passages, LLM calls, prompt and completion tokens and LLM seconds, in total and a passage.
+
+    LightRAG's index is read from the trace meta of the run that queried it (:func:`index_manifest`), else
+    from the cache's ``index.json``. A dataset without either (LightRAG not run) has no LightRAG row."""
     import pandas as pd
 
     rows = []
@@ -359,8 +377,7 @@ def indexing_table(cfg, datasets: Sequence[str], suite_indexing=None):
                          "passages": s["passages_extracted"], "LLM calls": s["extract_calls_found"],
                          "prompt tokens": s["extract_prompt_tokens"],
                          "completion tokens": s["extract_completion_tokens"], "LLM seconds": s["extract_seconds"]})
-        path = index_dir(cfg, d, index_mode(cfg)) / "index.json"
-        m = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+        m = index_manifest(cfg, d)
         if m:
             u = m["llm_usage"]
             source = (f"LightRAG's extraction ({m['llm']})" if m["mode"] == "native"

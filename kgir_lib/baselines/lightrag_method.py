@@ -142,6 +142,13 @@ class LightRAGMethod(MethodBase):
         if self.variant not in VARIANTS:
             raise ValueError(f"LightRAG: unknown variant {self.variant!r} (known: {sorted(VARIANTS)})")
         self.stats: Counter = Counter()
+        self.index_manifest: dict = {}
+
+    def run_meta(self) -> dict:
+        """What the trace meta keeps of this run beyond the common fields: the manifest of the index it queried
+        (counts and build cost, :class:`~kgir_lib.baselines.lightrag_index.LightRAGIndex`), so the indexing-cost
+        table of a run whose traces were read back, or copied without the cache, still has LightRAG's row."""
+        return {"lightrag_index": self.index_manifest} if self.index_manifest else {}
 
     @property
     def name(self) -> str:
@@ -192,6 +199,7 @@ class LightRAGMethod(MethodBase):
         k = int(self.setting(ws, "top_k"))
         mode = self.setting(ws, "index")
         index = open_index(ws, mode, index_pool(ws, questions, k))
+        self.index_manifest = {k: v for k, v in index.manifest.items() if k != "workspace"}
         pool = set(index.pool)
         keywords = self._keywords(ws, index, questions) if self.variant == "hybrid" else [(None, None)] * len(questions)
         retrieved, contexts, traces = [], [], []

@@ -130,8 +130,8 @@ def run_method(ws: Any, method: Any, questions: Sequence[Question], resume: bool
     """Run ``method`` on ``questions`` of ``ws.dataset``; write and return the per-question outputs.
 
     Traces go to ``path`` (default ``traces/<method key>/<dataset>.trace.jsonl``), run facts
-    (question ids, fingerprint, wall seconds, LLM usage by stage) to the ``.meta.json``
-    beside it. **Resume**: with ``resume=True``, a trace file whose meta lists exactly
+    (question ids, fingerprint, wall seconds, LLM usage by stage, and whatever the method's optional
+    ``run_meta()`` adds) to the ``.meta.json`` beside it. **Resume**: with ``resume=True``, a trace file whose meta lists exactly
     these question ids in this order and the same :func:`run_fingerprint` is read back
     instead of running again, and the passages that run extracted on demand (meta ``kg_on_demand``) are
     extracted into the shared graph again, from the cache, so later readers of the graph see what a run made
@@ -168,7 +168,8 @@ def run_method(ws: Any, method: Any, questions: Sequence[Question], resume: bool
     meta = {"method": getattr(method, "name", None), "key": method_key(method), "dataset": ws.dataset.name,
             "qids": qids, "fingerprint": fp, "wall_seconds": wall, "llm_model": ws.llm.model_id,
             "stages": stages, "params": _method_params(method), "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
-            "run_id": uuid.uuid4().hex, "kg_on_demand": ws.on_demand()}
+            "run_id": uuid.uuid4().hex, "kg_on_demand": ws.on_demand(),
+            **(method.run_meta() if callable(getattr(method, "run_meta", None)) else {})}
     traces.write_meta(path, meta)  # atomic, after the traces (write_traces removed the stale one)
     return outputs
 
