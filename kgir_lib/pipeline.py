@@ -19,7 +19,7 @@ from .config import Config
 from .data import Dataset, load_dataset
 from .kg.extract import open_graph, update_kg
 from .kg.graph import KnowledgeGraph
-from .kg.store import kg_dir, load_base, save_kg
+from .kg.store import kg_dir, load_base, openie_file, save_kg
 from .llm import LLM, build_llm
 from .methods.base import Workspace
 from .retrieval import DenseIndex, Encoder, Reranker
@@ -76,5 +76,7 @@ def workspace(cfg: Config, name, llm: Optional[LLM] = None, progress: bool = Tru
     ds = name if isinstance(name, Dataset) else load_dataset(name, cfg.data_path)
     kg, ensure = open_kg(cfg, ds, llm, store=store)
     base = load_base(kg_dir(cfg, ds.name)) if store else None
+    if store and base is None and openie_file(cfg, ds.name) is None:
+        base = []  # notebook 01 extracted no pool for it: each run extracts what it reads
     return Workspace(cfg=cfg, dataset=ds, llm=llm, dense=dense_index(cfg, ds, progress, encoder), kg=kg,
                      reranker=reranker(cfg), ensure_kg=ensure, kg_base=tuple(base) if base is not None else None)

@@ -243,3 +243,25 @@ def test_one_rule_opens_a_graph_stored_else_imported_else_empty(tmp_path, tiny_d
         assert [t.text() for t in kg.triples] == ["(X, r, Y)"]  # the stored graph wins, for every caller
     assert build_kg(cfg, ds, None).source == "openie"
     assert len(open_kg(cfg, ds, None, store=False)[0]) == 0  # a graph kept in memory starts empty
+
+
+def test_workspace_base_is_notebook_01s_pool_else_empty_and_none_for_a_graph_kept_in_memory(tmp_path, tiny_dataset):
+    """The graph each method run starts from (``Workspace.method_view``)."""
+    from kgir_lib.config import load_config
+    from kgir_lib.data import load_dataset
+    from kgir_lib.kg.extract import build_kg
+    from kgir_lib.pipeline import open_kg, workspace
+
+    _write_dataset(tmp_path / "data", "tiny", tiny_dataset.corpus.passages, tiny_dataset.questions)
+    cfg = load_config("ci", data_dir=str(tmp_path / "data"), results_dir=str(tmp_path / "results"),
+                      llm_backend="scripted", extract_max_passages=3, top_k=4)
+    llm = LLM(CountingBackend(title_script), LLMCache(tmp_path / "llm.sqlite"), progress=False)
+    ds = load_dataset("tiny", cfg.data_path)
+    _, ensure = open_kg(cfg, ds, llm)
+    ensure([ds.corpus.pids[0]])  # a graph grown on demand only, before notebook 01 built any pool
+    ws = workspace(cfg, ds, llm=llm, progress=False, encoder=BagOfWordsEncoder())
+    assert ws.kg_base == () and len(ws.kg.extracted) == 1 and ws.method_view().kg.extracted == set()
+    built = build_kg(cfg, ds, llm, ws.dense)
+    ws = workspace(cfg, ds, llm=llm, progress=False, encoder=BagOfWordsEncoder())
+    assert set(ws.kg_base) == set(built.pool) and ws.method_view().kg.extracted == set(built.pool)
+    assert workspace(cfg, ds, llm=llm, progress=False, encoder=BagOfWordsEncoder(), store=False).kg_base is None
