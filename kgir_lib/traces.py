@@ -102,6 +102,11 @@ def trace_filename(dataset: str) -> str:
     return f"{dataset}{TRACE_SUFFIX}"
 
 
+def trace_file(run_dir: Path, method_key: str, dataset: str) -> Path:
+    """Where a method's traces of a dataset live in a run directory: ``<run>/traces/<method key>/<dataset>.trace.jsonl``."""
+    return Path(run_dir) / "traces" / method_key / trace_filename(dataset)
+
+
 def trace_dataset(path: Path) -> str:
     """The dataset a trace file belongs to (``<dataset>.trace.jsonl``)."""
     return Path(path).name.removesuffix(".jsonl").removesuffix(".trace")

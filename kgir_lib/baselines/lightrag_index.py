@@ -348,11 +348,11 @@ def index_manifest(cfg, dataset: str) -> Optional[dict]:
     """The manifest of the LightRAG index behind this run's LightRAG traces of ``dataset`` (the meta of
     ``traces/lightrag/``, else ``traces/lightrag_naive/``, in the profile's index mode), else the cached index's
     ``index.json``, else ``None``."""
-    from ..traces import read_meta, trace_filename
+    from ..traces import read_meta, trace_file
 
     mode = index_mode(cfg)
     for key in ("lightrag", "lightrag_naive"):
-        meta = read_meta(cfg.run_dir / "traces" / key / trace_filename(dataset)) or {}
+        meta = read_meta(trace_file(cfg.run_dir, key, dataset)) or {}
         m = meta.get("lightrag_index")
         if m and m.get("mode") == mode:
             return m

@@ -85,7 +85,9 @@ def method_key(method: Any) -> str:
 
 
 def trace_path(cfg, method: Any, dataset: str) -> Path:
-    return cfg.path("traces", method_key(method), traces.trace_filename(dataset))
+    path = traces.trace_file(cfg.run_dir, method_key(method), dataset)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def _prompts_digest() -> str:

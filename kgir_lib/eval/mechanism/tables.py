@@ -16,7 +16,7 @@ import pandas as pd
 
 from ...config import Config
 from ...data import load_dataset
-from ...traces import read_traces, trace_filename
+from ...traces import read_traces, trace_file
 from . import round_facts as rf
 from .bridges import MODES, load_bridges
 from .calibration import calibration_table, oracle_stop_table
@@ -37,7 +37,7 @@ def read_run(run_dir: Path, datasets: Sequence[str], methods: Sequence[str] = RE
     out = {}
     for m in methods:
         for ds in datasets:
-            path = Path(run_dir) / "traces" / m / trace_filename(ds)
+            path = trace_file(run_dir, m, ds)
             if path.is_file():
                 out[(m, ds)] = read_traces(path)
     return out
