@@ -50,7 +50,6 @@ def shared_workspace(tiny_workspace, tiny_kg, base_titles=("Compaq", "Hewlett-Pa
 
 
 def test_a_method_sees_the_base_and_its_own_passages_whichever_methods_ran_before(tiny_workspace, tiny_kg):
-    qs = None
     alone, _ = shared_workspace(tiny_workspace, tiny_kg)
     qs = alone.dataset.questions
     ev.run_method(alone, Reads(titles="Dell"), qs)
