@@ -44,7 +44,8 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=3)
     ap.add_argument("--out", default=str(ROOT / "results" / "benchmarks" / "backend.md"))
     args = ap.parse_args()
-    cfg = load_config(args.profile, results_dir="/tmp/kgir_bench_backend", datasets=["musique_train"])
+    cfg = load_config(args.profile, results_dir=Path(tempfile.gettempdir()) / "kgir_bench_backend",
+                      datasets=["musique_train"])
     model = Path(cfg.llm_model_path) if cfg.llm_model_path else embedded_model_path(cfg.llm_model)
 
     inproc = LlamaCppBackend(cfg.llm_model, cfg.llm_model_path, cfg.llm_n_ctx, cfg.llm_n_threads,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import random
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -61,7 +62,8 @@ def main() -> None:
     ap.add_argument("--passages", type=int, default=4)
     ap.add_argument("--out", default=str(ROOT / "results" / "benchmarks" / "prefix.md"))
     args = ap.parse_args()
-    cfg = load_config(args.profile, results_dir="/tmp/kgir_bench_prefix", datasets=["musique_train"])
+    cfg = load_config(args.profile, results_dir=Path(tempfile.gettempdir()) / "kgir_bench_prefix",
+                      datasets=["musique_train"])
 
     def backend(reuse: bool, flash: bool) -> LlamaCppBackend:
         return LlamaCppBackend(cfg.llm_model, cfg.llm_model_path, cfg.llm_n_ctx, cfg.llm_n_threads,

@@ -9,12 +9,14 @@ seed). Writes ``results/benchmarks/usable.md``.
 
     .venv/bin/python benchmarks/bench_usable.py --questions 12 --passages 6
 
-The LLM cache lives in ``--work`` (default /tmp/kgir_bench), so a rerun costs no LLM call.
+The LLM cache lives in ``--work`` (default ``kgir_bench`` in the system's temporary directory), so a rerun
+costs no LLM call.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -63,7 +65,7 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=12)
     ap.add_argument("--passages", type=int, default=6)
     ap.add_argument("--iterations", type=int, default=2)
-    ap.add_argument("--work", default="/tmp/kgir_bench")
+    ap.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "kgir_bench"))
     ap.add_argument("--out", default=str(ROOT / "results" / "benchmarks" / "usable.md"))
     args = ap.parse_args()
     cfg = load_config(args.profile, results_dir=args.work, datasets=["musique_train"])

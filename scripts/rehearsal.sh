@@ -11,7 +11,7 @@
 #            (cache rows / usage `calls` vs `cache_hits` / server-side completion counts before and after).
 #   phase 4  (REGENERATE=1, default) notebooks 01-05 with --regenerate and both servers stopped: every call
 #            must come from the cache.
-# Usage:   bash scripts/rehearsal.sh [OUT_DIR]      (default OUT_DIR: a new /tmp/kgir_rehearsal.XXXX)
+# Usage:   bash scripts/rehearsal.sh [OUT_DIR]      (default OUT_DIR: a new kgir_rehearsal.XXXX in $TMPDIR)
 # Results, caches, server logs and a measurements file (OUT_DIR/measurements.md) go to OUT_DIR
 # (KGIR_RESULTS_DIR / KGIR_FIGURES_DIR point there): the committed results are untouched.
 # Knobs (environment): REHEARSAL_TIMEOUT_S (hard wall-clock bound of the whole job, default 3600),
@@ -21,7 +21,7 @@ set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="$ROOT/.venv/bin/python"
-OUT="${1:-$(mktemp -d /tmp/kgir_rehearsal.XXXX)}"
+OUT="${1:-$(mktemp -d "${TMPDIR:-/tmp}/kgir_rehearsal.XXXX")}"
 mkdir -p "$OUT/logs"
 OUT="$(cd "$OUT" && pwd)"
 MODEL="${MODEL:-Qwen2.5-Coder-1.5B-Instruct-Q4_K_M}"

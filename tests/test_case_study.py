@@ -88,6 +88,9 @@ def test_case_tables(fig6_case):
     assert list(m["question entity"]) == ["PC maker", "1994"]
     res = case.result_frame()
     assert res.loc[0, "EM"] == 100.0 and res.loc[0, "gold"] == "Hewlett-Packard | HP"
+    # the reflection stopped the loop in round 2; the shared reader worded the answer
+    assert (res.loc[0, "loop stopped by"], res.loc[0, "worded by"]) == ("the reflection's verdict", "reader")
+    assert res.loc[0, "reflection's answer"] == "Hewlett-Packard"
     with pytest.raises(CaseStudyError, match="round 3"):
         case.round(3)
     with pytest.raises(CaseStudyError, match="which"):

@@ -31,7 +31,8 @@ def render_trace(trace: dict, corpus=None, max_triples: int = 8, max_passages: i
 
     lines = [f"**Q:** {trace.get('question', '')}  ",
              f"**gold:** {', '.join(trace.get('gold_answers', [])[:3])} · **answer:** {trace.get('answer', '')!r} "
-             f"({trace.get('answered_by')}, {trace.get('iterations_used')} round(s), {trace.get('variant')})", ""]
+             f"(worded by the {trace.get('answer_source') or 'reader'}; stopped by {trace.get('answered_by')}; "
+             f"{trace.get('iterations_used')} round(s), {trace.get('variant')})", ""]
     from ..kgir.rounds import trace_rounds
 
     for r in trace_rounds(trace):
@@ -60,8 +61,8 @@ def render_trace(trace: dict, corpus=None, max_triples: int = 8, max_passages: i
             lines.append(f"reflection{' (last round)' if rf.final else ''}: {_md(rf.reasoning)[:200]} → {verdict}  ")
         fin = r.final
         if fin:
-            lines.append(f"reader ({'forced' if fin.forced else 'ablation'}) on *{_md(fin.question)}* "
-                         f"→ **{fin.answer}**  ")
+            lines.append(f"reader ({'forced at the round cap' if fin.forced else 'words the answer'}) on "
+                         f"*{_md(fin.question)}* → **{fin.answer}**  ")
         lines.append("")
     llm = trace.get("llm", {})
     if llm:

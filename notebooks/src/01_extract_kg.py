@@ -17,7 +17,8 @@
 # * **musique_train** gets a *real-LLM* graph with no LLM at hand: HippoRAG published the OpenIE output
 #   of gpt-3.5-turbo-1106 for its 1,890 paragraphs (`openie_musique_train_results_*.json`). We import it
 #   through the same parser as our own extraction, so the stored form is identical.
-# * **musique** and **hotpotqa** are extracted here with the profile's LLM, named in the first output below.
+# * **musique** and **hotpotqa**, when the profile lists them, are extracted here with the profile's LLM, named
+#   in the first output below (which lists the datasets this run extracts).
 #   On the CPU profiles that is a small model, so its triples show what the pipeline does with it; they are
 #   **not a reproduction** of the paper's graph (extracted by Qwen2.5-72B).
 #
@@ -139,8 +140,10 @@ for name in cfg.datasets:
 # passages covered, triples per passage and the parser's drops by reason (`wrong_arity`: not three parts;
 # `empty_part`; `head_equals_tail`; `duplicate`: the same triple twice in one passage; `unparseable`: output
 # with no triple shape). For scale, the published row is KG²RAG's graph over HotpotQA-full (LLaMA3-8B, as
-# its paper reports it); KGIR-RAG's own Table 3 is not available as text. Our graphs cover a sample of
-# passages, so only the *per-passage* figures are comparable, and only for the real-LLM graph.
+# its paper reports it); KGIR-RAG's own Table 3 is not available as text. Our graphs cover a corpus far
+# smaller than HotpotQA-full (musique_train's whole 1,890-paragraph corpus; for the datasets extracted here, the
+# profile's extraction pool, counted in the *passages* row), so only the *per-passage* figures are comparable, and
+# only for the real-LLM graph.
 
 # %%
 t3 = table3({f"{name} ({b.source}: {'gpt-3.5-turbo-1106' if b.source == 'openie' else llm.model_id})": (b.kg, b.drops)

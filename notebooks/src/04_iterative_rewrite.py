@@ -19,10 +19,13 @@
 #    step (`Reasoning:` line, chain of thought) and either answers (`Answer: …`) or names what is missing
 #    (`Missing: …`). The prompt carries the paper's two examples ("Where is the hometown of the author of To
 #    Kill a Mockingbird?" → Alabama; "Which airport is in the hometown …?" → missing: airports in Alabama).
-# 5. An answer ends the question; missing information sends it to the next round with `q'_t` as the query
-#    (new retrieval, new subgraph, new rewrite). In round `max_iterations` the reflection prompt says it must
-#    answer; a reply that still does not answer is answered by the shared reader from `G_Ans` and the new
-#    passages (recorded as `forced_reader`).
+# 5. **Stop or go on.** A verdict "answer" ends the question: the reflection decides *when* to stop, and the
+#    shared reader (the short-answer prompt every method of notebook 05 answers through) words the answer to
+#    `q` from what the reflection read, `G_Ans_t` and the new passages (`cfg.kgir_answer_source` can hand this to
+#    the reflection's own `Answer:` line instead, as Fig. 5 does; the trace keeps the reflection's answer either
+#    way). Missing information sends the question to the next round with `q'_t` as the query (new retrieval,
+#    new subgraph, new rewrite). In round `max_iterations` the reflection prompt says it must answer; a question
+#    it still leaves open is answered by the same reader (recorded as `forced_reader`).
 #
 # **Batching.** The loop runs *stage by stage across all questions still open*: one batched `llm.generate`
 # call for NER, one for the rewrite, one for the reflection per round (and one final reader call), so a vLLM
@@ -30,7 +33,8 @@
 # `llama_cpp.server`).
 #
 # **Final ranked list** (Recall@k): the source passages of `G_Ans` edges over all rounds, by their best edge
-# weight, then every other retrieved passage in retrieval order (`D_1`, `D'_1`, `D_2`, …).
+# weight, then the rewrite retrievals `D'_1 .. D'_T` interleaved by round (the first passage of each round, then
+# the second of each, …), then `D_1` (`kgir_lib/kgir/state.py::ranked_list`).
 #
 # **Deviations from the paper** (CPU, small model): the `sample` profile runs Qwen2.5-Coder-0.5B-Instruct
 # (`local`: the 1.5B), which follows few-shot formats only loosely, so (a) the prompts ask for one-line answer
@@ -39,7 +43,8 @@
 # question), (c) a reflection reply with no `Answer:` or `Missing:` line gets **one verdict
 # turn** (prompt `kgir_reflect_verdict`, not in the paper): the reply stays in the conversation and the model is
 # asked for the verdict line alone; if that fails too the reflection counts as "not answerable", (d) the
-# forced final answer goes through the shared reader when the reflection still does not answer. The paper's
+# shared reader words the final answer (the reflection decides when to stop), so KGIR-RAG's answers take the same
+# form as every other method's; the paper's Fig. 5 answers with the reflection's own `Answer:` line. The paper's
 # LLM is Qwen2.5-72B.
 #
 # Each question's trace (every round's query, retrieval, `G_Ans`, rewrite, new passages, reflection verdict,
@@ -110,7 +115,8 @@ llm.usage.table().to_csv(cfg.path("usage", "04_iterative_rewrite.csv"))
 #
 # EM / F1: SQuAD normalisation, max over gold answer and aliases, ×100. Recall@k: HippoRAG's definition on the
 # final ranked list above; *dense R@k* is single-step retrieval with the original question on the same
-# questions. Rounds: how many iterations the loop used; *by reflection* / *forced*: who gave the answer.
+# questions. Rounds: how many iterations the loop used; *by reflection* / *forced*: who stopped the loop, the
+# reflection's verdict "answer" or the round cap (the shared reader words the answer either way).
 # LLM calls and tokens are per question (cache hits included: they are what the method costs). Published
 # KGIR-RAG recall (**derived** from the paper's prose: KAG's recall as the paper cites it plus the stated
 # gains; Qwen2.5-72B, BGE-M3, 1,000 questions) is shown in separate columns.
@@ -196,8 +202,8 @@ report.save_table(usable.round(2), cfg, "04_kgir_usable_outputs",
 # %% [markdown]
 # ### Rounds used
 #
-# How many rounds each question took, split by who answered: the reflection (it judged the evidence enough)
-# or the forced reader at the cap.
+# How many rounds each question took, split by what stopped it: the reflection (it judged the evidence enough)
+# or the round cap (`forced_reader`).
 
 # %%
 fig, axes = plt.subplots(1, len(results), figsize=(4 * len(results), 3.2), squeeze=False)

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 05 — Every compared method, side by side (KGIR-RAG §3.3, Tables 4–6)
 #
-# This notebook runs **every method of the comparison** on every dataset of the profile, with **one LLM,
+# This notebook runs **the profile's methods** (`eval_methods`, printed below) on every dataset of the profile, with **one LLM,
 # one index and one LLM cache**, on **one fixed question sample** (`kgir_lib.data.sample_questions`:
 # the first `n_questions` of a seeded shuffle, the same for every method), then builds the paper's tables:
 #
@@ -17,7 +17,8 @@
 # Published numbers (from the source papers, `kgir_lib.report`) sit in **separate, labelled column groups** beside
 # ours, never in our columns: they come from other LLMs, retrievers and corpora.
 #
-# **The methods** (KGIR-RAG §3.3.1; one module each under `kgir_lib/methods/`, one interface: questions in;
+# **The methods** (KGIR-RAG §3.3.1; one module each under `kgir_lib/baselines/`, KGIR-RAG's under
+# `kgir_lib/kgir/`; one interface, `kgir_lib/methods/base.py`: questions in;
 # answers, a ranked passage list and per-question LLM usage out; every stage one batched LLM call):
 #
 # | group | method | module | what it does here |
@@ -30,7 +31,7 @@
 # | rewrite | HyDE | `hyde.py` | the LLM writes a hypothetical passage; retrieve with its embedding (averaged with the question's, as HyDE does) |
 # | KG | KG²RAG (+ w/o expansion, w/o organisation) | `kg2rag.py` | seeds → m-hop BFS over the global graph → per-component maximum spanning trees → DFS text → tree reranking → top-K budget |
 # | KG | HippoRAG 2 | `hipporag2.py` | personalized PageRank over a passage + phrase graph seeded by query-linked, LLM-filtered triples and dense passage scores |
-# | ours | KGIR-RAG (+ w/o subgraph, w/o reflection, w/o rewrite) | `kgir.py` | evidence subgraph → rewrite → reflection, iterated (notebooks 03–04) |
+# | ours | KGIR-RAG (+ w/o subgraph, w/o reflection, w/o rewrite) | `kgir/loop.py` | evidence subgraph → rewrite → reflection, iterated (notebooks 03–04) |
 # | KG (peer system) | LightRAG (hybrid; *naive* as a check against Naive RAG) | `lightrag_method.py` | the `lightrag-hku` package's own retrieval (question keywords → entity and relationship vectors → their chunks) over its index of the graph pool (`lightrag_index`: the suite's triples, or its own extraction); **its context is read by the shared reader**, not by its answer prompt |
 #
 # Not run: KAG, GraphRAG and RAPTOR are whole external systems (KGIR-RAG §3.3.1); their published numbers appear
@@ -41,8 +42,8 @@
 # `passage_chars` characters, so the comparison is about *which* passages a method finds. Recall@k
 # (HippoRAG's definition, paper §3.3.3) is computed on each method's final ranked list, built the same way
 # for all: **the passages in the reader's context, in context order, then the method's remaining
-# candidates in its own order** (each class docstring names its context and candidates; KGIR-RAG's is in
-# `kgir.py`). Naive Gen retrieves nothing: its recall is shown as empty, not 0.
+# candidates in its own order** (each class docstring names its context and candidates; KGIR-RAG's rule is
+# `kgir_lib/kgir/state.py::ranked_list`). Naive Gen retrieves nothing: its recall is shown as empty, not 0.
 
 # %% tags=["parameters"]
 profile = None              # None: $KGIR_PROFILE, else "sample"
@@ -131,9 +132,11 @@ report.save_table(report.flat_columns(qa), cfg, qa_name,
 
 # %% [markdown]
 # **Answer form: where EM and F1 part ways.** An answer that holds the gold answer plus more words scores F1 > 0
-# and EM = 0 ("partial credit"). A method whose EM trails its F1 by more than the others' writes longer answers;
-# it does not retrieve worse. KGIR-RAG's answer comes from its reflection prompt (§2.4); every other method's
-# comes from the shared short-answer reader (`evaluate.answer_form`).
+# and EM = 0 ("partial credit"). The shared short-answer reader words every method's answer, KGIR-RAG's
+# included, unless `cfg.kgir_answer_source` hands it to the reflection's `Answer:` line (Fig. 5); the reflection
+# itself only decides when to stop (§2.4). So differences in answer length and partial credit come from the
+# context each method hands the reader, not from a different answer prompt. The table
+# (`evaluate.answer_form`) gives the mean length and the partial-credit count per method and dataset.
 
 # %%
 form = ev.answer_form(suite.scores)

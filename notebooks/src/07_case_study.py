@@ -115,8 +115,13 @@ if len(naming):
 
 # %% [markdown]
 # How often each step of the pattern happens over the whole run, per dataset. A reflection that answers in
-# round 1 ends the loop before any rewrite is retrieved with: on such a run, KGIR-RAG's score measures its first
-# retrieval and its reflection prompt, not the iteration.
+# round 1 ends the loop after one rewrite and one retrieval with it: no rewritten question ever starts a second
+# round, so on such a run KGIR-RAG's score measures its first round, not the iteration.
+#
+# This table reads the *shape* of Fig. 6 without the gold answer (`kgir_lib.notebook.case.bridges`): not answered
+# in round 1, the round-1 rewrite names an entity of `G_Ans` the question did not name, answered in round 2. It
+# does not ask whether that entity is the gold bridge, so its "whole Fig. 6 pattern" can count questions that the
+# gold chain of section 1 (which does) does not.
 
 # %%
 steps = bridge_summary(find_bridge_cases(load_kgir_traces(cfg)))
@@ -196,8 +201,10 @@ show_rewrites(case)
 #
 # Reflection sees `G_Ans`, the rewrite history and the passages the rewritten question retrieved that the
 # round's first retrieval had not; it reasons step by step and either answers or says what is missing,
-# which drives the next round. In the last round it must answer; a reply that still does not is answered
-# by the shared reader (a *forced* answer).
+# which drives the next round. In the last round it must answer; a question it still leaves open is stopped
+# by the round cap (a *forced* answer). Either way the shared reader then words the answer from what the
+# reflection read (unless `cfg.kgir_answer_source` hands that to the reflection's `Answer:` line), so the
+# reflection's own answer and the final answer can differ: section 8 shows both.
 
 # %%
 show_reflections(case)

@@ -1,5 +1,5 @@
 """What the rewritten question's own retrieval ``D'_t`` adds (paper §2.3, eq. 8), and how the final ranked
-list is built from it (Recall@k, METHOD.md §6).
+list is built from it (Recall@k as HippoRAG defines it, paper §3.3.3).
 
 :func:`rewrite_retrieval_table`, per dataset and round ``t`` over the questions that reached it:
 

@@ -109,7 +109,7 @@ def show_rewrites(case: CaseStudy) -> None:
 
 
 def show_reflections(case: CaseStudy) -> None:
-    """Each reflection verdict (Fig. 5) with its reasoning, and any forced final reader call."""
+    """Each reflection verdict (Fig. 5) with its reasoning, and the shared reader call that words the answer."""
     for r in case.rounds:
         if r.reflection:
             v = r.reflection
@@ -118,7 +118,8 @@ def show_reflections(case: CaseStudy) -> None:
             _show(f"**Round {r.iteration}**{' (last round)' if v.final else ''} — {what}  \n"
                   f"reasoning: {v.reasoning or '(none)'}  \nraw reply: `{(v.raw or '').strip()}`")
         if r.final:
-            _show(f"**Round {r.iteration}** — final reader call ({'forced' if r.final.forced else 'ablation'}):"
+            role = "forced at the round cap" if r.final.forced else "words the answer"
+            _show(f"**Round {r.iteration}** — shared reader ({role}):"
                   f" question *{r.final.question}* → **{r.final.answer}**")
 
 

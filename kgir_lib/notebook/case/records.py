@@ -21,6 +21,9 @@ from ...traces import read_traces, trace_dataset, trace_files
 KGIR_METHOD = "KGIR-RAG"
 FREE_DATASET = "free"
 FREE_QID = "free"
+# ``answered_by`` of a trace, in words: what ended the loop
+STOPPED_BY = {"reflection": "the reflection's verdict", "forced_reader": "the round cap",
+              "reader": "the variant's fixed rounds (no reflection stop)"}
 
 
 class CaseStudyError(ValueError):
@@ -128,9 +131,16 @@ class CaseStudy:
                              f"{[r.iteration for r in self.rounds]})")
 
     def result_frame(self) -> pd.DataFrame:
-        """The final answer against the gold answers."""
+        """The final answer against the gold answers, with who wrote it and what stopped the loop.
+
+        The reflection decides when to stop (§2.4); with ``kgir_answer_source`` ``reader`` the shared reader
+        words the answer, so the reflection's own ``Answer:`` line is shown beside it."""
+        trace = self.output.trace if self.output is not None else {}
         return pd.DataFrame([{"question": self.question, "KGIR-RAG answer": self.answer,
-                              "answered by": self.answered_by, "gold": " | ".join(self.gold_answers),
+                              "worded by": trace.get("answer_source") or "",
+                              "loop stopped by": STOPPED_BY.get(self.answered_by, self.answered_by or ""),
+                              "reflection's answer": trace.get("reflection_answer") or "",
+                              "gold": " | ".join(self.gold_answers),
                               "EM": 100 * self.em, "F1": 100 * self.f1, **self.recall}])
 
 
