@@ -395,3 +395,15 @@ def test_compare_readings_side_by_side(tiny_workspace, tiny_dataset):
     assert table.loc["passages", "MST removal %"] == 0.0
     assert table.loc["passages", "gold survival %"] == 100.0
     assert ws.llm.usage.total().calls == calls
+
+
+def test_seed_star_tree_drops_the_edge_closing_a_cycle_through_shared_neighbours():
+    """Two seeds with two neighbours in common form a cycle in the union of their stars, so the seed_star
+    reading can prune an edge that is neither parallel nor between two seeds (the docstring's claim)."""
+    g = [T("Apple", "founded by", "Steve Jobs"), T("Apple", "based in", "Cupertino"),
+         T("NeXT", "founded by", "Steve Jobs"), T("NeXT", "based in", "Cupertino")]
+    w = {(t.head, t.relation, t.tail): x for t, x in zip(g, (0.9, 0.8, 0.7, 0.1))}
+    sub = evidence_subgraph("Did Apple and NeXT share a founder?", [], g, ["Apple", "NeXT"], fixed_weights(w),
+                            reading="seed_star")
+    assert sorted(sub.seeds) == ["Apple", "NeXT"] and sub.G_tmp == g
+    assert sub.kept == g[:3] and sub.pruned == [g[3]]  # the lightest edge of the 4-cycle

@@ -3,8 +3,7 @@
 ``E_q = NER(q)`` (:func:`ner_requests`, :func:`parse_entities`, :func:`ground_entities`,
 fallback :func:`entities_in_question`), then the question entities matched to the entities of ``G_q``
 (:func:`match_entities`, :func:`ngram_similarity`; :func:`triple_matches` for descriptions), whose
-matches are the seeds (:func:`seeds_of`). :mod:`kgir_lib.kgir.subgraph` builds ``G_tmp`` and ``G_Ans`` from them
-and re-exports every name here.
+matches are the seeds (:func:`seeds_of`). :mod:`kgir_lib.kgir.subgraph` builds ``G_tmp`` and ``G_Ans`` from them.
 
 Choices the paper leaves open:
 

@@ -5,11 +5,12 @@
   with facts from the evidence triples without changing its meaning.
 - ``Reflection(q', G_Ans, q_history, P_t)``: :func:`reflection_requests` /
   :func:`parse_reflection` (prompt ``kgir_reflect``): chain of thought, then either
-  ``Answer: ...`` or ``Missing: ...``. ``P_t`` ("Retrieved passages") are the
-  passages of the rewritten question's retrieval, new ones first
+  ``Answer: ...`` or ``Missing: ...``. ``P_t`` ("Retrieved passages") are, under the
+  rule ``"new"``, the passages of the rewritten question's retrieval ``D'_t`` that ``D_t`` did not
+  hold (the top of ``D'_t`` when none is new), under ``"all"`` the top of ``D'_t``
   (:func:`kgir_lib.kgir.state.reflection_passages`). In the last allowed round the prompt tells
-  the model it must answer (``final=True``); a reply that still does not answer
-  is left to the method's forced final reader call.
+  the model it must answer (``final=True``); a question it still leaves open is stopped by the
+  round cap and answered by the shared reader.
 - A reflection reply with no verdict line gets one more turn, :func:`verdict_request` (prompt
   ``kgir_reflect_verdict``, not in the paper): the reply stays in the conversation and the model is
   asked for the verdict line alone; :func:`with_verdict` combines the two replies.

@@ -25,8 +25,9 @@ Choices the paper leaves open, made here and documented where they are made:
   hold a seed are the ``B_i``, eq. 7's MST(e) for e ∈ E_q). **Default
   ``"passages"``**: (1) it is the reading under which eqs. 6-7 do any work -- a
   union of stars is already connected around each seed and its spanning tree
-  can only drop parallel edges (11 of 131 triples in the SmolLM2 sample traces),
-  whereas the paper motivates the MST as the step that removes the noise the
+  can drop only parallel edges, edges between two seeds and edges that close a
+  cycle through a neighbour two seeds share (notebook 03 §3b measures what each
+  reading prunes), whereas the paper motivates the MST as the step that removes the noise the
   adjacent edges bring; (2) the overview (§2.1: "extract the connected graph
   of the question's entities, then an MST weighted by relevance") and Algorithm
   1 both describe it; (3) it reaches the second hop -- the bridge entity's
@@ -51,7 +52,6 @@ Choices the paper leaves open, made here and documented where they are made:
   :mod:`kgir_lib.kgir.entity_matching`; **components and spanning trees** (eqs. 6-7): :mod:`kgir_lib.kg.mst`.
   The spanning trees remove edges, never nodes: every seed stays in ``G_Ans`` with its tree, so a
   wrong match of eq. 5 is not pruned later -- hence a strict matching rule (``entity_matching``).
-  Both are re-exported here.
 """
 from __future__ import annotations
 

@@ -62,8 +62,8 @@ for name in cfg.datasets:
 # %% [markdown]
 # ## 2. Recall@2 and Recall@5 beside the published numbers
 #
-# Ours are computed over **every question of each file** (84 MuSiQue, 84 HotpotQA, 100 MuSiQue-train on
-# the sample data): retrieval costs no LLM call, and more questions give steadier numbers. A second table
+# Ours are computed over **every question of each file** of the profile's datasets (the output below gives
+# the counts): retrieval costs no LLM call, and more questions give steadier numbers. A second table
 # gives the same on the profile's question sample (`n_questions`), the questions later notebooks answer,
 # so their multi-step recall can be read against single-step retrieval on the same questions.
 

@@ -3,8 +3,9 @@
 #
 # KGIR-RAG does not hand the retrieved passages to the LLM as they are. It turns them into an **evidence
 # subgraph** `G_Ans`: the triples of the retrieved passages that hang together with the question's own
-# entities, pruned to a maximum spanning tree per entity. Algorithm 1, step by step (one function each in
-# `kgir_lib/kgir/subgraph.py`, unit-tested on hand-made graphs in `tests/test_subgraph.py`):
+# entities, pruned to a maximum spanning tree per entity. Algorithm 1, step by step (one function each, in
+# `kgir_lib/kgir/subgraph.py`, `kgir_lib/kgir/entity_matching.py` (NER and eq. 5) and `kgir_lib/kg/mst.py`
+# (eqs. 6-7), unit-tested on hand-made graphs in `tests/test_subgraph.py`):
 #
 # | step | paper | function | what it does here |
 # |---|---|---|---|
@@ -25,8 +26,9 @@
 #   seeds; §3c compares the similarities the library offers on this run's questions.
 # * *`G_tmp`* (`cfg.gtmp_reading`): the paper describes it twice. The §2.2 prose adds each seed and its adjacent
 #   edges (a union of stars, `seed_star`); the description of Algorithm 1 connects the entities of the retrieved
-#   passages and keeps the components holding a seed (`passages`). Only under the second can the trees remove
-#   anything but parallel edges; §3b compares both on the same questions.
+#   passages and keeps the components holding a seed (`passages`). Under the first the trees can remove only
+#   parallel edges, edges between two seeds and edges closing a cycle through a neighbour two seeds share; §3b
+#   compares what each reading prunes on the same questions.
 # * *edge weights*: the paper scores each triple against `q` with the cross-encoder **bge-reranker-large** and
 #   mentions the eq. 2 cosine as a cheaper alternative. With a reranker configured (`cfg.reranker_model`) the
 #   reranker weighs; without one the weight is the **cosine of the question and the triple text** (`head
@@ -259,7 +261,8 @@ report.save_table(per_q.set_index(["dataset", "qid"]), cfg, "03_subgraph_per_que
 # ### 3b. The two readings of `G_tmp`, side by side
 #
 # * **`seed_star`** (§2.2 prose, eq. 5): each seed entity and its adjacent edges. A union of stars: its spanning
-#   tree can only drop parallel edges and edges between two seeds.
+#   tree can drop only parallel edges, edges between two seeds, and edges that close a cycle through a neighbour
+#   two seeds share.
 # * **`passages`** (the description of Algorithm 1): connect the entities of the retrieved passages into
 #   `G_tmp`, take the connected components `B_i` holding a seed (eq. 6), weight their edges, MST per seed
 #   (eq. 7): the reading under which eqs. 6-7 remove anything beyond parallel edges — the paper's stated
@@ -282,8 +285,8 @@ report.save_table(readings.round(2), cfg, "03_gtmp_readings",
 # ### 3c. Seed-match rate: how often Algorithm 1 has a seed at all
 #
 # When no seed matches, `G_Ans` is empty; the step that fails is eq. 5 (matching `E_q` to the entities of
-# `G_q`). Rewrite then has no fact to substitute and returns the question, so the rewritten retrieval repeats
-# `D_q` (notebook 04 shows what KGIR-RAG does then: the passages of `D_q` stand in for the subgraph). The table
+# `G_q`). Rewrite then has no triple to work from: the best passages of `D_q` stand in for the subgraph, for the
+# rewrite, the reflection and the reader alike (notebook 04). The table
 # gives, per dataset, the share of questions with at least one seed: from the LLM's entities alone, after
 # whole-triple matching (entities such as "PC maker of 1994" that name no node but do occur in a triple), and
 # after the fallback to graph entities written in the question — under each similarity the library offers

@@ -10,11 +10,12 @@
 #    example ("What is the length of the track where the 2013 Liqui Moly Bathurst 12 Hour was staged?" →
 #    "What is the length of Mount Panorama Circuit?"); `q_history` lists the earlier rewrites and what was
 #    still missing after each.
-# 3. **Retrieval with the rewrite**: `D'_t` = top-k(`q'_t`); the passages of `D'_t` that `D_t` did not hold
-#    come first among the round's *new passages*, topped up with the best other passages of `D'_t` to
-#    `context_passages`. This is our reading of §2.4's input ("the evidence subgraph, the rewrite history and
-#    the newly retrieved passages"): read literally, a rewrite that retrieves nothing new would leave the
-#    reflection with no passage at all, only `G_Ans`.
+# 3. **Retrieval with the rewrite**: `D'_t` = top-k(`q'_t`); the round's *new passages* `P_t` are the passages
+#    of `D'_t` that `D_t` did not hold, at most `context_passages` of them (`cfg.reflection_passages`; the rule
+#    `all` takes the top of `D'_t` instead). This is §2.4's input ("the evidence subgraph, the rewrite history
+#    and the newly retrieved passages"); when none is new (the rewrite returned the question, or found the same
+#    passages), the top of `D'_t` stands in, since read literally the reflection would have no passage at all,
+#    only `G_Ans`.
 # 4. **Reflection** (§2.4, Fig. 5): the LLM sees `G_Ans_t`, the history and the new passages, reasons step by
 #    step (`Reasoning:` line, chain of thought) and either answers (`Answer: …`) or names what is missing
 #    (`Missing: …`). The prompt carries the paper's two examples ("Where is the hometown of the author of To

@@ -27,7 +27,7 @@
 #
 # **Budget (sample profile).** Sweeps multiply runs, and the embedded model takes seconds per call on
 # 2 CPU cores. So on `sample` the ablations (1-2) use the profile's questions (`n_questions`) of
-# `ablation_datasets` (MuSiQue and HotpotQA), while the sweeps and the robustness study (3-4) use a
+# `ablation_datasets` (printed below the parameters), while the sweeps and the robustness study (3-4) use a
 # nested subset of that sample (`study_n_questions`, at most `n_questions`) of `study_datasets`:
 # **musique_train**, the one dataset with a complete knowledge graph (published GPT-3.5 OpenIE of all
 # 1,890 passages). A complete graph matters here: KG²RAG expands over the global graph, and perturbing a

@@ -3,8 +3,11 @@
 :func:`mechanism_tables` reads ``traces/<method>/<dataset>.trace.jsonl`` of a run directory and the
 datasets' gold bridges, and returns the tables of :mod:`kgir_lib.eval.mechanism.funnel`,
 :mod:`kgir_lib.eval.mechanism.calibration`, :mod:`kgir_lib.eval.mechanism.forced_rounds` and
-:mod:`kgir_lib.eval.mechanism.rewrite_retrieval`. A trace file that is missing makes the tables that need it empty (``sources`` says which files were read); tables computed from KGIR-RAG
-traces carry a ``method`` column (``kgir``, and ``kgir_forced`` when a forced-rounds run exists).
+:mod:`kgir_lib.eval.mechanism.rewrite_retrieval`. A trace file that is missing makes the tables that need it
+empty (``sources`` says which files were read). The funnel, calibration and rewrite-retrieval tables, computed
+from the traces of both loops, carry a ``method`` column (``kgir``, and ``kgir_forced`` when a forced-rounds run
+exists); the forced-rounds and oracle-stop tables come from ``kgir_forced`` alone, and the ranked-list rules
+compare ``kgir`` with ``kgir_no_rewrite``.
 """
 from __future__ import annotations
 
