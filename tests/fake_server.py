@@ -50,6 +50,8 @@ class FakeOpenAI:
         self.models = list(models)
         self.gets: list = []  # (headers, path) of every GET
         self.seen: list = []
+        self.trickled: list = []  # bytes each "trickle" step had written, counted as they go
+        self.trickle_total = 0    # bytes of a whole trickled answer (headers included)
         self.lock = threading.Lock()
         self.in_flight = self.max_in_flight = 0
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -152,10 +154,16 @@ def _handler(server: FakeOpenAI) -> type:
             self.wfile.flush()
 
         def _trickle(self, payload: dict) -> None:
-            """One byte at a time, headers included: at most len(response) writes."""
-            for byte in self._raw(200, payload, {}):
+            """One byte at a time, headers included: at most len(response) writes, each counted."""
+            raw = self._raw(200, payload, {})
+            with server.lock:
+                server.trickle_total = len(raw)
+                server.trickled.append(0)
+                slot = len(server.trickled) - 1
+            for byte in raw:
                 self.wfile.write(bytes([byte]))
                 self.wfile.flush()
+                server.trickled[slot] += 1
                 time.sleep(server.trickle_s)
 
         def log_message(self, *args: Any) -> None:

@@ -77,23 +77,32 @@ def test_the_collector_finds_the_examples():
     assert any(q == "When was Neville A. Stanton's employer founded?" and "1862" in a for _, q, a in items)
 
 
+def leaks(items, evals: dict) -> list:
+    """``(prompt, question, why)`` for every few-shot item whose question is, or overlaps, an evaluation question."""
+    found = []
+    for prompt, q, _answers in items:
+        nq = normalize_answer(q)
+        if nq in evals:
+            found.append((prompt, q, "question is an evaluation question"))
+        for e in evals:
+            if nq and (nq in e or e in nq) and len(min(nq, e, key=len)) > 30:
+                found.append((prompt, q, f"overlaps evaluation question {e!r}"))
+                break
+    return found
+
+
 def test_no_few_shot_question_or_answer_is_an_evaluation_item():
     evals = eval_questions()
     assert len(evals) > 7000  # the full HotpotQA dev list is part of the check
-    leaks = []
-    for prompt, q, answers in few_shot_items():
-        nq = normalize_answer(q)
-        if nq in evals:
-            leaks.append((prompt, q, "question is an evaluation question"))
-        for e, golds in evals.items():
-            if nq and (nq in e or e in nq) and len(min(nq, e, key=len)) > 30:
-                leaks.append((prompt, q, f"overlaps evaluation question {e!r}"))
-                break
-    assert leaks == []
+    assert leaks(few_shot_items(), evals) == []
 
 
 def test_the_check_catches_the_old_fig6_examples():
-    """The old ircot/iter_retgen/hyde/hipporag2 prompts used the Fig. 6 dev question; the check flags it."""
+    """The old ircot/iter_retgen/hyde/hipporag2 prompts used the Fig. 6 dev question; the check flags it, and a
+    reworded copy of it too."""
     evals = eval_questions()
-    assert normalize_answer(KNOWN_DEV[0]) in evals
-    assert all(normalize_answer(KNOWN_DEV[0]) != normalize_answer(q) for _, q, _ in few_shot_items())
+    old = [("ircot", KNOWN_DEV[0], ["Hewlett-Packard"])]
+    assert [why.split(" ")[0] for _, _, why in leaks(old, evals)] == ["question", "overlaps"]  # same, and contained
+    reworded = [("hyde", "Tell me: " + KNOWN_DEV[0].rstrip("?") + ", please?", ["HP"])]
+    assert [why.split(" ")[0] for _, _, why in leaks(reworded, evals)] == ["overlaps"]
+    assert leaks([("x", "Who wrote it?", ["me"])], evals) == []

@@ -1,6 +1,8 @@
 """The SQLite LLM cache: a run killed half way resumes without repeating a finished call; two processes share it."""
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import signal
 import sqlite3
@@ -180,7 +182,10 @@ def test_lone_surrogates_are_replaced_and_counted_in_put(tmp_path):
     cache.put(key, "m", payload, "reply \ud800 here", 1, 1, 0.1)
     assert cache.get(key)["text"] == "reply \ufffd here"
     assert cache.surrogates_replaced == 2 and REPLACED["llm_cache"] == before + 2
-    assert cache_key("m", {"x": "plain"}) == cache_key("m", {"x": "plain"})
+    # plain text hashes as plain UTF-8, the key every committed response log is stored under (pinned)
+    blob = json.dumps({"model": "m", "x": "plain"}, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    assert cache_key("m", {"x": "plain"}) == hashlib.sha256(blob).hexdigest() == (
+        "916c926cfef09ec29d1a54118e6d0281528ec54d29e4f4a47efec6c0719c16cd")
 
 
 def _open_fresh_cache(args) -> str:

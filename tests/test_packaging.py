@@ -102,8 +102,10 @@ def test_cpu_extra():
 
 def test_package_data_is_declared():
     data = PYPROJECT["tool"]["setuptools"]["package-data"]["kgir_lib"]
-    assert "profiles/*.yaml" in data and "prompts/*.txt" in data
-    assert list((ROOT / "kgir_lib" / "profiles").glob("*.yaml"))
+    assert "profiles/*.yaml" in data and "prompts/*.txt" in data and "examples/*.json" in data
+    # every data file the library reads at run time matches a declared pattern, so a wheel carries it
+    for folder, pattern in (("profiles", "*.yaml"), ("prompts", "*.txt"), ("examples", "*.json")):
+        assert list((ROOT / "kgir_lib" / folder).glob(pattern)), folder
 
 
 def _installed(name: str):

@@ -64,9 +64,17 @@ def test_every_stage_runs_and_the_report_names_misses(bench, tmp_path):
     res = bench.run_level(passages, kg, qs, len(kg), dim=16, n_legacy=1)
     for key in ("dense_top10", "bm25_sparse_top10", "bm25s_top10", "kgir_algorithm1", "kg2rag_expand_mst_organise",
                 "hippo_fact_linking_batched", "hippo_ppr_batched", "hippo_ppr_single", "hippo_ppr_old_networkx"):
-        assert res[key]["mean_ms"] >= 0 and res[key]["cpu_ms"] >= 0
+        assert res[key]["mean_ms"] > 0  # the stage ran and was timed
     assert res["bm25_sparse_vs_rank_bm25_max_abs_diff"] == 0.0
     assert res["hippo_ppr_max_abs_diff_vs_networkx"] < 1e-12
-    md = bench.markdown({"tiny": res}, "cmd", {"machine": "m", "load_before": 0, "load_after": 0, "seconds": 1,
-                                               "notes": "n"})
+    meta = {"machine": "m", "load_before": 0, "load_after": 0, "seconds": 1, "notes": "n"}
+    # the verdict names a stage above the target, and says so when none is (timings set by hand)
+    fast = {k: ({**v, "mean_ms": 1.0, "p95_ms": 1.0} if isinstance(v, dict) and "mean_ms" in v else v)
+            for k, v in res.items()}
+    slow = {**fast, "kgir_algorithm1": {**fast["kgir_algorithm1"], "mean_ms": 80.0, "cpu_ms": 70.0}}
+    md = bench.markdown({"tiny": slow}, "cmd", meta)
     assert "| KG²RAG expansion + MST + organisation |" in md and "Command: `cmd`" in md
+    label = next(lb for lb, key in bench.ROWS if key == "kgir_algorithm1")
+    assert f"Stages above {bench.TARGET_MS:g} ms per question" in md and f"{label} (80 ms wall, 70 ms CPU)" in md
+    ok = bench.markdown({"tiny": fast}, "cmd", meta)
+    assert "Stages above" not in ok and f"Every stage, as the methods run it, is at or below {bench.TARGET_MS:g} ms" in ok

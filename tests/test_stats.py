@@ -61,8 +61,16 @@ def test_holm_hand_computed():
     assert holm([0.9, 0.8]).max() <= 1.0
 
 
+def test_mde_mcnemar_by_hand():
+    """n = 8, every question discordant: the exact two-sided test at 5 % rejects only b = 0 or b = 8, so its power
+    at an EM difference k/8 is pi^8 + (1 - pi)^8 with pi = 1/2 + k/16; k = 7 gives 0.9375^8 = 0.597 < 0.8, k = 8
+    gives 1: the MDE is the whole 8/8."""
+    assert mde_mcnemar(8, 1.0) == 1.0
+
+
 def test_mde_mcnemar_monotone_and_bounded():
     small, large = mde_mcnemar(100, 0.3), mde_mcnemar(1000, 0.3)
+    assert (small, large) == (0.16, 0.05)  # pinned: a change to the power computation shows here
     assert 0 < large < small <= 0.3
     assert small * 100 == pytest.approx(round(small * 100))  # a multiple of 1/n
     assert mde_mcnemar(20, 0.05) == float("inf")  # one discordant question cannot reach 80 % power
