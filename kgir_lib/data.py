@@ -109,6 +109,8 @@ def _load_json(path: Path) -> object:
         value = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: not valid JSON ({exc})") from exc
+    except RecursionError:
+        raise DataError(f"{path}: not a data file (JSON nested too deeply to read)") from None
     except OSError as exc:
         raise DataError(f"{path}: cannot be read ({exc})") from exc
     if not _ESCAPED_SURROGATE.search(text):  # a lone surrogate can only arrive as a \u escape
@@ -239,6 +241,9 @@ def _hotpot_question(rec: dict, path: Path, i: int, corpus: Corpus, name: str, b
         # prefer the paragraph of this question's context (titles can repeat across the pool);
         # the corpus text is the context's sentences joined with "" (HippoRAG's convention)
         sentences = context.get(title)
+        if isinstance(sentences, list) and not all(isinstance(x, str) for x in sentences):
+            raise DataError(f"{path}: record {i}: 'context' paragraph {title!r} must be a list of sentence "
+                            f"strings")
         text = "".join(sentences) if isinstance(sentences, list) else sentences
         pid = passage_id(title, text) if isinstance(text, str) else None
         if pid is None or pid not in corpus:

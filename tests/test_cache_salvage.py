@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from kgir_lib.llm import LLMCache, LLMCacheError
-from kgir_lib.llm.response_log import LOG_NAME, main as log_main, read_log
+from kgir_lib.llm.response_log import LOG_NAME, main as log_main, read_log, salvage
 
 REPO = Path(__file__).resolve().parents[1]
 ROWS = {f"{i:064x}": f"answer {i} " + "x" * 900 for i in range(400)}
@@ -86,3 +86,12 @@ def test_a_damaged_cache_stops_the_run_and_salvage_recovers_the_readable_rows(tm
     assert out.returncode == 0, out.stderr
     assert f"{len(saved)} response(s) imported" in out.stdout
     assert len(LLMCache(cache)) == len(saved)
+
+
+def test_salvage_refuses_a_file_that_is_not_sqlite_and_leaves_it_in_place(tmp_path):
+    notes = tmp_path / "notes.sqlite"
+    notes.write_text("my notes, not a cache")
+    with pytest.raises(LLMCacheError, match=r"notes\.sqlite: not an SQLite file.*nothing was changed"):
+        salvage(notes, tmp_path / "llm_responses.jsonl.gz")
+    assert notes.read_text() == "my notes, not a cache" and not (tmp_path / "notes.sqlite.damaged").exists()
+    assert not (tmp_path / "llm_responses.jsonl.gz").exists()

@@ -173,10 +173,18 @@ def test_case_from_passages_extracts_and_answers(cfg, make_llm):
 
 
 @pytest.mark.parametrize("bad,match", [([], "at least one"), ([("t",)], "item 0"), ([("t", "  ")], "non-empty"),
-                                       ([("t", 3)], "non-empty")])
+                                       ([("t", 3)], "non-empty"), (5, "a list of .title, text. pairs, got int"),
+                                       ("text", "got str")])
 def test_free_passages_are_checked(cfg, make_llm, bad, match):
-    with pytest.raises(CaseStudyError, match=match):
+    with pytest.raises(CaseStudyError, match="parameter 'free_passages': .*" + match):
         case_from_passages(cfg, "q?", bad, llm=make_llm(fig6_script), encoder=BagOfWordsEncoder())
+
+
+@pytest.mark.parametrize("bad", [5, ["HP", 3], {"HP"}])
+def test_free_answers_are_checked(cfg, make_llm, bad):
+    with pytest.raises(CaseStudyError, match="parameter 'free_answers': a list of answer strings"):
+        case_from_passages(cfg, "q?", [("t", "x")], answers=bad, llm=make_llm(fig6_script),
+                           encoder=BagOfWordsEncoder())
 
 
 def test_unknown_qid_names_it(tiny_dataset):

@@ -382,3 +382,11 @@ def test_run_name_may_not_point_into_another_profile_or_outside(run_name, needle
         load_config("ci", run_name=run_name)
     assert load_config("ci", run_name="ci").run_dir.name == "ci"
     assert load_config("ci", run_name="ci-0a1b2c3d").run_dir.name == "ci-0a1b2c3d"
+
+
+@pytest.mark.parametrize("line", ["5: 3", "yes: 3"])
+def test_a_profile_key_that_yaml_reads_as_no_text_is_an_error_naming_the_file(tmp_path, line):
+    path = tmp_path / "odd.yaml"
+    path.write_text(f"extends: ci\n{line}\n")
+    with pytest.raises(ConfigError, match=r"odd\.yaml: field names are text, got (5|True)"):
+        load_config(str(path))

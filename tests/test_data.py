@@ -321,6 +321,21 @@ def test_hotpot_field_types_are_checked(tmp_path):
         load_dataset("hp", _make(tmp_path, "hp", [rec], CORPUS))
 
 
+def test_hotpot_context_sentences_must_be_strings(tmp_path):
+    rec = {"_id": "h0", "question": "q?", "answer": "yes", "supporting_facts": [["T", 0]],
+           "context": [["T", ["bo", None]]]}
+    with pytest.raises(DataError, match=r"hp\.json: record 0: 'context' paragraph 'T' must be a list of sentence"):
+        load_dataset("hp", _make(tmp_path, "hp", [rec], CORPUS))
+
+
+def test_a_file_nested_too_deeply_is_a_data_error_naming_it(tmp_path):
+    d = _make(tmp_path, "myset", [_musique_rec(0)], CORPUS)
+    corpus = next(d.rglob("myset_corpus.json"))
+    corpus.write_text("[" * 100000 + "]" * 100000)
+    with pytest.raises(DataError, match=r"myset_corpus\.json: not a data file \(JSON nested too deeply"):
+        load_dataset("myset", d)
+
+
 @pytest.mark.parametrize("corpus, needle", [
     ([{"title": "T", "text": None}], r"record 0 field 'text' must be a string, got null"),
     ([{"title": 5, "text": "x"}], r"record 0 field 'title' must be a string, got a number"),

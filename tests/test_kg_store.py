@@ -135,3 +135,14 @@ def test_lone_surrogates_are_replaced_counted_and_saved(tmp_path):
     loaded = load_kg(d)
     assert [(t.head, t.tail) for t in loaded.triples] == [("Bad\ufffdname", "x\ufffd"), ("A", "C")]
     assert "Bad\ufffdname" in (d / "entities.csv").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("drops", ['{"p1": {"unparseable": "x"}}', '{"p1": ["unparseable"]}',
+                                   '{"p1": {"duplicate": -2}}'])
+def test_a_bad_drops_file_is_an_error_naming_it(tiny_kg, tmp_path, drops):
+    d = save_kg(tiny_kg, tmp_path / "kg")
+    (d / "drops.json").write_text(drops)
+    with pytest.raises(KGStoreError, match=r"drops\.json: passage 'p1' .* whole count >= 0; delete the file"):
+        load_kg(d)
+    (d / "drops.json").unlink()
+    assert len(load_kg(d)) == len(tiny_kg)  # the graph itself is intact

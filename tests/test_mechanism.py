@@ -92,3 +92,15 @@ def test_missing_traces_give_empty_tables(run_dir, data_dir):
 def test_bad_mode_is_refused(run_dir, data_dir):
     with pytest.raises(ValueError, match="mode"):
         mechanism_tables(run_dir, ["tinymq"], data_dir=data_dir, mode="fuzzy")
+
+
+@pytest.mark.parametrize("datasets", ["tinymq", [], ()])
+def test_datasets_must_be_a_list_of_names(run_dir, data_dir, datasets):
+    """A bare string would be read letter by letter into empty tables; say so instead."""
+    with pytest.raises(ValueError, match="parameter 'datasets'"):
+        mechanism_tables(run_dir, datasets, data_dir=data_dir)
+
+
+def test_a_mistyped_run_directory_is_an_error_naming_it(tmp_path, data_dir):
+    with pytest.raises(ValueError, match=r"parameter 'run_dir': .*typo is not a run directory"):
+        mechanism_tables(tmp_path / "typo", ["tinymq"], data_dir=data_dir)

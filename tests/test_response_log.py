@@ -86,6 +86,53 @@ def test_a_damaged_log_is_an_error_naming_it(tmp_path):
         list(read_log(bad))
 
 
+def _log_of(tmp_path, n=50):
+    cache = LLMCache(tmp_path / "src.sqlite")
+    for i in range(n):
+        cache.put(f"{i:064x}", "m", {}, f"answer {i}", 3, 2, 0.1)
+    log = tmp_path / "llm_responses.jsonl.gz"
+    export_log(cache, log)
+    return log
+
+
+def test_a_log_cut_mid_stream_is_read_up_to_its_last_complete_line(tmp_path):
+    """A kill of a non-atomic writer leaves a gzip stream without its end: the rows before the cut import,
+    with a warning, instead of none."""
+    log = _log_of(tmp_path)
+    data = log.read_bytes()
+    log.write_bytes(data[: len(data) // 2])
+    with pytest.warns(UserWarning, match="torn by an interrupted write"):
+        rows = list(read_log(log))
+    assert 0 < len(rows) < 50
+    assert [r[0] for r in rows] == [f"{i:064x}" for i in range(len(rows))]  # a prefix, every row whole
+
+
+def test_a_log_whose_last_line_is_cut_drops_that_line_only(tmp_path):
+    log = _log_of(tmp_path, 5)
+    text = gzip.decompress(log.read_bytes()).decode()
+    log.write_bytes(gzip.compress(text[: len(text) - 20].encode()))  # the last record loses its end
+    with pytest.warns(UserWarning, match="torn"):
+        assert [r[2] for r in read_log(log)] == [f"answer {i}" for i in range(4)]
+    with pytest.warns(UserWarning, match="torn"):
+        assert import_log(LLMCache(tmp_path / "c.sqlite"), log) == 4
+    # a broken line that is not the last is damage, not a torn write: an error naming the line
+    lines = text.splitlines(keepends=True)
+    log.write_bytes(gzip.compress(("".join(lines[:2]) + lines[2][:30] + "\n" + "".join(lines[3:])).encode()))
+    with pytest.raises(LLMCacheError, match="line 3 is not a response record"):
+        list(read_log(log))
+
+
+def test_a_log_holding_one_key_twice_with_two_texts_blames_the_log(tmp_path):
+    rows = [{"key": "a" * 64, "model": "m", "text": t, "checksum": checksum("a" * 64, t), "prompt_tokens": 1,
+             "completion_tokens": 1, "seconds": 0.1} for t in ("one", "two")]
+    log = tmp_path / "llm_responses.jsonl.gz"
+    log.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
+    cache = LLMCache(tmp_path / "fresh.sqlite")
+    with pytest.raises(LLMCacheError, match=r"response log .*llm_responses\.jsonl\.gz: holds key a{64} twice") as exc:
+        import_log(cache, log)
+    assert not isinstance(exc.value, LogConflictError) and len(cache) == 0
+
+
 def test_missing_log_imports_nothing_and_cache_only_still_refuses_misses(tmp_path):
     cache = LLMCache(tmp_path / "c.sqlite")
     assert import_log(cache, tmp_path / "absent.jsonl.gz") == 0
@@ -126,7 +173,8 @@ def test_a_log_damaged_mid_stream_is_an_error_naming_the_file(tmp_path):
 
 @pytest.mark.parametrize("field, literal", [("prompt_tokens", "Infinity"), ("completion_tokens", "1e400"),
                                             ("prompt_tokens", "-1"), ("completion_tokens", "2.5"),
-                                            ("seconds", "NaN")])
+                                            ("seconds", "NaN"), ("prompt_tokens", str(2 ** 70)),
+                                            ("completion_tokens", "1e30")])
 def test_a_log_row_with_a_bad_count_is_refused_at_import_naming_file_and_line(tmp_path, field, literal):
     good = {"key": "a" * 64, "model": "m", "text": "t", "prompt_tokens": 1, "completion_tokens": 1, "seconds": 0.1}
     bad = json.dumps({**good, "key": "b" * 64}).replace(f'"{field}": {json.dumps(good[field])}',

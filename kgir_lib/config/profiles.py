@@ -17,7 +17,9 @@ from .checks import coerce, validate
 from .fields import _FIELDS, _SECRET_HINT, LOCATION_ENV, PROFILE_DIR, Config, ConfigError, builtin_profiles
 
 
-def _check_key(key: str, where: str) -> None:
+def _check_key(key, where: str) -> None:
+    if not isinstance(key, str):  # YAML reads `5:` as a number and `yes:` as a bool
+        raise ConfigError(f"{where}: field names are text, got {key!r} ({type(key).__name__})")
     if key in _FIELDS:
         return
     if any(word in key.lower() for word in ("api_key", "apikey", "secret", "password")):

@@ -234,5 +234,11 @@ def load_kg(directory: Path) -> KnowledgeGraph:
     drops_path = directory / "drops.json"
     if drops_path.exists():
         raw = _read_json(drops_path, dict)
-        record_drops(kg, {str(p): Counter(c) for p, c in raw.items() if isinstance(c, dict)})
+        bad = [p for p, c in raw.items() if not isinstance(c, dict) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in c.values())]
+        if bad:
+            raise KGStoreError(f"{drops_path}: passage {bad[0]!r} (and {len(bad) - 1} more) must map each drop "
+                               f"reason to a whole count >= 0; delete the file to load the graph without its "
+                               f"drop counts (notebook 01 writes it again)")
+        record_drops(kg, {str(p): Counter(c) for p, c in raw.items()})
     return kg

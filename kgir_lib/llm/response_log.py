@@ -30,6 +30,7 @@ import json
 import math
 import os
 import sys
+import warnings
 import zlib
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
@@ -38,6 +39,8 @@ from ..traces import atomic_write_bytes, replace_surrogates
 from .cache import LOG_NAME, LLMCache, LLMCacheError, salvage_rows
 
 FIELDS = ("key", "model", "text", "prompt_tokens", "completion_tokens", "seconds")
+SQLITE_MAX_INT = 2 ** 63 - 1
+SQLITE_HEADER = b"SQLite format 3\x00"
 IMPORTED_NOTE = json.dumps({"imported_from": LOG_NAME})  # the ``request`` column of an imported row
 
 
@@ -120,19 +123,33 @@ def read_log(path: Path) -> Iterator[tuple]:
     """The rows of a response log as ``(key, model, text, prompt_tokens, completion_tokens, seconds)``.
 
     A bad line raises :class:`LLMCacheError` naming the file and line; a log torn by a
-    kill of an old, non-atomic writer is cut at its last complete line.
+    kill of an old, non-atomic writer (the gzip stream ends early, or the last line has no
+    newline and is not a record) is cut at its last complete line, with a warning.
     """
     path = Path(path)
+    lines, torn = [], False
     try:
         with gzip.open(path, "rt", encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                yield _row(line, path, n)
-    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError;
-        # a stream damaged mid-way fails in zlib, after the rows before the damage were read
+            for line in fh:
+                lines.append(line)
+    except EOFError:  # the stream ends before its end marker: a torn write
+        torn = True
+    except (OSError, UnicodeDecodeError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError;
+        # a stream damaged mid-way fails in zlib
         raise LLMCacheError(f"response log {path}: unreadable ({type(exc).__name__}: {exc}); "
                             f"restore it from git (git checkout -- {path.name})") from None
+    if lines and not lines[-1].endswith("\n"):
+        try:
+            _row(lines[-1], path, len(lines))
+        except LLMCacheError:
+            lines.pop()  # a torn last line
+            torn = True
+    if torn:
+        warnings.warn(f"response log {path}: torn by an interrupted write; read up to its last complete line "
+                      f"({len(lines)} lines)", stacklevel=2)
+    for n, line in enumerate(lines, 1):
+        if line.strip():
+            yield _row(line, path, n)
 
 
 def _row(line: str, path: Path, n: int) -> tuple:
@@ -156,8 +173,10 @@ def _row(line: str, path: Path, n: int) -> tuple:
         raise LLMCacheError(f"response log {path}: line {n}: token counts and seconds must be numbers")
     for name, value in (("prompt_tokens", ptok), ("completion_tokens", ctok), ("seconds", secs)):
         whole = name == "seconds" or float(value).is_integer()
-        if not math.isfinite(value) or value < 0 or not whole:
-            what = "a finite number >= 0" if name == "seconds" else "a finite whole number >= 0"
+        too_big = name != "seconds" and value > SQLITE_MAX_INT  # the cache stores counts as SQLite integers
+        if not math.isfinite(value) or value < 0 or not whole or too_big:
+            what = ("a finite number >= 0" if name == "seconds" else
+                    f"a finite whole number between 0 and {SQLITE_MAX_INT}")
             raise LLMCacheError(f"response log {path}: line {n}: {name!r} must be {what}, got {value!r}")
     return row
 
@@ -172,6 +191,12 @@ def import_log(cache: LLMCache, path: Path) -> int:
     if not path.exists():
         return 0
     rows = list(read_log(path))
+    texts: dict = {}
+    for row in rows:
+        if texts.setdefault(row[0], row[2]) != row[2]:
+            raise LLMCacheError(f"response log {path}: holds key {row[0]} twice with different texts (each row "
+                                f"matches its checksum, so two logs were merged by hand); restore the log from "
+                                f"git (git checkout -- {path.name})")
     inserted = cache.insert_missing(rows, request_note=IMPORTED_NOTE)
     if inserted < len(rows):
         cached = {row[0]: row[2] for row in cache.rows()}
@@ -236,6 +261,12 @@ def salvage(cache_file: Path, log: Path, move: bool = True) -> dict:
     cache_file, log = Path(cache_file), Path(log)
     if not cache_file.is_file():
         raise LLMCacheError(f"LLM cache {cache_file}: no such file")
+    with open(cache_file, "rb") as fh:
+        header = fh.read(16)
+    if header and header != SQLITE_HEADER:
+        raise LLMCacheError(f"LLM cache {cache_file}: not an SQLite file (its first bytes are not SQLite's "
+                            f"header), so it holds no row to save; nothing was changed. If it is a damaged "
+                            f"cache, move it away by hand: the response log refills a fresh one")
     rows, lost = salvage_rows(cache_file)
     conflict = ""
     try:

@@ -14,6 +14,7 @@ from ..llm import ChatRequest
 from ..llm.prompts import chat
 
 _ANSWER = re.compile(r"answer\s*(?:is)?\s*[:：]\s*(.+)", re.I)
+_BARE_MARKER = re.compile(r"answer\s*(?:is)?\s*[:：]\s*$", re.I)  # "So the answer is:" and nothing after it
 
 
 def format_passages(passages: Iterable[Passage], max_chars: Optional[int] = None) -> str:
@@ -38,12 +39,15 @@ def parse_answer(text: str) -> str:
     """The short answer in a reader reply: after the last 'Answer:', first line, trimmed.
 
     A reply with no 'Answer:' marker is taken whole (first non-empty line): the
-    prompt ends with 'Answer:', so the completion usually starts with the answer.
+    prompt ends with 'Answer:', so the completion usually starts with the answer. A reply
+    that ends with a marker and nothing after it gave no answer: ``""`` (not usable).
     """
     text = (text or "").strip()
     matches = list(_ANSWER.finditer(text))
     if matches:
         text = matches[-1].group(1)
+    elif _BARE_MARKER.search(text):
+        return ""
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     line = re.sub(r"^[\"'*\s]+|[\"'*\s.]+$", "", line)
     return line

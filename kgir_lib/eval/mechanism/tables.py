@@ -68,6 +68,10 @@ def mechanism_tables(run_dir: Path, datasets: Sequence[str], data_dir: Optional[
     """
     if mode not in MODES:
         raise ValueError(f"parameter 'mode': expected one of {MODES}, got {mode!r}")
+    if isinstance(datasets, str) or not datasets:
+        raise ValueError(f"parameter 'datasets': a non-empty list of dataset names, got {datasets!r}")
+    if not Path(run_dir).is_dir():
+        raise ValueError(f"parameter 'run_dir': {run_dir} is not a run directory (cfg.run_dir of a run)")
     n_ctx = int(context_passages or _CONTEXT_PASSAGES)
     runs = read_run(run_dir, datasets)
     sources = pd.DataFrame([{"method": m, "dataset": ds, "questions": len(runs.get((m, ds), [])),

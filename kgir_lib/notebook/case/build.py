@@ -75,6 +75,9 @@ def case_from_dataset(cfg: Config, dataset: str, qid: str, llm=None, method: Any
 
 def _passages(items: Sequence) -> list:
     """User-supplied ``(title, text)`` pairs as :class:`Passage` objects, checked."""
+    if not isinstance(items, (list, tuple)):
+        raise CaseStudyError(f"parameter 'free_passages': a list of (title, text) pairs, got "
+                             f"{type(items).__name__}")
     if not items:
         raise CaseStudyError("parameter 'free_passages': give at least one (title, text) pair")
     out, seen = [], set()
@@ -115,8 +118,12 @@ def case_from_passages(cfg: Config, question: str, passages: Sequence, answers: 
     """
     if not isinstance(question, str) or not question.strip():
         raise CaseStudyError("parameter 'free_question': needs a non-empty question")
+    if answers is None:
+        answers = ()
     if isinstance(answers, str):
         answers = [answers]
+    if not isinstance(answers, (list, tuple)) or not all(isinstance(a, str) for a in answers):
+        raise CaseStudyError(f"parameter 'free_answers': a list of answer strings, got {answers!r}")
     ps = _passages(passages)
     q = Question(FREE_QID, question.strip(), tuple(str(a) for a in answers), (), FREE_DATASET, None)
     ws = free_workspace(cfg, q, ps, llm=llm, encoder=encoder)
