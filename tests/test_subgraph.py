@@ -74,6 +74,9 @@ def test_match_entities_threshold_order_and_no_match():
     ("{broken", ["{broken"]),
     ("The answer is: Germany; Germany", ["Germany"]),
     ("Question: Who wrote Brand?\nEntities: Brand; Henrik Ibsen", ["Brand", "Henrik Ibsen"]),
+    ('{"named_entities": []}', []),                 # JSON that names no entity: none, not the JSON text
+    ('{"named_entities": "Compaq"}', ["Compaq"]),   # one entity as a string
+    ("[]", []),
 ])
 def test_parse_entities_is_tolerant(text, expected):
     assert parse_entities(text) == expected

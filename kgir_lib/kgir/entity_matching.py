@@ -85,21 +85,24 @@ def _clean_entity(s: str) -> str:
 def parse_entities(text: Optional[str]) -> list:
     """Entity names in an NER reply (eq. 4), tolerant of format; never raises.
 
-    Accepted: ``{"named_entities": [...]}`` or any JSON list of strings, or an
-    ``Entities: A; B`` line (``;``, ``|``, ``, `` or newlines separate names).
+    Accepted: ``{"named_entities": [...]}`` (an empty list is no entity; a single string is one entity)
+    or any JSON list of strings, or an ``Entities: A; B`` line (``;``, ``|``, ``, `` or newlines separate names).
     Duplicates (case-insensitive) and placeholders like "none" are dropped.
     """
     if not text or not isinstance(text, str):
         return []
     raw: list = []
+    answered = False  # the reply is JSON that lists entities (possibly none): no line parsing then
     data = extract_json(text)
     if isinstance(data, dict):
         vals = data.get("named_entities", data.get("entities"))
+        if isinstance(vals, str):
+            vals = [vals]
         if isinstance(vals, list):
-            raw = [v for v in vals if isinstance(v, (str, int, float))]
+            raw, answered = [v for v in vals if isinstance(v, (str, int, float))], True
     elif isinstance(data, list):
-        raw = [v for v in data if isinstance(v, (str, int, float))]
-    if not raw:
+        raw, answered = [v for v in data if isinstance(v, (str, int, float))], True
+    if not raw and not answered:
         lines = [ln for ln in text.splitlines() if ln.strip()]
         labelled = [ln for ln in lines if _LABEL.match(ln)]
         body = _LABEL.sub("", labelled[0]) if labelled else (lines[0] if lines else "")
