@@ -389,4 +389,4 @@ def test_a_profile_key_that_yaml_reads_as_no_text_is_an_error_naming_the_file(tm
     path = tmp_path / "odd.yaml"
     path.write_text(f"extends: ci\n{line}\n")
     with pytest.raises(ConfigError, match=r"odd\.yaml: field names are text, got (5|True)"):
-        load_config(str(path))
+        load_config(path)  # a Path works as well as its string

@@ -81,12 +81,15 @@ def _read_profile(name: str, seen: tuple = (), base: Optional[Path] = None) -> d
     return merged
 
 
-def load_config(profile: Optional[str] = None, **overrides: Any) -> Config:
+def load_config(profile: Optional[str | os.PathLike] = None, **overrides: Any) -> Config:
     """Build the effective config: profile YAML, then non-None ``overrides``.
 
-    ``profile=None`` reads ``$KGIR_PROFILE`` (the test suite sets ``ci``), else ``sample``.
+    ``profile``: a profile name or the path of a profile file (``str`` or ``Path``, ending in ``.yaml``);
+    ``None`` reads ``$KGIR_PROFILE`` (the test suite sets ``ci``), else ``sample``.
     Every value is type-checked; a bad one raises :class:`ConfigError` naming the field.
     """
+    if isinstance(profile, os.PathLike):
+        profile = os.fspath(profile)
     profile = profile or os.environ.get("KGIR_PROFILE") or "sample"
     values = _read_profile(profile)
     for key, env in LOCATION_ENV.items():  # the environment wins over a profile's location
