@@ -47,6 +47,7 @@ from typing import Iterable, Optional, Sequence
 
 from ..kg import Triple
 from ..llm import extract_json
+from ..llm.parsing import trim
 
 # ---------------------------------------------------------------- step 3: E_q = NER(q) (eq. 4)
 NER_MAX_TOKENS = 48
@@ -67,7 +68,8 @@ def ner_requests(questions: Sequence[str], max_tokens: int = NER_MAX_TOKENS) -> 
             for q in questions]
 
 
-_SPLIT = re.compile(r"\s*(?:;|\||\n|,\s|\t)\s*")
+# _clean_entity trims the parts (whitespace patterns around the separators made the split quadratic)
+_SPLIT = re.compile(r";|\||\n|,\s|\t")
 _LABEL = re.compile(r"^\s*(?:named\s+)?entit(?:y|ies)\s*[:：]\s*", re.I)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
 _NONE = {"", "none", "n/a", "na", "null", "no entities", "nothing", "unknown"}
@@ -78,7 +80,7 @@ _PREFIX = re.compile(r"^.*?\b(?:answer|entities|entity)\s*(?:is|are)?\s*[:：]\s
 
 def _clean_entity(s: str) -> str:
     s = _BULLET.sub("", _PREFIX.sub("", str(s)))
-    s = re.sub(r"^[\"'`\[\(\s]+|[\"'`\]\)\s.?!]+$", "", s)
+    s = trim(s, "\"'`[(", "\"'`]).?!")
     return " ".join(s.split())
 
 

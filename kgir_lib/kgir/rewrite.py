@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from typing import Optional, Sequence
 
 from ..llm import ChatRequest
+from ..llm.parsing import trim
 from ..llm.prompts import chat
 
 REWRITE_MAX_TOKENS = 48
@@ -82,7 +83,7 @@ def rewrite_requests(questions: Sequence[str], evidences: Sequence[str], histori
 
 
 def _strip(s: str) -> str:
-    return re.sub(r"^[\"'*`\s]+|[\"'*`\s]+$", "", s).strip()
+    return trim(s, "\"'*`", "\"'*`")
 
 
 def degenerate(text: str, n: int = 3, max_repeats: int = 2) -> bool:
@@ -168,7 +169,7 @@ def reflection_requests(questions: Sequence[str], evidences: Sequence[str], hist
 
 def _clean_answer(s: str) -> str:
     s = _strip(s.splitlines()[0] if s else "")
-    return re.sub(r"[\s.]+$", "", s)
+    return trim(s, "", ".")
 
 
 def parse_reflection(text: Optional[str]) -> Reflection:

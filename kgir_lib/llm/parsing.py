@@ -15,6 +15,19 @@ from typing import Any, Optional
 _FENCE = re.compile(r"```(?:json|python)?\s*(.*?)```", re.S | re.I)
 
 
+def trim(text: str, leading: str = "", trailing: str = "") -> str:
+    r"""``text`` without its leading run of whitespace and ``leading`` characters and its trailing run of
+    whitespace and ``trailing`` characters: ``re.sub(r"^[\s<leading>]+|[\s<trailing>]+$", "", text)`` in
+    linear time (the regex is quadratic on a long run that stops short of the end, which a looping small
+    model can write)."""
+    i, j = 0, len(text)
+    while i < j and (text[i].isspace() or text[i] in leading):
+        i += 1
+    while j > i and (text[j - 1].isspace() or text[j - 1] in trailing):
+        j -= 1
+    return text[i:j]
+
+
 _CLOSE = {"{": "}", "[": "]"}
 
 

@@ -11,6 +11,7 @@ from typing import Iterable, Optional, Sequence
 
 from ..data import Passage
 from ..llm import ChatRequest
+from ..llm.parsing import trim
 from ..llm.prompts import chat
 
 _ANSWER = re.compile(r"answer\s*(?:is)?\s*[:：]\s*(.+)", re.I)
@@ -49,7 +50,7 @@ def parse_answer(text: str) -> str:
     elif _BARE_MARKER.search(text):
         return ""
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    line = re.sub(r"^[\"'*\s]+|[\"'*\s.]+$", "", line)
+    line = trim(line, "\"'*", "\"'*.")
     return line
 
 
