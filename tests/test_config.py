@@ -390,3 +390,10 @@ def test_a_profile_key_that_yaml_reads_as_no_text_is_an_error_naming_the_file(tm
     path.write_text(f"extends: ci\n{line}\n")
     with pytest.raises(ConfigError, match=r"odd\.yaml: field names are text, got (5|True)"):
         load_config(path)  # a Path works as well as its string
+
+
+def test_a_field_written_twice_in_a_profile_is_an_error_naming_it(tmp_path):
+    path = tmp_path / "twice.yaml"
+    path.write_text("extends: ci\ntop_k: 3\nmax_iterations: 2\ntop_k: 5\n")
+    with pytest.raises(ConfigError, match=r"twice\.yaml: not valid YAML: .*field 'top_k' is written twice"):
+        load_config(path)

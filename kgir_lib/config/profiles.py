@@ -41,6 +41,22 @@ def profile_identity(name: str) -> str:
     return f"{path.stem}-{hashlib.sha256(str(path).encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key written twice in one mapping (YAML itself lets the last one win,
+    so an edited profile could silently keep a stale value)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, str) and key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"field {key!r} is written twice",
+                                                        key_node.start_mark)
+            if isinstance(key, str):
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def _profile_path(name: str, base: Optional[Path] = None) -> Path:
     """The file of profile ``name``: a ``.yaml`` path (relative ones against ``base``, the folder of the
     profile that ``extends`` it, else the current directory) or a name in ``kgir_lib/profiles/``."""
@@ -62,7 +78,7 @@ def _read_profile(name: str, seen: tuple = (), base: Optional[Path] = None) -> d
     if ident in seen:
         raise ConfigError(f"profile {path}: 'extends' forms a cycle {seen + (ident,)}")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"profile {path}: not valid YAML: {exc}") from exc
     except UnicodeDecodeError as exc:
