@@ -231,6 +231,9 @@ def _hotpot_question(rec: dict, path: Path, i: int, corpus: Corpus, name: str, b
     facts = _field(rec, "supporting_facts", path, i, list)
     context_raw = _field(rec, "context", path, i, list)
     try:
+        if not all(isinstance(f, (list, tuple)) for f in facts) or not all(
+                isinstance(c, (list, tuple)) for c in context_raw):
+            raise TypeError("an entry is not a list")  # a bare string would be read letter by letter
         titles = list(dict.fromkeys(str(f[0]) for f in facts))
         context = {str(c[0]): c[1] for c in context_raw}
     except (TypeError, IndexError, KeyError) as exc:

@@ -328,6 +328,13 @@ def test_hotpot_context_sentences_must_be_strings(tmp_path):
         load_dataset("hp", _make(tmp_path, "hp", [rec], CORPUS))
 
 
+def test_a_supporting_fact_given_as_a_bare_string_is_refused(tmp_path):
+    rec = {"_id": "h0", "question": "q?", "answer": "yes", "supporting_facts": ["TX"],
+           "context": [["T", ["body"]]]}
+    with pytest.raises(DataError, match=r"hp\.json: record 0: 'supporting_facts' and 'context' must be lists of"):
+        load_dataset("hp", _make(tmp_path, "hp", [rec], CORPUS))
+
+
 def test_a_file_nested_too_deeply_is_a_data_error_naming_it(tmp_path):
     d = _make(tmp_path, "myset", [_musique_rec(0)], CORPUS)
     corpus = next(d.rglob("myset_corpus.json"))
