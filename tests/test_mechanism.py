@@ -104,3 +104,10 @@ def test_datasets_must_be_a_list_of_names(run_dir, data_dir, datasets):
 def test_a_mistyped_run_directory_is_an_error_naming_it(tmp_path, data_dir):
     with pytest.raises(ValueError, match=r"parameter 'run_dir': .*typo is not a run directory"):
         mechanism_tables(tmp_path / "typo", ["tinymq"], data_dir=data_dir)
+
+
+def test_a_trace_with_malformed_rounds_is_an_error_naming_the_file(run_dir, data_dir):
+    path = run_dir / "traces" / "kgir" / trace_filename("tinymq")
+    write_jsonl([{"qid": "q9", "trace": {"rounds": ["not a round"]}}], path)
+    with pytest.raises(ValueError, match=r"kgir/tinymq.*record 1 \(qid 'q9'\): 'trace.rounds' must be a list"):
+        mechanism_tables(run_dir, ["tinymq"], data_dir=data_dir)

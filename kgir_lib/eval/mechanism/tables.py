@@ -42,8 +42,20 @@ def read_run(run_dir: Path, datasets: Sequence[str], methods: Sequence[str] = RE
         for ds in datasets:
             path = trace_file(run_dir, m, ds)
             if path.is_file():
-                out[(m, ds)] = read_traces(path)
+                out[(m, ds)] = _checked(read_traces(path), path)
     return out
+
+
+def _checked(records: list, path: Path) -> list:
+    """The records of a trace file whose ``trace.rounds`` (where present) is a list of round objects; a
+    hand-edited or foreign file is a ValueError naming it, not an AttributeError deep in a table."""
+    for i, rec in enumerate(records, 1):
+        trace = rec.get("trace") if isinstance(rec, dict) else None
+        rounds = trace.get("rounds") if isinstance(trace, dict) else None
+        if rounds is not None and not (isinstance(rounds, list) and all(isinstance(r, dict) for r in rounds)):
+            raise ValueError(f"trace file {path}: record {i} (qid {rec.get('qid')!r}): 'trace.rounds' must be a "
+                             f"list of rounds; rerun the method to rewrite the file")
+    return records
 
 
 def _with(df: pd.DataFrame, **cols) -> pd.DataFrame:
