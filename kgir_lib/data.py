@@ -107,10 +107,8 @@ def _load_json(path: Path) -> object:
     try:
         text = path.read_text(encoding="utf-8")
         value = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: not valid JSON ({exc})") from exc
-    except RecursionError:
-        raise DataError(f"{path}: not a data file (JSON nested too deeply to read)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: nested too deep
+        raise DataError(f"{path}: not valid JSON ({exc})") from None
     except OSError as exc:
         raise DataError(f"{path}: cannot be read ({exc})") from exc
     if not _ESCAPED_SURROGATE.search(text):  # a lone surrogate can only arrive as a \u escape
@@ -231,9 +229,8 @@ def _hotpot_question(rec: dict, path: Path, i: int, corpus: Corpus, name: str, b
     facts = _field(rec, "supporting_facts", path, i, list)
     context_raw = _field(rec, "context", path, i, list)
     try:
-        if not all(isinstance(f, (list, tuple)) for f in facts) or not all(
-                isinstance(c, (list, tuple)) for c in context_raw):
-            raise TypeError("an entry is not a list")  # a bare string would be read letter by letter
+        if not all(isinstance(x, (list, tuple)) for x in (*facts, *context_raw)):  # not a string, read by letter
+            raise TypeError("an entry is not a list")
         titles = list(dict.fromkeys(str(f[0]) for f in facts))
         context = {str(c[0]): c[1] for c in context_raw}
     except (TypeError, IndexError, KeyError) as exc:
@@ -245,8 +242,7 @@ def _hotpot_question(rec: dict, path: Path, i: int, corpus: Corpus, name: str, b
         # the corpus text is the context's sentences joined with "" (HippoRAG's convention)
         sentences = context.get(title)
         if isinstance(sentences, list) and not all(isinstance(x, str) for x in sentences):
-            raise DataError(f"{path}: record {i}: 'context' paragraph {title!r} must be a list of sentence "
-                            f"strings")
+            raise DataError(f"{path}: record {i}: 'context' paragraph {title!r} must be a list of sentence strings")
         text = "".join(sentences) if isinstance(sentences, list) else sentences
         pid = passage_id(title, text) if isinstance(text, str) else None
         if pid is None or pid not in corpus:

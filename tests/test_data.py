@@ -339,7 +339,7 @@ def test_a_file_nested_too_deeply_is_a_data_error_naming_it(tmp_path):
     d = _make(tmp_path, "myset", [_musique_rec(0)], CORPUS)
     corpus = next(d.rglob("myset_corpus.json"))
     corpus.write_text("[" * 100000 + "]" * 100000)
-    with pytest.raises(DataError, match=r"myset_corpus\.json: not a data file \(JSON nested too deeply"):
+    with pytest.raises(DataError, match=r"myset_corpus\.json: not valid JSON \(maximum recursion depth"):
         load_dataset("myset", d)
 
 
