@@ -247,7 +247,7 @@ def test_unreachable_server_fails_clearly_after_its_retries(clock):
     msg = str(exc.value)
     assert "unreachable" in msg and url in msg and "llm_base_urls" in msg
     assert "after 3 attempts" in msg and "cannot connect" in msg
-    assert len(clock.sleeps) == 2  # a refused connection is retried after the backoff, not after a timeout
+    assert len(clock.sleeps) == 2  # one backoff wait between each of the three attempts
 
 
 def test_unreachable_through_llm_caches_nothing(make_fake, tmp_path):
