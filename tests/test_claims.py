@@ -7,7 +7,8 @@ from kgir_lib.config import default_data_dir, load_config
 from kgir_lib.data import TUNED_ON, load_dataset, sample_questions, tuning_questions
 from kgir_lib.eval.bootstrap import paired_bootstrap
 from kgir_lib.eval.claims import (CANNOT_TELL, CONTRADICTS, NOT_RUN, PAPER_CLAIMS, PAPER_COLUMN, SUPPORTS, Claim,
-                                  claims_summary, claims_table, drop_questions, tuned_questions, verdict)
+                                  claims_headline, claims_summary, claims_table, drop_questions, tuned_questions,
+                                  verdict)
 from kgir_lib.eval.stats import mde_mcnemar
 
 
@@ -138,3 +139,37 @@ def test_tuned_questions_are_the_tuning_set_of_the_profiles_datasets():
     sampled = {q.qid for q in sample_questions(questions, cfg.n_questions, seed=cfg.seed)}
     assert set(tuned["musique_train"]) <= sampled  # local evaluates all 100: the reading without them matters
     assert tuned_questions(load_config("local", datasets=["hotpotqa"])) == {}
+
+
+def test_headline_renders_differences_adjusted_p_mde_and_only_decided_verdicts():
+    scores = pd.concat([
+        _scores({"KGIR-RAG": [100.0] * 8, "IRCoT": [0.0] * 8}, "musique_train"),
+        _scores({"KGIR-RAG": [100.0, 0.0] * 3, "IRCoT": [0.0, 100.0] * 3}, "hotpotqa"),
+    ])
+    claim = Claim("KGIR-RAG ahead of IRCoT", "IRCoT", ("EM", "F1"), {"EM": 2.0, "F1": 3.5}, ("musique_train",))
+    table = claims_table(scores, [claim], pooled=False)
+    lines = claims_headline(table, ["musique_train", "hotpotqa"], [claim]).splitlines()
+    assert lines[:2] == ["| paper claim | musique_train (n = 8) | hotpotqa (n = 6) |", "|---|---|---|"]
+    # four tests in the family: 2/256 * 4 = 0.031 for both musique_train rows (the F1 sign-flip p is also 2/256);
+    # MDE at alpha / 4: on musique_train EM needs all 8 questions discordant (100 points) and F1, whose
+    # differences have no spread, is infinite by definition; on hotpotqa even all 6 questions one way give
+    # p 2/64 > 0.0125 (EM: infinite), and F1's differences (+-100, sd 109.5) need 149.3 points
+    assert lines[2] == ("| KGIR-RAG ahead of IRCoT, EM / F1 (Table 7: +2.0 / +3.5) | "
+                        "**+100.0 / +100.0 (p 0.031 / 0.031; MDE 100.0 / ∞): EM supports, F1 supports** | "
+                        "+0.0 / +0.0 (p 1.0 / 1.0; MDE ∞ / 149.3) |")
+    assert len(lines) == 3
+
+
+def test_readme_headline_is_the_rendering_of_the_claims_table_it_names():
+    """The README's claims table is not typed by hand: it is :func:`claims_headline` of the committed table
+    named in the comment above it, so a regenerated run cannot leave stale numbers in the README."""
+    import re
+
+    from kgir_lib.config import PROJECT_ROOT
+
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- claims table: kgir_lib\.eval\.claims\.claims_headline of (\S+) -->\n", readme)
+    assert found, "README: no claims table marker"
+    table = pd.read_csv(PROJECT_ROOT / found.group(1))
+    datasets = [d for d in ("musique_train", "musique", "hotpotqa", "2wikimultihopqa") if d in set(table["dataset"])]
+    assert readme[found.end():].startswith(claims_headline(table, datasets) + "\n")

@@ -191,3 +191,42 @@ def claims_summary(table: pd.DataFrame, reference: str = REFERENCE) -> str:
         lines.append(f"- **{name}** ({reference} minus {part['compared with'].iloc[0]}). "
                      + " | ".join(bits) + "." + tail)
     return "\n".join(lines)
+
+
+def _number(x: float, fmt: str) -> str:
+    if np.isnan(x) or np.isinf(x):
+        return "–" if np.isnan(x) else "∞"
+    text = format(x, fmt)
+    return "1.0" if text == "1" else text  # a p that rounds to one
+
+
+def _headline_cell(rows: pd.DataFrame) -> str:
+    """One dataset's rows of one claim: the differences, then (adjusted p; MDE), then any verdict that is
+    not "cannot tell", in bold."""
+    if (rows["reading"] == NOT_RUN).all():
+        return "not run"
+    diffs = " / ".join(_number(d, "+.1f") for d in rows["diff"])
+    ps = " / ".join(_number(p, ".2g") for p in rows["p (Holm)"])
+    mdes = " / ".join(_number(m, ".1f") for m in rows["MDE"])
+    cell = f"{diffs} (p {ps}; MDE {mdes})"
+    decided = [f"{m} {r}" for m, r in zip(rows["metric"], rows["reading"]) if r in (SUPPORTS, CONTRADICTS)]
+    return f"**{cell}: {', '.join(decided)}**" if decided else cell
+
+
+def claims_headline(table: pd.DataFrame, datasets: Sequence[str], claims: Sequence[Claim] = PAPER_CLAIMS) -> str:
+    """The claims table (:func:`claims_table`) as one Markdown row per claim and one column per dataset:
+    KGIR-RAG minus the other per metric, the Holm-adjusted exact p, the minimum detectable effect, and the
+    verdict where the test decides one. The paper's Table 7 difference (from ``claims``), where it states
+    one, follows the claim's name. This is the table the README's headline shows."""
+    published = {c.name: c.paper for c in claims}
+    header = ["paper claim"] + [f"{d} (n = {int(table.loc[table['dataset'] == d, 'n'].max())})" for d in datasets]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for name, part in table.groupby("claim", sort=False):
+        metrics = list(dict.fromkeys(part["metric"]))
+        label = f"{name.replace(' (Table 7)', '')}, {' / '.join(metrics)}"
+        paper = [published.get(name, {}).get(m) for m in metrics]
+        if all(v is not None for v in paper):
+            label += " (Table 7: " + " / ".join(_fmt(v) for v in paper) + ")"
+        cells = [_headline_cell(part[part["dataset"] == d]) for d in datasets]
+        lines.append("| " + " | ".join([label, *cells]) + " |")
+    return "\n".join(lines)
