@@ -11,8 +11,8 @@ import pytest  # noqa: E402
 
 from kgir_lib.data import Question  # noqa: E402
 from kgir_lib.eval.mechanism.bridges import Bridge, bridge_aliases  # noqa: E402
-from kgir_lib.eval.mechanism.funnel import (STEPS, bridge_naming_table, funnel_rows, funnel_steps,  # noqa: E402
-                                            funnel_table, method_steps, naming_row, plot_funnel)
+from kgir_lib.eval.mechanism.funnel import (STEPS, bridge_naming_table, funnel_rows, funnel_sentence,  # noqa: E402
+                                            funnel_steps, funnel_table, method_steps, naming_row, plot_funnel)
 
 from _mech_traces import COMPAQ, QUESTION, REWRITE, record, rnd  # noqa: E402
 
@@ -182,3 +182,33 @@ def test_weakest_step_is_the_smallest_share_of_the_previous_step():
     out = weakest_step(pd.DataFrame(rows))
     assert out.to_dict("records") == [{"dataset": "d", "questions": 10, "breaks at": STEPS[3],
                                        "passed the step before": 8, "passed it": 2, "% of previous step": 25.0}]
+
+
+def test_funnel_sentence_quotes_the_table_and_its_weakest_step():
+    rows = pd.DataFrame([
+        {"dataset": "d", "qid": f"q{i}", "round": 1, **{k: v for k, v in zip(
+            ["reached", "seed", "in_gans", "named", "finds", "correct"], flags)}, "next_hop_in_D_t": False}
+        for i, flags in enumerate([(1, 1, 1, 1, 1, 1), (1, 1, 1, 1, 1, 0), (1, 1, 1, 0, 0, 0), (1, 0, 0, 0, 0, 0)])])
+    for k in ["reached", "seed", "in_gans", "named", "finds", "correct"]:
+        rows[k] = rows[k].astype(bool)
+        rows[f"chain_{k}"] = rows[k]
+    text = funnel_sentence(funnel_table(rows), "d")
+    assert text == ("d: of the 4 questions with a gold bridge, a seed matched on 3; the evidence subgraph holds "
+                    "the bridge on 3 of those (100 %), the rewrite names it on 2 (67 %), D'_t finds the next hop "
+                    "on 2 (100 %) and the answer is right on 1 (50 %). The chain breaks most at \"5 answer "
+                    "correct\": 1 of 2.")
+    with pytest.raises(ValueError, match="no 'kgir' rows for dataset 'x'"):
+        funnel_sentence(funnel_table(rows), "x")
+
+
+def test_readme_funnel_lines_are_the_rendering_of_the_funnel_table_it_names():
+    import re
+
+    from kgir_lib.config import PROJECT_ROOT
+
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- funnel: kgir_lib\.eval\.mechanism\.funnel\.funnel_sentence of (\S+) -->\n", readme)
+    assert found, "README: no funnel marker"
+    table = pd.read_csv(PROJECT_ROOT / found.group(1), dtype={"round": str})
+    lines = "".join(f"- {funnel_sentence(table, d)}\n" for d in dict.fromkeys(table["dataset"]))
+    assert readme[found.end():].startswith(lines)

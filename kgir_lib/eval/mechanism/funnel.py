@@ -151,7 +151,6 @@ def plot_funnel(table: pd.DataFrame, round_: str = "any", ax=None):
     return ax
 
 
-
 def weakest_step(table: pd.DataFrame, round_: str = "any") -> pd.DataFrame:
     """Per dataset (and method, when the table has one), the step where the chain breaks most: the smallest
     "% of previous step" among steps 1-5 (ties: the earlier step), with its count and its predecessor's."""
@@ -166,6 +165,26 @@ def weakest_step(table: pd.DataFrame, round_: str = "any") -> pd.DataFrame:
                      "breaks at": g.loc[i, "step"], "passed the step before": before, "passed it": int(g.loc[i, "n"]),
                      "% of previous step": float(g.loc[i, "% of previous step"])})
     return pd.DataFrame(rows)
+
+
+def funnel_sentence(table: pd.DataFrame, dataset: str, method: str = "kgir", round_: str = "any") -> str:
+    """The funnel of one dataset in words, each step with its count and its share of the step before,
+    ending with :func:`weakest_step` (the README and notebook 04 quote it, so the numbers are the table's)."""
+    sub = table[(table["dataset"] == dataset) & (table["round"] == str(round_))]
+    if "method" in sub.columns:
+        sub = sub[sub["method"] == method]
+    if sub.empty:
+        raise ValueError(f"funnel_sentence: no {method!r} rows for dataset {dataset!r}, round {round_!r}")
+    g = sub.set_index("step")
+    n = {step: int(g.loc[step, "n"]) for step in STEPS}
+    share = {step: float(g.loc[step, "% of previous step"]) for step in STEPS[2:]}
+    pct = {step: "–" if pd.isna(v) else f"{v:.0f} %" for step, v in share.items()}
+    worst = weakest_step(sub).iloc[0]
+    return (f"{dataset}: of the {int(sub['questions'].iloc[0])} questions with a gold bridge, a seed matched on "
+            f"{n[STEPS[1]]}; the evidence subgraph holds the bridge on {n[STEPS[2]]} of those ({pct[STEPS[2]]}), "
+            f"the rewrite names it on {n[STEPS[3]]} ({pct[STEPS[3]]}), D'_t finds the next hop on {n[STEPS[4]]} "
+            f"({pct[STEPS[4]]}) and the answer is right on {n[STEPS[5]]} ({pct[STEPS[5]]}). The chain breaks most "
+            f"at \"{worst['breaks at']}\": {worst['passed it']} of {worst['passed the step before']}.")
 
 # ---------------------------------------------------------------------------- the other methods
 def method_steps(method: str, record: Mapping, baseline: Optional[Sequence[str]] = None) -> tuple:
