@@ -158,6 +158,9 @@ def test_headline_renders_differences_adjusted_p_mde_and_only_decided_verdicts()
                         "**+100.0 / +100.0 (p 0.031 / 0.031; MDE 100.0 / ∞): EM supports, F1 supports** | "
                         "+0.0 / +0.0 (p 1.0 / 1.0; MDE ∞ / 149.3) |")
     assert len(lines) == 3
+    assert claims_headline(table, None, [claim]) == claims_headline(table, ["musique_train", "hotpotqa"], [claim])
+    with pytest.raises(ValueError, match=r"no rows for \['musique'\]"):
+        claims_headline(table, ["musique"])
 
 
 def test_readme_headline_is_the_rendering_of_the_claims_table_it_names():
@@ -171,5 +174,4 @@ def test_readme_headline_is_the_rendering_of_the_claims_table_it_names():
     found = re.search(r"<!-- claims table: kgir_lib\.eval\.claims\.claims_headline of (\S+) -->\n", readme)
     assert found, "README: no claims table marker"
     table = pd.read_csv(PROJECT_ROOT / found.group(1))
-    datasets = [d for d in ("musique_train", "musique", "hotpotqa", "2wikimultihopqa") if d in set(table["dataset"])]
-    assert readme[found.end():].startswith(claims_headline(table, datasets) + "\n")
+    assert readme[found.end():].startswith(claims_headline(table) + "\n")

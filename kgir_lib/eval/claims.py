@@ -32,7 +32,7 @@ reported beside the main reading, never in its place.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -213,12 +213,19 @@ def _headline_cell(rows: pd.DataFrame) -> str:
     return f"**{cell}: {', '.join(decided)}**" if decided else cell
 
 
-def claims_headline(table: pd.DataFrame, datasets: Sequence[str], claims: Sequence[Claim] = PAPER_CLAIMS) -> str:
+def claims_headline(table: pd.DataFrame, datasets: Optional[Sequence[str]] = None,
+                    claims: Sequence[Claim] = PAPER_CLAIMS) -> str:
     """The claims table (:func:`claims_table`) as one Markdown row per claim and one column per dataset:
     KGIR-RAG minus the other per metric, the Holm-adjusted exact p, the minimum detectable effect, and the
     verdict where the test decides one. The paper's Table 7 difference (from ``claims``), where it states
-    one, follows the claim's name. This is the table the README's headline shows."""
+    one, follows the claim's name. ``datasets``: the columns, by default every dataset of the table but the
+    pooled ``all``. This is the table the README's headline shows."""
     published = {c.name: c.paper for c in claims}
+    if datasets is None:
+        datasets = [d for d in dict.fromkeys(table["dataset"]) if d != "all"]
+    absent = [d for d in datasets if d not in set(table["dataset"])]
+    if absent:
+        raise ValueError(f"claims_headline: the claims table has no rows for {absent}")
     header = ["paper claim"] + [f"{d} (n = {int(table.loc[table['dataset'] == d, 'n'].max())})" for d in datasets]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name, part in table.groupby("claim", sort=False):

@@ -226,7 +226,7 @@ plt.close(fig)
 # KGIR-RAG's claim is a mechanism (§2, Fig. 6): `G_Ans` holds a **bridge entity** the question does not name
 # ("the top PC maker of 1994" → Compaq), the rewrite names it, the rewritten question's retrieval `D'_t` finds
 # the second hop, and the reflection answers or asks for another round. MuSiQue gives the gold bridge (the
-# answer of the first hop, with the next hop's supporting paragraph); HotpotQA bridge questions give it as the
+# answer of each hop before the last, with the next hop's supporting paragraph); HotpotQA bridge questions give it as the
 # supporting title the question does not name (`kgir_lib.eval.mechanism.bridges`; comparison questions have none).
 #
 # **The bridge funnel** (`kgir_lib.eval.mechanism.funnel`): for each question with a gold bridge, whether (1) a seed
@@ -259,6 +259,7 @@ report.save_figure(fig, cfg, "04_bridge_funnel")
 display(fig)
 plt.close(fig)
 show(funnel.weakest_step(mech["funnel"]), "where the chain breaks most (round any)")
+display(Markdown("\n".join(f"- {funnel.funnel_sentence(loop_funnel, d)}" for d in loop_funnel["dataset"].unique())))
 show(loop_funnel[loop_funnel["round"] == "any"].set_index(["dataset", "step"]), "the funnel, any round")
 report.save_table(mech["funnel"].set_index(["method", "dataset", "round", "step"]).round(2), cfg, "04_bridge_funnel",
                   "The bridge funnel of KGIR-RAG (and its forced-rounds run), per dataset and round: questions with a "

@@ -258,6 +258,9 @@ report.save_table(claims.set_index(["claim", "dataset", "metric"]), cfg, "05_cla
 show(claims.set_index(["claim", "dataset", "metric"])[["n", "diff", "CI lo", "CI hi", "test", "discordant", "p",
                                                         "p (Holm)", "MDE", cl.PAPER_COLUMN, "reading"]],
      "the claims, read by exact tests")
+print("At a glance (the README's table): KGIR-RAG minus the other, (Holm-adjusted p; MDE), and a verdict where "
+      "the test decides one")
+display(Markdown(cl.claims_headline(claims)))
 display(Markdown(cl.claims_summary(claims)))
 untuned = cl.drop_questions(suite.scores, cl.tuned_questions(cfg))
 if len(untuned) < len(suite.scores):
