@@ -263,3 +263,30 @@ def test_figure6_example_loads_from_the_package():
     ex = load_example("figure6")
     assert ex["question"].startswith("Which company merged in 2002") and "Hewlett-Packard" in ex["answers"]
     assert len(ex["passages"]) == 6 and all(isinstance(p, tuple) and len(p) == 2 for p in ex["passages"])
+    assert ex["bridge"] == "Compaq" and ex["next_hop"] == ["Hewlett-Packard"]
+    assert set(ex["next_hop"]) <= {title for title, _ in ex["passages"]}
+
+
+def test_case_chain_reads_a_case_in_the_funnels_terms(fig6_case):
+    from kgir_lib.notebook.case.choice import case_chain, case_chain_note
+
+    chain = case_chain(fig6_case, "Compaq", ["Hewlett-Packard"])
+    assert list(chain["round"]) == [1, 2]
+    r1 = chain.iloc[0]
+    # round 1: seed "1994" matched, G_Ans holds Compaq, the rewrite names it; but D_1 (the whole six-passage
+    # corpus) already held the Hewlett-Packard passage, so D'_1 had no next hop left to find
+    assert (r1["1 seed matched"], r1["2 bridge in G_Ans"], r1["3 rewrite names it"]) == (True, True, True)
+    assert not r1["4 D'_t finds next hop"] and r1["next hop already in D_t"]
+    assert r1["breaks at"] == "4 D'_t finds next hop"
+    assert list(chain["breaks at"]) == ["4 D'_t finds next hop"] * 2  # round 2 asks the rewrite: the same corpus
+    assert case_chain_note(chain) == ("Furthest round (1): the chain breaks at 4 D'_t finds next hop; "
+                                      "the next hop was already in D_t.")
+    whole = chain.copy()
+    whole.loc[1, ["4 D'_t finds next hop", "5 answer correct", "next hop already in D_t"]] = [True, True, False]
+    whole.loc[1, "breaks at"] = "— (the whole chain)"
+    assert case_chain_note(whole) == "Round 2 takes the whole chain, from the seed to a correct answer."
+    assert case_chain_note(chain.iloc[:0]) == "The case has no round to read."
+    with pytest.raises(ValueError, match=r"next-hop titles \['HP Inc'\] are not titles"):
+        case_chain(fig6_case, "Compaq", ["HP Inc"])
+    with pytest.raises(ValueError, match="'bridge' needs an entity name"):
+        case_chain(fig6_case, " ", ["Hewlett-Packard"])

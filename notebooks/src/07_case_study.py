@@ -57,7 +57,7 @@ from kgir_lib.notebook import narrative
 from kgir_lib.notebook.case.baselines import baseline_answers
 from kgir_lib.notebook.case.bridges import bridge_summary, find_bridge_cases
 from kgir_lib.notebook.case.build import FIGURE6_EXAMPLE, case_from_dataset, case_from_passages
-from kgir_lib.notebook.case.choice import choose_case, gold_chain
+from kgir_lib.notebook.case.choice import case_chain, case_chain_note, choose_case, gold_chain
 from kgir_lib.notebook.case.display import (display_case, draw_case, show_ner, show_reflections, show_retrieval,
                                             show_rewrites, show_subgraphs)
 from kgir_lib.notebook.case.records import load_kgir_traces
@@ -244,6 +244,21 @@ show(free.ws.kg.to_frame(), "the triples extracted from the free passages", inde
 free_fig = display_case(free)
 if free_fig is not None:
     report.save_figure(free_fig, cfg, "07_free_question_bridge");
+
+# %% [markdown]
+# **The free question in the funnel's terms.** For the paper's question the gold bridge is known (Compaq) and so is
+# the next hop (the Hewlett-Packard passage), so the case is read with notebook 04's funnel steps, round by round
+# (`kgir_lib.notebook.case.choice.case_chain`). With six passages and a `top_k` of six or more (10 on the `local`
+# and `paper` profiles), `D_1` holds every passage, the next hop included: on this corpus step 4 has nothing left
+# to find (the last column says so), and a dataset question (the sections above) is where it can be measured.
+
+# %%
+if free_question is None and example["bridge"]:
+    free_chain = case_chain(free, example["bridge"], example["next_hop"])
+    show(free_chain.set_index("round"), f"the Fig. 6 chain of the free question (gold bridge {example['bridge']})")
+    print(case_chain_note(free_chain))
+else:
+    print("A free question of your own has no known bridge: read its stages above.")
 
 # %% [markdown]
 # ## What this shows, and what it does not

@@ -35,7 +35,8 @@ from .bridges import Bridge, entity_matches, names_bridge
 
 STEPS = ("reached round", "1 seed matched", "2 bridge in G_Ans", "3 rewrite names it", "4 D'_t finds next hop",
          "5 answer correct")
-_KEYS = ("reached", "seed", "in_gans", "named", "finds", "correct")
+STEP_KEYS = (  # the trace keys of STEPS, in order
+    "reached", "seed", "in_gans", "named", "finds", "correct")
 
 
 def _answer_correct(record: Mapping, t: int) -> bool:
@@ -59,7 +60,7 @@ def funnel_steps(record: Mapping, bridges: Sequence[Bridge], t: int, mode: str =
     """One question's funnel at round ``t`` (module docstring): ``chain_<step>`` (the step and every one
     before it) and ``<step>`` (the step alone), plus ``next_hop_in_D_t`` (step 4 could not count)."""
     rs = rf.rounds(record)
-    out = {f"chain_{k}": False for k in _KEYS} | {k: False for k in _KEYS} | {"next_hop_in_D_t": False}
+    out = {f"chain_{k}": False for k in STEP_KEYS} | {k: False for k in STEP_KEYS} | {"next_hop_in_D_t": False}
     if not 0 < t <= len(rs):
         return out
     rnd = rs[t - 1]
@@ -92,13 +93,13 @@ def funnel_rows(records: Sequence[Mapping], bridges: Mapping[str, Sequence[Bridg
         for t in range(1, T + 1):
             rows.append({"dataset": dataset, "qid": rf.qid_of(r), "round": t,
                          **funnel_steps(r, bridges[rf.qid_of(r)], t, mode)})
-    cols = ["dataset", "qid", "round", *(f"chain_{k}" for k in _KEYS), *_KEYS, "next_hop_in_D_t"]
+    cols = ["dataset", "qid", "round", *(f"chain_{k}" for k in STEP_KEYS), *STEP_KEYS, "next_hop_in_D_t"]
     return pd.DataFrame(rows, columns=cols)
 
 
 def _summary(g: pd.DataFrame, n: int) -> list:
     out, prev = [], n
-    for step, k in zip(STEPS, _KEYS):
+    for step, k in zip(STEPS, STEP_KEYS):
         c, a = int(g[f"chain_{k}"].sum()), int(g[k].sum())
         out.append({"step": step, "n": c, "% of questions": 100.0 * c / n if n else float("nan"),
                     "% of previous step": 100.0 * c / prev if prev else float("nan"),

@@ -25,10 +25,12 @@ from .records import FREE_DATASET, FREE_QID, CaseStudy, CaseStudyError
 
 
 def load_example(name: str = "figure6") -> dict:
-    """A free-question example shipped as ``kgir_lib/examples/<name>.json``: question, answers, passages."""
+    """A free-question example shipped as ``kgir_lib/examples/<name>.json``: question, answers, passages, and,
+    where the example knows them, its gold ``bridge`` entity and the ``next_hop`` passage titles (else None, [])."""
     data = json.loads(resources.files("kgir_lib").joinpath("examples", f"{name}.json").read_text(encoding="utf-8"))
     return {"question": data["question"], "answers": list(data["answers"]),
-            "passages": [tuple(p) for p in data["passages"]]}
+            "passages": [tuple(p) for p in data["passages"]], "bridge": data.get("bridge"),
+            "next_hop": list(data.get("next_hop", []))}
 
 
 FIGURE6_EXAMPLE = load_example("figure6")

@@ -24,7 +24,8 @@ import pandas as pd
 from ...kgir.rounds import trace_rounds
 from .bridges import bridge_features
 
-__all__ = ["CHAIN", "GOLD_CHAIN", "CaseChoice", "heuristic_chain", "gold_chain", "chain_table", "choose_case"]
+__all__ = ["CHAIN", "GOLD_CHAIN", "CaseChoice", "heuristic_chain", "gold_chain", "chain_table", "choose_case",
+           "case_chain", "case_chain_note"]
 
 CHAIN = ("bridge named by the rewrite", "next hop retrieved", "answered correctly")
 GOLD_CHAIN = ("gold bridge in G_Ans", "rewrite names it", "D'_t finds the next hop", "answer correct")
@@ -144,3 +145,48 @@ def choose_case(records: Sequence[dict], dataset: Optional[str] = None, qid: Opt
                f"but not {steps[reached]}")
     return CaseChoice(str(top["dataset"]), str(top["qid"]), reached, reached == len(steps),
                       f"question {top['qid']} of {top['dataset']}: {why}. {count[0].upper() + count[1:]}.", table, steps)
+
+
+def case_chain(case, bridge: str, next_hop_titles: Sequence[str]) -> pd.DataFrame:
+    """A case's Fig. 6 chain in the funnel's terms (notebook 04: :func:`kgir_lib.eval.mechanism.funnel.funnel_steps`),
+    one row a round, for a question whose gold bridge is given by hand: ``bridge`` (an entity name) and the
+    titles of the passages that hold the next hop. This is how a free question (notebook 07's Fig. 6 corpus,
+    bridge Compaq, next hop Hewlett-Packard's passage) is read like a dataset question. ``breaks at`` names the
+    first step not taken; ``next hop already in D_t`` says when step 4 had nothing left to find."""
+    from ...eval.mechanism.bridges import Bridge, bridge_aliases
+    from ...eval.mechanism.funnel import STEPS, STEP_KEYS, funnel_steps
+
+    corpus = case.ws.dataset.corpus
+    titles = {p.title for p in corpus.passages}
+    unknown = [t for t in next_hop_titles if t not in titles]
+    if not bridge or not str(bridge).strip():
+        raise ValueError("case_chain: 'bridge' needs an entity name")
+    if not next_hop_titles or unknown:
+        raise ValueError(f"case_chain: next-hop titles {unknown or list(next_hop_titles)} are not titles of the "
+                         f"case's corpus ({sorted(titles)[:6]})")
+    gold = Bridge(str(bridge), bridge_aliases(str(bridge)),
+                  tuple(p.pid for p in corpus.passages if p.title in set(next_hop_titles)))
+    trace = dict(case.output.trace or {})
+    trace.setdefault("gold_answers", list(case.gold_answers))
+    record = {"qid": case.qid, "answer": case.answer, "trace": trace}
+    rows = []
+    for t in range(1, len(trace.get("rounds") or []) + 1):
+        steps = funnel_steps(record, [gold], t)
+        taken = [bool(steps[f"chain_{k}"]) for k in STEP_KEYS[1:]]
+        first_not = next((STEPS[1:][i] for i, s in enumerate(taken) if not s), "— (the whole chain)")
+        rows.append({"round": t, **dict(zip(STEPS[1:], taken)), "breaks at": first_not,
+                     "next hop already in D_t": bool(steps["next_hop_in_D_t"])})
+    return pd.DataFrame(rows, columns=["round", *STEPS[1:], "breaks at", "next hop already in D_t"])
+
+
+def case_chain_note(chain: pd.DataFrame) -> str:
+    """One sentence on a :func:`case_chain` table: the round that went furthest and where its chain breaks."""
+    if chain.empty:
+        return "The case has no round to read."
+    from ...eval.mechanism.funnel import STEPS
+
+    best = chain.loc[chain[list(STEPS[1:])].sum(axis=1).idxmax()]
+    if bool(best[STEPS[-1]]):
+        return f"Round {int(best['round'])} takes the whole chain, from the seed to a correct answer."
+    already = "; the next hop was already in D_t" if best["next hop already in D_t"] else ""
+    return f"Furthest round ({int(best['round'])}): the chain breaks at {best['breaks at']}{already}."
