@@ -240,6 +240,17 @@ def test_indexing_cost_uses_the_profiles_extraction_budget(tiny_workspace, tiny_
     assert indexing_cost(ws)["extract_calls_found"] == 2
 
 
+def test_indexing_cost_counts_the_replies_that_reached_the_extraction_budget(tiny_workspace, tiny_dataset):
+    long_reply = "Compaq ## was ## PC maker\nCompaq ## in ## 1994"  # 11 completion tokens (words) by the script
+    ws = tiny_workspace(lambda req: long_reply if "Compaq was" in req.messages[-1][1] else "Dell ## was ## founded")
+    ws.cfg.max_tokens_extract = 11  # a reply cut by the backend has exactly the budget's tokens
+    ws.kg = KnowledgeGraph()
+    update_kg(ws.kg, ws.llm, tiny_dataset.corpus.passages[:3], max_tokens=ws.cfg.max_tokens("extract"))
+    row = indexing_cost(ws)
+    assert (row["extract_calls_found"], row["extract_at_budget"]) == (3, 1)
+    assert row["extract_completion_tokens"] == 11 + 2 * 5
+
+
 def test_figures_and_published_indexing():
     import matplotlib
     matplotlib.use("Agg")

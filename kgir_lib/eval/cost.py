@@ -181,7 +181,9 @@ def indexing_cost(ws: Workspace, extract_usage=None, stage_prefix: str = "extrac
     (:func:`kgir_lib.kg.extract.extraction_requests`) is looked up and its stored
     tokens and backend seconds summed, whichever notebook extracted it.
     ``extract_usage`` (a :class:`kgir_lib.llm.Usage`) adds how many extraction calls
-    were made while this notebook ran (on demand).
+    were made while this notebook ran (on demand). ``extract_at_budget`` counts the replies whose completion
+    reached the profile's extraction budget (``cfg.max_tokens("extract")``): those were cut, so the passage
+    lost its last triples.
     """
     kg = ws.kg
     st = kg.stats()
@@ -191,11 +193,11 @@ def indexing_cost(ws: Workspace, extract_usage=None, stage_prefix: str = "extrac
     imported = openie_file(ws.cfg, ws.dataset.name) is not None
     row["source"] = "openie (published GPT-3.5 OpenIE, imported)" if imported else f"llm ({ws.llm.model_id})"
     row.update({"extract_calls_found": 0, "extract_prompt_tokens": 0, "extract_completion_tokens": 0,
-                "extract_seconds": 0.0})
+                "extract_seconds": 0.0, "extract_at_budget": 0})
     if not imported and ws.llm.cache is not None and st["passages"]:
         pids = sorted(kg.extracted)
-        reqs = extraction_requests([ws.dataset.corpus[p] for p in pids if p in ws.dataset.corpus],
-                                   max_tokens=ws.cfg.max_tokens("extract"))
+        budget = ws.cfg.max_tokens("extract")
+        reqs = extraction_requests([ws.dataset.corpus[p] for p in pids if p in ws.dataset.corpus], max_tokens=budget)
         for req in reqs:
             hit = ws.llm.cache.get(cache_key(ws.llm.model_id, req.payload()))
             if hit:
@@ -203,6 +205,7 @@ def indexing_cost(ws: Workspace, extract_usage=None, stage_prefix: str = "extrac
                 row["extract_prompt_tokens"] += int(hit["prompt_tokens"])
                 row["extract_completion_tokens"] += int(hit["completion_tokens"])
                 row["extract_seconds"] += float(hit.get("seconds") or 0.0)
+                row["extract_at_budget"] += int(int(hit["completion_tokens"]) >= budget)
     if extract_usage is not None:
         calls = sum(s.calls - s.cache_hits for name, s in extract_usage.stages.items() if name.startswith(stage_prefix))
         row["extract_calls_in_this_run"] = int(calls)
