@@ -35,8 +35,7 @@ from .bridges import Bridge, entity_matches, names_bridge
 
 STEPS = ("reached round", "1 seed matched", "2 bridge in G_Ans", "3 rewrite names it", "4 D'_t finds next hop",
          "5 answer correct")
-STEP_KEYS = (  # the trace keys of STEPS, in order
-    "reached", "seed", "in_gans", "named", "finds", "correct")
+STEP_KEYS = ("reached", "seed", "in_gans", "named", "finds", "correct")  # the trace keys of STEPS, in order
 
 
 def _answer_correct(record: Mapping, t: int) -> bool:
