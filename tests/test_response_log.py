@@ -257,3 +257,43 @@ def test_committed_logs_import_and_reexport_with_checksums_and_the_same_rows(tmp
     first = log.read_bytes()
     export_log(cache, log)
     assert log.read_bytes() == first
+
+
+def _rows(seconds: dict) -> list:
+    return [(key, "m", f"text {key}", 10, 2, secs) for key, secs in seconds.items()]
+
+
+def test_log_stats_counts_new_answers_and_sets_paused_ones_apart():
+    from kgir_lib.llm.response_log import log_stats
+
+    rows = _rows({"a": 5.0, "b": 10.0, "c": 20.0, "d": 30.0, "e": 900.0})
+    got = log_stats(rows, since_keys=["a"], paused_over=400)
+    assert got == {"rows": 5, "new": 4, "seconds": 960.0, "paused": 1, "paused_seconds": 900.0,
+                   "mean": 20.0, "median": 20.0}
+    plain = log_stats(rows)
+    assert (plain["new"], plain["paused"], plain["mean"], plain["median"]) == (5, 0, 193.0, 20.0)
+
+
+def test_stats_command_reads_the_earlier_log_from_git(tmp_path, capsys):
+    import subprocess
+
+    from kgir_lib.llm.response_log import main as log_main, merge_into_log
+
+    repo = tmp_path / "repo"
+    log = repo / "results" / LOG_NAME
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+    repo.mkdir()
+    git("init", "-q")
+    merge_into_log(_rows({"a": 4.0, "b": 6.0}), log)
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    merge_into_log(_rows({"c": 12.0, "d": 14.0, "e": 3600.0}), log)
+    assert log_main(["stats", str(log), "--since", "HEAD", "--paused-over", "400"]) == 0
+    out = capsys.readouterr().out
+    assert "5 answers in the log; 3 not in the log at HEAD" in out
+    assert "1 of them took over 400 s" in out and "13.0 s an answer on average, median 13.0 s" in out
+    assert log_main(["stats", str(log), "--since", "no-such-rev"]) == 2
+    assert "--since no-such-rev: not a git revision" in capsys.readouterr().err

@@ -29,7 +29,10 @@ import io
 import json
 import math
 import os
+import statistics
+import subprocess
 import sys
+import tempfile
 import warnings
 import zlib
 from pathlib import Path
@@ -292,18 +295,88 @@ def _free_name(path: Path) -> Path:
     return candidate
 
 
+# ---------------------------------------------------------------------------- the pace of a run
+def log_stats(rows: Iterable[tuple], since_keys: Iterable[str] = (), paused_over: Optional[float] = None) -> dict:
+    """How many answers a log holds beyond an earlier one, and how long the model took for them.
+
+    ``rows`` are log rows (:func:`read_log`); ``since_keys`` the keys of the earlier log, whose rows are not
+    counted as new. An answer that was in flight while its run was paused (``kill -STOP``) records the pause
+    in its ``seconds``; with ``paused_over`` set, new answers that took longer than that many seconds are
+    reported apart (``paused``, ``paused_seconds``) and left out of the pace (``mean``, ``median``).
+    ``seconds`` is the sum over every new answer, the paused ones included."""
+    since = set(since_keys)
+    all_rows = list(rows)
+    secs = [float(r[5]) for r in all_rows if r[0] not in since]
+    paused = [s for s in secs if paused_over is not None and s > paused_over]
+    pace = [s for s in secs if paused_over is None or s <= paused_over]
+    return {"rows": len(all_rows), "new": len(secs), "seconds": sum(secs),
+            "paused": len(paused), "paused_seconds": sum(paused),
+            "mean": sum(pace) / len(pace) if pace else math.nan,
+            "median": statistics.median(pace) if pace else math.nan}
+
+
+def logged_at(path: Path, rev: str) -> list:
+    """The rows of the response log at ``path`` as committed at git revision ``rev`` (``[]`` if the log did
+    not exist then). A revision git does not know is an :class:`LLMCacheError` naming it."""
+    path = Path(path).resolve()
+    top = subprocess.run(["git", "-C", str(path.parent), "rev-parse", "--show-toplevel"],
+                         capture_output=True, text=True)
+    if top.returncode != 0:
+        raise LLMCacheError(f"response log {path}: not inside a git checkout, so --since {rev} has no meaning")
+    rel = path.relative_to(Path(top.stdout.strip()).resolve()).as_posix()
+    if subprocess.run(["git", "-C", top.stdout.strip(), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+                      capture_output=True).returncode != 0:
+        raise LLMCacheError(f"--since {rev}: not a git revision of {top.stdout.strip()}")
+    shown = subprocess.run(["git", "-C", top.stdout.strip(), "show", f"{rev}:{rel}"], capture_output=True)
+    if shown.returncode != 0:
+        return []
+    with tempfile.TemporaryDirectory() as tmp:
+        old = Path(tmp) / LOG_NAME
+        old.write_bytes(shown.stdout)
+        return list(read_log(old))
+
+
+def stats_report(stats: dict, since: Optional[str] = None, paused_over: Optional[float] = None) -> str:
+    """:func:`log_stats` in words (the lines ``python -m kgir_lib.llm.response_log stats`` prints)."""
+    base = f" not in the log at {since}" if since else ""
+    lines = [f"{stats['rows']:,} answers in the log; {stats['new']:,}{base}",
+             f"their LLM seconds: {stats['seconds']:,.0f} s ({stats['seconds'] / 3600:.1f} h)"]
+    if paused_over is not None:
+        lines.append(f"{stats['paused']} of them took over {paused_over:g} s (in flight during a pause): "
+                     f"{stats['paused_seconds']:,.0f} s ({stats['paused_seconds'] / 3600:.1f} h)")
+    left = " without them" if paused_over is not None else ""
+    lines.append(f"pace{left}: {stats['mean']:.1f} s an answer on average, median {stats['median']:.1f} s")
+    return "\n".join(lines)
+
+
 def main(argv: Optional[list] = None) -> int:
-    """``python -m kgir_lib.llm.response_log salvage <cache> <log> [--keep]``."""
+    """``python -m kgir_lib.llm.response_log salvage <cache> <log> [--keep]`` or
+    ``python -m kgir_lib.llm.response_log stats <log> [--since REV] [--paused-over SECONDS]``."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m kgir_lib.llm.response_log",
-                                 description="Save the readable rows of a damaged LLM cache into a response log.")
+                                 description="Save the readable rows of a damaged LLM cache into a response log, "
+                                             "or report how many answers a log gained and at what pace.")
     sub = ap.add_subparsers(dest="command", required=True)
     sv = sub.add_parser("salvage", help="merge every readable row of CACHE into LOG, then move CACHE aside")
     sv.add_argument("cache", type=Path)
     sv.add_argument("log", type=Path)
     sv.add_argument("--keep", action="store_true", help="leave the damaged cache where it is")
+    st = sub.add_parser("stats", help="answers in LOG (new since a git revision) and the LLM seconds they took")
+    st.add_argument("log", type=Path)
+    st.add_argument("--since", metavar="REV", help="count as new only the answers not in the log at this revision")
+    st.add_argument("--paused-over", metavar="SECONDS", type=float,
+                    help="report apart the new answers that took longer (in flight while the run was paused)")
     args = ap.parse_args(argv)
+    if args.command == "stats":
+        try:
+            since = [row[0] for row in logged_at(args.log, args.since)] if args.since else []
+            got = log_stats(read_log(args.log), since, args.paused_over)
+        except (LLMCacheError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(stats_report(got, args.since, args.paused_over))
+        return 0
     try:
         got = salvage(args.cache, args.log, move=not args.keep)
     except LLMCacheError as exc:
