@@ -233,23 +233,30 @@ class ShownPath(type(Path())):
 
 
 # ----------------------------------------------------------------------------- saving
+def is_p_column(name: str) -> bool:
+    """A column of p-values: "p" is one of its words ("p", "p (Holm)", "EM p vs round 1")."""
+    return "p" in str(name).split()
+
+
 def to_markdown(df: pd.DataFrame, floatfmt: str = ".1f", exact: Sequence[str] = ()) -> str:
     """A GitHub Markdown table (no extra dependency). Floats print with ``floatfmt``, except in the ``exact``
-    columns (set values such as a swept threshold 0.95 or a drop fraction 0.05), which print as given."""
+    columns (set values such as a swept threshold 0.95 or a drop fraction 0.05), which print as given, and in
+    p-value columns (:func:`is_p_column`), which print with two significant digits so that a small p does not
+    read as 0.0."""
     df = df.reset_index() if not isinstance(df.index, pd.RangeIndex) else df
     cols = [str(c) for c in df.columns]
     unknown = set(exact) - set(cols)
     if unknown:
         raise KeyError(f"to_markdown: exact column(s) {sorted(unknown)} not in the table (columns: {cols})")
-    full = [c in set(exact) for c in cols]
+    formats = [None if c in set(exact) else (".2g" if is_p_column(c) else floatfmt) for c in cols]
 
-    def fmt(v, as_given: bool):
+    def fmt(v, spec: Optional[str]):
         if isinstance(v, float):
-            return "" if pd.isna(v) else (repr(float(v)) if as_given else format(v, floatfmt))
+            return "" if pd.isna(v) else (repr(float(v)) if spec is None else format(v, spec))
         return "" if v is None else str(v)
 
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    lines += ["| " + " | ".join(fmt(v, f) for v, f in zip(row, full)) + " |" for row in df.itertuples(index=False)]
+    lines += ["| " + " | ".join(fmt(v, f) for v, f in zip(row, formats)) + " |" for row in df.itertuples(index=False)]
     return "\n".join(lines)
 
 

@@ -23,3 +23,10 @@ def test_to_markdown_prints_exact_columns_as_given_and_rounds_the_rest():
 def test_to_markdown_names_an_unknown_exact_column():
     with pytest.raises(KeyError, match="threshold"):
         report.to_markdown(pd.DataFrame({"x": [1.0]}), exact=["threshold"])
+
+
+def test_to_markdown_prints_p_values_with_two_significant_digits():
+    df = pd.DataFrame({"EM": [8.04], "p": [0.0009765625], "p (Holm)": [0.005859375], "EM p vs round 1": [1.0],
+                       "P(correct | answer) %": [8.13]})
+    assert report.to_markdown(df).splitlines()[2] == "| 8.0 | 0.00098 | 0.0059 | 1 | 8.1 |"
+    assert [report.is_p_column(c) for c in df.columns] == [False, True, True, True, False]
