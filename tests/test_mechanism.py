@@ -81,6 +81,9 @@ def test_every_table_from_a_run(run_dir, data_dir):
     assert set(t["rewrite_retrieval"]["method"]) == {"kgir", "kgir_forced"}
     rules = t["ranked_list_rules"].set_index(["rule", "k"])
     assert len(rules) == 8 and rules.loc[("current", 2), "KGIR-RAG"] == 100.0
+    ctx = t["reader_context"].set_index("method")
+    assert list(ctx.index) == ["kgir", "kgir_no_rewrite"]           # the Table 7 variants with traces
+    assert ctx["n"].tolist() == [1, 1] and ctx["questions with gold"].tolist() == [0, 0]
 
 
 def test_missing_traces_give_empty_tables(run_dir, data_dir):

@@ -3,11 +3,11 @@
 :func:`mechanism_tables` reads ``traces/<method>/<dataset>.trace.jsonl`` of a run directory and the
 datasets' gold bridges, and returns the tables of :mod:`kgir_lib.eval.mechanism.funnel`,
 :mod:`kgir_lib.eval.mechanism.calibration`, :mod:`kgir_lib.eval.mechanism.forced_rounds` and
-:mod:`kgir_lib.eval.mechanism.rewrite_retrieval`. A trace file that is missing makes the tables that need it
+:mod:`kgir_lib.eval.mechanism.rewrite_retrieval` and :mod:`kgir_lib.eval.mechanism.reader_context`. A trace file that is missing makes the tables that need it
 empty (``sources`` says which files were read). The funnel, calibration and rewrite-retrieval tables, computed
 from the traces of both loops, carry a ``method`` column (``kgir``, and ``kgir_forced`` when a forced-rounds run
-exists); the forced-rounds and oracle-stop tables come from ``kgir_forced`` alone, and the ranked-list rules
-compare ``kgir`` with ``kgir_no_rewrite``.
+exists); the forced-rounds and oracle-stop tables come from ``kgir_forced`` alone, the ranked-list rules
+compare ``kgir`` with ``kgir_no_rewrite``, and the reader-context table pairs each Table 7 variant with ``kgir``.
 """
 from __future__ import annotations
 
@@ -25,13 +25,14 @@ from .bridges import MODES, load_bridges
 from .calibration import calibration_table, oracle_stop_table
 from .forced_rounds import forced_round_table
 from .funnel import bridge_naming_table, funnel_rows, funnel_table
+from .reader_context import VARIANTS, reader_context_table
 from .rewrite_retrieval import KS, current_rule_agreement, rewrite_retrieval_table, rule_table
 
 LOOP_METHODS = ("kgir", "kgir_forced")          # the loop's traces: funnel, calibration, rewrite retrieval
 NAMING_METHODS = ("kgir", "ircot", "iter_retgen", "hyde")
-READ = (*LOOP_METHODS, "kgir_no_rewrite", "ircot", "iter_retgen", "hyde")
+READ = (*LOOP_METHODS, "kgir_no_subgraph", "kgir_no_reflection", "kgir_no_rewrite", "ircot", "iter_retgen", "hyde")
 TABLES = ("sources", "funnel", "bridge_naming", "calibration", "oracle_stop", "forced_rounds", "rewrite_retrieval",
-          "ranked_list_rules")
+          "ranked_list_rules", "reader_context")
 _CONTEXT_PASSAGES = next(f.default for f in fields(Config) if f.name == "context_passages")
 
 
@@ -115,6 +116,9 @@ def mechanism_tables(run_dir: Path, datasets: Sequence[str], data_dir: Optional[
         if ("kgir", ds) in runs and ("kgir_no_rewrite", ds) in runs:
             out["ranked_list_rules"].append(rule_table(runs[("kgir", ds)], runs[("kgir_no_rewrite", ds)], n_ctx, ks,
                                                        ds))
+        variants = {m: runs[(m, ds)] for m in VARIANTS if (m, ds) in runs}
+        if "kgir" in variants and len(variants) > 1:
+            out["reader_context"].append(reader_context_table(variants, ds))
     tables = {"sources": sources.merge(pd.DataFrame(agreement, columns=["method", "dataset", "questions",
                                                                         "current rule = stored ranked_pids"]),
                                        on=["method", "dataset", "questions"], how="left")}
