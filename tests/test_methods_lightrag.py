@@ -18,7 +18,8 @@ from kgir_lib.registry import DEFAULT_METHODS, LABELS, build_method  # noqa: E40
 from kgir_lib.baselines import lightrag_index as li  # noqa: E402
 from kgir_lib.baselines.lightrag_bridge import RegexTokenizer, stage_of  # noqa: E402
 from kgir_lib.baselines.lightrag_graph import SENTENCE, custom_kg, parse_stats  # noqa: E402
-from kgir_lib.baselines.lightrag_method import LightRAGMethod, chunk_ranking, kg_lines, parse_keywords  # noqa: E402
+from kgir_lib.baselines.lightrag_method import (LightRAGMethod, chunk_ranking, keyword_counts, keyword_table,  # noqa: E402
+                                               kg_lines, parse_keywords)
 
 KEYWORDS = json.dumps({"high_level_keywords": ["company merger"], "low_level_keywords": ["Compaq", "Hewlett-Packard"]})
 SEP = "<SEP>"
@@ -175,6 +176,24 @@ def test_malformed_keywords_are_counted_and_skipped(tiny_workspace, tiny_dataset
     assert short_out.trace["keywords"]["low_level"] == [short_q.question]  # LightRAG's rule for a short query
     assert short_out.ranked_pids and method.stats == {"keywords_malformed": 2, "no_context": 1}
     assert long_out.usage.calls == 2 and stages(ws) == {"lightrag_keywords": 2, "lightrag_reader": 2}
+
+
+def test_keyword_table_counts_a_runs_replies_by_status(tiny_workspace, tiny_dataset, tmp_path):
+    from kgir_lib.traces import trace_file, write_jsonl
+
+    long_q = tiny_dataset.questions[0]
+    short_q = Question("q2", "Who merged with Compaq?", ("Hewlett-Packard",), (), "tiny")
+    bad = build_method("lightrag").run(tiny_workspace(script("The keywords are Compaq.")), [long_q, short_q])
+    other_q = Question("q3", "Which company did Hewlett-Packard merge with in 2002?", ("Compaq",), (), "tiny")
+    good = build_method("lightrag").run(tiny_workspace(script()), [other_q])
+    records = [o.to_json() for o in bad + good]
+    row = keyword_counts("tiny", records)
+    assert {k: row[k] for k in ("questions", "ok", "repaired", "empty", "malformed")} == \
+        {"questions": 3, "ok": 1, "repaired": 0, "empty": 0, "malformed": 2}
+    assert (row["unusable %"], row["question as keyword"], row["no context"]) == (200 / 3, 1, 1)
+    write_jsonl(records, trace_file(tmp_path, "lightrag", "tiny"))
+    table = keyword_table(tmp_path, ["tiny", "absent"])
+    assert table["dataset"].tolist() == ["tiny"] and table.loc[0, "malformed"] == 2
 
 
 def test_a_second_run_reads_the_cached_index_and_makes_no_llm_call(tiny_workspace, tiny_dataset):

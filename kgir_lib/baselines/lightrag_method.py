@@ -37,7 +37,8 @@ nothing after them (LightRAG ranks no further candidates). The reader's context 
 exactly this list. Chunks are mapped to passages by their ``file_path`` (the passage id); a chunk that maps
 to no pool passage is counted (``unmapped_chunks``) and left out.
 
-LLM calls a question: 1 keyword call (hybrid only) + 1 reader call.
+LLM calls a question: 1 keyword call (hybrid only) + 1 reader call. :func:`keyword_table` counts the keyword
+replies of a finished run by status (the parse-failure rate of the run's LLM).
 """
 from __future__ import annotations
 
@@ -45,13 +46,17 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from pathlib import Path
+from typing import Mapping, Optional, Sequence
+
+import pandas as pd
 
 from ..data import Question
 from ..llm import LLMUsage
 from ..methods.base import MethodBase, MethodOutput, Workspace
 from ..methods.context import dedup, final_ranking
 from ..methods.reader import answer_batch, format_passages
+from ..traces import read_traces, trace_file
 from .lightrag_bridge import lightrag_request
 from .lightrag_index import WARNINGS, _settings, index_pool, open_index
 
@@ -232,3 +237,28 @@ class LightRAGMethod(MethodBase):
             trace.update(reader_raw=res.text, context_chars=len(contexts[len(out)]))
             out.append(MethodOutput(q.qid, answer, final_ranking(ctx, ranked), usage, trace))
         return out
+
+
+KEYWORD_COLUMNS = ["dataset", "questions", *KEYWORD_STATUSES, "unusable %", "question as keyword", "no context"]
+
+
+def keyword_counts(dataset: str, records: Sequence[Mapping]) -> dict:
+    """One row of :func:`keyword_table`: the keyword replies of ``records`` (trace-file lines of ``lightrag``)
+    by status, the share that gave no keyword (``empty`` + ``malformed``), and how LightRAG's rule for no
+    keyword resolved them (the question as low-level keyword, or no context)."""
+    infos = [((r.get("trace") or {}).get("keywords") or {}) for r in records]
+    status = Counter(i.get("status") for i in infos if i)
+    fallback = Counter(i.get("fallback") for i in infos if i.get("fallback"))
+    unusable = status["empty"] + status["malformed"]
+    return {"dataset": dataset, "questions": len(records), **{s: status[s] for s in KEYWORD_STATUSES},
+            "unusable %": 100.0 * unusable / len(records) if records else float("nan"),
+            "question as keyword": fallback["question as low-level keyword"],
+            "no context": sum(n for f, n in fallback.items() if f.startswith("no context"))}
+
+
+def keyword_table(run_dir: Path, datasets: Sequence[str], method_key: str = "lightrag") -> pd.DataFrame:
+    """The keyword replies of LightRAG's hybrid mode in the run at ``run_dir``, per dataset with a trace file
+    (:func:`keyword_counts`); datasets the method did not run are left out."""
+    rows = [keyword_counts(ds, read_traces(trace_file(Path(run_dir), method_key, ds))) for ds in datasets
+            if trace_file(Path(run_dir), method_key, ds).is_file()]
+    return pd.DataFrame(rows, columns=KEYWORD_COLUMNS)
