@@ -310,11 +310,16 @@ if len(rules):
 # the rewrite name it, does `D'_t` find the next hop) and the reflection's calibration; notebook 06's forced
 # rounds (what iteration adds when the reflection stops early). If the reflection answers in round 1 on nearly
 # every question, the loop stops after one rewrite and one retrieval with it, which is what *w/o reflection*
-# does before its reader answers. Every method's answer, KGIR-RAG's included, is worded by the shared reader
+# does before its reader answers: the two then differ only in the passages the shared reader is handed (the
+# passages of `D'_1` new to the round, against the top of `D'_1`), which the second table counts for every
+# Table 7 variant (notebook 06 saves it). Every method's answer, KGIR-RAG's included, is worded by the shared reader
 # (section 2's answer-form table).
 
 # %%
 show(funnel.weakest_step(mech["funnel"]), "where KGIR-RAG's Fig. 6 chain breaks most (notebook 04)")
+if len(mech["reader_context"]):
+    show(mech["reader_context"].set_index(["dataset", "method"]),
+         "gold passages in each Table 7 variant's reader context, paired with the full method (notebook 06)")
 
 # %% [markdown]
 # ## 7. Choices and deviations, in one place
@@ -358,9 +363,14 @@ display(Markdown(f"In this run {narrative.reader_context(cfg)}."))
 # entity/relation extraction runs through this run's LLM (stages `lightrag_extract`, `lightrag_gleaning`,
 # `lightrag_summary`; `results/benchmarks/lightrag_indexing.md` measures it on this CPU). Its published indexing
 # tokens (HippoRAG 2 paper) are the LightRAG row of §4's published table, in their own columns.
+#
+# Its hybrid mode asks the run's LLM for the question's keywords (LightRAG's own prompt, JSON mode) and reads the
+# reply with LightRAG's own parser; the second table counts those replies by status, so a small model's parse
+# failures are visible (a question without keywords gets LightRAG's own fallback, never a crash).
 
 # %%
 from kgir_lib.baselines.lightrag_index import indexing_table
+from kgir_lib.baselines.lightrag_method import keyword_table
 
 if any(k.startswith("lightrag") for k in method_keys):
     print(f"lightrag_index = {cfg.lightrag_index!r}")
@@ -369,5 +379,12 @@ if any(k.startswith("lightrag") for k in method_keys):
     report.save_table(lightrag_cost, cfg, "05_indexing_cost_lightrag",
                       f"LLM cost of indexing: the suite graph and LightRAG's index "
                       f"(lightrag_index = {cfg.lightrag_index}). {caption_ours}")
+    keywords = keyword_table(cfg.run_dir, cfg.datasets)
+    if len(keywords):
+        show(keywords.set_index("dataset"), "LightRAG's keyword replies (hybrid mode), by how its own parser read them")
+        report.save_table(keywords.set_index("dataset"), cfg, "05_lightrag_keywords",
+                          "LightRAG's keyword replies (hybrid mode) by status: ok, repaired (JSON only after "
+                          "json_repair), empty, malformed (no JSON object); unusable = empty + malformed, resolved "
+                          f"by LightRAG's rule for no keyword. {caption_ours}")
 else:
     print("LightRAG is not among this run's methods.")

@@ -160,6 +160,26 @@ if len(forced):
     show(mech["oracle_stop"].set_index("dataset"), "oracle stop against the reflection's own stop")
 
 # %% [markdown]
+# ### What each variant's reader reads
+#
+# The variants of Table 7 answer through one shared reader but hand it different passages: the full method the
+# `G_Ans` triples and the passages of `D'_t` new to the round (§2.4's "new passages"; the top of `D'_t` when none
+# is new), *w/o reflection* `G_Ans` and the top of `D'_1`, *w/o rewrite* `G_Ans` alone, *w/o subgraph* the best
+# passages of `D_1` in place of `G_Ans`, then those of `D'_1`. When the reflection stops in round 1, the full method
+# and *w/o reflection* differ in nothing else, so an accuracy gap between them is a gap in what the reader reads.
+# The table counts the gold passages in each reader's final context, paired with the full method question by
+# question (exact sign test of the questions with more against those with fewer gold passages).
+
+# %%
+reader_ctx = mech["reader_context"]
+if len(reader_ctx):
+    report.save_table(reader_ctx.set_index(["dataset", "method"]).round(3), cfg, "06_kgir_reader_context",
+                      "What each KGIR-RAG variant hands the shared reader: gold passages in its final context, "
+                      "paired with the full method (exact sign test of more against fewer gold passages). "
+                      + report.model_note(cfg, short=True))
+    show(reader_ctx.set_index(["dataset", "method"]), "gold passages in each variant's reader context")
+
+# %% [markdown]
 # ## 2. KG²RAG ablations (report Tables 3-4)
 #
 # With the shared reader showing the first `context_passages` passages, *w/o organisation* hands the
