@@ -29,7 +29,8 @@ import pandas as pd  # noqa: E402
 
 from kgir_lib.config import load_config  # noqa: E402
 from kgir_lib.data import sample_questions  # noqa: E402
-from kgir_lib.eval.mechanism.reader_context import gold_in_context, reader_context  # noqa: E402
+from kgir_lib.eval.mechanism import round_facts as rf  # noqa: E402
+from kgir_lib.eval.mechanism.reader_context import gold_in_context  # noqa: E402
 from kgir_lib.eval.metrics import best_em, best_f1  # noqa: E402
 from kgir_lib.eval.stats import mcnemar_exact, sign_flip_test  # noqa: E402
 from kgir_lib.kgir.loop import KGIRRAG  # noqa: E402
@@ -52,14 +53,14 @@ def committed_row(profile: str, dataset: str) -> tuple:
     return None
 
 
-def per_question(outs, questions) -> pd.DataFrame:
+def per_question(outs, questions, n_ctx: int) -> pd.DataFrame:
     """EM, F1 and the reader context's gold passages of each output."""
     rows = []
     for o, q in zip(outs, questions):
         rec = o.to_json()
         rows.append({"qid": q.qid, "EM": 100 * best_em(o.answer, q.answers), "F1": 100 * best_f1(o.answer, q.answers),
-                     "context passages": len(reader_context(rec)), "gold in context": gold_in_context(rec),
-                     "rounds": len(rec["trace"].get("rounds") or [])})
+                     "context passages": len(rf.answer_context(rec, n_ctx)),
+                     "gold in context": gold_in_context(rec, n_ctx), "rounds": len(rf.rounds(rec))})
     return pd.DataFrame(rows).set_index("qid")
 
 
@@ -80,7 +81,7 @@ def main() -> None:
         for value in SETTINGS:
             cfg = load_config(args.profile, run_name=run_name, datasets=[args.dataset], reflection_passages=value)
             outs = KGIRRAG().run(dataclasses.replace(ws, cfg=cfg).method_view(), questions)
-            tables[value] = per_question(outs, questions)
+            tables[value] = per_question(outs, questions, cfg.context_passages)
     finally:
         export_run_cache(base, llm.cache)
     new, all_ = tables["new"], tables["all"]

@@ -83,7 +83,9 @@ def test_every_table_from_a_run(run_dir, data_dir):
     assert len(rules) == 8 and rules.loc[("current", 2), "KGIR-RAG"] == 100.0
     ctx = t["reader_context"].set_index("method")
     assert list(ctx.index) == ["kgir", "kgir_no_rewrite"]           # the Table 7 variants with traces
-    assert ctx["n"].tolist() == [1, 1] and ctx["questions with gold"].tolist() == [0, 0]
+    # no final.context_pids in these traces: answer_context's fallbacks (P_1 for the full method, none w/o rewrite)
+    assert ctx["n"].tolist() == [1, 1] and ctx["questions with gold"].tolist() == [1, 0]
+    assert ctx.loc["kgir_no_rewrite", ["more gold", "fewer gold"]].tolist() == [0, 1]
 
 
 def test_missing_traces_give_empty_tables(run_dir, data_dir):

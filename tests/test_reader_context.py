@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from kgir_lib.eval.mechanism.reader_context import COLUMNS, gold_in_context, reader_context, reader_context_table
+from kgir_lib.eval.mechanism.reader_context import COLUMNS, gold_in_context, reader_context_table
 
 from _mech_traces import record, rnd
 
@@ -26,20 +26,19 @@ def _no_reflection(qid: str, *pids) -> dict:
                   rounds=[rnd(verdict=None, final=_final(*pids))])
 
 
-def test_the_context_is_the_last_round_that_called_the_reader():
+def test_gold_is_counted_in_the_last_round_that_called_the_reader():
     t = record("q", gold_pids=GOLD, rounds=[rnd(t=1, final=_final("pIBM")), rnd(t=2, final=_final("pHP", "pDell")),
                                             rnd(t=3)])
-    assert reader_context(t) == ["pHP", "pDell"]
-    assert gold_in_context(t) == 1
-    assert reader_context(record("q", rounds=[rnd()])) == [] and gold_in_context(record("q", rounds=[])) == 0
+    assert gold_in_context(t, 5) == 1
+    assert gold_in_context(record("q", gold_pids=GOLD, rounds=[]), 5) == 0
 
 
 def test_table_pairs_each_variant_with_the_full_method():
     runs = {"kgir": [_full("q1", "pApple"), _full("q2", "pHP"), _full("q3", "pHP", "pCompaq")],
             "kgir_no_reflection": [_no_reflection("q1", "pCompaq", "pHP", "pApple"), _no_reflection("q2", "pHP"),
                                    _no_reflection("q3", "pCompaq"), _no_reflection("q9", "pHP")]}
-    tab = reader_context_table(runs, "ds").set_index("method")
-    assert list(reader_context_table(runs, "ds").columns) == COLUMNS
+    tab = reader_context_table(runs, 5, "ds").set_index("method")
+    assert list(reader_context_table(runs, 5, "ds").columns) == COLUMNS
     full, ablated = tab.loc["kgir"], tab.loc["kgir_no_reflection"]
     assert (full["n"], full["context passages"], full["gold in context %"], full["questions with gold"]) == \
         (3, 4 / 3, 50.0, 2)
@@ -53,13 +52,13 @@ def test_table_pairs_each_variant_with_the_full_method():
 def test_sign_test_is_exact():
     runs = {"kgir": [_full(f"q{i}") for i in range(6)],
             "kgir_no_reflection": [_no_reflection(f"q{i}", "pHP") for i in range(6)]}
-    row = reader_context_table(runs, "ds").set_index("method").loc["kgir_no_reflection"]
+    row = reader_context_table(runs, 5, "ds").set_index("method").loc["kgir_no_reflection"]
     assert (row["more gold"], row["fewer gold"]) == (6, 0)
     assert row["p sign test"] == pytest.approx(2 * 0.5 ** 6)
 
 
 def test_no_gold_passages_gives_nan_share_and_a_missing_reference_is_named():
     runs = {"kgir": [record("q1", gold_pids=(), rounds=[rnd(final=_final("pHP"))])]}
-    assert math.isnan(reader_context_table(runs, "ds").loc[0, "gold in context %"])
+    assert math.isnan(reader_context_table(runs, 5, "ds").loc[0, "gold in context %"])
     with pytest.raises(ValueError, match="reference method 'kgir'"):
-        reader_context_table({"kgir_no_rewrite": []}, "ds")
+        reader_context_table({"kgir_no_rewrite": []}, 5, "ds")

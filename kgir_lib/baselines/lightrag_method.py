@@ -259,6 +259,6 @@ def keyword_counts(dataset: str, records: Sequence[Mapping]) -> dict:
 def keyword_table(run_dir: Path, datasets: Sequence[str], method_key: str = "lightrag") -> pd.DataFrame:
     """The keyword replies of LightRAG's hybrid mode in the run at ``run_dir``, per dataset with a trace file
     (:func:`keyword_counts`); datasets the method did not run are left out."""
-    rows = [keyword_counts(ds, read_traces(trace_file(Path(run_dir), method_key, ds))) for ds in datasets
-            if trace_file(Path(run_dir), method_key, ds).is_file()]
+    paths = {ds: trace_file(Path(run_dir), method_key, ds) for ds in datasets}
+    rows = [keyword_counts(ds, read_traces(path)) for ds, path in paths.items() if path.is_file()]
     return pd.DataFrame(rows, columns=KEYWORD_COLUMNS)

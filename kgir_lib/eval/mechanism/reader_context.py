@@ -30,42 +30,35 @@ COLUMNS = ["dataset", "method", "n", "context passages", "gold in context %", "q
            "more gold", "fewer gold", "p sign test"]
 
 
-def reader_context(record: Mapping) -> list:
-    """The passages of the reader's final context: ``final.context_pids`` of the last round that called the
-    reader (``[]`` when no round did)."""
-    for rnd in reversed(rf.rounds(record)):
-        final = rnd.get("final") or {}
-        if final.get("context_pids") is not None:
-            return list(final["context_pids"])
-    return []
-
-
-def gold_in_context(record: Mapping) -> int:
-    """How many of the question's gold passages the reader's final context holds."""
+def gold_in_context(record: Mapping, n_ctx: int) -> int:
+    """How many of the question's gold passages the final answer's context holds
+    (:func:`kgir_lib.eval.mechanism.round_facts.answer_context`)."""
     _, gold = rf.golds(record)
-    return len(set(gold) & set(reader_context(record)))
+    return len(set(gold) & set(rf.answer_context(record, n_ctx)))
 
 
-def reader_context_table(runs: Mapping[str, Sequence[Mapping]], dataset: str, reference: str = "kgir") -> pd.DataFrame:
+def reader_context_table(runs: Mapping[str, Sequence[Mapping]], n_ctx: int, dataset: str,
+                         reference: str = "kgir") -> pd.DataFrame:
     """One row a variant in ``runs`` (``{method key: trace records}``, one dataset), paired with ``reference``
-    on the questions both have (module docstring). ``reference`` must be in ``runs``."""
+    on the questions both have (module docstring); ``n_ctx``: the run's ``context_passages``, for traces
+    that predate ``final.context_pids``. ``reference`` must be in ``runs``."""
     if reference not in runs:
         raise ValueError(f"reader_context_table: no traces of the reference method {reference!r} "
                          f"(have {sorted(runs)})")
-    ref = {rf.qid_of(r): gold_in_context(r) for r in runs[reference]}
+    ref = {rf.qid_of(r): gold_in_context(r, n_ctx) for r in runs[reference]}
     rows = []
     for method, records in runs.items():
         recs = [r for r in records if rf.qid_of(r) in ref]
         if not recs:
             continue
         n_gold = sum(len(rf.golds(r)[1]) for r in recs)
-        mine = [gold_in_context(r) for r in recs]
+        mine = [gold_in_context(r, n_ctx) for r in recs]
         theirs = [ref[rf.qid_of(r)] for r in recs]
         more = [float(a > b) for a, b in zip(mine, theirs)]
         fewer = [float(a < b) for a, b in zip(mine, theirs)]
         test = mcnemar_exact(more, fewer)
         rows.append({"dataset": dataset, "method": method, "n": len(recs),
-                     "context passages": sum(len(reader_context(r)) for r in recs) / len(recs),
+                     "context passages": sum(len(rf.answer_context(r, n_ctx)) for r in recs) / len(recs),
                      "gold in context %": 100.0 * sum(mine) / n_gold if n_gold else float("nan"),
                      "questions with gold": sum(g > 0 for g in mine),
                      "more gold": test.b, "fewer gold": test.c, "p sign test": test.p})

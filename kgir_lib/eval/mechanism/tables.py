@@ -118,7 +118,7 @@ def mechanism_tables(run_dir: Path, datasets: Sequence[str], data_dir: Optional[
                                                        ds))
         variants = {m: runs[(m, ds)] for m in VARIANTS if (m, ds) in runs}
         if "kgir" in variants and len(variants) > 1:
-            out["reader_context"].append(reader_context_table(variants, ds))
+            out["reader_context"].append(reader_context_table(variants, n_ctx, ds))
     tables = {"sources": sources.merge(pd.DataFrame(agreement, columns=["method", "dataset", "questions",
                                                                         "current rule = stored ranked_pids"]),
                                        on=["method", "dataset", "questions"], how="left")}
