@@ -12,8 +12,10 @@ Two messages used to appear in every run's console output, neither saying anythi
   :class:`QuietKernelManager` skips it; a kernel that is still busy (the runner itself interrupted) does not
   answer the shutdown request and is terminated after jupyter_client's shutdown wait (SIGTERM, then SIGKILL).
 
-papermill records the absolute input and output paths in the output notebook's metadata;
-:func:`relative_papermill_paths` rewrites them as :func:`kgir_lib.report.shown` shows paths.
+papermill records the absolute input and output paths in the output notebook's metadata, the start, end and
+duration of every cell, and gives the cell it injects a random id; the kernel adds execution timestamps.
+:func:`tidy_output_notebook` rewrites the paths as :func:`kgir_lib.report.shown` shows them and drops what
+only says when and how fast this execution ran, so a rerun that computes the same thing writes the same file.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from pathlib import Path
 import nbformat
 from jupyter_client.manager import AsyncKernelManager
 
-__all__ = ["QuietKernelManager", "relative_papermill_paths"]
+__all__ = ["QuietKernelManager", "tidy_output_notebook"]
 
 
 class QuietKernelManager(AsyncKernelManager):
@@ -49,17 +51,40 @@ class QuietKernelManager(AsyncKernelManager):
                 shutil.rmtree(self._ipc_dir, ignore_errors=True)
 
 
-def relative_papermill_paths(path: Path) -> None:
-    """Rewrite ``metadata.papermill.input_path`` / ``output_path`` of the notebook at ``path`` as shown paths."""
+TIMING_KEYS = ("start_time", "end_time", "duration")
+INJECTED_ID = "injected-parameters"
+
+
+def tidy_output_notebook(path: Path) -> None:
+    """Rewrite the executed notebook at ``path`` (module docstring): papermill's ``input_path`` /
+    ``output_path`` as shown paths; no cell timing (``metadata.papermill`` times, ``metadata.execution``); the
+    injected parameters cell under a fixed id; no empty display outputs (a finished progress bar clears its
+    display, :mod:`kgir_lib.progress`). Written only when something changed."""
     from .report import shown
 
     nb = nbformat.read(path, as_version=4)
+    before = nbformat.writes(nb)
     meta = nb.metadata.get("papermill", {})
-    changed = False
     for key in ("input_path", "output_path"):
         if meta.get(key):
-            new = shown(meta[key])
-            changed |= new != meta[key]
-            meta[key] = new
-    if changed:
+            meta[key] = shown(meta[key])
+    for key in TIMING_KEYS:
+        meta.pop(key, None)
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+        for key in TIMING_KEYS:
+            cell.metadata.get("papermill", {}).pop(key, None)
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            cell["id"] = INJECTED_ID
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if not _empty_display(o)]
+    if nbformat.writes(nb) != before:
         nbformat.write(nb, path)
+
+
+def _empty_display(output) -> bool:
+    """A display output showing nothing (only empty ``text/plain``)."""
+    if output.get("output_type") not in ("display_data", "update_display_data"):
+        return False
+    data = output.get("data", {})
+    return set(data) <= {"text/plain"} and not str(data.get("text/plain", "")).strip()

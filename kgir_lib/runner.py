@@ -301,7 +301,7 @@ def export_log(cfg) -> bool:
 def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "timings.tsv") -> int:
     import papermill as pm
 
-    from .execution import QuietKernelManager, relative_papermill_paths
+    from .execution import QuietKernelManager, tidy_output_notebook
     from .llm import LLMCacheError
 
     config, _ = split_params(params)
@@ -327,7 +327,7 @@ def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "t
         try:
             pm.execute_notebook(str(nb), str(out), parameters=nb_params, cwd=str(nb.parent), progress_bar=False,
                                 log_output=False, kernel_name="python3", kernel_manager_class=QuietKernelManager)
-            relative_papermill_paths(out)
+            tidy_output_notebook(out)
         except pm.PapermillExecutionError as exc:
             error(f"{nb.name} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}\n"
                   f"partial output: {out}", {"llm_api_key_env": cfg.llm_api_key_env})
@@ -342,7 +342,7 @@ def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "t
             return 1
         timings.append((nb.name, time.perf_counter() - t0))
         print(f"    {timings[-1][1]:.0f} s", flush=True)
-        with open(cfg.run_dir / timings_file, "a") as fh:  # appended, never truncated: a log of every run
+        with open(cfg.path("runtime", timings_file), "a") as fh:  # appended, never truncated: a log of every run
             fh.write(f"{nb.name}\t{timings[-1][1]:.1f}\n")
     total = sum(t for _, t in timings)
     print(f"done: {len(timings)} notebooks in {total:.0f} s ({total / 60:.1f} min)")

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 
 from kgir_lib.config import PROJECT_ROOT, default_data_dir
-from kgir_lib.execution import relative_papermill_paths
+from kgir_lib.execution import tidy_output_notebook
 
 
 def test_papermill_paths_are_rewritten_relative_to_the_project(tmp_path):
@@ -19,10 +19,41 @@ def test_papermill_paths_are_rewritten_relative_to_the_project(tmp_path):
                                 "duration": 1.0}
     path = tmp_path / "out.ipynb"
     nbformat.write(nb, path)
-    relative_papermill_paths(path)
+    tidy_output_notebook(path)
     meta = nbformat.read(path, as_version=4).metadata["papermill"]
     assert meta == {"input_path": "notebooks/03_subgraph_mst.ipynb",
-                    "output_path": "results/sample/notebooks/03.ipynb", "duration": 1.0}
+                    "output_path": "results/sample/notebooks/03.ipynb"}
+
+
+def test_an_output_notebook_keeps_no_trace_of_when_or_how_fast_it_ran(tmp_path):
+    """Two executions that compute the same thing write the same file: no timing, no random cell id, no
+    empty display left by a finished progress bar; the outputs themselves are kept."""
+    def executed(start: str, cell_id: str) -> nbformat.NotebookNode:
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["papermill"] = {"start_time": start, "end_time": start, "duration": 3.2, "exception": False}
+        injected = nbformat.v4.new_code_cell("profile = 'sample'")
+        injected.metadata.update(tags=["injected-parameters"], papermill={"duration": 0.1, "start_time": start,
+                                                                            "status": "completed"},
+                                 execution={"iopub.status.busy": start})
+        injected["id"] = cell_id
+        work = nbformat.v4.new_code_cell("run()")
+        work["id"] = "work"  # (a source cell keeps its id in every run)
+        work.outputs = [nbformat.v4.new_output("display_data", data={"text/plain": ""}),
+                        nbformat.v4.new_output("stream", name="stdout", text="EM 40.0\n")]
+        nb.cells = [injected, work]
+        return nb
+
+    paths = []
+    for i, (start, cell_id) in enumerate([("2026-12-01T10:00:00", "3638b562"), ("2026-12-03T11:56:06", "71299e5b")]):
+        paths.append(tmp_path / f"run{i}.ipynb")
+        nbformat.write(executed(start, cell_id), paths[-1])
+        tidy_output_notebook(paths[-1])
+    assert paths[0].read_bytes() == paths[1].read_bytes()
+    nb = nbformat.read(paths[0], as_version=4)
+    assert nb.metadata["papermill"] == {"exception": False}
+    assert nb.cells[0]["id"] == "injected-parameters" and nb.cells[0].metadata["papermill"] == {"status": "completed"}
+    assert "execution" not in nb.cells[0].metadata
+    assert [o["output_type"] for o in nb.cells[1].outputs] == ["stream"]
 
 
 def test_a_run_prints_neither_kernel_warning_and_stores_no_absolute_output_path(tmp_path):
