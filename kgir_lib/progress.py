@@ -2,10 +2,10 @@
 
 In a terminal it is a plain ``tqdm`` bar on stderr. In a Jupyter kernel (interactive or papermill)
 the bar is **one display output updated in place** (``display(..., display_id=True)`` then
-``update_display``): a live notebook shows it moving, and an executed notebook stores only the
-bar's last state, one line per bar — not one stream line per update, which is what a text bar
-leaves in a papermill notebook; a bar with ``leave=False`` (the LLM's per-call bars) ends empty.
-No ipywidgets needed.
+``update_display``): a live notebook shows it moving, and when the bar closes its display is cleared,
+so an executed notebook stores no bar at all — its rate and elapsed time would change with every run
+(and a text bar would leave one stream line per update). What the loop produced is printed by the
+notebook itself. No ipywidgets needed.
 
 The returned object is a ``tqdm`` instance (``update``, ``set_postfix``, ``close``, context manager).
 """
@@ -61,6 +61,11 @@ class _DisplayFile:
             self._handle.update(bundle, raw=True)
         self._shown = self._text
 
+    def clear(self) -> None:
+        """Empty the bar's display (an executed notebook keeps no bar; see the module docstring)."""
+        self._text = ""
+        self.flush()
+
 
 class _NotebookBar(_tqdm):
     """tqdm drawing into one in-place display output (see the module docstring)."""
@@ -75,7 +80,7 @@ class _NotebookBar(_tqdm):
         if self.disable:
             return
         super().close()
-        self.fp.flush()
+        self.fp.clear()
 
 
 def progress(iterable: Optional[Iterable] = None, desc: Optional[str] = None, total: Optional[int] = None,

@@ -1,4 +1,4 @@
-"""Progress bars: one line per bar in an executed notebook, a plain tqdm bar elsewhere."""
+"""Progress bars: shown while a notebook cell runs and gone from the stored notebook, a plain tqdm bar elsewhere."""
 from __future__ import annotations
 
 import re
@@ -37,7 +37,9 @@ def test_plain_tqdm_outside_a_notebook():
 
 
 @pytest.mark.notebooks
-def test_executed_notebook_keeps_one_line_per_bar(tmp_path):
+def test_an_executed_notebook_keeps_no_progress_bar(tmp_path):
+    """Every bar was displayed while its cell ran, and none is left in the stored outputs (its rate and elapsed
+    time would change with every run): no line with a count ``n/total`` remains."""
     pm = pytest.importorskip("papermill")
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -47,12 +49,6 @@ def test_executed_notebook_keeps_one_line_per_bar(tmp_path):
     pm.execute_notebook(str(src), str(out), cwd=str(tmp_path), progress_bar=False, kernel_name="python3")
     done = nbformat.read(out, as_version=4)
     for desc, cell in zip(CELLS, done.cells):
+        assert any(o.output_type == "display_data" for o in cell.outputs), f"{desc}: the bar was never shown"
         lines = _lines(cell)
-        bars = [ln for ln in lines if desc in ln]
-        assert not [ln for ln in lines if re.search(r"\d+/\d+", ln) and desc not in ln], lines
-        if desc == "LLM extract":  # leave=False: the bar is cleared at the end, nothing piles up
-            assert bars == [], lines
-            assert any(o.output_type == "display_data" for o in cell.outputs), "the bar was shown while it ran"
-            continue
-        assert len(bars) == 1, (desc, lines)
-        assert re.search(r"100%.*(\d+)/\1", bars[0]), bars[0]  # the bar's final state
+        assert not [ln for ln in lines if re.search(r"\d+/\d+", ln)], (desc, lines)
