@@ -6,6 +6,7 @@ separate, labelled columns beside ours — never mixed into our own columns.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence
 
@@ -260,22 +261,59 @@ def to_markdown(df: pd.DataFrame, floatfmt: str = ".1f", exact: Sequence[str] = 
     return "\n".join(lines)
 
 
-def save_table(df: pd.DataFrame, cfg, name: str, caption: str = "", exact: Sequence[str] = ()) -> Path:
-    """Write ``tables/<name>.csv`` and ``tables/<name>.md`` (caption above the table) in the run directory;
-    ``exact``: columns of set values the .md prints as given (:func:`to_markdown`). The path returned prints
-    as :func:`shown`, relative to the project."""
-    csv = cfg.path("tables", f"{name}.csv")
+# Columns that measure this execution rather than its result: a rerun from the cache turns every call into a
+# cache hit and the seconds near zero, so a committed table holding them would change with every rerun.
+RUNTIME_COLUMN = re.compile(r"cache[ _]hits|wall[ _]seconds", re.IGNORECASE)
+
+
+def is_runtime(label) -> bool:
+    """A column label (a tuple for grouped columns) of wall-clock seconds or cache hits (:data:`RUNTIME_COLUMN`)."""
+    parts = label if isinstance(label, tuple) else (label,)
+    return any(RUNTIME_COLUMN.search(str(p)) for p in parts)
+
+
+def split_runtime(df: pd.DataFrame) -> tuple:
+    """``(result, runtime)``: ``df`` without its :func:`is_runtime` columns, and those columns alone (None when
+    there are none)."""
+    runtime = [c for c in df.columns if is_runtime(c)]
+    if not runtime:
+        return df, None
+    return df.drop(columns=runtime), df[runtime]
+
+
+def save_table(df: pd.DataFrame, cfg, name: str, caption: str = "", exact: Sequence[str] = (),
+               folder: str = "tables", markdown: bool = True) -> Path:
+    """Write ``<folder>/<name>.csv`` and ``<folder>/<name>.md`` (caption above the table) in the run directory;
+    ``exact``: columns of set values the .md prints as given (:func:`to_markdown`). Wall-clock seconds and cache
+    hits (:func:`is_runtime`) describe this execution, not the result: they go to the git-ignored
+    ``runtime/<folder>/<name>.csv`` instead, so a rerun leaves the committed table as it was. The path returned
+    prints as :func:`shown`, relative to the project."""
+    df, runtime = split_runtime(df)
+    csv = cfg.path(folder, f"{name}.csv")
     df.to_csv(csv)
-    md = cfg.path("tables", f"{name}.md")
-    md.write_text((f"{caption}\n\n" if caption else "") + to_markdown(df, exact=exact) + "\n")
+    if markdown:
+        md = cfg.path(folder, f"{name}.md")
+        md.write_text((f"{caption}\n\n" if caption else "") + to_markdown(df, exact=exact) + "\n")
+    if runtime is not None:
+        runtime.to_csv(cfg.path("runtime", folder, f"{name}.csv"))
     return ShownPath(csv)
 
 
 def save_figure(fig, cfg, name: str) -> Path:
-    """Write ``<figures>/<profile>/<name>.png``; the path returned prints as :func:`shown`."""
+    """Write ``<figures>/<profile>/<name>.png`` with no timestamp or software version in it, and only when the
+    image differs from the file already there, so the same figure leaves the same bytes on disk. The path
+    returned prints as :func:`shown`."""
+    import io
+
     cfg.fig_dir.mkdir(parents=True, exist_ok=True)
     path = cfg.fig_dir / f"{name}.png"
-    fig.savefig(path, dpi=120, bbox_inches="tight")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120, bbox_inches="tight", metadata={"Software": None})
+    data = buf.getvalue()
+    if not (path.exists() and path.read_bytes() == data):
+        tmp = path.with_suffix(".png.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
     return ShownPath(path)
 
 

@@ -136,6 +136,8 @@ def test_usage_per_stage(make_llm):
     table = llm.usage.table()
     assert list(table.index) == ["extract", "answer", "total"]
     assert table.loc["total", "calls"] == 3
+    assert list(table.columns) == ["calls", "cache_hits", "prompt_tokens", "completion_tokens", "wall seconds",
+                                   "failures", "truncated"]
 
 
 def test_usage_since_snapshot(make_llm):

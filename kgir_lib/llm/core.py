@@ -169,11 +169,13 @@ class Usage:
         return out
 
     def table(self):
+        """One row a stage and a total; a stage's ``seconds`` are the wall time of its calls, so the column is
+        named ``wall seconds`` (with ``cache_hits`` it describes the execution, not the result)."""
         import pandas as pd
 
         rows = [{"stage": k, **asdict(v)} for k, v in self.stages.items()]
         rows.append({"stage": "total", **asdict(self.total())})
-        return pd.DataFrame(rows).set_index("stage")
+        return pd.DataFrame(rows).set_index("stage").rename(columns={"seconds": "wall seconds"})
 
 
 class LLMError(RuntimeError):

@@ -5,6 +5,9 @@ everywhere:
 
 * **numbers rounded**: floats to ``digits`` decimals (1 by default; a column can have its own), whole-valued
   float columns (counts that passed through a mean or a NaN) as integers, NaN as an empty cell;
+* **no runtime columns**: wall-clock seconds and cache hits (:func:`kgir_lib.report.is_runtime`) describe
+  this execution, not the result; a rerun from the cache would change them, so they are never shown (the
+  table's saved copy keeps them in the run's git-ignored ``runtime/`` folder);
 * **published columns that hold nothing dropped**: a column whose label names a published or paper number
   ("published: ...", "Δ EM (paper, ...)") and is NaN on every row of this table says nothing here;
 * **wide tables split**: more than ``max_cols`` columns are shown in blocks of columns, each with the row
@@ -24,6 +27,8 @@ from typing import Mapping, Optional, Union
 
 import numpy as np
 import pandas as pd
+
+from ..report import is_runtime
 
 __all__ = ["show", "tidy", "blocks", "is_published", "Table"]
 
@@ -58,13 +63,13 @@ def is_p_value(column) -> bool:
 
 
 def tidy(df: pd.DataFrame, digits: Union[int, Mapping[str, int]] = 1, drop_empty_published: bool = True) -> pd.DataFrame:
-    """``df`` with floats rounded and empty published columns dropped (see the module docstring).
+    """``df`` with floats rounded, runtime columns and empty published columns dropped (module docstring).
 
     ``digits``: decimals for every float column, or ``{column: decimals}`` with the others at 1. A float
     column whose values are all whole numbers becomes a nullable integer column; a column of set values with
     at most 3 decimals (0.05, 0.95) keeps them. Nothing else changes.
     """
-    out = df.copy()
+    out = df.drop(columns=[c for c in df.columns if is_runtime(c)])
     if drop_empty_published:
         empty = [c for c in out.columns if is_published(c) and out[c].isna().all()]
         out = out.drop(columns=empty)

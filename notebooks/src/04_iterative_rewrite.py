@@ -109,7 +109,7 @@ for name in progress(cfg.datasets, desc="datasets"):
                      "loop": trace_table(outputs), "dense": dense,
                      "meta": ev.read_meta(ev.trace_path(cfg, method, name))}
     print(f"{name}: {len(qs)} questions -> {report.shown(ev.trace_path(cfg, method, name))}")
-llm.usage.table().to_csv(cfg.path("usage", "04_iterative_rewrite.csv"))
+report.save_table(llm.usage.table(), cfg, "04_iterative_rewrite", folder="usage", markdown=False)
 
 # %% [markdown]
 # ## 2. EM, F1, Recall@2/5, rounds, LLM calls and tokens per question
