@@ -195,7 +195,8 @@ def focus_view(sub: EvidenceSubgraph, max_edges: int = 25, max_seedless: int = 4
 def layout(g: nx.Graph, seeds: Sequence[str] = ()) -> dict:
     """Positions for a drawing: each connected component laid out on its own (Kamada-Kawai, which spreads a
     hub's neighbours evenly), components holding a seed first and largest, side by side; nodes and edges
-    are inserted in sorted order so the same graph always gets the same picture."""
+    are inserted in sorted order and positions rounded to 3 decimals, so the same graph always gets the same
+    picture (the optimiser's last bits can differ between machines; a rounded position does not move a pixel)."""
     import math
 
     seed_set = set(seeds)
@@ -209,7 +210,7 @@ def layout(g: nx.Graph, seeds: Sequence[str] = ()) -> dict:
         p = nx.kamada_kawai_layout(h, scale=scale) if len(comp) > 2 else \
             nx.circular_layout(h, scale=0.5 * scale) if len(comp) == 2 else {next(iter(comp)): (0.0, 0.0)}
         for n, (px, py) in p.items():
-            pos[n] = (x + scale + float(px), float(py))
+            pos[n] = (round(x + scale + float(px), 3), round(float(py), 3))
         x += 2 * scale + 0.7
     return pos
 
