@@ -124,7 +124,10 @@ def load_config(profile: Optional[str | os.PathLike] = None, **overrides: Any) -
 
 
 def start_run(cfg: Config, notebook: str) -> Path:
-    """Record the effective config of ``notebook`` in the run directory; return its path."""
+    """Record the effective config of ``notebook`` in the run directory; return its path. The locations
+    (``data_dir``, ``results_dir``, ``figures_dir``) are recorded as null: they say where this machine keeps
+    the files, not what was computed, and the same run on another machine must write the same record."""
     path = cfg.path("config", f"{notebook}.yaml")
-    path.write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=True))
+    values = {**cfg.to_dict(), **dict.fromkeys(LOCATION_ENV)}
+    path.write_text(yaml.safe_dump(values, sort_keys=True))
     return path
