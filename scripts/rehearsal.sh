@@ -110,7 +110,7 @@ if [ "$rc1" != 0 ]; then
     runner "$OUT/logs/phase1b_runner.log" --only 01 -p datasets "[musique_train, hotpotqa]"
     wait_runner; log "phase 1b runner exit code $?"
 fi
-cp -r "$RUN/usage" "$OUT/usage_phase1" 2>/dev/null; cp "$RUN/timings.tsv" "$OUT/timings_phase1.tsv" 2>/dev/null
+cp -r "$RUN/usage" "$OUT/usage_phase1" 2>/dev/null; cp "$RUN/runtime/timings.tsv" "$OUT/timings_phase1.tsv" 2>/dev/null
 
 # ---- phase 2: notebooks 02-05, the whole job killed in notebook 04 -----------------------------------
 log "phase 2: runner --only 02 03 04 05"
@@ -140,7 +140,7 @@ runner "$OUT/logs/phase3_runner.log" --only 02 03 04 05
 wait_runner; rc3=$?
 log "phase 3 runner exit code $rc3"
 snapshot "after phase 3 (restart); rows before the restart $ROWS_BEFORE"
-cp -r "$RUN/usage" "$OUT/usage_phase3" 2>/dev/null; cp "$RUN/timings.tsv" "$OUT/timings_phase3.tsv" 2>/dev/null
+cp -r "$RUN/usage" "$OUT/usage_phase3" 2>/dev/null; cp "$RUN/runtime/timings.tsv" "$OUT/timings_phase3.tsv" 2>/dev/null
 
 # ---- phase 4: regenerate from the cache with no server ------------------------------------------------
 for s in A B; do stop_server "$s"; done
@@ -182,7 +182,7 @@ if db.exists():
     con = sqlite3.connect(db)
     n, pt, ct, s = con.execute("select count(*), sum(prompt_tokens), sum(completion_tokens), sum(seconds) from calls").fetchone()
     lines += [f"cache: {n} rows, {pt} prompt + {ct} completion tokens, {s:.0f} s of server time", ""]
-for t in sorted(out.glob("timings_phase*.tsv")) + sorted(run.glob("timings_regenerate.tsv")):
+for t in sorted(out.glob("timings_phase*.tsv")) + sorted(run.glob("runtime/timings_regenerate.tsv")):
     lines += [f"## {t.name}", "", "```", t.read_text(), "```", ""]
 lines += ["## events", "", "```", (out / "events.tsv").read_text(), "```"]
 (out / "measurements.md").write_text("\n".join(lines))

@@ -110,7 +110,7 @@ def test_runs_notebooks_in_order_with_parameters(tmp_path):
         out = run("--profile", "ci", "--notebooks-dir", str(nbs), "--only", "00", tmp_path=tmp_path)
         assert out.returncode == 0, out.stderr
         assert "done: 1 notebooks" in out.stdout and "scratch" not in out.stdout
-    timings = (tmp_path / "results" / "ci" / "timings.tsv").read_text().splitlines()
+    timings = (tmp_path / "results" / "ci" / "runtime" / "timings.tsv").read_text().splitlines()
     assert len(timings) == 2 and all(line.startswith("00_probe.ipynb\t") for line in timings)
 
 

@@ -69,7 +69,8 @@ def test_a_run_with_parameters_writes_a_scratch_directory_from_the_committed_log
     export_log(seed, reference / LOG_NAME)
     (reference / "tables").mkdir()
     (reference / "tables" / "00_probe.csv").write_text("top_k\n10\n")
-    (reference / "timings.tsv").write_text("00_probe.ipynb\t1.0\n")
+    (reference / "runtime").mkdir()
+    (reference / "runtime" / "timings.tsv").write_text("00_probe.ipynb\t1.0\n")
     (tmp_path / "figs" / "ci").mkdir(parents=True)
     before, before_figs = snapshot(reference), snapshot(tmp_path / "figs")
     probe_dir(tmp_path)
@@ -88,7 +89,7 @@ def test_a_run_with_parameters_writes_a_scratch_directory_from_the_committed_log
 
     again = run(tmp_path, "-p", "qid", "q-new", "-p", "top_k", "5")  # the same parameters: the same scratch run
     assert again.returncode == 0 and f"results: {scratch}" in again.stdout
-    assert len((scratch / "timings.tsv").read_text().splitlines()) == 2
+    assert len((scratch / "runtime" / "timings.tsv").read_text().splitlines()) == 2
 
 
 def test_write_reference_and_location_only_parameters_write_the_profiles_own_directory(tmp_path):
