@@ -16,7 +16,15 @@ from kgir_lib.methods.base import Workspace
 from kgir_lib.retrieval import DenseIndex
 from _notebook_checks import executed, pytest_collection_modifyitems  # noqa: F401  (table checks after the notebooks)
 
-SHARED_DATA = default_data_dir()  # $KGIR_DATA_DIR, else ../shared/data beside the project
+SHARED_DATA = default_data_dir()  # $KGIR_DATA_DIR, else ../shared/data beside the project, else data/samples
+
+
+def pytest_report_header(config) -> str:
+    """Which data the tests read; without it the tests on the real samples are skipped, so say so up front."""
+    if (SHARED_DATA / "musique").is_dir():
+        return f"data: {SHARED_DATA}"
+    return (f"data: {SHARED_DATA} is MISSING: the tests on the real samples are skipped. Get them with "
+            f"`python -m kgir_lib.data_sources fetch` (scripts/test.sh does) or set KGIR_DATA_DIR")
 
 
 class BagOfWordsEncoder:
