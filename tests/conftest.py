@@ -19,12 +19,21 @@ from _notebook_checks import executed, pytest_collection_modifyitems  # noqa: F4
 SHARED_DATA = default_data_dir()  # $KGIR_DATA_DIR, else ../shared/data beside the project, else data/samples
 
 
-def pytest_report_header(config) -> str:
-    """Which data the tests read; without it the tests on the real samples are skipped, so say so up front."""
+def _missing_data() -> str:
+    """A warning when the samples are not where the tests read them (the tests on real data are then skipped)."""
     if (SHARED_DATA / "musique").is_dir():
-        return f"data: {SHARED_DATA}"
-    return (f"data: {SHARED_DATA} is MISSING: the tests on the real samples are skipped. Get them with "
+        return ""
+    return (f"data: {SHARED_DATA} is MISSING, so the tests on the real samples were skipped. Get them with "
             f"`python -m kgir_lib.data_sources fetch` (scripts/test.sh does) or set KGIR_DATA_DIR")
+
+
+def pytest_report_header(config) -> str:
+    return _missing_data() or f"data: {SHARED_DATA}"
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if _missing_data():  # also under -q, which hides the header
+        terminalreporter.write_line(_missing_data(), yellow=True)
 
 
 class BagOfWordsEncoder:
