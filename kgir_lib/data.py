@@ -8,6 +8,8 @@ is the whole corpus, never the question's own paragraphs.
 Gold passages (for Recall@k, paper §3.3.3): MuSiQue, the paragraphs marked
 ``is_supporting``; HotpotQA, the corpus passages whose titles appear in
 ``supporting_facts``. Passage identity is title + text.
+
+Where the files come from, and how they are downloaded and verified: :mod:`kgir_lib.data_sources`.
 """
 from __future__ import annotations
 
@@ -18,10 +20,7 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
-
-HF_REPO = "osunlp/HippoRAG_2"
-
+from typing import Optional, Sequence
 
 class DataError(ValueError):
     """Bad or missing data; the message names the file and field."""
@@ -93,7 +92,8 @@ def _find(data_dir: Path, name: str, suffix: str) -> Path:
         raise DataError(f"data directory {data_dir} is a file, not a directory (set KGIR_DATA_DIR or the "
                         f"'data_dir' parameter to the folder holding <name>.json and <name>_corpus.json)")
     if not data_dir.is_dir():
-        raise DataError(f"data directory {data_dir} does not exist (set KGIR_DATA_DIR or the 'data_dir' parameter)")
+        raise DataError(f"data directory {data_dir} does not exist (set KGIR_DATA_DIR or the 'data_dir' parameter "
+                        f"to a folder holding the samples, or download them: python -m kgir_lib.data_sources fetch)")
     known = sorted({p.name.removesuffix("_corpus.json") for p in data_dir.rglob("*_corpus.json")})
     if name not in known:
         raise DataError(f"unknown dataset {name!r}: no {name}{suffix} under {data_dir} (datasets found: {known})")
@@ -277,7 +277,8 @@ def declares_no_gold(data_dir: Path, name: str) -> bool:
 def load_dataset(name: str, data_dir: Optional[Path] = None) -> Dataset:
     """Load ``<name>.json`` + ``<name>_corpus.json``; the schema (MuSiQue or HotpotQA) is detected per record.
 
-    ``data_dir`` defaults to ``$KGIR_DATA_DIR``, else ``../shared/data`` beside the project.
+    ``data_dir`` defaults to :func:`kgir_lib.config.default_data_dir` (``$KGIR_DATA_DIR``, else ``../shared/data``
+    beside the project, else the downloaded samples in ``data/samples/``).
     Every field's type is checked (question, passage text and answer are strings, ids strings or
     whole numbers); an empty question set or corpus is refused, and so is a question without a
     supporting passage unless the dataset declares it has none (:func:`declares_no_gold`).
@@ -350,50 +351,3 @@ def tuning_questions(questions: Sequence[Question], n: int = TUNED_ON, seed: int
     order = list(range(len(questions)))
     random.Random(seed).shuffle(order)
     return [questions[i] for i in order[SAMPLE_RESERVED:SAMPLE_RESERVED + n]]
-
-HF_ENDPOINT = "https://huggingface.co"
-
-
-def download_hipporag2(names: Iterable[str], target: Path, timeout_s: float = 10.0) -> list:
-    """Fetch HippoRAG 2's full 1000-question release (``osunlp/HippoRAG_2``) from the Hugging Face hub.
-
-    Files land in ``target/<name>/`` (the layout :func:`load_dataset` reads). Needs
-    internet: the hub is probed first with a short timeout, and where it cannot be
-    reached this raises :class:`DataError` with a plain message within seconds,
-    instead of a network traceback after minutes of retries. Plain HTTP (httpx,
-    honouring proxy variables and ``$HF_ENDPOINT``), so ``HF_HUB_OFFLINE`` set by a
-    model load elsewhere in the process does not interfere.
-    """
-    import os
-
-    import httpx
-
-    endpoint = os.environ.get("HF_ENDPOINT", HF_ENDPOINT).rstrip("/")
-    names = list(names)
-    timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 5.0))
-    got = []
-    try:
-        with httpx.Client(timeout=timeout, follow_redirects=True) as client:
-            client.head(f"{endpoint}/api/datasets/{HF_REPO}")  # fail fast when offline
-            for name in names:
-                folder = Path(target) / name
-                folder.mkdir(parents=True, exist_ok=True)
-                for fname in (f"{name}.json", f"{name}_corpus.json"):
-                    url = f"{endpoint}/datasets/{HF_REPO}/resolve/main/{fname}"
-                    dest, tmp = folder / fname, folder / f".{fname}.part"
-                    with client.stream("GET", url) as resp:
-                        if resp.status_code != 200:
-                            raise DataError(f"could not download {fname} from the Hugging Face hub ({HF_REPO}): "
-                                            f"HTTP {resp.status_code} for {url}")
-                        with open(tmp, "wb") as fh:
-                            for chunk in resp.iter_bytes():
-                                fh.write(chunk)
-                    os.replace(tmp, dest)
-                    got.append(dest)
-    except httpx.HTTPError as exc:
-        raise DataError(
-            f"could not reach the Hugging Face hub at {endpoint} to download {HF_REPO} "
-            f"({type(exc).__name__}: {exc}). This machine may have no internet; use the samples in "
-            f"the data directory instead."
-        ) from None
-    return got

@@ -17,8 +17,7 @@ from typing import Iterable
 from .data import DataError
 from .redact import env_secrets, redact
 
-DOWNLOAD = ("python -c \"from pathlib import Path; from kgir_lib.data import download_hipporag2; "
-            "download_hipporag2({names!r}, Path('data'))\" && export KGIR_DATA_DIR=$PWD/data")
+DOWNLOAD = "python -m kgir_lib.data_sources full --target data {names} && export KGIR_DATA_DIR=$PWD/data"
 
 
 class QuestionShortfall(DataError):
@@ -56,7 +55,7 @@ def check_question_counts(cfg, loaded: dict) -> None:
     names = sorted({name for name, *_ in short})
     raise QuestionShortfall(
         f"profile {cfg.profile!r} asks for more questions than the data holds ({what}). Get the full sets: "
-        f"{DOWNLOAD.format(names=names)} (needs internet), or set allow_fewer_questions: true in a profile "
+        f"{DOWNLOAD.format(names=' '.join(names))} (needs internet), or set allow_fewer_questions: true in a profile "
         f"(or -p allow_fewer_questions true) to run on the questions present")
 
 

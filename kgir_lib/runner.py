@@ -19,6 +19,11 @@ Paths are resolved once, here: a relative ``KGIR_DATA_DIR`` / ``KGIR_RESULTS_DIR
 runner was started from, so the kernels (which run in ``notebooks/``) use what was
 validated.
 
+**The data.** Where the profile reads the project's default samples folder (``data/samples/``: no
+``KGIR_DATA_DIR``, no ``../shared/data``, no ``data_dir``) and a sample set is not there yet, the runner
+fetches it first (:func:`kgir_lib.data_sources.ensure_samples`: downloaded, derived, verified against the
+committed manifest); offline that fails within seconds, naming ``KGIR_DATA_DIR`` and the fetch command.
+
 Before anything runs (``--validate-only`` stops here): the config, every dataset it
 names and their question counts (:mod:`kgir_lib.preflight`; exit code 3 when the data
 holds fewer questions than asked), and for the ``openai`` backend each server's model
@@ -43,6 +48,7 @@ from pathlib import Path
 from .config import PROJECT_ROOT, ConfigError, load_config, profile_identity
 from .config.fields import LOCATION_ENV
 from .data import DataError, load_dataset
+from .data_sources import ensure_samples
 from .preflight import QuestionShortfall, ServerError, check_question_counts, check_servers, shortfalls
 from .redact import env_secrets, redact, secret_name
 from .traces import remove_stale_temporaries
@@ -148,6 +154,13 @@ def validate(profile: str, params: dict | None = None) -> list:
     return lines
 
 
+def obtain_samples(profile: str, params: dict) -> list:
+    """When the profile reads the project's default samples folder, make sure it holds every sample set (a
+    notebook may be rerun on another one), fetched and verified (:func:`kgir_lib.data_sources.ensure_samples`);
+    lines saying what was done. Any other data folder is left as it is."""
+    return ensure_samples(load_config(profile, **split_params(params)[0]).data_path)
+
+
 def _parse_params(pairs: list) -> dict:
     """``-p NAME VALUE`` pairs, each value read as YAML (so ``[a, b]`` is a list and ``4`` a number). The value
     of a name that suggests a secret (:func:`kgir_lib.redact.secret_name`) is never echoed."""
@@ -220,6 +233,8 @@ def main(argv=None) -> int:
         scratch = None if args.write_reference else scratch_name(profile_identity(profile), params)
         if scratch:
             params["run_name"] = scratch
+        for line in obtain_samples(profile, params):
+            print(line, flush=True)
         for line in validate(profile, params):
             print(line)
         if not (args.no_server_check or args.regenerate):  # a cache-only run calls no server

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Paper scale in one command (README "Paper scale, step by step", steps 2-4):
 #   1. check the data: the profile's questions must be present (runner --validate-only); if they are not,
-#      download HippoRAG 2's full sets (kgir_lib.data.download_hipporag2) and use them;
+#      download HippoRAG 2's full sets (kgir_lib.data_sources.download_hipporag2) into data/<name>/ and use
+#      them (the samples the runner fetches by itself live apart, in data/samples/);
 #   2. start `vllm serve <llm_model> --tensor-parallel-size <llm_tensor_parallel_size>` on a free port, unless
 #      a running server is given (KGIR_LLM_URLS), and wait until it answers /v1/models;
 #   3. run the main job (kgir_lib.runner) against it, writing results/<profile>/;
@@ -46,7 +47,7 @@ if [ "$rc" = 3 ]; then
 import sys
 from pathlib import Path
 from kgir_lib.config import load_config
-from kgir_lib.data import download_hipporag2
+from kgir_lib.data_sources import download_hipporag2
 cfg = load_config(sys.argv[1])
 names = sorted({*cfg.datasets, *cfg.ablation_datasets, *cfg.study_datasets, *cfg.extract_datasets})
 for path in download_hipporag2(names, Path(sys.argv[2])):

@@ -16,7 +16,24 @@ from kgir_lib.methods.base import Workspace
 from kgir_lib.retrieval import DenseIndex
 from _notebook_checks import executed, pytest_collection_modifyitems  # noqa: F401  (table checks after the notebooks)
 
-SHARED_DATA = default_data_dir()  # $KGIR_DATA_DIR, else ../shared/data beside the project
+SHARED_DATA = default_data_dir()  # $KGIR_DATA_DIR, else ../shared/data beside the project, else data/samples
+
+
+def _missing_data() -> str:
+    """A warning when the samples are not where the tests read them (the tests on real data are then skipped)."""
+    if (SHARED_DATA / "musique").is_dir():
+        return ""
+    return (f"data: {SHARED_DATA} is MISSING, so the tests on the real samples were skipped. Get them with "
+            f"`python -m kgir_lib.data_sources fetch` (scripts/test.sh does) or set KGIR_DATA_DIR")
+
+
+def pytest_report_header(config) -> str:
+    return _missing_data() or f"data: {SHARED_DATA}"
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if _missing_data():  # also under -q, which hides the header
+        terminalreporter.write_line(_missing_data(), yellow=True)
 
 
 class BagOfWordsEncoder:

@@ -199,10 +199,16 @@ def test_locations_from_env_and_params(tmp_path, monkeypatch):
     assert other.run_dir == tmp_path / "elsewhere" / "ci"
 
 
-def test_default_data_dir_is_shared_data(monkeypatch):
-    from kgir_lib.config import PROJECT_ROOT
+def test_default_data_dir_is_the_shared_data_else_the_downloaded_samples(monkeypatch, tmp_path):
+    from kgir_lib.config import fields
 
-    assert load_config("ci").data_path == PROJECT_ROOT.parent / "shared" / "data"
+    monkeypatch.delenv("KGIR_DATA_DIR", raising=False)
+    monkeypatch.setattr(fields, "PROJECT_ROOT", tmp_path / "project")
+    assert load_config("ci").data_path == tmp_path / "project" / "data" / "samples"  # a clone without ../shared
+    (tmp_path / "shared" / "data").mkdir(parents=True)
+    assert load_config("ci").data_path == tmp_path / "shared" / "data"
+    monkeypatch.setenv("KGIR_DATA_DIR", str(tmp_path / "mine"))
+    assert load_config("ci").data_path == tmp_path / "mine"
 
 
 def test_path_creates_parents(tmp_path):

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from kgir_lib.config import default_data_dir
-from kgir_lib.data import (SAMPLE_RESERVED, DataError, Passage, download_hipporag2, load_corpus, load_dataset,
+from kgir_lib.data import (SAMPLE_RESERVED, DataError, Passage, load_corpus, load_dataset,
                            passage_id, sample_questions, tuning_questions)
 
-SHARED_DATA = default_data_dir()  # $KGIR_DATA_DIR, else ../shared/data beside the project
+SHARED_DATA = default_data_dir()  # $KGIR_DATA_DIR, else ../shared/data beside the project, else data/samples
 needs_shared = pytest.mark.skipif(not (SHARED_DATA / "musique").is_dir(), reason=f"no shared data at {SHARED_DATA}")
 
 
@@ -250,49 +250,6 @@ def test_default_data_dir_from_env(tmp_path, monkeypatch):
     d = _make(tmp_path, "myset", [_musique_rec(0)], CORPUS)
     monkeypatch.setenv("KGIR_DATA_DIR", str(d))
     assert len(load_dataset("myset").questions) == 1
-
-
-# ------------------------------------------------------------------ download: no internet here
-@pytest.fixture
-def clients(monkeypatch):
-    """The timeouts of every httpx.Client the download makes (what bounds it when offline)."""
-    import httpx
-
-    made = []
-
-    class Recording(httpx.Client):
-        def __init__(self, *args, **kwargs):
-            made.append(kwargs.get("timeout"))
-            super().__init__(*args, **kwargs)
-
-    monkeypatch.setattr(httpx, "Client", Recording)
-    return made
-
-
-def test_download_fails_fast_with_a_clear_error(tmp_path, monkeypatch, clients):
-    # An unroutable endpoint makes the result the same with or without internet.
-    import httpx
-
-    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
-    with pytest.raises(DataError, match="could not reach the Hugging Face hub") as exc:
-        download_hipporag2(["musique"], tmp_path / "dl", timeout_s=3)
-    assert clients == [httpx.Timeout(3, connect=3)]  # one client, bounded by the short probe timeout
-    assert "osunlp/HippoRAG_2" in str(exc.value) and "Traceback" not in str(exc.value)
-    assert not list((tmp_path).rglob("*.json"))
-
-
-def test_download_real_hub_fails_clearly_or_works(tmp_path, monkeypatch, clients):
-    """On this machine (no internet) the real hub fails with a clear error; elsewhere it may download."""
-    import httpx
-
-    monkeypatch.delenv("HF_ENDPOINT", raising=False)
-    try:
-        got = download_hipporag2([], tmp_path / "dl", timeout_s=5)
-    except DataError as exc:
-        assert "HippoRAG_2" in str(exc) and "Traceback" not in str(exc)
-    else:
-        assert got == []
-    assert clients == [httpx.Timeout(5, connect=5)]
 
 
 # ------------------------------------------------------------------ field types, empty sets, no gold

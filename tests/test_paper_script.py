@@ -53,7 +53,7 @@ def test_the_script_parses_and_reuses_the_shared_server_functions():
 def test_too_few_questions_stop_before_any_server_starts(tmp_path):
     out = script(tmp_path, KGIR_PROFILE="paper")
     assert out.returncode == 3, out.stdout + out.stderr
-    assert "download_hipporag2" in out.stderr and "KGIR_NO_DOWNLOAD=1: stopping" in out.stdout
+    assert "kgir_lib.data_sources full" in out.stderr and "KGIR_NO_DOWNLOAD=1: stopping" in out.stdout
     assert "starting" not in out.stdout
 
 

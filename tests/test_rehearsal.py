@@ -11,7 +11,7 @@ from kgir_lib.config import default_data_dir, load_config
 from kgir_lib.runner import validate
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = default_data_dir()  # $KGIR_DATA_DIR, else ../shared/data beside the project
+SHARED_DATA = default_data_dir()  # $KGIR_DATA_DIR, else ../shared/data beside the project, else data/samples
 
 # what a rehearsal may change from the paper profile: model (and the servers/JSON mode that serve it), embedder, reranker, questions
 ALLOWED = {"description", "llm_model", "llm_base_urls", "llm_json_mode", "embed_model", "embed_max_length",

@@ -13,7 +13,7 @@
 #   5. hipporag2_compare.py seeded          the suite's graph + PPR seeded with upstream's kept facts (no LLM)
 #   6. hipporag2_compare.py report          results/benchmarks/peers_hipporag2.md
 # Usage: bash benchmarks/peers/hipporag2_crosscheck.sh
-# Knobs (environment): KGIR_DATA_DIR (default ../shared/data beside the repo), PEERS_WORK (default
+# Knobs (environment): KGIR_DATA_DIR (default: the suite's, ../shared/data or data/samples/), PEERS_WORK (default
 # benchmarks/peers/.work/hipporag2), N_THREADS (llama.cpp threads, default 1), N_CTX (default 8192),
 # MAX_NEW_TOKENS (upstream QA reader budget, default 256), SYNONYMY (1: also compare rankings with synonymy
 # edges on both sides, retrieval only, both seeded with upstream's kept facts; default 0), MODEL (embedded GGUF name), QA_N (upstream answers only
@@ -25,7 +25,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 PY="${KGIR_PYTHON:-$ROOT/.venv/bin/python}"
 PEER_PY="$ROOT/benchmarks/peers/.venv-hipporag/bin/python"
-export KGIR_DATA_DIR="${KGIR_DATA_DIR:-$(cd "$ROOT/.." && pwd)/shared/data}"
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+"$PY" -m kgir_lib.data_sources ensure >/dev/null  # the samples (fetched into data/samples/ when missing), verified
+export KGIR_DATA_DIR="${KGIR_DATA_DIR:-$("$PY" -c "from kgir_lib.config import default_data_dir; print(default_data_dir())")}"
 WORK="${PEERS_WORK:-$ROOT/benchmarks/peers/.work/hipporag2}"
 MODEL="${MODEL:-Qwen2.5-Coder-1.5B-Instruct-Q4_K_M}"
 N_THREADS="${N_THREADS:-1}"

@@ -173,9 +173,26 @@ class Config:
 
 
 def default_data_dir() -> Path:
-    """``$KGIR_DATA_DIR``, else ``../shared/data`` beside the project root."""
+    """``$KGIR_DATA_DIR``, else ``../shared/data`` beside the project root if that folder exists, else the
+    project's downloaded samples (:func:`samples_dir`; ``python -m kgir_lib.data_sources fetch`` fills it, and
+    the runner does so by itself when it is missing)."""
     env = os.environ.get("KGIR_DATA_DIR")
-    return Path(env) if env else PROJECT_ROOT.parent / "shared" / "data"
+    if env:
+        return Path(env)
+    shared = shared_data_dir()
+    return shared if shared.is_dir() else samples_dir()
+
+
+def shared_data_dir() -> Path:
+    """``../shared/data`` beside the project root: the samples, where a machine provides them."""
+    return PROJECT_ROOT.parent / "shared" / "data"
+
+
+def samples_dir() -> Path:
+    """``data/samples/`` in the project (git-ignored): the samples derived from the upstream releases and
+    verified against ``kgir_lib/data_sources/manifest.json``. Not ``data/<name>/``: that is where
+    ``scripts/paper.sh`` puts HippoRAG 2's full 1000-question sets."""
+    return PROJECT_ROOT / "data" / "samples"
 
 
 def default_results_dir() -> Path:

@@ -65,7 +65,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kgir_lib.eval.reread", description=__doc__.splitlines()[0])
     ap.add_argument("run_dir", type=Path, help="a run's folder, the one that holds traces/")
     ap.add_argument("--datasets", nargs="+", default=["musique_train", "hotpotqa"])
-    ap.add_argument("--data-dir", type=Path, default=None, help="default: $KGIR_DATA_DIR, else ../shared/data")
+    ap.add_argument("--data-dir", type=Path, default=None,
+                    help="default: $KGIR_DATA_DIR, else ../shared/data, else data/samples/")
     ap.add_argument("--n-boot", type=int, default=2000)
     ap.add_argument("--context-passages", type=int, default=5, help="the run's reader context (config field)")
     ap.add_argument("--out-dir", type=Path, default=None, help="write the tables here (.csv and .md)")
