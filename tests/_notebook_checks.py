@@ -3,7 +3,9 @@
 ``scripts/test.sh`` runs ``pytest tests notebooks/NN_*.ipynb --nbval-lax`` with ``KGIR_PROFILE=ci``
 and a temporary ``KGIR_RESULTS_DIR``. The hook moves the tests of ``test_notebook_tables.py`` after
 the notebooks' nbval cells, so they read the tables the notebooks have just written (the notebooks
-run once). In a session without the notebooks (``pytest tests``) those tests skip.
+run once). In a session without the notebooks (``pytest tests``) those tests skip. Under pytest-xdist
+(``--dist loadgroup``) the notebooks' cells and those checks form one group, run by one worker in this order:
+the notebooks share one results directory, and each reads what the one before it wrote.
 """
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ def pytest_collection_modifyitems(session, config, items):
         config._kgir_failures = _NotebookFailures()
         config.pluginmanager.register(config._kgir_failures, "kgir-notebook-failures")
     checks = [it for it in items if Path(str(it.fspath)).name == CHECKS_FILE]
+    for it in notebooks + checks:
+        it.add_marker(pytest.mark.xdist_group("notebooks"))
     ids = {id(it) for it in checks}
     items[:] = [it for it in items if id(it) not in ids] + checks
 
