@@ -82,14 +82,16 @@ def build_method(name: str, **kw) -> Method:
     return METHODS[name](**kw)
 
 
-def check_method_keys(keys: Optional[Iterable[str]], field: str = "eval_methods") -> None:
-    """``keys`` (the config's ``eval_methods``; ``None`` = every method) must be registry keys of :data:`METHODS`.
+def check_method_keys(keys: Optional[Iterable[str]], field: str = "eval_methods",
+                      known: Optional[Iterable[str]] = None) -> None:
+    """``keys`` (the config's ``eval_methods``; ``None`` = every method) must be registry keys of :data:`METHODS`
+    (of ``known`` when given, and may then be empty: the config's ``attribution_methods``, :data:`STUDY_METHODS`).
 
-    Checked where methods are built (notebook 05, the runner's validation), not in :mod:`kgir_lib.config`,
+    Checked where methods are built (notebooks 04 and 05, the runner's validation), not in :mod:`kgir_lib.config`,
     which sits below the methods it configures."""
     if keys is None:
         return
-    keys = list(keys)
-    unknown = [m for m in keys if m not in METHODS]
-    if unknown or not keys:
-        raise ConfigError(f"parameter {field!r}: unknown or no method keys {unknown} (known: {', '.join(METHODS)})")
+    keys, allowed = list(keys), list(METHODS if known is None else known)
+    unknown = [m for m in keys if m not in allowed]
+    if unknown or (not keys and known is None):
+        raise ConfigError(f"parameter {field!r}: unknown or no method keys {unknown} (known: {', '.join(allowed)})")

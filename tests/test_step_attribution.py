@@ -143,3 +143,48 @@ def test_mechanism_tables_carry_the_step_attribution(tmp_path):
     assert list(t.index) == ["kgir", "kgir_oracle_next_hop"]
     assert t["EM"].tolist() == [0.0, 100.0] and t.loc["kgir_oracle_next_hop", "method"] == "KGIR-RAG + oracle next hop"
     assert t["bridge questions"].tolist() == [1, 1]
+
+
+def test_notebook_04_flow_on_the_tiny_workspace(tmp_path, cfg, tiny_dataset, tiny_kg, make_llm):
+    """Notebook 04's §3b on the tiny Fig. 6 corpus with a scripted LLM: every study variant runs through
+    run_method (traces written), mechanism_tables reads them into the step attribution, its sentence and figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from conftest import BagOfWordsEncoder
+    from kgir_lib.data import load_dataset
+    from kgir_lib.eval import evaluate as ev
+    from kgir_lib.methods.base import Workspace
+    from kgir_lib.registry import STUDY_METHODS, build_method
+    from kgir_lib.retrieval import DenseIndex
+
+    ps = {p.title: p for p in tiny_dataset.corpus.passages}
+    rec = {"id": "q1", "question": tiny_dataset.questions[0].question, "answer": "Hewlett-Packard",
+           "answer_aliases": ["HP"],
+           "paragraphs": [{"idx": i, "title": t, "paragraph_text": ps[t].text, "is_supporting": t in ("Compaq",
+                                                                                                      "Hewlett-Packard")}
+                          for i, t in enumerate(ps)],
+           "question_decomposition": [
+               {"question": "Which company was the top PC maker of 1994?", "answer": "Compaq", "paragraph_support_idx": 0},
+               {"question": "Which company merged with #1 in 2002?", "answer": "Hewlett-Packard",
+                "paragraph_support_idx": 1}]}
+    data = tmp_path / "data" / "tiny"
+    data.mkdir(parents=True)
+    (data / "tiny.json").write_text(json.dumps([rec]))
+    (data / "tiny_corpus.json").write_text(json.dumps([{"title": p.title, "text": p.text} for p in ps.values()]))
+    ds = load_dataset("tiny", tmp_path / "data")
+
+    def script(req):
+        return {"kgir_ner": '{"named_entities": ["1994"]}', "kgir_rewrite": "Rewritten question: Who founded Dell?",
+                "kgir_bridge_rewrite": "Bridge: Compaq\nQuestion: Which company merged with Compaq in 2002?",
+                "kgir_reflect": "Reasoning: r.\nAnswer: HP", "reader": "Answer: Hewlett-Packard"
+                if "In 2002 Hewlett-Packard" in req.messages[-1][1] else "Answer: IBM"}.get(req.prompt, "Answer: x")
+    ws = Workspace(cfg=cfg, dataset=ds, llm=make_llm(script), dense=DenseIndex(ds.corpus.passages, BagOfWordsEncoder(),
+                                                                                 progress=False), kg=tiny_kg)
+    for key in ["kgir", *STUDY_METHODS]:
+        ev.run_method(ws, build_method(key), ds.questions)
+    attr = mechanism_tables(cfg.run_dir, ["tiny"], data_dir=tmp_path / "data")["step_attribution"]
+    assert attr["key"].tolist() == ["kgir", *sa.ROWS] and (attr["n"] == 1).all()
+    assert attr.set_index("key").loc["kgir_oracle_context", "EM"] == 100.0  # the gold passages hold the answer
+    assert sa.headroom_sentence(attr, "tiny").startswith("tiny (n = 1): EM of the full method ")
+    sa.plot_headroom(attr)

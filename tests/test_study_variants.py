@@ -374,3 +374,17 @@ def test_real_gold_chains():
     assert all([h.pid for h in q.gold_hops] == list(q.gold_pids) and not any(h.question for h in q.gold_hops)
                for q in hp)
     assert sum(bool(q.gold_bridges) for q in hp) == 26 and all(ideal_rewrite(q.gold_hops) is None for q in hp)
+
+
+def test_attribution_methods_come_from_the_profile():
+    from kgir_lib.config import ConfigError, load_config
+    from kgir_lib.registry import STUDY_METHODS, check_method_keys
+    from kgir_lib.runner import validate
+
+    assert {load_config(p).attribution_methods is None for p in ("sample", "ci", "local")} == {True}  # every one
+    assert STUDY_METHODS == [spec.key for spec in STUDY_VARIANTS.values()]
+    check_method_keys([], "attribution_methods", STUDY_METHODS)  # none: allowed
+    with pytest.raises(ConfigError, match="attribution_methods.*kgir"):
+        check_method_keys(["kgir"], "attribution_methods", STUDY_METHODS)  # the paper's method is not a study variant
+    with pytest.raises(ConfigError, match="attribution_methods"):
+        validate("ci", {"attribution_methods": ["kgir_oracle_seedz"]})
