@@ -57,13 +57,12 @@ from kgir_lib.notebook import narrative
 from kgir_lib.notebook.case.baselines import baseline_answers
 from kgir_lib.notebook.case.bridges import bridge_summary, find_bridge_cases
 from kgir_lib.notebook.case.build import FIGURE6_EXAMPLE, case_from_dataset, case_from_passages
-from kgir_lib.notebook.case.choice import case_chain, case_chain_note, choose_case, gold_chain, next_hop_reading
+from kgir_lib.notebook.case.choice import case_chain, case_chain_note, choose_case, gold_chain
 from kgir_lib.notebook.case.display import (display_case, draw_case, show_ner, show_reflections, show_retrieval,
                                             show_rewrites, show_subgraphs)
 from kgir_lib.notebook.case.records import load_kgir_traces
 from kgir_lib.notebook.display import show
 from kgir_lib.notebook.opening import open_notebook
-from kgir_lib.registry import build_method
 
 cfg, llm = open_notebook("07_case_study", globals())
 display(Markdown(narrative.algorithm1_settings(cfg) + f"\n* loop: at most {cfg.max_iterations} rounds "
@@ -273,6 +272,9 @@ else:
 # already names Compaq, the two runs coincide from retrieval on.
 
 # %%
+from kgir_lib.notebook.case.choice import next_hop_reading
+from kgir_lib.registry import build_method
+
 if free_question is None and example["decomposition"]:
     oracle_free = case_from_passages(cfg, example["question"], example["passages"], example["answers"], llm=llm,
                                      method=build_method("kgir_oracle_rewrite"),
