@@ -388,3 +388,16 @@ def test_attribution_methods_come_from_the_profile():
         check_method_keys(["kgir"], "attribution_methods", STUDY_METHODS)  # the paper's method is not a study variant
     with pytest.raises(ConfigError, match="attribution_methods"):
         validate("ci", {"attribution_methods": ["kgir_oracle_seedz"]})
+
+
+def test_study_rounds_round_trip_through_the_round_record(tiny_workspace, musique_q):
+    import json
+
+    from kgir_lib.kgir.rounds import LoopRound
+
+    for key in ("kgir_oracle_seeds_rewrite_next_hop", "kgir_bridge_rewrite", "kgir_oracle_context"):
+        [o] = build_method(key).run(tiny_workspace(script(rewrite="Bridge: Compaq\nQuestion: " + IDEAL)), [musique_q])
+        rounds = json.loads(json.dumps(o.trace))["rounds"]
+        back = [json.loads(json.dumps(LoopRound.from_dict(r).to_dict())) for r in rounds]
+        assert [{k: v for k, v in b.items() if k != "subgraph"} for b in back] == \
+            [{k: v for k, v in r.items() if k != "subgraph"} for r in rounds], key
