@@ -1,5 +1,6 @@
 """KGIR-RAG with the reflection's passages P_t set to "new" (the profiles' value, §2.4) and to "all" (the top of
-D'_t), on the same questions: accuracy and the gold passages in the reader's context.
+D'_t; the study variant ``kgir_all_passages``), on the same questions: accuracy and the gold passages in the reader's
+context.
 
 When the reflection answers, the shared reader answers from G_Ans and P_t (``kgir_answer_source: reader``), so
 ``reflection_passages`` decides what the reader reads as well. On the 1.5B run the full method's reader holds
@@ -37,6 +38,7 @@ from kgir_lib.kgir.loop import KGIRRAG  # noqa: E402
 from kgir_lib.llm import build_llm  # noqa: E402
 from kgir_lib.llm.response_log import export_run_cache  # noqa: E402
 from kgir_lib.pipeline import workspace  # noqa: E402
+from kgir_lib.registry import build_method  # noqa: E402
 from kgir_lib.report import to_markdown  # noqa: E402
 
 SETTINGS = ("new", "all")
@@ -78,9 +80,10 @@ def main() -> None:
     questions = sample_questions(ws.dataset.questions, base.n_questions, base.seed)[: args.questions]
     tables = {}
     try:
-        for value in SETTINGS:
-            cfg = load_config(args.profile, run_name=run_name, datasets=[args.dataset], reflection_passages=value)
-            outs = KGIRRAG().run(dataclasses.replace(ws, cfg=cfg).method_view(), questions)
+        for value, method in zip(SETTINGS, (KGIRRAG(), build_method("kgir_all_passages"))):
+            # "new": the profile's rule (the full method); "all": the study variant kgir_all_passages
+            cfg = load_config(args.profile, run_name=run_name, datasets=[args.dataset], reflection_passages="new")
+            outs = method.run(dataclasses.replace(ws, cfg=cfg).method_view(), questions)
             tables[value] = per_question(outs, questions, cfg.context_passages)
     finally:
         export_run_cache(base, llm.cache)

@@ -7,7 +7,7 @@ is the whole corpus, never the question's own paragraphs.
 
 Gold passages (for Recall@k, paper §3.3.3): MuSiQue, the paragraphs marked
 ``is_supporting``; HotpotQA, the corpus passages whose titles appear in
-``supporting_facts``. Passage identity is title + text.
+``supporting_facts``. Passage identity is title + text. Gold chains (hops, bridges): :mod:`kgir_lib.gold`.
 
 Where the files come from, and how they are downloaded and verified: :mod:`kgir_lib.data_sources`.
 """
@@ -21,6 +21,8 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
+
+from .gold import GoldError, hotpot_gold, musique_gold
 
 class DataError(ValueError):
     """Bad or missing data; the message names the file and field."""
@@ -46,6 +48,8 @@ class Question:
     gold_pids: tuple
     dataset: str
     hops: Optional[int] = None
+    gold_hops: tuple = ()     # the gold chain (kgir_lib.gold.GoldHop), and its bridges (kgir_lib.gold.Bridge):
+    gold_bridges: tuple = ()  # read by the mechanism tables and the oracle study variants, by no method
 
 
 @dataclass
@@ -142,16 +146,12 @@ def _field(record: dict, key: str, path: Path, i: int, kind: type | tuple | None
 
 
 _JSON_NAMES = {str: "a string", int: "a whole number", float: "a number", list: "a list", dict: "an object"}
-
-
-def _kinds(kind: type | tuple) -> tuple:
-    return kind if isinstance(kind, tuple) else (kind,)
+_kinds = lambda kind: kind if isinstance(kind, tuple) else (kind,)  # noqa: E731  (a type or a tuple of types)
 
 
 def _json_name(value: object) -> str:
-    if value is None:
-        return "null"
-    return {bool: "true/false", dict: "an object", list: "a list", str: "a string"}.get(type(value), "a number")
+    return "null" if value is None else {bool: "true/false", dict: "an object", list: "a list",
+                                         str: "a string"}.get(type(value), "a number")
 
 
 def _text(record: dict, key: str, path: Path, i: int, allow_empty: bool = True) -> str:
@@ -214,14 +214,18 @@ def _musique_question(rec: dict, path: Path, i: int, corpus: Corpus, name: str) 
         raise DataError(f"{path}: record {i} field 'answer_aliases' must be a list of strings")
     answers = [_answer(rec, "answer", path, i)] + [str(a) for a in aliases]
     decomposition = rec.get("question_decomposition")
-    return Question(
-        qid=_ident(rec, "id", path, i),
-        question=_text(rec, "question", path, i, allow_empty=False),
-        answers=tuple(dict.fromkeys(answers)),
-        gold_pids=tuple(gold),
-        dataset=name,
-        hops=len(decomposition) if isinstance(decomposition, list) and decomposition else None,
-    )
+    chain = _chain(musique_gold, rec, passage_id, path, i)
+    return Question(_ident(rec, "id", path, i), _text(rec, "question", path, i, allow_empty=False),
+                    tuple(dict.fromkeys(answers)), tuple(gold), name,
+                    len(decomposition) if isinstance(decomposition, list) and decomposition else None, *chain)
+
+
+def _chain(derive, rec: dict, arg, path: Path, i: int) -> tuple:
+    """``(gold_hops, gold_bridges)`` of a record (:mod:`kgir_lib.gold`); a DataError names the file and record."""
+    try:
+        return derive(rec, arg)
+    except GoldError as exc:
+        raise DataError(f"{path}: record {i}: {exc}") from None
 
 
 def _hotpot_question(rec: dict, path: Path, i: int, corpus: Corpus, name: str, by_title: dict) -> Question:
@@ -236,7 +240,7 @@ def _hotpot_question(rec: dict, path: Path, i: int, corpus: Corpus, name: str, b
     except (TypeError, IndexError, KeyError) as exc:
         raise DataError(f"{path}: record {i}: 'supporting_facts' and 'context' must be lists of "
                         f"[title, ...] pairs ({exc})") from None
-    gold = []
+    gold, by = [], {}
     for title in titles:
         # prefer the paragraph of this question's context (titles can repeat across the pool);
         # the corpus text is the context's sentences joined with "" (HippoRAG's convention)
@@ -250,16 +254,11 @@ def _hotpot_question(rec: dict, path: Path, i: int, corpus: Corpus, name: str, b
             if not candidates:
                 raise DataError(f"{path}: record {i}: supporting title {title!r} is not in the corpus")
             pid = candidates[0]
+        by[title] = pid
         if pid not in gold:
             gold.append(pid)
-    return Question(
-        qid=_ident(rec, "_id", path, i),
-        question=_text(rec, "question", path, i, allow_empty=False),
-        answers=(_answer(rec, "answer", path, i),),
-        gold_pids=tuple(gold),
-        dataset=name,
-        hops=2,
-    )
+    return Question(_ident(rec, "_id", path, i), _text(rec, "question", path, i, allow_empty=False),
+                    (_answer(rec, "answer", path, i),), tuple(gold), name, 2, *_chain(hotpot_gold, rec, by, path, i))
 
 
 def declares_no_gold(data_dir: Path, name: str) -> bool:

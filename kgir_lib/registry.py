@@ -20,6 +20,7 @@ from .baselines.naive import NaiveGen, NaiveRAG
 from .baselines.retrievers import BM25Retriever, DenseRetriever
 from .config import ConfigError
 from .kgir.loop import KGIRRAG
+from .kgir.study import STUDY_VARIANTS, StudyKGIRRAG
 from .methods.base import Method
 
 
@@ -49,6 +50,8 @@ METHODS: dict = {
     "kgir_forced": _variant(KGIRRAG, "forced"),  # a study beside the method (notebook 06), not in notebook 05
     "lightrag": _variant(LightRAGMethod, "hybrid"),
     "lightrag_naive": _variant(LightRAGMethod, "naive"),  # a check of LightRAG's vector search against Naive RAG
+    # study variants of KGIR-RAG (notebook 04's step attribution; kgir_lib.kgir.study): oracles and two of ours
+    **{spec.key: _variant(StudyKGIRRAG, v) for v, spec in STUDY_VARIANTS.items()},
 }
 
 # Display names of the registry keys (tables are indexed by these; equal to each built method's ``name``).
@@ -60,7 +63,10 @@ LABELS: dict = {
     "kgir_no_reflection": "KGIR-RAG w/o reflection", "kgir_no_rewrite": "KGIR-RAG w/o rewrite",
     "kgir_forced": "KGIR-RAG (forced rounds)", "lightrag": "LightRAG (hybrid; shared reader)",
     "lightrag_naive": "LightRAG (naive; shared reader)",
+    **{spec.key: spec.name for spec in STUDY_VARIANTS.values()},
 }
+# Notebook 04's step attribution (kgir_lib.eval.mechanism.step_attribution): the oracle variants, then ours.
+STUDY_METHODS: list = [spec.key for spec in STUDY_VARIANTS.values()]
 
 # Notebook 05's order: the paper's groups (§3.3.1), the ablations, then LightRAG. Each run starts from
 # notebook 01's graph (Workspace.method_view), so the order changes no method's output.
@@ -76,14 +82,16 @@ def build_method(name: str, **kw) -> Method:
     return METHODS[name](**kw)
 
 
-def check_method_keys(keys: Optional[Iterable[str]], field: str = "eval_methods") -> None:
-    """``keys`` (the config's ``eval_methods``; ``None`` = every method) must be registry keys of :data:`METHODS`.
+def check_method_keys(keys: Optional[Iterable[str]], field: str = "eval_methods",
+                      known: Optional[Iterable[str]] = None) -> None:
+    """``keys`` (the config's ``eval_methods``; ``None`` = every method) must be registry keys of :data:`METHODS`
+    (of ``known`` when given, and may then be empty: the config's ``attribution_methods``, :data:`STUDY_METHODS`).
 
-    Checked where methods are built (notebook 05, the runner's validation), not in :mod:`kgir_lib.config`,
+    Checked where methods are built (notebooks 04 and 05, the runner's validation), not in :mod:`kgir_lib.config`,
     which sits below the methods it configures."""
     if keys is None:
         return
-    keys = list(keys)
-    unknown = [m for m in keys if m not in METHODS]
-    if unknown or not keys:
-        raise ConfigError(f"parameter {field!r}: unknown or no method keys {unknown} (known: {', '.join(METHODS)})")
+    keys, allowed = list(keys), list(METHODS if known is None else known)
+    unknown = [m for m in keys if m not in allowed]
+    if unknown or (not keys and known is None):
+        raise ConfigError(f"parameter {field!r}: unknown or no method keys {unknown} (known: {', '.join(allowed)})")

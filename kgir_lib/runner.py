@@ -125,11 +125,12 @@ def validate(profile: str, params: dict | None = None) -> list:
     (:func:`kgir_lib.preflight.check_question_counts`). Raises :class:`ConfigError` /
     :class:`DataError` (:class:`~kgir_lib.preflight.QuestionShortfall`) naming what is wrong.
     """
-    from .registry import check_method_keys  # (here: the methods load in half a second)
+    from .registry import STUDY_METHODS, check_method_keys  # (here: the methods load in half a second)
 
     config, notebook = split_params(params or {})
     cfg = load_config(profile, **config)
     check_method_keys(cfg.eval_methods)
+    check_method_keys(cfg.attribution_methods, "attribution_methods", STUDY_METHODS)
     check_method_keys(notebook.get("methods") or None, "methods")
     lines = [f"profile {cfg.profile}: {cfg.description}", f"data directory: {cfg.data_path}",
              f"results: {cfg.run_dir}"]

@@ -290,3 +290,32 @@ def test_case_chain_reads_a_case_in_the_funnels_terms(fig6_case):
         case_chain(fig6_case, "Compaq", ["HP Inc"])
     with pytest.raises(ValueError, match="'bridge' needs an entity name"):
         case_chain(fig6_case, " ", ["Hewlett-Packard"])
+
+
+def test_free_question_with_the_oracle_rewrite(cfg, make_llm):
+    """Notebook 07 §9's second run: the Fig. 6 example's decomposition gives round 1 the ideal rewrite
+    "Which company did Compaq merge with in 2002?" (no rewrite call); next_hop_reading puts both runs side by side."""
+    from kgir_lib.notebook.case.choice import next_hop_reading
+    from kgir_lib.registry import build_method
+
+    ex = load_example("figure6")
+    assert ex["decomposition"][1] == {"question": "Which company did #1 merge with in 2002?",
+                                      "answer": "Hewlett-Packard", "support": "Hewlett-Packard"}
+    llm = make_llm(fig6_script)
+    model = case_from_passages(cfg, ex["question"], ex["passages"], ex["answers"], llm=llm, encoder=BagOfWordsEncoder())
+    oracle = case_from_passages(cfg, ex["question"], ex["passages"], ex["answers"], llm=llm,
+                                encoder=BagOfWordsEncoder(), method=build_method("kgir_oracle_rewrite"),
+                                decomposition=ex["decomposition"])
+    r = oracle.rounds[0]
+    assert (r.rewrite, r.rewrite_form) == ("Which company did Compaq merge with in 2002?", "oracle")
+    calls = oracle.output.trace["llm"].get("kgir_rewrite", {}).get("calls", 0)
+    assert calls == oracle.output.trace["iterations_used"] - 1 and "rewrite" not in r.usable  # none in round 1
+    hp = next(p.pid for p in oracle.ws.dataset.corpus.passages if p.title == "Hewlett-Packard")
+    assert r.rewrite_retrieved[0][0] == hp  # D'_1 ranks the next hop first
+    table = next_hop_reading({"model": model, "oracle": oracle}, ex["next_hop"]).set_index("run")
+    assert table.loc["oracle", ["rewrite by", "next hop's rank in D'_1", "reflection read it (P_1)"]].tolist() == \
+        ["the gold (oracle)", 1, True]
+    assert table.loc["model", "rewrite by"] == "the model" and table.loc["model", "round-1 rewrite"] == REWRITE_1
+    with pytest.raises(CaseStudyError, match="decomposition.*'HP Inc'"):
+        case_from_passages(cfg, ex["question"], ex["passages"], llm=llm, encoder=BagOfWordsEncoder(),
+                           decomposition=[{"question": "q", "answer": "a", "support": "HP Inc"}])

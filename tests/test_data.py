@@ -140,7 +140,9 @@ def _musique_rec(i: int, title: str = "T", text: str = "body") -> dict:
     return {"id": f"m{i}", "question": "q?", "answer": "a", "answer_aliases": ["alias"],
             "paragraphs": [{"idx": 0, "title": title, "paragraph_text": text, "is_supporting": True},
                            {"idx": 1, "title": "Other", "paragraph_text": "noise", "is_supporting": False}],
-            "question_decomposition": [{}, {}], "answerable": True}
+            "question_decomposition": [{"question": "T >> r", "answer": "x", "paragraph_support_idx": 0},
+                                       {"question": "#1 >> s", "answer": "a", "paragraph_support_idx": 0}],
+            "answerable": True}
 
 
 def _make(tmp_path: Path, name: str, questions, corpus, nested: bool = True) -> Path:

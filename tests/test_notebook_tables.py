@@ -164,6 +164,18 @@ def check_04(cfg) -> None:
     means = per_q.groupby("dataset")["calls"].mean()
     for _, row in metrics.iterrows():
         assert abs(row["LLM calls / q"] - means[row["dataset"]]) < 0.01
+    # §3b: the study variants against the full method, one row each per dataset, on every question
+    from kgir_lib.registry import STUDY_METHODS
+
+    if cfg.attribution_methods == []:
+        return
+    attr = table(cfg, "04_step_attribution")
+    keys = ["kgir", *[k for k in STUDY_METHODS if k in (cfg.attribution_methods or STUDY_METHODS)]]
+    for d, part in attr.groupby("dataset"):
+        assert sorted(part["key"]) == sorted(keys) and (part["n"] == n).all(), d
+    for c in ("EM", "F1", "EM full"):
+        in_range(attr[c], *PCT, f"04 step attribution {c}")
+    in_range(attr["p EM (Holm)"].dropna(), 0, 1, "04 step attribution adjusted p")
 
 
 # ----------------------------------------------------------------------------- 05

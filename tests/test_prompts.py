@@ -22,7 +22,8 @@ from kgir_lib.methods.reader import closed_book_request, reader_request
 
 # the reflection's verdict turn: tests/test_kgir_loop.py::test_verdict_request_continues_the_conversation;
 # the paper profiles' reflection prompt: test_paper_reflection_prompt_is_figure_5 below
-ADDED_LATER = {"kgir_reflect_verdict", "kgir_reflect_paper"}
+# the bridge rewrite (a study variant): tests/test_study_variants.py
+ADDED_LATER = {"kgir_reflect_verdict", "kgir_reflect_paper", "kgir_bridge_rewrite"}
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "prompt_messages.json").read_text(encoding="utf-8"))
 
 

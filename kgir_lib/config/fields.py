@@ -121,6 +121,9 @@ class Config:
     study_datasets: list = field(default_factory=lambda: ["musique_train"])  # sweeps and robustness
     # methods of notebook 05 (registry keys of kgir_lib.registry.METHODS, checked there); null: every method
     eval_methods: Optional[list] = None
+    # the study variants notebook 04 runs for its step attribution (keys of kgir_lib.registry.STUDY_METHODS: the
+    # oracles and two repairs of ours, never the paper's method); null: every one; []: none
+    attribution_methods: Optional[list] = None
     study_n_questions: Optional[int] = 4  # questions a sweep point (null: n_questions)
     robustness_seeds: int = 3  # seeds a drop fraction (KG²RAG robustness)
     # reader context

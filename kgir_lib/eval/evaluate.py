@@ -44,10 +44,10 @@ METRICS = ("EM", "F1", "R@2", "R@5")
 USAGE = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "seconds", "truncated")  # LLMUsage fields in score()
 SEEDS = ("subgraph_rounds", "rounds_with_seed")  # KGIR-RAG evidence-subgraph rounds, and those with >= 1 seed (eq. 5)
 # Config fields that cannot change a method's outputs (not part of the resume fingerprint). ``eval_methods``
-# says which methods notebook 05 runs; since every run starts from notebook 01's graph
-# (Workspace.method_view), the others that ran cannot change a method's outputs either.
+# (``attribution_methods``) says which methods notebook 05 (04) runs; since every run starts from notebook 01's
+# graph (Workspace.method_view), the others that ran cannot change a method's outputs either.
 _NEUTRAL_FIELDS = {"description", "datasets", "n_questions", "data_dir", "results_dir", "figures_dir", "run_name",
-                   "eval_methods",
+                   "eval_methods", "attribution_methods",
                    "llm_max_concurrency", "llm_timeout_s", "llm_max_retries", "llm_retry_window_s", "embed_batch_size",
                    "llm_api_key_env", "llm_base_urls", "extract_datasets", "allow_fewer_questions",
                    "llm_tensor_parallel_size", "kg_llm_base_urls"}

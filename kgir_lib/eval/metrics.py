@@ -20,21 +20,12 @@ question, so the rule changes nothing there.
 """
 from __future__ import annotations
 
-import re
-import string
 from collections import Counter
 from typing import Iterable, Sequence
 
-_PUNCT = set(string.punctuation)
+from ..gold import normalize_answer  # SQuAD normalisation; the gold chains name entities with it too
+
 _SPECIAL = {"yes", "no", "noanswer"}
-
-
-def normalize_answer(text: str) -> str:
-    """SQuAD normalisation: lower case, drop ASCII punctuation, drop a/an/the, fold white space."""
-    text = "" if text is None else str(text).lower()
-    text = "".join(ch for ch in text if ch not in _PUNCT)
-    text = re.sub(r"\b(a|an|the)\b", " ", text)
-    return " ".join(text.split())
 
 
 def exact_match(prediction: str, gold: str) -> float:

@@ -374,13 +374,15 @@ class QuestionMatch:
 
 def match_question(question: str, llm_entities: Sequence[str], G_q: Sequence[Triple], n: int = 3,
                    threshold: float = DEFAULT_NGRAM_THRESHOLD, method: str = DEFAULT_MATCH_METHOD,
-                   fallback_on_no_match: bool = True, match_triples: bool = True) -> QuestionMatch:
+                   fallback_on_no_match: bool = True, match_triples: bool = True, ground: bool = True) -> QuestionMatch:
     """E_q and its matches in ``G_q`` (eqs. 4-5): the NER entities grounded in the question
     (:func:`ground_entities`) matched by name (:func:`match_entities`), then -- if ``match_triples`` --
     against whole triples (:func:`triple_matches`); with no grounded entity, or (if ``fallback_on_no_match``)
-    no seed, the graph entities written in the question (:func:`entities_in_question`) instead."""
+    no seed, the graph entities written in the question (:func:`entities_in_question`) instead.
+    ``ground=False`` takes ``llm_entities`` as given (gold entities of the oracle study variants, which the
+    rewritten query of a later round need not name)."""
     graph_entities = {e for t in G_q for e in (t.head, t.tail)}
-    E_q = ground_entities(llm_entities, question)
+    E_q = ground_entities(llm_entities, question) if ground else list(llm_entities)
     matches = match_entities(E_q, graph_entities, n, threshold, method) if E_q else {}
     by_triple: list = []
     if E_q and match_triples:

@@ -55,7 +55,7 @@ traces live in :mod:`kgir_lib.kgir.rounds`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import ClassVar, Optional, Sequence
 
 from ..data import Question
 from ..methods.base import MethodBase, MethodOutput, Workspace
@@ -110,17 +110,18 @@ class KGIRRAG(MethodBase):
     edge_weight: Optional[str] = None
     passages_when_empty: bool = True
     knobs = {"max_iterations": "max_iterations", "top_k": "top_k", "ngram_threshold": "ngram_threshold"}
+    variants: ClassVar[dict] = VARIANTS  # the study variants' subclass (kgir_lib.kgir.study) has its own table
 
     def __post_init__(self) -> None:
-        if self.variant not in VARIANTS:
-            raise ValueError(f"unknown KGIR-RAG variant {self.variant!r} (choose from {sorted(VARIANTS)})")
+        if self.variant not in self.variants:
+            raise ValueError(f"unknown KGIR-RAG variant {self.variant!r} (choose from {sorted(self.variants)})")
         super().__post_init__()
         resolve_weighting(self.edge_weight, None)  # validates the name
         self.stats: dict = {}
 
     @property
     def spec(self) -> Variant:
-        return VARIANTS[self.variant]
+        return self.variants[self.variant]
 
     @property
     def name(self) -> str:
@@ -186,17 +187,21 @@ class KGIRRAG(MethodBase):
         """Algorithm 1 for every open question (ONE batched NER call); records the subgraph in each round."""
         subs, ner = build_subgraphs(ws, [s.query for s in open_], [r.retrieved for r in rounds],
                                     top_k=self.setting(ws, "top_k"), threshold=self.setting(ws, "ngram_threshold"),
-                                    weighting=self.edge_weight)
+                                    weighting=self.edge_weight, entities=self._given_entities(open_))
         for s, sub, res, r in zip(open_, subs, ner, rounds):
-            s.account("kgir_ner", res)
-            r.ner_raw, r.subgraph, r.G_q = res.text, sub, list(sub.G_q)
-            r.n_G_q, r.n_G_tmp = len(sub.G_q), len(sub.G_tmp)
-            r.usable["ner"], r.truncated["ner"] = ner_usable(res.text, s.query), res.truncated
+            r.subgraph, r.G_q, r.n_G_q, r.n_G_tmp = sub, list(sub.G_q), len(sub.G_q), len(sub.G_tmp)
+            if res is not None:  # (None: the study variant's gold entities stood in for NER)
+                s.account("kgir_ner", res)
+                r.ner_raw, r.usable["ner"], r.truncated["ner"] = res.text, ner_usable(res.text, s.query), res.truncated
             self._count("subgraphs")
             self._count("ner_fallbacks", int(sub.used_fallback))
             self._count("rounds_with_seed", int(bool(sub.seeds)))
             s.keep_evidence_weights(sub.kept, sub.weights)
         return subs
+
+    def _given_entities(self, open_: Sequence[LoopState]) -> Optional[list]:
+        """Per open question, a function of ``G_q`` giving E_q in place of NER; ``None``: NER for all (eq. 4)."""
+        return None
 
     def _evidence(self, ws: Workspace, sub: Optional[EvidenceSubgraph], r: LoopRound) -> str:
         """What Rewrite, Reflection and the reader see: ``G_Ans`` triples (heaviest first, up to

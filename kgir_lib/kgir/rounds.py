@@ -11,7 +11,7 @@ Trace form of a round (keys of stages that did not run are absent)::
     iteration, query, retrieved [[pid, cosine]], usable {stage: bool}, truncated {stage: bool},
     ner_raw, subgraph (EvidenceSubgraph.to_dict), evidence_source, evidence, evidence_pids,
     evidence_triples, evidence_shown (G_Ans triples, and those shown under the profile's cap),
-    rewrite {raw, question, malformed, unchanged}, rewrite_retrieved, new_passages, reflection_passages,
+    rewrite {raw, question, malformed, unchanged[, form, bridge]}, rewrite_retrieved, new_passages, reflection_passages,
     reflection {raw, final, answerable, answer, missing, reasoning, malformed[, verdict_raw]},
     final {raw, question, answer, forced, context_pids} (the shared reader's call of the round)
 """
@@ -94,6 +94,8 @@ class LoopRound:
     rewrite_raw: Optional[str] = None    # None: no rewrite stage in this round
     rewrite_malformed: bool = False
     rewrite_unchanged: bool = False
+    rewrite_form: Optional[str] = None   # study variants: "oracle" (the ideal rewrite, no LLM call) or "bridge"
+    rewrite_bridge: Optional[str] = None  # (the two-field bridge rewrite, its Bridge line); None: the paper's rewrite
     rewrite_retrieved: list = field(default_factory=list)  # D'_t: [(pid, cosine)]
     new_passages: list = field(default_factory=list)  # passages of D'_t not in D_t
     reflection_passages: Optional[list] = None  # P_t, shown to Reflection
@@ -161,6 +163,8 @@ class LoopRound:
         if self.rewrite_raw is not None:
             d["rewrite"] = {"raw": self.rewrite_raw, "question": self.rewrite, "malformed": self.rewrite_malformed,
                             "unchanged": self.rewrite_unchanged}
+            if self.rewrite_form is not None:
+                d["rewrite"].update(form=self.rewrite_form, bridge=self.rewrite_bridge)
         if self.reflection_passages is not None:
             d["rewrite_retrieved"] = [[p, round(float(s), 6)] for p, s in self.rewrite_retrieved]
             d["new_passages"] = list(self.new_passages)
@@ -188,6 +192,7 @@ class LoopRound:
             evidence_shown=r.get("evidence_shown"),
             rewrite=(rw or {}).get("question"), rewrite_raw=(rw or {}).get("raw") if rw is not None else None,
             rewrite_malformed=bool((rw or {}).get("malformed")), rewrite_unchanged=bool((rw or {}).get("unchanged")),
+            rewrite_form=(rw or {}).get("form"), rewrite_bridge=(rw or {}).get("bridge"),
             rewrite_retrieved=_pairs(r.get("rewrite_retrieved", [])), new_passages=list(r.get("new_passages", [])),
             reflection_passages=list(r.get("reflection_passages", r.get("new_passages", []))) if rewritten else None,
             reflection=Verdict.from_dict(r["reflection"]) if r.get("reflection") else None,

@@ -38,6 +38,7 @@ class LoopState:
     round_answers: list = field(default_factory=list)     # forced rounds: the reader's answer at every round
     final_context: Optional[str] = None                   # the reader's context, when the reader answers
     final_pids: list = field(default_factory=list)        # the passages of that context, in order
+    oracle: dict = field(default_factory=dict)            # study variants: what the gold supplied (trace "oracle")
 
     def account(self, stage: str, result) -> None:
         self.usage.add(result)

@@ -230,17 +230,19 @@ def evidence_subgraph(question: str, retrieved: Sequence[tuple], G_q: Sequence[T
                       llm_entities: Sequence[str], weight_fn: WeightFn, n: int = 3,
                       threshold: float = DEFAULT_NGRAM_THRESHOLD, weighting: str = "cosine",
                       fallback_on_no_match: bool = True, reading: str = "passages",
-                      method: str = DEFAULT_MATCH_METHOD, match_triples: bool = True) -> EvidenceSubgraph:
+                      method: str = DEFAULT_MATCH_METHOD, match_triples: bool = True,
+                      ground: bool = True) -> EvidenceSubgraph:
     """Algorithm 1 for one question, given ``D_q``, ``G_q`` and the parsed NER output.
 
     ``weight_fn(question, triples) -> weights`` scores the edges of the seed components.
     ``reading`` selects ``G_tmp`` (:func:`tmp_graph`), ``method`` the eq. 5 similarity,
-    ``match_triples`` the whole-triple matching of unmatched entities (:func:`triple_matches`).
+    ``match_triples`` the whole-triple matching of unmatched entities (:func:`triple_matches`), ``ground``
+    whether the entities are grounded in the question (:func:`match_question`).
     With no matched seed, the components and ``G_Ans`` are empty.
     """
     sub = EvidenceSubgraph(question=question, retrieved=list(retrieved), G_q=list(G_q),
                            llm_entities=list(llm_entities), weighting=weighting, reading=reading)
-    m = match_question(question, llm_entities, G_q, n, threshold, method, fallback_on_no_match, match_triples)
+    m = match_question(question, llm_entities, G_q, n, threshold, method, fallback_on_no_match, match_triples, ground)
     sub.E_q, sub.matches, sub.matched_by_triple = m.E_q, m.matches, m.matched_by_triple
     sub.used_fallback, sub.fallback_reason = m.used_fallback, m.fallback_reason
     sub.seeds = m.seeds
@@ -279,13 +281,15 @@ def _weight_fn(ws, retrieved: Sequence[tuple], weighting: str, question_vector=N
 
 def build_subgraphs(ws, queries: Sequence[str], retrieved: Optional[Sequence[Sequence[tuple]]] = None, *,
                     top_k: Optional[int] = None, n: Optional[int] = None, threshold: Optional[float] = None,
-                    weighting: Optional[str] = None, stage: str = "kgir_ner", reading: Optional[str] = None) -> tuple:
+                    weighting: Optional[str] = None, stage: str = "kgir_ner", reading: Optional[str] = None,
+                    entities: Optional[Sequence[Optional[Callable]]] = None) -> tuple:
     """Algorithm 1 for many queries with ONE batched NER ``llm.generate`` call.
 
-    ``retrieved`` (``D_q`` per query) is computed with :func:`retrieve` when not
-    given. The KG is read through ``ws.kg_for`` so passages not yet extracted are
-    extracted first. Returns ``(subgraphs, ner_results)``: one
-    :class:`EvidenceSubgraph` and one ``ChatResult`` per query.
+    ``retrieved`` (``D_q`` per query) is computed with :func:`retrieve` when not given. The KG is read through
+    ``ws.kg_for`` so passages not yet extracted are extracted first. ``entities[i]`` (the oracle study variants),
+    when given, maps query i's ``G_q`` to its entities; a non-empty list replaces NER for that query (no request;
+    used as given, not grounded). Returns ``(subgraphs, ner_results)``: one :class:`EvidenceSubgraph` and one
+    ``ChatResult`` (``None`` where no NER ran) per query.
     """
     cfg = ws.cfg
     top_k = top_k or cfg.top_k
@@ -297,14 +301,19 @@ def build_subgraphs(ws, queries: Sequence[str], retrieved: Optional[Sequence[Seq
         return [], []
     retrieved = [list(r) for r in retrieved] if retrieved is not None else retrieve(ws, queries, top_k)
     kg = ws.kg_for(list(dict.fromkeys(p for r in retrieved for p, _ in r)))
-    results = ws.llm.generate(ner_requests(queries, cfg.max_tokens("ner")), stage=stage)
+    G_qs = [question_triples(kg, [p for p, _ in r]) for r in retrieved]
+    given = [fn(G_q) if fn else [] for fn, G_q in zip(entities or [None] * len(queries), G_qs)]
+    asked = [i for i, g in enumerate(given) if not g]
+    ner = iter(ws.llm.generate(ner_requests([queries[i] for i in asked], cfg.max_tokens("ner")), stage=stage)
+               if asked else [])
+    results = [next(ner) if not g else None for g in given]
     qvecs = ws.dense.embed_queries(queries) if weighting == "cosine" else None
     subs = []
-    for i, (q, r, res) in enumerate(zip(queries, retrieved, results)):
+    for i, (q, r, res, G_q) in enumerate(zip(queries, retrieved, results, G_qs)):
         weight_fn = _weight_fn(ws, r, weighting, qvecs[i] if qvecs is not None else None)
-        G_q = question_triples(kg, [p for p, _ in r])
-        subs.append(evidence_subgraph(q, r, G_q, parse_entities(res.text), weight_fn, n, threshold, weighting,
-                                      reading=reading or cfg.gtmp_reading, method=cfg.match_method))
+        subs.append(evidence_subgraph(q, r, G_q, given[i] or parse_entities(res.text), weight_fn, n, threshold,
+                                      weighting, reading=reading or cfg.gtmp_reading, method=cfg.match_method,
+                                      ground=not given[i]))
     return subs, results
 
 

@@ -294,6 +294,76 @@ report.save_table(mech["calibration"].set_index(["method", "dataset", "round"]).
 # stop how much a perfect stopping rule could add on top.
 
 # %% [markdown]
+# ## 3b. What would fixing each step buy? Oracles, and two repairs of ours
+#
+# The funnel says where the chain breaks, not what repairing a step is worth: a later step may break anyway.
+# The **study variants** (`kgir_lib/kgir/study.py`; never the paper's method, which stays `kgir`) answer that.
+# Each **oracle** hands one step the gold chain of the question (MuSiQue's `question_decomposition`, HotpotQA's
+# supporting titles, read once by `kgir_lib/gold.py`) and runs every other step as the full method does:
+#
+# - *oracle seeds*: in every round `E_q` is the entities the gold sub-questions name, matched to the entities of
+#   `G_q` by the profile's eq. 5 rule; no NER call. A `X >> relation` hop names `X` (its `#k` references aside);
+#   a natural-language hop names its paragraph's title when it says it, else the longest `G_q` entity it says;
+#   a HotpotQA question names the supporting titles it says;
+# - *oracle rewrite*: round 1's rewrite is the **ideal rewrite**, the last sub-question with every `#k` replaced
+#   by hop k's gold answer (a `X >> relation` hop reads "What is the <relation> of <X>?"); no rewrite call in
+#   round 1. MuSiQue only: HotpotQA has no sub-questions, so there is no honest ideal rewrite, and its questions
+#   run the rewrite as the full method;
+# - *oracle next hop*: the gold next-hop passages (the passage of the hop after the bridge; for a HotpotQA bridge
+#   question the bridge's own paragraph) are put first in the passages the reflection and the reader read;
+# - *oracle context*: the shared reader answers from the gold passages alone, one call: the reader's ceiling;
+# - cumulative: seeds, then + rewrite, then + next hop: the waterfall from the full method towards the ceiling.
+#
+# Where an oracle has no gold to give (no sub-questions, no gold bridge), the question runs that step as the full
+# method, its trace says why (`oracle.not_applied`), and *oracle applied* counts the questions it applied to. Two
+# repairs of the weakest step are **ours**, shown apart: the *bridge rewrite* (the LLM first names the entity of
+# `G_Ans` that answers the hop the question depends on, then substitutes it; prompt `kgir_bridge_rewrite`; a reply
+# without a question is counted as malformed and keeps the query) and *all of D'_t* (the reflection reads the top
+# of `D'_t`, new or not).
+#
+# **The table** (`04_step_attribution`): each variant's EM, F1 and R@5 on the questions the full method answered,
+# the full method's on the same questions and the difference, the exact paired test against the full method
+# (McNemar for EM, sign-flip for F1 and R@5), Holm-adjusted within each dataset's family (every variant by every
+# metric, declared in `kgir_lib/eval/mechanism/step_attribution.py` before the run), the minimum detectable EM
+# difference, the funnel steps each variant passes and how many bridge questions had the next hop in the final
+# answer's context. The oracle context retrieves nothing, so it has no recall. **The figure** (`04_headroom`) is
+# the waterfall; the paper's own KGIR-RAG EM would be a line on it, but the paper prints it only in its Tables
+# 4–5, which are not available as text, so none is drawn. The variants are the profile's `attribution_methods`
+# (every one unless the profile narrows the list).
+
+# %%
+from kgir_lib.eval.mechanism import step_attribution as attribution
+from kgir_lib.registry import LABELS, STUDY_METHODS, check_method_keys
+
+study_keys = list(STUDY_METHODS if cfg.attribution_methods is None else cfg.attribution_methods)
+check_method_keys(study_keys, "attribution_methods", STUDY_METHODS)
+print("study variants:", "; ".join(LABELS[k] for k in study_keys) or "none (attribution_methods: [])")
+for name, r in progress(results.items(), desc="study variants"):
+    for key in study_keys:
+        ev.run_method(r["ws"], build_method(key), r["questions"], resume=resume)
+attr = mechanism_tables(cfg.run_dir, list(results), data_dir=cfg.data_path,
+                        context_passages=cfg.context_passages)["step_attribution"]
+if len(attr):
+    show(attr.set_index(["dataset", "method"]), "step attribution: each study variant against the full method")
+    report.save_table(attr.set_index(["dataset", "key"]).round(4), cfg, "04_step_attribution",
+                      "Step attribution: KGIR-RAG's study variants (oracles handed one step's gold; two repairs of "
+                      "ours) against the full method on the same questions; exact paired tests (McNemar EM, sign-flip "
+                      "F1 and R@5), Holm within each dataset's declared family; funnel steps passed (any round). "
+                      + report.model_note(cfg, short=True))
+    fig = attribution.plot_headroom(attr)
+    report.save_figure(fig, cfg, "04_headroom")
+    display(fig)
+    plt.close(fig)
+    display(Markdown("\n".join(f"- {attribution.headroom_sentence(attr, d)}" for d in attr["dataset"].unique())))
+
+# %% [markdown]
+# **Reading.** The sentence above gives, per dataset, the full method's EM, what each cumulative oracle adds, the
+# ceiling of the shared reader over the gold passages, and our two repairs with their adjusted p. A step whose
+# oracle adds little is not where this model's accuracy is lost, whatever the funnel's count at that step; the
+# gap between the last cumulative oracle and the ceiling is what the steps after the next hop (the reflection's
+# stop, the reader's context) leave on the table.
+
+# %% [markdown]
 # ## 4. Per question
 #
 # Answer, gold answer, scores, rounds and who answered, for every question.
@@ -334,3 +404,5 @@ for name, r in results.items():
 # * *Recall*: the final ranked list is the passages behind `G_Ans` (by their best edge weight), then the
 #   retrievals with the rewritten questions `D'_1 .. D'_T` interleaved by round, then `D_1` — so a rewrite that
 #   finds a new gold passage raises Recall@5 (`kgir_lib.kgir.state.ranked_list`).
+# * *Headroom*: §3b's oracles measure what each step of the chain is worth to this model, and the oracle context
+#   what its shared reader can do with the gold passages; the two repairs there are ours, beside the paper's method.

@@ -231,7 +231,8 @@ show(answers, "what every method answered")
 #
 # The same loop on a corpus given in the notebook: by default the paper's Fig. 6 question over six short
 # passages written for this suite (Compaq, Hewlett-Packard and four distractors). The passages' triples
-# are extracted with the profile's LLM first — the offline stage of §2.1 in miniature.
+# are extracted with the profile's LLM first — the offline stage of §2.1 in miniature. **Run 1**: KGIR-RAG
+# as the model runs it (the paper's method).
 
 # %%
 example = FIGURE6_EXAMPLE
@@ -259,6 +260,33 @@ if free_question is None and example["bridge"]:
     print(case_chain_note(free_chain))
 else:
     print("A free question of your own has no known bridge: read its stages above.")
+
+# %% [markdown]
+# **Run 2: the same question with the oracle rewrite** (the study variant `kgir_oracle_rewrite` of notebook 04
+# §3b, not the paper's method). The example carries its gold decomposition (hop 1: the top PC maker of 1994 is
+# Compaq; hop 2: "Which company did #1 merge with in 2002?"), so round 1's rewrite is the ideal one, hop 2 with
+# `#1` replaced by Compaq: "Which company did Compaq merge with in 2002?", written without an LLM call; everything
+# else (retrieval, subgraph, reflection, reader) runs as in run 1. The table puts round 1 of both runs side by
+# side: who wrote the rewrite, where the Hewlett-Packard passage (the next hop) ranks in `D_1` and in the
+# rewritten question's `D'_1`, whether the reflection and the reader read it, and the answer. When run 1's rewrite
+# already names Compaq, the two runs coincide from retrieval on.
+
+# %%
+from kgir_lib.notebook.case.choice import next_hop_reading
+from kgir_lib.registry import build_method
+
+if free_question is None and example["decomposition"]:
+    oracle_free = case_from_passages(cfg, example["question"], example["passages"], example["answers"], llm=llm,
+                                     method=build_method("kgir_oracle_rewrite"),
+                                     decomposition=example["decomposition"])
+    runs = {"run 1: KGIR-RAG (the model's rewrite)": free, "run 2: oracle rewrite (study variant)": oracle_free}
+    show(next_hop_reading(runs, example["next_hop"]).set_index("run"),
+         f"round 1 of both runs (next hop: the {', '.join(example['next_hop'])} passage)")
+    oracle_chain = case_chain(oracle_free, example["bridge"], example["next_hop"])
+    show(oracle_chain.set_index("round"), "run 2 (oracle rewrite) in the funnel's terms")
+    print("Run 2 (oracle rewrite): " + case_chain_note(oracle_chain))
+else:
+    print("A free question of your own has no gold decomposition: no oracle run.")
 
 # %% [markdown]
 # ## What this shows, and what it does not

@@ -7,7 +7,8 @@ datasets' gold bridges, and returns the tables of :mod:`kgir_lib.eval.mechanism.
 empty (``sources`` says which files were read). The funnel, calibration and rewrite-retrieval tables, computed
 from the traces of both loops, carry a ``method`` column (``kgir``, and ``kgir_forced`` when a forced-rounds run
 exists); the forced-rounds and oracle-stop tables come from ``kgir_forced`` alone, the ranked-list rules
-compare ``kgir`` with ``kgir_no_rewrite``, and the reader-context table pairs each Table 7 variant with ``kgir``.
+compare ``kgir`` with ``kgir_no_rewrite``, the reader-context table pairs each Table 7 variant with ``kgir``, and the
+step attribution (:mod:`kgir_lib.eval.mechanism.step_attribution`) compares each study variant with ``kgir``.
 """
 from __future__ import annotations
 
@@ -27,12 +28,14 @@ from .forced_rounds import forced_round_table
 from .funnel import bridge_naming_table, funnel_rows, funnel_table
 from .reader_context import VARIANTS, reader_context_table
 from .rewrite_retrieval import KS, current_rule_agreement, rewrite_retrieval_table, rule_table
+from .step_attribution import ROWS as STUDY_ROWS, step_attribution_table
 
 LOOP_METHODS = ("kgir", "kgir_forced")          # the loop's traces: funnel, calibration, rewrite retrieval
 NAMING_METHODS = ("kgir", "ircot", "iter_retgen", "hyde")
-READ = (*LOOP_METHODS, "kgir_no_subgraph", "kgir_no_reflection", "kgir_no_rewrite", "ircot", "iter_retgen", "hyde")
+READ = (*LOOP_METHODS, "kgir_no_subgraph", "kgir_no_reflection", "kgir_no_rewrite", "ircot", "iter_retgen", "hyde",
+        *STUDY_ROWS)
 TABLES = ("sources", "funnel", "bridge_naming", "calibration", "oracle_stop", "forced_rounds", "rewrite_retrieval",
-          "ranked_list_rules", "reader_context")
+          "ranked_list_rules", "reader_context", "step_attribution")
 _CONTEXT_PASSAGES = next(f.default for f in fields(Config) if f.name == "context_passages")
 
 
@@ -119,6 +122,11 @@ def mechanism_tables(run_dir: Path, datasets: Sequence[str], data_dir: Optional[
         variants = {m: runs[(m, ds)] for m in VARIANTS if (m, ds) in runs}
         if "kgir" in variants and len(variants) > 1:
             out["reader_context"].append(reader_context_table(variants, n_ctx, ds))
+        study = {m: runs[(m, ds)] for m in ("kgir", *STUDY_ROWS) if (m, ds) in runs}
+        if "kgir" in study and len(study) > 1:
+            from ...registry import LABELS
+
+            out["step_attribution"].append(step_attribution_table(study, bridges, ds, n_ctx, LABELS, mode))
     tables = {"sources": sources.merge(pd.DataFrame(agreement, columns=["method", "dataset", "questions",
                                                                         "current rule = stored ranked_pids"]),
                                        on=["method", "dataset", "questions"], how="left")}

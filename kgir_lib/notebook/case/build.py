@@ -19,6 +19,7 @@ from typing import Any, Sequence
 from ...config import Config
 from ...data import Corpus, Dataset, Passage, Question, passage_id
 from ...eval.metrics import best_em, best_f1
+from ...gold import GoldHop, chain_bridges
 from ...kgir.rounds import trace_rounds
 from ...methods.base import MethodOutput, Workspace
 from .records import FREE_DATASET, FREE_QID, CaseStudy, CaseStudyError
@@ -26,11 +27,12 @@ from .records import FREE_DATASET, FREE_QID, CaseStudy, CaseStudyError
 
 def load_example(name: str = "figure6") -> dict:
     """A free-question example shipped as ``kgir_lib/examples/<name>.json``: question, answers, passages, and,
-    where the example knows them, its gold ``bridge`` entity and the ``next_hop`` passage titles (else None, [])."""
+    where the example knows them, its gold ``bridge`` entity, the ``next_hop`` passage titles and the gold
+    ``decomposition`` (hops ``{question, answer, support}``, ``support`` a passage title) (else None, [], [])."""
     data = json.loads(resources.files("kgir_lib").joinpath("examples", f"{name}.json").read_text(encoding="utf-8"))
     return {"question": data["question"], "answers": list(data["answers"]),
             "passages": [tuple(p) for p in data["passages"]], "bridge": data.get("bridge"),
-            "next_hop": list(data.get("next_hop", []))}
+            "next_hop": list(data.get("next_hop", [])), "decomposition": list(data.get("decomposition", []))}
 
 
 FIGURE6_EXAMPLE = load_example("figure6")
@@ -110,13 +112,30 @@ def free_workspace(cfg: Config, question: Question, passages: Sequence[Passage],
     return ws
 
 
+def free_gold_hops(decomposition: Sequence, passages: Sequence[Passage]) -> tuple:
+    """The gold hops of a free question (:class:`~kgir_lib.gold.GoldHop`) from ``{question, answer, support}``
+    items, ``support`` the title of one of ``passages``; a CaseStudyError names a bad item."""
+    by_title = {p.title: p.pid for p in passages}
+    hops = []
+    for i, hop in enumerate(decomposition):
+        if not isinstance(hop, dict) or not all(isinstance(hop.get(k), str) for k in ("question", "answer", "support")):
+            raise CaseStudyError(f"parameter 'decomposition': item {i} needs string 'question', 'answer' and 'support'")
+        if hop["support"] not in by_title:
+            raise CaseStudyError(f"parameter 'decomposition': item {i}'s support {hop['support']!r} is not a passage "
+                                 f"title ({sorted(by_title)[:6]})")
+        hops.append(GoldHop(hop["question"], hop["answer"], by_title[hop["support"]], hop["support"]))
+    return tuple(hops)
+
+
 def case_from_passages(cfg: Config, question: str, passages: Sequence, answers: Sequence[str] = (),
-                       llm=None, encoder=None, method: Any = None) -> CaseStudy:
-    """KGIR-RAG on a free ``question`` over user-supplied ``passages`` (``(title, text)`` pairs).
+                       llm=None, encoder=None, method: Any = None, decomposition: Sequence = ()) -> CaseStudy:
+    """KGIR-RAG (``method``, default the full method) on a free ``question`` over user-supplied ``passages``
+    (``(title, text)`` pairs).
 
     The passages' triples are extracted first with the profile's LLM (cached);
     ``answers`` (gold answer and aliases, may be empty) score the final answer.
-    There are no gold passages, so no Recall@k.
+    There are no gold passages, so no Recall@k. ``decomposition`` (:func:`free_gold_hops`) gives the question
+    its gold chain, which the oracle study variants read (``kgir_oracle_rewrite``: the ideal rewrite).
     """
     if not isinstance(question, str) or not question.strip():
         raise CaseStudyError("parameter 'free_question': needs a non-empty question")
@@ -127,6 +146,9 @@ def case_from_passages(cfg: Config, question: str, passages: Sequence, answers: 
     if not isinstance(answers, (list, tuple)) or not all(isinstance(a, str) for a in answers):
         raise CaseStudyError(f"parameter 'free_answers': a list of answer strings, got {answers!r}")
     ps = _passages(passages)
-    q = Question(FREE_QID, question.strip(), tuple(str(a) for a in answers), (), FREE_DATASET, None)
+    hops = free_gold_hops(decomposition, ps)
+    answers = tuple(str(a) for a in answers)
+    q = Question(FREE_QID, question.strip(), answers, (), FREE_DATASET, len(hops) or None, hops,
+                 chain_bridges(hops, question.strip(), answers))
     ws = free_workspace(cfg, q, ps, llm=llm, encoder=encoder)
     return run_case(ws, q, method)

@@ -17,7 +17,7 @@ notebook 07 uses it wherever the dataset gives gold bridges.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import pandas as pd
 
@@ -190,3 +190,24 @@ def case_chain_note(chain: pd.DataFrame) -> str:
         return f"Round {int(best['round'])} takes the whole chain, from the seed to a correct answer."
     already = "; the next hop was already in D_t" if best["next hop already in D_t"] else ""
     return f"Furthest round ({int(best['round'])}): the chain breaks at {best['breaks at']}{already}."
+
+
+def next_hop_reading(cases: Mapping[str, object], next_hop_titles: Sequence[str]) -> pd.DataFrame:
+    """Round 1 of several runs of one free question, side by side (notebook 07 §9: the model's rewrite against the
+    oracle rewrite): who wrote the rewrite, the rewrite, the best rank of a next-hop passage (by title) in ``D_1``
+    and in ``D'_1``, whether the reflection read one (``P_1``), whether the final answer's context held one, the
+    answer and its EM. ``cases``: ``{run label: CaseStudy}``."""
+    rows = []
+    for label, case in cases.items():
+        r = case.rounds[0]
+        hop = {p.pid for p in case.ws.dataset.corpus.passages if p.title in set(next_hop_titles)}
+
+        def rank(pids: Sequence[str]) -> Optional[int]:
+            return next((i for i, p in enumerate(pids, 1) if p in hop), None)
+        context = next((list(x.final.context_pids) for x in reversed(case.rounds) if x.final is not None), [])
+        rows.append({"run": label, "rewrite by": "the gold (oracle)" if r.rewrite_form == "oracle" else "the model",
+                     "round-1 rewrite": r.rewrite, "next hop's rank in D_1": rank([p for p, _ in r.retrieved]),
+                     "next hop's rank in D'_1": rank([p for p, _ in r.rewrite_retrieved]),
+                     "reflection read it (P_1)": bool(hop & set(r.reflection_passages or [])),
+                     "in the reader's context": bool(hop & set(context)), "answer": case.answer, "EM": case.em})
+    return pd.DataFrame(rows)

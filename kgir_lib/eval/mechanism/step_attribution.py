@@ -1,0 +1,218 @@
+"""Step attribution: what fixing each step of KGIR-RAG's chain would buy (notebook 04, ``04_step_attribution``).
+
+The bridge funnel (:mod:`kgir_lib.eval.mechanism.funnel`) says where the chain seed -> bridge in ``G_Ans`` ->
+rewrite names it -> ``D'_t`` finds the next hop -> answer breaks. The oracle study variants
+(:mod:`kgir_lib.kgir.study`) hand one step the gold and keep the rest of the full method; this module reads
+their traces beside the full method's (``kgir``) and says, per dataset, what each step is worth:
+
+- each variant's EM, F1 and R@5 (×100) on the questions both it and the full method answered (``n``), the full
+  method's on the same questions, and the difference;
+- the exact paired tests against the full method (:mod:`kgir_lib.eval.stats`): McNemar for EM, the sign-flip
+  test for F1 and R@5, with :data:`kgir_lib.eval.claims.ALPHA`'s convention. **The family is declared here, before
+  any run** (:data:`FAMILY`: every variant of :data:`ROWS` by every metric of :data:`METRICS`), one family per
+  dataset, Holm-adjusted within it (:func:`kgir_lib.eval.stats.holm`); a test a dataset cannot make (recall of the
+  context oracle, which retrieves nothing) is left out of the family;
+- the minimum detectable EM difference of each row (``MDE EM``: exact McNemar, power :data:`POWER`, level
+  ``ALPHA`` / family size, the family's first Holm level), from the row's own discordance rate;
+- the funnel steps each variant passes (the chain up to each step, any round, over the questions with a gold
+  bridge), and how many of those questions had a next-hop passage in the final answer's context (``next hop
+  read``: what the next-hop oracle changes, which step 4 -- a passage ``D'_t`` retrieved -- does not see);
+- ``oracle applied``: the questions whose trace says every oracle step of the variant applied (the others ran
+  the missing step as the full method).
+
+:func:`plot_headroom` draws the waterfall (full method -> each cumulative oracle -> the gold-context ceiling,
+with our two repairs apart), :func:`headroom_sentence` says it in one sentence from the table.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ...gold import Bridge
+from ..claims import ALPHA, POWER
+from ..metrics import best_em, best_f1, recall_at_k
+from ..stats import holm, mcnemar_exact, mde_mcnemar, sign_flip_test
+from . import round_facts as rf
+from .funnel import STEPS, funnel_rows, funnel_table
+
+REFERENCE = "kgir"
+CUMULATIVE = ("kgir_oracle_seeds", "kgir_oracle_seeds_rewrite", "kgir_oracle_seeds_rewrite_next_hop")
+SINGLE = ("kgir_oracle_rewrite", "kgir_oracle_next_hop")
+CEILING = "kgir_oracle_context"
+OURS = ("kgir_bridge_rewrite", "kgir_all_passages")
+ROWS = (*CUMULATIVE, *SINGLE, CEILING, *OURS)  # compared with the full method, in this order
+METRICS = ("EM", "F1", "R@5")
+FAMILY = tuple((key, m) for key in ROWS for m in METRICS)  # one family per dataset (module docstring)
+NO_RECALL = (CEILING,)  # retrieves nothing: its R@5 is not a test
+KINDS = {REFERENCE: "the paper's method", **{k: "oracle" for k in (*CUMULATIVE, *SINGLE, CEILING)},
+         **{k: "ours" for k in OURS}}
+MDE_COLUMN = f"MDE EM ({POWER:.0%} power, α = {ALPHA} / family size)"
+
+
+def question_scores(records: Sequence[Mapping]) -> pd.DataFrame:
+    """EM, F1 and R@5 (×100) of each trace-file line, from the gold answers and passages its trace records;
+    R@5 is NaN for a trace marked ``no_retrieval`` and for a question without gold passages."""
+    rows = []
+    for r in records:
+        answers, gold = rf.golds(r)
+        answer = rf.final_answer(r)
+        no_retrieval = bool(rf.trace_of(r).get("no_retrieval"))
+        rows.append({"qid": rf.qid_of(r), "EM": 100.0 * best_em(answer, answers), "F1": 100.0 * best_f1(answer, answers),
+                     "R@5": np.nan if no_retrieval else 100.0 * recall_at_k(list(r.get("ranked_pids") or []), gold, 5)})
+    return pd.DataFrame(rows, columns=["qid", *METRICS])
+
+
+def oracle_applied(records: Sequence[Mapping]) -> int:
+    """Questions whose trace's ``oracle`` has every step of the variant applied (``not_applied`` empty)."""
+    return sum(1 for r in records if (o := rf.trace_of(r).get("oracle")) and not o.get("not_applied"))
+
+
+def funnel_counts(records: Sequence[Mapping], bridges: Mapping[str, Sequence[Bridge]], n_ctx: int,
+                  mode: str = "contains") -> dict:
+    """The funnel (any round) of one variant's traces: bridge questions, the chain's count up to each step, and
+    the bridge questions whose final answer's context held a next-hop passage."""
+    keep = [r for r in records if bridges.get(rf.qid_of(r))]
+    out = {"bridge questions": len(keep), **{s: 0 for s in STEPS[1:]}, "next hop read": 0}
+    if not keep:
+        return out
+    table = funnel_table(funnel_rows(keep, bridges, mode, "d"))
+    out.update(table[table["round"] == "any"].set_index("step")["n"].reindex(list(STEPS[1:])).astype(int).to_dict())
+    out["next hop read"] = sum(any(p in set(rf.answer_context(r, n_ctx)) for b in bridges[rf.qid_of(r)]
+                                   for p in b.next_pids) for r in keep)
+    return out
+
+
+def _tests(a: pd.Series, b: pd.Series, metric: str) -> tuple:
+    """(p, discordant) of the exact paired test of variant ``a`` against the full method ``b``."""
+    if metric == "EM":
+        t = mcnemar_exact(a.to_numpy(), b.to_numpy())
+        return t.p, f"{t.b}/{t.c}"  # only the variant right / only the full method right
+    return sign_flip_test(a.to_numpy() - b.to_numpy()), str(int((a != b).sum()))
+
+
+def step_attribution_table(runs: Mapping[str, Sequence[Mapping]], bridges: Mapping[str, Sequence[Bridge]],
+                           dataset: str, n_ctx: int, labels: Optional[Mapping[str, str]] = None,
+                           mode: str = "contains", alpha: float = ALPHA) -> pd.DataFrame:
+    """One dataset's step attribution (module docstring): one row for the full method, one per variant of
+    :data:`ROWS` that has traces in ``runs`` (``{registry key: trace-file lines}``), in that order.
+
+    Questions are paired by id; a metric NaN for a question (recall without gold passages) leaves it out of that
+    metric's test. The p-values of every row's tests form the dataset's family (:data:`FAMILY`), Holm-adjusted.
+    """
+    if REFERENCE not in runs:
+        raise ValueError(f"step_attribution_table: no {REFERENCE!r} traces for dataset {dataset!r}")
+    labels = dict(labels or {})
+    ref = question_scores(runs[REFERENCE]).set_index("qid")
+    rows, tests = [], []
+    for key in (REFERENCE, *[k for k in ROWS if k in runs]):
+        scores = question_scores(runs[key]).set_index("qid")
+        both = scores.index.intersection(ref.index)
+        a, b = scores.loc[both], ref.loc[both]
+        row = {"dataset": dataset, "key": key, "method": labels.get(key, key), "kind": KINDS[key], "n": len(both),
+               "oracle applied": oracle_applied(runs[key]) if KINDS[key] == "oracle" else np.nan}
+        for m in METRICS:
+            ok = a[m].notna() & b[m].notna()
+            row[m], row[f"{m} full"] = float(a.loc[ok, m].mean()), float(b.loc[ok, m].mean())
+            row[f"Δ{m}"] = row[m] - row[f"{m} full"]
+            row[f"p {m}"], row[f"{m} discordant"] = np.nan, ""
+            if key != REFERENCE and ok.any() and not (m == "R@5" and key in NO_RECALL):
+                row[f"p {m}"], row[f"{m} discordant"] = _tests(a.loc[ok, m], b.loc[ok, m], m)
+                tests.append((len(rows), m))
+        row[MDE_COLUMN] = np.nan
+        row.update(funnel_counts(runs[key], bridges, n_ctx, mode))
+        rows.append(row)
+    adjusted = holm([rows[i][f"p {m}"] for i, m in tests])
+    for (i, m), p in zip(tests, adjusted):
+        rows[i][f"p {m} (Holm)"] = float(p)
+    for i, row in enumerate(rows[1:], 1):
+        em = question_scores(runs[row["key"]]).set_index("qid")["EM"].reindex(ref.index).dropna()
+        if len(em) and tests:
+            d = float((em != ref.loc[em.index, "EM"]).mean())
+            row[MDE_COLUMN] = 100.0 * mde_mcnemar(len(em), d, alpha / len(tests), POWER)
+    cols = ["dataset", "key", "method", "kind", "n", "oracle applied"]
+    for m in METRICS:
+        cols += [m, f"{m} full", f"Δ{m}", f"{m} discordant", f"p {m}", f"p {m} (Holm)"]
+    cols += [MDE_COLUMN, "bridge questions", *STEPS[1:], "next hop read"]
+    return pd.DataFrame(rows).reindex(columns=cols)
+
+
+# ---------------------------------------------------------------------------- in words and as a figure
+def _row(table: pd.DataFrame, dataset: str, key: str) -> Optional[pd.Series]:
+    sub = table[(table["dataset"] == dataset) & (table["key"] == key)]
+    return None if sub.empty else sub.iloc[0]
+
+
+def headroom_sentence(table: pd.DataFrame, dataset: str) -> str:
+    """The headroom of one dataset in one sentence, from the table: the full method's EM, what each cumulative
+    oracle adds, the gold-context ceiling, and our two repairs with their Holm-adjusted McNemar p."""
+    full = _row(table, dataset, REFERENCE)
+    if full is None:
+        raise ValueError(f"headroom_sentence: no {REFERENCE!r} row for dataset {dataset!r}")
+    parts, prev = [], float(full["EM"])
+    names = {"kgir_oracle_seeds": "oracle seeds", "kgir_oracle_seeds_rewrite": "+ the ideal rewrite",
+             "kgir_oracle_seeds_rewrite_next_hop": "+ the gold next hop"}
+    for key in CUMULATIVE:
+        r = _row(table, dataset, key)
+        if r is not None:
+            parts.append(f"{names[key]} {r['EM']:.1f} ({r['EM'] - prev:+.1f})")
+            prev = float(r["EM"])
+    text = f"{dataset} (n = {int(full['n'])}): EM of the full method {full['EM']:.1f}"
+    text += "; " + ", ".join(parts) if parts else ""
+    ceil = _row(table, dataset, CEILING)
+    if ceil is not None:
+        text += f"; the shared reader over the gold passages alone {ceil['EM']:.1f} ({ceil['EM'] - full['EM']:+.1f})"
+    ours = [r for r in (_row(table, dataset, k) for k in OURS) if r is not None]
+    if ours:
+        text += "; ours: " + ", ".join(f"{r['method']} {r['EM']:.1f} ({r['ΔEM']:+.1f}, p(Holm) {r['p EM (Holm)']:.2g})"
+                                       for r in ours)
+    return text + "."
+
+
+def plot_headroom(table: pd.DataFrame, published_em: Optional[Mapping[str, float]] = None):
+    """The waterfall per dataset: the full method, each cumulative oracle (the bar's rise is what that step
+    adds), the gold-context ceiling, then our two repairs apart (hatched). ``published_em`` ({dataset: EM}) draws
+    the paper's KGIR-RAG EM as a labelled line; without it the panel says that none is drawn. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    datasets = list(dict.fromkeys(table["dataset"]))
+    fig, axes = plt.subplots(1, max(len(datasets), 1), figsize=(5.2 * max(len(datasets), 1), 4.2), squeeze=False)
+    for ax, ds in zip(axes[0], datasets):
+        seq = [k for k in (REFERENCE, *CUMULATIVE, CEILING) if _row(table, ds, k) is not None]
+        ours = [k for k in OURS if _row(table, ds, k) is not None]
+        base = float(_row(table, ds, REFERENCE)["EM"])
+        x, prev = 0, 0.0
+        for k in seq:
+            em = float(_row(table, ds, k)["EM"])
+            step = k in CUMULATIVE
+            ax.bar(x, em - prev if step else em, bottom=prev if step else 0.0,
+                   color="tab:green" if step and em >= prev else "tab:red" if step else "tab:blue" if k == REFERENCE
+                   else "tab:gray")
+            ax.text(x, em + 1, f"{em:.1f}", ha="center", fontsize="small")
+            prev = em if k != CEILING else prev
+            x += 1
+        x += 0.6
+        for k in ours:
+            em = float(_row(table, ds, k)["EM"])
+            ax.bar(x, em, color="white", edgecolor="tab:purple", hatch="//")
+            ax.text(x, em + 1, f"{em:.1f}", ha="center", fontsize="small")
+            x += 1
+        short = {REFERENCE: "full", "kgir_oracle_seeds": "+ seeds", "kgir_oracle_seeds_rewrite": "+ rewrite",
+                 "kgir_oracle_seeds_rewrite_next_hop": "+ next hop", CEILING: "gold\ncontext",
+                 "kgir_bridge_rewrite": "bridge\nrewrite\n(ours)", "kgir_all_passages": "all D'_t\n(ours)"}
+        ticks = list(range(len(seq))) + [len(seq) + 0.6 + i for i in range(len(ours))]
+        ax.set_xticks(ticks, labels=[short[k] for k in (*seq, *ours)], fontsize="small")
+        ax.axhline(base, color="tab:blue", lw=0.8, ls=":")
+        if published_em and ds in published_em:
+            ax.axhline(published_em[ds], color="black", ls="--", label="KGIR-RAG EM as published")
+            ax.legend(loc="upper left", fontsize="small")
+        else:
+            ax.text(0.02, 0.97, "no published KGIR-RAG EM for this dataset", transform=ax.transAxes, va="top",
+                    fontsize="x-small", color="dimgray")
+        ax.set_ylim(0, 100)
+        ax.set_ylabel("EM (×100)")
+        ax.set_title(f"{ds} (n = {int(_row(table, ds, REFERENCE)['n'])})")
+    fig.suptitle("What each step is worth: KGIR-RAG, cumulative oracles, gold-context ceiling, ours")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,190 @@
+"""Step attribution (kgir_lib.eval.mechanism.step_attribution): exact values on hand-made traces."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from kgir_lib.data import passage_id
+from kgir_lib.eval.mechanism import step_attribution as sa
+from kgir_lib.eval.mechanism.tables import mechanism_tables
+from kgir_lib.traces import trace_filename, write_jsonl
+
+from _mech_traces import COMPAQ, QUESTION, record, rnd
+
+QIDS = [f"q{i}" for i in range(1, 7)]
+GOLD = ("pCompaq", "pHP")
+
+
+def full_run() -> list:
+    """The full method: right on q1 only; R@5 50 (one of two gold passages in its top 5)."""
+    return [record(q, answer="Hewlett-Packard" if q == "q1" else "IBM", ranked_pids=["pCompaq", "pIBM", "pDell"])
+            for q in QIDS]
+
+
+def seeds_run() -> list:
+    """Oracle seeds: right on q1 and q2, R@5 100 on q2; the oracle applied except on q6."""
+    return [record(q, answer="Hewlett-Packard" if q in ("q1", "q2") else "IBM", variant="oracle_seeds",
+                   ranked_pids=["pCompaq", "pHP"] if q == "q2" else ["pCompaq", "pIBM"],
+                   oracle={"parts": ["seeds"], "not_applied": {"seeds": "the gold names no entity"} if q == "q6" else {}})
+            for q in QIDS]
+
+
+def context_run() -> list:
+    """The context oracle: right everywhere, no retrieval, the gold passages as the reader's context."""
+    final = {"raw": "", "question": QUESTION, "answer": "Hewlett-Packard", "forced": False, "context_pids": list(GOLD)}
+    return [record(q, rounds=[{"iteration": 1, "query": QUESTION, "retrieved": [], "usable": {}, "truncated": {},
+                               "final": final}], answer="Hewlett-Packard", variant="oracle_context",
+                   answered_by="reader", ranked_pids=list(GOLD), no_retrieval=True,
+                   oracle={"parts": ["context"], "not_applied": {}, "context_pids": list(GOLD)}) for q in QIDS]
+
+
+def bridge_run() -> list:
+    """Ours: the same answers and ranked lists as the full method."""
+    return [dict(r, trace=dict(r["trace"], variant="bridge_rewrite")) for r in full_run()]
+
+
+RUNS = {"kgir": full_run(), "kgir_oracle_seeds": seeds_run(), "kgir_oracle_context": context_run(),
+        "kgir_bridge_rewrite": bridge_run()}
+BRIDGES = {"q1": (COMPAQ,), "q2": (COMPAQ,), **{q: () for q in QIDS[2:]}}
+
+
+@pytest.fixture
+def table():
+    return sa.step_attribution_table(RUNS, BRIDGES, "d", n_ctx=5, labels={"kgir": "KGIR-RAG"})
+
+
+def test_family_is_declared_before_the_run():
+    assert sa.FAMILY[:3] == (("kgir_oracle_seeds", "EM"), ("kgir_oracle_seeds", "F1"), ("kgir_oracle_seeds", "R@5"))
+    assert len(sa.FAMILY) == len(sa.ROWS) * 3 and set(sa.ROWS) >= {"kgir_oracle_context", *sa.OURS}
+
+
+def test_scores_tests_and_holm_known_values(table):
+    t = table.set_index("key")
+    assert list(t.index) == ["kgir", "kgir_oracle_seeds", "kgir_oracle_context", "kgir_bridge_rewrite"]
+    assert t["n"].tolist() == [6, 6, 6, 6] and t.loc["kgir", "method"] == "KGIR-RAG"
+    assert t.loc["kgir_oracle_seeds", "oracle applied"] == 5 and np.isnan(t.loc["kgir_bridge_rewrite", "oracle applied"])
+    assert t["EM"].round(4).tolist() == [16.6667, 33.3333, 100.0, 16.6667]
+    assert t.loc["kgir_oracle_seeds", ["EM full", "ΔEM"]].round(4).tolist() == [16.6667, 16.6667]
+    assert t.loc["kgir_oracle_seeds", ["R@5", "R@5 full"]].round(4).tolist() == [58.3333, 50.0]
+    assert np.isnan(t.loc["kgir_oracle_context", "R@5"]) and np.isnan(t.loc["kgir_oracle_context", "p R@5"])
+    # McNemar: seeds 1 only-variant question (p 1), context 5 (p 2 / 2^5); sign-flip: F1 alike, R@5 one difference
+    assert t.loc["kgir_oracle_seeds", ["EM discordant", "p EM"]].tolist() == ["1/0", 1.0]
+    assert t.loc["kgir_oracle_context", ["EM discordant", "p EM", "p F1"]].tolist() == ["5/0", 0.0625, 0.0625]
+    assert t.loc["kgir_oracle_seeds", "p R@5"] == 1.0 and t.loc["kgir_bridge_rewrite", "p EM"] == 1.0
+    # one family of 8 tests (seeds 3, context 2, bridge 3): Holm 8 x 0.0625 = 0.5, then 1
+    assert t.loc["kgir_oracle_context", ["p EM (Holm)", "p F1 (Holm)"]].tolist() == [0.5, 0.5]
+    assert t.loc["kgir_oracle_seeds", ["p EM (Holm)", "p F1 (Holm)", "p R@5 (Holm)"]].tolist() == [1.0, 1.0, 1.0]
+    assert np.isnan(t.loc["kgir", "p EM (Holm)"])
+    # at level 0.05 / 8 six questions detect nothing: even 5 of 5 discordant ones give p = 0.0625
+    assert t.loc["kgir_bridge_rewrite", sa.MDE_COLUMN] == t.loc["kgir_oracle_context", sa.MDE_COLUMN] == np.inf
+    assert sa.MDE_COLUMN == "MDE EM (80% power, α = 0.05 / family size)"
+
+
+def test_funnel_steps_each_variant_passes(table):
+    t = table.set_index("key")
+    steps = ["bridge questions", "1 seed matched", "2 bridge in G_Ans", "3 rewrite names it", "4 D'_t finds next hop",
+             "5 answer correct", "next hop read"]
+    assert t.loc["kgir", steps].tolist() == [2, 2, 2, 2, 2, 1, 2]
+    assert t.loc["kgir_oracle_seeds", steps].tolist() == [2, 2, 2, 2, 2, 2, 2]
+    assert t.loc["kgir_oracle_context", steps].tolist() == [2, 0, 0, 0, 0, 0, 2]  # no chain, the gold read
+
+
+def test_headroom_sentence(table):
+    assert sa.headroom_sentence(table, "d") == (
+        "d (n = 6): EM of the full method 16.7; oracle seeds 33.3 (+16.7); the shared reader over the gold passages "
+        "alone 100.0 (+83.3); ours: kgir_bridge_rewrite 16.7 (+0.0, p(Holm) 1).")
+    with pytest.raises(ValueError, match="no 'kgir' row"):
+        sa.headroom_sentence(table, "other")
+
+
+def test_headroom_figure(table):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = sa.plot_headroom(table)
+    [ax] = fig.axes
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["full", "+ seeds", "gold\ncontext", "bridge\nrewrite\n(ours)"]
+    assert [round(p.get_height(), 4) for p in ax.patches] == [16.6667, 16.6667, 100.0, 16.6667]
+    assert "no published KGIR-RAG EM" in " ".join(t.get_text() for t in ax.texts)
+    plt.close(fig)
+    fig = sa.plot_headroom(table, published_em={"d": 40.0})
+    assert fig.axes[0].get_legend().get_texts()[0].get_text() == "KGIR-RAG EM as published"
+    plt.close(fig)
+
+
+def test_no_reference_is_an_error():
+    with pytest.raises(ValueError, match="no 'kgir' traces"):
+        sa.step_attribution_table({"kgir_oracle_seeds": seeds_run()}, BRIDGES, "d", 5)
+
+
+def test_mechanism_tables_carry_the_step_attribution(tmp_path):
+    paras = [("Compaq", "Compaq was the top PC maker of 1994."), ("Hewlett-Packard", "HP merged with Compaq in 2002.")]
+    p = [passage_id(t, x) for t, x in paras]
+    rec = {"id": "q1", "question": QUESTION, "answer": "Hewlett-Packard", "answer_aliases": ["HP"],
+           "paragraphs": [{"idx": i, "title": t, "paragraph_text": x, "is_supporting": True}
+                          for i, (t, x) in enumerate(paras)],
+           "question_decomposition": [{"question": "top PC maker of 1994", "answer": "Compaq", "paragraph_support_idx": 0},
+                                      {"question": "Who merged with #1 in 2002?", "answer": "Hewlett-Packard",
+                                       "paragraph_support_idx": 1}]}
+    data = tmp_path / "data" / "mq"
+    data.mkdir(parents=True)
+    (data / "mq.json").write_text(json.dumps([rec]))
+    (data / "mq_corpus.json").write_text(json.dumps([{"title": t, "text": x} for t, x in paras]))
+    run = tmp_path / "run"
+    for key, answer in (("kgir", "IBM"), ("kgir_oracle_next_hop", "HP")):
+        r = record("q1", rounds=[rnd(retrieved=[p[0]], rewrite_retrieved=[p[0]])], answer=answer, gold_pids=p,
+                   ranked_pids=p, oracle={"parts": ["next_hop"], "not_applied": {}} if key != "kgir" else None)
+        write_jsonl([r], run / "traces" / key / trace_filename("mq"))
+    t = mechanism_tables(run, ["mq"], data_dir=tmp_path / "data")["step_attribution"].set_index("key")
+    assert list(t.index) == ["kgir", "kgir_oracle_next_hop"]
+    assert t["EM"].tolist() == [0.0, 100.0] and t.loc["kgir_oracle_next_hop", "method"] == "KGIR-RAG + oracle next hop"
+    assert t["bridge questions"].tolist() == [1, 1]
+
+
+def test_notebook_04_flow_on_the_tiny_workspace(tmp_path, cfg, tiny_dataset, tiny_kg, make_llm):
+    """Notebook 04's §3b on the tiny Fig. 6 corpus with a scripted LLM: every study variant runs through
+    run_method (traces written), mechanism_tables reads them into the step attribution, its sentence and figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from conftest import BagOfWordsEncoder
+    from kgir_lib.data import load_dataset
+    from kgir_lib.eval import evaluate as ev
+    from kgir_lib.methods.base import Workspace
+    from kgir_lib.registry import STUDY_METHODS, build_method
+    from kgir_lib.retrieval import DenseIndex
+
+    ps = {p.title: p for p in tiny_dataset.corpus.passages}
+    rec = {"id": "q1", "question": tiny_dataset.questions[0].question, "answer": "Hewlett-Packard",
+           "answer_aliases": ["HP"],
+           "paragraphs": [{"idx": i, "title": t, "paragraph_text": ps[t].text, "is_supporting": t in ("Compaq",
+                                                                                                      "Hewlett-Packard")}
+                          for i, t in enumerate(ps)],
+           "question_decomposition": [
+               {"question": "Which company was the top PC maker of 1994?", "answer": "Compaq", "paragraph_support_idx": 0},
+               {"question": "Which company merged with #1 in 2002?", "answer": "Hewlett-Packard",
+                "paragraph_support_idx": 1}]}
+    data = tmp_path / "data" / "tiny"
+    data.mkdir(parents=True)
+    (data / "tiny.json").write_text(json.dumps([rec]))
+    (data / "tiny_corpus.json").write_text(json.dumps([{"title": p.title, "text": p.text} for p in ps.values()]))
+    ds = load_dataset("tiny", tmp_path / "data")
+
+    def script(req):
+        return {"kgir_ner": '{"named_entities": ["1994"]}', "kgir_rewrite": "Rewritten question: Who founded Dell?",
+                "kgir_bridge_rewrite": "Bridge: Compaq\nQuestion: Which company merged with Compaq in 2002?",
+                "kgir_reflect": "Reasoning: r.\nAnswer: HP", "reader": "Answer: Hewlett-Packard"
+                if "In 2002 Hewlett-Packard" in req.messages[-1][1] else "Answer: IBM"}.get(req.prompt, "Answer: x")
+    ws = Workspace(cfg=cfg, dataset=ds, llm=make_llm(script), dense=DenseIndex(ds.corpus.passages, BagOfWordsEncoder(),
+                                                                                 progress=False), kg=tiny_kg)
+    for key in ["kgir", *STUDY_METHODS]:
+        ev.run_method(ws, build_method(key), ds.questions)
+    attr = mechanism_tables(cfg.run_dir, ["tiny"], data_dir=tmp_path / "data")["step_attribution"]
+    assert attr["key"].tolist() == ["kgir", *sa.ROWS] and (attr["n"] == 1).all()
+    assert attr.set_index("key").loc["kgir_oracle_context", "EM"] == 100.0  # the gold passages hold the answer
+    assert sa.headroom_sentence(attr, "tiny").startswith("tiny (n = 1): EM of the full method ")
+    sa.plot_headroom(attr)
