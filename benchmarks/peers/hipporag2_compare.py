@@ -95,7 +95,7 @@ def suite_rows(questions, outputs) -> list:
 
 def run_suite(work: Path, profile: str, dataset: str, trace: Optional[Path]) -> None:
     """The suite's HippoRAG 2 per question: read from ``trace`` (a run's trace file), else run cache only."""
-    from kgir_lib.evaluate import load_outputs
+    from kgir_lib.eval.evaluate import load_outputs
     from kgir_lib.llm import CacheMissError
     from kgir_lib.baselines.hipporag2 import HippoRAG2
 
