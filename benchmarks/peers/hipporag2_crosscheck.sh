@@ -12,8 +12,11 @@
 #                                           rerun makes no LLM call.
 #   5. hipporag2_compare.py seeded          the suite's graph + PPR seeded with upstream's kept facts (no LLM)
 #   6. hipporag2_compare.py report          results/benchmarks/peers_hipporag2.md
-# Usage: bash benchmarks/peers/hipporag2_crosscheck.sh [--help | --dry-run]
+# Usage: bash benchmarks/peers/hipporag2_crosscheck.sh [--help | --dry-run | --rescore]
 #   --help     print this header and exit
+#   --rescore  steps 2 and a re-scored report only: the suite's side of this code (cache only) against
+#              upstream's per-question scores in the committed results/benchmarks/peers_hipporag2.csv; no peer
+#              environment, no server, no LLM call (what needs upstream's records is carried, labelled)
 #   --dry-run  print the steps with the knobs' values and check their inputs (scripts, data, response log,
 #              peer environment); start nothing, write nothing
 # Knobs (environment): KGIR_DATA_DIR (default ../shared/data beside the repo), PEERS_WORK (default
@@ -30,8 +33,9 @@ DRY=0
 case "${1:-}" in
     -h|--help) usage; exit 0 ;;
     --dry-run) DRY=1 ;;
+    --rescore) DRY=2 ;;
     "") ;;
-    *) echo "crosscheck: unknown argument '$1' (--help, --dry-run)" >&2; exit 2 ;;
+    *) echo "crosscheck: unknown argument '$1' (--help, --dry-run, --rescore)" >&2; exit 2 ;;
 esac
 cd "$ROOT"
 PY="${KGIR_PYTHON:-$ROOT/.venv/bin/python}"
@@ -69,6 +73,13 @@ if [ "$DRY" = 1 ]; then
 fi
 mkdir -p "$WORK/logs"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+if [ "$DRY" = 2 ]; then
+    echo "crosscheck (re-score): the suite's HippoRAG 2 (cache only) against the committed upstream scores"
+    "$PY" benchmarks/peers/hipporag2_compare.py suite --work "$WORK"
+    "$PY" benchmarks/peers/hipporag2_compare.py rescore --work "$WORK" \
+        --command "bash benchmarks/peers/hipporag2_crosscheck.sh --rescore"
+    exit 0
+fi
 
 bash benchmarks/peers/setup.sh hipporag
 
