@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kgir_lib.registry import DEFAULT_METHODS, LABELS
+from kgir_lib.registry import DEFAULT_METHODS, method_labels
 from kgir_lib.report import KGIR_ABLATION_DATASETS
 
 PCT = (0.0, 100.0)
@@ -184,7 +184,7 @@ def _ours(df: pd.DataFrame, metric: str) -> dict:
 def check_05(cfg) -> None:
     config_written(cfg, "05_eval")
     n = n_questions(cfg)
-    labels = [LABELS[k] for k in profile_methods(cfg)]
+    labels = list(method_labels(cfg, profile_methods(cfg)).values())
     qa = table(cfg, f"05_table4_5_qa_{_safe(cfg.llm_model)}")
     assert set(labels) <= set(qa["method"]), f"methods without a row: {set(labels) - set(qa['method'])}"
     assert any(f"ours ({cfg.llm_model}, n={n})" in c for c in qa.columns), "our column group names model and n"

@@ -70,14 +70,14 @@ from kgir_lib.eval.mechanism.tables import mechanism_tables
 from kgir_lib.notebook import narrative, viz
 from kgir_lib.notebook.display import show
 from kgir_lib.notebook.opening import open_notebook
-from kgir_lib.registry import DEFAULT_METHODS, LABELS
+from kgir_lib.registry import DEFAULT_METHODS, LABELS, method_label
 
 cfg, llm = open_notebook("05_eval", globals())
 method_keys = list(methods) if methods is not None else list(cfg.eval_methods or DEFAULT_METHODS)
 resume = True if resume is None else bool(resume)
 n_boot = 2000 if n_boot is None else int(n_boot)
 reference = reference or "KGIR-RAG"
-print(f"methods ({len(method_keys)}): {[LABELS.get(k, k) for k in method_keys]}")
+print(f"methods ({len(method_keys)}): {[method_label(k, cfg) if k in LABELS else k for k in method_keys]}")
 
 # %% [markdown]
 # ## 1. Run every method on every dataset
