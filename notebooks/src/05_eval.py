@@ -66,7 +66,7 @@ from kgir_lib.eval import claims as cl
 from kgir_lib.eval import evaluate as ev
 from kgir_lib.eval.bootstrap import bootstrap_table
 from kgir_lib.eval.mechanism import funnel
-from kgir_lib.eval.mechanism.tables import mechanism_tables
+from kgir_lib.eval.mechanism.tables import empty_note, mechanism_tables
 from kgir_lib.notebook import narrative, viz
 from kgir_lib.notebook.display import show
 from kgir_lib.notebook.opening import open_notebook
@@ -316,7 +316,11 @@ if len(rules):
 # (section 2's answer-form table).
 
 # %%
-show(funnel.weakest_step(mech["funnel"]), "where KGIR-RAG's Fig. 6 chain breaks most (notebook 04)")
+weakest = funnel.weakest_step(mech["funnel"])
+if len(weakest):
+    show(weakest, "where KGIR-RAG's Fig. 6 chain breaks most (notebook 04)")
+else:
+    print(empty_note(mech, "funnel"))
 if len(mech["reader_context"]):
     show(mech["reader_context"].set_index(["dataset", "method"]),
          "gold passages in each Table 7 variant's reader context, paired with the full method (notebook 06)")
