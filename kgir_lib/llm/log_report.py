@@ -36,9 +36,10 @@ def log_stats(rows: Iterable[tuple], since_keys: Iterable[str] = (), paused_over
     """How many answers a log holds beyond an earlier one, and how long the model took for them.
 
     ``rows`` are log rows (:func:`kgir_lib.llm.response_log.read_log`); ``since_keys`` the keys of the earlier
-    log, whose rows are not counted as new. An answer that was in flight while its run was paused (``kill -STOP``) records the pause
-    in its ``seconds``; with ``paused_over`` set, new answers that took longer than that many seconds are
-    reported apart (``paused``, ``paused_seconds``) and left out of the pace (``mean``, ``median``).
+    log, whose rows are not counted as new. An answer that was in flight while its run was paused
+    (``kill -STOP``) records the pause in its ``seconds``; with ``paused_over`` set, new answers that took longer
+    than that many seconds are reported apart (``paused``, ``paused_seconds``) and left out of the pace
+    (``mean``, ``median``).
     ``seconds`` is the sum over every new answer, the paused ones included."""
     since = set(since_keys)
     all_rows = list(rows)

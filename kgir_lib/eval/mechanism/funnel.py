@@ -169,8 +169,8 @@ def weakest_step(table: pd.DataFrame, round_: str = "any") -> pd.DataFrame:
         g = g.reset_index(drop=True)
         i = int(g["% of previous step"].astype(float).fillna(101.0).to_numpy().argmin())
         before = int(g.loc[i - 1, "n"]) if i > 0 else int(g.loc[i, "questions"])
-        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))), "questions": int(g.loc[i, "questions"]),
-                     "breaks at": g.loc[i, "step"], "passed the step before": before, "passed it": int(g.loc[i, "n"]),
+        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))),
+                     "questions": int(g.loc[i, "questions"]), "breaks at": g.loc[i, "step"], "passed the step before": before, "passed it": int(g.loc[i, "n"]),
                      "% of previous step": float(g.loc[i, "% of previous step"])})
     return pd.DataFrame(rows, columns=[*keys, *WEAKEST_COLUMNS])
 
