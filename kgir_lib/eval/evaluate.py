@@ -145,7 +145,8 @@ def run_method(ws: Any, method: Any, questions: Sequence[Question], resume: bool
     these question ids in this order and the same :func:`run_fingerprint` is read back
     instead of running again, and the passages that run extracted on demand (meta ``kg_on_demand``) are
     extracted into the shared graph again, from the cache, so later readers of the graph see what a run made
-    here would have left (code changes are not in the fingerprint: delete
+    here would have left, and the meta's row label is brought up to date (:func:`method_label`; it is not in
+    the fingerprint) (code changes are not in the fingerprint: delete
     ``traces/`` or pass ``resume=False`` after changing a method). The LLM cache makes a
     rerun cheap anyway; resuming also keeps the first run's wall time.
     """
@@ -160,6 +161,9 @@ def run_method(ws: Any, method: Any, questions: Sequence[Question], resume: bool
     if resume and meta and path.exists() and meta.get("qids") == qids and meta.get("fingerprint") == fp:
         outputs = load_outputs(path)
         if [o.qid for o in outputs] == qids:
+            label = method_label(method, ws.cfg)
+            if meta.get("method") != label:  # a label is display, not fingerprint: the reused run gets today's
+                traces.write_meta(path, {**meta, "method": label})
             if meta.get("kg_on_demand") and ws.ensure_kg is not None:
                 ws.ensure_kg(meta["kg_on_demand"])  # the shared graph as if the run had been made here
             return outputs
