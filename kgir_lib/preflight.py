@@ -62,7 +62,8 @@ def check_question_counts(cfg, loaded: dict) -> None:
 def check_servers(cfg, timeout_s: float = 10.0) -> list:
     """For the ``openai`` backend: each of ``cfg.llm_base_urls`` must answer ``GET <url>/models`` and list
     ``cfg.llm_model`` (and each of ``kg_llm_base_urls`` ``kg_llm_model``, when the profile extracts with a
-    second model); one line per server, else a :class:`ServerError` naming the URL and what to do."""
+    second model); one line per server, else a :class:`ServerError` naming the URL and what to do. When the
+    variable ``llm_api_key_env`` names is not set, a last line says that requests go out without a key."""
     if cfg.llm_backend != "openai":
         return []
     import httpx
@@ -81,6 +82,9 @@ def check_servers(cfg, timeout_s: float = 10.0) -> list:
                     f"LLM server {url} serves {sorted(models)}, not {field} {model!r}: serve that model "
                     f"(vllm serve {model} ...) or set '{field}' to the name the server lists", key))
             lines.append(f"LLM server {url}: serves {model}")
+    if cfg.llm_api_key_env and not key:
+        lines.append(f"note: ${cfg.llm_api_key_env} (llm_api_key_env) is not set: requests go out without an API "
+                     f"key, which a local vLLM server accepts and a hosted one refuses")
     return lines
 
 

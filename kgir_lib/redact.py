@@ -37,6 +37,25 @@ def redact(text: str, secrets: Iterable[Optional[str]] = ()) -> str:
     return text
 
 
+SECRET_PART_CHARS = 16  # longer than any word of an environment variable's name (OPENROUTERAPIKEY is 16)
+SECRET_PART_DIGITS = 4  # a word of 8+ characters mixing letters and this many digits reads as a key
+
+
+def looks_like_secret(name: str) -> bool:
+    """Whether ``name``, given where the NAME of an environment variable belongs (``llm_api_key_env``), looks
+    like a pasted key instead: one of its ``_``-separated words is longer than :data:`SECRET_PART_CHARS`
+    characters, or has 8 or more characters mixing letters with at least :data:`SECRET_PART_DIGITS` digits
+    (``SKRELFOURUPPER0123456789``, ``AKIAIOSFODNN7EXAMPLE``). Variable names are short words: ``KGIR_LLM_API_KEY``,
+    ``OPENAI_API_KEY``, ``HF_TOKEN``, ``GPU2_KEY``."""
+    for part in str(name).split("_"):
+        digits = sum(ch.isdigit() for ch in part)
+        if len(part) > SECRET_PART_CHARS:
+            return True
+        if len(part) >= 8 and digits >= SECRET_PART_DIGITS and any(ch.isalpha() for ch in part):
+            return True
+    return False
+
+
 def env_secrets(*names: Optional[str]) -> list:
     """The values of the environment variables ``names`` that are set (e.g. ``cfg.llm_api_key_env``)."""
     return [os.environ[n] for n in names if n and os.environ.get(n)]

@@ -54,7 +54,8 @@ METHODS: dict = {
     **{spec.key: _variant(StudyKGIRRAG, v) for v, spec in STUDY_VARIANTS.items()},
 }
 
-# Display names of the registry keys (tables are indexed by these; equal to each built method's ``name``).
+# Display names of the registry keys (each built method's ``name``); a run's tables are indexed by
+# :func:`method_label`, which names what a setting changes (LightRAG's index).
 LABELS: dict = {
     "naive_gen": "Naive Gen", "naive_rag": "Naive RAG", "bm25": "BM25", "dense": "Dense",
     "ircot": "IRCoT", "iter_retgen": "ITER-RETGEN", "hyde": "HyDE", "kg2rag": "KG²RAG",
@@ -67,6 +68,8 @@ LABELS: dict = {
 }
 # Notebook 04's step attribution (kgir_lib.eval.mechanism.step_attribution): the oracle variants, then ours.
 STUDY_METHODS: list = [spec.key for spec in STUDY_VARIANTS.values()]
+
+
 
 # Notebook 05's order: the paper's groups (§3.3.1), the ablations, then LightRAG. Each run starts from
 # notebook 01's graph (Workspace.method_view), so the order changes no method's output.
@@ -95,3 +98,17 @@ def check_method_keys(keys: Optional[Iterable[str]], field: str = "eval_methods"
     unknown = [m for m in keys if m not in allowed]
     if unknown or (not keys and known is None):
         raise ConfigError(f"parameter {field!r}: unknown or no method keys {unknown} (known: {', '.join(allowed)})")
+
+
+def method_label(key: str, cfg) -> str:
+    """The row label of method ``key`` in a run with config ``cfg`` (:meth:`MethodBase.label`): :data:`LABELS`,
+    except where a setting changes what the method is (LightRAG over the suite's graph: "LightRAG (hybrid;
+    suite graph; shared reader)"). ``cfg`` needs only the fields the labels read (``lightrag_index``)."""
+    method = build_method(key)
+    return method.label(cfg) if hasattr(method, "label") else LABELS[key]
+
+
+def method_labels(cfg, keys: Optional[Iterable[str]] = None) -> dict:
+    """``{key: row label}`` under ``cfg`` (:func:`method_label`) for ``keys`` (default: every registry key)."""
+    return {k: method_label(k, cfg) for k in (METHODS if keys is None else keys)}
+

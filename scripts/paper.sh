@@ -33,7 +33,18 @@ PROFILE="${KGIR_PROFILE:-paper}"
 LOGS="$(mktemp -d "${TMPDIR:-/tmp}/kgir_paper.XXXX")"
 source "$ROOT/scripts/serve.sh"
 say() { printf 'paper.sh: %s\n' "$*"; }
-trap 'for s in "${!SPID[@]}"; do [ -n "${SPID[$s]}" ] && say "stopping server $s (pid ${SPID[$s]})" && stop_server "$s"; done' EXIT
+finish() {  # on exit: stop the servers this script started, then remove its log folder (kept on failure if a
+            # server wrote a log into it, and said where)
+    local rc=$? s
+    for s in "${!SPID[@]}"; do
+        [ -n "${SPID[$s]}" ] && say "stopping server $s (pid ${SPID[$s]})" && stop_server "$s"
+    done
+    if [ -d "$LOGS" ]; then
+        if [ "$rc" != 0 ] && [ -n "$(ls -A "$LOGS")" ]; then say "server logs kept in $LOGS"; else rm -rf "$LOGS"; fi
+    fi
+    return "$rc"
+}
+trap finish EXIT
 trap 'exit 130' INT TERM
 
 # ---- 1. the data ---------------------------------------------------------------------------------------

@@ -95,3 +95,34 @@ def test_salvage_refuses_a_file_that_is_not_sqlite_and_leaves_it_in_place(tmp_pa
         salvage(notes, tmp_path / "llm_responses.jsonl.gz")
     assert notes.read_text() == "my notes, not a cache" and not (tmp_path / "notes.sqlite.damaged").exists()
     assert not (tmp_path / "llm_responses.jsonl.gz").exists()
+
+
+def test_a_cache_cut_in_half_is_reported_as_lost_not_as_zero_unreadable(tmp_path, capsys):
+    """A cache cut to half its size used to report "salvaged 0 row(s) ... 0 row(s) could not be read", exit 0,
+    and write an empty log."""
+    cache, log = tmp_path / "llm.sqlite", tmp_path / LOG_NAME
+    c = LLMCache(cache)
+    for i in range(44):
+        c.put(f"{i:064x}", "scripted:m", {}, f"answer {i} " + "x" * 900, 3, 2, 0.5)
+    c.close()
+    size = cache.stat().st_size
+    os.truncate(cache, size // 2)
+    assert log_main(["salvage", str(cache), str(log)]) == 1
+    out, err = capsys.readouterr()
+    assert "salvaged 0 row(s)" in out and "0 row(s) could not be read" not in out
+    assert "how many rows the cache held, and how many are lost, is unknown" in out
+    assert f"the file was cut: it holds {size // 2:,} of the {size:,} bytes its header declares" in out
+    assert "error: nothing could be salvaged" in err
+    assert not log.exists()  # no empty log written
+    assert (tmp_path / "llm.sqlite.damaged").exists()
+
+
+def test_salvage_report_counts_and_exit_codes():
+    from kgir_lib.llm.response_log import salvage_report
+
+    base = {"saved": 3, "unreadable": 2, "log_rows": 3, "size": 10, "declared": 10}
+    lines, code = salvage_report(base, Path("c"), Path("l"))
+    assert code == 0 and lines == ["salvaged 3 row(s) from c into l (3 rows in the log)", "2 row(s) could not be read"]
+    assert salvage_report({**base, "saved": 0}, Path("c"), Path("l"))[1] == 1
+    assert salvage_report({**base, "saved": 0, "unreadable": 0}, Path("c"), Path("l")) == (
+        ["salvaged 0 row(s) from c into l (3 rows in the log)"], 0)  # an intact, empty cache: nothing lost

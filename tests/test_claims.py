@@ -7,8 +7,8 @@ from kgir_lib.config import default_data_dir, load_config
 from kgir_lib.data import TUNED_ON, load_dataset, sample_questions, tuning_questions
 from kgir_lib.eval.bootstrap import paired_bootstrap
 from kgir_lib.eval.claims import (CANNOT_TELL, CONTRADICTS, NOT_RUN, PAPER_CLAIMS, PAPER_COLUMN, SUPPORTS, Claim,
-                                  claims_headline, claims_summary, claims_table, drop_questions, tuned_questions,
-                                  verdict)
+                                  claims_headline, claims_summary, claims_table, drop_questions, mde_column,
+                                  mde_condition, mde_label, table_mde_condition, tuned_questions, verdict)
 from kgir_lib.eval.stats import mde_mcnemar
 
 
@@ -41,7 +41,7 @@ def test_kgir_better_on_every_question_supports_the_claim():
          "CI lo": 100.0, "CI hi": 100.0, "test": "McNemar", "discordant": "8/0", "p": 2 / 256,
          "p (Holm)": 2 / 256, "reading": SUPPORTS}]
     # MDE at 100 % discordance and alpha / 1: the smallest multiple of 1/8 with 80 % power
-    assert t["MDE"].iloc[0] == pytest.approx(100 * mde_mcnemar(8, 1.0, 0.05, 0.8))
+    assert t["MDE (α = 0.05, power 0.8)"].iloc[0] == pytest.approx(100 * mde_mcnemar(8, 1.0, 0.05, 0.8))
 
 
 def test_holm_adjusts_within_a_claims_family():
@@ -158,9 +158,29 @@ def test_headline_renders_differences_adjusted_p_mde_and_only_decided_verdicts()
                         "**+100.0 / +100.0 (p 0.031 / 0.031; MDE 100.0 / ∞): EM supports, F1 supports** | "
                         "+0.0 / +0.0 (p 1.0 / 1.0; MDE ∞ / 149.3) |")
     assert len(lines) == 3
+    assert mde_column(table) == "MDE (α = 0.05/4, power 0.8)" == f"MDE ({table_mde_condition(table)})"
     assert claims_headline(table, None, [claim]) == claims_headline(table, ["musique_train", "hotpotqa"], [claim])
     with pytest.raises(ValueError, match=r"no rows for \['musique'\]"):
         claims_headline(table, ["musique"])
+
+
+def test_the_mde_column_says_its_level_and_power():
+    """The MDE is computed at alpha / (tests in the claim's family), the first Holm level, with 80 % power: the
+    header says so, from the parameters the table was computed with (not alpha = 0.05 as it once implied)."""
+    assert mde_condition(0.05, 0.8, [6, 6, 6]) == "α = 0.05/6, power 0.8"
+    assert mde_condition(0.05, 0.8, [1]) == "α = 0.05, power 0.8"
+    assert mde_condition(0.01, 0.9, [6, 4, 0]) == "α = 0.01/tests in its family, power 0.9"
+    assert mde_label(0.05, 0.8, [6]) == "MDE (α = 0.05/6, power 0.8)"
+    scores = pd.concat([_scores({"KGIR-RAG": [100.0, 0.0] * 4, "IRCoT": [0.0] * 8}, d) for d in ("a", "b")])
+    table = claims_table(scores, [Claim("c", "IRCoT", ("EM", "F1"))], alpha=0.01)
+    col = mde_column(table)
+    assert col == "MDE (α = 0.01/6, power 0.8)"  # 2 metrics x (a, b, pooled)
+    row = table[(table["dataset"] == "a") & (table["metric"] == "EM")].iloc[0]
+    assert row[col] == pytest.approx(100 * mde_mcnemar(8, 0.5, 0.01 / 6, 0.8))
+    old = table.rename(columns={col: "MDE"})  # a table written before the header said it
+    assert mde_column(old) == "MDE" and table_mde_condition(old) == "α = 0.05/6, power 0.8"
+    with pytest.raises(ValueError, match="one MDE column"):
+        mde_column(table.drop(columns=col))
 
 
 def test_readme_headline_is_the_rendering_of_the_claims_table_it_names():
@@ -175,3 +195,5 @@ def test_readme_headline_is_the_rendering_of_the_claims_table_it_names():
     assert found, "README: no claims table marker"
     table = pd.read_csv(PROJECT_ROOT / found.group(1))
     assert readme[found.end():].startswith(claims_headline(table) + "\n")
+    intro = " ".join(readme[:found.start()].rstrip().rsplit("\n\n", 1)[-1].split())
+    assert f"MDE at {table_mde_condition(table)}" in intro, "README: the claims intro must state the MDE's level"

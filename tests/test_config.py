@@ -288,7 +288,8 @@ def test_model_path_must_exist_for_llamacpp(tmp_path):
     assert load_config("ci", llm_model_path=str(tmp_path / "m.gguf")).llm_model_path.endswith("m.gguf")
 
 
-@pytest.mark.parametrize("value", ["sk-proj-AbC123secretvalue", "hf_AbCdEf123456", "Bearer xyz", "my key"])
+@pytest.mark.parametrize("value", ["sk-proj-AbC123secretvalue", "hf_AbCdEf123456", "Bearer xyz", "my key",
+                                   "SKRELFOURUPPER0123456789", "AKIAIOSFODNN7EXAMPLE", "KGIR_AB12CD34EF"])
 def test_a_secret_pasted_as_the_key_variable_name_is_refused_and_not_echoed(tmp_path, value):
     with pytest.raises(ConfigError, match="'llm_api_key_env'.*NAME of an environment variable") as exc:
         load_config("ci", llm_api_key_env=value, results_dir=str(tmp_path))
@@ -299,6 +300,8 @@ def test_a_secret_pasted_as_the_key_variable_name_is_refused_and_not_echoed(tmp_
 def test_key_variable_names_that_are_fine():
     assert load_config("ci", llm_api_key_env="OPENAI_API_KEY").llm_api_key_env == "OPENAI_API_KEY"
     assert load_config("ci", llm_api_key_env="").llm_api_key_env == ""
+    for name in ("KGIR_LLM_API_KEY", "HF_TOKEN", "AZURE_OPENAI_API_KEY", "GPU2_KEY", "OPENROUTERAPIKEY", "KEY2024"):
+        assert load_config("ci", llm_api_key_env=name).llm_api_key_env == name
 
 
 def test_retry_window_per_profile():

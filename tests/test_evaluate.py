@@ -105,6 +105,10 @@ def test_run_method_writes_traces_and_resumes(tiny_workspace):
     assert CountingNaive.runs == 1  # resumed from the trace file
     assert [(o.qid, o.answer, o.ranked_pids) for o in again] == [(o.qid, o.answer, o.ranked_pids) for o in first]
     assert again[0].usage == first[0].usage
+    # a trace written under an older row label is reused and its meta gets today's label (tables read it)
+    path.with_suffix(".meta.json").write_text(json.dumps({**meta, "method": "Naive RAG (old label)"}))
+    ev.run_method(ws, m, qs)
+    assert CountingNaive.runs == 1 and json.loads(path.with_suffix(".meta.json").read_text()) == meta
     ev.run_method(ws, CountingNaive(top_k=3), qs)  # other parameters: runs again
     assert CountingNaive.runs == 2
     ev.run_method(ws, m, qs, resume=False)

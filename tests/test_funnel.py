@@ -11,8 +11,9 @@ import pytest  # noqa: E402
 
 from kgir_lib.data import Question  # noqa: E402
 from kgir_lib.eval.mechanism.bridges import Bridge, bridge_aliases  # noqa: E402
-from kgir_lib.eval.mechanism.funnel import (STEPS, bridge_naming_table, funnel_rows, funnel_sentence,  # noqa: E402
-                                            funnel_steps, funnel_table, method_steps, naming_row, plot_funnel)
+from kgir_lib.eval.mechanism.funnel import (MATCH, STEPS, bridge_naming_table, funnel_rows, funnel_sentence,  # noqa: E402
+                                            funnel_steps, funnel_table, match_rules_table, method_steps, naming_row,
+                                            plot_funnel)
 
 from _mech_traces import COMPAQ, QUESTION, REWRITE, record, rnd  # noqa: E402
 
@@ -192,13 +193,27 @@ def test_funnel_sentence_quotes_the_table_and_its_weakest_step():
     for k in ["reached", "seed", "in_gans", "named", "finds", "correct"]:
         rows[k] = rows[k].astype(bool)
         rows[f"chain_{k}"] = rows[k]
-    text = funnel_sentence(funnel_table(rows), "d")
-    assert text == ("d: of the 4 questions with a gold bridge, a seed matched on 3; the evidence subgraph holds "
-                    "the bridge on 3 of those (100 %), the rewrite names it on 2 (67 %), D'_t finds the next hop "
-                    "on 2 (100 %) and the answer is right on 1 (50 %). The chain breaks most at \"5 answer "
-                    "correct\": 1 of 2.")
+    loose = funnel_table(rows)                   # containment: q2's G_Ans holds a name containing the bridge
+    strict_rows = rows.copy()
+    strict_rows.loc[2, ["in_gans", "chain_in_gans"]] = False   # ... but no entity of that very name
+    both = pd.concat([funnel_table(strict_rows).assign(**{MATCH: "equal"}), loose.assign(**{MATCH: "contains"})])
+    assert funnel_sentence(both, "d") == (
+        "d: of the 4 questions with a gold bridge, a seed matched on 3; the evidence subgraph holds the bridge on 2 "
+        "of those (67 %; 3 if a name containing the bridge counts), the rewrite names it on 2 (100 %), D'_t finds "
+        "the next hop on 2 (100 %) and the answer is right on 1 (50 %). The chain breaks most at \"5 answer "
+        "correct\": 1 of 2.")
+    # a table of one rule (written before both were reported) holds containment, and the sentence says so
+    assert funnel_sentence(loose, "d") == (
+        "d: of the 4 questions with a gold bridge, a seed matched on 3; the evidence subgraph holds the bridge on 3 "
+        "of those (100 %; a name containing the bridge counts: this table has no count for equal names), the "
+        "rewrite names it on 2 (67 %), D'_t finds the next hop on 2 (100 %) and the answer is right on 1 (50 %). "
+        "The chain breaks most at \"5 answer correct\": 1 of 2.")
+    with pytest.raises(ValueError, match="no 'equal' rows"):
+        funnel_sentence(loose.assign(**{MATCH: "contains"}), "d")
     with pytest.raises(ValueError, match="no 'kgir' rows for dataset 'x'"):
         funnel_sentence(funnel_table(rows), "x")
+    side = match_rules_table(both.assign(method="kgir")).set_index("step")
+    assert side.loc[STEPS[2], ["n (equal)", "n (contains)"]].tolist() == [2, 3]
 
 
 def test_readme_funnel_lines_are_the_rendering_of_the_funnel_table_it_names():

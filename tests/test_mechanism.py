@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 
 from kgir_lib.data import passage_id
@@ -65,6 +66,8 @@ def test_every_table_from_a_run(run_dir, data_dir):
     assert src.loc["kgir", "read"] and not src.loc["hyde", "read"]
     assert src.loc["kgir", "current rule = stored ranked_pids"] == 1
     f = t["funnel"]
+    f = f[f["bridge match"] == "equal"]   # "Compaq" is the bridge's own name: both matches agree here
+    assert len(t["funnel"]) == 2 * len(f)
     anyk = f[(f["method"] == "kgir") & (f["round"] == "any")]
     assert list(anyk["n"]) == [1, 1, 1, 1, 1, 1]
     forced_any = f[(f["method"] == "kgir_forced") & (f["round"] == "1")]
@@ -94,9 +97,41 @@ def test_missing_traces_give_empty_tables(run_dir, data_dir):
     assert all(t[k].empty for k in TABLES if k != "sources")
 
 
-def test_bad_mode_is_refused(run_dir, data_dir):
-    with pytest.raises(ValueError, match="mode"):
-        mechanism_tables(run_dir, ["tinymq"], data_dir=data_dir, mode="fuzzy")
+def test_a_run_without_a_kgir_trace_gives_an_empty_funnel_and_a_note(run_dir, data_dir):
+    """Notebook 05 with methods [naive_rag] and no KGIR-RAG trace used to die in weakest_step (KeyError 'round')."""
+    from kgir_lib.eval.mechanism import funnel
+    from kgir_lib.eval.mechanism.tables import empty_note
+
+    for key in ("kgir", "kgir_no_rewrite", "kgir_forced"):
+        (run_dir / "traces" / key / trace_filename("tinymq")).unlink()
+    t = mechanism_tables(run_dir, ["tinymq"], data_dir=data_dir)
+    assert t["funnel"].empty and {"method", funnel.MATCH, "round", "step", "n"} <= set(t["funnel"].columns)
+    weakest = funnel.weakest_step(t["funnel"])
+    assert weakest.empty and list(weakest.columns) == ["method", funnel.MATCH, "dataset", *funnel.WEAKEST_COLUMNS]
+    assert funnel.weakest_step(pd.DataFrame()).empty
+    note = empty_note(t, "funnel")
+    assert "no rows" in note and "kgir, kgir_forced" in note and "traces of ircot only" in note
+    assert funnel.match_rules_table(t["funnel"]).empty
+
+
+def test_the_funnel_is_reported_under_both_matches_of_step_2(run_dir, data_dir):
+    from kgir_lib.eval.mechanism import funnel
+
+    t = mechanism_tables(run_dir, ["tinymq"], data_dir=data_dir)
+    assert set(t["funnel"][funnel.MATCH]) == {"equal", "contains"}
+    only = mechanism_tables(run_dir, ["tinymq"], data_dir=data_dir, modes=["equal"])
+    assert set(only["funnel"][funnel.MATCH]) == {"equal"}
+    side = funnel.match_rules_table(t["funnel"]).set_index(["dataset", "step"])
+    assert list(side.columns) == ["n (equal)", "% of previous step (equal)", "n (contains)",
+                                  "% of previous step (contains)"]
+    from kgir_lib.eval.mechanism.tables import empty_note
+    assert empty_note(t, "funnel") == ""
+
+
+@pytest.mark.parametrize("modes", ["equal", [], ["fuzzy"]])
+def test_bad_modes_are_refused(run_dir, data_dir, modes):
+    with pytest.raises(ValueError, match="modes"):
+        mechanism_tables(run_dir, ["tinymq"], data_dir=data_dir, modes=modes)
 
 
 @pytest.mark.parametrize("datasets", ["tinymq", [], ()])

@@ -128,8 +128,39 @@ def test_native_output_parse_stats_count_kept_and_dropped_records():
 
 def test_registry_and_profiles():
     assert LABELS["lightrag"] == build_method("lightrag").name
-    assert build_method("lightrag_naive").key == "lightrag_naive" and LABELS["lightrag_naive"].startswith("LightRAG")
     assert DEFAULT_METHODS[-2:] == ["lightrag", "lightrag_naive"]
+
+
+def test_the_label_says_when_lightrag_reads_the_suite_graph():
+    """On the CPU profiles LightRAG's index is the suite's graph, not its own extraction: every row label says so."""
+    from types import SimpleNamespace
+
+    from kgir_lib.config import load_config
+    from kgir_lib.registry import method_label, method_labels
+
+    suite, native = SimpleNamespace(lightrag_index="suite_graph"), SimpleNamespace(lightrag_index="native")
+    assert method_label("lightrag", suite) == "LightRAG (hybrid; suite graph; shared reader)"
+    assert method_label("lightrag_naive", suite) == "LightRAG (naive; suite graph; shared reader)"
+    assert method_label("lightrag", native) == "LightRAG (hybrid; shared reader)" == LABELS["lightrag"]
+    assert build_method("lightrag", index="native").label(suite) == LABELS["lightrag"]  # its own knob wins
+    for profile in ("sample", "local"):
+        cfg = load_config(profile)
+        assert cfg.lightrag_index == "suite_graph" and "suite graph" in method_labels(cfg)["lightrag"]
+    assert method_labels(suite, ["kgir"]) == {"kgir": "KGIR-RAG"}  # the other methods keep their names
+
+
+def test_readme_names_lightrags_index_as_the_local_rows_do():
+    """The README's sentence about LightRAG quotes the label of the local run's rows."""
+    from kgir_lib.config import PROJECT_ROOT, load_config
+    from kgir_lib.registry import method_label
+
+    readme = " ".join((PROJECT_ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert f"“{method_label('lightrag', load_config('local'))}”" in readme
+    assert "LightRAG is the upstream package itself" not in readme
+
+
+def test_registry_variants():
+    assert build_method("lightrag_naive").key == "lightrag_naive" and LABELS["lightrag_naive"].startswith("LightRAG")
     with pytest.raises(ValueError, match="unknown variant"):
         LightRAGMethod(variant="mix")
 

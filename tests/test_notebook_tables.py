@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kgir_lib.registry import DEFAULT_METHODS, LABELS
+from kgir_lib.registry import DEFAULT_METHODS, method_labels
 from kgir_lib.report import KGIR_ABLATION_DATASETS
 
 PCT = (0.0, 100.0)
@@ -196,7 +196,7 @@ def _ours(df: pd.DataFrame, metric: str) -> dict:
 def check_05(cfg) -> None:
     config_written(cfg, "05_eval")
     n = n_questions(cfg)
-    labels = [LABELS[k] for k in profile_methods(cfg)]
+    labels = list(method_labels(cfg, profile_methods(cfg)).values())
     qa = table(cfg, f"05_table4_5_qa_{_safe(cfg.llm_model)}")
     assert set(labels) <= set(qa["method"]), f"methods without a row: {set(labels) - set(qa['method'])}"
     assert any(f"ours ({cfg.llm_model}, n={n})" in c for c in qa.columns), "our column group names model and n"
@@ -291,14 +291,15 @@ def check_claims(claims: pd.DataFrame, methods: set, n: int, n_datasets: int) ->
     from kgir_lib.eval import claims as cl
 
     has_columns(claims, ["claim", "dataset", "metric", "compared with", "n", "diff", "CI lo", "CI hi", "test",
-                         "p", "p (Holm)", "MDE", "reading"], "claims")
+                         "p", "p (Holm)", "reading"], "claims")
+    mde = cl.mde_column(claims)  # "MDE (α = 0.05/6, power 0.8)"; "MDE" in a table written before it said so
     assert set(claims["claim"]) == {c.name for c in cl.PAPER_CLAIMS}
     for r in claims.to_dict("records"):
         if r["compared with"] not in methods or "KGIR-RAG" not in methods:
             assert r["reading"] == cl.NOT_RUN, r
             continue
         assert r["reading"] == cl.verdict(r["diff"], r["p (Holm)"]), r
-        assert 0 <= r["p"] <= r["p (Holm)"] + 1e-12 <= 1 + 1e-12 and r["MDE"] > 0, r
+        assert 0 <= r["p"] <= r["p (Holm)"] + 1e-12 <= 1 + 1e-12 and r[mde] > 0, r
         assert r["test"] == ("McNemar" if r["metric"] == "EM" else "sign-flip"), r
         assert r["CI lo"] <= r["diff"] + 1e-9 <= r["CI hi"] + 2e-9, r
         assert r["n"] <= (n * n_datasets if r["dataset"] == "all" else n), r

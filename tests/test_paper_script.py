@@ -51,10 +51,13 @@ def test_the_script_parses_and_reuses_the_shared_server_functions():
 
 @needs_data
 def test_too_few_questions_stop_before_any_server_starts(tmp_path):
-    out = script(tmp_path, KGIR_PROFILE="paper")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    out = script(tmp_path, KGIR_PROFILE="paper", TMPDIR=str(temp))
     assert out.returncode == 3, out.stdout + out.stderr
     assert "kgir_lib.data_sources full" in out.stderr and "KGIR_NO_DOWNLOAD=1: stopping" in out.stdout
     assert "starting" not in out.stdout
+    assert list(temp.iterdir()) == []  # its log folder is removed (it used to leave an empty one per call)
 
 
 @needs_data

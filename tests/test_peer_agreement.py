@@ -196,3 +196,78 @@ def test_ppr_matches_upstreams_igraph_prpack_in_the_peer_env():
         g.add_edge(a, b, weight=g.get_edge_data(a, b, {}).get("weight", 0.0) + w)
     ours = PPRGraph(g).run(np.array(reset), 0.5, tol=1e-14, max_iter=1000)
     assert np.allclose(ours, json.loads(out.stdout), atol=1e-9)
+
+
+def test_rescore_question_scores_the_suite_against_upstreams_recorded_scores():
+    """A re-score (no upstream run) keeps the rules of compare_question for what it can compute."""
+    from kgir_lib.eval.peer_agreement import rescore_question
+
+    suite, upstream = _sides()
+    full = compare_question(suite, upstream, ["Paris"], ["g1", "g2"])
+    recorded = {c: full[c] for c in ("answer_upstream", "EM_upstream", "F1_upstream", "R@2_upstream", "R@5_upstream",
+                                     "n_kept_upstream", "all_kept_upstream", "fallback_upstream")}
+    row = rescore_question(suite, recorded, ["Paris"], ["g1", "g2"])
+    assert {k: row[k] for k in row} == {k: full[k] for k in row}  # every measure it has equals the full row's
+    assert "top5_overlap" not in row and "kept_same" not in row
+    unanswered = rescore_question(suite, {**recorded, "answer_upstream": float("nan")}, ["Paris"], ["g1", "g2"])
+    assert np.isnan(unanswered["EM_suite"]) and np.isnan(unanswered["answer_norm_same"])
+    assert unanswered["R@5_same"] and unanswered["answer_upstream"] is None
+    with pytest.raises(KeyError, match="R@5_upstream"):
+        rescore_question(suite, {k: v for k, v in recorded.items() if k != "R@5_upstream"}, ["Paris"], ["g1"])
+
+
+def _report_rows(**extra) -> pd.DataFrame:
+    base = {"R@5_suite": [100.0, 50.0, 0.0], "R@5_upstream": [100.0, 100.0, 0.0], "R@5_same": [True, False, True],
+            "EM_suite": [100.0, 0.0, np.nan], "EM_upstream": [0.0, 0.0, np.nan]}
+    return pd.DataFrame({**base, **extra})
+
+
+def test_crosscheck_sentence_words_the_rows():
+    from kgir_lib.eval.peer_agreement import crosscheck_sentence
+
+    assert crosscheck_sentence(_report_rows()) == (
+        "The suite's HippoRAG 2 reaches Recall@5 50.0 against upstream's 66.7 on the same 3 questions, with the same "
+        "Recall@5 on 2 of them (EM 50.0 against 0.0 on the 2 both answered).")
+    rows = _report_rows(seeded_top5_same_order=[True, True, False], injected_top5_same_order=[True, False, False],
+                        links_now_same=[True, True, True], upstream_record=["the cross-check committed at abc"] * 3)
+    assert crosscheck_sentence(rows).endswith(
+        "; given the same kept facts, the suite's graph + PPR seeded with upstream's kept facts returns upstream's "
+        "top-5 passages in upstream's order on 2 of 3 questions and upstream's seeded with the suite's returns the "
+        "suite's on 1; the suite's query-to-fact linking finds upstream's top-5 candidate facts on 3 (seeded runs "
+        "and linking check as measured by the cross-check committed at abc, not re-run).")
+    with pytest.raises(ValueError, match="R@5_same"):
+        crosscheck_sentence(_report_rows().drop(columns="R@5_same"))
+
+
+def test_readme_crosscheck_sentence_is_the_rendering_of_the_file_it_names():
+    """The README's HippoRAG 2 cross-check numbers are not typed by hand (they once quoted a trace of older code)."""
+    import re
+
+    from kgir_lib.eval.peer_agreement import crosscheck_sentence
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- hipporag2 cross-check: kgir_lib\.eval\.peer_agreement\.crosscheck_sentence of (\S+) -->\n",
+                      readme)
+    assert found, "README: no HippoRAG 2 cross-check marker"
+    rows = pd.read_csv(ROOT / found.group(1))
+    assert readme[found.end():].lstrip(" ").startswith(crosscheck_sentence(rows) + "\n")
+
+
+def test_rescore_reads_the_committed_upstream_scores_and_carries_the_graph_line(tmp_path):
+    report = _load("hipporag2_report")
+    csv = tmp_path / "peers.csv"
+    cols = {c: [1.0] for c in ("EM_upstream", "F1_upstream", "R@2_upstream", "R@5_upstream", "n_kept_upstream")}
+    pd.DataFrame({"qid": ["q1"], "answer_upstream": ["x"], "all_kept_upstream": [True], "fallback_upstream": [False],
+                  "seeded_top5_same_order": [True], "top5_overlap": [0.8], **cols}).to_csv(csv, index=False)
+    committed = report.committed_upstream(csv)
+    assert list(committed.index) == ["q1"] and "seeded_top5_same_order" in committed
+    assert "top5_overlap" not in committed  # a measure of the old suite side is not carried
+    assert committed["upstream_record"].iloc[0].startswith("the cross-check committed at ")
+    pd.DataFrame({"qid": ["q1"], "EM_upstream": [1.0]}).to_csv(csv, index=False)
+    with pytest.raises(SystemExit, match="lacks upstream's per-question columns"):
+        report.committed_upstream(csv)
+    full = "# r\n\n## Graphs\n\nSuite: 3 nodes. Upstream: 4 nodes.\n\n## Upstream's LLM stages\n\n- x\n"
+    assert report.carried_graphs(full) == "Suite: 3 nodes. Upstream: 4 nodes."
+    again = f"## Graphs\n\nSuite (this code): 3 nodes.\n\n{report.CARRIED_GRAPHS}Suite: 3 nodes. Upstream: 4.\n"
+    assert report.carried_graphs(again) == "Suite: 3 nodes. Upstream: 4."
+    assert report.carried_graphs("# no graphs\n") == ""

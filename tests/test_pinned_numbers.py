@@ -15,6 +15,7 @@ the metric values an executed notebook stored).
 """
 from __future__ import annotations
 
+import functools
 import io
 import os
 import re
@@ -33,14 +34,13 @@ from kgir_lib.config import PROJECT_ROOT, default_data_dir
 from kgir_lib.data import load_dataset, sample_questions
 from kgir_lib.eval import evaluate as ev
 from kgir_lib.eval.bootstrap import bootstrap_table, dataset_groups, paired_scores
-from kgir_lib.registry import DEFAULT_METHODS, LABELS
+from kgir_lib.registry import DEFAULT_METHODS, method_labels
 from kgir_lib.traces import trace_filename
 
 RUN = PROJECT_ROOT / "results" / "sample"
 TABLES = RUN / "tables"
 DATA = default_data_dir()
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"no shared data at {DATA} (set KGIR_DATA_DIR)")
-KEY_OF = {label: key for key, label in LABELS.items()}
 ATOL = 1e-9  # the CSVs hold full float precision; recomputed means may differ in the last bit only
 
 
@@ -67,6 +67,18 @@ def caption(name: str) -> str:
 def run_config() -> dict:
     """The effective config notebook 05 ran with (``results/sample/config/05_eval.yaml``)."""
     return yaml.safe_load((RUN / "config" / "05_eval.yaml").read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=1)
+def labels() -> dict:
+    """``{key: row label}`` of every method as the committed run labels it (:func:`kgir_lib.registry.method_labels`
+    under its config: LightRAG's rows name its index)."""
+    return method_labels(SimpleNamespace(**run_config()))
+
+
+@functools.lru_cache(maxsize=1)
+def key_of() -> dict:
+    return {label: key for key, label in labels().items()}
 
 
 def same(got, want, what: str) -> None:
@@ -101,7 +113,7 @@ def scores() -> pd.DataFrame:
             outputs = ev.load_outputs(path)
             assert [o.qid for o in outputs] == [q.qid for q in questions], f"{path}: not the sampled questions"
             df = ev.score(outputs, questions)
-            df.insert(0, "method", LABELS[key])
+            df.insert(0, "method", labels()[key])
             df.insert(0, "key", key)
             df.insert(0, "dataset", dataset)
             frames.append(df)
@@ -118,7 +130,7 @@ def check_summary(table: pd.DataFrame, scores: pd.DataFrame, name: str) -> int:
         assert label == ev.ours_label(SimpleNamespace(llm_model=model), n_label), f"{name}: header {label!r}"
         for method, cell in zip(table["method"], table[col]):
             rows = scores[(scores["method"] == method) & (scores["dataset"] == dataset)]
-            if method not in KEY_OF or rows.empty:
+            if method not in key_of() or rows.empty:
                 assert np.isnan(cell), f"{name}: {method} / {dataset} / {metric} was not run but reads {cell}"
                 continue
             same(rows[metric].mean(), cell, f"{name}: {method} / {dataset} / {metric}")
@@ -178,7 +190,7 @@ def test_bootstrap_intervals_and_verdicts_are_those_of_the_committed_traces(scor
 def test_claims_means_and_differences_are_those_of_the_committed_traces(scores):
     """Each claim row: n paired questions, KGIR-RAG's mean, the other method's, and their difference."""
     table = committed("05_claims")
-    reference = next(c for c in table.columns if c in KEY_OF)
+    reference = next(c for c in table.columns if c in key_of())
     groups = dict(dataset_groups(scores))
     for i, row in table.iterrows():
         what = f"05_claims row {i} ({row['dataset']}, {row['metric']}, {row['compared with']})"

@@ -50,11 +50,15 @@ def test_allow_fewer_questions_lets_a_run_use_what_is_there(capsys):
     assert "fewer questions than asked (allow_fewer_questions): hotpotqa 84 of 500, musique_train 100 of 500" in out
 
 
-def test_a_server_that_serves_the_model_passes(make_fake):
+def test_a_server_that_serves_the_model_passes(make_fake, monkeypatch):
     server = make_fake(models=["Qwen/Qwen2.5-72B-Instruct", "other"])
     cfg = load_config("paper", llm_base_urls=[server.url])
+    monkeypatch.setenv(cfg.llm_api_key_env, "sk-test-value")
     assert check_servers(cfg) == [f"LLM server {server.url}: serves Qwen/Qwen2.5-72B-Instruct"]
     assert server.gets[0][1] == "/v1/models"
+    monkeypatch.delenv(cfg.llm_api_key_env)
+    assert check_servers(cfg)[-1].startswith(f"note: ${cfg.llm_api_key_env} (llm_api_key_env) is not set: requests "
+                                             f"go out without an API key")
 
 
 def test_a_server_with_another_model_or_none_is_a_clear_error(make_fake):
@@ -86,7 +90,8 @@ def test_the_runner_checks_servers_even_for_validate_only(capsys, make_fake, mon
     assert code == 0, err
 
 
-def test_a_second_extraction_model_needs_its_own_server_to_serve_it(make_fake):
+def test_a_second_extraction_model_needs_its_own_server_to_serve_it(make_fake, monkeypatch):
+    monkeypatch.setenv("KGIR_LLM_API_KEY", "sk-test-value")
     reader, extractor = make_fake(models=["meta-llama/Meta-Llama-3-8B-Instruct"]), make_fake(models=["other"])
     cfg = load_config("paper_llama3", llm_base_urls=[reader.url], kg_llm_base_urls=[extractor.url])
     with pytest.raises(ServerError, match=r"not kg_llm_model 'Qwen/Qwen2.5-72B-Instruct'"):

@@ -297,3 +297,51 @@ def test_stats_command_reads_the_earlier_log_from_git(tmp_path, capsys):
     assert "1 of them took over 400 s" in out and "13.0 s an answer on average, median 13.0 s" in out
     assert log_main(["stats", str(log), "--since", "no-such-rev"]) == 2
     assert "--since no-such-rev: not a git revision" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", [b"", gzip.compress(b""), gzip.compress(b"\n\n")],
+                         ids=["0 bytes", "empty gzip stream", "blank lines"])
+def test_an_empty_log_is_an_error_naming_it_and_is_never_exported_over(tmp_path, content):
+    """An emptied log used to import as 0 responses: the run then asked the server for everything and
+    exported an empty log over it."""
+    log = tmp_path / "llm_responses.jsonl.gz"
+    log.write_bytes(content)
+    with pytest.raises(LLMCacheError, match=r"llm_responses\.jsonl\.gz: holds no response .*git checkout"):
+        import_log(LLMCache(tmp_path / "c.sqlite"), log)
+    cache = LLMCache(tmp_path / "other.sqlite")
+    cache.put("a" * 64, "m", {}, "one", 1, 1, 0.1)
+    with pytest.raises(LLMCacheError, match="holds no response"):
+        export_log(cache, log)
+    assert log.read_bytes() == content  # left as it was, for the user to restore
+
+
+def test_nothing_to_log_writes_no_log(tmp_path):
+    log = tmp_path / "llm_responses.jsonl.gz"
+    assert export_log(LLMCache(tmp_path / "empty.sqlite"), log) == 0 and not log.exists()
+
+
+def test_the_runner_stops_on_an_empty_log_before_any_notebook(tmp_path):
+    """The runner reports the emptied log by name (exit 2) and runs nothing."""
+    import os
+    import subprocess
+    import sys
+
+    import nbformat
+
+    run = tmp_path / "results" / "ci"
+    run.mkdir(parents=True)
+    (run / LOG_NAME).write_bytes(b"")
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("profile = None"), nbformat.v4.new_code_cell("print('ran')")]
+    nb.cells[0].metadata["tags"] = ["parameters"]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(nbs / "00_probe.ipynb"))
+    env = {**os.environ, "KGIR_RESULTS_DIR": str(tmp_path / "results"), "KGIR_FIGURES_DIR": str(tmp_path / "f")}
+    env.pop("KGIR_PROFILE", None)
+    out = subprocess.run([sys.executable, "-m", "kgir_lib.runner", "--profile", "ci", "--notebooks-dir", str(nbs)],
+                         cwd=Path(__file__).resolve().parents[1], env=env, text=True, capture_output=True, timeout=300)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert f"{run / LOG_NAME}: holds no response (0 bytes)" in out.stderr and "Traceback" not in out.stderr
+    assert not (run / "notebooks" / "00_probe.ipynb").exists() and (run / LOG_NAME).read_bytes() == b""

@@ -68,12 +68,32 @@ def test_a_401_that_echoes_the_authorization_header_leaks_nowhere(make_fake, tmp
     ["-p", "api_token", "[" + FAKE_KEY],
     ["-p", "llm_api_key_env", "{" + FAKE_KEY],
     ["-p", "llm_api_key_env", f"[{FAKE_KEY}]"],     # YAML, but not a variable name
+    ["-p", "llm_api_key_env", "SKRELFOURUPPER0123456789"],   # a key in capitals: a valid name, but a key
 ])
 def test_refused_parameters_never_echo_the_secret(tmp_path, args):
     out = run(tmp_path, "--validate-only", *args)
     assert out.returncode == 2, out.stdout
     assert "error: parameter" in out.stderr and "Traceback" not in out.stderr
     assert leaks(tmp_path, out) == []
+    assert "SKRELFOURUPPER0123456789" not in out.stdout + out.stderr
+
+
+def test_a_key_pasted_as_the_variable_name_reaches_no_config_or_notebook(tmp_path):
+    """``-p llm_api_key_env SKRELFOURUPPER0123456789`` used to validate, be written to config/*.yaml and the output
+    notebook, and run with no key and no warning; now the run stops before any notebook, naming the parameter."""
+    secret = "SKRELFOURUPPER0123456789"
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell("profile = None")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell("print('ran')")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(nbs / "00_probe.ipynb"))
+    out = run(tmp_path, "--notebooks-dir", str(nbs), "-p", "llm_api_key_env", secret)
+    assert out.returncode == 2 and "parameter 'llm_api_key_env'" in out.stderr and "looks like a key" in out.stderr
+    assert [p for p in tmp_path.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()] == []
+    assert secret not in out.stdout + out.stderr and not list((tmp_path / "results").rglob("*.ipynb"))
 
 
 def test_a_url_with_credentials_never_reaches_a_config_dump(tmp_path, monkeypatch):

@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/peers/hipporag2_compare.py suite  --work DIR [--profile local] [--trace F]
     .venv/bin/python benchmarks/peers/hipporag2_compare.py seeded --work DIR [--profile local] [--synonymy]
     .venv/bin/python benchmarks/peers/hipporag2_compare.py report --work DIR [--out results/benchmarks/peers_hipporag2.md]
+    .venv/bin/python benchmarks/peers/hipporag2_compare.py rescore --work DIR [--out results/benchmarks/peers_hipporag2.md]
 
 ``suite``: the suite's :class:`kgir_lib.baselines.hipporag2.HippoRAG2` on the profile's questions of the
 dataset, **cache only** (``KGIR_LLM_CACHE_ONLY=1``) from the committed response log
@@ -19,6 +20,12 @@ compare with upstream run with synonymy edges).
 
 ``report``: reads ``DIR/suite.jsonl`` and ``DIR/upstream.jsonl`` (from ``hipporag2_upstream.py``) and
 writes the agreement tables (:mod:`kgir_lib.eval.peer_agreement`) to ``--out``.
+
+``rescore``: reads ``DIR/suite.jsonl`` (the ``suite`` step, cache only: this code) and upstream's per-question
+scores from the committed ``--out`` CSV, and rewrites ``--out`` and its CSV with the suite side re-scored
+(``hipporag2_report.write_rescored_report``): no LLM call and no peer environment. What needs upstream's
+ranked passages, facts or environment (top-5 overlap, fact agreement, both seeded runs) is carried from the
+committed run, labelled so.
 """
 from __future__ import annotations
 
@@ -95,7 +102,7 @@ def suite_rows(questions, outputs) -> list:
 
 def run_suite(work: Path, profile: str, dataset: str, trace: Optional[Path]) -> None:
     """The suite's HippoRAG 2 per question: read from ``trace`` (a run's trace file), else run cache only."""
-    from kgir_lib.evaluate import load_outputs
+    from kgir_lib.eval.evaluate import load_outputs
     from kgir_lib.llm import CacheMissError
     from kgir_lib.baselines.hipporag2 import HippoRAG2
 
@@ -158,7 +165,7 @@ def run_seeded(work: Path, profile: str, dataset: str, synonymy: bool) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("step", choices=["suite", "seeded", "report"])
+    ap.add_argument("step", choices=["suite", "seeded", "report", "rescore"])
     ap.add_argument("--trace", type=Path, help="suite step: read the suite's answers from this trace file")
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--profile", default="local")
@@ -172,6 +179,10 @@ def main() -> None:
         run_suite(args.work, args.profile, args.dataset, args.trace)
     elif args.step == "seeded":
         run_seeded(args.work, args.profile, args.dataset, args.synonymy)
+    elif args.step == "rescore":
+        from hipporag2_report import write_rescored_report
+
+        write_rescored_report(args.work, args.profile, args.dataset, args.out, args.command)
     else:
         from hipporag2_report import write_report
 

@@ -12,7 +12,13 @@
 #                                           rerun makes no LLM call.
 #   5. hipporag2_compare.py seeded          the suite's graph + PPR seeded with upstream's kept facts (no LLM)
 #   6. hipporag2_compare.py report          results/benchmarks/peers_hipporag2.md
-# Usage: bash benchmarks/peers/hipporag2_crosscheck.sh
+# Usage: bash benchmarks/peers/hipporag2_crosscheck.sh [--help | --dry-run | --rescore]
+#   --help     print this header and exit
+#   --rescore  steps 2 and a re-scored report only: the suite's side of this code (cache only) against
+#              upstream's per-question scores in the committed results/benchmarks/peers_hipporag2.csv; no peer
+#              environment, no server, no LLM call (what needs upstream's records is carried, labelled)
+#   --dry-run  print the steps with the knobs' values and check their inputs (scripts, data, response log,
+#              peer environment); start nothing, write nothing
 # Knobs (environment): KGIR_DATA_DIR (default: the suite's, ../shared/data or data/samples/), PEERS_WORK (default
 # benchmarks/peers/.work/hipporag2), N_THREADS (llama.cpp threads, default 1), N_CTX (default 8192),
 # MAX_NEW_TOKENS (upstream QA reader budget, default 256), SYNONYMY (1: also compare rankings with synonymy
@@ -22,6 +28,15 @@
 # LLM requests; default: run the suite's HippoRAG 2 cache only).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; }
+DRY=0
+case "${1:-}" in
+    -h|--help) usage; exit 0 ;;
+    --dry-run) DRY=1 ;;
+    --rescore) DRY=2 ;;
+    "") ;;
+    *) echo "crosscheck: unknown argument '$1' (--help, --dry-run, --rescore)" >&2; exit 2 ;;
+esac
 cd "$ROOT"
 PY="${KGIR_PYTHON:-$ROOT/.venv/bin/python}"
 PEER_PY="$ROOT/benchmarks/peers/.venv-hipporag/bin/python"
@@ -36,8 +51,37 @@ MAX_NEW_TOKENS="${MAX_NEW_TOKENS:-256}"
 SYNONYMY="${SYNONYMY:-0}"
 QA_N="${QA_N:-}"
 SUITE_TRACE="${SUITE_TRACE:-}"
+if [ "$DRY" = 1 ]; then
+    say_step() { printf 'crosscheck (dry run): %s\n' "$*"; }
+    missing=0
+    need() {  # what path
+        if [ -e "$2" ]; then say_step "  ok      $1: $2"; else say_step "  MISSING $1: $2"; missing=1; fi
+    }
+    say_step "work folder $WORK; model $MODEL; N_THREADS=$N_THREADS N_CTX=$N_CTX MAX_NEW_TOKENS=$MAX_NEW_TOKENS" \
+             "SYNONYMY=$SYNONYMY QA_N=${QA_N:-all} SUITE_TRACE=${SUITE_TRACE:-none}"
+    need "main Python" "$PY"
+    need "shared data" "$KGIR_DATA_DIR/musique_train"
+    need "committed response log" "$ROOT/results/local/llm_responses.jsonl.gz"
+    for f in setup.sh hipporag2_compare.py hipporag2_report.py hipporag2_upstream.py embed_server.py; do
+        need "script" "$ROOT/benchmarks/peers/$f"
+    done
+    [ -n "$SUITE_TRACE" ] && need "suite trace" "$SUITE_TRACE"
+    if [ -x "$PEER_PY" ]; then say_step "  ok      peer environment: $PEER_PY"
+    else say_step "  absent  peer environment: $PEER_PY (step 1 would build it: bash benchmarks/peers/setup.sh)"; fi
+    say_step "steps: 1 setup.sh hipporag; 2 hipporag2_compare.py suite; 3 embed_server.py + llama_cpp.server;" \
+             "4 hipporag2_upstream.py (+ --inject the suite's kept facts); 5 hipporag2_compare.py seeded;" \
+             "6 hipporag2_compare.py report -> results/benchmarks/peers_hipporag2.md"
+    exit "$missing"
+fi
 mkdir -p "$WORK/logs"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+if [ "$DRY" = 2 ]; then
+    echo "crosscheck (re-score): the suite's HippoRAG 2 (cache only) against the committed upstream scores"
+    "$PY" benchmarks/peers/hipporag2_compare.py suite --work "$WORK"
+    "$PY" benchmarks/peers/hipporag2_compare.py rescore --work "$WORK" \
+        --command "bash benchmarks/peers/hipporag2_crosscheck.sh --rescore"
+    exit 0
+fi
 
 bash benchmarks/peers/setup.sh hipporag
 

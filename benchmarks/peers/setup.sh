@@ -6,12 +6,13 @@
 # hipporag and gritlm go in with --no-deps (their pins: torch 2.5.1 CUDA, vllm 0.6.6); the rest from
 # hipporag-requirements.txt. vllm is not installed: stubs/vllm (put on the path by the driver) gives the two
 # names HippoRAG.py imports at load time; the cross-check never calls them. README.md says what was left out.
-# Usage: bash benchmarks/peers/setup.sh [hipporag|graphrag]      Knobs: PYTHON (default python3).
+# Usage: bash benchmarks/peers/setup.sh [hipporag|graphrag|--help]      Knobs: PYTHON (default python3).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PY=${PYTHON:-python3}
 peer=${1:-hipporag}
 case "$peer" in
+  -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
   hipporag)
     VENV="$HERE/.venv-hipporag"
     stamp="$VENV/.peer-setup-$(cat "$HERE/setup.sh" "$HERE/hipporag-requirements.txt" | sha1sum | cut -c1-10)"

@@ -61,6 +61,7 @@ from .lightrag_bridge import lightrag_request
 from .lightrag_index import WARNINGS, _settings, index_pool, open_index
 
 VARIANTS = {"hybrid": "LightRAG (hybrid; shared reader)", "naive": "LightRAG (naive; shared reader)"}
+INDEX_LABELS = {"suite_graph": "suite graph"}  # an index that is not LightRAG's own extraction, named in the label
 KEYS = {"hybrid": "lightrag", "naive": "lightrag_naive"}
 KEYWORD_STATUSES = ("ok", "repaired", "empty", "malformed")
 SHORT_QUERY = 50  # LightRAG's kg_query: a query this short becomes its own low-level keyword when none was found
@@ -158,6 +159,15 @@ class LightRAGMethod(MethodBase):
     @property
     def name(self) -> str:
         return VARIANTS[self.variant]
+
+    def label(self, cfg) -> str:
+        """The row label under ``cfg``: :attr:`name`, with the index named when it is not LightRAG's own
+        extraction (``lightrag_index: suite_graph``, the CPU profiles: "LightRAG (hybrid; suite graph; shared
+        reader)"), so no table passes the suite's graph off as LightRAG's."""
+        index = self.index if self.index is not None else cfg.lightrag_index
+        if index not in INDEX_LABELS:
+            return self.name
+        return f"LightRAG ({self.variant}; {INDEX_LABELS[index]}; shared reader)"
 
     @property
     def key(self) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Optional
 from urllib.parse import urlsplit
 
-from ..redact import redact, secret_name
+from ..redact import SECRET_PART_CHARS, SECRET_PART_DIGITS, looks_like_secret, redact, secret_name
 from .fields import _FIELDS, _SECRET_HINT, CHOICES, Config, ConfigError, _field_kind, builtin_profiles, field_range
 
 
@@ -211,8 +211,14 @@ _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
 
 def check_key_env_name(name: str) -> None:
     """``llm_api_key_env`` names a variable (e.g. KGIR_LLM_API_KEY); a value that does not look like a
-    name may be a pasted secret: refused, and never echoed."""
+    name, or that looks like a key (:func:`kgir_lib.redact.looks_like_secret`: a long run of letters and
+    digits), may be a pasted secret: refused, and never echoed, so it reaches no config file or notebook."""
     if name and not _ENV_NAME.fullmatch(name):
         raise ConfigError("parameter 'llm_api_key_env': must be the NAME of an environment variable "
                           "(capital letters, digits and '_', e.g. KGIR_LLM_API_KEY); the value given does "
                           f"not look like one (not shown: it may be a secret). {_SECRET_HINT}")
+    if name and looks_like_secret(name):
+        raise ConfigError("parameter 'llm_api_key_env': must be the NAME of an environment variable "
+                          "(e.g. KGIR_LLM_API_KEY), and the value given looks like a key (a word of more than "
+                          f"{SECRET_PART_CHARS} characters, or of letters and {SECRET_PART_DIGITS}+ digits; not "
+                          f"shown). Put the key in the environment and name its variable here. {_SECRET_HINT}")

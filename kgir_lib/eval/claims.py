@@ -15,11 +15,13 @@ F1 and Recall@k by the paired sign-flip permutation test. ``supports`` when the 
 otherwise. The paired percentile bootstrap interval (:func:`kgir_lib.eval.bootstrap.paired_bootstrap`) stays in
 the table as the effect size's interval; it does not decide.
 
-**Minimum detectable effect** (``MDE``): the smallest difference this many questions detect with 80 %
-power at the family's first Holm level (``ALPHA`` / family size): for EM from the run's own discordance
-rate (:func:`kgir_lib.eval.stats.mde_mcnemar`), for F1 and recall from the spread of the per-question differences
-(:func:`kgir_lib.eval.stats.mde_paired`). Beside the paper's Table 7 drop it says whether a run this size could
-have seen the published effect at all.
+**Minimum detectable effect** (``MDE``): the smallest difference this many questions detect with ``POWER``
+(80 %) power at the family's first Holm level (``ALPHA`` / family size, 0.05/6 for a family of two metrics on
+two datasets and their pooled rows): for EM from the run's own discordance rate, by the exact McNemar test
+(:func:`kgir_lib.eval.stats.mde_mcnemar`), for F1 and recall from the spread of the per-question differences
+(:func:`kgir_lib.eval.stats.mde_paired`). The column says both (:func:`mde_label`: "MDE (α = 0.05/6, power
+0.8)"). Beside the paper's Table 7 drop it says whether a run this size could have seen the published effect
+at all.
 
 The paper's own number for a comparison sits beside ours where the paper states it: Table 7's ablation
 drops (MuSiQue, Qwen2.5-72B), as KGIR-RAG minus the variant, on the MuSiQue rows only
@@ -121,6 +123,44 @@ def tuned_questions(cfg, datasets: Iterable[str] = ("musique_train",)) -> dict:
             for d in datasets if d in cfg.datasets}
 
 
+def mde_condition(alpha: float, power: float, family_sizes: Iterable[int]) -> str:
+    """The level and power of the MDE: ``"α = 0.05/6, power 0.8"`` when every family has 6 tests (the first
+    Holm level of each), ``"α = 0.05/tests in its family, power 0.8"`` when the sizes differ."""
+    sizes = sorted({int(k) for k in family_sizes if k})
+    if sizes == [1]:
+        level = f"{alpha:g}"
+    elif len(sizes) == 1:
+        level = f"{alpha:g}/{sizes[0]}"
+    else:  # families of different sizes, or none tested
+        level = f"{alpha:g}/tests in its family"
+    return f"α = {level}, power {power:g}"
+
+
+def mde_label(alpha: float, power: float, family_sizes: Iterable[int]) -> str:
+    """The MDE column's header (:func:`mde_condition` in brackets), so the table says what was computed."""
+    return f"MDE ({mde_condition(alpha, power, family_sizes)})"
+
+
+def mde_column(table: pd.DataFrame) -> str:
+    """The name of a claims table's MDE column (``MDE (...)``, or ``MDE`` in a table written before its header
+    said the level and power)."""
+    found = [c for c in table.columns if c == "MDE" or str(c).startswith("MDE (")]
+    if len(found) != 1:
+        raise ValueError(f"claims table: expected one MDE column, found {found}")
+    return found[0]
+
+
+def table_mde_condition(table: pd.DataFrame) -> str:
+    """The MDE's level and power as a claims table states them: from its column header, else (a table written
+    before the header said so) from :data:`ALPHA`, :data:`POWER` and the size of its families (tested rows a
+    claim), which is how that table's MDE was computed."""
+    col = mde_column(table)
+    if col != "MDE":
+        return col[len("MDE ("):-1]
+    sizes = table[table["n"] > 0].groupby("claim").size()
+    return mde_condition(ALPHA, POWER, sizes)
+
+
 def _row(claim: Claim, dataset: str, metric: str, reference: str) -> dict:
     return {"claim": claim.name, "dataset": dataset, "compared with": claim.other, "metric": metric, "n": 0,
             reference: np.nan, "other": np.nan, "diff": np.nan, "CI lo": np.nan, "CI hi": np.nan, "test": "",
@@ -132,7 +172,8 @@ def claims_table(scores: pd.DataFrame, claims: Sequence[Claim] = PAPER_CLAIMS, r
                  n_boot: int = 2000, seed: int = 0, pooled: bool = True, alpha: float = ALPHA) -> pd.DataFrame:
     """One row per (claim, dataset, metric): our means, KGIR-RAG minus the other with its paired bootstrap
     95 % interval, the exact test and its p, the p adjusted within the claim's family (Holm), the minimum
-    detectable effect, the verdict, and the paper's difference where the paper states it.
+    detectable effect (column :func:`mde_label`, e.g. "MDE (α = 0.05/6, power 0.8)"), the verdict, and the
+    paper's difference where the paper states it.
 
     ``scores`` has one row per (method, dataset, qid) with the metric columns (``evaluate.score``). Only
     questions both methods answered are paired; a metric that is NaN for a question (recall without gold
@@ -142,7 +183,7 @@ def claims_table(scores: pd.DataFrame, claims: Sequence[Claim] = PAPER_CLAIMS, r
     missing = [c for c in ("method", "dataset", "qid") if c not in scores.columns]
     if missing:
         raise ValueError(f"claims_table: scores lack columns {missing}")
-    families = []
+    families, sizes = [], []
     for claim in claims:
         rows, pairs = [], []
         for dataset, df in dataset_groups(scores, pooled):
@@ -156,13 +197,14 @@ def claims_table(scores: pd.DataFrame, claims: Sequence[Claim] = PAPER_CLAIMS, r
                 rows.append(row)
                 pairs.append((a, b, m))
         tested = [i for i, r in enumerate(rows) if r["n"]]
+        sizes.append(len(tested))
         adjusted = holm([rows[i]["p"] for i in tested])
         for i, p_adj in zip(tested, adjusted):
             a, b, m = pairs[i]
             rows[i].update({"p (Holm)": float(p_adj), "reading": verdict(rows[i]["diff"], p_adj, alpha),
                             "MDE": minimum_detectable(a, b, m, alpha / len(tested))})
         families.extend(rows)
-    return pd.DataFrame(families)
+    return pd.DataFrame(families).rename(columns={"MDE": mde_label(alpha, POWER, sizes)})
 
 
 def _fmt(x: float) -> str:
@@ -200,14 +242,14 @@ def _number(x: float, fmt: str) -> str:
     return "1.0" if text == "1" else text  # a p that rounds to one
 
 
-def _headline_cell(rows: pd.DataFrame) -> str:
-    """One dataset's rows of one claim: the differences, then (adjusted p; MDE), then any verdict that is
-    not "cannot tell", in bold."""
+def _headline_cell(rows: pd.DataFrame, mde: str) -> str:
+    """One dataset's rows of one claim: the differences, then (adjusted p; MDE, from column ``mde``), then any
+    verdict that is not "cannot tell", in bold."""
     if (rows["reading"] == NOT_RUN).all():
         return "not run"
     diffs = " / ".join(_number(d, "+.1f") for d in rows["diff"])
     ps = " / ".join(_number(p, ".2g") for p in rows["p (Holm)"])
-    mdes = " / ".join(_number(m, ".1f") for m in rows["MDE"])
+    mdes = " / ".join(_number(m, ".1f") for m in rows[mde])
     cell = f"{diffs} (p {ps}; MDE {mdes})"
     decided = [f"{m} {r}" for m, r in zip(rows["metric"], rows["reading"]) if r in (SUPPORTS, CONTRADICTS)]
     return f"**{cell}: {', '.join(decided)}**" if decided else cell
@@ -234,6 +276,6 @@ def claims_headline(table: pd.DataFrame, datasets: Optional[Sequence[str]] = Non
         paper = [published.get(name, {}).get(m) for m in metrics]
         if all(v is not None for v in paper):
             label += " (Table 7: " + " / ".join(_fmt(v) for v in paper) + ")"
-        cells = [_headline_cell(part[part["dataset"] == d]) for d in datasets]
+        cells = [_headline_cell(part[part["dataset"] == d], mde_column(table)) for d in datasets]
         lines.append("| " + " | ".join([label, *cells]) + " |")
     return "\n".join(lines)

@@ -84,6 +84,14 @@ def method_key(method: Any) -> str:
     return key or re.sub(r"[^A-Za-z0-9_.-]+", "_", str(getattr(method, "name", type(method).__name__))).strip("_")
 
 
+def method_label(method: Any, cfg) -> str:
+    """A method's row label in a run with config ``cfg``: its ``label(cfg)`` (:meth:`MethodBase.label`, which names
+    a setting that changes what the method is), else its ``name``, else its key."""
+    if callable(getattr(method, "label", None)):
+        return method.label(cfg)
+    return getattr(method, "name", None) or method_key(method)
+
+
 def trace_path(cfg, method: Any, dataset: str) -> Path:
     path = traces.trace_file(cfg.run_dir, method_key(method), dataset)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -137,7 +145,8 @@ def run_method(ws: Any, method: Any, questions: Sequence[Question], resume: bool
     these question ids in this order and the same :func:`run_fingerprint` is read back
     instead of running again, and the passages that run extracted on demand (meta ``kg_on_demand``) are
     extracted into the shared graph again, from the cache, so later readers of the graph see what a run made
-    here would have left (code changes are not in the fingerprint: delete
+    here would have left, and the meta's row label is brought up to date (:func:`method_label`; it is not in
+    the fingerprint) (code changes are not in the fingerprint: delete
     ``traces/`` or pass ``resume=False`` after changing a method). The LLM cache makes a
     rerun cheap anyway; resuming also keeps the first run's wall time.
     """
@@ -152,6 +161,9 @@ def run_method(ws: Any, method: Any, questions: Sequence[Question], resume: bool
     if resume and meta and path.exists() and meta.get("qids") == qids and meta.get("fingerprint") == fp:
         outputs = load_outputs(path)
         if [o.qid for o in outputs] == qids:
+            label = method_label(method, ws.cfg)
+            if meta.get("method") != label:  # a label is display, not fingerprint: the reused run gets today's
+                traces.write_meta(path, {**meta, "method": label})
             if meta.get("kg_on_demand") and ws.ensure_kg is not None:
                 ws.ensure_kg(meta["kg_on_demand"])  # the shared graph as if the run had been made here
             return outputs
@@ -164,10 +176,10 @@ def run_method(ws: Any, method: Any, questions: Sequence[Question], resume: bool
         raise ValueError(f"method {getattr(method, 'name', method)!r} returned outputs for "
                          f"{[o.qid for o in outputs]} instead of the questions {qids}")
     for o in outputs:
-        o.trace.setdefault("method", getattr(method, "name", method_key(method)))
+        o.trace.setdefault("method", method_label(method, ws.cfg))
     traces.write_traces(outputs, path)
     stages = {k: v for k, v in ws.llm.usage.since(snap).snapshot().items() if v.get("calls")}
-    meta = {"method": getattr(method, "name", None), "key": method_key(method), "dataset": ws.dataset.name,
+    meta = {"method": method_label(method, ws.cfg), "key": method_key(method), "dataset": ws.dataset.name,
             "qids": qids, "fingerprint": fp, "wall_seconds": wall, "llm_model": ws.llm.model_id,
             "stages": stages, "params": _method_params(method), "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
             "run_id": uuid.uuid4().hex, "kg_on_demand": ws.on_demand(),
@@ -288,7 +300,7 @@ def run_suite(cfg, llm: LLM, datasets: Sequence[str], method_keys: Sequence[str]
         for key in method_keys:
             bar.set_postfix_str(f"{name}: {key}")
             method = build_method(key, **kw.get(key, {}))
-            label = method.name or LABELS.get(key, key)
+            label = method_label(method, ws.cfg) or LABELS.get(key, key)
             path = trace_path(cfg, method, name)
             before = read_meta(path)
             t0 = time.perf_counter()

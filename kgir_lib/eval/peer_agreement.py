@@ -12,7 +12,9 @@ compares what each did, question by question, and summarises the agreement rates
   the means, so both sides' EM / F1 are over the same questions).
 
 Upstream's passages arrive as text (``"title\\ntext"``) and are mapped to the suite's pids by content
-(:func:`pids_of_docs`). Nothing here calls a model.
+(:func:`pids_of_docs`). :func:`rescore_question` scores a new suite side against upstream's per-question scores
+as an earlier report recorded them (when upstream cannot run again); :func:`crosscheck_sentence` words a
+report's rows for the README. Nothing here calls a model.
 """
 from __future__ import annotations
 
@@ -110,6 +112,46 @@ def compare_question(suite: Side, upstream: Side, golds: Sequence[str], gold_pid
     return row
 
 
+# Upstream's per-question scores as a report's CSV keeps them (:func:`compare_question`'s ``*_upstream`` columns):
+# enough to score a new suite side against a finished upstream run without upstream's environment.
+UPSTREAM_SCORES = ("answer_upstream", "EM_upstream", "F1_upstream", "R@2_upstream", "R@5_upstream",
+                   "n_kept_upstream", "all_kept_upstream", "fallback_upstream")
+
+
+def rescore_question(suite: Side, upstream: Mapping, golds: Sequence[str], gold_pids: Sequence[str]) -> dict:
+    """One agreement row of the suite's side (as this code computes it) against upstream's recorded scores.
+
+    ``upstream`` holds :data:`UPSTREAM_SCORES` for the question (a row of an earlier report's per-question CSV:
+    upstream's answer, or NaN when it did not answer; its EM, F1, Recall@2/5; how many facts its filter kept,
+    whether it kept every candidate, whether it fell back to dense retrieval). Upstream's ranked passages and
+    facts are not in such a row, so the measures that need them (top-k overlap, fact agreement) are left out;
+    the rest are :func:`compare_question`'s, with the same rules (EM / F1 and answer agreement on questions
+    both systems answered; Recall@k of the suite's ranking with the suite's :func:`recall_at_k`).
+    """
+    missing = [c for c in UPSTREAM_SCORES if c not in upstream]
+    if missing:
+        raise KeyError(f"upstream's recorded scores lack {missing}")
+    answer_up = upstream["answer_upstream"]
+    answer_up = None if answer_up is None or (isinstance(answer_up, float) and np.isnan(answer_up)) else str(answer_up)
+    cs, ks = {fact_key(f) for f in suite.candidates}, {fact_key(f) for f in suite.kept}
+    both = suite.answer is not None and answer_up is not None
+    row = {"n_kept_suite": len(ks), "n_kept_upstream": int(upstream["n_kept_upstream"]),
+           "all_kept_suite": bool(cs) and ks == cs, "all_kept_upstream": bool(upstream["all_kept_upstream"]),
+           "fallback_suite": bool(suite.fallback), "fallback_upstream": bool(upstream["fallback_upstream"]),
+           "answer_suite": suite.answer, "answer_upstream": answer_up,
+           "answer_exact_same": suite.answer.strip() == answer_up.strip() if both else np.nan,
+           "answer_norm_same": normalize_answer(suite.answer) == normalize_answer(answer_up) if both else np.nan,
+           "EM_suite": 100.0 * best_em(suite.answer, golds) if both else np.nan,
+           "F1_suite": 100.0 * best_f1(suite.answer, golds) if both else np.nan,
+           "EM_upstream": float(upstream["EM_upstream"]) if both else np.nan,
+           "F1_upstream": float(upstream["F1_upstream"]) if both else np.nan}
+    for r in (2, 5):
+        row[f"R@{r}_suite"] = 100.0 * recall_at_k(suite.ranked, gold_pids, r)
+        row[f"R@{r}_upstream"] = float(upstream[f"R@{r}_upstream"])
+        row[f"R@{r}_same"] = row[f"R@{r}_suite"] == row[f"R@{r}_upstream"]
+    return row
+
+
 def seeded_agreement(suite_seeded: Sequence[str], upstream_ranked: Sequence[str], k: int = 5) -> dict:
     """The suite's ranking when seeded with upstream's kept facts against upstream's own ranking."""
     return {f"seeded_top{k}": top_overlap(suite_seeded, upstream_ranked, k),
@@ -169,6 +211,44 @@ def side_by_side(rows: pd.DataFrame) -> pd.DataFrame:
         line["n"] = int(len(vals))
         out.append(line)
     return pd.DataFrame(out)
+
+
+def crosscheck_sentence(rows: pd.DataFrame) -> str:
+    """The cross-check in one sentence, from a report's per-question rows (``results/benchmarks/
+    peers_hipporag2.csv``): each side's Recall@5 and EM on the same questions, how many questions have the
+    same Recall@5, and, where the rows hold them, the graph + PPR agreement given the same kept facts in both
+    directions and the linking check, with the run that measured them when they were carried
+    (``upstream_record``). The README quotes it, so its numbers are the file's."""
+    need = ["R@5_suite", "R@5_upstream", "R@5_same", "EM_suite", "EM_upstream"]
+    missing = [c for c in need if c not in rows.columns]
+    if missing or rows.empty:
+        raise ValueError(f"crosscheck_sentence: the rows lack {missing or 'every question'}")
+    n = len(rows)
+    answered = rows.dropna(subset=["EM_suite", "EM_upstream"])
+
+    def count(col: str) -> int:
+        return int(rows[col].astype(bool).sum())
+    text = (f"the suite's HippoRAG 2 reaches Recall@5 {rows['R@5_suite'].mean():.1f} against upstream's "
+            f"{rows['R@5_upstream'].mean():.1f} on the same {n} questions, with the same Recall@5 on "
+            f"{count('R@5_same')} of them (EM {answered['EM_suite'].mean():.1f} against "
+            f"{answered['EM_upstream'].mean():.1f} on the {len(answered)} both answered)")
+    seeded = []
+    if "seeded_top5_same_order" in rows and rows["seeded_top5_same_order"].notna().any():
+        seeded.append(f"the suite's graph + PPR seeded with upstream's kept facts returns upstream's top-5 "
+                      f"passages in upstream's order on {count('seeded_top5_same_order')} of {n} questions")
+    if "injected_top5_same_order" in rows and rows["injected_top5_same_order"].notna().any():
+        seeded.append(f"upstream's seeded with the suite's returns the suite's on "
+                      f"{count('injected_top5_same_order')}")
+    if seeded:
+        text += "; given the same kept facts, " + " and ".join(seeded)
+    linked = "links_now_same" in rows and rows["links_now_same"].notna().any()
+    if linked:
+        text += (f"; the suite's query-to-fact linking finds upstream's top-5 candidate facts on "
+                 f"{count('links_now_same')}")
+    if (seeded or linked) and "upstream_record" in rows and rows["upstream_record"].notna().any():
+        what = " and ".join(w for w, on in (("seeded runs", seeded), ("linking check", linked)) if on)
+        text += f" ({what} as measured by {rows['upstream_record'].dropna().iloc[0]}, not re-run)"
+    return text[0].upper() + text[1:] + "."
 
 
 def graph_agreement(suite_edges: Mapping[tuple, float], upstream_edges: Mapping[tuple, float],

@@ -74,7 +74,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     scores = scores_from_traces(args.run_dir / "traces", args.datasets, args.data_dir)
     table = cl.claims_table(scores, n_boot=args.n_boot, seed=0)
     cols = ["claim", "dataset", "metric", "n", "diff", "CI lo", "CI hi", "test", "discordant", "p", "p (Holm)",
-            "MDE", "reading"]
+            cl.mde_column(table), "reading"]
     with pd.option_context("display.width", 200, "display.max_rows", 200):
         print(table[cols].round(4).to_string(index=False))
     if args.out_dir:

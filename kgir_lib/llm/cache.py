@@ -195,37 +195,55 @@ class LLMCache:
 
 def salvage_rows(path: Path | str) -> tuple:
     """Every row of the cache file ``path`` that can still be read, as ``(key, model, text, prompt_tokens,
-    completion_tokens, seconds)`` sorted by key, and how many rows could not be read.
+    completion_tokens, seconds)`` sorted by key, and how many rows could not be read: a number when the
+    table's largest row id could be read, else ``None`` (the file is damaged where SQLite keeps the table's
+    extent, e.g. cut short: how many rows it held is unknown).
 
     Rows are looked up one by one, by row id (up to the largest) and by key through the primary-key index,
     so a damaged page loses only the rows on it. A row whose fields have the wrong types is not kept."""
     conn = sqlite3.connect(str(path))  # (read only in effect: nothing is written)
     found: dict = {}
-    lost = 0
+    lost: Optional[int] = 0
     columns = "key, model, text, prompt_tokens, completion_tokens, seconds"
     try:
-        for where, ids in (("rowid", _row_ids(conn)), ("key", _index_keys(conn))):
+        row_ids = _row_ids(conn)
+        if row_ids is None:
+            lost, row_ids = None, range(0)
+        for where, ids in (("rowid", row_ids), ("key", _index_keys(conn))):
             for ident in ids:
                 try:
                     row = conn.execute(f"SELECT {columns} FROM calls WHERE {where} = ?", (ident,)).fetchone()
                 except sqlite3.DatabaseError:
-                    lost += where == "rowid"
+                    lost = None if lost is None else lost + (where == "rowid")
                     continue
                 if row is not None and _sound(row):
                     found.setdefault(row[0], tuple(row))
-                elif row is not None:
+                elif row is not None and lost is not None:
                     lost += where == "rowid"
     finally:
         conn.close()
     return [found[k] for k in sorted(found)], lost
 
 
-def _row_ids(conn: sqlite3.Connection) -> range:
+def _row_ids(conn: sqlite3.Connection) -> Optional[range]:
+    """The table's row ids, 1 to the largest; ``None`` when even the largest cannot be read."""
     try:
         top = conn.execute("SELECT max(rowid) FROM calls").fetchone()[0]
     except sqlite3.DatabaseError:
-        top = None
+        return None
     return range(1, (top or 0) + 1)
+
+
+def declared_size(path: Path | str) -> Optional[int]:
+    """The size in bytes the SQLite header of ``path`` declares (page size x page count, header bytes 16-17 and
+    28-31), or ``None`` when the file has no SQLite header. A file shorter than this was cut."""
+    with open(path, "rb") as fh:
+        head = fh.read(32)
+    if len(head) < 32 or not head.startswith(b"SQLite format 3\x00"):
+        return None
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    return page * int.from_bytes(head[28:32], "big")
 
 
 def _index_keys(conn: sqlite3.Connection) -> list:

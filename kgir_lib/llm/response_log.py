@@ -29,7 +29,6 @@ import io
 import json
 import math
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,7 +38,8 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from ..traces import atomic_write_bytes, replace_surrogates
-from .cache import LOG_NAME, LLMCache, LLMCacheError, salvage_rows
+from .cache import LOG_NAME, LLMCache, LLMCacheError, declared_size, salvage_rows
+from .log_report import log_stats, salvage_report, stats_report  # noqa: F401  (re-exported: the commands' words)
 
 FIELDS = ("key", "model", "text", "prompt_tokens", "completion_tokens", "seconds")
 SQLITE_MAX_INT = 2 ** 63 - 1
@@ -96,9 +96,11 @@ def merge_into_log(rows: Iterable[tuple], path: Path, source: str = "the cache")
 
     A row already in the log is never replaced: the same key with the same text keeps the log's row, and the
     same key with another text is a conflict. Rows in the log but not in ``rows`` are kept (exporting never
-    loses a logged response). The merged log is written (sorted by key, gzip without a timestamp: the same
+    loses a logged response); a log that cannot be read (:func:`read_log`: damaged, or empty) is an error and
+    is not written over. The merged log is written (sorted by key, gzip without a timestamp: the same
     rows give the same bytes, every row with its :func:`checksum`); then a conflict raises
-    :class:`LogConflictError` naming the key(s). Returns the number of rows in the log.
+    :class:`LogConflictError` naming the key(s). With no row at all nothing is written (a log always holds
+    rows). Returns the number of rows in the log.
     """
     path = Path(path)
     merged = {row[0]: tuple(row) for row in read_log(path)} if path.exists() else {}
@@ -109,6 +111,8 @@ def merge_into_log(rows: Iterable[tuple], path: Path, source: str = "the cache")
             merged[row[0]] = tuple(row)
         elif have[2] != row[2]:
             conflicts.append(row[0])
+    if not merged:
+        return 0
     buf = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as gz:
         for key in sorted(merged):
@@ -127,7 +131,10 @@ def read_log(path: Path) -> Iterator[tuple]:
 
     A bad line raises :class:`LLMCacheError` naming the file and line; a log torn by a
     kill of an old, non-atomic writer (the gzip stream ends early, or the last line has no
-    newline and is not a record) is cut at its last complete line, with a warning.
+    newline and is not a record) is cut at its last complete line, with a warning. A log that holds
+    no response at all (an empty file, or a stream without one record) is an :class:`LLMCacheError` naming
+    it: a log is only ever written with rows (:func:`merge_into_log`), so it was emptied or truncated, and
+    reading it as "no answers yet" would send every request to the server and export over it.
     """
     path = Path(path)
     lines, torn = [], False
@@ -147,6 +154,11 @@ def read_log(path: Path) -> Iterator[tuple]:
         except LLMCacheError:
             lines.pop()  # a torn last line
             torn = True
+    if not any(line.strip() for line in lines):
+        size = path.stat().st_size if path.exists() else 0
+        raise LLMCacheError(f"response log {path}: holds no response ({size} bytes{', torn' if torn else ''}); a "
+                            f"log is only written with rows, so this one was emptied or cut. Restore it from git "
+                            f"(git checkout -- {path.name}) or move it away to start without it")
     if torn:
         warnings.warn(f"response log {path}: torn by an interrupted write; read up to its last complete line "
                       f"({len(lines)} lines)", stacklevel=2)
@@ -260,7 +272,9 @@ def salvage(cache_file: Path, log: Path, move: bool = True) -> dict:
     """Save every row of the damaged cache ``cache_file`` that is still readable into the response log ``log``
     (merged: a row already logged is kept, a conflicting text is reported, not taken), then move the damaged
     file (and its ``-wal`` / ``-shm``) aside to ``<name>.damaged`` so the next run starts a fresh cache, which
-    the log refills. Returns ``{"saved", "unreadable", "conflict", "log_rows", "moved_to"}``."""
+    the log refills. Returns ``{"saved", "unreadable", "conflict", "log_rows", "moved_to", "size", "declared"}``:
+    ``unreadable`` is ``None`` when the table's extent could not be read (how many rows were lost is unknown),
+    ``size`` and ``declared`` the file's bytes and those its SQLite header declares (fewer: the file was cut)."""
     cache_file, log = Path(cache_file), Path(log)
     if not cache_file.is_file():
         raise LLMCacheError(f"LLM cache {cache_file}: no such file")
@@ -270,6 +284,7 @@ def salvage(cache_file: Path, log: Path, move: bool = True) -> dict:
         raise LLMCacheError(f"LLM cache {cache_file}: not an SQLite file (its first bytes are not SQLite's "
                             f"header), so it holds no row to save; nothing was changed. If it is a damaged "
                             f"cache, move it away by hand: the response log refills a fresh one")
+    size, declared = cache_file.stat().st_size, declared_size(cache_file)
     rows, lost = salvage_rows(cache_file)
     conflict = ""
     try:
@@ -284,7 +299,8 @@ def salvage(cache_file: Path, log: Path, move: bool = True) -> dict:
             if side.exists():
                 os.replace(side, moved.with_name(moved.name + suffix))
         os.replace(cache_file, moved)
-    return {"saved": len(rows), "unreadable": lost, "conflict": conflict, "log_rows": total, "moved_to": moved}
+    return {"saved": len(rows), "unreadable": lost, "conflict": conflict, "log_rows": total, "moved_to": moved,
+            "size": size, "declared": declared}
 
 
 def _free_name(path: Path) -> Path:
@@ -296,25 +312,6 @@ def _free_name(path: Path) -> Path:
 
 
 # ---------------------------------------------------------------------------- the pace of a run
-def log_stats(rows: Iterable[tuple], since_keys: Iterable[str] = (), paused_over: Optional[float] = None) -> dict:
-    """How many answers a log holds beyond an earlier one, and how long the model took for them.
-
-    ``rows`` are log rows (:func:`read_log`); ``since_keys`` the keys of the earlier log, whose rows are not
-    counted as new. An answer that was in flight while its run was paused (``kill -STOP``) records the pause
-    in its ``seconds``; with ``paused_over`` set, new answers that took longer than that many seconds are
-    reported apart (``paused``, ``paused_seconds``) and left out of the pace (``mean``, ``median``).
-    ``seconds`` is the sum over every new answer, the paused ones included."""
-    since = set(since_keys)
-    all_rows = list(rows)
-    secs = [float(r[5]) for r in all_rows if r[0] not in since]
-    paused = [s for s in secs if paused_over is not None and s > paused_over]
-    pace = [s for s in secs if paused_over is None or s <= paused_over]
-    return {"rows": len(all_rows), "new": len(secs), "seconds": sum(secs),
-            "paused": len(paused), "paused_seconds": sum(paused),
-            "mean": sum(pace) / len(pace) if pace else math.nan,
-            "median": statistics.median(pace) if pace else math.nan}
-
-
 def logged_at(path: Path, rev: str) -> list:
     """The rows of the response log at ``path`` as committed at git revision ``rev`` (``[]`` if the log did
     not exist then). A revision git does not know is an :class:`LLMCacheError` naming it."""
@@ -334,19 +331,6 @@ def logged_at(path: Path, rev: str) -> list:
         old = Path(tmp) / LOG_NAME
         old.write_bytes(shown.stdout)
         return list(read_log(old))
-
-
-def stats_report(stats: dict, since: Optional[str] = None, paused_over: Optional[float] = None) -> str:
-    """:func:`log_stats` in words (the lines ``python -m kgir_lib.llm.response_log stats`` prints)."""
-    base = f" not in the log at {since}" if since else ""
-    lines = [f"{stats['rows']:,} answers in the log; {stats['new']:,}{base}",
-             f"their LLM seconds: {stats['seconds']:,.0f} s ({stats['seconds'] / 3600:.1f} h)"]
-    if paused_over is not None:
-        lines.append(f"{stats['paused']} of them took over {paused_over:g} s (in flight during a pause): "
-                     f"{stats['paused_seconds']:,.0f} s ({stats['paused_seconds'] / 3600:.1f} h)")
-    left = " without them" if paused_over is not None else ""
-    lines.append(f"pace{left}: {stats['mean']:.1f} s an answer on average, median {stats['median']:.1f} s")
-    return "\n".join(lines)
 
 
 def main(argv: Optional[list] = None) -> int:
@@ -382,13 +366,15 @@ def main(argv: Optional[list] = None) -> int:
     except LLMCacheError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"salvaged {got['saved']} row(s) from {args.cache} into {args.log} ({got['log_rows']} rows in the log); "
-          f"{got['unreadable']} row(s) could not be read")
+    lines, code = salvage_report(got, args.cache, args.log)
+    print("; ".join(lines[:-1] if code else lines))
+    if code:
+        print(f"error: {lines[-1]}", file=sys.stderr)
     if got["conflict"]:
         print(f"note: {got['conflict']}", file=sys.stderr)
     if got["moved_to"] is not None:
         print(f"the damaged cache was moved to {got['moved_to']}: the next run starts a fresh cache from the log")
-    return 0
+    return code
 
 
 if __name__ == "__main__":

@@ -138,6 +138,11 @@ class MethodBase:
                 label = f"{type(self).__name__} parameter {param!r} (the profile's {field_name!r})"
                 setattr(self, param, check_value(field_name, value, label))
 
+    def label(self, cfg) -> str:
+        """The method's row label in a run with config ``cfg`` (tables are indexed by it): its :attr:`name`,
+        unless a setting changes what the method is (LightRAG over the suite's graph says so)."""
+        return self.name
+
     def setting(self, ws: Workspace, param: str):
         """The value of knob ``param``: this method's own, else the profile's field (:attr:`knobs`)."""
         value = getattr(self, param)

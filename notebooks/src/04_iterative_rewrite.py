@@ -231,7 +231,9 @@ plt.close(fig)
 #
 # **The bridge funnel** (`kgir_lib.eval.mechanism.funnel`): for each question with a gold bridge, whether (1) a seed
 # matched, (2) the gold bridge is an entity of `G_Ans`, (3) the rewrite names it, (4) `D'_t` retrieves a passage of the
-# next hop that `D_t` lacked, (5) the answer is correct, each step counting only after the ones before it.
+# next hop that `D_t` lacked, (5) the answer is correct, each step counting only after the ones before it. Step 2 is
+# counted under two matches (column *bridge match*): *equal*, the entity's normalised name is the bridge's, and
+# *contains*, the name holds the whole bridge ("Republic of China" for China); the sentences quote *equal*.
 # *% of previous step* shows where the chain breaks; *n next hop already in D_t* counts the questions for which
 # step 4 had nothing left to find.
 #
@@ -252,18 +254,25 @@ for name, r in progress(results.items(), desc="forced rounds"):
     r["forced"] = ev.run_method(r["ws"], build_method("kgir_forced"), r["questions"], resume=resume)
 mech = mechanism_tables(cfg.run_dir, list(results), data_dir=cfg.data_path, context_passages=cfg.context_passages)
 loop_funnel = mech["funnel"][mech["funnel"]["method"] == "kgir"]
+strict = loop_funnel[loop_funnel[funnel.MATCH] == funnel.STRICT]
 fig, ax = plt.subplots(figsize=(8, 3.6))
-funnel.plot_funnel(loop_funnel, "any", ax=ax)
+funnel.plot_funnel(strict, "any", ax=ax)
+ax.set_title(ax.get_title() + f" (step 2: {funnel.STRICT} names)")
 fig.tight_layout()
 report.save_figure(fig, cfg, "04_bridge_funnel")
 display(fig)
 plt.close(fig)
 show(funnel.weakest_step(mech["funnel"]), "where the chain breaks most (round any)")
 display(Markdown("\n".join(f"- {funnel.funnel_sentence(loop_funnel, d)}" for d in loop_funnel["dataset"].unique())))
-show(loop_funnel[loop_funnel["round"] == "any"].set_index(["dataset", "step"]), "the funnel, any round")
-report.save_table(mech["funnel"].set_index(["method", "dataset", "round", "step"]).round(2), cfg, "04_bridge_funnel",
+show(funnel.match_rules_table(mech["funnel"]).set_index(["dataset", "step"]),
+     "the funnel (any round) under both matches of step 2: equal names, and a name that contains the bridge")
+show(strict[strict["round"] == "any"].set_index(["dataset", "step"]), "the funnel, any round, equal names")
+report.save_table(mech["funnel"].set_index(["method", funnel.MATCH, "dataset", "round", "step"]).round(2), cfg,
+                  "04_bridge_funnel",
                   "The bridge funnel of KGIR-RAG (and its forced-rounds run), per dataset and round: questions with a "
-                  "gold bridge passing the chain up to each step. " + report.model_note(cfg, short=True))
+                  "gold bridge passing the chain up to each step; step 2 (bridge in G_Ans) under both matches "
+                  "('bridge match': equal names, or a name that contains the bridge). "
+                  + report.model_note(cfg, short=True))
 
 # %%
 per_round = mech["forced_rounds"]

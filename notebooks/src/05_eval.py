@@ -66,18 +66,18 @@ from kgir_lib.eval import claims as cl
 from kgir_lib.eval import evaluate as ev
 from kgir_lib.eval.bootstrap import bootstrap_table
 from kgir_lib.eval.mechanism import funnel
-from kgir_lib.eval.mechanism.tables import mechanism_tables
+from kgir_lib.eval.mechanism.tables import empty_note, mechanism_tables
 from kgir_lib.notebook import narrative, viz
 from kgir_lib.notebook.display import show
 from kgir_lib.notebook.opening import open_notebook
-from kgir_lib.registry import DEFAULT_METHODS, LABELS
+from kgir_lib.registry import DEFAULT_METHODS, LABELS, method_label
 
 cfg, llm = open_notebook("05_eval", globals())
 method_keys = list(methods) if methods is not None else list(cfg.eval_methods or DEFAULT_METHODS)
 resume = True if resume is None else bool(resume)
 n_boot = 2000 if n_boot is None else int(n_boot)
 reference = reference or "KGIR-RAG"
-print(f"methods ({len(method_keys)}): {[LABELS.get(k, k) for k in method_keys]}")
+print(f"methods ({len(method_keys)}): {[method_label(k, cfg) if k in LABELS else k for k in method_keys]}")
 
 # %% [markdown]
 # ## 1. Run every method on every dataset
@@ -237,7 +237,8 @@ else:
 #   **cannot tell** otherwise;
 # * the **effect size** is KGIR-RAG minus the other with its paired bootstrap 95 % interval (section 5);
 # * **MDE**: the smallest difference this many questions detects with 80 % power at the family's first Holm
-#   level — for EM from the run's own share of discordant questions. Beside Table 7's drop it says whether a
+#   level (α divided by the family's number of tests; the column header says both) — for EM by the exact
+#   McNemar test from the run's own share of discordant questions. Beside Table 7's drop it says whether a
 #   run this size could see the published effect at all.
 #
 # Table 7's drops (MuSiQue, Qwen2.5-72B) stand beside our MuSiQue rows only (musique, musique_train), as
@@ -254,12 +255,13 @@ claims = cl.claims_table(suite.scores, n_boot=n_boot, seed=0)
 report.save_table(claims.set_index(["claim", "dataset", "metric"]), cfg, "05_claims",
                   "The paper's claims: KGIR-RAG minus the compared method; verdicts from exact paired tests "
                   "(McNemar for EM, sign-flip for F1 and recall), Holm-adjusted within each claim; paired bootstrap "
-                  f"95 % CI ({n_boot} resamples) as the effect size; MDE at 80 % power. {caption_ours}")
+                  f"95 % CI ({n_boot} resamples) as the effect size; MDE at {cl.table_mde_condition(claims)} (the "
+                  f"family's first Holm level). {caption_ours}")
 show(claims.set_index(["claim", "dataset", "metric"])[["n", "diff", "CI lo", "CI hi", "test", "discordant", "p",
-                                                        "p (Holm)", "MDE", cl.PAPER_COLUMN, "reading"]],
+                                                        "p (Holm)", cl.mde_column(claims), cl.PAPER_COLUMN, "reading"]],
      "the claims, read by exact tests")
-print("At a glance (the README's table): KGIR-RAG minus the other, (Holm-adjusted p; MDE), and a verdict where "
-      "the test decides one")
+print(f"At a glance (the README's table): KGIR-RAG minus the other, (Holm-adjusted p; MDE at "
+      f"{cl.table_mde_condition(claims)}), and a verdict where the test decides one")
 display(Markdown(cl.claims_headline(claims)))
 display(Markdown(cl.claims_summary(claims)))
 untuned = cl.drop_questions(suite.scores, cl.tuned_questions(cfg))
@@ -316,7 +318,11 @@ if len(rules):
 # (section 2's answer-form table).
 
 # %%
-show(funnel.weakest_step(mech["funnel"]), "where KGIR-RAG's Fig. 6 chain breaks most (notebook 04)")
+weakest = funnel.weakest_step(mech["funnel"])
+if len(weakest):
+    show(weakest, "where KGIR-RAG's Fig. 6 chain breaks most (notebook 04)")
+else:
+    print(empty_note(mech, "funnel"))
 if len(mech["reader_context"]):
     show(mech["reader_context"].set_index(["dataset", "method"]),
          "gold passages in each Table 7 variant's reader context, paired with the full method (notebook 06)")

@@ -6,7 +6,9 @@ trace, the chain of Fig. 6, each step requiring the ones before it:
 0. the question *reached* round ``t``;
 1. a *seed matched*: a question entity matched a graph entity (eq. 5; the round's subgraph has a seed);
 2. a gold bridge is *in G_Ans*: an entity (head or tail) of a kept triple is the bridge
-   (:func:`kgir_lib.eval.mechanism.bridges.entity_matches`: normalised equality, or the whole alias inside the name);
+   (:func:`kgir_lib.eval.mechanism.bridges.entity_matches`: ``equal``, the normalised names are equal; or
+   ``contains``, the whole alias inside the name, e.g. "Republic of China" for China). The run's tables report
+   the funnel under both rules (column :data:`MATCH`), and its sentence quotes the stricter one;
 3. the *rewrite names it*: one of those bridges' aliases occurs as whole words in the normalised
    rewrite ``q'_t`` and not in the question (a malformed rewrite names nothing);
 4. *D'_t finds the next hop*: a passage of a bridge named in step 3 is in ``D'_t`` (the rewritten
@@ -36,6 +38,11 @@ from .bridges import Bridge, entity_matches, names_bridge
 STEPS = ("reached round", "1 seed matched", "2 bridge in G_Ans", "3 rewrite names it", "4 D'_t finds next hop",
          "5 answer correct")
 STEP_KEYS = ("reached", "seed", "in_gans", "named", "finds", "correct")  # the trace keys of STEPS, in order
+TABLE_COLUMNS = ("dataset", "round", "questions", "step", "n", "% of questions", "% of previous step", "n alone",
+                 "% alone", "n next hop already in D_t")  # :func:`funnel_table`'s columns
+MATCH = "bridge match"  # the column of a run's funnel naming step 2's rule (bridges.MODES: equal, contains)
+STRICT = "equal"        # the rule the funnel's sentence quotes: equal names, no containment
+WEAKEST_COLUMNS = ("questions", "breaks at", "passed the step before", "passed it", "% of previous step")
 
 
 def _answer_correct(record: Mapping, t: int) -> bool:
@@ -120,9 +127,7 @@ def funnel_table(rows: pd.DataFrame) -> pd.DataFrame:
             out += [{"dataset": ds, "round": str(t), "questions": n, **s} for s in _summary(g, n)]
         anyr = d.drop(columns=["dataset", "round"]).groupby("qid").any()
         out += [{"dataset": ds, "round": "any", "questions": n, **s} for s in _summary(anyr, n)]
-    cols = ["dataset", "round", "questions", "step", "n", "% of questions", "% of previous step", "n alone", "% alone",
-            "n next hop already in D_t"]
-    return pd.DataFrame(out, columns=cols)
+    return pd.DataFrame(out, columns=list(TABLE_COLUMNS))
 
 
 def plot_funnel(table: pd.DataFrame, round_: str = "any", ax=None):
@@ -152,39 +157,73 @@ def plot_funnel(table: pd.DataFrame, round_: str = "any", ax=None):
 
 
 def weakest_step(table: pd.DataFrame, round_: str = "any") -> pd.DataFrame:
-    """Per dataset (and method, when the table has one), the step where the chain breaks most: the smallest
-    "% of previous step" among steps 1-5 (ties: the earlier step), with its count and its predecessor's."""
+    """Per dataset (and method and bridge match, when the table has them), the step where the chain breaks most:
+    the smallest "% of previous step" among steps 1-5 (ties: the earlier step), with its count and its
+    predecessor's. A table with no rows (a run without a KGIR-RAG trace) gives an empty table with these columns."""
+    keys = [c for c in ("method", MATCH, "dataset") if c in table.columns]
+    if table.empty or "round" not in table.columns:
+        return pd.DataFrame(columns=[*(keys or ["dataset"]), *WEAKEST_COLUMNS])
     sub = table[(table["round"] == str(round_)) & (table["step"] != STEPS[0])]
-    keys = [c for c in ("method", "dataset") if c in sub.columns]
     rows = []
     for key, g in sub.groupby(keys, sort=False):
         g = g.reset_index(drop=True)
         i = int(g["% of previous step"].astype(float).fillna(101.0).to_numpy().argmin())
         before = int(g.loc[i - 1, "n"]) if i > 0 else int(g.loc[i, "questions"])
-        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))), "questions": int(g.loc[i, "questions"]),
-                     "breaks at": g.loc[i, "step"], "passed the step before": before, "passed it": int(g.loc[i, "n"]),
+        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))),
+                     "questions": int(g.loc[i, "questions"]), "breaks at": g.loc[i, "step"], "passed the step before": before, "passed it": int(g.loc[i, "n"]),
                      "% of previous step": float(g.loc[i, "% of previous step"])})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=[*keys, *WEAKEST_COLUMNS])
 
 
 def funnel_sentence(table: pd.DataFrame, dataset: str, method: str = "kgir", round_: str = "any") -> str:
     """The funnel of one dataset in words, each step with its count and its share of the step before,
-    ending with :func:`weakest_step` (the README and notebook 04 quote it, so the numbers are the table's)."""
+    ending with :func:`weakest_step` (the README and notebook 04 quote it, so the numbers are the table's).
+
+    The chain is the one under the stricter match of step 2 (:data:`STRICT`: equal names); step 2 also gives
+    the count when a name containing the bridge counts. A table without the :data:`MATCH` column (written
+    before both rules were reported) holds the containment rule only, and the sentence says so."""
     sub = table[(table["dataset"] == dataset) & (table["round"] == str(round_))]
     if "method" in sub.columns:
         sub = sub[sub["method"] == method]
     if sub.empty:
         raise ValueError(f"funnel_sentence: no {method!r} rows for dataset {dataset!r}, round {round_!r}")
+    loose = None
+    if MATCH in sub.columns:
+        loose = sub[sub[MATCH] == "contains"].set_index("step")
+        sub = sub[sub[MATCH] == STRICT]
+        if sub.empty:
+            raise ValueError(f"funnel_sentence: no {STRICT!r} rows for dataset {dataset!r} (column {MATCH!r})")
     g = sub.set_index("step")
     n = {step: int(g.loc[step, "n"]) for step in STEPS}
     share = {step: float(g.loc[step, "% of previous step"]) for step in STEPS[2:]}
     pct = {step: "–" if pd.isna(v) else f"{v:.0f} %" for step, v in share.items()}
+    if loose is None:
+        rule = "; a name containing the bridge counts: this table has no count for equal names"
+    elif STEPS[2] in loose.index:
+        rule = f"; {int(loose.loc[STEPS[2], 'n'])} if a name containing the bridge counts"
+    else:
+        rule = ""
     worst = weakest_step(sub).iloc[0]
     return (f"{dataset}: of the {int(sub['questions'].iloc[0])} questions with a gold bridge, a seed matched on "
-            f"{n[STEPS[1]]}; the evidence subgraph holds the bridge on {n[STEPS[2]]} of those ({pct[STEPS[2]]}), "
-            f"the rewrite names it on {n[STEPS[3]]} ({pct[STEPS[3]]}), D'_t finds the next hop on {n[STEPS[4]]} "
-            f"({pct[STEPS[4]]}) and the answer is right on {n[STEPS[5]]} ({pct[STEPS[5]]}). The chain breaks most "
-            f"at \"{worst['breaks at']}\": {worst['passed it']} of {worst['passed the step before']}.")
+            f"{n[STEPS[1]]}; the evidence subgraph holds the bridge on {n[STEPS[2]]} of those ({pct[STEPS[2]]}"
+            f"{rule}), the rewrite names it on {n[STEPS[3]]} ({pct[STEPS[3]]}), D'_t finds the next hop on "
+            f"{n[STEPS[4]]} ({pct[STEPS[4]]}) and the answer is right on {n[STEPS[5]]} ({pct[STEPS[5]]}). The chain "
+            f"breaks most at \"{worst['breaks at']}\": {worst['passed it']} of {worst['passed the step before']}.")
+
+
+def match_rules_table(table: pd.DataFrame, method: str = "kgir", round_: str = "any") -> pd.DataFrame:
+    """The funnel under both matches of step 2 side by side (one row a dataset and step; columns ``n`` and
+    ``% of previous step`` under each rule of the :data:`MATCH` column), for one method and round."""
+    if table.empty or MATCH not in table.columns:
+        return pd.DataFrame()
+    sub = table[table["round"] == str(round_)]
+    if "method" in sub.columns:
+        sub = sub[sub["method"] == method]
+    wide = sub.pivot_table(index=["dataset", "step"], columns=MATCH, values=["n", "% of previous step"],
+                           sort=False)
+    wide.columns = [f"{value} ({rule})" for value, rule in wide.columns]
+    order = [f"{v} ({r})" for r in (STRICT, *sorted(set(sub[MATCH]) - {STRICT})) for v in ("n", "% of previous step")]
+    return wide[[c for c in order if c in wide.columns]].reset_index()
 
 # ---------------------------------------------------------------------------- the other methods
 def method_steps(method: str, record: Mapping, baseline: Optional[Sequence[str]] = None) -> tuple:

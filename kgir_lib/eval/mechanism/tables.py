@@ -25,7 +25,7 @@ from . import round_facts as rf
 from .bridges import MODES, load_bridges
 from .calibration import calibration_table, oracle_stop_table
 from .forced_rounds import forced_round_table
-from .funnel import bridge_naming_table, funnel_rows, funnel_table
+from .funnel import MATCH, TABLE_COLUMNS, bridge_naming_table, funnel_rows, funnel_table
 from .reader_context import VARIANTS, reader_context_table
 from .rewrite_retrieval import KS, current_rule_agreement, rewrite_retrieval_table, rule_table
 from .step_attribution import ROWS as STUDY_ROWS, step_attribution_table
@@ -37,6 +37,10 @@ READ = (*LOOP_METHODS, "kgir_no_subgraph", "kgir_no_reflection", "kgir_no_rewrit
 TABLES = ("sources", "funnel", "bridge_naming", "calibration", "oracle_stop", "forced_rounds", "rewrite_retrieval",
           "ranked_list_rules", "reader_context", "step_attribution")
 _CONTEXT_PASSAGES = next(f.default for f in fields(Config) if f.name == "context_passages")
+# The trace files each table is read from (a table is empty when none of them exists; :func:`empty_note`)
+NEEDS = {"funnel": LOOP_METHODS, "calibration": LOOP_METHODS, "rewrite_retrieval": LOOP_METHODS,
+         "forced_rounds": ("kgir_forced",), "oracle_stop": ("kgir_forced",), "bridge_naming": NAMING_METHODS,
+         "ranked_list_rules": ("kgir", "kgir_no_rewrite"), "reader_context": ("kgir", "a Table 7 variant")}
 
 
 def read_run(run_dir: Path, datasets: Sequence[str], methods: Sequence[str] = READ) -> dict:
@@ -68,22 +72,39 @@ def _with(df: pd.DataFrame, **cols) -> pd.DataFrame:
     return df
 
 
-def _concat(frames: list) -> pd.DataFrame:
+def _concat(frames: list, columns: Sequence[str] = ()) -> pd.DataFrame:
     frames = [f for f in frames if not f.empty]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(columns))
+
+
+def empty_note(tables: dict, name: str) -> str:
+    """Why table ``name`` of :func:`mechanism_tables` is empty (which trace files it is read from and that the
+    run has none), or ``""`` when it has rows: what a notebook prints instead of an empty table."""
+    if name not in NEEDS:
+        raise ValueError(f"parameter 'name': one of {sorted(NEEDS)}, got {name!r}")
+    if len(tables[name]):
+        return ""
+    read = tables.get("sources")
+    found = sorted(set(read.loc[read["read"], "method"])) if read is not None and len(read) else []
+    return (f"{name}: no rows. It is read from the traces of {', '.join(NEEDS[name])} "
+            f"(traces/<method>/<dataset>.trace.jsonl), and this run has "
+            f"{'traces of ' + ', '.join(found) + ' only' if found else 'no such trace'}; "
+            f"run KGIR-RAG (notebook 04, or 'kgir' among notebook 05's methods) to fill it.")
 
 
 def mechanism_tables(run_dir: Path, datasets: Sequence[str], data_dir: Optional[Path] = None,
-                     context_passages: Optional[int] = None, mode: str = "contains",
+                     context_passages: Optional[int] = None, modes: Sequence[str] = MODES,
                      ks: Sequence[int] = KS) -> dict:
     """Every mechanism table (:data:`TABLES`) of the run in ``run_dir``, as DataFrames.
 
     ``context_passages`` is the run's ``cfg.context_passages`` (default: the config default), used for
     the reflection's evidence passages, the loss of ``D_1``'s context and the reader-context rule;
-    ``mode`` the entity match of the funnel's step 2 (:func:`kgir_lib.eval.mechanism.bridges.entity_matches`).
+    ``modes`` the entity matches of the funnel's step 2 (:func:`kgir_lib.eval.mechanism.bridges.entity_matches`),
+    each a full funnel named in its ``bridge match`` column. A table whose traces the run lacks is empty (the
+    funnel keeps its columns); :func:`empty_note` says why.
     """
-    if mode not in MODES:
-        raise ValueError(f"parameter 'mode': expected one of {MODES}, got {mode!r}")
+    if isinstance(modes, str) or not modes or any(m not in MODES for m in modes):
+        raise ValueError(f"parameter 'modes': a non-empty list of {MODES}, got {modes!r}")
     if isinstance(datasets, str) or not datasets:
         raise ValueError(f"parameter 'datasets': a non-empty list of dataset names, got {datasets!r}")
     if not Path(run_dir).is_dir():
@@ -103,7 +124,9 @@ def mechanism_tables(run_dir: Path, datasets: Sequence[str], data_dir: Optional[
             recs = runs.get((m, ds))
             if not recs:
                 continue
-            out["funnel"].append(_with(funnel_table(funnel_rows(recs, bridges, mode, ds)), method=m))
+            for mode in modes:
+                out["funnel"].append(_with(funnel_table(funnel_rows(recs, bridges, mode, ds)), method=m,
+                                           **{MATCH: mode}))
             out["calibration"].append(_with(calibration_table(recs, n_ctx, ds), method=m))
             out["rewrite_retrieval"].append(_with(rewrite_retrieval_table(recs, n_ctx, ks, ds), method=m))
             agreement.append({"method": m, "dataset": ds, "questions": len(recs),
@@ -130,5 +153,5 @@ def mechanism_tables(run_dir: Path, datasets: Sequence[str], data_dir: Optional[
     tables = {"sources": sources.merge(pd.DataFrame(agreement, columns=["method", "dataset", "questions",
                                                                         "current rule = stored ranked_pids"]),
                                        on=["method", "dataset", "questions"], how="left")}
-    tables.update({k: _concat(v) for k, v in out.items()})
+    tables.update({k: _concat(v, ("method", MATCH, *TABLE_COLUMNS) if k == "funnel" else ()) for k, v in out.items()})
     return tables

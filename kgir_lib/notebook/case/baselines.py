@@ -35,7 +35,7 @@ def baseline_answers(case: CaseStudy, methods: Optional[Iterable[str]] = None, r
     rows = [_answer_row(KGIR_METHOD, case.answer, case.output.ranked_pids, q, "this case")]
     for name in names:
         method = build_method(name)
-        label = getattr(method, "name", name)
+        label = method.label(case.ws.cfg) if hasattr(method, "label") else getattr(method, "name", name)
         if label == KGIR_METHOD:
             continue
         hit = next((traced[k] for k in (label, getattr(method, "key", None), name) if k in traced), None)
