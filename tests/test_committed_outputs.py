@@ -27,3 +27,23 @@ def test_the_patterns_catch_what_they_are_for():
     assert MACHINE_PATH.search("PosixPath('/srv/x/notebooks/05_eval.ipynb')")
     assert not MACHINE_PATH.search("see results/local/tables/05_claims.md or https://example.org/a/notebooks/")
     assert ISSUE_REF.search("as asked in issue 14") and not ISSUE_REF.search("the issue of recall")
+
+
+OUTPUTS = sorted({*PROJECT_ROOT.glob("notebooks/*.ipynb"), *PROJECT_ROOT.glob("results/*/notebooks/*.ipynb")})
+
+
+@pytest.mark.parametrize("path", OUTPUTS, ids=lambda p: p.relative_to(PROJECT_ROOT).as_posix())
+def test_no_progress_bar_text_in_committed_outputs(path):
+    """A bar's rate and elapsed time change with every run and tell a reader nothing: the runner strips them
+    (kgir_lib.execution.strip_bar_outputs), so no stored output may hold one."""
+    import nbformat
+
+    from kgir_lib.progress import is_bar_text
+
+    nb = nbformat.read(path, as_version=4)
+    found = []
+    for i, cell in enumerate(nb.cells):
+        for o in cell.get("outputs", []):
+            texts = [o.get("text", "")] + [v for k, v in o.get("data", {}).items() if k.startswith("text/")]
+            found += [f"cell {i}: {str(t).strip()[:80]!r}" for t in texts if is_bar_text(t)]
+    assert not found, f"{path.relative_to(PROJECT_ROOT)} stores progress-bar text:\n" + "\n".join(found)
