@@ -383,7 +383,7 @@ for theta, weighting in progress(points, desc="sensitivity"):
 sens = pd.DataFrame(sens).set_index(["threshold", "weighting"])
 show(sens, "steps 4-7 at other thresholds, and with the passage-score weighting")
 report.save_table(sens.round(2), cfg, "03_subgraph_sensitivity",
-                  "Steps 4-7 with other n-gram thresholds and the passage-score weighting (same D_q, G_q, NER).");
+                  f"Steps 4-7 with other eq. 5 thresholds ({cfg.match_method}) and the passage-score weighting (same D_q, G_q, NER).");
 
 # %% [markdown]
 # ## What to take from this notebook
