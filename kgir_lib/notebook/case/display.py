@@ -61,19 +61,22 @@ def show_ner(case: CaseStudy) -> None:
               f"seeds: {', '.join(r.seeds) or '(none)'}", case.matches_frame(r.iteration))
 
 
-def draw_case(case: CaseStudy, width: float = 10.0):
+def draw_case(case: CaseStudy):
     """The Fig. 6 drawing of ``case`` (:func:`kgir_lib.notebook.case.bridge_viz.bridge_view`): the chain from a seed to
-    the bridge entity and the next hop, with at most 30 triples; ``None`` when there is nothing to draw (the
-    view's note says why)."""
+    the bridge entity and the next hop, with at most 30 triples, at projection size
+    (:data:`kgir_lib.notebook.graph_draw.FIGSIZE`); ``None`` when there is nothing to draw (the view's note says
+    why)."""
     import matplotlib.pyplot as plt
 
+    from ..graph_draw import FIGSIZE
     from .bridge_viz import bridge_view, draw_bridge
 
     view = bridge_view(case)
     if not view.triples:
         return None
-    fig, ax = plt.subplots(figsize=(width, 0.6 * width))
-    draw_bridge(ax, view, title=textwrap.fill(f"{case.question}", 90))
+    fig = plt.figure(figsize=FIGSIZE, dpi=100)
+    ax = fig.add_axes((0.01, 0.02, 0.74, 0.88))
+    draw_bridge(ax, view, title=textwrap.fill(f"{case.question}", 110))
     return fig
 
 
