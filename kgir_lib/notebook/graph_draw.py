@@ -21,24 +21,38 @@ NODE_FONT, EDGE_FONT = 11.0, 9.5
 
 def layout(g: nx.Graph, seeds: Sequence[str] = ()) -> dict:
     """Positions for a drawing: each connected component laid out on its own (Kamada-Kawai, which spreads a
-    hub's neighbours evenly), components holding a seed first and largest, side by side; nodes and edges
-    are inserted in sorted order and positions rounded to 3 decimals, so the same graph always gets the same
-    picture (the optimiser's last bits can differ between machines; a rounded position does not move a pixel)."""
+    hub's neighbours evenly). The components holding a seed come first, largest first, side by side and given
+    the room; the components without one are stacked in a narrow column to their right, so they do not squeeze
+    the part of the graph that matters. Nodes and edges are inserted in sorted order and positions rounded to 3
+    decimals, so the same graph always gets the same picture (the optimiser's last bits can differ between
+    machines; a rounded position does not move a pixel)."""
     import math
 
     seed_set = set(seeds)
     comps = sorted(nx.connected_components(g), key=lambda c: (not (c & seed_set), -len(c), sorted(c)[0]))
-    pos, x = {}, 0.0
-    for comp in comps:
+
+    def place(comp, scale):
         h = nx.Graph()
         h.add_nodes_from(sorted(comp))
         h.add_edges_from(sorted(tuple(sorted(e)) for e in g.subgraph(comp).edges()))
-        scale = 0.6 * math.sqrt(len(comp))
-        p = nx.kamada_kawai_layout(h, scale=scale) if len(comp) > 2 else \
+        return nx.kamada_kawai_layout(h, scale=scale) if len(comp) > 2 else \
             nx.circular_layout(h, scale=0.5 * scale) if len(comp) == 2 else {next(iter(comp)): (0.0, 0.0)}
-        for n, (px, py) in p.items():
+
+    pos, x, top = {}, 0.0, 0.0
+    with_seed = [c for c in comps if c & seed_set] or comps[:1]
+    for comp in with_seed:
+        scale = 0.9 * math.sqrt(len(comp))
+        for n, (px, py) in place(comp, scale).items():
             pos[n] = (round(x + scale + float(px), 3), round(float(py), 3))
+        top = max(top, scale)
         x += 2 * scale + 0.7
+    rest = [c for c in comps if not any(c is w for w in with_seed)]
+    y = top
+    for comp in rest:
+        scale = 0.5 * math.sqrt(len(comp))
+        for n, (px, py) in place(comp, scale).items():
+            pos[n] = (round(x + scale + float(px), 3), round(y - scale + float(py), 3))
+        y -= 2 * scale + 0.5
     return pos
 
 

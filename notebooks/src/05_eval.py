@@ -263,9 +263,9 @@ else:
 print("At a glance (the README's table): KGIR-RAG minus the other, (Holm-adjusted p; MDE), and a verdict where "
       "the test decides one")
 display(Markdown(cl.claims_headline(claims)))
-show(claims.set_index(["claim", "dataset", "metric"])[["n", "diff", "CI lo", "CI hi", "test", "discordant", "p",
-                                                        "p (Holm)", "MDE", cl.PAPER_COLUMN, "reading"]],
-     "every test of the claims", full=claims_path, notes=cl.COLUMN_NOTES)
+show(claims.set_index(["claim", "dataset", "metric"])[["reading", "n", "diff", "CI lo", "CI hi", "p (Holm)", "MDE",
+                                                        cl.PAPER_COLUMN, "test", "discordant", "p"]],
+     "every test of the claims, the verdict first", max_cols=11, wrap=30, full=claims_path, notes=cl.COLUMN_NOTES)
 untuned = cl.drop_questions(suite.scores, cl.tuned_questions(cfg))
 if len(untuned) < len(suite.scores):
     claims_untuned = cl.claims_table(untuned, n_boot=n_boot, seed=0)
@@ -322,7 +322,8 @@ if len(rules):
 # (section 2's answer-form table).
 
 # %%
-show(funnel.weakest_step(mech["funnel"]), "where KGIR-RAG's Fig. 6 chain breaks most (notebook 04)")
+show(funnel.weakest_step(mech["funnel"]), "where KGIR-RAG's Fig. 6 chain breaks most (notebook 04)",
+     notes=funnel.COLUMN_NOTES)
 if len(mech["reader_context"]):
     show(mech["reader_context"].set_index(["dataset", "method"]),
          "gold passages in each Table 7 variant's reader context, paired with the full method (notebook 06)")
