@@ -51,7 +51,7 @@ def test_table_html_renders_line_breaks_and_wraps_long_text_with_plain_spaces():
     assert "(a, b, c)<br>(d, e, f)" in html
     assert "&nbsp;" not in html  # a browser may wrap further: no table runs off the page
     assert "\\n" not in html and "<caption>c</caption>" in html
-    cell = html.split("<td style=\"text-align: left; min-width: 14ch\">")[1].split("</td>")[0]
+    cell = html.split("<td style=\"text-align: left; min-width: 18ch\">")[1].split("</td>")[0]
     lines = cell.split("<br>")
     assert len(lines) == 3 and all(len(line) <= 30 for line in lines)
     short = Table(pd.DataFrame({"answer": ["HP", "Compaq"]}))._repr_html_()

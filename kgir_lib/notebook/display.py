@@ -36,13 +36,13 @@ from typing import Mapping, Optional, Union
 import numpy as np
 import pandas as pd
 
-from ..report import is_runtime
+from ..report import is_runtime, shown
 
 __all__ = ["show", "tidy", "blocks", "key_columns", "cut_rows", "notes_markdown", "is_published", "Table"]
 
 PUBLISHED_MARKERS = ("published", "paper")
 MAX_ROWS = 20      # rows a table shows before it is cut (the whole table is saved; its path is printed)
-MIN_TEXT_CH = 14   # minimum width of a column of long text, in characters
+MIN_TEXT_CH = 18   # minimum width of a column of long text, in characters
 MAX_KEYS = 3       # leading text columns that can serve as a table's row keys
 
 
@@ -210,9 +210,10 @@ class Table:
         df = self.df
         index_names = [n for n in (df.index.names or []) if n is not None]
         head = ("".join(f"<th>{html.escape(str(n))}</th>" for n in index_names) or "<th></th>") if self.index else ""
-        head += "".join(f"<th>{_label_html(c)}</th>" for c in df.columns)
         text = [not (pd.api.types.is_numeric_dtype(df.iloc[:, j]) or pd.api.types.is_bool_dtype(df.iloc[:, j]))
                 for j in range(df.shape[1])]
+        head += "".join(f'<th style="text-align: left">{_label_html(c)}</th>' if t else f"<th>{_label_html(c)}</th>"
+                        for c, t in zip(df.columns, text))
         style = [f' style="text-align: left; min-width: {_min_width(df.iloc[:, j], self.wrap)}ch"' if t else ""
                  for j, t in enumerate(text)]
         rows = []
@@ -257,7 +258,7 @@ def show(df: Union[pd.DataFrame, pd.Series], caption: Optional[str] = None, *,
         display(Table(b, cap, wrap, index))
     lines = []
     if total > len(df):
-        where = f"; the whole table: {full}" if full is not None else ""
+        where = f"; the whole table: {shown(full)}" if full is not None else ""
         lines.append(f"First {len(df)} of {total} rows{where}.")
     defined = notes_markdown(df, notes)
     if defined:

@@ -88,8 +88,8 @@ if choice.qid is not None:
     if len(candidates):
         cand_path = report.save_table(candidates.head(20).set_index(["dataset", "qid"]), cfg, "07_bridge_candidates",
                                       "KGIR-RAG traces ranked by how far they go along the Fig. 6 chain (notebook 07).")
-        show(candidates.set_index(["dataset", "qid"])[["reached", *choice.steps, "question", "rewrite", "bridge",
-                                                       "answer", "gold"]],
+        show(candidates.head(20).set_index(["dataset", "qid"])[["reached", *choice.steps, "question", "rewrite",
+                                                                "bridge", "answer", "gold"]],
              "the traces that went furthest along the Fig. 6 chain", max_rows=8, wrap=30, full=cand_path)
 else:
     dataset = dataset or cfg.datasets[0]
