@@ -191,12 +191,13 @@ def test_scoreboard_ranks_methods_by_em_then_f1_and_carries_the_claims_verdicts(
     table = claims_table(scores, [claim], pooled=False)
     board = scoreboard(scores, table)
     assert list(board.index) == ["KGIR-RAG", "Naive RAG", "IRCoT"]  # EM ties broken by F1
-    assert board["musique_train rank"].tolist() == [1, 2, 3]
-    assert board.loc["IRCoT", "musique_train F1"] == 50.0
-    assert board.loc["IRCoT", SCOREBOARD_CLAIM] == "KGIR-RAG ahead of IRCoT (EM / F1)"
-    assert board.loc["Naive RAG", SCOREBOARD_CLAIM] == "none" and board.loc["Naive RAG", SCOREBOARD_VERDICT] == ""
+    assert board[("musique_train", "rank")].tolist() == [1, 2, 3]
+    assert board.loc["IRCoT", ("musique_train", "F1")] == 50.0
+    assert board.loc["IRCoT", (SCOREBOARD_CLAIM, "")] == "KGIR-RAG ahead of IRCoT (EM / F1)"
+    assert board.loc["Naive RAG", (SCOREBOARD_CLAIM, "")] == "none"
+    assert board.loc["Naive RAG", (SCOREBOARD_VERDICT, "")] == ""
     # 8/0 discordant on EM, every F1 difference +50: both exact p 2/256, Holm over 2 tests: 0.016
-    assert board.loc["IRCoT", SCOREBOARD_VERDICT] == "musique_train: supports; EM +100.0 (p 0.016), F1 +50.0 (p 0.016)"
+    assert board.loc["IRCoT", (SCOREBOARD_VERDICT, "")] == "musique_train: supports\n  +100.0 / +50.0 (p 0.016 / 0.016)"
     said = scoreboard_sentence(board, table)
     assert said.startswith("KGIR-RAG ranks 1 of 3 on musique_train (EM 100.0, F1 100.0) by EM. Of the 2 tests of "
                            "the paper's 1 claim, the verdict is 'supports' on 2, 'contradicts' on 0 and 'cannot tell' on 0.")

@@ -265,17 +265,19 @@ def _rank(values: pd.DataFrame) -> pd.Series:
 
 
 def _verdict_text(part: pd.DataFrame) -> str:
-    """One claim's rows as one line per dataset: the verdict(s), then each metric's difference and adjusted p."""
+    """One claim's rows as two lines per dataset (``pooled`` last): the verdict(s), then KGIR-RAG minus the method
+    per metric (in the claim's metric order) and the Holm-adjusted p, e.g. "hotpotqa: cannot tell" and
+    "  -7.1 / -4.7 (p 1.0 / 1.0)"."""
     lines = []
     for dataset, rows in part.groupby("dataset", sort=False):
+        name = "pooled" if dataset == "all" else dataset
         if (rows["reading"] == NOT_RUN).all():
-            lines.append(f"{dataset}: {NOT_RUN}")
+            lines.append(f"{name}: {NOT_RUN}")
             continue
         words = list(dict.fromkeys(rows["reading"]))
         said = words[0] if len(words) == 1 else ", ".join(f"{m} {r}" for m, r in zip(rows["metric"], rows["reading"]))
-        numbers = ", ".join(f"{m} {_number(d, '+.1f')} (p {_number(p, '.2g')})"
-                            for m, d, p in zip(rows["metric"], rows["diff"], rows["p (Holm)"]))
-        lines.append(f"{'pooled' if dataset == 'all' else dataset}: {said}; {numbers}")
+        lines.append(f"{name}: {said}\n  {' / '.join(_number(d, '+.1f') for d in rows['diff'])} "
+                     f"(p {' / '.join(_number(p, '.2g') for p in rows['p (Holm)'])})")
     return "\n".join(lines)
 
 
@@ -287,28 +289,32 @@ def scoreboard(scores: pd.DataFrame, table: pd.DataFrame, datasets: Optional[Seq
     The means are Tables 4/5's (:func:`kgir_lib.eval.evaluate.summary_table` of the same ``scores``); the claims
     and verdicts are ``table`` (:func:`claims_table`, the table the README's :func:`claims_headline` renders):
     the claim column names each claim whose compared method is the row's, the verdict column gives, per
-    dataset and pooled, the verdict, KGIR-RAG minus the method and the Holm-adjusted p. Rows: by mean rank over
+    dataset and pooled, the verdict, KGIR-RAG minus the method and the Holm-adjusted p. Columns ``(dataset,
+    "rank" | metric)``, then ``(SCOREBOARD_CLAIM, "")`` and ``(SCOREBOARD_VERDICT, "")``. Rows: by mean rank over
     the datasets (best first), ties in the run's order."""
     from .evaluate import summary_table
 
     if datasets is None:
         datasets = list(dict.fromkeys(scores["dataset"]))
     means = summary_table(scores, tuple(metrics), label="ours", datasets=datasets)
-    out = pd.DataFrame(index=means.index)
+    cols: dict = {}
     for d in datasets:
-        cols = [("ours", d, m) for m in metrics]
-        out[f"{d} rank"] = _rank(means[cols])
+        cols[(d, "rank")] = _rank(means[[("ours", d, m) for m in metrics]])
         for m in metrics:
-            out[f"{d} {m}"] = means[("ours", d, m)].astype(float)
+            cols[(d, m)] = means[("ours", d, m)].astype(float)
     claim_of, verdict_of = {}, {}
     for name, part in table.groupby("claim", sort=False):
         other = str(part["compared with"].iloc[0])
         claim_of.setdefault(other, []).append(f"{name} ({' / '.join(dict.fromkeys(part['metric']))})")
         verdict_of.setdefault(other, []).append(_verdict_text(part))
-    out[SCOREBOARD_CLAIM] = [("the method every claim is about" if m == reference else
-                              "\n".join(claim_of.get(m, [])) or "none") for m in out.index]
-    out[SCOREBOARD_VERDICT] = ["\n".join(verdict_of.get(m, [])) for m in out.index]
-    mean_rank = out[[f"{d} rank" for d in datasets]].astype(float).mean(axis=1)
+    cols[(SCOREBOARD_CLAIM, "")] = pd.Series(
+        ["the method every claim is about" if m == reference else "\n".join(claim_of.get(m, [])) or "none"
+         for m in means.index], index=means.index)
+    cols[(SCOREBOARD_VERDICT, "")] = pd.Series(["\n".join(verdict_of.get(m, [])) for m in means.index],
+                                               index=means.index)
+    out = pd.DataFrame(cols, index=means.index)
+    out.columns = pd.MultiIndex.from_tuples(out.columns, names=["dataset", ""])
+    mean_rank = out[[(d, "rank") for d in datasets]].astype(float).mean(axis=1)
     order = sorted(range(len(out)), key=lambda i: (mean_rank.iloc[i], i))
     out = out.iloc[order]
     out.index.name = "method"
@@ -318,19 +324,21 @@ def scoreboard(scores: pd.DataFrame, table: pd.DataFrame, datasets: Optional[Seq
 def scoreboard_sentence(board: pd.DataFrame, table: pd.DataFrame, reference: str = REFERENCE) -> str:
     """The answer of :func:`scoreboard` in words: where ``reference`` ranks on each dataset, how many claim rows
     the exact tests decide each way, and the smallest EM difference the run could detect (its MDE)."""
-    datasets = [c[:-len(" rank")] for c in board.columns if c.endswith(" rank")]
+    datasets = [d for d, what in board.columns if what == "rank"]
     if reference not in board.index:
         return f"{reference} was not run: no claim can be read."
     row = board.loc[reference]
-    ranks = "; ".join(f"{row[f'{d} rank']} of {int(board[f'{d} rank'].notna().sum())} on {d} (EM "
-                      f"{_number(row[f'{d} EM'], '.1f')}, F1 {_number(row[f'{d} F1'], '.1f')})" for d in datasets)
+    ranks = "; ".join(f"{row[(d, 'rank')]} of {int(board[(d, 'rank')].notna().sum())} on {d} (EM "
+                      f"{_number(row[(d, 'EM')], '.1f')}, F1 {_number(row[(d, 'F1')], '.1f')})" for d in datasets)
     tested = table[table["reading"] != NOT_RUN]
     counts = tested["reading"].value_counts()
-    mde = tested.loc[(tested["metric"] == "EM") & (tested["dataset"] != "all"), "MDE"]
-    mde = mde[np.isfinite(mde.astype(float))]
+    em = tested.loc[(tested["metric"] == "EM") & (tested["dataset"] != "all"), "MDE"].astype(float)
+    mde = em[np.isfinite(em)]
     sure = (f" Differences in EM smaller than {_number(mde.min(), '.0f')}-{_number(mde.max(), '.0f')} points cannot "
             f"be detected with these questions (MDE, 80 % power), so {CANNOT_TELL!r} is no evidence against the "
-            f"paper." if len(mde) else "")
+            f"paper." if len(mde) else
+            f" With these questions no EM difference, however large, could reach significance (MDE ∞), so "
+            f"{CANNOT_TELL!r} is no evidence against the paper." if len(em) else "")
     k = table["claim"].nunique()
     return (f"{reference} ranks {ranks} by EM. Of the {len(tested)} tests of the paper's {k} claim{'s' * (k != 1)}, "
             f"the verdict is {SUPPORTS!r} on {int(counts.get(SUPPORTS, 0))}, {CONTRADICTS!r} on "

@@ -189,9 +189,10 @@ def _cell_html(v, wrap: int) -> str:
 
 
 def _min_width(col: pd.Series, wrap: int) -> int:
-    """The minimum width (characters) a text column keeps: its longest line, at most :data:`MIN_TEXT_CH`."""
+    """The minimum width (characters) a text column keeps: its longest line, at most :data:`MIN_TEXT_CH` or half
+    the wrap width, whichever is more."""
     longest = max((len(line) for v in col for line in _lines(v, wrap)), default=0)
-    return min(longest, MIN_TEXT_CH)
+    return min(longest, max(MIN_TEXT_CH, wrap // 2))
 
 
 def _label_html(label) -> str:

@@ -72,7 +72,7 @@ claims_path = report.save_table(
 board = cl.scoreboard(suite.scores, claims, cfg.datasets)
 print(report.model_note(cfg, short=True))
 show(board, "every method ranked by EM, then F1, per dataset; the paper's claims and this run's verdicts",
-     max_cols=12, wrap=48, max_rows=len(board))
+     max_cols=12, wrap=60, max_rows=len(board))
 display(Markdown(cl.scoreboard_sentence(board, claims)))
 
 # %% [markdown]
