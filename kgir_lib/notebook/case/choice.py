@@ -155,9 +155,9 @@ def choose_case(records: Sequence[dict], dataset: Optional[str] = None, qid: Opt
         reached = int(row["reached"].iloc[0]) if len(row) else 0
         if not len(row):
             return CaseChoice(dataset, str(qid), 0, False,
-                              f"question {qid} of {dataset}, as asked. The run has no KGIR-RAG trace of it (its dataset "
-                              f"is not among the run's, or it was not sampled): it runs below, and its chain is read "
-                              f"from the question's own gold there. For comparison: {count}.", table, steps)
+                              f"question {qid} of {dataset}, as asked. The run has no KGIR-RAG trace of it (its "
+                              f"dataset is not among the run's, or it was not sampled): it runs below, and its chain "
+                              f"is read from the question's own gold there. For comparison: {count}.", table, steps)
         return CaseChoice(dataset, str(qid), reached, reached == len(steps),
                           f"question {qid} of {dataset}, as asked; {count}.", table, steps)
     if table.empty:
@@ -171,8 +171,8 @@ def choose_case(records: Sequence[dict], dataset: Optional[str] = None, qid: Opt
         why = (f"NO trace completes the chain, and none even takes its first step (in every one, "
                f"{chain_clause(steps[0], False)}); this is the best-scored trace by the Fig. 6 features")
     else:
-        why = (f"NO trace completes the chain; this one goes furthest: "
-               f"{', '.join(chain_clause(x, True) for x in steps[:reached])}, but {chain_clause(steps[reached], False)}")
+        taken = ", ".join(chain_clause(x, True) for x in steps[:reached])
+        why = f"NO trace completes the chain; this one goes furthest: {taken}, but {chain_clause(steps[reached], False)}"
     return CaseChoice(str(top["dataset"]), str(top["qid"]), reached, reached == len(steps),
                       f"question {top['qid']} of {top['dataset']}: {why}. {count[0].upper() + count[1:]}.", table, steps)
 
