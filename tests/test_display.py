@@ -100,6 +100,9 @@ def test_long_tables_show_their_head_and_say_where_the_whole_table_is(monkeypatc
     assert "First 20 of 50 rows; the whole table: results/x/tables/t.csv" in text
     assert "*EM*: exact match" in text and "unused" not in text
     assert notes_markdown(pd.DataFrame({"x": [1]}), {"y": "z"}) == ""
+    assert notes_markdown(pd.DataFrame({"MDE (α = 0.05, power 0.8)": [1.0]}), {"MDE": "smallest"}) == \
+        "*MDE (α = 0.05, power 0.8)*: smallest"
+    assert notes_markdown(pd.DataFrame({"MDE EM": [1.0]}), {"MDE": "smallest"}) == ""
 
 
 def test_p_values_keep_two_significant_digits():

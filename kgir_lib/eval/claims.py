@@ -332,7 +332,8 @@ def scoreboard_sentence(board: pd.DataFrame, table: pd.DataFrame, reference: str
                       f"{_number(row[(d, 'EM')], '.1f')}, F1 {_number(row[(d, 'F1')], '.1f')})" for d in datasets)
     tested = table[table["reading"] != NOT_RUN]
     counts = tested["reading"].value_counts()
-    em = tested.loc[(tested["metric"] == "EM") & (tested["dataset"] != "all"), "MDE"].astype(float)
+    mde_column = next(c for c in table.columns if str(c).startswith("MDE"))  # its label may name α and power
+    em = tested.loc[(tested["metric"] == "EM") & (tested["dataset"] != "all"), mde_column].astype(float)
     mde = em[np.isfinite(em)]
     sure = (f" Differences in EM smaller than {_number(mde.min(), '.0f')}-{_number(mde.max(), '.0f')} points cannot "
             f"be detected with these questions (MDE, 80 % power), so {CANNOT_TELL!r} is no evidence against the "

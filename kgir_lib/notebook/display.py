@@ -162,13 +162,18 @@ def cut_rows(df: pd.DataFrame, max_rows: int = MAX_ROWS) -> tuple:
 
 
 def notes_markdown(df: pd.DataFrame, notes: Optional[Mapping[str, str]]) -> str:
-    """The definitions in ``notes`` of the columns (and index names) ``df`` has, as one Markdown line each."""
+    """The definitions in ``notes`` of the columns (and index names) ``df`` has, as one Markdown line each; a note
+    for a label also defines that label followed by a parenthesis (its settings)."""
     if not notes:
         return ""
     labels = [c[-1] if isinstance(c, tuple) else c for c in df.columns]
     labels += [n for n in (df.index.names or []) if n is not None]
-    present = [str(c) for c in dict.fromkeys(labels) if str(c) in notes]
-    return "  \n".join(f"*{html.escape(c)}*: {notes[c]}" for c in present)
+    lines = []
+    for label in dict.fromkeys(str(c) for c in labels):
+        key = label if label in notes else next((k for k in notes if label.startswith(f"{k} (")), None)
+        if key is not None:  # a note for "MDE" also defines "MDE (α = 0.05, power 0.8)"
+            lines.append(f"*{html.escape(label)}*: {notes[key]}")
+    return "  \n".join(lines)
 
 
 def _lines(v, wrap: int) -> list:

@@ -263,9 +263,10 @@ else:
 print("At a glance (the README's table): KGIR-RAG minus the other, (Holm-adjusted p; MDE), and a verdict where "
       "the test decides one")
 display(Markdown(cl.claims_headline(claims)))
-show(claims.set_index(["claim", "dataset", "metric"])[["reading", "n", "diff", "CI lo", "CI hi", "p (Holm)", "MDE",
-                                                        cl.PAPER_COLUMN, "test", "discordant", "p"]],
-     "every test of the claims, the verdict first", max_cols=11, wrap=30, full=claims_path, notes=cl.COLUMN_NOTES)
+detail = ["reading"] + [c for c in claims.columns
+                        if c not in {"claim", "dataset", "metric", "compared with", cl.REFERENCE, "other", "reading"}]
+show(claims.set_index(["claim", "dataset", "metric"])[detail], "every test of the claims, the verdict first",
+     max_cols=len(detail), wrap=30, full=claims_path, notes=cl.COLUMN_NOTES)
 untuned = cl.drop_questions(suite.scores, cl.tuned_questions(cfg))
 if len(untuned) < len(suite.scores):
     claims_untuned = cl.claims_table(untuned, n_boot=n_boot, seed=0)
