@@ -26,7 +26,7 @@ from pathlib import Path
 import nbformat
 from jupyter_client.manager import AsyncKernelManager
 
-__all__ = ["QuietKernelManager", "tidy_output_notebook"]
+__all__ = ["QuietKernelManager", "tidy_output_notebook", "strip_bar_outputs"]
 
 
 class QuietKernelManager(AsyncKernelManager):
@@ -59,7 +59,8 @@ def tidy_output_notebook(path: Path) -> None:
     """Rewrite the executed notebook at ``path`` (module docstring): papermill's ``input_path`` /
     ``output_path`` as shown paths; no cell timing (``metadata.papermill`` times, ``metadata.execution``); the
     injected parameters cell under a fixed id; no empty display outputs (a finished progress bar clears its
-    display, :mod:`kgir_lib.progress`). Written only when something changed."""
+    display, :mod:`kgir_lib.progress`) and no progress-bar text (:func:`strip_bar_outputs`: an output stored by
+    an older run, or a bar that printed to a stream). Written only when something changed."""
     from .report import shown
 
     nb = nbformat.read(path, as_version=4)
@@ -77,9 +78,29 @@ def tidy_output_notebook(path: Path) -> None:
         if "injected-parameters" in cell.metadata.get("tags", []):
             cell["id"] = INJECTED_ID
         if cell.cell_type == "code":
-            cell.outputs = [o for o in cell.outputs if not _empty_display(o)]
+            cell.outputs = [o for o in strip_bar_outputs(cell.outputs) if not _empty_display(o)]
     if nbformat.writes(nb) != before:
         nbformat.write(nb, path)
+
+
+def strip_bar_outputs(outputs: list) -> list:
+    """``outputs`` without progress-bar text (:func:`kgir_lib.progress.is_bar_text`): a display whose text is a bar
+    is dropped, a stream keeps its other lines (a bar's carriage-return updates included in the bar's line)."""
+    from .progress import is_bar_text
+
+    out = []
+    for o in outputs:
+        kind = o.get("output_type")
+        if kind in ("display_data", "update_display_data") and set(o.get("data", {})) <= {"text/plain"} \
+                and is_bar_text(o.get("data", {}).get("text/plain", "")):
+            continue
+        if kind == "stream" and is_bar_text(o.get("text", "")):
+            kept = [line for line in str(o.get("text", "")).split("\n") if not is_bar_text(line)]
+            if not "".join(kept).strip():
+                continue
+            o["text"] = "\n".join(kept)
+        out.append(o)
+    return out
 
 
 def _empty_display(output) -> bool:

@@ -11,12 +11,21 @@ The returned object is a ``tqdm`` instance (``update``, ``set_postfix``, ``close
 """
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any, Iterable, Optional
 
 from tqdm.std import tqdm as _tqdm
 
-__all__ = ["progress", "in_notebook"]
+__all__ = ["progress", "in_notebook", "BAR_TEXT", "is_bar_text"]
+
+# What a tqdm bar prints: "desc: 40%|####  | 2/5 [00:01<00:02, 1.5it/s]" or, without a total, "12it [00:01, ...]".
+BAR_TEXT = re.compile(r"\d{1,3}%\|[^|\n]*\|\s*[\d.]+[kMG]?/[\d.]+[kMG]?\s*\[[\d:]+|\b\d+(?:it|B) \[[\d:]+")
+
+
+def is_bar_text(text: str) -> bool:
+    """Whether ``text`` holds a progress bar's line (:data:`BAR_TEXT`), which a stored notebook must not keep."""
+    return bool(BAR_TEXT.search(str(text)))
 
 
 def in_notebook() -> bool:

@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 
 from kgir_lib.notebook.case.bridge_viz import bridge_view, draw_bridge  # noqa: E402
 from kgir_lib.notebook.case.build import run_case  # noqa: E402
-from kgir_lib.notebook.case.choice import CHAIN, chain_table, choose_case, heuristic_chain  # noqa: E402
+from kgir_lib.notebook.case.choice import CHAIN, chain_clause, chain_table, choose_case, heuristic_chain  # noqa: E402
 from test_case_study import fig6_script  # noqa: E402
 
 
@@ -54,6 +54,9 @@ def test_the_chain_of_the_fig6_case_and_the_furthest_case_is_chosen(fig6_case):
     assert not none.full and none.qid == "q-echo" and "NO trace completes the chain" in none.note
     asked = choose_case([echo, good], dataset=table.loc[0, "dataset"], qid="q-echo")
     assert asked.qid == "q-echo" and asked.reached == 0 and "as asked" in asked.note
+    elsewhere = choose_case([echo, good], dataset="musique", qid="2hop__1")
+    assert (elsewhere.dataset, elsewhere.qid, elsewhere.reached) == ("musique", "2hop__1", 0)
+    assert "has no KGIR-RAG trace of it" in elsewhere.note and "0 of 0" not in elsewhere.note
     assert choose_case([]).qid is None
 
 
@@ -64,7 +67,8 @@ def test_a_funnel_plugs_in_as_the_chain_function(fig6_case):
     choice = choose_case([good, other], chain=lambda rec: funnel[rec["qid"]])
     assert choice.qid == "q2" and choice.full and choice.reached == len(CHAIN)
     stuck = choose_case([good], chain=lambda rec: funnel[rec["qid"]])
-    assert f"but not {CHAIN[1]}" in stuck.note
+    assert ("goes furthest: the rewrite names a bridge entity of G_Ans, but the rewritten question's retrieval "
+            "brings no gold passage up") in stuck.note and chain_clause(CHAIN[1], False) in stuck.note
 
 
 def test_the_bridge_drawing_marks_the_path_and_fits_30_edges(fig6_case):
@@ -121,4 +125,11 @@ def test_gold_chain_reads_the_funnel_against_the_gold_bridge(monkeypatch):
     choice = choose_case([stuck, orphan, full], chain=chain)
     assert choice.qid == "q1" and choice.full and choice.steps == GOLD_CHAIN
     without = choose_case([stuck, orphan], chain=chain)
-    assert without.qid == "q2" and f"but not {GOLD_CHAIN[2]}" in without.note
+    assert without.qid == "q2" and ("the gold bridge entity is in G_Ans, the rewrite names it, but the rewritten "
+                                    "question's retrieval D'_t does not find the next hop") in without.note
+    loaded = []
+    monkeypatch.setattr(bridges, "load_bridges", lambda name, data_dir=None: loaded.append(name) or {"q1": (COMPAQ,)})
+    lazy = gold_chain(None)  # no dataset named: each record's own dataset's gold, read when first needed
+    assert lazy({**record("q1"), "dataset": "hotpotqa"}) == (True, True, True, True) and loaded == ["hotpotqa"]
+    lazy({**record("q1"), "dataset": "hotpotqa"})
+    assert loaded == ["hotpotqa"]

@@ -200,12 +200,15 @@ def test_display_case_shows_every_stage(fig6_case, monkeypatch):
     monkeypatch.setattr(case_display, "_show", lambda *objs: shown.extend(objs))
     fig = display_case(fig6_case)
     text = "\n".join(o for o in shown if isinstance(o, str))
-    for needle in ("Retrieval (eq. 2)", "NER and n-gram matches", "G_Ans and the bridge", "Rewrites (eq. 8)",
+    for needle in ("Retrieval (eq. 2)", "NER and its matches in G_q", "G_Ans and the bridge", "Rewrites (eq. 8)",
                    "Reflection (Fig. 5)", "Result", REWRITE_1, "missing: *the company that merged with Compaq",
                    "answer **Hewlett-Packard**", "entities of G_Ans the rewrite introduces: Compaq"):
         assert needle in text
     assert [a.get_title(loc="left") for a in fig.axes] == [fig6_case.question]  # the Fig. 6 drawing
     assert any(isinstance(o, pd.DataFrame) and "KGIR-RAG answer" in o.columns for o in shown)
+    assert sum(isinstance(o, pd.DataFrame) and "reader read it" in o.columns for o in shown) == 2  # every round
+    gans = next(o for o in shown if isinstance(o, pd.DataFrame) and "by weight" in o.columns)
+    assert list(gans["by weight"]) == list(range(1, len(gans) + 1)) and gans["weight"].is_monotonic_decreasing
 
 
 def test_baseline_answers_from_traces_and_runs(fig6_case):
@@ -288,6 +291,17 @@ def test_case_chain_reads_a_case_in_the_funnels_terms(fig6_case):
     assert case_chain_note(chain.iloc[:0]) == "The case has no round to read."
     with pytest.raises(ValueError, match=r"next-hop titles \['HP Inc'\] are not titles"):
         case_chain(fig6_case, "Compaq", ["HP Inc"])
+    # without a bridge given, the question's own gold bridges: none here, so no chain; with them, the same table
+    assert case_chain(fig6_case).empty
+    from dataclasses import replace
+
+    from kgir_lib.gold import Bridge, bridge_aliases
+    from kgir_lib.notebook.case.choice import gold_bridge_names
+
+    ds = fig6_case.ws.dataset
+    hp = next(p.pid for p in ds.corpus.passages if p.title == "Hewlett-Packard")
+    ds.questions[0] = replace(ds.questions[0], gold_bridges=(Bridge("Compaq", bridge_aliases("Compaq"), (hp,)),))
+    assert case_chain(fig6_case).equals(chain) and gold_bridge_names(fig6_case) == ["Compaq"]
     with pytest.raises(ValueError, match="'bridge' needs an entity name"):
         case_chain(fig6_case, " ", ["Hewlett-Packard"])
 
@@ -319,3 +333,19 @@ def test_free_question_with_the_oracle_rewrite(cfg, make_llm):
     with pytest.raises(CaseStudyError, match="decomposition.*'HP Inc'"):
         case_from_passages(cfg, ex["question"], ex["passages"], llm=llm, encoder=BagOfWordsEncoder(),
                            decomposition=[{"question": "q", "answer": "a", "support": "HP Inc"}])
+
+
+def test_reading_frame_puts_what_the_reflection_and_the_reader_read_side_by_side(fig6_case):
+    r1, r2 = fig6_case.rounds
+    first = fig6_case.reading_frame(1)
+    assert list(first.columns) == ["passage", "gold", "reflection read it", "reader read it", "text"]
+    assert set(first["reader read it"]) == {"not called"}  # round 1 went on: no reader call
+    assert list(first["passage"]) == [fig6_case.title(p) for p in dict.fromkeys(r1.evidence_pids + r1.reflection_passages)]
+    last = fig6_case.reading_frame(2)
+    assert r2.final is not None and r2.final.context_pids
+    read = last.set_index("passage")
+    for pid in r2.final.context_pids:
+        assert read.loc[fig6_case.title(pid), "reader read it"] == "yes"
+    assert read["gold"].any() == bool(set(r2.final.context_pids + (r2.reflection_passages or [])) & set(fig6_case.gold_pids))
+    assert fig6_case.reading_note(2).startswith("Round 2: the reflection and the reader both read")
+    assert "the reader was not called" in fig6_case.reading_note(1)

@@ -197,3 +197,29 @@ def test_readme_headline_is_the_rendering_of_the_claims_table_it_names():
     assert readme[found.end():].startswith(claims_headline(table) + "\n")
     intro = " ".join(readme[:found.start()].rstrip().rsplit("\n\n", 1)[-1].split())
     assert f"MDE at {table_mde_condition(table)}" in intro, "README: the claims intro must state the MDE's level"
+
+
+def test_scoreboard_ranks_methods_by_em_then_f1_and_carries_the_claims_verdicts():
+    from kgir_lib.eval.claims import SCOREBOARD_CLAIM, SCOREBOARD_VERDICT, scoreboard, scoreboard_sentence
+
+    def rows(method, em, f1, dataset):
+        return [{"method": method, "dataset": dataset, "qid": f"q{i}", "EM": e, "F1": f, "R@2": e, "R@5": e}
+                for i, (e, f) in enumerate(zip(em, f1))]
+
+    scores = pd.DataFrame(rows("KGIR-RAG", [100.0] * 8, [100.0] * 8, "musique_train")
+                          + rows("IRCoT", [0.0] * 8, [50.0] * 8, "musique_train")
+                          + rows("Naive RAG", [0.0] * 8, [60.0] * 8, "musique_train"))
+    claim = Claim("KGIR-RAG ahead of IRCoT", "IRCoT", ("EM", "F1"))
+    table = claims_table(scores, [claim], pooled=False)
+    board = scoreboard(scores, table)
+    assert list(board.index) == ["KGIR-RAG", "Naive RAG", "IRCoT"]  # EM ties broken by F1
+    assert board[("musique_train", "rank")].tolist() == [1, 2, 3]
+    assert board.loc["IRCoT", ("musique_train", "F1")] == 50.0
+    assert board.loc["IRCoT", (SCOREBOARD_CLAIM, "")] == "KGIR-RAG ahead of IRCoT (EM / F1)"
+    assert board.loc["Naive RAG", (SCOREBOARD_CLAIM, "")] == "none"
+    assert board.loc["Naive RAG", (SCOREBOARD_VERDICT, "")] == ""
+    # 8/0 discordant on EM, every F1 difference +50: both exact p 2/256, Holm over 2 tests: 0.016
+    assert board.loc["IRCoT", (SCOREBOARD_VERDICT, "")] == "musique_train: supports\n  +100.0 / +50.0 (p 0.016 / 0.016)"
+    said = scoreboard_sentence(board, table)
+    assert said.startswith("KGIR-RAG ranks 1 of 3 on musique_train (EM 100.0, F1 100.0) by EM. Of the 2 tests of "
+                           "the paper's 1 claim, the verdict is 'supports' on 2, 'contradicts' on 0 and 'cannot tell' on 0.")

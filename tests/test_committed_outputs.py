@@ -10,9 +10,18 @@ from kgir_lib.config import PROJECT_ROOT
 MACHINE_PATH = re.compile(r"(?<![\w.:/~<])/(?:[\w.+-]+/)+(?:results|notebooks|figures|kgir_lib|tests|scripts)/")
 ISSUE_REF = re.compile(r"\bissue[ #]+\d+", re.IGNORECASE)
 
-FILES = sorted({*PROJECT_ROOT.glob("notebooks/*.ipynb"), *PROJECT_ROOT.glob("results/*/notebooks/*.ipynb"),
-                PROJECT_ROOT / "README.md", *PROJECT_ROOT.glob("docs/*.md"),
-                *PROJECT_ROOT.glob("results/benchmarks/*.md"), *PROJECT_ROOT.glob("results/*/reread/*.md")})
+
+
+def _committed(path) -> bool:
+    """Not in a scratch run's folder (``results/<profile>-<8 hex>/``: git-ignored, a look that is never committed)."""
+    run = path.parent.parent
+    return not (run.parent.name == "results" and re.fullmatch(r".+-[0-9a-f]{8}", run.name))
+
+
+FILES = sorted(p for p in {*PROJECT_ROOT.glob("notebooks/*.ipynb"), *PROJECT_ROOT.glob("results/*/notebooks/*.ipynb"),
+                           PROJECT_ROOT / "README.md", *PROJECT_ROOT.glob("docs/*.md"),
+                           *PROJECT_ROOT.glob("results/benchmarks/*.md"), *PROJECT_ROOT.glob("results/*/reread/*.md")}
+               if _committed(p))
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.relative_to(PROJECT_ROOT).as_posix())
@@ -27,3 +36,24 @@ def test_the_patterns_catch_what_they_are_for():
     assert MACHINE_PATH.search("PosixPath('/srv/x/notebooks/05_eval.ipynb')")
     assert not MACHINE_PATH.search("see results/local/tables/05_claims.md or https://example.org/a/notebooks/")
     assert ISSUE_REF.search("as asked in issue 14") and not ISSUE_REF.search("the issue of recall")
+
+
+OUTPUTS = sorted(p for p in {*PROJECT_ROOT.glob("notebooks/*.ipynb"), *PROJECT_ROOT.glob("results/*/notebooks/*.ipynb")}
+                 if _committed(p))
+
+
+@pytest.mark.parametrize("path", OUTPUTS, ids=lambda p: p.relative_to(PROJECT_ROOT).as_posix())
+def test_no_progress_bar_text_in_committed_outputs(path):
+    """A bar's rate and elapsed time change with every run and tell a reader nothing: the runner strips them
+    (kgir_lib.execution.strip_bar_outputs), so no stored output may hold one."""
+    import nbformat
+
+    from kgir_lib.progress import is_bar_text
+
+    nb = nbformat.read(path, as_version=4)
+    found = []
+    for i, cell in enumerate(nb.cells):
+        for o in cell.get("outputs", []):
+            texts = [o.get("text", "")] + [v for k, v in o.get("data", {}).items() if k.startswith("text/")]
+            found += [f"cell {i}: {str(t).strip()[:80]!r}" for t in texts if is_bar_text(t)]
+    assert not found, f"{path.relative_to(PROJECT_ROOT)} stores progress-bar text:\n" + "\n".join(found)

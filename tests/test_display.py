@@ -3,7 +3,7 @@ text)."""
 import numpy as np
 import pandas as pd
 
-from kgir_lib.notebook.display import Table, blocks, is_published, tidy
+from kgir_lib.notebook.display import Table, blocks, cut_rows, is_published, key_columns, notes_markdown, show, tidy
 
 
 def test_tidy_rounds_floats_and_turns_whole_float_columns_into_integers():
@@ -32,7 +32,8 @@ def test_tidy_drops_published_columns_that_are_empty_in_this_table_only():
 def test_blocks_split_wide_tables_transpose_short_ones_and_keep_groups_together():
     wide = pd.DataFrame(np.arange(60.0).reshape(5, 12), columns=[f"c{i}" for i in range(12)])
     parts = blocks(wide, max_cols=5)
-    assert [p.shape for p in parts] == [(5, 5), (5, 5), (5, 2)]
+    assert [p.shape for p in parts] == [(5, 4), (5, 4), (5, 4)]  # equal widths: no block of one lone column
+    assert [p.shape[1] for p in blocks(wide.iloc[:, :11], max_cols=10)] == [6, 5]
     assert all(list(p.index) == list(wide.index) for p in parts)
     short = wide.head(2)
     assert blocks(short, max_cols=5)[0].shape == (12, 2)  # transposed: one row a column
@@ -44,21 +45,64 @@ def test_blocks_split_wide_tables_transpose_short_ones_and_keep_groups_together(
     assert blocks(wide, max_cols=20) == [wide] or blocks(wide, max_cols=20)[0] is wide
 
 
-def test_table_html_renders_line_breaks_and_wraps_long_text_into_unbreakable_lines():
+def test_table_html_renders_line_breaks_and_wraps_long_text_with_plain_spaces():
     q = "Which county is the city where Harris W. Fawell was born in, and what is its seat?"
     html = Table(pd.DataFrame({"question": [q], "triples": ["(a, b, c)\n(d, e, f)"]}), caption="c", wrap=30)._repr_html_()
-    assert "(a,&nbsp;b,&nbsp;c)<br>(d,&nbsp;e,&nbsp;f)" in html
+    assert "(a, b, c)<br>(d, e, f)" in html
+    assert "&nbsp;" not in html  # a browser may wrap further: no table runs off the page
     assert "\\n" not in html and "<caption>c</caption>" in html
-    cell = html.split("<td style=\"text-align: left\">")[1].split("</td>")[0]
+    cell = html.split("<td style=\"text-align: left; min-width: 18ch\">")[1].split("</td>")[0]
     lines = cell.split("<br>")
-    assert len(lines) == 3 and all(len(line.replace("&nbsp;", " ")) <= 30 for line in lines)
-    assert " " not in cell  # every space inside a line is non-breaking
-    assert '<td style="text-align: left">' in html  # text reads from the left
+    assert len(lines) == 3 and all(len(line) <= 30 for line in lines)
+    short = Table(pd.DataFrame({"answer": ["HP", "Compaq"]}))._repr_html_()
+    assert 'min-width: 6ch' in short  # a short text column keeps its longest line, no more
     mixed = Table(pd.DataFrame({"v": [40.0, 3.68]}))._repr_html_()
     assert "<td>40</td>" in mixed and "<td>3.68</td>" in mixed
     plain = Table(pd.DataFrame({"n": [1.5]}), index=False)
     assert "<th></th>" not in plain._repr_html_() and "<td>1.5</td>" in plain._repr_html_()
     assert "county" in repr(Table(pd.DataFrame({"question": [q]})))
+
+
+def test_key_columns_are_the_leading_text_columns_that_tell_rows_apart():
+    per_q = pd.DataFrame({"dataset": ["a", "a", "b"], "qid": ["1", "2", "1"], "answer": ["x", "y", "z"],
+                          "EM": [1.0, 0.0, 1.0]})
+    assert key_columns(per_q) == ["dataset", "qid"]
+    assert key_columns(pd.DataFrame({"dataset": ["a", "b"], "n": [1, 2]})) == ["dataset"]
+    assert key_columns(pd.DataFrame({"rank": [1, 2], "title": ["a", "b"]})) == []  # a number first: no key
+    assert key_columns(per_q.set_index("dataset")) == []  # an index already labels the rows
+    texts = pd.DataFrame({"a": ["x", "x"], "b": ["y", "y"]})
+    assert key_columns(texts) == ["a"]  # never every column
+
+
+def test_every_block_of_a_split_table_repeats_its_keys_and_drops_rows_without_values(capsys):
+    per_q = pd.DataFrame({"dataset": ["a"] * 4, "qid": list("1234"), **{f"m{i}": [1.0, 2.0, 3.0, 4.0] for i in range(12)}})
+    parts = blocks(per_q.set_index(key_columns(per_q)), max_cols=5)
+    assert len(parts) == 3 and all(p.index.names == ["dataset", "qid"] and len(p) == 4 for p in parts)
+    published = pd.DataFrame({"ours EM": [1.0, 2.0, 3.0], "ours F1": [1.0, 2.0, 3.0], "pub EM": [np.nan, 5.0, np.nan],
+                              "pub F1": [np.nan, 6.0, np.nan]}, index=pd.Index(["A", "B", "C"], name="method"))
+    first, second = blocks(published, max_cols=2, transpose_rows=0)
+    assert list(first.index) == ["A", "B", "C"] and list(second.index) == ["B"]
+    stop = pd.DataFrame({"dataset": ["hotpotqa", "musique"], **{f"c{i}": [1.0, 2.0] for i in range(11)}})
+    [t] = blocks(stop.set_index(key_columns(stop)), max_cols=10)
+    assert list(t.columns) == ["hotpotqa", "musique"]  # transposed: the keys head the columns, not 0 and 1
+
+
+def test_long_tables_show_their_head_and_say_where_the_whole_table_is(monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, *a, **k: shown.append(obj))
+    df = pd.DataFrame({"dataset": ["d"] * 50, "qid": [str(i) for i in range(50)], "EM": np.arange(50.0)})
+    head, total = cut_rows(df, 20)
+    assert len(head) == 20 and total == 50
+    show(df, "per question", full="results/x/tables/t.csv", notes={"EM": "exact match", "F1": "unused"})
+    tables = [o for o in shown if isinstance(o, Table)]
+    assert len(tables) == 1 and len(tables[0].df) == 20 and tables[0].df.index.names == ["dataset", "qid"]
+    text = shown[-1].data
+    assert "First 20 of 50 rows; the whole table: results/x/tables/t.csv" in text
+    assert "*EM*: exact match" in text and "unused" not in text
+    assert notes_markdown(pd.DataFrame({"x": [1]}), {"y": "z"}) == ""
+    assert notes_markdown(pd.DataFrame({"MDE (α = 0.05, power 0.8)": [1.0]}), {"MDE": "smallest"}) == \
+        "*MDE (α = 0.05, power 0.8)*: smallest"
+    assert notes_markdown(pd.DataFrame({"MDE EM": [1.0]}), {"MDE": "smallest"}) == ""
 
 
 def test_p_values_keep_two_significant_digits():

@@ -52,3 +52,28 @@ def test_an_executed_notebook_keeps_no_progress_bar(tmp_path):
         assert any(o.output_type == "display_data" for o in cell.outputs), f"{desc}: the bar was never shown"
         lines = _lines(cell)
         assert not [ln for ln in lines if re.search(r"\d+/\d+", ln)], (desc, lines)
+
+
+def test_bar_text_is_recognised_and_nothing_else():
+    from kgir_lib.progress import is_bar_text
+
+    assert is_bar_text("datasets: 100%|####################| 2/2 [00:11<00:00,  5.96s/it]")
+    assert is_bar_text("methods × datasets: 100%|##| 26/26 [00:06<00:00,  3.96it/s, musique_train: lightrag_naive]")
+    assert is_bar_text("embedding:  40%|####      | 4.00k/10.0k [00:01<00:02, 1.5kit/s]")
+    assert is_bar_text("questions: 12it [00:01, 8.3it/s]")
+    assert not is_bar_text("hotpotqa: 10 questions, KG of 416 triples over 40 passages")
+    assert not is_bar_text("seed-match 100% | 2/2 rounds")
+    assert not is_bar_text("| 1 | 50% | 3/4 |")
+
+
+def test_stored_outputs_lose_bar_text_and_keep_everything_else():
+    from kgir_lib.execution import strip_bar_outputs
+
+    bar = nbformat.v4.new_output("display_data", data={"text/plain": "datasets: 100%|##| 2/2 [00:01<00:00,  1.1it/s]"})
+    table = nbformat.v4.new_output("display_data", data={"text/plain": "a table", "text/html": "<table></table>"})
+    stream = nbformat.v4.new_output("stream", name="stderr",
+                                    text="x: 50%|#  | 1/2 [00:01<00:01, 1.0it/s]\rx: 100%|##| 2/2 [00:02<00:00, 1.0it/s]\nhotpotqa: 10 questions\n")
+    only_bar = nbformat.v4.new_output("stream", name="stderr", text="y: 100%|##| 2/2 [00:02<00:00, 1.0it/s]\n")
+    out = strip_bar_outputs([bar, table, stream, only_bar])
+    assert out[0] is table and len(out) == 2
+    assert out[1]["text"].strip() == "hotpotqa: 10 questions"

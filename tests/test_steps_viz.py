@@ -9,8 +9,11 @@ import pytest  # noqa: E402
 
 from kgir_lib.kg import Triple  # noqa: E402
 from kgir_lib.kgir.subgraph import evidence_subgraph  # noqa: E402
-from kgir_lib.notebook.steps_viz import (KEPT, PRUNED, SEEDLESS, STEPS, draw_step, focus_view, edge_table,  # noqa: E402
-                                         pick_case, prune_reasons, triple_class)
+from kgir_lib.gold import Bridge, bridge_aliases  # noqa: E402
+from kgir_lib.notebook.graph_draw import EDGE_FONT, NODE_FONT  # noqa: E402
+from kgir_lib.notebook.steps_draw import draw_step, steps_figure  # noqa: E402
+from kgir_lib.notebook.steps_viz import (KEPT, PRUNED, SEEDLESS, STEPS, bridge_entities, covers_G_q,  # noqa: E402
+                                         edge_table, focus_view, panels, pick_case, prune_reasons, triple_class)
 
 # One seed component: Compaq - HP - Palo Alto - Compaq is a triangle (one edge must go), HP has a parallel
 # edge, a chain runs on from Palo Alto; plus a component without a seed (Mona Lisa - Leonardo).
@@ -97,7 +100,7 @@ def test_pick_case_prefers_a_question_where_every_step_does_something():
     empty = subgraph(entities=["Eiffel Tower"], question="How tall is the Eiffel Tower?")
     subs, qids = {"a": [tree_only, empty], "b": [subgraph()]}, {"a": ["q1", "q2"], "b": ["q3"]}
     name, i, note = pick_case(subs, qids)
-    assert (name, i) == ("b", 0) and "every step does something" in note
+    assert (name, i) == ("b", 0) and "triples the trees prune, a component without a seed" in note
     assert pick_case(subs, qids, qid="q1")[:2] == ("a", 0)
     name, i, note = pick_case(subs, qids, dataset="a", qid="nope")
     assert (name, i) == ("b", 0) and note.startswith("question nope is not among the sampled questions")
@@ -119,7 +122,7 @@ def test_layout_does_not_depend_on_insertion_order():
     # G_tmp's triples can arrive in another order in another process; the drawn figure must not change
     import networkx as nx
 
-    from kgir_lib.notebook.steps_viz import layout
+    from kgir_lib.notebook.graph_draw import layout
 
     edges = [("Compaq", "1994"), ("Compaq", "PC supplier"), ("Hewlett-Packard", "Compaq"), ("1994", "PC supplier"),
              ("Alabama", "Harper Lee"), ("Harper Lee", "To Kill a Mockingbird"), ("Monroeville", "Alabama")]
@@ -130,3 +133,60 @@ def test_layout_does_not_depend_on_insertion_order():
     assert pa.keys() == pb.keys()
     assert all(abs(pa[n][0] - pb[n][0]) < 1e-9 and abs(pa[n][1] - pb[n][1]) < 1e-9 for n in pa)
     assert pa["Compaq"][0] < pa["Alabama"][0]  # the component holding a seed comes first
+
+
+HP = Bridge("Hewlett-Packard", bridge_aliases("Hewlett-Packard"), ("p2",))
+
+
+def test_the_question_s_gold_bridge_is_drawn_with_its_chain_from_a_seed_and_wins_the_worked_example():
+    sub = subgraph()
+    assert bridge_entities(sub, [HP]) == ["Hewlett-Packard"]
+    named = subgraph(entities=("Hewlett-Packard",), question="Where is Hewlett-Packard based?")
+    assert named.seeds == ["Hewlett-Packard"] and bridge_entities(named, [HP]) == []  # a seed is not a bridge
+    view = focus_view(sub, max_edges=4, max_seedless=0, bridges=[HP])
+    assert view.bridges == ["Hewlett-Packard"] and [t.relation for t in view.bridge_path] == ["merged with"]
+    assert set(view.bridge_path) <= set(view.triples)
+    without = focus_view(sub, max_edges=4, max_seedless=0)
+    assert without.bridges == [] and without.bridge_path == []
+    # two questions show pruning and a seedless component alike; the one whose bridge is drawn is the example
+    other = subgraph()
+    name, i, note = pick_case({"a": [other], "b": [sub]}, {"a": ["q1"], "b": ["q2"]},
+                              bridges={"a": [()], "b": [(HP,)]})
+    assert (name, i) == ("b", 0) and "the chain from a seed to its gold bridge entity" in note
+
+
+def test_panels_merge_seeds_and_components_when_g_tmp_is_g_q():
+    sub = subgraph()  # the passages reading: G_tmp is every triple of G_q
+    assert covers_G_q(sub) and panels(sub) == ("G_q", "components", "mst", "G_Ans")
+    star = evidence_subgraph("Which county is the company that merged with Compaq based in?", [], G_Q, ["Compaq"],
+                             lambda q, ts: [WEIGHT[t.relation] for t in ts], threshold=0.8, method="overlap",
+                             reading="seed_star")
+    assert not covers_G_q(star) and panels(star) == STEPS
+
+
+def test_a_hub_s_labels_do_not_overlap_and_the_panel_is_wide_and_legible():
+    """Twelve countries around one currency (the drawing a lecturer could not read): every label finds a free
+    spot, fonts are at projection size, the panel is at least 1400 pixels wide and says what it leaves out."""
+    countries = ["Austria", "Belgium", "Estonia", "Germany", "Ireland", "Latvia", "Luxembourg", "Slovakia",
+                 "Slovenia", "Finland", "Portugal", "Greece"]
+    hub = [Triple(c, "adopted the currency", "Euro", f"p{i}") for i, c in enumerate(countries)]
+    hub += [Triple(c, "is a member state of", "Euro", f"q{i}") for i, c in enumerate(countries[:6])]
+    weights = {"adopted the currency": 0.6, "is a member state of": 0.4}
+    sub = evidence_subgraph("Which currency did Finland use?", [], hub, ["Euro"],
+                            lambda q, ts: [weights[t.relation] for t in ts], threshold=0.8, method="overlap")
+    view = focus_view(sub, max_edges=25)
+    fig, ax = steps_figure()
+    assert fig.get_size_inches()[0] * fig.dpi >= 1400
+    drawn = draw_step(ax, view, "G_q")
+    assert drawn["label clashes"] == 0
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(r) for t in ax.texts]
+    assert all(not a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    assert min(t.get_fontsize() for t in ax.texts) >= min(NODE_FONT, EDGE_FONT) >= 9
+    assert "drawn: 18 of the 18 triples of G_q" in ax.get_title(loc="left")
+    plt.close(fig)
+    fig, ax = steps_figure()
+    draw_step(ax, view, "G_Ans")
+    assert f"drawn: {len(view.drawn(KEPT))} of the {len(sub.kept)} triples of G_Ans" in ax.get_title(loc="left")
+    plt.close(fig)

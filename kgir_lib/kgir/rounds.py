@@ -286,3 +286,39 @@ def trace_table(outputs: Sequence):
     import pandas as pd
 
     return pd.DataFrame([trace_row(o.trace) for o in outputs])
+
+
+def loop_counts(traces: Sequence[dict]) -> dict:
+    """What happened at each step of Algorithm 2 over KGIR-RAG traces, the numbers of notebook 04's loop diagram
+    (:func:`kgir_lib.notebook.viz.plot_loop`): ``questions``; ``rounds`` (rounds run in all) and ``rounds by
+    number`` (``{t: rounds t run}``); subgraph rounds ``with seed`` / ``without seed`` (an empty ``G_Ans``: the
+    passages of ``D_t`` stand in); rewrites ``rewrite usable`` / ``rewrite malformed`` (the query kept);
+    ``new passages`` / ``no new passage`` (rounds whose ``D'_t`` brought a passage ``D_t`` lacked, or not);
+    reflection verdicts ``answer`` / ``missing`` / ``no verdict`` (malformed); ``next round`` (questions sent on
+    with ``q'_t``); and what ended each question: ``stopped by reflection``, ``forced at cap``."""
+    out = {k: 0 for k in ("questions", "rounds", "with seed", "without seed", "rewrite usable", "rewrite malformed",
+                          "new passages", "no new passage", "answer", "missing", "no verdict", "next round",
+                          "stopped by reflection", "forced at cap")}
+    by_number: dict = {}
+    for tr in traces:
+        trace = tr if "rounds" in tr else (tr.get("trace") or {})
+        rounds = trace_rounds(trace)
+        out["questions"] += 1
+        for r in rounds:
+            out["rounds"] += 1
+            by_number[r.iteration] = by_number.get(r.iteration, 0) + 1
+            if r.subgraph is not None:
+                out["with seed" if r.subgraph.seeds else "without seed"] += 1
+            if r.rewrite_raw is not None or r.rewrite_form == "oracle":
+                out["rewrite malformed" if r.rewrite_malformed else "rewrite usable"] += 1
+            if r.reflection_passages is not None:
+                out["new passages" if r.new_passages else "no new passage"] += 1
+            v = r.verdict()
+            if v:
+                out[{"answer": "answer", "missing": "missing", "malformed": "no verdict"}[v]] += 1
+        out["next round"] += max(len(rounds) - 1, 0)
+        stopped = trace.get("answered_by")
+        out["stopped by reflection"] += int(stopped == "reflection")
+        out["forced at cap"] += int(stopped == "forced_reader")
+    out["rounds by number"] = dict(sorted(by_number.items()))
+    return out

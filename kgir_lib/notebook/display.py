@@ -10,14 +10,22 @@ everywhere:
   table's saved copy keeps them in the run's git-ignored ``runtime/`` folder);
 * **published columns that hold nothing dropped**: a column whose label names a published or paper number
   ("published: ...", "Δ EM (paper, ...)") and is NaN on every row of this table says nothing here;
-* **wide tables split**: more than ``max_cols`` columns are shown in blocks of columns, each with the row
-  labels (by top-level group for grouped columns, so a published group stays together), or transposed when
-  the table has few rows;
-* **text readable**: a line break in a cell is a line break, and long text wraps at about ``wrap`` characters
-  into lines that do not break further, so a question is never squeezed into a column one word wide.
+* **wide tables split, keys in every block**: more than ``max_cols`` columns are shown in blocks of about equal
+  width (by top-level group for grouped columns, so a published group stays together), or transposed when the
+  table has few rows. Every block repeats the row keys: the index, or, for a table with a plain 0, 1, 2, ...
+  index, its leading text columns that tell the rows apart (:func:`key_columns`: ``dataset``, ``qid``), which
+  become the row labels. A block after the first leaves out the rows that hold no value in it (a published
+  column group has numbers for a few methods only) and says so;
+* **long tables cut**: more than ``max_rows`` rows show the first ``max_rows``, with a line saying how many
+  there are and where the whole table is saved (``full``: the path :func:`kgir_lib.report.save_table` returned);
+* **text readable**: a line break in a cell is a line break; long text wraps at about ``wrap`` characters and
+  a browser may wrap it further at any space, so no table runs off a projected page; a text column keeps a
+  minimum width (:data:`MIN_TEXT_CH` characters), so a question is never squeezed into a column one word wide;
+* **terms defined**: ``notes`` (``{column: definition}``, e.g. a module's ``COLUMN_NOTES``) are printed under the
+  table for the columns it has, so an abbreviation ("n alone", "McNemar b/c") is never left to guess.
 
-:func:`tidy` and :func:`blocks` are the pure steps (unit-tested); :func:`show` displays their result as HTML
-with a plain-text fallback.
+:func:`tidy`, :func:`key_columns`, :func:`blocks` and :func:`cut_rows` are the pure steps (unit-tested);
+:func:`show` displays their result as HTML with a plain-text fallback.
 """
 from __future__ import annotations
 
@@ -28,11 +36,14 @@ from typing import Mapping, Optional, Union
 import numpy as np
 import pandas as pd
 
-from ..report import is_runtime
+from ..report import is_runtime, shown
 
-__all__ = ["show", "tidy", "blocks", "is_published", "Table"]
+__all__ = ["show", "tidy", "blocks", "key_columns", "cut_rows", "notes_markdown", "is_published", "Table"]
 
 PUBLISHED_MARKERS = ("published", "paper")
+MAX_ROWS = 20      # rows a table shows before it is cut (the whole table is saved; its path is printed)
+MIN_TEXT_CH = 18   # minimum width of a column of long text, in characters
+MAX_KEYS = 3       # leading text columns that can serve as a table's row keys
 
 
 def is_published(label) -> bool:
@@ -87,12 +98,43 @@ def tidy(df: pd.DataFrame, digits: Union[int, Mapping[str, int]] = 1, drop_empty
     return out
 
 
+def key_columns(df: pd.DataFrame, max_keys: int = MAX_KEYS) -> list:
+    """The columns that tell the rows of ``df`` apart, for a table with a plain 0, 1, 2, ... index: the shortest
+    run of leading text (non-numeric) columns whose values are unique per row (``dataset``, ``qid``), else all
+    leading text columns up to ``max_keys``; ``[]`` when the index is not plain or the first column is a number."""
+    if not isinstance(df.index, pd.RangeIndex) or isinstance(df.columns, pd.MultiIndex) or df.shape[1] < 2:
+        return []
+    lead = []
+    for c in df.columns[:max_keys]:
+        col = df[c]
+        if pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
+            break
+        lead.append(c)
+        if not df.duplicated(subset=lead).any():
+            return lead
+    return lead if len(lead) < df.shape[1] else lead[:-1]
+
+
+def _balanced(n: int, max_cols: int) -> list:
+    """Cut points of ``n`` columns into the fewest blocks of at most ``max_cols``, of about equal width."""
+    k = -(-n // max_cols)
+    size, extra = divmod(n, k)
+    cuts, start = [], 0
+    for i in range(k):
+        end = start + size + (1 if i < extra else 0)
+        cuts.append((start, end))
+        start = end
+    return cuts
+
+
 def blocks(df: pd.DataFrame, max_cols: int = 10, transpose_rows: int = 3) -> list:
     """``df`` as a list of tables no wider than ``max_cols`` columns.
 
     A table with at most ``transpose_rows`` rows and more columns than ``max_cols`` is transposed (one row a
-    column), if that makes it fit; otherwise columns are cut into consecutive blocks, whole top-level groups
-    together where the columns are grouped.
+    column; the row labels become the column headers), if that makes it fit; otherwise columns are cut into
+    consecutive blocks of about equal width, whole top-level groups together where the columns are grouped.
+    Every block keeps the index (set the key columns as the index first: :func:`key_columns`); a block after
+    the first drops the rows that hold no value in it.
     """
     n = df.shape[1]
     if n <= max_cols:
@@ -109,20 +151,53 @@ def blocks(df: pd.DataFrame, max_cols: int = 10, transpose_rows: int = 3) -> lis
                 cur = []
             cur.extend(cols)
         out.append(df[cur])
-        return out
-    return [df.iloc[:, i:i + max_cols] for i in range(0, n, max_cols)]
+    else:
+        out = [df.iloc[:, a:b] for a, b in _balanced(n, max_cols)]
+    return [out[0]] + [b[~b.isna().all(axis=1)] for b in out[1:]]
+
+
+def cut_rows(df: pd.DataFrame, max_rows: int = MAX_ROWS) -> tuple:
+    """``(the first max_rows rows, how many rows there are)``: a long table shows its head."""
+    return (df if len(df) <= max_rows else df.head(max_rows)), len(df)
+
+
+def notes_markdown(df: pd.DataFrame, notes: Optional[Mapping[str, str]]) -> str:
+    """The definitions in ``notes`` of the columns (and index names) ``df`` has, as one Markdown line each; a note
+    for a label also defines that label followed by a parenthesis (its settings)."""
+    if not notes:
+        return ""
+    labels = [c[-1] if isinstance(c, tuple) else c for c in df.columns]
+    labels += [n for n in (df.index.names or []) if n is not None]
+    lines = []
+    for label in dict.fromkeys(str(c) for c in labels):
+        key = label if label in notes else next((k for k in notes if label.startswith(f"{k} (")), None)
+        if key is not None:  # a note for "MDE" also defines "MDE (α = 0.05, power 0.8)"
+            lines.append(f"*{html.escape(label)}*: {notes[key]}")
+    return "  \n".join(lines)
+
+
+def _lines(v, wrap: int) -> list:
+    if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
+        return []
+    if isinstance(v, (float, np.floating)) and float(v).is_integer() and abs(v) < 1e15:
+        v = int(v)  # a count in a column of mixed quantities (a transposed table) shows no ".0"
+    lines = []
+    for raw in str(v).split("\n"):
+        lines.extend(textwrap.wrap(raw, wrap, break_on_hyphens=False) or [""])
+    return lines
 
 
 def _cell_html(v, wrap: int) -> str:
-    if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
-        return ""
-    if isinstance(v, (float, np.floating)) and float(v).is_integer() and abs(v) < 1e15:
-        v = int(v)  # a count in a column of mixed quantities (a transposed table) shows no ".0"
-    text = str(v)
-    lines = []
-    for raw in text.split("\n"):
-        lines.extend(textwrap.wrap(raw, wrap, break_on_hyphens=False) or [""])
-    return "<br>".join(html.escape(line).replace(" ", "&nbsp;") for line in lines)
+    """A cell's text escaped, a line break (given, or after about ``wrap`` characters) as ``<br>``; plain spaces,
+    so a browser can wrap a line further rather than run off the page."""
+    return "<br>".join(html.escape(line) for line in _lines(v, wrap))
+
+
+def _min_width(col: pd.Series, wrap: int) -> int:
+    """The minimum width (characters) a text column keeps: its longest line, at most :data:`MIN_TEXT_CH` or half
+    the wrap width, whichever is more."""
+    longest = max((len(line) for v in col for line in _lines(v, wrap)), default=0)
+    return min(longest, max(MIN_TEXT_CH, wrap // 2))
 
 
 def _label_html(label) -> str:
@@ -141,15 +216,18 @@ class Table:
         df = self.df
         index_names = [n for n in (df.index.names or []) if n is not None]
         head = ("".join(f"<th>{html.escape(str(n))}</th>" for n in index_names) or "<th></th>") if self.index else ""
-        head += "".join(f"<th>{_label_html(c)}</th>" for c in df.columns)
-        text = [not (pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c])) for c in df.columns]
+        text = [not (pd.api.types.is_numeric_dtype(df.iloc[:, j]) or pd.api.types.is_bool_dtype(df.iloc[:, j]))
+                for j in range(df.shape[1])]
+        head += "".join(f'<th style="text-align: left">{_label_html(c)}</th>' if t else f"<th>{_label_html(c)}</th>"
+                        for c, t in zip(df.columns, text))
+        style = [f' style="text-align: left; min-width: {_min_width(df.iloc[:, j], self.wrap)}ch"' if t else ""
+                 for j, t in enumerate(text)]
         rows = []
         for idx, row in zip(df.index, df.itertuples(index=False)):
             keys = idx if isinstance(idx, tuple) else (idx,)
             cells = "".join(f'<th style="text-align: left">{_cell_html(k, self.wrap)}</th>' for k in keys) \
                 if self.index else ""
-            cells += "".join(f'<td style="text-align: left">{_cell_html(v, self.wrap)}</td>' if t else
-                             f"<td>{_cell_html(v, self.wrap)}</td>" for v, t in zip(row, text))
+            cells += "".join(f"<td{st}>{_cell_html(v, self.wrap)}</td>" for v, st in zip(row, style))
             rows.append(f"<tr>{cells}</tr>")
         cap = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
         return (f'<table class="dataframe">{cap}<thead><tr>{head}</tr></thead>'
@@ -162,14 +240,34 @@ class Table:
 
 def show(df: Union[pd.DataFrame, pd.Series], caption: Optional[str] = None, *,
          digits: Union[int, Mapping[str, int]] = 1, max_cols: int = 10, wrap: int = 40,
-         drop_empty_published: bool = True, index: bool = True) -> None:
-    """Display ``df`` the suite's way (module docstring), with ``caption`` above its first block;
-    ``index=False`` leaves out the row labels (a plain 0, 1, 2, ... says nothing)."""
-    from IPython.display import display
+         drop_empty_published: bool = True, index: bool = True, max_rows: int = MAX_ROWS,
+         full=None, notes: Optional[Mapping[str, str]] = None) -> None:
+    """Display ``df`` the suite's way (module docstring), with ``caption`` above its first block.
+
+    ``index=False`` leaves out the row labels (a plain 0, 1, 2, ... says nothing); a table split into blocks
+    shows its :func:`key_columns` as row labels in every block instead. ``max_rows``: rows shown before the
+    table is cut, with ``full`` (the saved table's path) named under it. ``notes``: ``{column: definition}``
+    printed under the table for the columns it has."""
+    from IPython.display import Markdown, display
 
     if isinstance(df, pd.Series):
         df = df.to_frame()
-    parts = [Table(b, caption if i == 0 else None, wrap, index)
-             for i, b in enumerate(blocks(tidy(df, digits, drop_empty_published), max_cols))]
-    for p in parts:
-        display(p)
+    df, total = cut_rows(tidy(df, digits, drop_empty_published), max_rows)
+    keys = key_columns(df)
+    if keys and (df.shape[1] > max_cols or index):
+        df, index = df.set_index(keys), True
+    parts = blocks(df, max_cols)
+    for i, b in enumerate(parts):
+        cap = caption if i == 0 else None
+        if i and len(b) < len(parts[0]):
+            cap = "(continued; rows without a value in these columns left out)"
+        display(Table(b, cap, wrap, index))
+    lines = []
+    if total > len(df):
+        where = f"; the whole table: {shown(full)}" if full is not None else ""
+        lines.append(f"First {len(df)} of {total} rows{where}.")
+    defined = notes_markdown(df, notes)
+    if defined:
+        lines.append(defined)
+    if lines:
+        display(Markdown("  \n".join(lines)))

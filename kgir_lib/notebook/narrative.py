@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-__all__ = ["similarity_text", "matching_rule", "gtmp_text", "weighting_text", "algorithm1_settings",
-           "reader_context", "settings_table"]
+__all__ = ["similarity_text", "matching_rule", "match_name", "NGRAM_METHODS", "gtmp_text", "weighting_text",
+           "algorithm1_settings", "reader_context", "settings_table"]
 
 # eq. 5 similarities, in words (kgir_lib.kgir.entity_matching.ngram_similarity); an unknown method is named as is.
 SIMILARITY_TEXT = {
@@ -17,6 +17,15 @@ SIMILARITY_TEXT = {
     "overlap": "the overlap coefficient |A∩B| / min(|A|, |B|) of the two names' sets of character {n}-grams "
                "(1.0 whenever one name's {n}-grams all occur in the other's, e.g. a short name inside a longer one)",
     "containment": "token containment |A∩B| / min(|A|, |B|) of the two names' sets of content words",
+    "overlap_len": "the overlap coefficient of the two names' sets of character {n}-grams, when the shorter name "
+                   "is at least {ratio} of the longer one's length (else 0)",
+    "overlap_best": "the overlap coefficient of the two names' sets of character {n}-grams, keeping only each "
+                    "question entity's best graph entities",
+    "dice_best": "the Dice coefficient of the two names' sets of character {n}-grams, keeping only each question "
+                 "entity's best graph entities",
+    "tokens": "token matching: the two names' content words (made singular) are the same, or the longer name adds "
+              "at most {extra} word to the shorter one's; the similarity is the share of the longer name's words "
+              "the shorter one has (1.0 for the same words)",
 }
 GTMP_TEXT = {
     "passages": "`passages`: G_tmp is every triple of G_q (the description of Algorithm 1: \"connect the entities "
@@ -35,7 +44,21 @@ WEIGHTING_TEXT = {
 
 def similarity_text(method: str, n: int = 3) -> str:
     """The eq. 5 similarity ``method`` in words."""
-    return SIMILARITY_TEXT.get(method, f"the similarity `{method}`").format(n=n)
+    from ..kgir.entity_matching import LENGTH_RATIO, MAX_EXTRA_WORDS
+
+    return SIMILARITY_TEXT.get(method, f"the similarity `{method}`").format(n=n, ratio=LENGTH_RATIO,
+                                                                            extra=MAX_EXTRA_WORDS)
+
+
+# The eq. 5 rules whose similarity compares character n-grams; the others compare words.
+NGRAM_METHODS = ("dice", "overlap", "overlap_len", "overlap_best", "dice_best")
+
+
+def match_name(cfg) -> str:
+    """How this run's eq. 5 rule is called in a heading or a printout: "character n-gram" matching only when the
+    rule compares n-grams (:data:`NGRAM_METHODS`), else "token" matching; never the other's name."""
+    return (f"character {cfg.ngram_n}-gram" if cfg.match_method in NGRAM_METHODS else "token") + \
+        f" matching (`match_method` = `{cfg.match_method}`, θ = {cfg.ngram_threshold})"
 
 
 def matching_rule(cfg) -> str:

@@ -15,10 +15,18 @@ step adds: ``G_q`` (step 2), the seeds (steps 3-4), the components (steps 4-5), 
 maximum spanning trees (steps 6-7), ``G_Ans``. Each triple is classified exactly as Algorithm 1 left it
 (:func:`triple_class`): kept in ``G_Ans``, pruned by the MST (in a seed component, not in the tree), or in a
 component without a seed (never weighted). Legends sit outside the axes.
+
+**The question's own bridge.** Given the question's gold bridge entities (:func:`bridge_entities`, from
+``Question.gold_bridges``), the view draws the chain of triples from a seed to each first, then the seeds'
+neighbourhood around it, and every panel after the seeds marks the bridge (a purple diamond): the hop the
+question does not name, which the trees keep or lose. :func:`pick_case` takes a question whose seed, bridge and
+MST pruning are all in the drawing (:func:`teaching_score`).
+
+The panels themselves are drawn by :mod:`kgir_lib.notebook.steps_draw` (legible at projection size:
+:mod:`kgir_lib.notebook.graph_draw`).
 """
 from __future__ import annotations
 
-import textwrap
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
@@ -27,17 +35,9 @@ import networkx as nx
 
 from ..kg import Triple
 from ..kgir.subgraph import EvidenceSubgraph
+from .graph_draw import layout
 
 STEPS = ("G_q", "seeds", "components", "mst", "G_Ans")
-STEP_TITLES = {
-    "G_q": "Step 2 (eq. 3): G_q, the triples of the retrieved passages",
-    "seeds": "Steps 3-4 (eqs. 4-5): question entities matched to graph entities = seeds",
-    "components": "Steps 4-5 (eqs. 5-6): components of G_tmp; only those holding a seed go on",
-    "mst": "Steps 6-7 (eq. 7): edge weights, one maximum spanning tree per seed component",
-    "G_Ans": "Result: G_Ans, the union of the trees",
-}
-COLORS = {"kept": "#2171b5", "pruned": "#e6550d", "seedless": "#b0b0b0", "plain": "#7f7f7f",
-          "component": "#31a354", "seed": "#e4572e", "node": "#c6dbef"}
 KEPT, PRUNED, SEEDLESS = "kept", "pruned", "seedless"
 
 
@@ -63,6 +63,8 @@ class FocusView:
     triples: list                                    # drawn triples (seed neighbourhood, then seedless examples)
     classes: dict                                    # Triple -> kept | pruned | seedless | None
     counts: dict = field(default_factory=dict)       # drawn and total counts (see :func:`focus_view`)
+    bridges: list = field(default_factory=list)      # gold bridge entities in the drawing
+    bridge_path: list = field(default_factory=list)  # the triples from a seed to a bridge, drawn first
     _pos: Optional[dict] = None
 
     @property
@@ -77,6 +79,15 @@ class FocusView:
 
     def drawn(self, cls: str) -> list:
         return [t for t in self.triples if self.classes.get(t) == cls]
+
+    def panel_note(self, step: str) -> str:
+        """What the panel of ``step`` draws of the set it shows, e.g. "drawn: 12 of the 67 triples of G_Ans"."""
+        if step == "G_Ans":
+            return f"drawn: {len(self.drawn(KEPT))} of the {len(self.sub.kept)} triples of G_Ans"
+        if step == "mst":
+            return (f"drawn: {len(self.drawn(KEPT))} of {len(self.sub.kept)} kept and {len(self.drawn(PRUNED))} of "
+                    f"{len(self.sub.pruned)} pruned triples")
+        return f"drawn: {self.counts['drawn']} of the {self.counts['G_q']} triples of G_q"
 
     def left_out(self) -> str:
         """One sentence: what the drawing shows of ``G_q`` and what it leaves out."""
@@ -122,7 +133,7 @@ def _induced(triples: Sequence[Triple], nodes: set) -> list:
 
 
 def _seed_neighbourhood(comp_triples: Sequence[Triple], seeds: Sequence[str], pruned: set,
-                        budget: int) -> list:
+                        budget: int, must: set = frozenset()) -> list:
     """Entities of the seed components, nearest the seeds first, while the induced triples fit ``budget``.
 
     Grows from the seeds through adjacent entities; among the entities at the same distance the one that
@@ -130,9 +141,11 @@ def _seed_neighbourhood(comp_triples: Sequence[Triple], seeds: Sequence[str], pr
     shows the tree's work where there is any."""
     adj = _adjacency(comp_triples)
     dist = _hops(adj, seeds)
-    chosen = {s for s in seeds if s in adj}
+    chosen = {s for s in seeds if s in adj} | {e for e in must if e in adj}
     if len(_induced(comp_triples, chosen)) > budget:
-        chosen = set(sorted(chosen)[:1])
+        chosen = {e for e in must if e in adj} or set(sorted(chosen)[:1])
+        if len(_induced(comp_triples, chosen)) > budget:
+            return []
     while True:
         frontier = sorted({v for u in chosen for v in adj.get(u, ()) if v not in chosen})
         best, best_key = None, None
@@ -168,9 +181,49 @@ def _seedless_examples(seedless: Sequence[Triple], budget: int) -> tuple:
     return out, len(comps)
 
 
-def focus_view(sub: EvidenceSubgraph, max_edges: int = 25, max_seedless: int = 4, seed: int = 0) -> FocusView:
+def _bridge_path(triples: Sequence[Triple], seeds: Sequence[str], bridge: str) -> list:
+    """A shortest chain of ``triples`` from a seed (other than ``bridge``) to ``bridge``, as triples."""
+    adj: dict = {}
+    for t in triples:
+        if t.head != t.tail:
+            adj.setdefault(t.head, []).append((t.tail, t))
+            adj.setdefault(t.tail, []).append((t.head, t))
+    prev: dict = {s: None for s in sorted(set(seeds) - {bridge}) if s in adj}
+    queue = deque(prev)
+    while queue:
+        u = queue.popleft()
+        if u == bridge:
+            break
+        for v, t in sorted(adj.get(u, ()), key=lambda x: (x[0], x[1].relation)):
+            if v not in prev:
+                prev[v] = (u, t)
+                queue.append(v)
+    if bridge not in prev or prev[bridge] is None:
+        return []
+    out, node = [], bridge
+    while prev[node] is not None:
+        node, t = prev[node]
+        out.append(t)
+    return out[::-1]
+
+
+def bridge_entities(sub: EvidenceSubgraph, bridges: Sequence = (), mode: str = "contains") -> list:
+    """The entities of the seed components that are one of the question's gold ``bridges``
+    (:class:`kgir_lib.gold.Bridge`; :func:`kgir_lib.eval.mechanism.bridges.entity_matches`), kept-triple entities
+    first. Seeds are not bridges: the question names them."""
+    from ..eval.mechanism.bridges import entity_matches
+
+    comp = [t for c in sub.components for t in c.triples]
+    ents = list(dict.fromkeys(e for t in list(sub.kept) + comp for e in (t.head, t.tail)))
+    return [e for e in ents if e not in set(sub.seeds) and any(entity_matches(e, b, mode) for b in bridges)]
+
+
+def focus_view(sub: EvidenceSubgraph, max_edges: int = 25, max_seedless: int = 4, seed: int = 0,
+               bridges: Sequence = ()) -> FocusView:
     """The drawn part of ``sub`` (module docstring): at most ``max_edges`` triples, of which at most
     ``max_seedless`` from components without a seed (none when no seed matched); positions from :func:`layout`.
+    ``bridges``: the question's gold bridges (:class:`kgir_lib.gold.Bridge`): the chain from a seed to each
+    bridge entity (through ``G_Ans`` where it can, else through the seed components) is drawn first.
 
     ``counts``: ``G_q``, ``G_q_entities``, ``component_triples``, ``seedless_triples``,
     ``seedless_components``, ``drawn``, ``drawn_entities``, ``drawn_component``, ``drawn_seedless``.
@@ -179,7 +232,20 @@ def focus_view(sub: EvidenceSubgraph, max_edges: int = 25, max_seedless: int = 4
     classes = {t: triple_class(sub, t) for t in dict.fromkeys(list(sub.G_q) + list(sub.G_tmp))}
     seedless_all = [t for t, c in classes.items() if c == SEEDLESS]
     seedless, n_seedless_comps = _seedless_examples(seedless_all, min(max_seedless, max_edges))
-    main = _seed_neighbourhood(comp, sub.seeds, set(sub.pruned), max_edges - len(seedless))
+    budget = max_edges - len(seedless)
+    found = bridge_entities(sub, bridges) if bridges and sub.seeds else []
+    path: list = []
+    shown_bridges = []
+    for b in found:
+        chain = _bridge_path(sub.kept, sub.seeds, b) or _bridge_path(comp, sub.seeds, b)
+        if chain and len(set(path) | set(chain)) <= budget // 2:
+            path = list(dict.fromkeys(path + chain))
+            shown_bridges.append(b)
+    must = {e for t in path for e in (t.head, t.tail)}
+    main = _seed_neighbourhood(comp, sub.seeds, set(sub.pruned), budget, must=must)
+    if not set(path) <= set(main):  # the bridge's chain did not fit with its neighbourhood: draw the chain alone
+        main = list(dict.fromkeys(path + _seed_neighbourhood(comp, sub.seeds, set(sub.pruned), budget - len(path))))
+        main = main[:budget]
     triples = list(dict.fromkeys(main + seedless)) if sub.seeds else []  # no seed: nothing to show (in words)
     g = nx.Graph()
     g.add_nodes_from(s for s in sub.seeds if any(s in (t.head, t.tail) for t in triples))
@@ -189,158 +255,37 @@ def focus_view(sub: EvidenceSubgraph, max_edges: int = 25, max_seedless: int = 4
               "seedless_triples": len(seedless_all), "seedless_components": n_seedless_comps,
               "drawn": len(triples), "drawn_entities": g.number_of_nodes(), "drawn_component": len(main),
               "drawn_seedless": len(seedless)}
-    return FocusView(sub=sub, triples=triples, classes=classes, counts=counts)
+    drawn_nodes = set(g.nodes)
+    return FocusView(sub=sub, triples=triples, classes=classes, counts=counts,
+                     bridges=[b for b in shown_bridges if b in drawn_nodes],
+                     bridge_path=[t for t in path if t in set(triples)])
 
 
-def layout(g: nx.Graph, seeds: Sequence[str] = ()) -> dict:
-    """Positions for a drawing: each connected component laid out on its own (Kamada-Kawai, which spreads a
-    hub's neighbours evenly), components holding a seed first and largest, side by side; nodes and edges
-    are inserted in sorted order and positions rounded to 3 decimals, so the same graph always gets the same
-    picture (the optimiser's last bits can differ between machines; a rounded position does not move a pixel)."""
-    import math
-
-    seed_set = set(seeds)
-    comps = sorted(nx.connected_components(g), key=lambda c: (not (c & seed_set), -len(c), sorted(c)[0]))
-    pos, x = {}, 0.0
-    for comp in comps:
-        h = nx.Graph()
-        h.add_nodes_from(sorted(comp))
-        h.add_edges_from(sorted(tuple(sorted(e)) for e in g.subgraph(comp).edges()))
-        scale = 0.6 * math.sqrt(len(comp))
-        p = nx.kamada_kawai_layout(h, scale=scale) if len(comp) > 2 else \
-            nx.circular_layout(h, scale=0.5 * scale) if len(comp) == 2 else {next(iter(comp)): (0.0, 0.0)}
-        for n, (px, py) in p.items():
-            pos[n] = (round(x + scale + float(px), 3), round(float(py), 3))
-        x += 2 * scale + 0.7
-    return pos
+def covers_G_q(sub: EvidenceSubgraph) -> bool:
+    """Whether ``G_tmp`` holds every triple of ``G_q`` but self-loops (the ``passages`` reading): step 4 then
+    adds nothing to a drawing, and the seeds and the components are one panel (:func:`panels`)."""
+    return {t for t in sub.G_q if t.head != t.tail} <= set(sub.G_tmp)
 
 
-def _short(s: str, width: int) -> str:
-    s = str(s)
-    s = s if len(s) <= 2 * width else s[:2 * width - 1] + "…"
-    return "\n".join(textwrap.wrap(s, width)) or s
-
-
-def _style(view: FocusView, step: str, t: Triple) -> Optional[dict]:
-    """Line style of triple ``t`` at ``step`` (``None``: not drawn at this step)."""
-    cls = view.classes.get(t)
-    if step in ("G_q", "seeds"):
-        return {"color": COLORS["plain"], "style": "solid", "width": 1.2}
-    if step == "components":
-        if cls == SEEDLESS:
-            return {"color": COLORS["seedless"], "style": "dotted", "width": 1.4}
-        return {"color": COLORS["component"], "style": "solid", "width": 1.8}
-    if step == "mst":
-        return {KEPT: {"color": COLORS["kept"], "style": "solid", "width": 2.6},
-                PRUNED: {"color": COLORS["pruned"], "style": "dashed", "width": 1.8},
-                SEEDLESS: {"color": COLORS["seedless"], "style": "dotted", "width": 1.2}}.get(cls)
-    if step == "G_Ans":
-        return {"color": COLORS["kept"], "style": "solid", "width": 2.6} if cls == KEPT else None
-    raise ValueError(f"unknown step {step!r} (choose from {STEPS})")
-
-
-def step_legend(step: str) -> list:
-    """Legend handles for :func:`draw_step` at ``step``."""
-    from matplotlib.lines import Line2D
-
-    def line(key, ls, label, lw=2.0):
-        return Line2D([0], [0], color=COLORS[key], lw=lw, ls=ls, label=label)
-
-    def dot(key, label, edge="none", size=9):
-        return Line2D([0], [0], marker="o", color="w", markerfacecolor=COLORS[key], markeredgecolor=edge,
-                      markersize=size, label=label)
-
-    entity = [dot("node", "entity")]
-    seed = [dot("seed", "seed (matched question entity)", "black", 11)]
-    if step == "G_q":
-        return [line("plain", "-", "triple (edge label: relation)", 1.2)] + entity
-    if step == "seeds":
-        return [line("plain", "-", "triple", 1.2)] + seed + entity
-    if step == "components":
-        return [line("component", "-", "in a component with a seed (B_i)"),
-                line("seedless", ":", "in a component without a seed: dropped (eq. 6)")] + seed + entity
-    if step == "mst":
-        return [line("kept", "-", "kept: in a maximum spanning tree (label: weight)", 2.6),
-                line("pruned", "--", "pruned by the MST (closes a cycle or\nis a parallel edge)"),
-                line("seedless", ":", "component without a seed: never weighted", 1.2)] + seed + entity
-    return [line("kept", "-", "G_Ans triple (label: relation)", 2.6)] + seed + entity
-
-
-def draw_step(ax, view: FocusView, step: str, title: Optional[str] = None, label_width: int = 16,
-              legend: bool = True) -> dict:
-    """Draw ``step`` of Algorithm 1 (one of :data:`STEPS`) for ``view`` on ``ax``; legend outside the axes.
-
-    Every drawn triple is one line; further triples between the same two entities are arcs beside the
-    first. Returns what was drawn: ``{"edges", "kept", "pruned", "seedless", "seeds", "nodes"}``.
-    """
-    import matplotlib.pyplot as plt  # noqa: F401  (backend set by the caller)
-
-    ax.set_axis_off()
-    ax.set_title(title or STEP_TITLES[step], fontsize=10, loc="left")
-    if not view.triples:
-        ax.text(0.5, 0.5, "nothing to draw: no seed matched an entity of G_q", ha="center", va="center",
-                transform=ax.transAxes, fontsize=10, color="#555555")
-        return {"edges": 0, "kept": 0, "pruned": 0, "seedless": 0, "seeds": 0, "nodes": 0}
-    sub, pos = view.sub, view.pos
-    g = nx.Graph()
-    g.add_nodes_from(pos)
-    g.add_edges_from((t.head, t.tail) for t in view.triples)
-    seen: dict = {}
-    drawn = {"edges": 0, KEPT: 0, PRUNED: 0, SEEDLESS: 0}
-    labels: dict = {}
-    order = sorted(view.triples, key=lambda t: view.classes.get(t) != KEPT)  # a kept triple takes the straight line
-    for t in order:
-        style = _style(view, step, t)
-        if style is None:
-            continue
-        key = tuple(sorted((t.head, t.tail)))
-        n = seen.get(key, 0)
-        seen[key] = n + 1
-        rad = 0.0 if n == 0 else 0.25 * ((n + 1) // 2) * (1 if n % 2 else -1)
-        nx.draw_networkx_edges(g, pos, edgelist=[(t.head, t.tail)], ax=ax, edge_color=style["color"],
-                               style=style["style"], width=style["width"], arrows=True, arrowstyle="-",
-                               connectionstyle=f"arc3,rad={rad}", node_size=300)
-        drawn["edges"] += 1
-        cls = view.classes.get(t)
-        if step in ("mst", "G_Ans") and cls in drawn:
-            drawn[cls] += 1
-        if n == 0:
-            if step == "mst" and cls in (KEPT, PRUNED):
-                labels[(t.head, t.tail)] = f"{sub.weights.get(t, 0.0):.2f}"
-            elif step != "mst":
-                labels[(t.head, t.tail)] = _short(t.relation, label_width)
-    for key, n in seen.items():
-        first = next(((u, v) for (u, v) in labels if tuple(sorted((u, v))) == key), None)
-        if first is not None and n > 1 and step != "mst":
-            labels[first] = f"{labels[first]} (+{n - 1})"
-    visible = {e for t in view.triples if _style(view, step, t) is not None for e in (t.head, t.tail)}
-    seeds = [n for n in pos if n in set(sub.seeds) and n in visible] if step != "G_q" else []
-    others = [n for n in pos if n in visible and n not in set(seeds)]
-    nx.draw_networkx_nodes(g, pos, nodelist=others, ax=ax, node_color=COLORS["node"], node_size=260)
-    if seeds:
-        nx.draw_networkx_nodes(g, pos, nodelist=seeds, ax=ax, node_color=COLORS["seed"], node_size=460,
-                               edgecolors="black", linewidths=1.3)
-    nx.draw_networkx_labels(g, pos, labels={n: _short(n, label_width) for n in visible}, ax=ax, font_size=7.5)
-    if labels:
-        nx.draw_networkx_edge_labels(nx.Graph(list(labels)), pos, edge_labels=labels, ax=ax, font_size=6.5,
-                                     bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8})
-    if legend:
-        ax.legend(handles=step_legend(step), loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
-                  fontsize=8, frameon=False)
-    xs, ys = [p[0] for p in pos.values()], [p[1] for p in pos.values()]
-    pad_x, pad_y = 0.08 * (max(xs) - min(xs) + 1), 0.1 * (max(ys) - min(ys) + 1)
-    ax.set_xlim(min(xs) - pad_x, max(xs) + pad_x)  # the same frame at every step
-    ax.set_ylim(min(ys) - pad_y, max(ys) + pad_y)
-    return {"edges": drawn["edges"], "kept": drawn[KEPT], "pruned": drawn[PRUNED], "seedless": drawn[SEEDLESS],
-            "seeds": len(seeds), "nodes": len(visible)}
+def panels(sub: EvidenceSubgraph) -> tuple:
+    """The steps worth a panel of their own for ``sub``: all of :data:`STEPS`, or, when ``G_tmp`` is ``G_q``
+    (:func:`covers_G_q`), the seeds drawn on the components' panel (``"components"``) instead of alone."""
+    return tuple(st for st in STEPS if st != "seeds") if covers_G_q(sub) else STEPS
 
 
 def teaching_score(view: FocusView) -> tuple:
-    """How well one question shows every step of Algorithm 1 at work (larger is better): drawn MST-pruned
-    triples, drawn seedless components, drawn kept triples, and seeds, each capped so a mid-sized case wins."""
+    """How well one question teaches Algorithm 1 (larger is better), compared in this order: the question's gold
+    bridge is drawn with the chain from a seed to it (and is not the only thing drawn); the trees prune drawn
+    triples; the seeds come from the LLM's entities, not the fallback; a component without a seed is drawn;
+    the drawing is legible (no hub with more than six drawn neighbours); then the drawn pruned triples, kept
+    triples and seeds, each capped so a mid-sized case wins."""
     sub = view.sub
-    return (min(len(view.drawn(PRUNED)), 6) > 0 and bool(view.drawn(SEEDLESS)) and not sub.used_fallback,
-            min(len(view.drawn(PRUNED)), 6), min(len(view.drawn(KEPT)), 12), min(len(sub.seeds), 3))
+    g = nx.Graph()
+    g.add_edges_from((t.head, t.tail) for t in view.triples)
+    hub = max((d for _, d in g.degree()), default=0)
+    return (bool(view.bridges) and bool(view.bridge_path), bool(view.drawn(PRUNED)), not sub.used_fallback,
+            bool(view.drawn(SEEDLESS)), -max(0, hub - 6), min(len(view.drawn(PRUNED)), 6),
+            min(len(view.drawn(KEPT)), 12), min(len(sub.seeds), 3))
 
 
 def prune_reasons(sub: EvidenceSubgraph) -> dict:
@@ -372,12 +317,14 @@ def edge_table(view: FocusView, titles: Optional[dict] = None, gold: Sequence[st
 
 
 def pick_case(subs: dict, qids: dict, dataset: Optional[str] = None, qid: Optional[str] = None,
-              max_edges: int = 25) -> tuple:
+              max_edges: int = 25, bridges: Optional[dict] = None) -> tuple:
     """``(dataset, index, note)`` of the worked question: ``qid`` of ``dataset`` when given and sampled,
-    else the question of any dataset where every step does something (:func:`teaching_score`).
+    else the question of any dataset that teaches Algorithm 1 best (:func:`teaching_score`): a bridge question
+    whose seed, gold bridge and MST pruning are all in the drawing.
 
-    ``subs`` and ``qids``: per dataset, the subgraphs and question ids in the same order. ``index`` is
-    ``None`` when no question has a seed; ``note`` says how the question was chosen."""
+    ``subs`` and ``qids``: per dataset, the subgraphs and question ids in the same order; ``bridges``: per
+    dataset, each question's gold bridges (``Question.gold_bridges``) in that order. ``index`` is ``None`` when
+    no question has a seed; ``note`` says how the question was chosen."""
     if qid is not None:
         for name in ([dataset] if dataset else list(subs)):
             if str(qid) in [str(q) for q in qids.get(name, [])]:
@@ -387,13 +334,19 @@ def pick_case(subs: dict, qids: dict, dataset: Optional[str] = None, qid: Option
         for i, sub in enumerate(ss):
             if not sub.seeds or not sub.kept:
                 continue
-            key = teaching_score(focus_view(sub, max_edges))
+            gold = (bridges or {}).get(name, [()] * len(ss))[i]
+            key = teaching_score(focus_view(sub, max_edges, bridges=gold))
             if best is None or key > best[0]:
                 best = (key, name, i)
     asked = f"question {qid} is not among the sampled questions; " if qid is not None else ""
     if best is None:
         return None, None, asked + "no sampled question has a seed"
-    full = best[0][0]
-    why = ("every step does something: the trees prune triples, and components without a seed exist" if full
-           else "no sampled question shows every step; this one shows the most")
+    bridge, pruning, own, seedless = best[0][:4]
+    shows = [what for what, ok in (("the chain from a seed to its gold bridge entity", bridge),
+                                   ("triples the trees prune", pruning), ("a component without a seed", seedless))
+             if ok]
+    why = (f"the drawing shows {', '.join(shows)}" if shows else "no sampled question shows the steps at work; "
+           "this one shows the most") + ("" if own else " (its seeds come from the NER fallback)")
+    if not bridge:
+        why += "; no sampled question has its gold bridge in a drawable chain from a seed"
     return best[1], best[2], f"{asked}question {qids[best[1]][best[2]]} of {best[1]}: {why}"

@@ -211,3 +211,76 @@ def plot_robustness(ax, summary: pd.DataFrame, metrics: Sequence[str] = ("EM", "
                          f"{seeds_n} seeds a share (dots: each seed)" if seeds_n and runs is not None else "") if p]
     ax.set_title(title + ("\n" + ", ".join(parts) if parts else ""), fontsize=10)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+
+
+LOOP_STEPS = (  # (title, paper reference) of each box of plot_loop, left to right
+    ("question q", ""), ("1. retrieve\nD_t", "eq. 2, dense top-k"), ("2. evidence\nsubgraph G_Ans", "Algorithm 1"),
+    ("3. rewrite\nq'_t", "eq. 8, Fig. 4"), ("retrieve D'_t\nwith q'_t", "new passages P_t"),
+    ("4. reflect", "§2.4, Fig. 5"), ("5. the reader\nanswers q", "shared reader"),
+)
+
+
+def loop_box_lines(counts: dict) -> list:
+    """The counts written in each box of :func:`plot_loop` (one list of lines a box, :data:`LOOP_STEPS` order),
+    from :func:`kgir_lib.kgir.rounds.loop_counts`."""
+    c = counts
+    by_round = [f"round {t}: {n}" for t, n in c.get("rounds by number", {}).items()]
+    return [
+        [f"{c['questions']} questions"],
+        [f"{c['rounds']} rounds:", *by_round],
+        [f"with a seed: {c['with seed']}", f"no seed: {c['without seed']}", "(D_t's passages", "stand in)"],
+        [f"usable: {c['rewrite usable']}", f"malformed: {c['rewrite malformed']}", "(query kept)"],
+        [f"new passages: {c['new passages']}", f"none new: {c['no new passage']}", "(top of D'_t", "stands in)"],
+        [f"answer: {c['answer']}", f"missing: {c['missing']}", f"no verdict: {c['no verdict']}"],
+        [f"after an answer: {c['stopped by reflection']}", f"forced at the", f"round cap: {c['forced at cap']}"],
+    ]
+
+
+def plot_loop(counts: dict, title: str = "", width: float = 16.0):
+    """Algorithm 2 as one diagram (notebook 04): retrieve -> subgraph -> rewrite -> retrieve with the rewrite ->
+    reflect -> answer, or back to retrieval with ``q'_t``; each box and arrow carries this run's counts
+    (:func:`kgir_lib.kgir.rounds.loop_counts`). ``width`` inches at 100 dpi: at least 1400 pixels. Returns the
+    figure."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyBboxPatch
+
+    n = len(LOOP_STEPS)
+    height = 6.4
+    fig = plt.figure(figsize=(width, height), dpi=100)
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, width)
+    ax.set_ylim(0, height)
+    ax.set_axis_off()
+    gap = 0.55
+    box_w = (width - 0.4 - gap * (n - 1)) / n
+    box_h, y0 = 3.2, 0.9
+    xs = [0.2 + i * (box_w + gap) for i in range(n)]
+    lines = loop_box_lines(counts)
+    colors = ["#f0f0f0", "#deebf7", "#deebf7", "#fde0c5", "#deebf7", "#e5f5e0", "#e5f5e0"]
+    for x, (name, ref), body, color in zip(xs, LOOP_STEPS, lines, colors):
+        ax.add_patch(FancyBboxPatch((x, y0), box_w, box_h, boxstyle="round,pad=0.05,rounding_size=0.15",
+                                    fc=color, ec="#555555", lw=1.2))
+        ax.text(x + box_w / 2, y0 + box_h - 0.18, name, ha="center", va="top", fontsize=12, weight="bold")
+        if ref:
+            ax.text(x + box_w / 2, y0 + box_h - 0.78, ref, ha="center", va="top", fontsize=10, color="#444444")
+        ax.text(x + box_w / 2, y0 + 0.15, "\n".join(body), ha="center", va="bottom", fontsize=11, linespacing=1.35)
+    arrow = dict(arrowstyle="-|>", lw=1.6, color="#333333", shrinkA=2, shrinkB=2, mutation_scale=18)
+    flows = [f"{counts['questions']}", f"{counts['rounds']}", f"{counts['rounds']}", f"{counts['rounds']}",
+             f"{counts['rounds']}", f"{counts['stopped by reflection'] + counts['forced at cap']}"]
+    for i, label in enumerate(flows):
+        a, b = xs[i] + box_w, xs[i + 1]
+        ax.annotate("", xy=(b, y0 + box_h / 2), xytext=(a, y0 + box_h / 2), arrowprops=arrow)
+        ax.text((a + b) / 2, y0 + box_h / 2 + 0.12, label, ha="center", va="bottom", fontsize=11, color="#222222")
+    # the loop: from the reflection back to retrieval, above the boxes
+    top = y0 + box_h
+    ax.annotate("", xy=(xs[1] + box_w / 2, top + 0.05), xytext=(xs[5] + box_w / 2, top + 0.05),
+                arrowprops={**arrow, "connectionstyle": "arc,angleA=90,angleB=90,armA=55,armB=55,rad=12",
+                            "color": "#e6550d", "lw": 2.0})
+    ax.text((xs[1] + xs[5] + box_w) / 2, top + 0.95,
+            f"missing or no verdict, rounds left: the next round retrieves with q'_t  ({counts['next round']} times)",
+            ha="center", va="bottom", fontsize=12, color="#a63603")
+    ax.text(0.2, 0.3, "Boxes: this run's rounds (a round counts once in each step it ran); numbers on the arrows: "
+            "rounds passing on (questions into the first and out of the last step).", fontsize=10, color="#444444")
+    if title:
+        ax.text(0.2, height - 0.2, title, ha="left", va="top", fontsize=13)
+    return fig

@@ -69,7 +69,8 @@ from kgir_lib.kgir.subgraph import build_subgraphs, compare_readings, rebuild_su
 from kgir_lib.notebook import narrative
 from kgir_lib.notebook.display import show
 from kgir_lib.notebook.opening import open_notebook
-from kgir_lib.notebook.steps_viz import STEPS, draw_step, edge_table, focus_view, pick_case, prune_reasons
+from kgir_lib.notebook.steps_draw import draw_step, steps_figure
+from kgir_lib.notebook.steps_viz import edge_table, focus_view, panels, pick_case, prune_reasons
 from kgir_lib.pipeline import workspace
 from kgir_lib.progress import progress
 
@@ -102,27 +103,33 @@ show(llm.usage.table(), "LLM calls of this notebook, by stage")
 # %% [markdown]
 # ## 2. One question, drawn step by step
 #
-# The worked question is one where **every step visibly does something**: the question's entities match
-# graph entities, `G_tmp` has components with and without a seed, and the trees prune triples
-# (`kgir_lib.notebook.steps_viz.pick_case`; give `dataset` and `qid` to choose another). `G_q` holds far more triples
-# than a drawing can show legibly, so every panel draws the same neighbourhood: the entities nearest the seeds
-# with **every** triple among them, and one or two small components without a seed. Each panel says what it
-# left out, and the tables list every drawn triple.
+# The worked question is chosen to teach (`kgir_lib.notebook.steps_viz.pick_case`; give `dataset` and `qid` to
+# choose another): a **bridge question** whose seed, whose **gold bridge entity** (the hop the question does not
+# name, from the dataset's gold chain: MuSiQue's decomposition, HotpotQA's supporting titles) and the trees'
+# pruning all appear in the drawing, and whose drawing has no hub too crowded to read. `G_q` holds far more
+# triples than a drawing can show legibly, so every panel draws the same neighbourhood: the chain of triples from
+# a seed to the bridge first, then the entities nearest the seeds with **every** triple among them, and one or
+# two small components without a seed. Each panel's title says what it left out, and the tables list every drawn
+# triple.
 
 # %%
+gold = {n: [q.gold_bridges for q in r["questions"]] for n, r in runs.items()}
 name, i, note = pick_case({n: r["subs"] for n, r in runs.items()},
-                          {n: [q.qid for q in r["questions"]] for n, r in runs.items()}, dataset, qid, max_edges)
+                          {n: [q.qid for q in r["questions"]] for n, r in runs.items()}, dataset, qid, max_edges,
+                          bridges=gold)
 print(note)
 if i is not None:
     ws, q, sub = runs[name]["ws"], runs[name]["questions"][i], runs[name]["subs"][i]
-    view = focus_view(sub, max_edges)
+    view = focus_view(sub, max_edges, bridges=q.gold_bridges)
     titles = {p: ws.dataset.corpus[p].title for p, _ in sub.retrieved}
-    display(Markdown(f"**[{name}] {q.question}**  \ngold answer: {q.answers[0]}"))
+    hops = " → ".join(b.name for b in q.gold_bridges) or "none (no gold bridge)"
+    display(Markdown(f"**[{name}] {q.question}**  \ngold answer: {q.answers[0]}; gold bridge entity: {hops}"
+                     + (f" (drawn: {', '.join(view.bridges)})" if view.bridges else "")))
 
 
 def draw(step: str):
     """One step of the worked question, on the same layout as the other panels."""
-    fig, ax = plt.subplots(figsize=(10, 6))
+    fig, ax = steps_figure()
     draw_step(ax, view, step)
     report.save_figure(fig, cfg, f"03_algorithm1_{step}")
     display(fig)
@@ -148,9 +155,11 @@ if i is not None:
 # ### Steps 3–4: the question's entities, matched to graph entities (eq. 4–5)
 #
 # The LLM lists the question's entities; the entities of `G_q` that match one of them (eq. 5, the rule printed
-# at the top) are the **seeds**, red in the drawing. One question entity can match several graph entities —
-# every name variant, and under some similarities every longer name that holds it — and
-# each match is a seed: the table gives them all, the line below it how many each entity made.
+# at the top) are the **seeds**, red in the drawing; the gold bridge entity is a purple diamond. One question
+# entity can match several graph entities — every name variant, and under some similarities every longer name
+# that holds it — and each match is a seed: the table gives them all, the line below it how many each entity made.
+# When `G_tmp` is all of `G_q` (the `passages` reading) the seeds are drawn with the components of the next step,
+# so no panel repeats another.
 
 # %%
 if i is not None:
@@ -164,14 +173,18 @@ if i is not None:
     print("; ".join(f"{e!r} -> {len(found)} seed(s)" + (f", {sum(s >= 0.999 for _, s in found)} of them at 1.0"
                                                          if len(found) > 1 else "")
                     for e, found in sub.matches.items()) + f". Seeds in all: {len(sub.seeds)}.")
-    draw("seeds")
+    if "seeds" in panels(sub):
+        draw("seeds")
+    else:
+        print(f"G_tmp = G_q here ({len(sub.G_tmp)} triples): the seeds are drawn with the components below.")
 
 # %% [markdown]
 # ### Steps 4–5: `G_tmp` and its components (eq. 5–6)
 #
 # `G_tmp` is built under the reading printed at the top. Its connected components that hold a seed are the
 # `B_i` (green); a component without a seed (grey, dotted) is dropped here — its triples are never weighted
-# and never reach `G_Ans`.
+# and never reach `G_Ans`. Under the `passages` reading `G_tmp` is every triple of `G_q`, so this step's work is
+# the split into components, drawn with the seeds that decide which go on.
 
 # %%
 if i is not None:
@@ -197,7 +210,8 @@ if i is not None:
     print(f"The trees keep {len(sub.kept)} of the {len(sub.kept) + len(sub.pruned)} triples of the seed components "
           f"and prune {len(sub.pruned)}: " + ", ".join(f"{n} {r}" for r, n in reasons.items()) + ".")
     draw("mst")
-    show(edge_table(view, titles, q.gold_pids), "the drawn triples and what the trees did with them", digits=3, index=False)
+    show(edge_table(view, titles, q.gold_pids), "the drawn triples and what the trees did with them", digits=3,
+         index=False, max_rows=max_edges)
 
 # %% [markdown]
 # ### Result: `G_Ans`
@@ -210,6 +224,12 @@ if i is not None:
     draw("G_Ans")
     gold_kept = sorted({titles.get(t.pid, t.pid) for t in sub.kept if t.pid in set(q.gold_pids)})
     print(f"|G_Ans| = {len(sub.kept)} triples; gold passages behind a G_Ans triple: {gold_kept or 'none'}")
+    if view.bridges:
+        path = "; ".join(f"({t.head}, {t.relation}, {t.tail})" for t in view.bridge_path)
+        kept = all(t in set(sub.kept) for t in view.bridge_path)
+        print(f"From a seed to the gold bridge {', '.join(view.bridges)}: {path} — "
+              + ("every triple of the chain is in G_Ans, so the rewrite can name the bridge (notebook 04)." if kept
+                 else "the trees pruned part of the chain; G_Ans reaches the bridge another way or not at all."))
 
 # %% [markdown]
 # ## 3. Over the datasets: what each step keeps, what the trees remove, whether gold passages survive
@@ -227,7 +247,9 @@ for name_, run in runs.items():
     for q_, s in zip(run["questions"], run["subs"]):
         rows.append({"dataset": name_, "qid": q_.qid, **subgraph_row(s, q_.gold_pids)})
 per_q = pd.DataFrame(rows)
-show(per_q.set_index(["dataset", "qid"]), "Algorithm 1 per question", max_cols=8)
+per_q_path = report.save_table(per_q.set_index(["dataset", "qid"]), cfg, "03_subgraph_per_question",
+                               "Algorithm 1 per question (counts of triples, entities, gold passages).")
+show(per_q.set_index(["dataset", "qid"]), "Algorithm 1 per question", max_cols=8, full=per_q_path)
 
 
 def summarise_steps(df: pd.DataFrame) -> pd.Series:
@@ -253,9 +275,7 @@ report.save_table(summary.round(2), cfg, "03_subgraph_steps",
                   f"Algorithm 1 step sizes, MST removal and gold-passage survival; profile {cfg.profile}, "
                   f"{cfg.n_questions} questions a dataset, top_k {cfg.top_k}, match {cfg.match_method} at "
                   f"{cfg.ngram_threshold}, G_tmp reading {cfg.gtmp_reading}, edge weights "
-                  f"{runs[cfg.datasets[0]]['subs'][0].weighting if runs[cfg.datasets[0]]['subs'] else '-'}.")
-report.save_table(per_q.set_index(["dataset", "qid"]), cfg, "03_subgraph_per_question",
-                  "Algorithm 1 per question (counts of triples, entities, gold passages).");
+                  f"{runs[cfg.datasets[0]]['subs'][0].weighting if runs[cfg.datasets[0]]['subs'] else '-'}.");
 
 # %% [markdown]
 # ### 3b. The two readings of `G_tmp`, side by side
@@ -334,17 +354,18 @@ print(f"NER fell back for {sum(1 for x in ner_rows if x['fallback'])} of {len(ne
 # ## 4. The trees at work on further questions
 #
 # Steps 6–7 for the next questions that show them best (same conventions as §2: kept triples blue, pruned
-# orange and dashed, components without a seed grey and dotted; each title says what was left out).
+# orange and dashed, components without a seed grey and dotted, the gold bridge a purple diamond; each title
+# says what was left out).
 
 # %%
 from kgir_lib.notebook.steps_viz import teaching_score
 
-others = sorted(((teaching_score(focus_view(s, max_edges)), n, j) for n, run in runs.items()
+others = sorted(((teaching_score(focus_view(s, max_edges, bridges=gold[n][j])), n, j) for n, run in runs.items()
                  for j, s in enumerate(run["subs"]) if s.seeds and s.kept and (n, j) != (name, i)), reverse=True)
 for _, n, j in others[:n_draw]:
     s = runs[n]["subs"][j]
-    v = focus_view(s, max_edges)
-    fig, ax = plt.subplots(figsize=(10, 6))
+    v = focus_view(s, max_edges, bridges=gold[n][j])
+    fig, ax = steps_figure()
     draw_step(ax, v, "mst", title=f"[{n}] {runs[n]['questions'][j].question}\n"
                                   f"|G_Ans| {len(s.kept)}, pruned by the MST {len(s.pruned)}")
     display(fig)
@@ -383,7 +404,8 @@ for theta, weighting in progress(points, desc="sensitivity"):
 sens = pd.DataFrame(sens).set_index(["threshold", "weighting"])
 show(sens, "steps 4-7 at other thresholds, and with the passage-score weighting")
 report.save_table(sens.round(2), cfg, "03_subgraph_sensitivity",
-                  "Steps 4-7 with other n-gram thresholds and the passage-score weighting (same D_q, G_q, NER).");
+                  f"Steps 4-7 with other eq. 5 thresholds ({cfg.match_method}) and the passage-score weighting "
+                  f"(same D_q, G_q, NER).");
 
 # %% [markdown]
 # ## What to take from this notebook

@@ -83,7 +83,7 @@ from kgir_lib.registry import build_method
 cfg, llm = open_notebook("04_iterative_rewrite", globals())
 n_traces = 3 if n_traces is None else int(n_traces)
 resume = True if resume is None else bool(resume)
-print(f"max_iterations {cfg.max_iterations}, n-gram threshold {cfg.ngram_threshold}, "
+print(f"max_iterations {cfg.max_iterations}; eq. 5 matching {cfg.match_method} at threshold {cfg.ngram_threshold}; "
       f"reader context {cfg.context_passages} passages")
 
 # %% [markdown]
@@ -110,6 +110,25 @@ for name in progress(cfg.datasets, desc="datasets"):
                      "meta": ev.read_meta(ev.trace_path(cfg, method, name))}
     print(f"{name}: {len(qs)} questions -> {report.shown(ev.trace_path(cfg, method, name))}")
 report.save_table(llm.usage.table(), cfg, "04_iterative_rewrite", folder="usage", markdown=False)
+
+# %% [markdown]
+# ### The loop in this run
+#
+# The five steps above as one picture, with what happened at each step over every question of the run, read
+# from the traces (`kgir_lib.kgir.rounds.loop_counts`): how many rounds ran, how many found a seed, how many
+# rewrites could be used, how often the rewritten question's retrieval brought a new passage, what the
+# reflection decided, and how often it sent a question round the loop again.
+
+# %%
+from kgir_lib.kgir.rounds import loop_counts
+from kgir_lib.notebook.viz import plot_loop
+
+counts = loop_counts([o.trace for r in results.values() for o in r["outputs"]])
+fig = plot_loop(counts, f"KGIR-RAG's loop (Algorithm 2) in this run: {', '.join(results)}; at most "
+                        f"{cfg.max_iterations} rounds")
+report.save_figure(fig, cfg, "04_loop")
+display(fig)
+plt.close(fig)
 
 # %% [markdown]
 # ## 2. EM, F1, Recall@2/5, rounds, LLM calls and tokens per question
@@ -247,7 +266,7 @@ plt.close(fig)
 # verdicts, how often the gold passages were already in what it read.
 
 # %%
-from kgir_lib.eval.mechanism import calibration, funnel
+from kgir_lib.eval.mechanism import calibration, forced_rounds, funnel
 from kgir_lib.eval.mechanism.tables import mechanism_tables
 
 for name, r in progress(results.items(), desc="forced rounds"):
@@ -262,27 +281,31 @@ fig.tight_layout()
 report.save_figure(fig, cfg, "04_bridge_funnel")
 display(fig)
 plt.close(fig)
-show(funnel.weakest_step(mech["funnel"]), "where the chain breaks most (round any)")
+show(funnel.weakest_step(mech["funnel"]), "where the chain breaks most (over all rounds)", notes=funnel.COLUMN_NOTES)
 display(Markdown("\n".join(f"- {funnel.funnel_sentence(loop_funnel, d)}" for d in loop_funnel["dataset"].unique())))
+funnel_path = report.save_table(
+    mech["funnel"].set_index(["method", funnel.MATCH, "dataset", "round", "step"]).round(2), cfg, "04_bridge_funnel",
+    "The bridge funnel of KGIR-RAG (and its forced-rounds run), per dataset and round: questions with a gold bridge "
+    "passing the chain up to each step; step 2 (bridge in G_Ans) under both matches ('bridge match': equal names, or "
+    "a name that contains the bridge). " + report.model_note(cfg, short=True))
 show(funnel.match_rules_table(mech["funnel"]).set_index(["dataset", "step"]),
-     "the funnel (any round) under both matches of step 2: equal names, and a name that contains the bridge")
-show(strict[strict["round"] == "any"].set_index(["dataset", "step"]), "the funnel, any round, equal names")
-report.save_table(mech["funnel"].set_index(["method", funnel.MATCH, "dataset", "round", "step"]).round(2), cfg,
-                  "04_bridge_funnel",
-                  "The bridge funnel of KGIR-RAG (and its forced-rounds run), per dataset and round: questions with a "
-                  "gold bridge passing the chain up to each step; step 2 (bridge in G_Ans) under both matches "
-                  "('bridge match': equal names, or a name that contains the bridge). "
-                  + report.model_note(cfg, short=True))
+     "the funnel (any round) under both matches of step 2: equal names, and a name that contains the bridge",
+     notes=funnel.COLUMN_NOTES)
+show(strict[strict["round"] == "any"].drop(columns=["method", "round"]).set_index(["dataset", "step"]),
+     "the funnel over all rounds, equal names", full=funnel_path, notes=funnel.COLUMN_NOTES)
 
 # %%
 per_round = mech["forced_rounds"]
 if len(per_round):
-    show(per_round, "forced rounds: what each round adds")
+    show(per_round.set_index(["dataset", "round"]), "forced rounds: what each round adds",
+         notes=forced_rounds.COLUMN_NOTES)
     report.save_table(per_round.set_index(["dataset", "round"]).round(2), cfg, "04_forced_rounds",
                       "KGIR-RAG with every round forced: per round, recall of D'_t alone and of the evidence so far, "
                       "EM/F1 of that round's answer, answer changes (McNemar against round 1). "
                       + report.model_note(cfg, short=True))
-    show(mech["oracle_stop"], "oracle stop: the first round whose answer is correct, against the reflection's stop")
+    show(mech["oracle_stop"].set_index("dataset"),
+         "oracle stop: the first round whose answer is correct, against the reflection's stop",
+         notes=calibration.COLUMN_NOTES)
     report.save_table(mech["oracle_stop"].set_index(["dataset"]).round(2), cfg, "04_oracle_stop",
                       "Oracle stop (first correct round of the forced run) against the reflection's own stop.")
 fig, ax = plt.subplots(figsize=(9, 3.6))
@@ -291,7 +314,8 @@ fig.tight_layout()
 report.save_figure(fig, cfg, "04_reflection_calibration")
 display(fig)
 plt.close(fig)
-show(mech["calibration"], "the reflection's calibration per round")
+show(mech["calibration"].set_index(["method", "dataset", "round"]), "the reflection's calibration per round",
+     notes=calibration.COLUMN_NOTES)
 report.save_table(mech["calibration"].set_index(["method", "dataset", "round"]).round(2), cfg, "04_reflection_calibration",
                   "The reflection's calibration per round: P(answer correct | verdict answer), P(gold passages in its "
                   "input | verdict missing). " + report.model_note(cfg, short=True))
@@ -353,7 +377,8 @@ for name, r in progress(results.items(), desc="study variants"):
 attr = mechanism_tables(cfg.run_dir, list(results), data_dir=cfg.data_path,
                         context_passages=cfg.context_passages)["step_attribution"]
 if len(attr):
-    show(attr.set_index(["dataset", "method"]), "step attribution: each study variant against the full method")
+    show(attr.drop(columns=["key"]).set_index(["dataset", "method"]),
+         "step attribution: each study variant against the full method", notes=attribution.COLUMN_NOTES)
     report.save_table(attr.set_index(["dataset", "key"]).round(4), cfg, "04_step_attribution",
                       "Step attribution: KGIR-RAG's study variants (oracles handed one step's gold; two repairs of "
                       "ours) against the full method on the same questions; exact paired tests (McNemar EM, sign-flip "
@@ -382,9 +407,9 @@ per_q = pd.concat([r["scores"].assign(dataset=name).merge(r["loop"][["qid", "ite
                    for name, r in results.items()], ignore_index=True)
 cols = ["dataset", "qid", "answer", "gold", "EM", "F1", "R@2", "R@5", "iterations", "answered_by", "calls",
         "prompt_tokens", "completion_tokens"]
-show(per_q[cols], max_cols=8)
-report.save_table(per_q[cols].set_index(["dataset", "qid"]).round(2), cfg, "04_kgir_per_question",
-                  "KGIR-RAG per question.")
+per_q_path = report.save_table(per_q[cols].set_index(["dataset", "qid"]).round(2), cfg, "04_kgir_per_question",
+                               "KGIR-RAG per question.")
+show(per_q[cols], "KGIR-RAG per question", max_cols=8, full=per_q_path)
 
 # %% [markdown]
 # ## 5. A few traces, round by round

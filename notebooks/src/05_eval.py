@@ -1,49 +1,13 @@
 # %% [markdown]
 # # 05 — Every compared method, side by side (KGIR-RAG §3.3, Tables 4–6)
 #
-# This notebook runs **the profile's methods** (`eval_methods`, printed below) on every dataset of the profile, with **one LLM,
-# one index and one LLM cache**, on **one fixed question sample** (`kgir_lib.data.sample_questions`:
-# the first `n_questions` of a seeded shuffle, the same for every method), then builds the paper's tables:
-#
-# * **Tables 4 / 5** — EM and F1 per method and dataset (paper §3.3.2; Table 4 = Qwen2.5-72B, Table 5 =
-#   Llama-3-8B: one table per LLM used);
-# * **Table 6** — Recall@2 and Recall@5 (paper §3.3.3);
-# * a **cost table** (LLM calls, prompt and completion tokens, seconds per question) with the indexing cost
-#   of each graph, and F1 against tokens per question;
-# * **paired bootstrap confidence intervals** for KGIR-RAG minus each baseline on EM and F1, so it is clear
-#   which differences this sample can support;
-# * **the paper's claims read off this run**: supported, contradicted, or cannot tell.
-#
-# Published numbers (from the source papers, `kgir_lib.report`) sit in **separate, labelled column groups** beside
-# ours, never in our columns: they come from other LLMs, retrievers and corpora.
-#
-# **The methods** (KGIR-RAG §3.3.1; one module each under `kgir_lib/baselines/`, KGIR-RAG's under
-# `kgir_lib/kgir/`; one interface, `kgir_lib/methods/base.py`: questions in;
-# answers, a ranked passage list and per-question LLM usage out; every stage one batched LLM call):
-#
-# | group | method | module | what it does here |
-# |---|---|---|---|
-# | no retrieval | Naive Gen | `naive.py` | the LLM answers alone |
-# | single retrieval | Naive RAG | `naive.py` | dense top-k (eq. 2, k = `top_k`), read by the shared reader |
-# | retrievers | BM25, Dense | `retrievers.py` | a retriever's top passages, same reader (HippoRAG 2's "BM25" / "Contriever" rows; *Dense* uses the profile's encoder, so it retrieves what Naive RAG retrieves) |
-# | iterative | IRCoT | `ircot.py` | one CoT sentence, a retrieval with it, … up to `ircot_max_steps`; stops at "So the answer is" |
-# | iterative | ITER-RETGEN | `iter_retgen.py` | T = `iter_retgen_rounds` rounds of retrieval with question + last generation |
-# | rewrite | HyDE | `hyde.py` | the LLM writes a hypothetical passage; retrieve with its embedding (averaged with the question's, as HyDE does) |
-# | KG | KG²RAG (+ w/o expansion, w/o organisation) | `kg2rag.py` | seeds → m-hop BFS over the global graph → per-component maximum spanning trees → DFS text → tree reranking → top-K budget |
-# | KG | HippoRAG 2 | `hipporag2.py` | personalized PageRank over a passage + phrase graph seeded by query-linked, LLM-filtered triples and dense passage scores |
-# | ours | KGIR-RAG (+ w/o subgraph, w/o reflection, w/o rewrite) | `kgir/loop.py` | evidence subgraph → rewrite → reflection, iterated (notebooks 03–04) |
-# | KG (peer system) | LightRAG (hybrid; *naive* as a check against Naive RAG) | `lightrag_method.py` | the `lightrag-hku` package's own retrieval (question keywords → entity and relationship vectors → their chunks) over its index of the graph pool (`lightrag_index`: the suite's triples, or its own extraction); **its context is read by the shared reader**, not by its answer prompt |
-#
-# Not run: KAG, GraphRAG and RAPTOR are whole external systems (KGIR-RAG §3.3.1); their published numbers appear
-# as published-only rows. LightRAG runs as a method (§8 shows its index and what it cost).
-#
-# **One reader, one ranked-list rule.** Every method answers through the same reader prompt
-# (`kgir_lib/methods/reader.py`) with the first `context_passages` passages of its context, each cut to
-# `passage_chars` characters, so the comparison is about *which* passages a method finds. Recall@k
-# (HippoRAG's definition, paper §3.3.3) is computed on each method's final ranked list, built the same way
-# for all: **the passages in the reader's context, in context order, then the method's remaining
-# candidates in its own order** (each class docstring names its context and candidates; KGIR-RAG's rule is
-# `kgir_lib/kgir/state.py::ranked_list`). Naive Gen retrieves nothing: its recall is shown as empty, not 0.
+# **Does KGIR-RAG beat the methods it is compared with here, and how sure can we be?** Section 1 answers first:
+# every method of the run ranked by EM and F1 on each dataset, with the paper's claim about each method and the
+# verdict this run's exact tests give it (**supports**, **contradicts** or **cannot tell**; the same claims table
+# the README shows). The rest builds the paper's tables from the same runs: Tables 4/5 (EM, F1), Table 6
+# (Recall@2/5), the cost of each method and graph, confidence intervals, the claims in detail, and LightRAG's index.
+# Every method runs with **one LLM, one index and one LLM cache** on **one fixed question sample**; published
+# numbers sit in separate, labelled column groups, never in ours.
 
 # %% tags=["parameters"]
 profile = None              # None: $KGIR_PROFILE, else "sample"
@@ -80,34 +44,80 @@ reference = reference or "KGIR-RAG"
 print(f"methods ({len(method_keys)}): {[method_label(k, cfg) if k in LABELS else k for k in method_keys]}")
 
 # %% [markdown]
-# ## 1. Run every method on every dataset
+# ## 1. The answer first: every method ranked, and the paper's claims read by exact tests
 #
-# `kgir_lib.eval.evaluate.run_suite` builds one workspace per dataset (`pipeline.workspace`: the dense index over
-# the whole corpus, the knowledge graph of notebook 01, BM25 on demand) around **the one LLM** built above,
-# draws the question sample once, and runs each method on it (`run_method`). Each run writes one JSON line a
-# question to `results/<profile>/traces/<method key>/<dataset>.trace.jsonl` (answer, ranked passages, usage, the
-# method's trace) and a `.meta.json` beside it (question ids, a fingerprint of config, method parameters,
-# prompts, LLM and — for graph methods — the graph, wall time, LLM usage by stage). With `resume`, an
-# identical earlier run is read back instead of run again; every LLM call is cached in any case, so a rerun
-# costs little.
-#
-# Graph methods extract the triples of passages they retrieve that are not in the graph yet (on demand,
-# `Workspace.kg_for`). Each run starts from notebook 01's graph and adds only its own passages
-# (`Workspace.method_view`), so the order of the methods below changes nothing. That LLM work is **indexing
-# cost** (stage `extract`), reported per graph in §4, not charged to the question that triggered it.
+# `kgir_lib.eval.evaluate.run_suite` runs every method of the profile (`eval_methods`, printed above) on the same
+# questions of every dataset, or reads back an identical earlier run's traces. The table ranks the methods by EM
+# (ties by F1) per dataset, best first on average. Beside each method: the paper's claim about it (KGIR-RAG
+# ahead of IRCoT, KG²RAG and HippoRAG 2; each Table 7 ablation behind the full method) and this run's verdict,
+# from exact paired tests with Holm's correction inside each claim (section 6 says how; the README's claims
+# table is the same table). With a few questions a dataset, "cannot tell" is the common verdict: the sentence
+# under the table says how large a difference these questions could detect at all.
 
 # %%
 suite = ev.run_suite(cfg, llm, cfg.datasets, method_keys, resume=resume)
-runs = suite.runs.copy()
-runs["wall seconds / q"] = runs["wall_seconds"] / runs["n"]
-show(runs.pivot_table(index="method", columns="dataset", values="wall seconds / q", sort=False), digits=2)
-print(f"{int(runs['resumed'].sum())} of {len(runs)} runs read back from earlier trace files")
+print(f"{int(suite.runs['resumed'].sum())} of {len(suite.runs)} runs read back from earlier trace files")
 n_label = ev.questions_per_dataset(suite.scores)  # "84", or each dataset's n where they differ
 ours = ev.ours_label(cfg, n_label)
 caption_ours = (f"Ours: profile `{cfg.profile}`, reader LLM {cfg.llm_model}, encoder {cfg.embed_model}, "
                 f"{n_label} questions a dataset (seed {cfg.seed}; the same questions for every method). "
                 f"Published numbers: separate, labelled column groups; other LLMs, retrievers and corpora.")
 caption_ours += " " + report.model_note(cfg, short=True)
+claims = cl.claims_table(suite.scores, n_boot=n_boot, seed=0)
+claims_path = report.save_table(
+    claims.set_index(["claim", "dataset", "metric"]), cfg, "05_claims",
+    "The paper's claims: KGIR-RAG minus the compared method; verdicts from exact paired tests "
+    "(McNemar for EM, sign-flip for F1 and recall), Holm-adjusted within each claim; paired bootstrap "
+    f"95 % CI ({n_boot} resamples) as the effect size; MDE at {cl.table_mde_condition(claims)} (the "
+    f"family's first Holm level). {caption_ours}")
+board = cl.scoreboard(suite.scores, claims, cfg.datasets)
+print(report.model_note(cfg, short=True))
+show(board, "every method ranked by EM, then F1, per dataset; the paper's claims and this run's verdicts",
+     max_cols=12, wrap=60, max_rows=len(board))
+display(Markdown(cl.scoreboard_sentence(board, claims)))
+
+# %% [markdown]
+# ## The methods, and how the runs are made
+#
+# **The methods** (KGIR-RAG §3.3.1; one module each under `kgir_lib/baselines/`, KGIR-RAG's under
+# `kgir_lib/kgir/`; one interface, `kgir_lib/methods/base.py`: questions in;
+# answers, a ranked passage list and per-question LLM usage out; every stage one batched LLM call):
+#
+# | group | method | module | what it does here |
+# |---|---|---|---|
+# | no retrieval | Naive Gen | `naive.py` | the LLM answers alone |
+# | single retrieval | Naive RAG | `naive.py` | dense top-k (eq. 2, k = `top_k`), read by the shared reader |
+# | retrievers | BM25, Dense | `retrievers.py` | a retriever's top passages, same reader (HippoRAG 2's "BM25" / "Contriever" rows; *Dense* uses the profile's encoder, so it retrieves what Naive RAG retrieves) |
+# | iterative | IRCoT | `ircot.py` | one CoT sentence, a retrieval with it, … up to `ircot_max_steps`; stops at "So the answer is" |
+# | iterative | ITER-RETGEN | `iter_retgen.py` | T = `iter_retgen_rounds` rounds of retrieval with question + last generation |
+# | rewrite | HyDE | `hyde.py` | the LLM writes a hypothetical passage; retrieve with its embedding (averaged with the question's, as HyDE does) |
+# | KG | KG²RAG (+ w/o expansion, w/o organisation) | `kg2rag.py` | seeds → m-hop BFS over the global graph → per-component maximum spanning trees → DFS text → tree reranking → top-K budget |
+# | KG | HippoRAG 2 | `hipporag2.py` | personalized PageRank over a passage + phrase graph seeded by query-linked, LLM-filtered triples and dense passage scores |
+# | ours | KGIR-RAG (+ w/o subgraph, w/o reflection, w/o rewrite) | `kgir/loop.py` | evidence subgraph → rewrite → reflection, iterated (notebooks 03–04) |
+# | KG (peer system) | LightRAG (hybrid; *naive* as a check against Naive RAG) | `lightrag_method.py` | the `lightrag-hku` package's own retrieval (question keywords → entity and relationship vectors → their chunks) over its index of the graph pool (`lightrag_index`: the suite's triples, or its own extraction); **its context is read by the shared reader**, not by its answer prompt |
+#
+# Not run: KAG, GraphRAG and RAPTOR are whole external systems (KGIR-RAG §3.3.1); their published numbers appear
+# as published-only rows. LightRAG runs as a method (§8 shows its index and what it cost).
+#
+# **One reader, one ranked-list rule.** Every method answers through the same reader prompt
+# (`kgir_lib/methods/reader.py`) with the first `context_passages` passages of its context, each cut to
+# `passage_chars` characters, so the comparison is about *which* passages a method finds. Recall@k
+# (HippoRAG's definition, paper §3.3.3) is computed on each method's final ranked list, built the same way
+# for all: **the passages in the reader's context, in context order, then the method's remaining
+# candidates in its own order** (each class docstring names its context and candidates; KGIR-RAG's rule is
+# `kgir_lib/kgir/state.py::ranked_list`). Naive Gen retrieves nothing: its recall is shown as empty, not 0.
+#
+# **How the runs are made.** One workspace per dataset (`pipeline.workspace`: the dense index over the whole
+# corpus, the knowledge graph of notebook 01, BM25 on demand) around **the one LLM** built above; the question
+# sample is drawn once. Each run writes one JSON line a question to
+# `results/<profile>/traces/<method key>/<dataset>.trace.jsonl` (answer, ranked passages, usage, the method's
+# trace) and a `.meta.json` beside it (question ids, a fingerprint of config, method parameters, prompts, LLM
+# and — for graph methods — the graph, LLM usage by stage). With `resume`, an identical earlier run is read back
+# instead of run again; every LLM call is cached in any case, so a rerun costs little. Graph methods extract
+# the triples of passages they retrieve that are not in the graph yet (on demand, `Workspace.kg_for`). Each run
+# starts from notebook 01's graph and adds only its own passages (`Workspace.method_view`), so the order of the
+# methods changes nothing. That LLM work is **indexing cost** (stage `extract`), reported per graph in §4, not
+# charged to the question that triggered it.
 
 # %% [markdown]
 # ## 2. Tables 4 / 5 — EM and F1 (paper §3.3.2)
@@ -125,10 +135,10 @@ caption_ours += " " + report.model_note(cfg, short=True)
 qa = report.with_published(ev.summary_table(suite.scores, ("EM", "F1"), label=ours, datasets=cfg.datasets),
                        report.published_qa(cfg.datasets))
 print(report.model_note(cfg, short=True))
-show(qa, max_cols=8)
 qa_name = "05_table4_5_qa_" + "".join(c if c.isalnum() or c in "-_." else "_" for c in cfg.llm_model)
-report.save_table(report.flat_columns(qa), cfg, qa_name,
-                  f"KGIR-RAG Tables 4/5 shape: EM / F1 (×100), reader {cfg.llm_model}. {caption_ours}")
+qa_path = report.save_table(report.flat_columns(qa), cfg, qa_name,
+                            f"KGIR-RAG Tables 4/5 shape: EM / F1 (×100), reader {cfg.llm_model}. {caption_ours}")
+show(qa, max_cols=8, max_rows=len(qa), full=qa_path)
 
 # %% [markdown]
 # **Answer form: where EM and F1 part ways.** An answer that holds the gold answer plus more words scores F1 > 0
@@ -140,10 +150,10 @@ report.save_table(report.flat_columns(qa), cfg, qa_name,
 
 # %%
 form = ev.answer_form(suite.scores)
-show(form)
-report.save_table(form, cfg, "05_answer_form",
-                  f"Answer length (words) and partial-credit answers (F1 > 0, EM = 0) per method and dataset. "
-                  f"{caption_ours}")
+form_path = report.save_table(form, cfg, "05_answer_form",
+                              f"Answer length (words) and partial-credit answers (F1 > 0, EM = 0) per method and "
+                              f"dataset. {caption_ours}")
+show(form, full=form_path)
 
 # %% [markdown]
 # ## 3. Table 6 — Recall@2 and Recall@5 (paper §3.3.3)
@@ -157,9 +167,9 @@ report.save_table(form, cfg, "05_answer_form",
 recall = report.with_published(ev.summary_table(suite.scores, ("R@2", "R@5"), label=ours, datasets=cfg.datasets),
                            report.published_recall(cfg.datasets))
 print(report.model_note(cfg, short=True))
-show(recall, max_cols=8)
-report.save_table(report.flat_columns(recall), cfg, "05_table6_recall",
-                  f"KGIR-RAG Table 6 shape: Recall@2 / Recall@5 (×100). {caption_ours}")
+recall_path = report.save_table(report.flat_columns(recall), cfg, "05_table6_recall",
+                                f"KGIR-RAG Table 6 shape: Recall@2 / Recall@5 (×100). {caption_ours}")
+show(recall, max_cols=8, max_rows=len(recall), full=recall_path)
 
 # %% [markdown]
 # ## 4. Cost: LLM calls, tokens and seconds per question; indexing cost of each graph
@@ -167,9 +177,8 @@ report.save_table(report.flat_columns(recall), cfg, "05_table6_recall",
 # Per method, averaged over every question of every dataset: LLM calls, prompt and completion tokens
 # (cache hits included: they are what the method costs), **LLM seconds** — backend time of each call when it
 # was first computed (a cache hit counts the time stored with it, so the table does not depend on which
-# notebook ran a call first) — and this run's wall seconds per question (retrieval, graph work, cache
-# look-ups and any on-demand triple extraction the method triggered included; a resumed run keeps its first
-# wall time).
+# notebook ran a call first). This execution's wall seconds describe the machine and the cache, not the method:
+# they go to the run's git-ignored `runtime/` folder, not into the table.
 #
 # The indexing cost of a graph is read back from the LLM cache: the extraction request of every passage in
 # the graph is looked up and its stored tokens and seconds summed, whichever notebook extracted it. The
@@ -204,9 +213,9 @@ plt.show()
 # (Table 6; a method without retrieval has none) is resampled over questions with replacement (`n_boot` times,
 # seed 0); the 95 % interval is the 2.5 and 97.5 percentiles of the
 # resampled mean differences (`kgir_lib.eval.bootstrap.paired_bootstrap`). Pairing by question removes the variation
-# between questions that both methods share. "supported" says whether the interval excludes 0; with a
-# handful of questions almost nothing is. Rows `all` pool the datasets (resampling (dataset, question)
-# pairs).
+# between questions that both methods share. The interval is the size of a difference, not a verdict: the
+# verdicts are the exact tests' of section 6 (the saved table keeps whether the interval excludes 0, which is
+# not shown here). Rows `all` pool the datasets (resampling (dataset, question) pairs); the figure shows F1.
 
 # %%
 bt = bootstrap_table(suite.scores, reference=reference, metrics=("EM", "F1", "R@2", "R@5"), n_boot=n_boot,
@@ -214,9 +223,11 @@ bt = bootstrap_table(suite.scores, reference=reference, metrics=("EM", "F1", "R@
 if bt.empty:
     print(f"no bootstrap: {reference!r} was not run")
 else:
-    show(bt, digits=2)
-    report.save_table(bt.set_index(["dataset", "baseline", "metric"]), cfg, "05_bootstrap_ci",
-                      f"{reference} minus each method, paired bootstrap 95 % CI ({n_boot} resamples). {caption_ours}")
+    bt_path = report.save_table(bt.set_index(["dataset", "baseline", "metric"]), cfg, "05_bootstrap_ci",
+                                f"{reference} minus each method, paired bootstrap 95 % CI ({n_boot} resamples). "
+                                f"{caption_ours}")
+    show(bt.drop(columns=["supported"]).set_index(["dataset", "baseline", "metric"]),
+         f"{reference} minus each method: mean difference and 95 % interval", digits=2, full=bt_path)
     pooled = "all" if "all" in set(bt["dataset"]) else bt["dataset"].iloc[0]
     fig = viz.plot_bootstrap(bt, "F1", pooled, reference)
     report.save_figure(fig, cfg, "05_bootstrap_f1")
@@ -251,29 +262,25 @@ else:
 # reading, never in its place.
 
 # %%
-claims = cl.claims_table(suite.scores, n_boot=n_boot, seed=0)
-report.save_table(claims.set_index(["claim", "dataset", "metric"]), cfg, "05_claims",
-                  "The paper's claims: KGIR-RAG minus the compared method; verdicts from exact paired tests "
-                  "(McNemar for EM, sign-flip for F1 and recall), Holm-adjusted within each claim; paired bootstrap "
-                  f"95 % CI ({n_boot} resamples) as the effect size; MDE at {cl.table_mde_condition(claims)} (the "
-                  f"family's first Holm level). {caption_ours}")
-show(claims.set_index(["claim", "dataset", "metric"])[["n", "diff", "CI lo", "CI hi", "test", "discordant", "p",
-                                                        "p (Holm)", cl.mde_column(claims), cl.PAPER_COLUMN, "reading"]],
-     "the claims, read by exact tests")
 print(f"At a glance (the README's table): KGIR-RAG minus the other, (Holm-adjusted p; MDE at "
       f"{cl.table_mde_condition(claims)}), and a verdict where the test decides one")
 display(Markdown(cl.claims_headline(claims)))
-display(Markdown(cl.claims_summary(claims)))
+detail = ["reading"] + [c for c in claims.columns
+                        if c not in {"claim", "dataset", "metric", "compared with", cl.REFERENCE, "other", "reading"}]
+show(claims.set_index(["claim", "dataset", "metric"])[detail], "every test of the claims, the verdict first",
+     max_cols=len(detail), wrap=30, full=claims_path, notes=cl.COLUMN_NOTES)
 untuned = cl.drop_questions(suite.scores, cl.tuned_questions(cfg))
 if len(untuned) < len(suite.scores):
     claims_untuned = cl.claims_table(untuned, n_boot=n_boot, seed=0)
-    report.save_table(claims_untuned.set_index(["claim", "dataset", "metric"]), cfg,
-                      "05_claims_without_tuning_questions",
-                      f"Robustness check: as 05_claims, without the prompt-tuning questions. {caption_ours}")
+    untuned_path = report.save_table(claims_untuned.set_index(["claim", "dataset", "metric"]), cfg,
+                                     "05_claims_without_tuning_questions",
+                                     f"Robustness check: as 05_claims, without the prompt-tuning questions. "
+                                     f"{caption_ours}")
     side = claims[["claim", "dataset", "metric", "diff", "p (Holm)", "reading"]].merge(
         claims_untuned[["claim", "dataset", "metric", "diff", "p (Holm)", "reading"]],
         on=["claim", "dataset", "metric"], suffixes=("", " without tuning"))
-    show(side.set_index(["claim", "dataset", "metric"]), "robustness: the same reading without the tuning questions")
+    show(side.set_index(["claim", "dataset", "metric"]), "robustness: the same reading without the tuning questions",
+         full=untuned_path)
 else:
     print("None of the prompt-tuning questions is in this run's sample: the reading above is on untouched questions.")
 
@@ -320,7 +327,7 @@ if len(rules):
 # %%
 weakest = funnel.weakest_step(mech["funnel"])
 if len(weakest):
-    show(weakest, "where KGIR-RAG's Fig. 6 chain breaks most (notebook 04)")
+    show(weakest, "where KGIR-RAG's Fig. 6 chain breaks most (notebook 04)", notes=funnel.COLUMN_NOTES)
 else:
     print(empty_note(mech, "funnel"))
 if len(mech["reader_context"]):

@@ -22,7 +22,7 @@
 #    the expansion depth `m`, and the graph with 5 % and 10 % of its triples dropped at random
 #    (`kgir_lib.eval.perturb.drop_triples`: exactly `round(fraction · n)` triples, seeded; several seeds,
 #    mean ± standard deviation).
-# 4. **KGIR-RAG's own knobs**: the maximum number of iterations, the retrieval top-k, and the n-gram
+# 4. **KGIR-RAG's own knobs**: the maximum number of iterations, the retrieval top-k, and the
 #    matching threshold of eq. 5.
 #
 # **Budget (sample profile).** Sweeps multiply runs, and the embedded model takes seconds per call on
@@ -269,21 +269,21 @@ plt.show()
 show(robust)
 
 # %% [markdown]
-# ## 5. KGIR-RAG's own knobs: iterations, top-k, n-gram threshold
+# ## 5. KGIR-RAG's own knobs: iterations, top-k, the eq. 5 matching threshold
 #
 # `max_iterations` bounds the rewrite/reflection loop (in the last round reflection must answer);
-# `top_k` is the size of `D_q` (eq. 2) and so of `G_q`; the n-gram threshold decides which graph
+# `top_k` is the size of `D_q` (eq. 2) and so of `G_q`; the matching threshold θ decides which graph
 # entities match a question entity (eq. 5) and hence what `G_tmp` holds. Notebook 03 shows what the
 # threshold does to the subgraph itself (seeds, `G_tmp`, `G_Ans`); here is its end-to-end effect. The
 # paper does not report these sweeps; it states k = 10 but not its maximum number of rounds (the profiles
-# use 3) nor its n-gram threshold (this run's, `cfg.ngram_threshold`,
+# use 3) nor its matching threshold (this run's, `cfg.ngram_threshold`,
 # is in the effective config printed at the top).
 
 # %%
 kgir_sens = pd.concat([sweep_all(lambda v, knob=knob: build_method("kgir", **{knob: v}), values, knob)
                        for knob, values in grid["kgir"].items()], ignore_index=True)
 report.save_table(kgir_sens.set_index(["dataset", "param", "value"]), cfg, "06_kgir_sensitivity",
-                  "KGIR-RAG: sensitivity to max_iterations, top_k and the n-gram threshold (eq. 5).",
+                  "KGIR-RAG: sensitivity to max_iterations, top_k and the matching threshold of eq. 5 (ngram_threshold).",
                   exact=["value"])
 params = list(dict.fromkeys(kgir_sens["param"]))
 fig, axes = plt.subplots(len(params), 1, figsize=(9, 4 * len(params)), squeeze=False)

@@ -85,11 +85,12 @@ print(choice.note)
 candidates = choice.table
 if choice.qid is not None:
     dataset, qid = choice.dataset, choice.qid
-    show(candidates.head(8).set_index("qid")[["reached", *choice.steps, "question", "rewrite", "bridge", "answer",
-                                              "gold"]],
-         "the traces that went furthest along the Fig. 6 chain", max_cols=5)
-    report.save_table(candidates.head(20).set_index(["dataset", "qid"]), cfg, "07_bridge_candidates",
-                      "KGIR-RAG traces ranked by how far they go along the Fig. 6 chain (notebook 07).");
+    if len(candidates):
+        cand_path = report.save_table(candidates.head(20).set_index(["dataset", "qid"]), cfg, "07_bridge_candidates",
+                                      "KGIR-RAG traces ranked by how far they go along the Fig. 6 chain (notebook 07).")
+        show(candidates.head(20).set_index(["dataset", "qid"])[["reached", *choice.steps, "question", "rewrite",
+                                                                "bridge", "answer", "gold"]],
+             "the traces that went furthest along the Fig. 6 chain", max_rows=8, wrap=30, full=cand_path)
 else:
     dataset = dataset or cfg.datasets[0]
     ds0 = load_dataset(dataset, cfg.data_path)
@@ -144,6 +145,24 @@ display(Markdown(f"**Question** ({dataset} `{qid}`): {case.question}  \n**Gold**
 show(case.steps_frame(), "one row per round")
 
 # %% [markdown]
+# **Its chain, from the question's own gold.** The dataset's gold chain of this question (MuSiQue's decomposition,
+# HotpotQA's supporting titles; `kgir_lib.gold`, for a question of any dataset, in the profile or not) names its
+# bridge entity and the passage of the next hop; the case is read with notebook 04's funnel steps, round by round
+# (`kgir_lib.notebook.case.choice.case_chain`).
+
+# %%
+from kgir_lib.notebook.case.choice import gold_bridge_names
+
+own_chain = case_chain(case)
+if len(own_chain):
+    show(own_chain.set_index("round"), f"the Fig. 6 chain of this question (gold bridge: "
+                                       f"{', '.join(gold_bridge_names(case))})")
+    print(case_chain_note(own_chain))
+else:
+    print("This question has no gold bridge entity (a comparison or yes/no question, or a bridge the question "
+          "already names): its chain has no step to read; the stages below still show every step.")
+
+# %% [markdown]
 # ## 3. Retrieval (eq. 2): `D_q`, the top-k passages by cosine similarity
 #
 # Rounds after the first retrieve with the rewritten question. Gold (supporting) passages are marked.
@@ -152,7 +171,7 @@ show(case.steps_frame(), "one row per round")
 show_retrieval(case)
 
 # %% [markdown]
-# ## 4. Question entities (eq. 4) and their n-gram matches in `G_q` (eq. 5)
+# ## 4. Question entities (eq. 4) and their matches in `G_q` (eq. 5)
 #
 # `G_q` is the set of triples extracted from the retrieved passages. The LLM lists the question's
 # entities; entities that do not occur in the question are dropped (a small model copies its few-shot
@@ -204,7 +223,9 @@ show_rewrites(case)
 # which drives the next round. In the last round it must answer; a question it still leaves open is stopped
 # by the round cap (a *forced* answer). Either way the shared reader then words the answer from what the
 # reflection read (unless `cfg.kgir_answer_source` hands that to the reflection's `Answer:` line), so the
-# reflection's own answer and the final answer can differ: section 8 shows both.
+# reflection's own answer and the final answer can differ. Each round shows, side by side, the passages the
+# reflection read and those the reader read (gold ones marked), so a final answer that differs from the
+# reflection's can be traced to what each was handed; section 8 puts the two answers side by side.
 
 # %%
 show_reflections(case)
@@ -282,6 +303,8 @@ if free_question is None and example["decomposition"]:
     runs = {"run 1: KGIR-RAG (the model's rewrite)": free, "run 2: oracle rewrite (study variant)": oracle_free}
     show(next_hop_reading(runs, example["next_hop"]).set_index("run"),
          f"round 1 of both runs (next hop: the {', '.join(example['next_hop'])} passage)")
+    display(Markdown("**Run 2, round by round**: what its reflection and reader read and said."))
+    show_reflections(oracle_free)
     oracle_chain = case_chain(oracle_free, example["bridge"], example["next_hop"])
     show(oracle_chain.set_index("round"), "run 2 (oracle rewrite) in the funnel's terms")
     print("Run 2 (oracle rewrite): " + case_chain_note(oracle_chain))

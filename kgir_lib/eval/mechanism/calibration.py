@@ -30,6 +30,25 @@ from ..metrics import best_em
 from ..stats import mcnemar_exact
 from . import round_facts as rf
 
+# What the columns of calibration_table and oracle_stop_table mean (shown under the tables in notebook 04).
+COLUMN_NOTES = {
+    "reflections": "reflection verdicts in this round",
+    "answer": "verdicts 'answer' (stop here)",
+    "missing": "verdicts 'missing' (go on to another round)",
+    "malformed": "replies without a verdict line",
+    "P(correct | answer) %": "of the 'answer' verdicts, answers the method returned that are right (EM)",
+    "P(own answer correct | answer) %": "the same for the reflection's own Answer: line",
+    "P(gold present | missing) %": "of the 'missing' verdicts, those whose input already held every gold passage",
+    "gold share in input | missing %": "of the 'missing' verdicts, the mean share of gold passages in the input",
+    "EM reflection stop": "EM when stopping where the reflection first says 'answer'",
+    "EM oracle stop": "EM when stopping at the first round whose answer is right (a perfect stopping rule)",
+    "mean stop round": "mean round at which the reflection stops",
+    "mean oracle round": "mean first round with a right answer (the last round when none is)",
+    "McNemar b": "questions right at the reflection's stop but not at the oracle stop",
+    "McNemar c": "questions right at the oracle stop but not at the reflection's stop",
+    "p oracle vs reflection stop": "exact McNemar test of the two stops",
+}
+
 
 def calibration_rows(record: Mapping, n_ctx: int) -> list:
     """One row a round with a reflection: verdict, whether its answer is right, gold passages in its input."""

@@ -30,6 +30,24 @@ from ..metrics import best_em, best_f1, normalize_answer, recall_at_k
 from ..stats import mcnemar_exact, sign_flip_test
 from . import round_facts as rf
 
+# What the columns of forced_round_table mean (shown under the table in notebook 04).
+COLUMN_NOTES = {
+    "R@5 D'_t": "Recall@5 of the round's retrieval with the rewritten question alone",
+    "recall cumulative": "share of the gold passages among every passage retrieved up to this round",
+    "R@5 cumulative (rule)": "Recall@5 of the method's ranked list built from rounds 1 to this one",
+    "changed": "questions whose answer differs from the round before",
+    "EM better": "of the changed answers: exact match gained (EM 0 -> 100)",
+    "EM worse": "of the changed answers: exact match lost",
+    "EM neither": "of the changed answers: EM the same before and after (both wrong, or both right)",
+    "F1 better": "of the changed answers: F1 higher than the round before",
+    "F1 worse": "of the changed answers: F1 lower",
+    "F1 neither": "of the changed answers: F1 unchanged",
+    "McNemar b": "questions right (EM) after round 1 but not after this round",
+    "McNemar c": "questions right after this round but not after round 1",
+    "EM p vs round 1": "exact McNemar test of this round's EM against round 1's",
+    "F1 p vs round 1": "sign-flip permutation test of this round's F1 against round 1's",
+}
+
 
 def evidence_weights(rounds: Sequence[Mapping]) -> dict:
     """``{pid: best G_Ans edge weight}`` over ``rounds``, first seen first (as the loop accumulates it)."""

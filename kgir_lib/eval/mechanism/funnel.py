@@ -43,6 +43,21 @@ TABLE_COLUMNS = ("dataset", "round", "questions", "step", "n", "% of questions",
 MATCH = "bridge match"  # the column of a run's funnel naming step 2's rule (bridges.MODES: equal, contains)
 STRICT = "equal"        # the rule the funnel's sentence quotes: equal names, no containment
 WEAKEST_COLUMNS = ("questions", "breaks at", "passed the step before", "passed it", "% of previous step")
+# What the columns of funnel_table and weakest_step mean (shown under the tables in notebooks 04 and 05).
+COLUMN_NOTES = {
+    "questions": "questions with a gold bridge entity",
+    MATCH: "how step 2 matches a G_Ans entity to the bridge: equal names, or a name that contains the bridge",
+    "n": "questions passing the chain up to this step (this step and every one before it)",
+    "% of questions": "n as a share of the questions with a gold bridge",
+    "% of previous step": "n as a share of the step before: where this is smallest, the chain breaks most",
+    "n alone": "questions passing this step by itself, whether or not the steps before it held",
+    "% alone": "n alone as a share of the questions with a gold bridge",
+    "n next hop already in D_t": "of n, questions whose first retrieval D_t already held a next-hop passage "
+                                 "(step 4 cannot count them: the rewrite had nothing left to find)",
+    "breaks at": "the step with the smallest share of the step before",
+    "passed the step before": "questions passing the chain up to the step before it",
+    "passed it": "of those, questions passing this step too",
+}
 
 
 def _answer_correct(record: Mapping, t: int) -> bool:

@@ -49,6 +49,23 @@ NO_RECALL = (CEILING,)  # retrieves nothing: its R@5 is not a test
 KINDS = {REFERENCE: "the paper's method", **{k: "oracle" for k in (*CUMULATIVE, *SINGLE, CEILING)},
          **{k: "ours" for k in OURS}}
 MDE_COLUMN = f"MDE EM ({POWER:.0%} power, α = {ALPHA} / family size)"
+# What the columns of step_attribution_table mean (shown under the table in notebook 04).
+COLUMN_NOTES = {
+    "kind": "the paper's method, an oracle (handed one step's gold) or a repair of ours",
+    "n": "questions both the variant and the full method answered",
+    "oracle applied": "questions the oracle had gold for (the others ran that step as the full method)",
+    **{k: v for m in METRICS for k, v in {
+        f"{m} full": f"the full method's {m} on the same questions",
+        f"Δ{m}": f"the variant's {m} minus the full method's",
+        f"{m} discordant": ("questions only the variant got right / only the full method did (McNemar's b / c)"
+                            if m == "EM" else f"questions whose {m} differs between the two"),
+        f"p {m}": "exact paired test against the full method (McNemar for EM, sign-flip otherwise)",
+        f"p {m} (Holm)": "p adjusted by Holm's procedure within the dataset's family of tests",
+    }.items()},
+    MDE_COLUMN: "the smallest EM difference these questions detect, given the variant's discordance",
+    "bridge questions": "questions with a gold bridge entity (the funnel's steps count among them)",
+    "next hop read": "bridge questions whose final answer's context held a next-hop passage",
+}
 
 
 def question_scores(records: Sequence[Mapping]) -> pd.DataFrame:

@@ -22,7 +22,7 @@ import networkx as nx
 
 from ...kg import Triple
 from ...kgir.entity_matching import normalize_name
-from ..steps_viz import _short, layout
+from ..graph_draw import EDGE_FONT, NODE_FONT, layout, place_labels, short_label
 from .bridges import bridge_entities
 
 COLORS = {"path": "#7b3294", "answer": "#1a9850", "context": "#9ecae1", "seed": "#e4572e", "bridge": "#7b3294",
@@ -130,10 +130,10 @@ def draw_bridge(ax, view: BridgeView, title: Optional[str] = None, label_width: 
 
     ax.set_axis_off()
     if title:
-        ax.set_title(title, fontsize=10, loc="left")
+        ax.set_title(title, fontsize=13, loc="left")
     triples = view.triples
     if not triples:
-        ax.text(0.0, 0.5, textwrap.fill(view.note, 70), ha="left", va="center", transform=ax.transAxes, fontsize=10)
+        ax.text(0.0, 0.5, textwrap.fill(view.note, 90), ha="left", va="center", transform=ax.transAxes, fontsize=12)
         return {"edges": 0, "path": 0, "answer": 0, "context": 0}
     g = nx.Graph()
     g.add_edges_from((t.head, t.tail) for t in triples)
@@ -154,14 +154,16 @@ def draw_bridge(ax, view: BridgeView, title: Optional[str] = None, label_width: 
             nx.draw_networkx_nodes(g, pos, nodelist=nodes, ax=ax, node_color=COLORS[kind], node_size=size,
                                    edgecolors="black" if kind != "node" else "none", linewidths=1.2,
                                    node_shape="D" if kind == "bridge" else "o")
-    nx.draw_networkx_labels(g, pos, labels={n: _short(n, label_width) for n in g}, ax=ax, font_size=7.5)
-    labels = {(t.head, t.tail): _short(t.relation, label_width) for t in view.path + view.answer_edges}
-    if labels:
-        nx.draw_networkx_edge_labels(g, pos, edge_labels=labels, ax=ax, font_size=7,
-                                     bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
-    ax.legend(handles=_legend(view), loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8,
-              frameon=False)
+    box = {"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85}
+    node_texts = {n: ax.text(*pos[n], short_label(n, label_width), fontsize=NODE_FONT, ha="center", va="center",
+                             bbox=box, zorder=4, weight="normal" if role[n] == "node" else "bold") for n in g}
+    labels = {(t.head, t.tail): short_label(t.relation, label_width) for t in view.path + view.answer_edges}
+    edge_texts = [(u, v, ax.text(*pos[u], text, fontsize=EDGE_FONT, ha="center", va="center", bbox=box, zorder=3))
+                  for (u, v), text in labels.items()]
+    ax.legend(handles=_legend(view), loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=11,
+              frameon=False, labelspacing=0.9)
     ax.margins(0.1)
+    place_labels(ax, node_texts, edge_texts, pos)
     return {"edges": len(triples), "path": len(view.path), "answer": len(view.answer_edges), "context": len(view.context)}
 
 

@@ -24,11 +24,30 @@ import pandas as pd
 from ...kgir.rounds import trace_rounds
 from .bridges import bridge_features
 
-__all__ = ["CHAIN", "GOLD_CHAIN", "CaseChoice", "heuristic_chain", "gold_chain", "chain_table", "choose_case",
-           "case_chain", "case_chain_note"]
+__all__ = ["CHAIN", "GOLD_CHAIN", "STEP_CLAUSES", "CaseChoice", "heuristic_chain", "gold_chain", "chain_table",
+           "choose_case", "chain_clause", "case_chain", "case_chain_note", "gold_bridge_names"]
 
 CHAIN = ("bridge named by the rewrite", "next hop retrieved", "answered correctly")
 GOLD_CHAIN = ("gold bridge in G_Ans", "rewrite names it", "D'_t finds the next hop", "answer correct")
+# Each step as a clause, taken and not taken, for the sentence that says where a chain stopped.
+STEP_CLAUSES = {
+    "bridge named by the rewrite": ("the rewrite names a bridge entity of G_Ans",
+                                    "the rewrite names no entity of G_Ans the question does not"),
+    "next hop retrieved": ("the rewritten question's retrieval brings a gold passage up",
+                           "the rewritten question's retrieval brings no gold passage up"),
+    "answered correctly": ("the answer is right", "the answer is wrong"),
+    "gold bridge in G_Ans": ("the gold bridge entity is in G_Ans", "the gold bridge entity is not in G_Ans"),
+    "rewrite names it": ("the rewrite names it", "the rewrite does not name it"),
+    "D'_t finds the next hop": ("the rewritten question's retrieval D'_t finds the next hop",
+                                "the rewritten question's retrieval D'_t does not find the next hop"),
+    "answer correct": ("the answer is right", "the answer is wrong"),
+}
+
+
+def chain_clause(step: str, taken: bool) -> str:
+    """``step`` of a chain as a clause (:data:`STEP_CLAUSES`), taken or not; an unknown step as is."""
+    yes, no = STEP_CLAUSES.get(step, (step, f"not {step}"))
+    return yes if taken else no
 ChainFn = Callable[[dict], Sequence[bool]]
 
 
@@ -37,11 +56,12 @@ def steps_of(chain: ChainFn) -> tuple:
     return tuple(getattr(chain, "steps", CHAIN))
 
 
-def gold_chain(data_dir, datasets: Sequence[str], mode: str = "contains") -> ChainFn:
+def gold_chain(data_dir, datasets: Sequence[str] = (), mode: str = "contains") -> ChainFn:
     """The Fig. 6 chain judged against the gold bridge entities (:data:`GOLD_CHAIN`, the funnel's steps 2-5,
     :func:`kgir_lib.eval.mechanism.funnel.funnel_steps`), in the round that went furthest. A record of a question
     without a gold bridge takes no step. Records carry their ``dataset``
-    (:func:`kgir_lib.notebook.case.records.load_kgir_traces`)."""
+    (:func:`kgir_lib.notebook.case.records.load_kgir_traces`); the gold of ``datasets`` is read at once, that of
+    any other dataset when a record of it first comes (the gold is the question's own, whatever the profile)."""
     from ...eval.mechanism import round_facts as rf
     from ...eval.mechanism.bridges import load_bridges
     from ...eval.mechanism.funnel import funnel_steps
@@ -49,8 +69,13 @@ def gold_chain(data_dir, datasets: Sequence[str], mode: str = "contains") -> Cha
     bridges = {ds: load_bridges(ds, data_dir) for ds in dict.fromkeys(datasets)}
     keys = ("chain_in_gans", "chain_named", "chain_finds", "chain_correct")
 
+    def of(dataset) -> dict:
+        if dataset and dataset not in bridges:
+            bridges[dataset] = load_bridges(dataset, data_dir)
+        return bridges.get(dataset, {})
+
     def chain(record: dict) -> tuple:
-        found = bridges.get(record.get("dataset"), {}).get(rf.qid_of(record))
+        found = of(record.get("dataset")).get(rf.qid_of(record))
         if not found:
             return (False,) * len(keys)
         rounds = [funnel_steps(record, found, t, mode) for t in range(1, len(rf.rounds(record)) + 1)]
@@ -128,6 +153,11 @@ def choose_case(records: Sequence[dict], dataset: Optional[str] = None, qid: Opt
     if dataset is not None and qid is not None:
         row = table[(table["dataset"] == dataset) & (table["qid"] == str(qid))]
         reached = int(row["reached"].iloc[0]) if len(row) else 0
+        if not len(row):
+            return CaseChoice(dataset, str(qid), 0, False,
+                              f"question {qid} of {dataset}, as asked. The run has no KGIR-RAG trace of it (its "
+                              f"dataset is not among the run's, or it was not sampled): it runs below, and its chain "
+                              f"is read from the question's own gold there. For comparison: {count}.", table, steps)
         return CaseChoice(dataset, str(qid), reached, reached == len(steps),
                           f"question {qid} of {dataset}, as asked; {count}.", table, steps)
     if table.empty:
@@ -138,45 +168,61 @@ def choose_case(records: Sequence[dict], dataset: Optional[str] = None, qid: Opt
     if reached == len(steps):
         why = "it completes the whole chain"
     elif reached == 0:
-        why = (f"NO trace completes the chain, and none even takes its first step ({steps[0]}); "
-               "this is the best-scored trace by the Fig. 6 features")
+        why = (f"NO trace completes the chain, and none even takes its first step (in every one, "
+               f"{chain_clause(steps[0], False)}); this is the best-scored trace by the Fig. 6 features")
     else:
-        why = (f"NO trace completes the chain; this one goes furthest: {', '.join(steps[:reached])}, "
-               f"but not {steps[reached]}")
+        taken = ", ".join(chain_clause(x, True) for x in steps[:reached])
+        why = f"NO trace completes the chain; this one goes furthest: {taken}, but {chain_clause(steps[reached], False)}"
     return CaseChoice(str(top["dataset"]), str(top["qid"]), reached, reached == len(steps),
                       f"question {top['qid']} of {top['dataset']}: {why}. {count[0].upper() + count[1:]}.", table, steps)
 
 
-def case_chain(case, bridge: str, next_hop_titles: Sequence[str]) -> pd.DataFrame:
+def case_chain(case, bridge: Optional[str] = None, next_hop_titles: Sequence[str] = ()) -> pd.DataFrame:
     """A case's Fig. 6 chain in the funnel's terms (notebook 04: :func:`kgir_lib.eval.mechanism.funnel.funnel_steps`),
-    one row a round, for a question whose gold bridge is given by hand: ``bridge`` (an entity name) and the
-    titles of the passages that hold the next hop. This is how a free question (notebook 07's Fig. 6 corpus,
-    bridge Compaq, next hop Hewlett-Packard's passage) is read like a dataset question. ``breaks at`` names the
-    first step not taken; ``next hop already in D_t`` says when step 4 had nothing left to find."""
+    one row a round. The gold bridges are the question's own (``Question.gold_bridges``, derived from its dataset's
+    gold chain by :mod:`kgir_lib.gold`, for a question of any dataset), or given by hand: ``bridge`` (an entity
+    name) and the titles of the passages that hold the next hop (a free question: notebook 07's Fig. 6 corpus,
+    bridge Compaq, next hop Hewlett-Packard's passage). ``breaks at`` names the first step not taken; ``next hop
+    already in D_t`` says when step 4 had nothing left to find. A question without a gold bridge (a comparison
+    question) gives an empty table."""
     from ...eval.mechanism.bridges import Bridge, bridge_aliases
     from ...eval.mechanism.funnel import STEPS, STEP_KEYS, funnel_steps
+    from .build import find_question
 
     corpus = case.ws.dataset.corpus
-    titles = {p.title for p in corpus.passages}
-    unknown = [t for t in next_hop_titles if t not in titles]
-    if not bridge or not str(bridge).strip():
-        raise ValueError("case_chain: 'bridge' needs an entity name")
-    if not next_hop_titles or unknown:
-        raise ValueError(f"case_chain: next-hop titles {unknown or list(next_hop_titles)} are not titles of the "
-                         f"case's corpus ({sorted(titles)[:6]})")
-    gold = Bridge(str(bridge), bridge_aliases(str(bridge)),
-                  tuple(p.pid for p in corpus.passages if p.title in set(next_hop_titles)))
+    cols = ["round", *STEPS[1:], "breaks at", "next hop already in D_t"]
+    if bridge is None:
+        golds = list(find_question(case.ws.dataset, case.qid).gold_bridges)
+        if not golds:
+            return pd.DataFrame(columns=cols)
+    else:
+        titles = {p.title for p in corpus.passages}
+        unknown = [t for t in next_hop_titles if t not in titles]
+        if not str(bridge).strip():
+            raise ValueError("case_chain: 'bridge' needs an entity name")
+        if not next_hop_titles or unknown:
+            raise ValueError(f"case_chain: next-hop titles {unknown or list(next_hop_titles)} are not titles of the "
+                             f"case's corpus ({sorted(titles)[:6]})")
+        golds = [Bridge(str(bridge), bridge_aliases(str(bridge)),
+                        tuple(p.pid for p in corpus.passages if p.title in set(next_hop_titles)))]
     trace = dict(case.output.trace or {})
     trace.setdefault("gold_answers", list(case.gold_answers))
     record = {"qid": case.qid, "answer": case.answer, "trace": trace}
     rows = []
     for t in range(1, len(trace.get("rounds") or []) + 1):
-        steps = funnel_steps(record, [gold], t)
+        steps = funnel_steps(record, golds, t)
         taken = [bool(steps[f"chain_{k}"]) for k in STEP_KEYS[1:]]
         first_not = next((STEPS[1:][i] for i, s in enumerate(taken) if not s), "— (the whole chain)")
         rows.append({"round": t, **dict(zip(STEPS[1:], taken)), "breaks at": first_not,
                      "next hop already in D_t": bool(steps["next_hop_in_D_t"])})
-    return pd.DataFrame(rows, columns=["round", *STEPS[1:], "breaks at", "next hop already in D_t"])
+    return pd.DataFrame(rows, columns=cols)
+
+
+def gold_bridge_names(case) -> list:
+    """The names of the gold bridge entities of the case's question (``Question.gold_bridges``); ``[]`` without."""
+    from .build import find_question
+
+    return [b.name for b in find_question(case.ws.dataset, case.qid).gold_bridges]
 
 
 def case_chain_note(chain: pd.DataFrame) -> str:

@@ -47,7 +47,7 @@ def show_retrieval(case: CaseStudy, chars: int = 160) -> None:
 
 
 def show_ner(case: CaseStudy) -> None:
-    """Each round's raw NER reply (eq. 4), the entities kept, and their n-gram matches in ``G_q`` (eq. 5)."""
+    """Each round's raw NER reply (eq. 4), the entities kept, and their matches in ``G_q`` (eq. 5)."""
     same = repeated_rounds(case)
     for r in case.rounds:
         if r.subgraph is None:
@@ -61,19 +61,22 @@ def show_ner(case: CaseStudy) -> None:
               f"seeds: {', '.join(r.seeds) or '(none)'}", case.matches_frame(r.iteration))
 
 
-def draw_case(case: CaseStudy, width: float = 10.0):
+def draw_case(case: CaseStudy):
     """The Fig. 6 drawing of ``case`` (:func:`kgir_lib.notebook.case.bridge_viz.bridge_view`): the chain from a seed to
-    the bridge entity and the next hop, with at most 30 triples; ``None`` when there is nothing to draw (the
-    view's note says why)."""
+    the bridge entity and the next hop, with at most 30 triples, at projection size
+    (:data:`kgir_lib.notebook.graph_draw.FIGSIZE`); ``None`` when there is nothing to draw (the view's note says
+    why)."""
     import matplotlib.pyplot as plt
 
+    from ..graph_draw import FIGSIZE
     from .bridge_viz import bridge_view, draw_bridge
 
     view = bridge_view(case)
     if not view.triples:
         return None
-    fig, ax = plt.subplots(figsize=(width, 0.6 * width))
-    draw_bridge(ax, view, title=textwrap.fill(f"{case.question}", 90))
+    fig = plt.figure(figsize=FIGSIZE, dpi=100)
+    ax = fig.add_axes((0.01, 0.02, 0.74, 0.88))
+    draw_bridge(ax, view, title=textwrap.fill(f"{case.question}", 110))
     return fig
 
 
@@ -88,6 +91,8 @@ def show_subgraphs(case: CaseStudy, max_rows: int = 15) -> None:
                 _show(f"**Round {r.iteration}** — G_tmp {len(r.G_tmp)} triples, G_Ans is empty (no seed).")
                 continue
             table = case.triples_frame(r.iteration, "G_Ans").sort_values("weight", ascending=False, kind="stable")
+            table = table.reset_index(drop=True)
+            table.insert(0, "by weight", range(1, len(table) + 1))  # the rank, not the extraction order
             more = f" (the {max_rows} heaviest shown)" if len(table) > max_rows else ""
             _show(f"**Round {r.iteration}** — G_tmp {len(r.G_tmp)} triples, {len(r.subgraph.components)} "
                   f"component(s) with a seed, G_Ans {len(r.G_Ans)} triples{more}:", table.head(max_rows))
@@ -109,18 +114,22 @@ def show_rewrites(case: CaseStudy) -> None:
 
 
 def show_reflections(case: CaseStudy) -> None:
-    """Each reflection verdict (Fig. 5) with its reasoning, and the shared reader call that words the answer."""
+    """Each reflection verdict (Fig. 5) with its reasoning, what the reflection and the shared reader read, side
+    by side (:meth:`CaseStudy.reading_frame`), and the reader call that words the answer."""
     for r in case.rounds:
         if r.reflection:
             v = r.reflection
             what = f"answer **{v.answer}**" if v.answerable else (
                 f"missing: *{v.missing}*" if v.missing else "no verdict (malformed reply)")
-            _show(f"**Round {r.iteration}**{' (last round)' if v.final else ''} — {what}  \n"
+            _show(f"**Round {r.iteration}**{' (last round)' if v.final else ''} — reflection: {what}  \n"
                   f"reasoning: {v.reasoning or '(none)'}  \nraw reply: `{(v.raw or '').strip()}`")
+        if r.reflection or r.final:
+            _show(case.reading_note(r.iteration), case.reading_frame(r.iteration))
         if r.final:
             role = "forced at the round cap" if r.final.forced else "words the answer"
+            mine = f" (the reflection said *{r.reflection.answer}*)" if r.reflection and r.reflection.answer else ""
             _show(f"**Round {r.iteration}** — shared reader ({role}):"
-                  f" question *{r.final.question}* → **{r.final.answer}**")
+                  f" question *{r.final.question}* → **{r.final.answer}**{mine}")
 
 
 def display_case(case: CaseStudy, draw: bool = True):
@@ -128,7 +137,7 @@ def display_case(case: CaseStudy, draw: bool = True):
     _show(f"### {case.question}", case.steps_frame())
     _show("#### Retrieval (eq. 2)")
     show_retrieval(case)
-    _show("#### NER and n-gram matches (eq. 4-5)")
+    _show("#### NER and its matches in G_q (eq. 4-5)")
     show_ner(case)
     fig = None
     if draw:

@@ -89,6 +89,41 @@ class CaseStudy:
                          "text": text if len(text) <= chars else text[:chars] + " ..."})
         return pd.DataFrame(rows).set_index("rank")
 
+    def reading_frame(self, round_no: int = 1, chars: int = 160) -> pd.DataFrame:
+        """What the reflection and the shared reader read in a round, side by side: one row a passage either read,
+        in the order the reflection read them, then the reader's others. The reflection reads the evidence (the
+        ``G_Ans`` triples shown; the passages of ``D_t`` standing in for an empty ``G_Ans``) and the round's
+        passages ``P_t`` (§2.4); the reader (when the round called it) reads the same evidence and passages
+        (:meth:`kgir_lib.kgir.loop.KGIRRAG._hand_to_reader`), ``context_pids``. Gold passages are marked."""
+        r = self.round(round_no)
+        reflection = list(dict.fromkeys(list(r.evidence_pids) + list(r.reflection_passages or [])))
+        reader = list(r.final.context_pids) if r.final is not None else []
+        gold = set(self.gold_pids)
+        rows = []
+        for pid in dict.fromkeys(reflection + reader):
+            p = self.ws.dataset.corpus[pid] if self.ws and pid in self.ws.dataset.corpus else None
+            text = p.text if p else ""
+            rows.append({"passage": p.title if p else pid, "gold": pid in gold,
+                         "reflection read it": "yes" if pid in reflection else "no",
+                         "reader read it": ("yes" if pid in reader else "no") if r.final is not None else "not called",
+                         "text": text if len(text) <= chars else text[:chars] + " ..."})
+        return pd.DataFrame(rows, columns=["passage", "gold", "reflection read it", "reader read it", "text"])
+
+    def reading_note(self, round_no: int = 1) -> str:
+        """One sentence: the evidence both read in a round besides the passages of :meth:`reading_frame`."""
+        r = self.round(round_no)
+        if r.evidence_source == "passages":
+            evidence = "no G_Ans triple: the passages of D_t stood in for the subgraph"
+        elif r.evidence_triples:
+            shown = r.evidence_shown if r.evidence_shown is not None else r.evidence_triples
+            evidence = (f"the {shown} heaviest of the round's {r.evidence_triples} G_Ans triples"
+                        f"{' (`max_evidence_triples`)' if shown < r.evidence_triples else ''}")
+        else:
+            evidence = "no evidence from the subgraph stage"
+        who = "the reflection and the reader both read" if r.final is not None else \
+            "the reflection read (the reader was not called in this round)"
+        return f"Round {r.iteration}: {who} {evidence}, and the passages below."
+
     def matches_frame(self, round_no: int = 1) -> pd.DataFrame:
         """NER entities (eq. 4), whether each occurs in the round's query (the NER guard) and was used, and the
         graph entities each matched (eq. 5). A fallback replaces the LLM's entities even when they occur in the
