@@ -175,3 +175,22 @@ def test_readme_headline_is_the_rendering_of_the_claims_table_it_names():
     assert found, "README: no claims table marker"
     table = pd.read_csv(PROJECT_ROOT / found.group(1))
     assert readme[found.end():].startswith(claims_headline(table) + "\n")
+
+
+def test_sign_flip_counts_every_question_whose_scores_differ_either_way():
+    """F1 of four questions, KGIR-RAG against IRCoT: 100 / 0 (ahead), 0 / 100 (behind), 50 / 50 (tie), 20 / 30
+    (behind): three questions differ, one of them in KGIR-RAG's favour; the sign-flip test counts all three."""
+    scores = _scores({"KGIR-RAG": [100.0, 0.0, 50.0, 20.0], "IRCoT": [0.0, 100.0, 50.0, 30.0]})
+    row = claims_table(scores, [Claim("c", "IRCoT", ("F1",))], pooled=False).iloc[0]
+    assert (row["test"], row["discordant"]) == ("sign-flip", "3")
+
+
+def test_headline_n_is_the_largest_n_of_the_dataset_s_rows():
+    """Recall is NaN for a question without gold passages, so a dataset's recall rows can pair fewer questions
+    than its EM rows: the column header names the questions of the dataset, the largest n (3, not 2)."""
+    scores = _scores({"KGIR-RAG": [100.0, 100.0, 0.0], "KGIR-RAG w/o rewrite": [0.0, 0.0, 0.0]})
+    scores.loc[scores["qid"] == "q1", "R@2"] = np.nan
+    claim = Claim("rewrite raises recall", "KGIR-RAG w/o rewrite", ("R@2", "R@5"))
+    table = claims_table(scores, [claim], pooled=False)
+    assert list(table["n"]) == [2, 3]
+    assert claims_headline(table, None, [claim]).splitlines()[0] == "| paper claim | musique_train (n = 3) |"

@@ -108,6 +108,29 @@ def test_answer_at_once(tiny_workspace, tiny_dataset):
     assert o.trace["rounds"][0]["final"]["context_pids"] == r["reflection_passages"]
 
 
+def test_new_passages_and_reader_context_by_hand(tiny_workspace, tiny_dataset, cfg):
+    """top_k 3, one context passage. D_1 = [Hewlett-Packard, Apple, Compaq]; the rewrite about Dell and IBM's PC
+    business retrieves D'_1 = [IBM, Dell, Hewlett-Packard]: new to the round are IBM and Dell, of which the first
+    context_passages = 1 is kept (IBM). The reader reads the evidence first, then those passages: G_Ans's
+    triples, then IBM; w/o subgraph, the best passage of D_1 (Hewlett-Packard) stands in for G_Ans, then IBM."""
+    rewrite = "Who founded Dell, and which Chinese technology company did IBM sell its PC business to?"
+    ws = tiny_workspace(make_script(answer_at_once, rewrite=lambda req: f"Rewritten question: {rewrite}"))
+    ws = dataclasses.replace(ws, cfg=dataclasses.replace(cfg, context_passages=1))
+    title = {p.title: p.pid for p in tiny_dataset.corpus.passages}
+    _, outs, _ = run(ws, tiny_dataset.questions, top_k=3, max_iterations=1)
+    r = outs[0].trace["rounds"][0]
+    assert [p for p, _ in r["retrieved"]] == [title["Hewlett-Packard"], title["Apple"], title["Compaq"]]
+    assert [p for p, _ in r["rewrite_retrieved"]] == [title["IBM"], title["Dell"], title["Hewlett-Packard"]]
+    assert r["new_passages"] == r["reflection_passages"] == r["final"]["context_pids"] == [title["IBM"]]
+    reader = [x for x in ws.llm.backend.seen if stage_of(x) == "reader"][-1].messages[-1][1]
+    context = reader.rsplit("Passages:\n", 1)[1]
+    assert context.startswith("(Hewlett-Packard, merged in, 2002)\n") and "\n\nIBM\nIBM sold" in context
+    _, outs, _ = run(ws, tiny_dataset.questions, top_k=3, max_iterations=1, variant="no_subgraph")
+    r = outs[0].trace["rounds"][0]
+    assert r["final"]["context_pids"] == [title["Hewlett-Packard"], title["IBM"]]
+    reader = [x for x in ws.llm.backend.seen if stage_of(x) == "reader"][-1].messages[-1][1]
+    assert reader.rsplit("Passages:\n", 1)[1].startswith("Hewlett-Packard\nIn 2002 Hewlett-Packard merged")
+
 def test_answer_source_reflection_keeps_the_reflections_answer(tiny_workspace, tiny_dataset, cfg):
     ws = tiny_workspace(make_script(answer_at_once))
     ws.cfg = dataclasses.replace(cfg, kgir_answer_source="reflection")

@@ -107,3 +107,26 @@ def test_current_rule_agreement_counts_lines_with_stored_lists():
     bad = dict(_rules_trace(), ranked_pids=["a"])
     assert current_rule_agreement([ok, bad, _rules_trace()["trace"]], 5) == 1
 
+
+
+def test_loss_counts_only_the_first_n_ctx_passages_of_d1():
+    """D_1 = [a, g1, b] and round 1 shows only [c]: the gold g1 at rank 2 is lost from a context of 2 passages,
+    not from a context of 1 (it was never in it)."""
+    t = record("L", gold_pids=("g1",), rounds=[rnd(retrieved=["a", "g1", "b"], rewrite_retrieved=["c"],
+                                                    reflection_passages=["c"])])
+    assert (gold_loss(t, 1, 1), gold_loss(t, 1, 2)) == ([], ["g1"])
+    assert rewrite_retrieval_table([t], n_ctx=1, ks=(2,)).loc[0, "loss"] == 0
+    assert rewrite_retrieval_table([t], n_ctx=2, ks=(2,)).loc[0, "loss"] == 1
+
+
+def test_rule_difference_is_the_mean_over_questions():
+    """Three questions; under "D'_t first" KGIR-RAG has the gold passage in its top 2 on question R only, w/o
+    rewrite on none: the differences 1, 0, 0 average 33.3 points (their median would be 0)."""
+    others = [record(q, gold_pids=("z",), rounds=_rules_trace()["trace"]["rounds"]) for q in ("S", "T")]
+    no_rewrite = [_no_rewrite()] + [dict(_no_rewrite(), qid=q) for q in ("S", "T")]
+    for r in no_rewrite[1:]:
+        r["trace"] = dict(r["trace"], qid=r["qid"], gold_pids=["z"])
+    tab = rule_table([_rules_trace(), *others], no_rewrite, n_ctx=5).set_index(["rule", "k"])
+    row = tab.loc[("D'_t first", 2)]
+    assert (row["n"], row["KGIR-RAG"], row["w/o rewrite"]) == (3, 100 * (1 / 3), 0.0)
+    assert row["difference"] == 100 * (1 / 3)

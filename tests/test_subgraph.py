@@ -9,7 +9,7 @@ import pytest
 from kgir_lib.kg import KnowledgeGraph, Triple
 from kgir_lib.kg.mst import maximum_spanning_tree, seed_components
 from kgir_lib.kgir.entity_matching import (char_ngrams, entities_in_question, ground_entities, match_entities,
-                                           ner_requests, ngram_similarity, parse_entities, seeds_of)
+                                           ner_requests, ngram_similarity, parse_entities, seeds_of, singular)
 from kgir_lib.kgir.subgraph import (build_subgraphs, edge_weights, evidence_subgraph, format_triples, question_triples,
                                     rebuild_subgraph, resolve_weighting, retrieve, seed_graph, subgraph_row)
 
@@ -47,6 +47,25 @@ def test_ngram_similarity_is_dice_of_trigram_sets():
     assert dice("Hewlett-Packard", "Hewlett Packard") == 1.0
     assert dice("Compaq", "compaq.") == 1.0
 
+
+def test_overlap_len_accepts_a_length_ratio_of_exactly_rho():
+    """"rome" (4 characters) against "romeo" (5): the ratio 4 / 5 is exactly LENGTH_RATIO 0.8, which passes;
+    the trigram overlap is 3 of Rome's 4 (" ro", "rom", "ome"). "romeos" (6) gives 4 / 6 < 0.8: rejected."""
+    assert ngram_similarity("Rome", "Romeo", method="overlap_len") == 0.75
+    assert ngram_similarity("Romeo", "Rome", method="overlap_len") == 0.75
+    assert ngram_similarity("Rome", "Romeos", method="overlap_len") == 0.0
+    assert ngram_similarity("Rome", "Romeos", method="overlap") == 0.75
+
+
+@pytest.mark.parametrize("word, expected", [
+    ("bus", "bus"), ("gas", "gas"),       # three letters or fewer: kept
+    ("cars", "car"), ("maps", "map"),     # four letters: the final -s dropped
+    ("ties", "tie"),                      # -ies in four letters: only the -s goes
+    ("spies", "spy"), ("treaties", "treaty"),  # -ies in five or more: -y
+    ("boss", "boss"), ("class", "class"),  # -ss is not a plural
+])
+def test_singular_by_word_length(word, expected):
+    assert singular(word) == expected
 
 def test_match_entities_threshold_order_and_no_match():
     ents = ["Compaq", "Compaq Computer", "Hewlett-Packard", "IBM"]
@@ -337,6 +356,18 @@ def test_subgraph_row_counts_each_step_and_gold_survival():
                    "G_Ans": 3, "pruned": 1, "seeded": True, "gold": 3, "gold_in_D_q": 2, "gold_in_G_tmp": 1,
                    "gold_in_G_Ans": 1}
 
+
+
+def test_subgraph_row_counts_gold_in_g_tmp_from_g_tmp_s_own_sources():
+    """Reading "passages": G_tmp is all of G_q (sources p1-p4), G_Ans keeps the triples of p1, p2 and p3
+    (test_passages_reading_...). Of the gold passages p3, p4 and p9, p3 and p4 are behind a G_tmp edge, only p3
+    behind a G_Ans edge (p4's Dell triple holds no seed), and p9 was not retrieved."""
+    g = _star_graph()
+    sub = evidence_subgraph("Who merged with Compaq?", [("p1", 0.5), ("p3", 0.4), ("p4", 0.3)], g, ["Compaq"],
+                            fixed_weights(WEIGHTS))
+    row = subgraph_row(sub, ["p3", "p4", "p9"])
+    assert (row["gold_in_D_q"], row["gold_in_G_tmp"], row["gold_in_G_Ans"]) == (2, 2, 1)
+    assert (row["G_tmp"], row["G_Ans"], row["pruned"]) == (6, 3, 2)
 
 def test_rebuild_subgraph_reuses_ner_without_llm_calls(tiny_workspace):
     ws = tiny_workspace(lambda req: "Entities: Compaq")
