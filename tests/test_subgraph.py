@@ -57,6 +57,12 @@ def test_overlap_len_accepts_a_length_ratio_of_exactly_rho():
     assert ngram_similarity("Rome", "Romeos", method="overlap") == 0.75
 
 
+def test_ngram_similarity_uses_n_for_both_names():
+    """Bigrams (n = 2): " ab " gives {" a", "ab", "b "}, " abc " gives {" a", "ab", "bc", "c "}; Dice 2 * 2 / 7.
+    (Trigrams of "ab" and bigrams of "abc" would share nothing.)"""
+    assert ngram_similarity("ab", "abc", n=2, method="dice") == 4 / 7
+    assert ngram_similarity("abc", "ab", n=2, method="dice") == 4 / 7
+
 @pytest.mark.parametrize("word, expected", [
     ("bus", "bus"), ("gas", "gas"),       # three letters or fewer: kept
     ("cars", "car"), ("maps", "map"),     # four letters: the final -s dropped
