@@ -162,16 +162,20 @@ def read_back(ws, method, questions, resume: bool = True, path: Optional[Path] =
     return outputs
 
 
-# ---------------------------------------------------------------- the run's inputs, computed once
-class Sample:
-    """What the rebuilds share, each computed on first use: the effective configs (one reading
-    ``results/sample``, one writing to a temporary folder), the replay LLM, question samples, scores, graphs."""
+# ---------------------------------------------------------------- the run's inputs
+class Shared:
+    """What every rebuild starts from, computed once for the module: the effective configs (one reading
+    ``results/sample``, one writing to a temporary folder), the replay LLM, the datasets and their question
+    samples, the recorded dense searches and edge weights, notebook 01's graphs, the workspaces, BM25 indexes.
+
+    Nothing here runs code of ``kgir_lib/eval`` or ``kgir_lib/kgir`` beyond reading names: whatever a table is
+    computed with is computed again in the test of that table (:class:`Sample`), so that a mutation test
+    (``benchmarks/mutation.sh``), which learns which test calls which function, runs every table's test on a
+    mutant of any function the table needs."""
 
     def __init__(self, tmp: Path):
         self.tmp = tmp
-        self._mech: dict = {}
         self._ws: dict = {}
-        self._outputs: dict = {}
         self._bm25: dict = {}
 
     def config(self, notebook: str, results_dir: Path):
@@ -206,12 +210,11 @@ class Sample:
     def questions(self) -> dict:
         return {n: sample_questions(ds.questions, self.cfg.n_questions, self.cfg.seed) for n, ds in self.datasets.items()}
 
-    def outputs(self, key: str, dataset: str) -> list:
-        """The outputs of method ``key`` on the dataset's sample, read back from its committed trace file."""
-        if (key, dataset) not in self._outputs:
-            self._outputs[key, dataset] = read_back(SimpleWs(self.cfg, self.datasets[dataset]), build_method(key),
-                                                    self.questions[dataset])
-        return self._outputs[key, dataset]
+    @cached_property
+    def search(self) -> RecordedSearch:
+        """Each sampled question's ``D_q``, read from the first round of its KGIR-RAG trace line."""
+        return RecordedSearch({rec["trace"]["question"]: [tuple(x) for x in rec["trace"]["rounds"][0]["retrieved"]]
+                               for d in self.datasets for rec in read_traces(trace_file(RUN, "kgir", d))})
 
     def bm25(self, dataset: str) -> BM25Index:
         if dataset not in self._bm25:
@@ -219,9 +222,49 @@ class Sample:
         return self._bm25[dataset]
 
     @cached_property
-    def search(self) -> RecordedSearch:
-        return RecordedSearch({o.trace["question"]: [tuple(x) for x in o.trace["rounds"][0]["retrieved"]]
-                               for d in self.datasets for o in self.outputs("kgir", d)})
+    def builds(self) -> dict:
+        """Notebook 01's ``build_kg`` of each dataset, stored under the temporary folder."""
+        out = {}
+        for name, ds in self.datasets.items():
+            if openie_file(self.wcfg, name) is not None:
+                out[name] = build_kg(self.wcfg, ds, None)
+            elif name in self.wcfg.extract_datasets:
+                out[name] = build_kg(self.wcfg, ds, self.llm, self.search)
+        return out
+
+    @cached_property
+    def encoder(self) -> RecordedWeights:
+        return RecordedWeights(recorded_weights(RUN))
+
+    def workspace(self, name: str) -> Workspace:
+        """The dataset's workspace over the temporary folder: notebook 01's graph, passages extracted on demand
+        through the response log, recorded weights for the encoder."""
+        if name not in self._ws:
+            self.builds  # notebook 01 first, as the runner orders them
+            kg, ensure = open_kg(self.wcfg, self.datasets[name], self.llm)
+            self._ws[name] = Workspace(cfg=self.wcfg, dataset=self.datasets[name], llm=self.llm,
+                                       dense=RecordedDense(self.encoder), kg=kg, ensure_kg=ensure)
+        return self._ws[name]
+
+
+class Sample:
+    """One test's view of the run: :class:`Shared`'s inputs, and what the library computes from them (method
+    outputs read back, scores, mechanism tables, evidence subgraphs), computed in this test and kept for it."""
+
+    def __init__(self, shared: Shared):
+        self.shared = shared
+        self._mech: dict = {}
+        self._outputs: dict = {}
+
+    def __getattr__(self, name: str):
+        return getattr(self.shared, name)
+
+    def outputs(self, key: str, dataset: str) -> list:
+        """The outputs of method ``key`` on the dataset's sample, read back from its committed trace file."""
+        if (key, dataset) not in self._outputs:
+            self._outputs[key, dataset] = read_back(SimpleWs(self.cfg, self.datasets[dataset]), build_method(key),
+                                                    self.questions[dataset])
+        return self._outputs[key, dataset]
 
     @cached_property
     def suite(self) -> tuple:
@@ -253,31 +296,6 @@ class Sample:
             self._mech[key] = mechanism_tables(RUN, list(key), data_dir=DATA,
                                                context_passages=self.cfg.context_passages)
         return self._mech[key]
-
-    @cached_property
-    def builds(self) -> dict:
-        """Notebook 01's ``build_kg`` of each dataset, stored under the temporary folder."""
-        out = {}
-        for name, ds in self.datasets.items():
-            if openie_file(self.wcfg, name) is not None:
-                out[name] = build_kg(self.wcfg, ds, None)
-            elif name in self.wcfg.extract_datasets:
-                out[name] = build_kg(self.wcfg, ds, self.llm, self.search)
-        return out
-
-    @cached_property
-    def encoder(self) -> RecordedWeights:
-        return RecordedWeights(recorded_weights(RUN))
-
-    def workspace(self, name: str) -> Workspace:
-        """The dataset's workspace over the temporary folder: notebook 01's graph, passages extracted on demand
-        through the response log, recorded weights for the encoder."""
-        if name not in self._ws:
-            self.builds  # notebook 01 first, as the runner orders them
-            kg, ensure = open_kg(self.wcfg, self.datasets[name], self.llm)
-            self._ws[name] = Workspace(cfg=self.wcfg, dataset=self.datasets[name], llm=self.llm,
-                                       dense=RecordedDense(self.encoder), kg=kg, ensure_kg=ensure)
-        return self._ws[name]
 
     @cached_property
     def subgraphs(self) -> dict:
@@ -820,8 +838,13 @@ def differences(name: str, rebuilt: list, committed: list) -> tuple:
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory) -> Sample:
-    return Sample(tmp_path_factory.mktemp("pinned"))
+def shared(tmp_path_factory) -> Shared:
+    return Shared(tmp_path_factory.mktemp("pinned"))
+
+
+@pytest.fixture
+def sample(shared) -> Sample:
+    return Sample(shared)
 
 
 def _listing() -> dict:
