@@ -126,3 +126,22 @@ def test_plot_calibration_draws_exactly_this_figure():
     anchor = legend.get_bbox_to_anchor().transformed(ax.transAxes.inverted())
     assert legend._loc == 2 and (round(anchor.x0, 6), round(anchor.y0, 6)) == (1.01, 1.0)  # upper left, beside
     plt.close(ax.figure)
+
+
+def test_oracle_stop_reads_the_last_round_and_refuses_an_empty_answer_list():
+    """Answers IBM, HP, IBM: right only in round 2, so the last round's EM (0) is not round 2's (1)."""
+    row = oracle_stop_rows(_forced("W", ["IBM", "HP", "IBM"], ["missing", "missing", "missing"]))
+    assert (row["EM round 1"], row["EM round T"], row["oracle"], row["stop"]) == (0.0, 0.0, 2, 3)
+    for bad in ([], "HP"):
+        with pytest.raises(ValueError, match="round_answers"):
+            oracle_stop_rows(record("R", round_answers=bad))
+
+
+def test_oracle_stop_table_columns_and_round_scores():
+    cols = ["dataset", "n", "EM reflection stop", "EM oracle stop", "EM round 1", "EM round T", "mean stop round",
+            "mean oracle round", "McNemar b", "McNemar c", "p oracle vs reflection stop"]
+    assert list(oracle_stop_table([]).columns) == cols
+    tab = oracle_stop_table([_forced("X", ["IBM", "HP", "HP"], ["missing", "answer", "answer"]),
+                             _forced("W", ["HP", "IBM", "IBM"], ["missing", "missing", "missing"])], "ds")
+    assert list(tab.columns) == cols
+    assert tab.iloc[0][["dataset", "EM round 1", "EM round T"]].tolist() == ["ds", 50.0, 50.0]

@@ -12,7 +12,8 @@ import pytest  # noqa: E402
 from kgir_lib.data import Question  # noqa: E402
 from kgir_lib.eval.mechanism.bridges import Bridge, bridge_aliases  # noqa: E402
 from kgir_lib.eval.mechanism.funnel import (STEPS, bridge_naming_table, funnel_rows, funnel_sentence,  # noqa: E402
-                                            funnel_steps, funnel_table, method_steps, naming_row, plot_funnel)
+                                            funnel_steps, funnel_table, method_steps, naming_row, plot_funnel,
+                                            weakest_step)
 
 from _mech_traces import COMPAQ, QUESTION, REWRITE, record, rnd  # noqa: E402
 
@@ -250,3 +251,22 @@ def test_plot_funnel_draws_exactly_this_figure():
     one = plot_funnel(_funnel_of("x", ["HP"], "any"))  # one dataset: bars 0.8 thick, centred on the ticks
     assert {round(p.get_height(), 6) for p in one.patches} == {0.8} and list(one.get_yticks()) == list(range(6))
     plt.close("all")
+
+
+def test_weakest_step_per_method_and_dataset_in_table_order():
+    """Rows of round "any" for (kgir_forced, musique_train) and (kgir, hotpotqa), in that order, and round-1 rows
+    that must not count. kgir_forced breaks most at the seed (1 of 4: the step before is all 4 questions);
+    kgir at step 2 (1 of 3 seeded: 33.3 %, below step 3's 100 %); step 0 is never a candidate."""
+    def rows(method, dataset, round_, ns, pcts):
+        return [{"method": method, "dataset": dataset, "round": round_, "questions": 4, "step": s, "n": n,
+                 "% of previous step": p} for s, n, p in zip(STEPS, ns, pcts)]
+    table = pd.DataFrame(rows("kgir_forced", "musique_train", "any", (4, 1, 1, 1, 1, 1), (100.0, 25.0, 100.0, 100.0,
+                                                                                           100.0, 100.0))
+                         + rows("kgir", "hotpotqa", "any", (4, 3, 1, 1, 1, 1), (5.0, 75.0, 33.3, 100.0, 100.0, 100.0))
+                         + rows("kgir", "hotpotqa", "1", (4, 0, 0, 0, 0, 0), (100.0, 0.0, None, None, None, None)))
+    out = weakest_step(table)
+    assert out.to_dict("records") == [
+        {"method": "kgir_forced", "dataset": "musique_train", "questions": 4, "breaks at": STEPS[1],
+         "passed the step before": 4, "passed it": 1, "% of previous step": 25.0},
+        {"method": "kgir", "dataset": "hotpotqa", "questions": 4, "breaks at": STEPS[2],
+         "passed the step before": 3, "passed it": 1, "% of previous step": 33.3}]
