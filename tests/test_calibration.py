@@ -145,3 +145,10 @@ def test_oracle_stop_table_columns_and_round_scores():
                              _forced("W", ["HP", "IBM", "IBM"], ["missing", "missing", "missing"])], "ds")
     assert list(tab.columns) == cols
     assert tab.iloc[0][["dataset", "EM round 1", "EM round T"]].tolist() == ["ds", 50.0, 50.0]
+
+
+def test_shown_rows_rank_rows_without_a_weight_as_weight_zero():
+    """An older trace row has no weight (four fields): it ranks as weight 0, so after a weight 0.5 and before a
+    negative cosine weight -0.5."""
+    gans = [["A", "r", "B", "p1", -0.5], ["C", "r", "D", "p2"], ["E", "r", "F", "p3", 0.5]]
+    assert [x[3] for x in rf.shown_rows(rnd(gans=gans))] == ["p3", "p2", "p1"]
