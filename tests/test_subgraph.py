@@ -9,7 +9,8 @@ import pytest
 from kgir_lib.kg import KnowledgeGraph, Triple
 from kgir_lib.kg.mst import maximum_spanning_tree, seed_components
 from kgir_lib.kgir.entity_matching import (char_ngrams, entities_in_question, ground_entities, match_entities,
-                                           ner_requests, ngram_similarity, parse_entities, seeds_of, singular)
+                                           ner_requests, ner_usable, ngram_similarity, parse_entities, seeds_of,
+                                           singular)
 from kgir_lib.kgir.subgraph import (build_subgraphs, edge_weights, evidence_subgraph, format_triples, question_triples,
                                     rebuild_subgraph, resolve_weighting, retrieve, seed_graph, subgraph_row)
 
@@ -447,3 +448,17 @@ def test_seed_star_tree_drops_the_edge_closing_a_cycle_through_shared_neighbours
                             reading="seed_star")
     assert sorted(sub.seeds) == ["Apple", "NeXT"] and sub.G_tmp == g
     assert sub.kept == g[:3] and sub.pruned == [g[3]]  # the lightest edge of the 4-cycle
+
+
+@pytest.mark.parametrize("reply, usable", [
+    ('{"named_entities": ["Compaq"]}', True),
+    ('{"entities": ["Compaq"]}', True),                       # the other key a model uses
+    ('["Compaq"]', True),                                      # a bare JSON list
+    ('{"named_entities": ["Mona Lisa"]}', False),             # a name the question does not hold
+    ('{"named_entities": "Compaq"}', False),                  # not a list
+    ("Entities: Compaq", False),                              # parsed by the fallback, not as intended
+    ('{"named_entities": [null, {"a": 1}]}', False),         # no name among the values
+    ("", False), (None, False),
+])
+def test_ner_usable_only_for_a_json_list_with_a_name_the_question_holds(reply, usable):
+    assert ner_usable(reply, "Who merged with Compaq, none of them?") is usable
