@@ -263,3 +263,38 @@ def test_headline_of_claims_not_run_and_in_table_order():
     lines = claims_headline(claims_table(scores, claims, pooled=False, n_boot=50), None, claims).splitlines()
     assert [line.split(" | ")[0] for line in lines[2:]] == ["| b: ahead of IRCoT, EM", "| a: ahead of KG²RAG, EM"]
     assert lines[3] == "| a: ahead of KG²RAG, EM | not run |"
+
+
+def test_verdict_of_a_small_positive_difference_supports():
+    assert verdict(0.5, 0.01) == SUPPORTS and verdict(-0.5, 0.01) == CONTRADICTS
+
+
+def test_claims_table_refuses_scores_without_their_keys_and_reads_alpha():
+    with pytest.raises(ValueError, match=r"claims_table: scores lack columns \['qid'\]"):
+        claims_table(pd.DataFrame({"method": [], "dataset": []}))
+    scores = _scores({"KGIR-RAG": [100.0] * 8, "IRCoT": [0.0] * 8})  # exact p 2/256 = 0.0078
+    claim = [Claim("c", "IRCoT", ("EM",))]
+    assert claims_table(scores, claim, pooled=False)["reading"].tolist() == [SUPPORTS]
+    assert claims_table(scores, claim, pooled=False, alpha=0.005)["reading"].tolist() == [CANNOT_TELL]
+
+
+def test_claims_table_defaults_are_2000_resamples_seed_0_and_its_n_boot_is_used():
+    rng = np.random.default_rng(4)
+    ref, oth = list(rng.uniform(0, 100, 12)), list(rng.uniform(0, 100, 12))
+    scores = _scores({"KGIR-RAG": ref, "IRCoT": oth})
+    claim = [Claim("c", "IRCoT", ("F1",))]
+    row = claims_table(scores, claim, pooled=False).iloc[0]
+    assert (row["diff"], row["CI lo"], row["CI hi"]) == paired_bootstrap(ref, oth, n_boot=2000, seed=0)
+    row = claims_table(scores, claim, pooled=False, n_boot=300, seed=2).iloc[0]
+    assert (row["diff"], row["CI lo"], row["CI hi"]) == paired_bootstrap(ref, oth, n_boot=300, seed=2)
+    assert paired_bootstrap(ref, oth, n_boot=300, seed=2) != paired_bootstrap(ref, oth, n_boot=2000, seed=0)
+
+
+def test_not_run_rows_have_empty_test_fields_and_mde_needs_two_questions():
+    t = claims_table(_scores({"KGIR-RAG": [1.0]}), [Claim("c", "KG²RAG", ("EM",), {"F1": 1.0}, ("musique_train",))],
+                     pooled=False)
+    assert (t.loc[0, "test"], t.loc[0, "discordant"]) == ("", "")
+    assert isinstance(t.loc[0, PAPER_COLUMN], float) and np.isnan(t.loc[0, PAPER_COLUMN])  # the paper has no EM
+    two = claims_table(_scores({"KGIR-RAG": [100.0, 50.0], "IRCoT": [0.0, 0.0]}), [Claim("c", "IRCoT", ("F1",))],
+                       pooled=False)
+    assert np.isfinite(two.loc[0, "MDE"])  # differences 100 and 50: a spread from two questions

@@ -686,3 +686,65 @@ def test_forced_rounds_answer_is_the_last_round_s(tiny_workspace, tiny_dataset):
     _, outs, _ = run(tiny_workspace(script), tiny_dataset.questions, variant="forced", max_iterations=3)
     answers = outs[0].trace["round_answers"]
     assert len(answers) == 3 and len(set(answers)) == 3 and outs[0].answer == answers[-1]
+
+
+def test_evidence_weights_keep_each_passage_s_best_edge_and_rank_by_it():
+    """G_Ans triples from p1 (0.2, then 0.6) and p2 (0.9): p2 ranks first; then D'_1, then D_1."""
+    from kgir_lib.kg import Triple
+    from kgir_lib.kgir.state import LoopState
+
+    a, b, c = Triple("A", "r", "B", "p1"), Triple("C", "r", "D", "p2"), Triple("E", "r", "F", "p1")
+    s = LoopState(q=Question("q", "?", (), (), "d", 1), query="?")
+    s.keep_evidence_weights([a, b], {a: 0.2, b: 0.9})
+    s.keep_evidence_weights([c], {c: 0.6})
+    s.rewrite_retrievals, s.first_retrieval = [["p3", "p1"]], ["p4"]
+    assert s.evidence_weights == {"p1": 0.6, "p2": 0.9}
+    assert s.ranked_pids() == ["p2", "p1", "p3", "p4"]
+
+
+def test_ranked_list_ends_with_the_first_round_s_retrieval(tiny_workspace, tiny_dataset):
+    """Two rounds with top_k 2 and rewrites that retrieve other passages: the list ends with D_1, not D_2."""
+    rewrites = iter(["Which company did IBM sell its PC business to?", "Is Lenovo a Chinese technology company?"])
+
+    def script(req):
+        if stage_of(req) == "rewrite":
+            return f"Rewritten question: {next(rewrites)}"
+        return make_script(never)(req)
+    method, outs, _ = run(tiny_workspace(script), tiny_dataset.questions, top_k=2, max_iterations=2)
+    t = outs[0].trace
+    best = {}
+    for r in t["rounds"]:
+        for h, rel, tl, pid, w in r["subgraph"]["G_Ans"]:
+            best[pid] = max(best.get(pid, -1e9), w)
+    d2 = [[p for p, _ in r["rewrite_retrieved"]] for r in t["rounds"]]
+    d_1, d_2 = ([p for p, _ in r["retrieved"]] for r in t["rounds"])
+    assert ranked_list(best, d2, d_1) != ranked_list(best, d2, d_2)  # the case tells the two apart
+    assert outs[0].ranked_pids == ranked_list(best, d2, d_1)
+    assert method.stats["questions"] == 1
+
+
+def test_passages_are_cut_to_passage_chars_for_every_stage(tiny_workspace, tiny_dataset, cfg):
+    ws = tiny_workspace(make_script(answer_at_once))
+    ws = dataclasses.replace(ws, cfg=dataclasses.replace(cfg, passage_chars=12))
+    _, outs, _ = run(ws, tiny_dataset.questions, variant="no_subgraph", max_iterations=1)
+    reader = [x for x in ws.llm.backend.seen if stage_of(x) == "reader"][-1].messages[-1][1]
+    assert "In 2002 ..." in reader and "In 2002 Hewlett-Packard" not in reader  # cut at a word, marked
+
+
+def test_no_reflection_reads_the_top_context_passages_of_d_prime_1(tiny_workspace, tiny_dataset, cfg):
+    ws = tiny_workspace(make_script(answer_at_once))
+    ws = dataclasses.replace(ws, cfg=dataclasses.replace(cfg, context_passages=2))
+    _, outs, _ = run(ws, tiny_dataset.questions, variant="no_reflection")
+    r = outs[0].trace["rounds"][0]
+    assert r["final"]["context_pids"] == [p for p, _ in r["rewrite_retrieved"]][:2]
+    assert len(r["rewrite_retrieved"]) > 2
+
+
+def test_trace_fields_of_a_full_run(tiny_workspace, tiny_dataset):
+    _, outs, _ = run(tiny_workspace(make_script(answer_at_once)), tiny_dataset.questions)
+    t, q = outs[0].trace, tiny_dataset.questions[0]
+    assert {k: t[k] for k in ("method", "variant", "qid", "question", "answer", "answered_by")} == {
+        "method": "KGIR-RAG", "variant": "full", "qid": q.qid, "question": q.question, "answer": "HP (reader)",
+        "answered_by": "reflection"}
+    assert t["usage"]["calls"] == 4 and t["rounds"][0]["evidence_source"] == "subgraph"
+    assert (t["gold_answers"], t["gold_pids"]) == (list(q.answers), list(q.gold_pids))

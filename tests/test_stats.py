@@ -95,3 +95,13 @@ def test_mde_paired_without_any_difference_is_infinite_not_zero():
     """All per-question differences zero: no power from this spread, so no effect is detectable (not 0)."""
     assert mde_paired(0.0, 84) == float("inf")
     assert mde_paired(float("nan"), 1) == float("inf")
+
+
+def test_holm_reads_none_as_a_missing_p():
+    assert holm([0.01, None, 0.04]).tolist()[::2] == [0.02, 0.04] and np.isnan(holm([0.01, None, 0.04])[1])
+
+
+def test_mde_paired_of_one_question_and_of_a_small_spread():
+    """(z_0.975 + z_0.8) sd / sqrt(n) = 2.8016 sd / sqrt(n): finite for one question and for sd below 1."""
+    assert mde_paired(10.0, 1) == pytest.approx(28.016, abs=1e-3)
+    assert mde_paired(0.5, 4) == pytest.approx(0.7004, abs=1e-4)

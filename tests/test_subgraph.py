@@ -462,3 +462,9 @@ def test_seed_star_tree_drops_the_edge_closing_a_cycle_through_shared_neighbours
 ])
 def test_ner_usable_only_for_a_json_list_with_a_name_the_question_holds(reply, usable):
     assert ner_usable(reply, "Who merged with Compaq, none of them?") is usable
+
+
+def test_names_without_characters_have_no_similarity():
+    """Punctuation only normalises to nothing: no n-grams, similarity 0 (not a division by zero)."""
+    assert ngram_similarity("!!!", "???", method="dice") == 0.0
+    assert ngram_similarity("!!!", "???", method="overlap_len") == 0.0
