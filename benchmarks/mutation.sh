@@ -28,7 +28,8 @@ if [ "$mode" != "--report" ]; then
   [ "$mode" = "--resume" ] || rm -rf mutants
   echo "start $(date -u +%FT%TZ); load average $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs"
   start=$(date +%s)
-  "$MUTMUT" run --max-children "${MAX_CHILDREN:-$(nproc)}" | tr '\r' '\n' | grep -v '^\s*$' | tail -n 5
+  TIMEFORMAT="mutmut run: %R s wall, %U s user + %S s system CPU (its processes)"
+  time ("$MUTMUT" run --max-children "${MAX_CHILDREN:-$(nproc)}" | tr '\r' '\n' | grep -v '^\s*$' | tail -n 5)
   echo "end $(date -u +%FT%TZ); $(( $(date +%s) - start )) s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 fi
 
