@@ -99,3 +99,56 @@ def test_plot_calibration_bars():
     ax = plot_calibration(calibration_table(_set(), n_ctx=3, dataset="ds"))
     assert len(ax.patches) == 4                                                   # 2 rounds x 2 shares
     assert [round(p.get_height(), 3) for p in ax.patches] == [66.667, 100.0, 50.0, 100.0]
+
+
+def test_plot_calibration_draws_exactly_this_figure():
+    """Every element of the figure on the hand-made set (round 1: 3 "answer", 2 "missing"; round 2: 1 and 1):
+    bars centred 0.2 either side of each round's tick, 0.4 wide; the n= labels above them; axes, title, legend
+    beside the axes; a new figure of 7 x 3.5 inches when no axes are given."""
+    import matplotlib.pyplot as plt
+    from matplotlib.font_manager import FontProperties
+
+    small, x_small = (FontProperties(size=s).get_size_in_points() for s in ("small", "x-small"))
+    ax = plot_calibration(calibration_table(_set(), n_ctx=3, dataset="ds"))
+    assert tuple(ax.figure.get_size_inches()) == (7.0, 3.5)
+    bars = [(round(p.get_x(), 6), round(p.get_width(), 6), round(p.get_height(), 3)) for p in ax.patches]
+    assert bars == [(-0.4, 0.4, 66.667), (0.6, 0.4, 100.0), (0.0, 0.4, 50.0), (1.0, 0.4, 100.0)]
+    notes = [(t.get_text(), t.xy, t.get_ha(), t.get_fontsize()) for t in ax.texts]
+    assert notes == [("n=3/2", (0, 101), "center", x_small), ("n=1/1", (1, 101), "center", x_small)]
+    assert list(ax.get_xticks()) == [0, 1]
+    assert [(t.get_text(), t.get_fontsize()) for t in ax.get_xticklabels()] == [("ds\nround 1", small),
+                                                                               ("ds\nround 2", small)]
+    assert ax.get_ylim() == (0.0, 110.0) and ax.get_ylabel() == "% of verdicts"
+    assert ax.get_title() == "KGIR-RAG reflection calibration (n = answer/missing verdicts)"
+    legend = ax.get_legend()
+    assert [(t.get_text(), t.get_fontsize()) for t in legend.get_texts()] == [
+        ('"answer" verdicts that are correct', small), ('"missing" verdicts with the gold already in the input', small)]
+    anchor = legend.get_bbox_to_anchor().transformed(ax.transAxes.inverted())
+    assert legend._loc == 2 and (round(anchor.x0, 6), round(anchor.y0, 6)) == (1.01, 1.0)  # upper left, beside
+    plt.close(ax.figure)
+
+
+def test_oracle_stop_reads_the_last_round_and_refuses_an_empty_answer_list():
+    """Answers IBM, HP, IBM: right only in round 2, so the last round's EM (0) is not round 2's (1)."""
+    row = oracle_stop_rows(_forced("W", ["IBM", "HP", "IBM"], ["missing", "missing", "missing"]))
+    assert (row["EM round 1"], row["EM round T"], row["oracle"], row["stop"]) == (0.0, 0.0, 2, 3)
+    for bad in ([], "HP"):
+        with pytest.raises(ValueError, match="round_answers"):
+            oracle_stop_rows(record("R", round_answers=bad))
+
+
+def test_oracle_stop_table_columns_and_round_scores():
+    cols = ["dataset", "n", "EM reflection stop", "EM oracle stop", "EM round 1", "EM round T", "mean stop round",
+            "mean oracle round", "McNemar b", "McNemar c", "p oracle vs reflection stop"]
+    assert list(oracle_stop_table([]).columns) == cols
+    tab = oracle_stop_table([_forced("X", ["IBM", "HP", "HP"], ["missing", "answer", "answer"]),
+                             _forced("W", ["HP", "IBM", "IBM"], ["missing", "missing", "missing"])], "ds")
+    assert list(tab.columns) == cols
+    assert tab.iloc[0][["dataset", "EM round 1", "EM round T"]].tolist() == ["ds", 50.0, 50.0]
+
+
+def test_shown_rows_rank_rows_without_a_weight_as_weight_zero():
+    """An older trace row has no weight (four fields): it ranks as weight 0, so after a weight 0.5 and before a
+    negative cosine weight -0.5."""
+    gans = [["A", "r", "B", "p1", -0.5], ["C", "r", "D", "p2"], ["E", "r", "F", "p3", 0.5]]
+    assert [x[3] for x in rf.shown_rows(rnd(gans=gans))] == ["p3", "p2", "p1"]

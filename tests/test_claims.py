@@ -223,3 +223,126 @@ def test_scoreboard_ranks_methods_by_em_then_f1_and_carries_the_claims_verdicts(
     said = scoreboard_sentence(board, table)
     assert said.startswith("KGIR-RAG ranks 1 of 3 on musique_train (EM 100.0, F1 100.0) by EM. Of the 2 tests of "
                            "the paper's 1 claim, the verdict is 'supports' on 2, 'contradicts' on 0 and 'cannot tell' on 0.")
+
+
+def test_sign_flip_counts_every_question_whose_scores_differ_either_way():
+    """F1 of four questions, KGIR-RAG against IRCoT: 100 / 0 (ahead), 0 / 100 (behind), 50 / 50 (tie), 20 / 30
+    (behind): three questions differ, one of them in KGIR-RAG's favour; the sign-flip test counts all three."""
+    scores = _scores({"KGIR-RAG": [100.0, 0.0, 50.0, 20.0], "IRCoT": [0.0, 100.0, 50.0, 30.0]})
+    row = claims_table(scores, [Claim("c", "IRCoT", ("F1",))], pooled=False).iloc[0]
+    assert (row["test"], row["discordant"]) == ("sign-flip", "3")
+
+
+def test_headline_n_is_the_largest_n_of_the_dataset_s_rows():
+    """Recall is NaN for a question without gold passages, so a dataset's recall rows can pair fewer questions
+    than its EM rows: the column header names the questions of the dataset, the largest n (3, not 2)."""
+    scores = _scores({"KGIR-RAG": [100.0, 100.0, 0.0], "KGIR-RAG w/o rewrite": [0.0, 0.0, 0.0]})
+    scores.loc[scores["qid"] == "q1", "R@2"] = np.nan
+    claim = Claim("rewrite raises recall", "KGIR-RAG w/o rewrite", ("R@2", "R@5"))
+    table = claims_table(scores, [claim], pooled=False)
+    assert list(table["n"]) == [2, 3]
+    assert claims_headline(table, None, [claim]).splitlines()[0] == "| paper claim | musique_train (n = 3) |"
+
+
+def test_ablation_claims_carry_the_paper_s_drops_as_kgir_minus_the_variant():
+    """Table 7's w/o subgraph drop is EM -4.2, F1 -4.8 (variant minus full); the claim holds +4.2, +4.8."""
+    from kgir_lib.eval.claims import _ablation
+
+    assert _ablation("w/o subgraph", "evidence subgraph") == Claim(
+        "the evidence subgraph adds accuracy (Table 7)", "KGIR-RAG w/o subgraph", ("EM", "F1"), {"EM": 4.2, "F1": 4.8},
+        ("musique", "musique_train"))
+
+
+def test_drop_questions_of_two_datasets_drops_both():
+    scores = pd.concat([_scores({"KGIR-RAG": [1.0, 1.0]}, "musique_train"), _scores({"KGIR-RAG": [1.0, 1.0]}, "hotpotqa")])
+    kept = drop_questions(scores, {"musique_train": ["q0"], "hotpotqa": ["q1"]})
+    assert sorted(zip(kept["dataset"], kept["qid"])) == [("hotpotqa", "q0"), ("musique_train", "q1")]
+
+
+@pytest.mark.skipif(not (default_data_dir() / "musique_train").is_dir(), reason="no shared data")
+def test_tuned_questions_follow_the_config_s_seed_and_data_folder(monkeypatch):
+    """Seed 1 shuffles other questions than seed 0; the data come from the config's folder, not the default one."""
+    questions = load_dataset("musique_train", default_data_dir()).questions
+    cfg = load_config("local", seed=1, data_dir=str(default_data_dir()))
+    monkeypatch.setenv("KGIR_DATA_DIR", "/nonexistent")
+    tuned = tuned_questions(cfg)["musique_train"]
+    assert tuned == [q.qid for q in tuning_questions(questions, TUNED_ON, seed=1)]
+    assert tuned != [q.qid for q in tuning_questions(questions, TUNED_ON, seed=0)]
+
+
+def test_summary_text_of_claims_in_table_order_with_one_row_each():
+    """Two claims, the second alphabetically first, each one row (one dataset, one metric), no paper number:
+    one line each, in the table's order, exactly."""
+    scores = _scores({"KGIR-RAG": [100.0, 0.0], "IRCoT": [0.0, 0.0], "HippoRAG 2": [100.0, 100.0]})
+    claims = [Claim("b: ahead of IRCoT", "IRCoT", ("EM",)), Claim("a: ahead of HippoRAG 2", "HippoRAG 2", ("EM",))]
+    text = claims_summary(claims_table(scores, claims, pooled=False, n_boot=200))
+    assert text.splitlines() == [
+        "- **b: ahead of IRCoT** (KGIR-RAG minus IRCoT). musique_train: EM cannot tell (+50.0 [+0.0, +100.0], "
+        "p(Holm)=1, n=2).",
+        "- **a: ahead of HippoRAG 2** (KGIR-RAG minus HippoRAG 2). musique_train: EM cannot tell (-50.0 [-100.0, "
+        "+0.0], p(Holm)=1, n=2)."]
+
+
+def test_summary_joins_datasets_and_keeps_the_paper_number_of_a_row_with_gaps():
+    """A claim with a paper number on musique_train only, hotpotqa first (the sample's order): the datasets are
+    joined by " | " in table order, and the paper's numbers are read off the rows that hold them, not off the
+    first dataset's (which has none), even where another column of that row is empty."""
+    scores = pd.concat([_scores({"KGIR-RAG": [100.0], "IRCoT": [0.0]}, "hotpotqa"),
+                        _scores({"KGIR-RAG": [100.0], "IRCoT": [0.0]}, "musique_train")])
+    claim = Claim("c", "IRCoT", ("EM",), {"EM": 2.0}, ("musique_train",))
+    table = claims_table(scores, [claim], pooled=False, n_boot=50)
+    table.loc[table["dataset"] == "musique_train", "MDE"] = np.nan
+    assert claims_summary(table) == (
+        "- **c** (KGIR-RAG minus IRCoT). hotpotqa: EM cannot tell (+100.0 [+100.0, +100.0], p(Holm)=1, n=1) | "
+        "musique_train: EM cannot tell (+100.0 [+100.0, +100.0], p(Holm)=1, n=1). Paper (MuSiQue, Qwen2.5-72B): "
+        "EM +2.0.")
+
+
+def test_headline_numbers_render_nan_infinity_small_p_and_a_p_of_one():
+    from kgir_lib.eval.claims import _number
+
+    assert (_number(float("nan"), ".1f"), _number(float("inf"), ".1f")) == ("–", "∞")
+    assert _number(1.5e-05, ".2g") == "1.5e-05" and _number(0.999, ".2g") == "1.0" and _number(2.5, "+.1f") == "+2.5"
+
+
+def test_headline_of_claims_not_run_and_in_table_order():
+    scores = _scores({"KGIR-RAG": [100.0, 0.0], "IRCoT": [0.0, 0.0]})
+    claims = [Claim("b: ahead of IRCoT", "IRCoT", ("EM",)), Claim("a: ahead of KG²RAG", "KG²RAG", ("EM",))]
+    lines = claims_headline(claims_table(scores, claims, pooled=False, n_boot=50), None, claims).splitlines()
+    assert [line.split(" | ")[0] for line in lines[2:]] == ["| b: ahead of IRCoT, EM", "| a: ahead of KG²RAG, EM"]
+    assert lines[3] == "| a: ahead of KG²RAG, EM | not run |"
+
+
+def test_verdict_of_a_small_positive_difference_supports():
+    assert verdict(0.5, 0.01) == SUPPORTS and verdict(-0.5, 0.01) == CONTRADICTS
+
+
+def test_claims_table_refuses_scores_without_their_keys_and_reads_alpha():
+    with pytest.raises(ValueError, match=r"claims_table: scores lack columns \['qid'\]"):
+        claims_table(pd.DataFrame({"method": [], "dataset": []}))
+    scores = _scores({"KGIR-RAG": [100.0] * 8, "IRCoT": [0.0] * 8})  # exact p 2/256 = 0.0078
+    claim = [Claim("c", "IRCoT", ("EM",))]
+    assert claims_table(scores, claim, pooled=False)["reading"].tolist() == [SUPPORTS]
+    assert claims_table(scores, claim, pooled=False, alpha=0.005)["reading"].tolist() == [CANNOT_TELL]
+
+
+def test_claims_table_defaults_are_2000_resamples_seed_0_and_its_n_boot_is_used():
+    rng = np.random.default_rng(4)
+    ref, oth = list(rng.uniform(0, 100, 12)), list(rng.uniform(0, 100, 12))
+    scores = _scores({"KGIR-RAG": ref, "IRCoT": oth})
+    claim = [Claim("c", "IRCoT", ("F1",))]
+    row = claims_table(scores, claim, pooled=False).iloc[0]
+    assert (row["diff"], row["CI lo"], row["CI hi"]) == paired_bootstrap(ref, oth, n_boot=2000, seed=0)
+    row = claims_table(scores, claim, pooled=False, n_boot=300, seed=2).iloc[0]
+    assert (row["diff"], row["CI lo"], row["CI hi"]) == paired_bootstrap(ref, oth, n_boot=300, seed=2)
+    assert paired_bootstrap(ref, oth, n_boot=300, seed=2) != paired_bootstrap(ref, oth, n_boot=2000, seed=0)
+
+
+def test_not_run_rows_have_empty_test_fields_and_mde_needs_two_questions():
+    t = claims_table(_scores({"KGIR-RAG": [1.0]}), [Claim("c", "KG²RAG", ("EM",), {"F1": 1.0}, ("musique_train",))],
+                     pooled=False)
+    assert (t.loc[0, "test"], t.loc[0, "discordant"]) == ("", "")
+    assert isinstance(t.loc[0, PAPER_COLUMN], float) and np.isnan(t.loc[0, PAPER_COLUMN])  # the paper has no EM
+    two = claims_table(_scores({"KGIR-RAG": [100.0, 50.0], "IRCoT": [0.0, 0.0]}), [Claim("c", "IRCoT", ("F1",))],
+                       pooled=False)
+    assert np.isfinite(two.loc[0, "MDE"])  # differences 100 and 50: a spread from two questions

@@ -71,3 +71,31 @@ def test_unchanged_answers_differ_only_in_form_are_not_changes():
 
 def test_empty_input_gives_the_columns():
     assert list(forced_round_table([]).columns)[:3] == ["dataset", "round", "n"]
+
+
+def test_table_columns_and_f1_by_round():
+    recs = [_answers_only("Q2", ["HP", "HP", "Compaq"], ["Hewlett-Packard", "HP"]),
+            _answers_only("Q3", ["Packard Bell", "Hewlett Packard Company", "Packard Bell"], ["Hewlett Packard"])]
+    tab = forced_round_table(recs, "ds")
+    assert list(tab.columns) == list(forced_round_table([]).columns) == [
+        "dataset", "round", "n", "R@5 D'_t", "recall cumulative", "R@5 cumulative (rule)", "EM", "F1", "changed",
+        "EM better", "EM worse", "EM neither", "F1 better", "F1 worse", "F1 neither", "McNemar b", "McNemar c",
+        "EM p vs round 1", "F1 p vs round 1"]
+    # F1: Q2 1, 1, 0; Q3 0.5 ("packard" of two words each), 0.8 (precision 2/3, recall 1), 0.5
+    assert [round(x, 6) for x in tab["F1"]] == [75.0, 90.0, 25.0]
+    assert list(tab["dataset"]) == ["ds"] * 3 and list(tab["round"]) == [1, 2, 3]
+
+
+def test_a_question_without_gold_passages_has_no_recall():
+    rows = forced_rows(record("G", gold_pids=(), rounds=[rnd(t=1), rnd(t=2)], round_answers=["HP", "HP"]))
+    assert len(rows) == 2
+    for r in rows:
+        assert all(r[c] != r[c] for c in ("R@5 D'_t", "recall cumulative", "R@5 cumulative (rule)"))  # NaN
+
+
+def test_the_last_round_s_own_retrieval_is_read():
+    """Round 3 is the last of Q1: its own D'_3 is read (with gold pZ1, which D'_2 and D'_3 hold, D'_1 not)."""
+    rows = forced_rows(_q1())
+    assert (rows[2]["round"], rows[2]["R@5 D'_t"]) == (3, 0.0)
+    q = record("L", gold_pids=("pZ1",), rounds=_q1()["trace"]["rounds"], round_answers=["x", "y", "z"])
+    assert [r["R@5 D'_t"] for r in forced_rows(q)] == [0.0, 1.0, 1.0]

@@ -13,7 +13,7 @@ from kgir_lib.data import Question  # noqa: E402
 from kgir_lib.eval.mechanism.bridges import Bridge, bridge_aliases  # noqa: E402
 from kgir_lib.eval.mechanism.funnel import (MATCH, STEPS, bridge_naming_table, funnel_rows, funnel_sentence,  # noqa: E402
                                             funnel_steps, funnel_table, match_rules_table, method_steps, naming_row,
-                                            plot_funnel)
+                                            plot_funnel, weakest_step)
 
 from _mech_traces import COMPAQ, QUESTION, REWRITE, record, rnd  # noqa: E402
 
@@ -227,3 +227,60 @@ def test_readme_funnel_lines_are_the_rendering_of_the_funnel_table_it_names():
     table = pd.read_csv(PROJECT_ROOT / found.group(1), dtype={"round": str})
     lines = "".join(f"- {funnel_sentence(table, d)}\n" for d in dict.fromkeys(table["dataset"]))
     assert readme[found.end():].startswith(lines)
+
+
+def _funnel_of(dataset: str, answers: list, round_: str) -> pd.DataFrame:
+    records = [record(f"q{i}", answer=a) for i, a in enumerate(answers)]
+    rows = funnel_rows(records, {f"q{i}": [COMPAQ] for i in range(len(answers))}, dataset=dataset)
+    tab = funnel_table(rows)
+    return tab[tab["round"] == round_]
+
+
+def test_plot_funnel_draws_exactly_this_figure():
+    """Two datasets (x: 1 question, right; y: 2 questions, one right), rows given in reverse (y first, steps
+    last to first), with round-1 rows that must not be drawn: bars 0.8 / 2 = 0.4 thick, the second dataset's 0.4
+    below the first's,
+    ticks between them, steps top down, the axes and legend; 7 x 3.5 inches, round "any" by default."""
+    import matplotlib.pyplot as plt
+    from matplotlib.font_manager import FontProperties
+
+    tab = pd.concat([_funnel_of("x", ["HP"], "any"), _funnel_of("y", ["HP", "IBM"], "any"),
+                     _funnel_of("y", ["IBM", "IBM"], "1")]).iloc[::-1]
+    ax = plot_funnel(tab)
+    assert tuple(ax.figure.get_size_inches()) == (7.0, 3.5)
+    bars = [(round(p.get_y(), 6), round(p.get_height(), 6), p.get_width()) for p in ax.patches]
+    y_bars = [(k - 0.2, 0.4, w) for k, w in zip(range(len(STEPS)), [100.0] * 5 + [50.0])]  # first seen: y
+    x_bars = [(k + 0.2, 0.4, 100.0) for k in range(len(STEPS))]
+    assert bars == [tuple(round(v, 6) for v in b) for b in y_bars + x_bars]
+    assert [round(t, 6) for t in ax.get_yticks()] == [k + 0.2 for k in range(len(STEPS))]
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(STEPS) and ax.yaxis_inverted()
+    assert ax.get_xlim() == (0.0, 100.0)
+    assert ax.get_xlabel() == "% of questions with a gold bridge (chain up to the step)"
+    assert ax.get_title() == "KGIR-RAG bridge funnel, over all rounds"
+    legend = ax.get_legend()
+    small = FontProperties(size="small").get_size_in_points()
+    assert [(t.get_text(), t.get_fontsize()) for t in legend.get_texts()] == [("y (n = 2)", small),
+                                                                             ("x (n = 1)", small)]
+    assert legend._loc == 4  # lower right
+    one = plot_funnel(_funnel_of("x", ["HP"], "any"))  # one dataset: bars 0.8 thick, centred on the ticks
+    assert {round(p.get_height(), 6) for p in one.patches} == {0.8} and list(one.get_yticks()) == list(range(6))
+    plt.close("all")
+
+
+def test_weakest_step_per_method_and_dataset_in_table_order():
+    """Rows of round "any" for (kgir_forced, musique_train) and (kgir, hotpotqa), in that order, and round-1 rows
+    that must not count. kgir_forced breaks most at the seed (1 of 4: the step before is all 4 questions);
+    kgir at step 2 (1 of 3 seeded: 33.3 %, below step 3's 100 %); step 0 is never a candidate."""
+    def rows(method, dataset, round_, ns, pcts):
+        return [{"method": method, "dataset": dataset, "round": round_, "questions": 4, "step": s, "n": n,
+                 "% of previous step": p} for s, n, p in zip(STEPS, ns, pcts)]
+    table = pd.DataFrame(rows("kgir_forced", "musique_train", "any", (4, 1, 1, 1, 1, 1), (100.0, 25.0, 100.0, 100.0,
+                                                                                           100.0, 100.0))
+                         + rows("kgir", "hotpotqa", "any", (4, 3, 1, 1, 1, 1), (5.0, 75.0, 33.3, 100.0, 100.0, 100.0))
+                         + rows("kgir", "hotpotqa", "1", (4, 0, 0, 0, 0, 0), (100.0, 0.0, None, None, None, None)))
+    out = weakest_step(table)
+    assert out.to_dict("records") == [
+        {"method": "kgir_forced", "dataset": "musique_train", "questions": 4, "breaks at": STEPS[1],
+         "passed the step before": 4, "passed it": 1, "% of previous step": 25.0},
+        {"method": "kgir", "dataset": "hotpotqa", "questions": 4, "breaks at": STEPS[2],
+         "passed the step before": 3, "passed it": 1, "% of previous step": 33.3}]

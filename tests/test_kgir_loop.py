@@ -108,6 +108,32 @@ def test_answer_at_once(tiny_workspace, tiny_dataset):
     assert o.trace["rounds"][0]["final"]["context_pids"] == r["reflection_passages"]
 
 
+def test_new_passages_and_reader_context_by_hand(tiny_workspace, tiny_dataset, cfg):
+    """top_k 3, one context passage. D_1 = [Hewlett-Packard, Apple, Compaq]; the rewrite about Dell and IBM's PC
+    business retrieves D'_1 = [IBM, Dell, Hewlett-Packard]: new to the round are IBM and Dell, of which the first
+    context_passages = 1 is kept (IBM). The reader reads the evidence first, then those passages: G_Ans's
+    triples, then IBM; w/o subgraph, the best passage of D_1 (Hewlett-Packard) stands in for G_Ans, then IBM."""
+    rewrite = "Who founded Dell, and which Chinese technology company did IBM sell its PC business to?"
+    ws = tiny_workspace(make_script(answer_at_once, rewrite=lambda req: f"Rewritten question: {rewrite}"))
+    ws = dataclasses.replace(ws, cfg=dataclasses.replace(cfg, context_passages=1))
+    title = {p.title: p.pid for p in tiny_dataset.corpus.passages}
+    _, outs, _ = run(ws, tiny_dataset.questions, top_k=3, max_iterations=1)
+    r = outs[0].trace["rounds"][0]
+    assert [p for p, _ in r["retrieved"]] == [title["Hewlett-Packard"], title["Apple"], title["Compaq"]]
+    assert [p for p, _ in r["rewrite_retrieved"]] == [title["IBM"], title["Dell"], title["Hewlett-Packard"]]
+    assert r["new_passages"] == r["reflection_passages"] == r["final"]["context_pids"] == [title["IBM"]]
+    reader = [x for x in ws.llm.backend.seen if stage_of(x) == "reader"][-1].messages[-1][1]
+    context = reader.rsplit("Passages:\n", 1)[1]
+    assert context.startswith("(Hewlett-Packard, merged in, 2002)\n") and "\n\nIBM\nIBM sold" in context
+    _, outs, _ = run(ws, tiny_dataset.questions, top_k=3, max_iterations=1, variant="no_subgraph")
+    r = outs[0].trace["rounds"][0]
+    assert r["final"]["context_pids"] == [title["Hewlett-Packard"], title["IBM"]]
+    reader = [x for x in ws.llm.backend.seen if stage_of(x) == "reader"][-1].messages[-1][1]
+    context = reader.rsplit("Passages:\n", 1)[1]
+    assert context.startswith("Hewlett-Packard\nIn 2002 Hewlett-Packard merged")
+    assert context.count("In 2002 Hewlett-Packard merged") == 1  # the stand-in passages are read once, as passages
+
+
 def test_answer_source_reflection_keeps_the_reflections_answer(tiny_workspace, tiny_dataset, cfg):
     ws = tiny_workspace(make_script(answer_at_once))
     ws.cfg = dataclasses.replace(cfg, kgir_answer_source="reflection")
@@ -580,3 +606,145 @@ def test_trace_row_counts_the_rounds_where_the_evidence_cap_binds(tiny_workspace
     method, outs, _ = run(ws, tiny_dataset.questions, max_iterations=2)
     row = trace_row(outs[0].trace)
     assert row["evidence_capped_rounds"] == method.stats["evidence_capped_rounds"] == 2
+
+
+# ---------------------------------------------------------------- what the loop records: stats, truncation, stages
+def test_stats_and_truncation_flags_by_hand(tiny_workspace, tiny_dataset, cfg):
+    """One round, every reply usable: no malformed reply, no fallback, one subgraph with a seed. The rewrite's
+    budget is 3 tokens and its reply longer, so the rewrite (and only it) is recorded as truncated."""
+    ws = tiny_workspace(make_script(answer_at_once))
+    ws = dataclasses.replace(ws, cfg=dataclasses.replace(cfg, max_tokens_rewrite=3))
+    method, outs, _ = run(ws, tiny_dataset.questions, max_iterations=1)
+    r = outs[0].trace["rounds"][0]
+    assert r["truncated"] == {"ner": False, "rewrite": True, "reflect": False, "reader": False}
+    assert {k: method.stats[k] for k in ("subgraphs", "rounds_with_seed", "ner_fallbacks", "rewrite_malformed",
+                                         "reflection_malformed")} == {"subgraphs": 1, "rounds_with_seed": 1,
+                                                                      "ner_fallbacks": 0, "rewrite_malformed": 0,
+                                                                      "reflection_malformed": 0}
+    script = make_script(never, ner='{"named_entities": ["Mona Lisa"]}')
+    q = Question("q2", "Who painted the Mona Lisa?", ("Leonardo",), (), "tiny", 1)
+    method, _, _ = run(tiny_workspace(script), [q], max_iterations=1)
+    assert (method.stats["ner_fallbacks"], method.stats["rounds_with_seed"]) == (1, 0)
+
+
+def test_the_verdict_turn_continues_the_reflection_with_its_budget(tiny_workspace, tiny_dataset, cfg):
+    """The verdict turn quotes the first reply, carries the last round's note in the last round, has the
+    verdict budget, is accounted as its own stage and recorded with the reflection as final."""
+    reasoning = "Reasoning: Compaq merged with Hewlett-Packard in 2002."
+    ws = tiny_workspace(make_script(lambda req: reasoning, verdict="Answer: Hewlett-Packard"))
+    ws = dataclasses.replace(ws, cfg=dataclasses.replace(cfg, max_tokens_verdict=7, max_tokens_reflect=150))
+    _, outs, _ = run(ws, tiny_dataset.questions, max_iterations=1)
+    [reflect] = [x for x in ws.llm.backend.seen if stage_of(x) == "reflect"]
+    [turn] = [x for x in ws.llm.backend.seen if stage_of(x) == "verdict"]
+    assert reflect.max_tokens == 150 and turn.max_tokens == 7
+    assert turn.messages[:len(reflect.messages)] == reflect.messages
+    assert turn.messages[len(reflect.messages)] == ("assistant", reasoning)
+    assert FINAL_NOTE.strip() in turn.messages[-1][1]
+    t = outs[0].trace
+    assert t["llm"]["kgir_reflect_verdict"]["calls"] == 1 and t["rounds"][0]["reflection"]["final"] is True
+    assert t["rounds"][0]["truncated"]["reflect_verdict"] is False
+    assert f"Original question: {Q_CASE}" in reflect.messages[-1][1]  # the reflection reads the rewritten one
+
+
+def test_the_method_s_threshold_and_edge_weight_reach_algorithm_1(tiny_workspace):
+    """The profile's threshold is 0.7; the method's 0.5 lets "Dell" also match "Michael Dell" (Jaccard 1/2 of
+    content words), and its edge weight "passage" is the one the subgraph records."""
+    q = Question("q3", "Who founded Dell?", ("Michael Dell",), (), "tiny", 1)
+    script = make_script(answer_at_once, ner='{"named_entities": ["Dell"]}')
+    ws = tiny_workspace(script)
+    assert ws.cfg.ngram_threshold == 0.7
+    _, outs, _ = run(ws, [q], max_iterations=1)
+    assert outs[0].trace["rounds"][0]["subgraph"]["seeds"] == ["Dell"]
+    _, outs, _ = run(tiny_workspace(script), [q], max_iterations=1, ngram_threshold=0.5, edge_weight="passage")
+    sub = outs[0].trace["rounds"][0]["subgraph"]
+    assert sub["seeds"] == ["Dell", "Michael Dell"] and sub["weighting"] == "passage"
+
+
+def test_reflection_passages_rule_is_the_profile_s(tiny_workspace, tiny_dataset, cfg):
+    """With the rule "all" the reflection reads the top of D'_1 even where it repeats D_1 (Hewlett-Packard)."""
+    rewrite = "Who founded Dell, and which Chinese technology company did IBM sell its PC business to?"
+    ws = tiny_workspace(make_script(answer_at_once, rewrite=lambda req: f"Rewritten question: {rewrite}"))
+    ws = dataclasses.replace(ws, cfg=dataclasses.replace(cfg, context_passages=3, reflection_passages="all"))
+    _, outs, _ = run(ws, tiny_dataset.questions, top_k=3, max_iterations=1)
+    r = outs[0].trace["rounds"][0]
+    assert r["reflection_passages"] == [p for p, _ in r["rewrite_retrieved"]] and len(r["new_passages"]) == 2
+    with pytest.raises(ValueError, match=r"unknown rule 'some' \(new \| all\)"):
+        reflection_passages(["a"], ["b"], 1, "some")
+
+
+def test_forced_rounds_answer_is_the_last_round_s(tiny_workspace, tiny_dataset):
+    """Each round's rewrite retrieves other passages, so the reader's context, and with it its answer, differs by
+    round: the forced run's answer is round 3's."""
+    rewrites = iter(["Who founded Dell?", "What did Apple release in 1984?", "Who bought the PC business of IBM?"])
+
+    def script(req):
+        if stage_of(req) == "reader":
+            return f"Answer: context of {len(req.messages[-1][1])} characters"
+        if stage_of(req) == "rewrite":
+            return f"Rewritten question: {next(rewrites)}"
+        return make_script(never)(req)
+    _, outs, _ = run(tiny_workspace(script), tiny_dataset.questions, variant="forced", max_iterations=3)
+    answers = outs[0].trace["round_answers"]
+    assert len(answers) == 3 and len(set(answers)) == 3 and outs[0].answer == answers[-1]
+
+
+def test_evidence_weights_keep_each_passage_s_best_edge_and_rank_by_it():
+    """G_Ans triples from p1 (0.2, then 0.6) and p2 (0.9): p2 ranks first; then D'_1, then D_1."""
+    from kgir_lib.kg import Triple
+    from kgir_lib.kgir.state import LoopState
+
+    a, b, c = Triple("A", "r", "B", "p1"), Triple("C", "r", "D", "p2"), Triple("E", "r", "F", "p1")
+    s = LoopState(q=Question("q", "?", (), (), "d", 1), query="?")
+    s.keep_evidence_weights([a, b], {a: 0.2, b: 0.9})
+    s.keep_evidence_weights([c], {c: 0.6})
+    s.rewrite_retrievals, s.first_retrieval = [["p3", "p1"]], ["p4"]
+    assert s.evidence_weights == {"p1": 0.6, "p2": 0.9}
+    assert s.ranked_pids() == ["p2", "p1", "p3", "p4"]
+
+
+def test_ranked_list_ends_with_the_first_round_s_retrieval(tiny_workspace, tiny_dataset):
+    """Two rounds with top_k 2 and rewrites that retrieve other passages: the list ends with D_1, not D_2."""
+    rewrites = iter(["Which company did IBM sell its PC business to?", "Is Lenovo a Chinese technology company?"])
+
+    def script(req):
+        if stage_of(req) == "rewrite":
+            return f"Rewritten question: {next(rewrites)}"
+        return make_script(never)(req)
+    method, outs, _ = run(tiny_workspace(script), tiny_dataset.questions, top_k=2, max_iterations=2)
+    t = outs[0].trace
+    best = {}
+    for r in t["rounds"]:
+        for h, rel, tl, pid, w in r["subgraph"]["G_Ans"]:
+            best[pid] = max(best.get(pid, -1e9), w)
+    d2 = [[p for p, _ in r["rewrite_retrieved"]] for r in t["rounds"]]
+    d_1, d_2 = ([p for p, _ in r["retrieved"]] for r in t["rounds"])
+    assert ranked_list(best, d2, d_1) != ranked_list(best, d2, d_2)  # the case tells the two apart
+    assert outs[0].ranked_pids == ranked_list(best, d2, d_1)
+    assert method.stats["questions"] == 1
+
+
+def test_passages_are_cut_to_passage_chars_for_every_stage(tiny_workspace, tiny_dataset, cfg):
+    ws = tiny_workspace(make_script(answer_at_once))
+    ws = dataclasses.replace(ws, cfg=dataclasses.replace(cfg, passage_chars=12))
+    _, outs, _ = run(ws, tiny_dataset.questions, variant="no_subgraph", max_iterations=1)
+    reader = [x for x in ws.llm.backend.seen if stage_of(x) == "reader"][-1].messages[-1][1]
+    assert "In 2002 ..." in reader and "In 2002 Hewlett-Packard" not in reader  # cut at a word, marked
+
+
+def test_no_reflection_reads_the_top_context_passages_of_d_prime_1(tiny_workspace, tiny_dataset, cfg):
+    ws = tiny_workspace(make_script(answer_at_once))
+    ws = dataclasses.replace(ws, cfg=dataclasses.replace(cfg, context_passages=2))
+    _, outs, _ = run(ws, tiny_dataset.questions, variant="no_reflection")
+    r = outs[0].trace["rounds"][0]
+    assert r["final"]["context_pids"] == [p for p, _ in r["rewrite_retrieved"]][:2]
+    assert len(r["rewrite_retrieved"]) > 2
+
+
+def test_trace_fields_of_a_full_run(tiny_workspace, tiny_dataset):
+    _, outs, _ = run(tiny_workspace(make_script(answer_at_once)), tiny_dataset.questions)
+    t, q = outs[0].trace, tiny_dataset.questions[0]
+    assert {k: t[k] for k in ("method", "variant", "qid", "question", "answer", "answered_by")} == {
+        "method": "KGIR-RAG", "variant": "full", "qid": q.qid, "question": q.question, "answer": "HP (reader)",
+        "answered_by": "reflection"}
+    assert t["usage"]["calls"] == 4 and t["rounds"][0]["evidence_source"] == "subgraph"
+    assert (t["gold_answers"], t["gold_pids"]) == (list(q.answers), list(q.gold_pids))

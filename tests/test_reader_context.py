@@ -62,3 +62,18 @@ def test_no_gold_passages_gives_nan_share_and_a_missing_reference_is_named():
     assert math.isnan(reader_context_table(runs, 5, "ds").loc[0, "gold in context %"])
     with pytest.raises(ValueError, match="reference method 'kgir'"):
         reader_context_table({"kgir_no_rewrite": []}, 5, "ds")
+
+
+def test_a_variant_without_paired_questions_is_skipped_and_the_next_still_read():
+    runs = {"kgir": [_full("q1", "pHP")], "kgir_no_rewrite": [_no_reflection("q9", "pHP")],
+            "kgir_no_reflection": [_no_reflection("q1", "pHP", "pCompaq")]}
+    assert list(reader_context_table(runs, 5, "ds")["method"]) == ["kgir", "kgir_no_reflection"]
+
+
+def test_traces_without_a_recorded_context_use_the_run_s_context_size():
+    """An older w/o-reflection trace has no final.context_pids: its context is the first n_ctx of D'_1."""
+    old = record("q1", gold_pids=GOLD, variant="no_reflection", answered_by="reader",
+                 rounds=[rnd(verdict=None, rewrite_retrieved=("pApple", "pHP", "pCompaq"))])
+    assert (gold_in_context(old, 1), gold_in_context(old, 2), gold_in_context(old, 3)) == (0, 1, 2)
+    runs = {"kgir": [old], "kgir_no_reflection": [old]}
+    assert reader_context_table(runs, 2, "ds").loc[0, "context passages"] == 2.0

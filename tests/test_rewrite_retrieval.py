@@ -107,3 +107,98 @@ def test_current_rule_agreement_counts_lines_with_stored_lists():
     bad = dict(_rules_trace(), ranked_pids=["a"])
     assert current_rule_agreement([ok, bad, _rules_trace()["trace"]], 5) == 1
 
+
+
+def test_loss_counts_only_the_first_n_ctx_passages_of_d1():
+    """D_1 = [a, g1, b] and round 1 shows only [c]: the gold g1 at rank 2 is lost from a context of 2 passages,
+    not from a context of 1 (it was never in it)."""
+    t = record("L", gold_pids=("g1",), rounds=[rnd(retrieved=["a", "g1", "b"], rewrite_retrieved=["c"],
+                                                    reflection_passages=["c"])])
+    assert (gold_loss(t, 1, 1), gold_loss(t, 1, 2)) == ([], ["g1"])
+    assert rewrite_retrieval_table([t], n_ctx=1, ks=(2,)).loc[0, "loss"] == 0
+    assert rewrite_retrieval_table([t], n_ctx=2, ks=(2,)).loc[0, "loss"] == 1
+
+
+def test_rule_difference_is_the_mean_over_questions():
+    """Three questions; under "D'_t first" KGIR-RAG has the gold passage in its top 2 on question R only, w/o
+    rewrite on none: the differences 1, 0, 0 average 33.3 points (their median would be 0)."""
+    others = [record(q, gold_pids=("z",), rounds=_rules_trace()["trace"]["rounds"]) for q in ("S", "T")]
+    no_rewrite = [_no_rewrite()] + [dict(_no_rewrite(), qid=q) for q in ("S", "T")]
+    for r in no_rewrite[1:]:
+        r["trace"] = dict(r["trace"], qid=r["qid"], gold_pids=["z"])
+    tab = rule_table([_rules_trace(), *others], no_rewrite, n_ctx=5).set_index(["rule", "k"])
+    row = tab.loc[("D'_t first", 2)]
+    assert (row["n"], row["KGIR-RAG"], row["w/o rewrite"]) == (3, 100 * (1 / 3), 0.0)
+    assert row["difference"] == 100 * (1 / 3)
+
+
+def test_a_gold_passage_an_earlier_rewrite_found_is_no_gain():
+    """g3 is in D'_1 and again in D'_2: a gain in round 1 only."""
+    t = record("G", gold_pids=GOLD, rounds=[rnd(t=1, retrieved=["a"], rewrite_retrieved=["g3"], verdict="missing"),
+                                            rnd(t=2, retrieved=["g3"], rewrite_retrieved=["g3", "b"])])
+    assert (gold_gain(t, 1), gold_gain(t, 2)) == (["g3"], [])
+
+
+def test_a_later_round_of_passages_shows_only_its_first_n_ctx():
+    """Round 2 stands passages in for an empty G_Ans: the first 2 of D_2 = [x, y, g1], so g1 (top of D_1) is
+    not shown in round 2."""
+    t = record("P", gold_pids=GOLD, rounds=[
+        rnd(t=1, retrieved=["g1", "a"], rewrite_retrieved=["x"], reflection_passages=["g1"], verdict="missing"),
+        rnd(t=2, retrieved=["x", "y", "g1"], evidence_source="passages", rewrite_retrieved=["z"],
+            reflection_passages=["z"])])
+    assert (gold_loss(t, 1, 2), gold_loss(t, 2, 2), gold_loss(t, 2, 3)) == ([], ["g1"], [])
+
+
+def test_rounds_without_a_rewrite_retrieval_are_skipped_and_rounds_sorted():
+    """Record A's round 1 has no rewrite (w/o rewrite's shape), its round 2 has; record B has round 1 only.
+    A question without gold passages has NaN recalls (not None)."""
+    a = record("A", gold_pids=GOLD, rounds=[rnd(t=1, rewrite=None, verdict="missing"),
+                                            rnd(t=2, retrieved=["a"], rewrite_retrieved=["g1"])])
+    b = record("B", gold_pids=GOLD, rounds=[rnd(t=1, retrieved=["g1"], rewrite_retrieved=["c"])])
+    assert [(r["qid"], r["round"]) for r in rewrite_rows(a, 2, ks=(2,))] == [("A", 2)]
+    tab = rewrite_retrieval_table([a, b], n_ctx=2, ks=(2,))
+    assert list(tab["round"]) == [1, 2] and list(tab["dataset"]) == ["", ""] and list(tab["n"]) == [1, 1]
+    none = rewrite_rows(record("N", gold_pids=(), rounds=[rnd()]), 2, ks=(2,))[0]
+    assert all(isinstance(none[c], float) and none[c] != none[c] for c in ("R@2 D_1", "R@2 merged", "R@2 D'_t"))
+
+
+def test_rewrite_retrieval_p_of_d_prime_against_d1():
+    """Round 1 of _t1 and _t2: R@2 of D'_1 minus D_1 is -0.5 and +0.5; the sign-flip p of (-0.5, +0.5) is 1."""
+    tab = rewrite_retrieval_table([_t1(), _t2()], n_ctx=2, ks=(2,), dataset="ds").set_index("round")
+    assert tab.loc[1, "p R@2 D'_t vs D_1"] == 1.0 and tab.loc[1, "dataset"] == "ds"
+
+
+def test_rule_table_difference_dataset_and_empty_pairs():
+    """Under "retrieval order" both runs put d at rank 2 for question R (1 and 1: difference 0, not 2); a
+    custom rule set is honoured; runs without a common question give n 0 and NaN means."""
+    nrw = record("R", gold_pids=("d",), variant="no_rewrite", answered_by="reader",
+                 rounds=[rnd(retrieved=["a", "d"], rewrite=None, verdict=None)])
+    tab = rule_table([_rules_trace()], [nrw], n_ctx=5, dataset="ds").set_index(["rule", "k"])
+    row = tab.loc[("retrieval order", 2)]
+    assert (row["KGIR-RAG"], row["w/o rewrite"], row["difference"]) == (100.0, 100.0, 0.0)
+    assert set(tab["dataset"]) == {"ds"}
+    only = rule_table([_rules_trace()], [nrw], n_ctx=5, rules={"D'_t first": RULES["D'_t first"]})
+    assert list(only["rule"]) == ["D'_t first", "D'_t first"] and list(only["dataset"]) == ["", ""]
+    none = rule_table([_rules_trace()], [dict(nrw, qid="other")], n_ctx=5)
+    assert set(none["n"]) == {0} and none["difference"].isna().all() and none["KGIR-RAG"].isna().all()
+
+
+def test_rule_recalls_of_a_question_without_gold_and_of_no_question():
+    from kgir_lib.eval.mechanism.rewrite_retrieval import rule_recalls
+
+    out = rule_recalls([record("N", gold_pids=(), rounds=[rnd()])], 5, ks=(2,))
+    assert out["R@2"].isna().all() and len(out) == len(RULES)
+    assert list(rule_recalls([], 5, ks=(2, 5)).columns) == ["qid", "rule", "R@2", "R@5"]
+
+
+def test_rule_recalls_pass_the_run_s_context_size_to_each_rule():
+    """An older w/o-reflection trace without final.context_pids: its reader context, and so the "reader context
+    first" rule, is the first n_ctx of D'_1."""
+    from kgir_lib.eval.mechanism.rewrite_retrieval import rule_recalls
+
+    old = record("O", gold_pids=("q",), variant="no_reflection", answered_by="reader",
+                 rounds=[rnd(retrieved=["a", "b"], rewrite_retrieved=["p", "q"], verdict=None)])
+    rule = {"reader context first": RULES["reader context first"]}
+    # n_ctx 1: context [p], then the current rule's [pCompaq (G_Ans), p, q, ...]: q is third
+    assert list(rule_recalls([old], 1, ks=(2,), rules=rule)["R@2"]) == [0.0]
+    assert list(rule_recalls([old], 2, ks=(2,), rules=rule)["R@2"]) == [1.0]  # context [p, q]

@@ -45,10 +45,20 @@ def test_sign_flip_seven_in_one_direction_is_the_sign_test():
     assert sign_flip_test([0.5] * 7 + [0.0] * 93) == pytest.approx(2 / 2 ** 7)
 
 
+def test_sign_flip_is_exact_up_to_exact_max_differences_and_monte_carlo_above():
+    """Three differences of +1: exactly 2 of the 8 sign assignments reach |sum| 3, p = 1/4. Monte Carlo with 10
+    resamples gives (1 + hits) / 11, which is never 1/4: so p = 1/4 shows the exact branch, at exact_max = 3
+    (the boundary) as above it, and below it p is a multiple of 1/11."""
+    assert sign_flip_test([1.0, 1.0, 1.0], n_resamples=10, exact_max=3) == 0.25
+    assert sign_flip_test([1.0, 1.0, 1.0], n_resamples=10, exact_max=4) == 0.25
+    mc = sign_flip_test([1.0, 1.0, 1.0], n_resamples=10, exact_max=2)
+    assert mc != 0.25 and round(mc * 11, 9) == int(round(mc * 11))
+
+
 def test_sign_flip_monte_carlo_is_seeded_and_close_to_exact():
     rng = np.random.default_rng(1)
-    d = rng.normal(0.3, 1.0, size=22)
-    exact = sign_flip_test(d, exact_max=22)
+    d = rng.normal(0.1, 1.0, size=16)  # 2^16 assignments: exact in a fraction of a second; p about 0.16
+    exact = sign_flip_test(d, exact_max=16)
     mc = sign_flip_test(d, exact_max=10, n_resamples=50_000, seed=3)
     assert mc == sign_flip_test(d, exact_max=10, n_resamples=50_000, seed=3)
     assert abs(mc - exact) < 0.01
@@ -85,3 +95,13 @@ def test_mde_paired_without_any_difference_is_infinite_not_zero():
     """All per-question differences zero: no power from this spread, so no effect is detectable (not 0)."""
     assert mde_paired(0.0, 84) == float("inf")
     assert mde_paired(float("nan"), 1) == float("inf")
+
+
+def test_holm_reads_none_as_a_missing_p():
+    assert holm([0.01, None, 0.04]).tolist()[::2] == [0.02, 0.04] and np.isnan(holm([0.01, None, 0.04])[1])
+
+
+def test_mde_paired_of_one_question_and_of_a_small_spread():
+    """(z_0.975 + z_0.8) sd / sqrt(n) = 2.8016 sd / sqrt(n): finite for one question and for sd below 1."""
+    assert mde_paired(10.0, 1) == pytest.approx(28.016, abs=1e-3)
+    assert mde_paired(0.5, 4) == pytest.approx(0.7004, abs=1e-4)

@@ -9,7 +9,8 @@ import pytest
 from kgir_lib.kg import KnowledgeGraph, Triple
 from kgir_lib.kg.mst import maximum_spanning_tree, seed_components
 from kgir_lib.kgir.entity_matching import (char_ngrams, entities_in_question, ground_entities, match_entities,
-                                           ner_requests, ngram_similarity, parse_entities, seeds_of)
+                                           ner_requests, ner_usable, ngram_similarity, parse_entities, seeds_of,
+                                           singular)
 from kgir_lib.kgir.subgraph import (build_subgraphs, edge_weights, evidence_subgraph, format_triples, question_triples,
                                     rebuild_subgraph, resolve_weighting, retrieve, seed_graph, subgraph_row)
 
@@ -47,6 +48,31 @@ def test_ngram_similarity_is_dice_of_trigram_sets():
     assert dice("Hewlett-Packard", "Hewlett Packard") == 1.0
     assert dice("Compaq", "compaq.") == 1.0
 
+
+def test_overlap_len_accepts_a_length_ratio_of_exactly_rho():
+    """"rome" (4 characters) against "romeo" (5): the ratio 4 / 5 is exactly LENGTH_RATIO 0.8, which passes;
+    the trigram overlap is 3 of Rome's 4 (" ro", "rom", "ome"). "romeos" (6) gives 4 / 6 < 0.8: rejected."""
+    assert ngram_similarity("Rome", "Romeo", method="overlap_len") == 0.75
+    assert ngram_similarity("Romeo", "Rome", method="overlap_len") == 0.75
+    assert ngram_similarity("Rome", "Romeos", method="overlap_len") == 0.0
+    assert ngram_similarity("Rome", "Romeos", method="overlap") == 0.75
+
+
+def test_ngram_similarity_uses_n_for_both_names():
+    """Bigrams (n = 2): " ab " gives {" a", "ab", "b "}, " abc " gives {" a", "ab", "bc", "c "}; Dice 2 * 2 / 7.
+    (Trigrams of "ab" and bigrams of "abc" would share nothing.)"""
+    assert ngram_similarity("ab", "abc", n=2, method="dice") == 4 / 7
+    assert ngram_similarity("abc", "ab", n=2, method="dice") == 4 / 7
+
+@pytest.mark.parametrize("word, expected", [
+    ("bus", "bus"), ("gas", "gas"),       # three letters or fewer: kept
+    ("cars", "car"), ("maps", "map"),     # four letters: the final -s dropped
+    ("ties", "tie"),                      # -ies in four letters: only the -s goes
+    ("spies", "spy"), ("treaties", "treaty"),  # -ies in five or more: -y
+    ("boss", "boss"), ("class", "class"),  # -ss is not a plural
+])
+def test_singular_by_word_length(word, expected):
+    assert singular(word) == expected
 
 def test_match_entities_threshold_order_and_no_match():
     ents = ["Compaq", "Compaq Computer", "Hewlett-Packard", "IBM"]
@@ -338,6 +364,18 @@ def test_subgraph_row_counts_each_step_and_gold_survival():
                    "gold_in_G_Ans": 1}
 
 
+
+def test_subgraph_row_counts_gold_in_g_tmp_from_g_tmp_s_own_sources():
+    """Reading "passages": G_tmp is all of G_q (sources p1-p4), G_Ans keeps the triples of p1, p2 and p3
+    (test_passages_reading_...). Of the gold passages p3, p4 and p9, p3 and p4 are behind a G_tmp edge, only p3
+    behind a G_Ans edge (p4's Dell triple holds no seed), and p9 was not retrieved."""
+    g = _star_graph()
+    sub = evidence_subgraph("Who merged with Compaq?", [("p1", 0.5), ("p3", 0.4), ("p4", 0.3)], g, ["Compaq"],
+                            fixed_weights(WEIGHTS))
+    row = subgraph_row(sub, ["p3", "p4", "p9"])
+    assert (row["gold_in_D_q"], row["gold_in_G_tmp"], row["gold_in_G_Ans"]) == (2, 2, 1)
+    assert (row["G_tmp"], row["G_Ans"], row["pruned"]) == (6, 3, 2)
+
 def test_rebuild_subgraph_reuses_ner_without_llm_calls(tiny_workspace):
     ws = tiny_workspace(lambda req: "Entities: Compaq")
     (sub,), _ = build_subgraphs(ws, ["Who merged with Compaq?"], top_k=6)
@@ -410,3 +448,23 @@ def test_seed_star_tree_drops_the_edge_closing_a_cycle_through_shared_neighbours
                             reading="seed_star")
     assert sorted(sub.seeds) == ["Apple", "NeXT"] and sub.G_tmp == g
     assert sub.kept == g[:3] and sub.pruned == [g[3]]  # the lightest edge of the 4-cycle
+
+
+@pytest.mark.parametrize("reply, usable", [
+    ('{"named_entities": ["Compaq"]}', True),
+    ('{"entities": ["Compaq"]}', True),                       # the other key a model uses
+    ('["Compaq"]', True),                                      # a bare JSON list
+    ('{"named_entities": ["Mona Lisa"]}', False),             # a name the question does not hold
+    ('{"named_entities": "Compaq"}', False),                  # not a list
+    ("Entities: Compaq", False),                              # parsed by the fallback, not as intended
+    ('{"named_entities": [null, {"a": 1}]}', False),         # no name among the values
+    ("", False), (None, False),
+])
+def test_ner_usable_only_for_a_json_list_with_a_name_the_question_holds(reply, usable):
+    assert ner_usable(reply, "Who merged with Compaq, none of them?") is usable
+
+
+def test_names_without_characters_have_no_similarity():
+    """Punctuation only normalises to nothing: no n-grams, similarity 0 (not a division by zero)."""
+    assert ngram_similarity("!!!", "???", method="dice") == 0.0
+    assert ngram_similarity("!!!", "???", method="overlap_len") == 0.0

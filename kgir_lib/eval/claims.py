@@ -239,7 +239,7 @@ def claims_summary(table: pd.DataFrame, reference: str = REFERENCE) -> str:
     for name, part in table.groupby("claim", sort=False):
         bits = [f"{dataset}: " + "; ".join(_cell(r) for r in rows.to_dict("records"))
                 for dataset, rows in part.groupby("dataset", sort=False)]
-        paper = part.drop_duplicates("metric").dropna(subset=[PAPER_COLUMN])
+        paper = part.dropna(subset=[PAPER_COLUMN]).drop_duplicates("metric")  # the rows that hold one (MuSiQue's)
         tail = ""
         if len(paper):
             tail = " Paper (MuSiQue, Qwen2.5-72B): " + ", ".join(

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Mutation testing of the modules behind the committed numbers: kgir_lib/eval, kgir_lib/kgir, kgir_lib/redact.py
+# (mutmut; its settings, the scope and the fast tests it runs are [tool.mutmut] in pyproject.toml).
+#
+#   bash benchmarks/mutation.sh            # a fresh run (removes mutants/ first), then the report
+#   bash benchmarks/mutation.sh --resume   # go on with the mutants not yet tested in mutants/
+#   bash benchmarks/mutation.sh --report   # only the report of the last run
+#
+# Environment: PYTHON (default .venv/bin/python; mutmut must be installed beside it: the dev extra),
+# MAX_CHILDREN (parallel mutants, default: the CPU count), KGIR_DATA_DIR (default ../shared/data).
+# The report (score, time, load, every surviving mutant with its diff and whether the pinning tests of
+# tests/test_pinned_tables.py run it) is printed and written to mutants/report.md; results/benchmarks/mutation.md
+# records a run with a judgement of each survivor. mutants/ is mutmut's working folder (git-ignored).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-.venv/bin/python}"
+MUTMUT="$(dirname "$PY")/mutmut"
+[ -x "$MUTMUT" ] || { echo "mutation.sh: no mutmut beside $PY (pip install mutmut==3.8.1, the dev extra)" >&2; exit 1; }
+mode="${1:-}"
+
+# The tests run inside mutants/, so every location they read must not be relative to the package there.
+export KGIR_DATA_DIR="${KGIR_DATA_DIR:-$(cd .. && pwd)/shared/data}"
+export KGIR_PROFILE=ci MPLBACKEND=Agg
+export KGIR_RESULTS_DIR="$(mktemp -d)/results" KGIR_FIGURES_DIR="$(mktemp -d)/figures"
+unset PYTHONPATH  # only mutants/kgir_lib may be importable while mutants run
+
+if [ "$mode" != "--report" ]; then
+  [ "$mode" = "--resume" ] || rm -rf mutants
+  echo "start $(date -u +%FT%TZ); load average $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs"
+  start=$(date +%s)
+  TIMEFORMAT="mutmut run: %R s wall, %U s user + %S s system CPU (its processes)"
+  time ("$MUTMUT" run --max-children "${MAX_CHILDREN:-$(nproc)}" | tr '\r' '\n' | grep -v '^\s*$' | tail -n 5)
+  echo "end $(date -u +%FT%TZ); $(( $(date +%s) - start )) s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
+
+"$MUTMUT" export-cicd-stats >/dev/null
+"$PY" - "$MUTMUT" <<'EOF'
+"""The report: mutmut's own counts and score, then every surviving mutant with its diff."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+mutmut = sys.argv[1]
+stats = json.loads(Path("mutants/mutmut-cicd-stats.json").read_text())
+tested = stats["total"] - stats.get("skipped", 0)
+score = 100 * (stats["killed"] + stats.get("timeout", 0)) / tested if tested else 0.0
+lines = ["# mutmut report", "", "counts: " + ", ".join(f"{k} {v}" for k, v in stats.items()),
+         f"score (killed + timeout) / (total - skipped): {score:.1f} %", ""]
+survivors = [l.split(":")[0].strip() for l in subprocess.run([mutmut, "results"], capture_output=True,
+             text=True).stdout.splitlines() if l.strip().endswith(": survived")]
+for name in survivors:
+    diff = subprocess.run([mutmut, "show", name], capture_output=True, text=True).stdout.strip()
+    tests = subprocess.run([mutmut, "tests-for-mutant", name], capture_output=True, text=True).stdout.split()
+    pinned = sum("test_pinned_tables.py" in t for t in tests)
+    lines += [f"## {name}", "", f"tests run: {len(tests)}, of them pinning tests: {pinned}", "", "```diff", diff,
+              "```", ""]
+Path("mutants/report.md").write_text("\n".join(lines))
+print("\n".join(lines[:4]))
+print(f"{len(survivors)} surviving mutants; diffs in mutants/report.md")
+EOF
