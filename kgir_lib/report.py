@@ -263,7 +263,7 @@ def to_markdown(df: pd.DataFrame, floatfmt: str = ".1f", exact: Sequence[str] = 
 
 # Columns that measure this execution rather than its result: a rerun from the cache turns every call into a
 # cache hit and the seconds near zero, so a committed table holding them would change with every rerun.
-RUNTIME_COLUMN = re.compile(r"cache[ _]hits|wall[ _]seconds", re.IGNORECASE)
+RUNTIME_COLUMN = re.compile(r"cache[ _]hits|wall[ _]seconds|\w this run$", re.IGNORECASE)
 
 
 def is_runtime(label) -> bool:

@@ -3,9 +3,9 @@
 ``scripts/test.sh`` runs ``pytest tests notebooks/NN_*.ipynb --nbval-lax`` with ``KGIR_PROFILE=ci``
 and a temporary ``KGIR_RESULTS_DIR``. The hook moves the tests of ``test_notebook_tables.py`` after
 the notebooks' nbval cells, so they read the tables the notebooks have just written (the notebooks
-run once). In a session without the notebooks (``pytest tests``) those tests skip. Under pytest-xdist
-(``--dist loadgroup``) the notebooks' cells and those checks form one group, run by one worker in this order:
-the notebooks share one results directory, and each reads what the one before it wrote.
+run once). In a session without the notebooks (``pytest tests``) those tests skip. Under pytest-xdist the
+notebooks' cells and those checks form one unit of work, run by one worker in this order (:class:`NotebookScheduling`):
+the notebooks share one kernel per notebook and one results directory, and each reads what the one before it wrote.
 """
 from __future__ import annotations
 
@@ -32,6 +32,32 @@ class _NotebookFailures:
             self.failed.add(Path(path).stem)
 
 
+def _unit_of_work(nodeid: str) -> str:
+    """The scope :class:`NotebookScheduling` gives a test: ``notebooks`` for a notebook cell or a table check,
+    an ``xdist_group`` name where the test carries one, else the test itself."""
+    path, _, rest = nodeid.partition("::")
+    if path.endswith(".ipynb") or Path(path).name == CHECKS_FILE:
+        return "notebooks"
+    return rest.rpartition("@")[2] if "@" in rest else nodeid
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Keep a notebook's cells, and the notebooks, on one worker and in order.
+
+    pytest-xdist's ``loadgroup`` marks a group by a suffix it writes into the test ids, which pytest 9.2 no longer
+    lets it write: every cell would go to whichever worker was free, and a cell sent to another worker runs in a
+    kernel that never ran the cells before it. Here the unit of work is given by the test id itself
+    (:func:`_unit_of_work`); the largest unit, the notebooks, starts first, and every other test is its own unit.
+    """
+    from xdist.scheduler import LoadScopeScheduling
+
+    class NotebookScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit_of_work(nodeid)
+
+    return NotebookScheduling(config, log)
+
+
 def pytest_collection_modifyitems(session, config, items):
     """Record which notebooks nbval runs in this session; move the table checks after them."""
     notebooks = [it for it in items if _is_nbval(it)]
@@ -40,8 +66,6 @@ def pytest_collection_modifyitems(session, config, items):
         config._kgir_failures = _NotebookFailures()
         config.pluginmanager.register(config._kgir_failures, "kgir-notebook-failures")
     checks = [it for it in items if Path(str(it.fspath)).name == CHECKS_FILE]
-    for it in notebooks + checks:
-        it.add_marker(pytest.mark.xdist_group("notebooks"))
     ids = {id(it) for it in checks}
     items[:] = [it for it in items if id(it) not in ids] + checks
 

@@ -14,7 +14,8 @@ from kgir_lib.kg import KnowledgeGraph, Triple
 from kgir_lib.llm import LLM, LLMCache, ScriptedBackend
 from kgir_lib.methods.base import Workspace
 from kgir_lib.retrieval import DenseIndex
-from _notebook_checks import executed, pytest_collection_modifyitems  # noqa: F401  (table checks after the notebooks)
+from _notebook_checks import (executed, pytest_collection_modifyitems,  # noqa: F401  (table checks after the notebooks,
+                              pytest_xdist_make_scheduler)  # and all on one worker)
 
 SHARED_DATA = default_data_dir()  # $KGIR_DATA_DIR, else ../shared/data beside the project, else data/samples
 

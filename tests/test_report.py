@@ -30,3 +30,17 @@ def test_to_markdown_prints_p_values_with_two_significant_digits():
                        "P(correct | answer) %": [8.13]})
     assert report.to_markdown(df).splitlines()[2] == "| 8.0 | 0.00098 | 0.0059 | 1 | 8.1 |"
     assert [report.is_p_column(c) for c in df.columns] == [False, True, True, True, False]
+
+
+def test_runtime_columns_are_wall_time_cache_hits_and_what_this_run_did():
+    from kgir_lib.report import is_runtime, split_runtime
+
+    for label in ("wall seconds", "wall seconds / q (this run)", "cache hits / q", "cache_hits",
+                  "extracted this run", "new LLM calls this run", ("hotpotqa", "wall seconds")):
+        assert is_runtime(label), label
+    for label in ("this run", "LLM seconds", "calls", "extract_calls_in_this_run", ("hotpotqa", "EM")):
+        assert not is_runtime(label), label
+    df = pd.DataFrame({"EM": [1.0], "wall seconds": [2.0], "extracted this run": [3]})
+    result, runtime = split_runtime(df)
+    assert list(result.columns) == ["EM"] and list(runtime.columns) == ["wall seconds", "extracted this run"]
+    assert split_runtime(result)[1] is None

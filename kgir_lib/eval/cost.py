@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 import pandas as pd
 
@@ -25,6 +25,7 @@ from ..config import load_config
 from ..data import load_dataset
 from ..kg.extract import extraction_requests
 from ..kg.store import kg_dir, load_kg, openie_file
+from ..llm.response_log import SECONDS_DIGITS, logged_seconds
 from ..llm.cache import LLMCache, cache_key
 from ..methods.base import Workspace
 from ..report import INDEXING_TOKENS_M, to_markdown
@@ -135,16 +136,20 @@ def hipporag2_comparison(extraction: pd.DataFrame, corpus: str = "musique") -> p
     return pd.DataFrame(rows)
 
 
-def measured_extraction(cfg, dataset: str) -> dict:
-    """The LLM extraction of ``dataset``'s stored graph (``<run>/kg/<dataset>``), read back from the run's LLM
-    cache at the profile's budget (``cfg.max_tokens("extract")``): passages found, prompt / completion tokens
-    and server seconds, summed. Only calls of the graph's own extraction are counted (not notebook 01's display
-    of raw outputs, which may ask with another budget)."""
-    kg = load_kg(kg_dir(cfg, dataset))
+def measured_extraction(cfg, dataset: str, passages: Optional[Sequence[str]] = None,
+                        cache: Optional[LLMCache] = None) -> dict:
+    """The LLM extraction of ``passages`` (default: every passage of ``dataset``'s stored graph,
+    ``<run>/kg/<dataset>``), read back from the run's LLM cache at the profile's budget
+    (``cfg.max_tokens("extract")``): passages found, prompt / completion tokens and server seconds (as the response
+    log records them), summed. Only calls of the graph's own extraction are counted (not notebook 01's display of
+    raw outputs, which may ask with another budget). ``cache``: an open cache to read (default: the run's
+    ``cache/llm.sqlite``, opened and closed here)."""
+    if passages is None:
+        passages = sorted(load_kg(kg_dir(cfg, dataset)).extracted)
     ds = load_dataset(dataset, cfg.data_path)
-    reqs = extraction_requests([ds.corpus[p] for p in sorted(kg.extracted) if p in ds.corpus],
-                               cfg.max_tokens("extract"))
-    cache = LLMCache(cfg.run_dir / "cache" / "llm.sqlite")
+    reqs = extraction_requests([ds.corpus[p] for p in passages if p in ds.corpus], cfg.max_tokens("extract"))
+    own = cache is None
+    cache = LLMCache(cfg.run_dir / "cache" / "llm.sqlite") if own else cache
     model_id = f"{cfg.llm_backend}:{cfg.llm_model}"
     out = {"dataset": dataset, "passages": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
     try:
@@ -154,9 +159,10 @@ def measured_extraction(cfg, dataset: str) -> dict:
                 out["passages"] += 1
                 out["prompt_tokens"] += int(hit["prompt_tokens"])
                 out["completion_tokens"] += int(hit["completion_tokens"])
-                out["seconds"] += float(hit.get("seconds") or 0.0)
+                out["seconds"] += logged_seconds(hit.get("seconds"))
     finally:
-        cache.close()
+        if own:
+            cache.close()
     return out
 
 
@@ -169,6 +175,32 @@ def from_run(per_question_csv: Path, extraction: dict) -> tuple:
         raise ValueError(f"no extraction call of {extraction.get('dataset')!r} found in the LLM cache")
     ext = extraction_cost(extraction["prompt_tokens"] / n, extraction["completion_tokens"] / n)
     return online_cost(per_q), ext, hipporag2_comparison(ext)
+
+
+def extraction_cost_table(cfg, builds: Mapping, wall_seconds: Mapping[str, float],
+                          cache: Optional[LLMCache] = None) -> pd.DataFrame:
+    """Notebook 01 §6: what extracting each graph's pool cost (KGIR-RAG §3.2 / KG²RAG's offline stage).
+
+    ``builds``: ``{dataset: build}`` as :func:`kgir_lib.kg.extract.build_kg` returns them. For an LLM graph the
+    pool's extraction calls are read back from the LLM cache (:func:`measured_extraction`), so the numbers are
+    the graph's, the same whether this run made the calls, found them in the cache or found the graph already
+    stored. What this execution did (passages it extracted, calls it made, its wall seconds) is kept in columns
+    named ``this run`` and ``wall seconds``, which :func:`kgir_lib.report.save_table` writes to the run's
+    ``runtime/`` folder, not to the committed table. ``cache``: the LLM's cache (default: the run's).
+    """
+    rows = []
+    for name, b in builds.items():
+        row = {"dataset": name, "source": b.source, "passages in pool": len(b.pool)}
+        m = measured_extraction(cfg, name, list(b.pool), cache) if b.source == "llm" else None
+        row.update({"calls found": m["passages"] if m else 0, "prompt tokens": m["prompt_tokens"] if m else 0,
+                    "completion tokens": m["completion_tokens"] if m else 0,
+                    "LLM seconds": round(m["seconds"], 1) if m else 0.0,
+                    "LLM s / passage": round(m["seconds"] / m["passages"], 2) if m and m["passages"] else None})
+        r = b.report
+        row.update({"extracted this run": r.n_passages if r else 0, "new LLM calls this run": r.new_calls if r else 0,
+                    "wall seconds": round(wall_seconds.get(name, 0.0), 1)})
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("dataset")
 
 
 # ----------------------------------------------------------------------------- the cost of this run's graphs
@@ -204,8 +236,9 @@ def indexing_cost(ws: Workspace, extract_usage=None, stage_prefix: str = "extrac
                 row["extract_calls_found"] += 1
                 row["extract_prompt_tokens"] += int(hit["prompt_tokens"])
                 row["extract_completion_tokens"] += int(hit["completion_tokens"])
-                row["extract_seconds"] += float(hit.get("seconds") or 0.0)
+                row["extract_seconds"] += logged_seconds(hit.get("seconds"))
                 row["extract_at_budget"] += int(int(hit["completion_tokens"]) >= budget)
+    row["extract_seconds"] = round(row["extract_seconds"], SECONDS_DIGITS)
     if extract_usage is not None:
         calls = sum(s.calls - s.cache_hits for name, s in extract_usage.stages.items() if name.startswith(stage_prefix))
         row["extract_calls_in_this_run"] = int(calls)

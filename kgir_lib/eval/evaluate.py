@@ -36,6 +36,7 @@ from .. import traces
 from ..data import Question, sample_questions
 from ..llm import LLM, LLMUsage, cache_key
 from ..llm.prompts import PROMPT_DIR
+from ..llm.response_log import logged_seconds
 from ..methods.base import MethodOutput, Workspace
 from .cost import indexing_cost
 from .metrics import best_em, best_f1, recall_at_k
@@ -74,7 +75,7 @@ class StoredTimeLLM:
             for req, res in zip(requests, results):
                 if res.cached:
                     hit = self.cache.get(cache_key(self.model_id, req.payload()))
-                    res.seconds = float(hit.get("seconds") or 0.0) if hit else 0.0
+                    res.seconds = logged_seconds(hit.get("seconds")) if hit else 0.0
         return results
 
 

@@ -74,9 +74,18 @@ def checksum(key: str, text: str) -> str:
     return hashlib.sha256(f"{key}\n{text}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+SECONDS_DIGITS = 3  # a call's seconds as the log keeps them (milliseconds)
+
+
+def logged_seconds(seconds) -> float:
+    """A call's seconds as the response log records them, so a sum over calls is the same from a warm cache as
+    from a clone that imported the log."""
+    return round(float(seconds or 0.0), SECONDS_DIGITS)
+
+
 def _line(row: tuple) -> str:
     rec = dict(zip(FIELDS, row))
-    rec["seconds"] = round(float(rec["seconds"] or 0.0), 3)
+    rec["seconds"] = logged_seconds(rec["seconds"])
     rec["checksum"] = checksum(rec["key"], rec["text"])
     return json.dumps(rec, sort_keys=True, ensure_ascii=False)
 

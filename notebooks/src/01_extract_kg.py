@@ -199,22 +199,17 @@ print(report.model_note(cfg, short=True))
 # %% [markdown]
 # ## 6. Cost of the extraction
 #
-# LLM calls and tokens of this run (the `extract` stage). A rerun makes no new call: every reply comes from
-# the cache or, when the stored graph already holds the pool, no call is made at all. The wall time and the
-# cache hits describe this execution rather than the graph, so they are not shown here; they are saved beside
-# the run, in `results/<profile>/runtime/` (not committed).
+# What extracting each graph's pool cost: its calls read back from the LLM cache (the `extract` stage), so the
+# numbers are the graph's whether this run made the calls, found them cached, or found the graph already stored.
+# What this execution did (passages extracted, new calls, wall time) describes the run rather than the graph: it
+# is saved beside the run, in `results/<profile>/runtime/` (not committed), and not shown here.
 
 # %%
-rows = []
-for name, b in builds.items():
-    r = b.report
-    rows.append({"dataset": name, "source": b.source, "passages in pool": len(b.pool),
-                 "extracted this run": r.n_passages if r else 0, "new LLM calls": r.new_calls if r else 0,
-                 "prompt tokens": r.prompt_tokens if r else 0, "completion tokens": r.completion_tokens if r else 0,
-                 "LLM seconds": round(r.seconds, 1) if r else 0.0, "wall seconds": round(timings[name], 1),
-                 "s / new passage": round(r.seconds / r.new_calls, 2) if r and r.new_calls else None})
-cost = pd.DataFrame(rows).set_index("dataset")
-report.save_table(cost, cfg, "kg_extraction_cost", "KG extraction cost of this run (notebook 01).")
+from kgir_lib.eval.cost import extraction_cost_table
+
+cost = extraction_cost_table(cfg, builds, timings, llm.cache)
+report.save_table(cost, cfg, "kg_extraction_cost", "KG extraction cost of each graph's pool, read back from the LLM "
+                  "cache (notebook 01). " + report.model_note(cfg, short=True))
 report.save_table(llm.usage.table(), cfg, "01_extract_kg", folder="usage", markdown=False)
 show(cost)
 show(llm.usage.table(), "LLM calls of this notebook, by stage")
