@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from kgir_lib.data import passage_id
@@ -188,3 +189,17 @@ def test_notebook_04_flow_on_the_tiny_workspace(tmp_path, cfg, tiny_dataset, tin
     assert attr.set_index("key").loc["kgir_oracle_context", "EM"] == 100.0  # the gold passages hold the answer
     assert sa.headroom_sentence(attr, "tiny").startswith("tiny (n = 1): EM of the full method ")
     sa.plot_headroom(attr)
+
+
+def test_readme_headroom_lines_are_the_rendering_of_the_table_it_names():
+    import re
+
+    from kgir_lib.config import PROJECT_ROOT
+
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- headroom: kgir_lib\.eval\.mechanism\.step_attribution\.headroom_sentence of (\S+) -->\n",
+                      readme)
+    assert found, "README: no headroom marker"
+    table = pd.read_csv(PROJECT_ROOT / found.group(1))
+    lines = "".join(f"- {sa.headroom_sentence(table, d)}\n" for d in dict.fromkeys(table["dataset"]))
+    assert lines and readme[found.end():].startswith(lines)
