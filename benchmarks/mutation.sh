@@ -6,20 +6,27 @@
 #   bash benchmarks/mutation.sh --resume   # go on with the mutants not yet tested in mutants/
 #   bash benchmarks/mutation.sh --report   # only the report of the last run
 #
+#   bash benchmarks/mutation.sh --help     # this text
+#
 # Environment: PYTHON (default .venv/bin/python; mutmut must be installed beside it: the dev extra),
-# MAX_CHILDREN (parallel mutants, default: the CPU count), KGIR_DATA_DIR (default ../shared/data).
+# MAX_CHILDREN (parallel mutants, default: the CPU count), KGIR_DATA_DIR (default: the suite's data folder,
+# $KGIR_DATA_DIR, else ../shared/data, else data/samples/).
 # The report (score, time, load, every surviving mutant with its diff and whether the pinning tests of
 # tests/test_pinned_tables.py run it) is printed and written to mutants/report.md; results/benchmarks/mutation.md
 # records a run with a judgement of each survivor. mutants/ is mutmut's working folder (git-ignored).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]; then
+  sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'
+  exit 0
+fi
 PY="${PYTHON:-.venv/bin/python}"
 MUTMUT="$(dirname "$PY")/mutmut"
 [ -x "$MUTMUT" ] || { echo "mutation.sh: no mutmut beside $PY (pip install mutmut==3.8.1, the dev extra)" >&2; exit 1; }
 mode="${1:-}"
 
 # The tests run inside mutants/, so every location they read must not be relative to the package there.
-export KGIR_DATA_DIR="${KGIR_DATA_DIR:-$(cd .. && pwd)/shared/data}"
+export KGIR_DATA_DIR="${KGIR_DATA_DIR:-$("$PY" -c 'from kgir_lib.config import default_data_dir; print(default_data_dir().resolve())')}"
 export KGIR_PROFILE=ci MPLBACKEND=Agg
 export KGIR_RESULTS_DIR="$(mktemp -d)/results" KGIR_FIGURES_DIR="$(mktemp -d)/figures"
 unset PYTHONPATH  # only mutants/kgir_lib may be importable while mutants run
