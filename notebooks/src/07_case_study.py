@@ -71,7 +71,7 @@ display(Markdown(narrative.algorithm1_settings(cfg) + f"\n* loop: at most {cfg.m
 # %% [markdown]
 # ## 1. Choosing the question
 #
-# Every full KGIR-RAG trace of the run, with the steps of the chain it took (`reached`: how many in a row),
+# Every full KGIR-RAG trace of the run on the profile's `datasets`, with the steps of the chain it took (`reached`: how many in a row),
 # judged against the **gold bridge entity** of the question (`kgir_lib.notebook.case.choice.gold_chain`, the bridge
 # funnel of notebook 04: MuSiQue's first-hop answers, HotpotQA's unnamed supporting title): the gold bridge is an entity
 # of `G_Ans`; the rewrite names it; the rewritten question's retrieval `D'_t` brings a passage of the next hop
@@ -80,7 +80,7 @@ display(Markdown(narrative.algorithm1_settings(cfg) + f"\n* loop: at most {cfg.m
 
 # %%
 chain = gold_chain(cfg.data_path, cfg.datasets)
-choice = choose_case(load_kgir_traces(cfg), dataset, qid, chain=chain)
+choice = choose_case(load_kgir_traces(cfg, cfg.datasets), dataset, qid, chain=chain)
 print(choice.note)
 candidates = choice.table
 if choice.qid is not None:
@@ -125,7 +125,7 @@ if len(naming):
 # gold chain of section 1 (which does) does not.
 
 # %%
-steps = bridge_summary(find_bridge_cases(load_kgir_traces(cfg)))
+steps = bridge_summary(find_bridge_cases(load_kgir_traces(cfg, cfg.datasets)))
 show(steps, "traces per dataset taking each step of the Fig. 6 pattern")
 if len(steps):
     report.save_table(steps, cfg, "07_bridge_summary",
