@@ -12,6 +12,10 @@ Two messages used to appear in every run's console output, neither saying anythi
   :class:`QuietKernelManager` skips it; a kernel that is still busy (the runner itself interrupted) does not
   answer the shutdown request and is terminated after jupyter_client's shutdown wait (SIGTERM, then SIGKILL).
 
+The kernel also draws figures inline whatever ``MPLBACKEND`` the caller exported (:func:`kernel_env`): a test
+harness exports ``Agg`` to draw without a display, and a kernel that inherits it stores every figure of the output
+notebook as its text (``<Figure size 1500x850 with 1 Axes>``) instead of the picture.
+
 papermill records the absolute input and output paths in the output notebook's metadata, the start, end and
 duration of every cell, and gives the cell it injects a random id; the kernel adds execution timestamps.
 :func:`tidy_output_notebook` rewrites the paths as :func:`kgir_lib.report.shown` shows them and drops what
@@ -19,6 +23,7 @@ only says when and how fast this execution ran, so a rerun that computes the sam
 """
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -26,17 +31,30 @@ from pathlib import Path
 import nbformat
 from jupyter_client.manager import AsyncKernelManager
 
-__all__ = ["QuietKernelManager", "tidy_output_notebook", "strip_bar_outputs"]
+__all__ = ["QuietKernelManager", "kernel_env", "tidy_output_notebook", "strip_bar_outputs", "INLINE_BACKEND"]
+
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+
+
+def kernel_env(env) -> dict:
+    """The environment a notebook kernel starts with: ``env`` with matplotlib's inline backend, the one that stores
+    a figure in the notebook as a PNG (ipykernel chooses it only when ``MPLBACKEND`` is unset)."""
+    return {**env, "MPLBACKEND": INLINE_BACKEND}
 
 
 class QuietKernelManager(AsyncKernelManager):
-    """:class:`AsyncKernelManager` over IPC sockets, without the SIGINT before its shutdown request."""
+    """:class:`AsyncKernelManager` over IPC sockets, without the SIGINT before its shutdown request, its kernel
+    drawing figures inline (:func:`kernel_env`)."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self._ipc_dir = Path(tempfile.mkdtemp(prefix="kgir-kernel-"))
         self.transport = "ipc"
         self.ip = str(self._ipc_dir / "kernel")
+
+    async def _async_pre_start_kernel(self, **kw):
+        kw["env"] = kernel_env(kw.get("env") or os.environ)
+        return await super()._async_pre_start_kernel(**kw)
 
     async def _async_interrupt_kernel(self) -> None:
         if self.shutting_down:

@@ -322,6 +322,12 @@ def test_free_question_with_the_oracle_rewrite(cfg, make_llm):
                                 decomposition=ex["decomposition"])
     r = oracle.rounds[0]
     assert (r.rewrite, r.rewrite_form) == ("Which company did Compaq merge with in 2002?", "oracle")
+    titles = {p.pid: p.title for p in oracle.ws.dataset.corpus.passages}
+    assert [titles[p] for p in oracle.gold_pids] == ["Compaq", "Hewlett-Packard"]  # the hops' supports are gold
+    assert set(oracle.recall) == {"R@2", "R@5"} and model.gold_pids == [] and model.recall == {}
+    read = oracle.reading_frame(1)
+    assert "Hewlett-Packard" in set(read["passage"])
+    assert read["gold"].tolist() == [t in ("Compaq", "Hewlett-Packard") for t in read["passage"]]
     calls = oracle.output.trace["llm"].get("kgir_rewrite", {}).get("calls", 0)
     assert calls == oracle.output.trace["iterations_used"] - 1 and "rewrite" not in r.usable  # none in round 1
     hp = next(p.pid for p in oracle.ws.dataset.corpus.passages if p.title == "Hewlett-Packard")

@@ -57,3 +57,18 @@ def test_no_progress_bar_text_in_committed_outputs(path):
             texts = [o.get("text", "")] + [v for k, v in o.get("data", {}).items() if k.startswith("text/")]
             found += [f"cell {i}: {str(t).strip()[:80]!r}" for t in texts if is_bar_text(t)]
     assert not found, f"{path.relative_to(PROJECT_ROOT)} stores progress-bar text:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("path", OUTPUTS, ids=lambda p: p.relative_to(PROJECT_ROOT).as_posix())
+def test_every_committed_figure_is_a_picture(path):
+    """A figure stored only as its text (``<Figure size 1500x850 with 1 Axes>``) is a kernel that drew without the
+    inline backend: the reader of the output notebook sees no drawing (the runner's kernel draws inline,
+    kgir_lib.execution.kernel_env)."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    found = [f"cell {i}: {o['data']['text/plain'][:60]!r}" for i, cell in enumerate(nb.cells)
+             for o in cell.get("outputs", []) if "text/plain" in o.get("data", {})
+             and not any(k.startswith("image/") for k in o["data"])
+             and str(o["data"]["text/plain"]).startswith("<Figure size")]
+    assert not found, f"{path.relative_to(PROJECT_ROOT)} stores figures without their picture:\n" + "\n".join(found)

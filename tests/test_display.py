@@ -1,5 +1,7 @@
 """kgir_lib.notebook.display: the one table helper of the notebooks (rounding, empty published columns, wide tables,
 text)."""
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -56,6 +58,10 @@ def test_table_html_renders_line_breaks_and_wraps_long_text_with_plain_spaces():
     assert len(lines) == 3 and all(len(line) <= 30 for line in lines)
     short = Table(pd.DataFrame({"answer": ["HP", "Compaq"]}))._repr_html_()
     assert 'min-width: 6ch' in short  # a short text column keeps its longest line, no more
+    many = Table(pd.DataFrame({c: [q] for c in ("question", "rewrite", "answer", "gold")} | {"bridge": ["Uganda"]}),
+                 wrap=30)._repr_html_()
+    widths = [int(w) for w in re.findall(r"min-width: (\d+)ch", many)]
+    assert widths == [13, 13, 13, 13, 6]  # five text columns (18 + 18 + 18 + 18 + 6 ch) squeezed to fit the page
     mixed = Table(pd.DataFrame({"v": [40.0, 3.68]}))._repr_html_()
     assert "<td>40</td>" in mixed and "<td>3.68</td>" in mixed
     plain = Table(pd.DataFrame({"n": [1.5]}), index=False)

@@ -57,17 +57,20 @@ def test_an_output_notebook_keeps_no_trace_of_when_or_how_fast_it_ran(tmp_path):
 
 
 def test_a_run_prints_neither_kernel_warning_and_stores_no_absolute_output_path(tmp_path):
+    """Also: a figure is stored as a picture although the caller exported a non-inline backend (a test's Agg)."""
     nbs = tmp_path / "nbs"
     nbs.mkdir()
     nb = nbformat.v4.new_notebook()
     params = nbformat.v4.new_code_cell("profile = None")
     params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell("print('ran')")]
+    figure = ("import matplotlib.pyplot as plt\nfrom IPython.display import display\n"
+              "fig, ax = plt.subplots()\ndisplay(fig)\nplt.close(fig)")
+    nb.cells = [params, nbformat.v4.new_code_cell(figure), nbformat.v4.new_code_cell("print('ran')")]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (kgir)", "language": "python"}
     nbformat.write(nb, nbs / "00_probe.ipynb")
     (tmp_path / "data").symlink_to(default_data_dir().resolve())
     env = {**os.environ, "KGIR_RESULTS_DIR": str(tmp_path / "results"), "KGIR_DATA_DIR": str(tmp_path / "data"),
-           "PYTHONPATH": str(PROJECT_ROOT)}
+           "PYTHONPATH": str(PROJECT_ROOT), "MPLBACKEND": "Agg"}
     out = subprocess.run([sys.executable, "-m", "kgir_lib.runner", "--profile", "ci", "--notebooks-dir", str(nbs)],
                          cwd=tmp_path, env=env, text=True, capture_output=True, timeout=300)
     assert out.returncode == 0, out.stderr
@@ -75,5 +78,6 @@ def test_a_run_prints_neither_kernel_warning_and_stores_no_absolute_output_path(
     assert "without encryption" not in console and "KeyboardInterrupt" not in console, console
     done = nbformat.read(tmp_path / "results" / "ci" / "notebooks" / "00_probe.ipynb", as_version=4)
     assert done.cells[-1].outputs[0]["text"] == "ran\n"
+    assert [sorted(o.get("data", {})) for o in done.cells[-2].outputs] == [["image/png", "text/plain"]]
     assert done.metadata["papermill"]["output_path"] == "$KGIR_RESULTS_DIR/ci/notebooks/00_probe.ipynb"
     assert not list(Path(tmp_path).glob("nbs/kernel-*"))  # no IPC socket left beside the notebooks

@@ -82,3 +82,11 @@ def test_build_copies_the_outputs_of_cells_with_the_same_source(tmp_path):
     assert build.copy_outputs(nb, tmp_path / "02_index.ipynb") == 1
     assert code[1].outputs[0]["text"].startswith("02_index") and code[1].execution_count == 3
     assert not code[0].get("outputs")  # the injected-parameters cell lends nothing
+
+
+def test_05_answers_in_words_before_the_scoreboard():
+    """05's first output screen answers "does KGIR-RAG beat the baselines here, and how sure are we?": the sentence
+    comes before the 14-row scoreboard, not a screen and a half below it."""
+    src = next(c.source for c in jupytext.read(REPO / "notebooks" / "src" / "05_eval.py", fmt="py:percent").cells
+               if "scoreboard_sentence" in c.source)
+    assert src.index("scoreboard_sentence(") < src.index("show(board")

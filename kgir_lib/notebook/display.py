@@ -20,7 +20,9 @@ everywhere:
   there are and where the whole table is saved (``full``: the path :func:`kgir_lib.report.save_table` returned);
 * **text readable**: a line break in a cell is a line break; long text wraps at about ``wrap`` characters and
   a browser may wrap it further at any space, so no table runs off a projected page; a text column keeps a
-  minimum width (:data:`MIN_TEXT_CH` characters), so a question is never squeezed into a column one word wide;
+  minimum width (:data:`MIN_TEXT_CH` characters), so a question is never squeezed into a column one word wide,
+  and the text columns of one table together keep at most :data:`TEXT_BUDGET_CH` (each down to
+  :data:`SQUEEZED_CH`), so a table of many text columns still fits beside its keys on a 1,400-px page;
 * **terms defined**: ``notes`` (``{column: definition}``, e.g. a module's ``COLUMN_NOTES``) are printed under the
   table for the columns it has, so an abbreviation ("n alone", "McNemar b/c") is never left to guess.
 
@@ -44,6 +46,8 @@ PUBLISHED_MARKERS = ("published", "paper")
 MAX_ROWS = 20      # rows a table shows before it is cut (the whole table is saved; its path is printed)
 MIN_TEXT_CH = 18   # minimum width of a column of long text, in characters
 MAX_KEYS = 3       # leading text columns that can serve as a table's row keys
+TEXT_BUDGET_CH = 60  # minimum width (characters) all text columns of a table keep together
+SQUEEZED_CH = 10   # a text column squeezed to the budget keeps at least this width (or its longest line)
 
 
 def is_published(label) -> bool:
@@ -200,6 +204,16 @@ def _min_width(col: pd.Series, wrap: int) -> int:
     return min(longest, max(MIN_TEXT_CH, wrap // 2))
 
 
+def _min_widths(df: pd.DataFrame, text: list, wrap: int) -> list:
+    """The minimum width of each text column (``None`` for the others): :func:`_min_width`, scaled down together
+    when they add up to more than :data:`TEXT_BUDGET_CH`, none below :data:`SQUEEZED_CH` or its longest line."""
+    mins = [_min_width(df.iloc[:, j], wrap) if t else None for j, t in enumerate(text)]
+    total = sum(m for m in mins if m)
+    if total <= TEXT_BUDGET_CH:
+        return mins
+    return [None if m is None else max(min(m, SQUEEZED_CH), m * TEXT_BUDGET_CH // total) for m in mins]
+
+
 def _label_html(label) -> str:
     if isinstance(label, tuple):
         return "<br>".join(html.escape(str(p)) for p in label if str(p) != "")
@@ -220,8 +234,8 @@ class Table:
                 for j in range(df.shape[1])]
         head += "".join(f'<th style="text-align: left">{_label_html(c)}</th>' if t else f"<th>{_label_html(c)}</th>"
                         for c, t in zip(df.columns, text))
-        style = [f' style="text-align: left; min-width: {_min_width(df.iloc[:, j], self.wrap)}ch"' if t else ""
-                 for j, t in enumerate(text)]
+        style = [f' style="text-align: left; min-width: {m}ch"' if t else ""
+                 for m, t in zip(_min_widths(df, text, self.wrap), text)]
         rows = []
         for idx, row in zip(df.index, df.itertuples(index=False)):
             keys = idx if isinstance(idx, tuple) else (idx,)

@@ -51,8 +51,9 @@ print(f"methods ({len(method_keys)}): {[method_label(k, cfg) if k in LABELS else
 # (ties by F1) per dataset, best first on average. Beside each method: the paper's claim about it (KGIR-RAG
 # ahead of IRCoT, KG²RAG and HippoRAG 2; each Table 7 ablation behind the full method) and this run's verdict,
 # from exact paired tests with Holm's correction inside each claim (section 6 says how; the README's claims
-# table is the same table). With a few questions a dataset, "cannot tell" is the common verdict: the sentence
-# under the table says how large a difference these questions could detect at all.
+# table is the same table). The sentence above the table says it in words: where KGIR-RAG ranks, how many tests
+# support, contradict or cannot tell, and how large a difference these questions could detect at all (with a few
+# questions a dataset, "cannot tell" is the common verdict).
 
 # %%
 suite = ev.run_suite(cfg, llm, cfg.datasets, method_keys, resume=resume)
@@ -72,9 +73,9 @@ claims_path = report.save_table(
     f"family's first Holm level). {caption_ours}")
 board = cl.scoreboard(suite.scores, claims, cfg.datasets)
 print(report.model_note(cfg, short=True))
+display(Markdown(f"**The answer.** {cl.scoreboard_sentence(board, claims)}"))
 show(board, "every method ranked by EM, then F1, per dataset; the paper's claims and this run's verdicts",
      max_cols=12, wrap=60, max_rows=len(board))
-display(Markdown(cl.scoreboard_sentence(board, claims)))
 
 # %% [markdown]
 # ## The methods, and how the runs are made

@@ -134,8 +134,10 @@ def case_from_passages(cfg: Config, question: str, passages: Sequence, answers: 
 
     The passages' triples are extracted first with the profile's LLM (cached);
     ``answers`` (gold answer and aliases, may be empty) score the final answer.
-    There are no gold passages, so no Recall@k. ``decomposition`` (:func:`free_gold_hops`) gives the question
-    its gold chain, which the oracle study variants read (``kgir_oracle_rewrite``: the ideal rewrite).
+    ``decomposition`` (:func:`free_gold_hops`) gives the question its gold chain, which the oracle study
+    variants read (``kgir_oracle_rewrite``: the ideal rewrite), and its gold passages, the hops' supporting
+    passages (as MuSiQue's are, §3.3.3), so the case reports Recall@k and marks them in what the reflection and
+    the reader read; without one there are no gold passages and no Recall@k. KGIR-RAG itself reads no gold.
     """
     if not isinstance(question, str) or not question.strip():
         raise CaseStudyError("parameter 'free_question': needs a non-empty question")
@@ -148,7 +150,8 @@ def case_from_passages(cfg: Config, question: str, passages: Sequence, answers: 
     ps = _passages(passages)
     hops = free_gold_hops(decomposition, ps)
     answers = tuple(str(a) for a in answers)
-    q = Question(FREE_QID, question.strip(), answers, (), FREE_DATASET, len(hops) or None, hops,
+    gold_pids = tuple(dict.fromkeys(h.pid for h in hops))
+    q = Question(FREE_QID, question.strip(), answers, gold_pids, FREE_DATASET, len(hops) or None, hops,
                  chain_bridges(hops, question.strip(), answers))
     ws = free_workspace(cfg, q, ps, llm=llm, encoder=encoder)
     return run_case(ws, q, method)
