@@ -71,8 +71,8 @@ display(Markdown(narrative.algorithm1_settings(cfg) + f"\n* loop: at most {cfg.m
 # %% [markdown]
 # ## 1. Choosing the question
 #
-# Every full KGIR-RAG trace of the run on the profile's `datasets`, with the steps of the chain it took (`reached`: how many in a row),
-# judged against the **gold bridge entity** of the question (`kgir_lib.notebook.case.choice.gold_chain`, the bridge
+# Every full KGIR-RAG trace of the run on the profile's `datasets`, with the steps of the chain it took
+# (`reached`: how many in a row), judged against the **gold bridge entity** of the question (`kgir_lib.notebook.case.choice.gold_chain`, the bridge
 # funnel of notebook 04: MuSiQue's first-hop answers, HotpotQA's unnamed supporting title): the gold bridge is an entity
 # of `G_Ans`; the rewrite names it; the rewritten question's retrieval `D'_t` brings a passage of the next hop
 # that `D_t` lacked; the answer is correct. Questions without a gold bridge (HotpotQA comparison questions) take
