@@ -37,7 +37,10 @@ def test_profile_values():
                                                                  "hipporag2"}
     # ci extends sample: its own fields, the rest inherited
     assert (ci.n_questions, ci.extract_max_passages, ci.max_new_tokens) == (2, 12, 96)
-    assert (ci.embed_model, ci.top_k, ci.datasets) == (sample.embed_model, sample.top_k, sample.datasets)
+    assert (ci.embed_model, ci.top_k) == (sample.embed_model, sample.top_k)
+    # the test run's notebooks 02-05 and 07 read hotpotqa alone; musique_train's imported graph is notebook 06's
+    assert (ci.datasets, ci.ablation_datasets, sample.datasets) == (["hotpotqa"], ["musique_train"],
+                                                                    ["hotpotqa", "musique_train"])
     assert (paper.llm_backend, paper.llm_json_mode, paper.embed_model) == ("openai", "vllm", "BAAI/bge-m3")
     assert (paper.n_questions, paper.extract_max_passages, paper.passage_chars) == (1000, None, None)
     assert (paper.iter_retgen_rounds, sample.iter_retgen_rounds) == (3, 2)  # ITER-RETGEN T=3 at paper scale
