@@ -381,7 +381,8 @@ def test_attribution_methods_come_from_the_profile():
     from kgir_lib.registry import STUDY_METHODS, check_method_keys
     from kgir_lib.runner import validate
 
-    assert {load_config(p).attribution_methods is None for p in ("sample", "ci", "local")} == {True}  # every one
+    assert {load_config(p).attribution_methods is None for p in ("sample", "ci")} == {True}  # every one
+    assert load_config("local").attribution_methods == []  # none until its committed log holds their answers
     assert STUDY_METHODS == [spec.key for spec in STUDY_VARIANTS.values()]
     check_method_keys([], "attribution_methods", STUDY_METHODS)  # none: allowed
     with pytest.raises(ConfigError, match="attribution_methods.*kgir"):
