@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Mutation testing of the modules behind the committed numbers: kgir_lib/eval, kgir_lib/kgir, kgir_lib/redact.py
-# (mutmut; its settings, the scope and the fast tests it runs are [tool.mutmut] in pyproject.toml).
+# Mutation testing of the modules behind the committed numbers (claims, statistics, the mechanism tables, the loop,
+# entity matching, redaction; mutmut: its settings, the scope and the fast tests it runs are [tool.mutmut] in pyproject.toml).
 #
 #   bash benchmarks/mutation.sh            # a fresh run (removes mutants/ first), then the report
 #   bash benchmarks/mutation.sh --resume   # go on with the mutants not yet tested in mutants/
@@ -13,10 +13,15 @@
 # records a run with a judgement of each survivor. mutants/ is mutmut's working folder (git-ignored).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mode="${1:-}"
+case "$mode" in
+  -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  ""|--resume|--report) ;;
+  *) echo "mutation.sh: unknown option '$mode' (--resume, --report or --help)" >&2; exit 2 ;;
+esac
 PY="${PYTHON:-.venv/bin/python}"
 MUTMUT="$(dirname "$PY")/mutmut"
 [ -x "$MUTMUT" ] || { echo "mutation.sh: no mutmut beside $PY (pip install mutmut==3.8.1, the dev extra)" >&2; exit 1; }
-mode="${1:-}"
 
 # The tests run inside mutants/, so every location they read must not be relative to the package there.
 export KGIR_DATA_DIR="${KGIR_DATA_DIR:-$(cd .. && pwd)/shared/data}"
