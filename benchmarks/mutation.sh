@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-}"
 case "$mode" in
-  -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   ""|--resume|--report) ;;
   *) echo "mutation.sh: unknown option '$mode' (--resume, --report or --help)" >&2; exit 2 ;;
 esac
