@@ -208,6 +208,11 @@ def test_funnel_sentence_quotes_the_table_and_its_weakest_step():
         "of those (100 %; a name containing the bridge counts: this table has no count for equal names), the "
         "rewrite names it on 2 (67 %), D'_t finds the next hop on 2 (100 %) and the answer is right on 1 (50 %). "
         "The chain breaks most at \"5 answer correct\": 1 of 2.")
+    # a table of the equal rule only: no count under containment, so the sentence adds nothing to step 2
+    assert funnel_sentence(both[both[MATCH] == "equal"], "d") == (
+        "d: of the 4 questions with a gold bridge, a seed matched on 3; the evidence subgraph holds the bridge on 2 "
+        "of those (67 %), the rewrite names it on 2 (100 %), D'_t finds the next hop on 2 (100 %) and the answer is "
+        "right on 1 (50 %). The chain breaks most at \"5 answer correct\": 1 of 2.")
     with pytest.raises(ValueError, match="no 'equal' rows"):
         funnel_sentence(loose.assign(**{MATCH: "contains"}), "d")
     with pytest.raises(ValueError, match="no 'kgir' rows for dataset 'x'"):

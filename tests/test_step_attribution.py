@@ -188,3 +188,46 @@ def test_notebook_04_flow_on_the_tiny_workspace(tmp_path, cfg, tiny_dataset, tin
     assert attr.set_index("key").loc["kgir_oracle_context", "EM"] == 100.0  # the gold passages hold the answer
     assert sa.headroom_sentence(attr, "tiny").startswith("tiny (n = 1): EM of the full method ")
     sa.plot_headroom(attr)
+
+
+def _forty(right: set, variant: str = "full", parts=None, pids=("pCompaq", "pIBM")) -> list:
+    """Forty questions, right on ``right``; an oracle variant's trace says every step in ``parts`` applied."""
+    oracle = {"parts": list(parts), "not_applied": {}} if parts else None
+    return [record(q, answer="Hewlett-Packard" if q in right else "IBM", variant=variant, ranked_pids=list(pids),
+                   oracle=oracle) for q in (f"q{i}" for i in range(40))]
+
+
+def test_cumulative_oracles_finite_mde_holm_ranks_and_the_level_known_values():
+    """The full method right on 10 of 40 questions, the cumulative oracles on 30, 34 and 36 (all the full
+    method's among them), ours on 10 others: McNemar's p = 2 / 2^b, Holm's factor (12 tests) by rank, and the MDE
+    of each row from its own discordance at level alpha / 12 -- and at another alpha."""
+    from kgir_lib.eval.stats import mde_mcnemar
+
+    q = [f"q{i}" for i in range(40)]
+    runs = {"kgir": _forty(set(q[:10])),
+            "kgir_oracle_seeds": _forty(set(q[:30]), "oracle_seeds", ["seeds"], ("pCompaq", "pHP")),
+            "kgir_oracle_seeds_rewrite": _forty(set(q[:34]), "oracle_seeds_rewrite", ["seeds", "rewrite"]),
+            "kgir_oracle_seeds_rewrite_next_hop": _forty(set(q[:36]), "oracle_seeds_rewrite_next_hop",
+                                                         ["seeds", "rewrite", "next_hop"]),
+            "kgir_all_passages": _forty(set(q[5:15]), "all_passages")}
+    bridges = {x: (COMPAQ,) for x in q}
+    t = sa.step_attribution_table(runs, bridges, "d", n_ctx=5).set_index("key")
+    assert list(t.index) == ["kgir", *sa.CUMULATIVE, "kgir_all_passages"]
+    assert t["EM"].tolist() == [25.0, 75.0, 85.0, 90.0, 25.0] and (t["EM full"] == 25.0).all()
+    assert t["oracle applied"].fillna(-1).tolist() == [-1, 40, 40, 40, -1]
+    assert t["EM discordant"].tolist() == ["", "20/0", "24/0", "26/0", "5/5"]
+    assert t.loc["kgir_oracle_seeds", "p EM"] == 2 * 0.5 ** 20 and t.loc["kgir_all_passages", "p EM"] == 1.0
+    # 12 tests (4 rows x 3 metrics); the three smallest p are the oracles' EM: factors 12, 11, 10
+    assert t.loc["kgir_oracle_seeds_rewrite_next_hop", "p EM (Holm)"] == pytest.approx(12 * 2 * 0.5 ** 26, rel=1e-12)
+    assert t.loc["kgir_oracle_seeds_rewrite", "p EM (Holm)"] == pytest.approx(11 * 2 * 0.5 ** 24, rel=1e-12)
+    assert t.loc["kgir_oracle_seeds", "p EM (Holm)"] == pytest.approx(10 * 2 * 0.5 ** 20, rel=1e-12)
+    assert t.loc["kgir_oracle_seeds", ["R@5", "R@5 full", "R@5 discordant"]].tolist() == [100.0, 50.0, "40"]
+    mde = t[sa.MDE_COLUMN]
+    assert np.isnan(mde["kgir"]) and mde.iloc[1:].tolist() == [42.5, 45.0, 47.5, np.inf]
+    assert mde.iloc[1:4].tolist() == [100 * mde_mcnemar(40, b / 40, 0.05 / 12, 0.8) for b in (20, 24, 26)]
+    strict = sa.step_attribution_table(runs, bridges, "d", n_ctx=5, alpha=0.01).set_index("key")[sa.MDE_COLUMN]
+    assert strict.iloc[1:4].tolist() == [45.0, 50.0, 52.5]
+    assert t.loc["kgir_oracle_seeds", ["5 answer correct", "next hop read"]].tolist() == [30, 40]
+    assert sa.headroom_sentence(t.reset_index(), "d") == (
+        "d (n = 40): EM of the full method 25.0; oracle seeds 75.0 (+50.0), + the ideal rewrite 85.0 (+10.0), "
+        "+ the gold next hop 90.0 (+5.0); ours: kgir_all_passages 25.0 (+0.0, p(Holm) 1).")
