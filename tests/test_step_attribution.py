@@ -200,21 +200,28 @@ def _forty(right: set, variant: str = "full", parts=None, pids=("pCompaq", "pIBM
 def test_cumulative_oracles_finite_mde_holm_ranks_and_the_level_known_values():
     """The full method right on 10 of 40 questions, the cumulative oracles on 30, 34 and 36 (all the full
     method's among them), ours on 10 others: McNemar's p = 2 / 2^b, Holm's factor (12 tests) by rank, and the MDE
-    of each row from its own discordance at level alpha / 12 -- and at another alpha."""
+    of each row from its own discordance on the questions the full method answered, at level alpha / 12 -- and at
+    another alpha. A question only the variant answered is not paired; a variant without a common question has no
+    test and no MDE."""
     from kgir_lib.eval.stats import mde_mcnemar
 
     q = [f"q{i}" for i in range(40)]
     runs = {"kgir": _forty(set(q[:10])),
-            "kgir_oracle_seeds": _forty(set(q[:30]), "oracle_seeds", ["seeds"], ("pCompaq", "pHP")),
+            "kgir_oracle_seeds": _forty(set(q[:30]), "oracle_seeds", ["seeds"], ("pCompaq", "pHP"))
+            + [record("q40", variant="oracle_seeds", oracle={"parts": ["seeds"], "not_applied": {}})],
+            "kgir_oracle_rewrite": [record("z1", answer="IBM", variant="oracle_rewrite",
+                                           oracle={"parts": ["rewrite"], "not_applied": {}})],
             "kgir_oracle_seeds_rewrite": _forty(set(q[:34]), "oracle_seeds_rewrite", ["seeds", "rewrite"]),
             "kgir_oracle_seeds_rewrite_next_hop": _forty(set(q[:36]), "oracle_seeds_rewrite_next_hop",
                                                          ["seeds", "rewrite", "next_hop"]),
             "kgir_all_passages": _forty(set(q[5:15]), "all_passages")}
     bridges = {x: (COMPAQ,) for x in q}
     t = sa.step_attribution_table(runs, bridges, "d", n_ctx=5).set_index("key")
-    assert list(t.index) == ["kgir", *sa.CUMULATIVE, "kgir_all_passages"]
+    assert list(t.index) == ["kgir", *sa.CUMULATIVE, "kgir_oracle_rewrite", "kgir_all_passages"]
+    assert t["n"].tolist() == [40, 40, 40, 40, 0, 40]
+    t = t.drop(index="kgir_oracle_rewrite")  # no common question: no test, no MDE
     assert t["EM"].tolist() == [25.0, 75.0, 85.0, 90.0, 25.0] and (t["EM full"] == 25.0).all()
-    assert t["oracle applied"].fillna(-1).tolist() == [-1, 40, 40, 40, -1]
+    assert t["oracle applied"].fillna(-1).tolist() == [-1, 41, 40, 40, -1]
     assert t["EM discordant"].tolist() == ["", "20/0", "24/0", "26/0", "5/5"]
     assert t.loc["kgir_oracle_seeds", "p EM"] == 2 * 0.5 ** 20 and t.loc["kgir_all_passages", "p EM"] == 1.0
     # 12 tests (4 rows x 3 metrics); the three smallest p are the oracles' EM: factors 12, 11, 10
@@ -227,6 +234,8 @@ def test_cumulative_oracles_finite_mde_holm_ranks_and_the_level_known_values():
     assert mde.iloc[1:4].tolist() == [100 * mde_mcnemar(40, b / 40, 0.05 / 12, 0.8) for b in (20, 24, 26)]
     strict = sa.step_attribution_table(runs, bridges, "d", n_ctx=5, alpha=0.01).set_index("key")[sa.MDE_COLUMN]
     assert strict.iloc[1:4].tolist() == [45.0, 50.0, 52.5]
+    no_common = sa.step_attribution_table(runs, bridges, "d", n_ctx=5).set_index("key").loc["kgir_oracle_rewrite"]
+    assert np.isnan(no_common[sa.MDE_COLUMN]) and np.isnan(no_common["p EM"]) and np.isnan(no_common["EM"])
     assert t.loc["kgir_oracle_seeds", ["5 answer correct", "next hop read"]].tolist() == [30, 40]
     assert sa.headroom_sentence(t.reset_index(), "d") == (
         "d (n = 40): EM of the full method 25.0; oracle seeds 75.0 (+50.0), + the ideal rewrite 85.0 (+10.0), "
