@@ -144,6 +144,8 @@ def test_bad_raw_records_are_named_errors_and_record_bridges_tells_the_schema():
     with pytest.raises(DataError, match=r"^MuSiQue record 'm1': 'question_decomposition' and 'paragraphs' must be "
                                         r"lists$"):
         musique_bridges({"id": "m1", "question_decomposition": [], "paragraphs": "a paragraph"})
+    with pytest.raises(DataError, match=r"^MuSiQue record '\?': 'question_decomposition'"):
+        musique_bridges({"question_decomposition": "a hop", "paragraphs": []})
     no_id = {"question": "q", "answer": "z", "paragraphs": [_para(0, "a", "a")],
              "question_decomposition": [{"question": "q1", "answer": "x", "paragraph_support_idx": 0},
                                         {"question": "#1", "answer": "z", "paragraph_support_idx": 7}]}
@@ -162,7 +164,12 @@ def test_bad_raw_records_are_named_errors_and_record_bridges_tells_the_schema():
     assert record_bridges(mq) == ("2hop__1", musique_bridges(mq))
     assert record_bridges(hot) == ("h1", hotpot_bridges(hot)) and len(hotpot_bridges(hot)) == 1
     assert bridges_of([mq, hot]) == {"2hop__1": musique_bridges(mq), "h1": hotpot_bridges(hot)}
-    with pytest.raises(DataError, match="neither 'question_decomposition'"):
+    # the corpus and its titles reach the HotpotQA rule (a passage id the corpus lacks: its title's first passage)
+    fallback = {"corpus_pids": {"other"}, "by_title": {"Compaq": ["pC1", "pC2"]}}
+    assert record_bridges(hot, **fallback)[1][0].next_pids == ("pC1",)
+    assert bridges_of([hot], **fallback)["h1"][0].next_pids == ("pC1",)
+    with pytest.raises(DataError, match=r"^record has neither 'question_decomposition' \(MuSiQue\) nor "
+                                        r"'supporting_facts' \(HotpotQA\)$"):
         record_bridges({"id": "x"})
 
 needs_shared = pytest.mark.skipif(not (SHARED_DATA / "musique_train").is_dir(), reason="no shared data")
