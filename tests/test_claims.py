@@ -399,7 +399,7 @@ def test_scoreboard_known_answer_with_ties_a_method_not_run_pooled_rows_and_two_
 
 
 def test_scoreboard_of_one_claim_row_other_metrics_and_the_sentence_without_a_finite_or_any_em_mde():
-    from kgir_lib.eval.claims import scoreboard, scoreboard_sentence
+    from kgir_lib.eval.claims import SCOREBOARD_VERDICT, scoreboard, scoreboard_sentence
 
     hot = _board_scores().query("dataset == 'hotpotqa'")
     em_only = claims_table(hot, [Claim("c", "IRCoT", ("EM",))], pooled=False)  # a claim of one row
@@ -413,3 +413,7 @@ def test_scoreboard_of_one_claim_row_other_metrics_and_the_sentence_without_a_fi
         "is no evidence against the paper.")
     f1_only = claims_table(hot, [Claim("c", "IRCoT", ("F1",))], pooled=False)
     assert scoreboard_sentence(scoreboard(hot, f1_only), f1_only) == start  # no EM test: nothing said of the MDE
+    # a p below 1e-4 is written with a lower-case exponent, as the claims table's other cells
+    many = _scores({"KGIR-RAG": [100.0] * 20, "IRCoT": [0.0] * 20})
+    tiny_p = claims_table(many, [Claim("c", "IRCoT", ("EM",))], pooled=False)
+    assert scoreboard(many, tiny_p).loc["IRCoT", (SCOREBOARD_VERDICT, "")] == "musique_train: supports\n  +100.0 (p 1.9e-06)"
