@@ -240,3 +240,30 @@ def test_cumulative_oracles_finite_mde_holm_ranks_and_the_level_known_values():
     assert sa.headroom_sentence(t.reset_index(), "d") == (
         "d (n = 40): EM of the full method 25.0; oracle seeds 75.0 (+50.0), + the ideal rewrite 85.0 (+10.0), "
         "+ the gold next hop 90.0 (+5.0); ours: kgir_all_passages 25.0 (+0.0, p(Holm) 1).")
+
+
+def test_question_scores_and_funnel_counts_known_values():
+    """F1 of a partial answer, R@5 cut at five, the funnel of no bridge question, the default containment rule,
+    the any-round count over two rounds, and "next hop read" within the context of n_ctx passages."""
+    from _mech_traces import rnd
+
+    r = record("q1", answer="Hewlett", gold_answers=("Hewlett Packard",),
+               ranked_pids=["pCompaq", "p2", "p3", "p4", "p5", "pHP"])
+    s = sa.question_scores([r])
+    assert list(s.columns) == list(sa.question_scores([]).columns) == ["qid", "EM", "F1", "R@5"]
+    assert s.iloc[0].tolist()[:2] == ["q1", 0.0] and round(s.loc[0, "F1"], 4) == 66.6667 and s.loc[0, "R@5"] == 50.0
+    empty = {"bridge questions": 0, **{step: 0 for step in sa.STEPS[1:]}, "next hop read": 0}
+    assert sa.funnel_counts([r], {}, 5) == empty and list(sa.funnel_counts([r], {}, 5)) == list(empty)
+    # a G_Ans name that contains the bridge: counted by the default rule only
+    loose = record("q1", rounds=[rnd(gans=(("Compaq Computer Corporation", "was top PC maker of", "1994", "pCompaq",
+                                            0.9),))])
+    assert sa.funnel_counts([loose], {"q1": (COMPAQ,)}, 5)["2 bridge in G_Ans"] == 1
+    assert sa.funnel_counts([loose], {"q1": (COMPAQ,)}, 5, mode="equal")["2 bridge in G_Ans"] == 0
+    # two rounds, the bridge reached in the second: counted once, any round
+    two = record("q1", rounds=[rnd(1, gans=(), verdict="missing"), rnd(2)])
+    got = sa.funnel_counts([two], {"q1": (COMPAQ,)}, 5)
+    assert [got[step] for step in sa.STEPS[1:]] == [1, 1, 1, 1, 1] and got["bridge questions"] == 1
+    assert list(got) == list(empty) and all(type(v) is int for v in got.values())  # the table's counts, as ints
+    # w/o reflection reads the first n_ctx passages of D'_1: the next hop (pHP, second) only from two on
+    short = record("q1", variant="no_reflection", rounds=[rnd(rewrite_retrieved=("pCompaq", "pHP", "pX"))])
+    assert [sa.funnel_counts([short], {"q1": (COMPAQ,)}, n)["next hop read"] for n in (1, 2)] == [0, 1]
