@@ -417,3 +417,14 @@ def test_scoreboard_of_one_claim_row_other_metrics_and_the_sentence_without_a_fi
     many = _scores({"KGIR-RAG": [100.0] * 20, "IRCoT": [0.0] * 20})
     tiny_p = claims_table(many, [Claim("c", "IRCoT", ("EM",))], pooled=False)
     assert scoreboard(many, tiny_p).loc["IRCoT", (SCOREBOARD_VERDICT, "")] == "musique_train: supports\n  +100.0 (p 1.9e-06)"
+
+
+def test_old_table_mde_condition_counts_the_tested_rows_of_each_claim():
+    """A table written before the MDE header: the family of a claim is its rows with questions (n > 0), so a
+    one-question pair counts and a claim not run does not."""
+    scores = _scores({"KGIR-RAG": [100.0], "IRCoT": [0.0]})
+    claims = [Claim("c1", "IRCoT", ("EM", "F1")), Claim("c2", "HippoRAG 2", ("EM",))]
+    table = claims_table(scores, claims, pooled=False, n_boot=50)
+    assert table["n"].tolist() == [1, 1, 0]
+    old = table.rename(columns={mde_column(table): "MDE"})
+    assert table_mde_condition(old) == "α = 0.05/2, power 0.8"
