@@ -219,6 +219,17 @@ def test_funnel_sentence_quotes_the_table_and_its_weakest_step():
         funnel_sentence(funnel_table(rows), "x")
     side = match_rules_table(both.assign(method="kgir")).set_index("step")
     assert side.loc[STEPS[2], ["n (equal)", "n (contains)"]].tolist() == [2, 3]
+    # one method and one round of a table with others, datasets and steps in the table's order (not sorted)
+    base = both.assign(method="kgir")
+    many = pd.concat([base, base.assign(dataset="a"), base.assign(method="other", n=base["n"] + 100),
+                      base.assign(round="2", n=base["n"] + 50)])
+    side = match_rules_table(many)
+    assert list(side.columns) == ["dataset", "step", "n (equal)", "% of previous step (equal)", "n (contains)",
+                                  "% of previous step (contains)"]
+    assert side["dataset"].tolist() == ["d"] * len(STEPS) + ["a"] * len(STEPS)
+    assert side["step"].tolist() == list(STEPS) * 2
+    assert side[["n (equal)", "n (contains)"]].values.tolist()[:len(STEPS)] == [[4, 4], [3, 3], [2, 3], [2, 2], [2, 2],
+                                                                                [1, 1]]
 
 
 def test_readme_funnel_lines_are_the_rendering_of_the_funnel_table_it_names():

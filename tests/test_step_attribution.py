@@ -267,3 +267,13 @@ def test_question_scores_and_funnel_counts_known_values():
     # w/o reflection reads the first n_ctx passages of D'_1: the next hop (pHP, second) only from two on
     short = record("q1", variant="no_reflection", rounds=[rnd(rewrite_retrieved=("pCompaq", "pHP", "pX"))])
     assert [sa.funnel_counts([short], {"q1": (COMPAQ,)}, n)["next hop read"] for n in (1, 2)] == [0, 1]
+
+
+def test_headroom_sentence_without_oracles_and_with_both_repairs():
+    runs = {"kgir": full_run(), "kgir_bridge_rewrite": bridge_run(),
+            "kgir_all_passages": [dict(r, trace=dict(r["trace"], variant="all_passages")) for r in full_run()]}
+    t = sa.step_attribution_table(runs, BRIDGES, "d", n_ctx=5)
+    assert sa.headroom_sentence(t[t["key"] == "kgir"], "d") == "d (n = 6): EM of the full method 16.7."
+    assert sa.headroom_sentence(t, "d") == (
+        "d (n = 6): EM of the full method 16.7; ours: kgir_bridge_rewrite 16.7 (+0.0, p(Holm) 1), "
+        "kgir_all_passages 16.7 (+0.0, p(Holm) 1).")
