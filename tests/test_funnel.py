@@ -219,6 +219,7 @@ def test_funnel_sentence_quotes_the_table_and_its_weakest_step():
         funnel_sentence(funnel_table(rows), "x")
     side = match_rules_table(both.assign(method="kgir")).set_index("step")
     assert side.loc[STEPS[2], ["n (equal)", "n (contains)"]].tolist() == [2, 3]
+    assert match_rules_table(loose.assign(method="kgir")).empty  # an old table of one rule has no such view
     # one method and one round of a table with others, datasets and steps in the table's order (not sorted)
     base = both.assign(method="kgir")
     many = pd.concat([base, base.assign(dataset="a"), base.assign(method="other", n=base["n"] + 100),
