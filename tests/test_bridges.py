@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from kgir_lib.data import DataError, load_dataset, passage_id
-from kgir_lib.eval.mechanism.bridges import (Bridge, bridge_aliases, entity_matches, hotpot_bridges, load_bridges,
-                                             musique_bridges, names, names_bridge, norm)
+from kgir_lib.eval.mechanism.bridges import (Bridge, bridge_aliases, bridges_of, entity_matches, hotpot_bridges,
+                                             load_bridges, musique_bridges, names, names_bridge, norm, record_bridges)
 
 from conftest import SHARED_DATA
 
@@ -133,6 +133,44 @@ def test_hotpot_untyped_record_uses_the_title_rule_and_corpus_fallback():
     with pytest.raises(DataError, match="Compaq"):
         hotpot_bridges(rec, corpus_pids={"other"}, by_title={})
 
+
+
+def test_bad_raw_records_are_named_errors_and_record_bridges_tells_the_schema():
+    """Raw records: a field of the wrong type, a record without an id ('?'), a HotpotQA record without context
+    (its supporting titles have no passage), a record of neither schema; record_bridges and bridges_of key the
+    bridges by each schema's id field."""
+    import re
+
+    with pytest.raises(DataError, match=r"^MuSiQue record 'm1': 'question_decomposition' and 'paragraphs' must be "
+                                        r"lists$"):
+        musique_bridges({"id": "m1", "question_decomposition": [], "paragraphs": "a paragraph"})
+    with pytest.raises(DataError, match=r"^MuSiQue record '\?': 'question_decomposition'"):
+        musique_bridges({"question_decomposition": "a hop", "paragraphs": []})
+    no_id = {"question": "q", "answer": "z", "paragraphs": [_para(0, "a", "a")],
+             "question_decomposition": [{"question": "q1", "answer": "x", "paragraph_support_idx": 0},
+                                        {"question": "#1", "answer": "z", "paragraph_support_idx": 7}]}
+    with pytest.raises(DataError, match=r"^MuSiQue record '\?': hop 2: "):
+        musique_bridges(no_id)
+    hot = _hotpot("Which company merged with the maker of the Presario?", ["Presario", "Compaq"], type_="")
+    with pytest.raises(DataError, match=re.escape("HotpotQA record '?': 'supporting_facts' and 'context' must be "
+                                                  "lists of [title, ...] pairs ('int' object is not subscriptable)")):
+        hotpot_bridges({k: v for k, v in hot.items() if k != "_id"} | {"context": [5]})
+    with pytest.raises(DataError, match=r"^HotpotQA record 'h1': supporting title 'Compaq' is not in the corpus$"):
+        hotpot_bridges({k: v for k, v in hot.items() if k != "context"})
+    mq = {"id": "2hop__1", "question": "Where was the consulate?", "answer": "Frankfurt am Main",
+          "paragraphs": [_para(0, "a", "a"), _para(1, "b", "b")],
+          "question_decomposition": [{"question": "q1", "answer": "Frankfurt", "paragraph_support_idx": 0},
+                                     {"question": "q2 #1", "answer": "Frankfurt am Main", "paragraph_support_idx": 1}]}
+    assert record_bridges(mq) == ("2hop__1", musique_bridges(mq))
+    assert record_bridges(hot) == ("h1", hotpot_bridges(hot)) and len(hotpot_bridges(hot)) == 1
+    assert bridges_of([mq, hot]) == {"2hop__1": musique_bridges(mq), "h1": hotpot_bridges(hot)}
+    # the corpus and its titles reach the HotpotQA rule (a passage id the corpus lacks: its title's first passage)
+    fallback = {"corpus_pids": {"other"}, "by_title": {"Compaq": ["pC1", "pC2"]}}
+    assert record_bridges(hot, **fallback)[1][0].next_pids == ("pC1",)
+    assert bridges_of([hot], **fallback)["h1"][0].next_pids == ("pC1",)
+    with pytest.raises(DataError, match=r"^record has neither 'question_decomposition' \(MuSiQue\) nor "
+                                        r"'supporting_facts' \(HotpotQA\)$"):
+        record_bridges({"id": "x"})
 
 needs_shared = pytest.mark.skipif(not (SHARED_DATA / "musique_train").is_dir(), reason="no shared data")
 

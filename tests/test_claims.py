@@ -346,3 +346,83 @@ def test_not_run_rows_have_empty_test_fields_and_mde_needs_two_questions():
     two = claims_table(_scores({"KGIR-RAG": [100.0, 50.0], "IRCoT": [0.0, 0.0]}), [Claim("c", "IRCoT", ("F1",))],
                        pooled=False)
     assert np.isfinite(two.loc[0, mde_column(two)])  # differences 100 and 50: a spread from two questions
+def _board_scores() -> pd.DataFrame:
+    """Two datasets in the run's order (musique_train, then hotpotqa), four methods; HippoRAG 2 not run on
+    hotpotqa, Naive RAG and HippoRAG 2 alike on musique_train."""
+    def rows(method, em, f1, dataset):
+        return [{"method": method, "dataset": dataset, "qid": f"q{i}", "EM": e, "F1": f, "R@2": e, "R@5": e}
+                for i, (e, f) in enumerate(zip(em, f1))]
+
+    half = [100.0] * 6 + [0.0] * 6
+    return pd.DataFrame(
+        rows("KGIR-RAG", [100.0] * 12, [80.0] * 12, "musique_train")
+        + rows("IRCoT", [0.0] * 12, [100.0] * 12, "musique_train")
+        + rows("Naive RAG", half, [60.0] * 12, "musique_train") + rows("HippoRAG 2", half, [60.0] * 12, "musique_train")
+        + rows("KGIR-RAG", [100.0] * 2, [100.0] * 2, "hotpotqa") + rows("IRCoT", [100.0] * 2, [100.0] * 2, "hotpotqa")
+        + rows("Naive RAG", [0.0] * 2, [0.0] * 2, "hotpotqa"))
+
+
+def test_scoreboard_known_answer_with_ties_a_method_not_run_pooled_rows_and_two_claims_on_one_method():
+    """Ranks share the best place on a tie (min rank) and put a method without a score last; rows by mean rank,
+    a tie in the run's order; each dataset's verdict lines in the run's order, ``pooled`` last, a dataset the
+    claim was not run on said so without hiding the next; two claims on one method one line each, in the table's
+    order (not sorted by name)."""
+    from kgir_lib.eval.claims import SCOREBOARD_CLAIM, SCOREBOARD_VERDICT, scoreboard, scoreboard_sentence
+
+    scores = _board_scores()
+    claims = [Claim("ahead of IRCoT", "IRCoT", ("EM", "F1")), Claim("F1 over IRCoT", "IRCoT", ("F1",)),
+              Claim("ahead of HippoRAG 2", "HippoRAG 2", ("EM",))]
+    table = claims_table(scores, claims, pooled=True)
+    board = scoreboard(scores, table)
+    assert list(board.index) == ["KGIR-RAG", "IRCoT", "Naive RAG", "HippoRAG 2"]  # mean ranks 1, 2.5, 2.5, 3
+    assert board.columns.names == ["dataset", ""] and board.index.name == "method"
+    assert board[("musique_train", "rank")].tolist() == [1, 4, 2, 2]
+    assert board[("hotpotqa", "rank")].tolist() == [1, 1, 3, 4]  # HippoRAG 2 has no score there
+    assert board.loc["KGIR-RAG", (SCOREBOARD_CLAIM, "")] == "the method every claim is about"
+    assert board.loc["IRCoT", (SCOREBOARD_CLAIM, "")] == "ahead of IRCoT (EM / F1)\nF1 over IRCoT (F1)"
+    assert board.loc["IRCoT", (SCOREBOARD_VERDICT, "")] == (
+        "musique_train: EM supports, F1 contradicts\n  +100.0 / -20.0 (p 0.0029 / 0.0029)\n"
+        "hotpotqa: cannot tell\n  +0.0 / +0.0 (p 1.0 / 1.0)\n"
+        "pooled: EM supports, F1 contradicts\n  +85.7 / -17.1 (p 0.0029 / 0.0029)\n"
+        "musique_train: contradicts\n  -20.0 (p 0.0015)\nhotpotqa: cannot tell\n  +0.0 (p 1.0)\n"
+        "pooled: contradicts\n  -17.1 (p 0.0015)")
+    assert board.loc["HippoRAG 2", (SCOREBOARD_VERDICT, "")] == (
+        "musique_train: cannot tell\n  +50.0 (p 0.062)\nhotpotqa: not run\npooled: cannot tell\n  +50.0 (p 0.062)")
+    # the MDE range is over the datasets' EM rows only (91.7 on musique_train; hotpotqa's two questions: ∞)
+    assert scoreboard_sentence(board, table) == (
+        "KGIR-RAG ranks 1 of 4 on musique_train (EM 100.0, F1 80.0); 1 of 4 on hotpotqa (EM 100.0, F1 100.0) by EM. "
+        "Of the 11 tests of the paper's 3 claims, the verdict is 'supports' on 2, 'contradicts' on 4 and "
+        "'cannot tell' on 5. Differences in EM smaller than 92-92 points cannot be detected with these questions "
+        "(MDE, 80 % power), so 'cannot tell' is no evidence against the paper.")
+
+
+def test_scoreboard_of_one_claim_row_other_metrics_and_the_sentence_without_a_finite_or_any_em_mde():
+    from kgir_lib.eval.claims import SCOREBOARD_VERDICT, scoreboard, scoreboard_sentence
+
+    hot = _board_scores().query("dataset == 'hotpotqa'")
+    em_only = claims_table(hot, [Claim("c", "IRCoT", ("EM",))], pooled=False)  # a claim of one row
+    board = scoreboard(hot, em_only, metrics=("EM", "R@5"))
+    assert [c for c in board.columns if c[0] == "hotpotqa"] == [("hotpotqa", "rank"), ("hotpotqa", "EM"),
+                                                                ("hotpotqa", "R@5")]
+    start = ("KGIR-RAG ranks 1 of 3 on hotpotqa (EM 100.0, F1 100.0) by EM. Of the 1 tests of the paper's 1 claim, "
+             "the verdict is 'supports' on 0, 'contradicts' on 0 and 'cannot tell' on 1.")
+    assert scoreboard_sentence(scoreboard(hot, em_only), em_only) == start + (
+        " With these questions no EM difference, however large, could reach significance (MDE ∞), so 'cannot tell' "
+        "is no evidence against the paper.")
+    f1_only = claims_table(hot, [Claim("c", "IRCoT", ("F1",))], pooled=False)
+    assert scoreboard_sentence(scoreboard(hot, f1_only), f1_only) == start  # no EM test: nothing said of the MDE
+    # a p below 1e-4 is written with a lower-case exponent, as the claims table's other cells
+    many = _scores({"KGIR-RAG": [100.0] * 20, "IRCoT": [0.0] * 20})
+    tiny_p = claims_table(many, [Claim("c", "IRCoT", ("EM",))], pooled=False)
+    assert scoreboard(many, tiny_p).loc["IRCoT", (SCOREBOARD_VERDICT, "")] == "musique_train: supports\n  +100.0 (p 1.9e-06)"
+
+
+def test_old_table_mde_condition_counts_the_tested_rows_of_each_claim():
+    """A table written before the MDE header: the family of a claim is its rows with questions (n > 0), so a
+    one-question pair counts and a claim not run does not."""
+    scores = _scores({"KGIR-RAG": [100.0], "IRCoT": [0.0]})
+    claims = [Claim("c1", "IRCoT", ("EM", "F1")), Claim("c2", "HippoRAG 2", ("EM",))]
+    table = claims_table(scores, claims, pooled=False, n_boot=50)
+    assert table["n"].tolist() == [1, 1, 0]
+    old = table.rename(columns={mde_column(table): "MDE"})
+    assert table_mde_condition(old) == "α = 0.05/2, power 0.8"

@@ -326,3 +326,27 @@ def test_answer_form_counts_words_and_partial_credit_per_method_and_dataset():
 def test_answer_form_names_a_missing_column():
     with pytest.raises(KeyError, match="answer"):
         ev.answer_form(pd.DataFrame({"method": [], "dataset": [], "EM": [], "F1": []}))
+
+
+def test_bootstrap_table_passes_its_resamples_and_seed_and_reads_every_metric():
+    """Each row is paired_bootstrap of that pair with the table's n_boot and seed (defaults 2000 and 0); a
+    metric without a paired question is skipped without ending the method's other metrics; pooled rows over
+    two datasets by default; a CI above 0 by less than one point still supports the reference; an empty table
+    keeps its columns."""
+    a = np.array([60.0, 80.0, 70.0, 90.0, 50.0, 65.0, 75.0, 85.0, 55.0, 95.0, 62.0, 77.0])
+    b = a - np.array([0.5, 0.7, 0.2, 0.9, 0.3, 0.6, 0.8, 0.1, 0.4, 0.55, 0.65, 0.35])
+    scores = pd.DataFrame([{"dataset": "musique", "method": m, "qid": f"q{i}", "R@2": np.nan, "F1": f, "EM": 0.0}
+                           for m, f1 in (("KGIR-RAG", a), ("Naive RAG", b)) for i, f in enumerate(f1)])
+    bt = bootstrap_table(scores, metrics=("R@2", "F1", "EM"), n_boot=50, seed=3)
+    assert bt[["dataset", "metric"]].values.tolist() == [["musique", "F1"], ["musique", "EM"]]
+    f1 = bt.iloc[0]
+    assert (f1["mean diff"], f1["CI lo"], f1["CI hi"]) == paired_bootstrap(a, b, n_boot=50, seed=3)
+    assert 0 < f1["CI lo"] < 1 and f1["supported"] == "reference better"
+    default = bootstrap_table(scores, metrics=("F1",))
+    assert tuple(default.iloc[0][["mean diff", "CI lo", "CI hi"]]) == paired_bootstrap(a, b, n_boot=2000, seed=0)
+    assert paired_bootstrap(a, b, n_boot=2000, seed=0) != paired_bootstrap(a, b, n_boot=2000, seed=1)
+    two = pd.concat([scores, scores.assign(dataset="hotpotqa")])
+    assert bootstrap_table(two, metrics=("EM",), n_boot=20)["dataset"].tolist() == ["musique", "hotpotqa", "all"]
+    assert bootstrap_table(two, metrics=("EM",), n_boot=20, pooled=False)["dataset"].tolist() == ["musique", "hotpotqa"]
+    columns = ["dataset", "baseline", "metric", "n", "mean diff", "CI lo", "CI hi", "supported"]
+    assert list(bootstrap_table(scores.iloc[:0])) == list(bootstrap_table(scores, reference="absent")) == columns

@@ -208,12 +208,29 @@ def test_funnel_sentence_quotes_the_table_and_its_weakest_step():
         "of those (100 %; a name containing the bridge counts: this table has no count for equal names), the "
         "rewrite names it on 2 (67 %), D'_t finds the next hop on 2 (100 %) and the answer is right on 1 (50 %). "
         "The chain breaks most at \"5 answer correct\": 1 of 2.")
+    # a table of the equal rule only: no count under containment, so the sentence adds nothing to step 2
+    assert funnel_sentence(both[both[MATCH] == "equal"], "d") == (
+        "d: of the 4 questions with a gold bridge, a seed matched on 3; the evidence subgraph holds the bridge on 2 "
+        "of those (67 %), the rewrite names it on 2 (100 %), D'_t finds the next hop on 2 (100 %) and the answer is "
+        "right on 1 (50 %). The chain breaks most at \"5 answer correct\": 1 of 2.")
     with pytest.raises(ValueError, match="no 'equal' rows"):
         funnel_sentence(loose.assign(**{MATCH: "contains"}), "d")
     with pytest.raises(ValueError, match="no 'kgir' rows for dataset 'x'"):
         funnel_sentence(funnel_table(rows), "x")
     side = match_rules_table(both.assign(method="kgir")).set_index("step")
     assert side.loc[STEPS[2], ["n (equal)", "n (contains)"]].tolist() == [2, 3]
+    assert match_rules_table(loose.assign(method="kgir")).empty  # an old table of one rule has no such view
+    # one method and one round of a table with others, datasets and steps in the table's order (not sorted)
+    base = both.assign(method="kgir")
+    many = pd.concat([base, base.assign(dataset="a"), base.assign(method="other", n=base["n"] + 100),
+                      base.assign(round="2", n=base["n"] + 50)])
+    side = match_rules_table(many)
+    assert list(side.columns) == ["dataset", "step", "n (equal)", "% of previous step (equal)", "n (contains)",
+                                  "% of previous step (contains)"]
+    assert side["dataset"].tolist() == ["d"] * len(STEPS) + ["a"] * len(STEPS)
+    assert side["step"].tolist() == list(STEPS) * 2
+    assert side[["n (equal)", "n (contains)"]].values.tolist()[:len(STEPS)] == [[4, 4], [3, 3], [2, 3], [2, 2], [2, 2],
+                                                                                [1, 1]]
 
 
 def test_readme_funnel_lines_are_the_rendering_of_the_funnel_table_it_names():

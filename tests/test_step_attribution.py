@@ -203,3 +203,92 @@ def test_readme_headroom_lines_are_the_rendering_of_the_table_it_names():
     table = pd.read_csv(PROJECT_ROOT / found.group(1))
     lines = "".join(f"- {sa.headroom_sentence(table, d)}\n" for d in dict.fromkeys(table["dataset"]))
     assert lines and readme[found.end():].startswith(lines)
+
+
+def _forty(right: set, variant: str = "full", parts=None, pids=("pCompaq", "pIBM")) -> list:
+    """Forty questions, right on ``right``; an oracle variant's trace says every step in ``parts`` applied."""
+    oracle = {"parts": list(parts), "not_applied": {}} if parts else None
+    return [record(q, answer="Hewlett-Packard" if q in right else "IBM", variant=variant, ranked_pids=list(pids),
+                   oracle=oracle) for q in (f"q{i}" for i in range(40))]
+
+
+def test_cumulative_oracles_finite_mde_holm_ranks_and_the_level_known_values():
+    """The full method right on 10 of 40 questions, the cumulative oracles on 30, 34 and 36 (all the full
+    method's among them), ours on 10 others: McNemar's p = 2 / 2^b, Holm's factor (12 tests) by rank, and the MDE
+    of each row from its own discordance on the questions the full method answered, at level alpha / 12 -- and at
+    another alpha. A question only the variant answered is not paired; a variant without a common question has no
+    test and no MDE."""
+    from kgir_lib.eval.stats import mde_mcnemar
+
+    q = [f"q{i}" for i in range(40)]
+    runs = {"kgir": _forty(set(q[:10])),
+            "kgir_oracle_seeds": _forty(set(q[:30]), "oracle_seeds", ["seeds"], ("pCompaq", "pHP"))
+            + [record("q40", variant="oracle_seeds", oracle={"parts": ["seeds"], "not_applied": {}})],
+            "kgir_oracle_rewrite": [record("z1", answer="IBM", variant="oracle_rewrite",
+                                           oracle={"parts": ["rewrite"], "not_applied": {}})],
+            "kgir_oracle_seeds_rewrite": _forty(set(q[:34]), "oracle_seeds_rewrite", ["seeds", "rewrite"]),
+            "kgir_oracle_seeds_rewrite_next_hop": _forty(set(q[:36]), "oracle_seeds_rewrite_next_hop",
+                                                         ["seeds", "rewrite", "next_hop"]),
+            "kgir_all_passages": _forty(set(q[5:15]), "all_passages")}
+    bridges = {x: (COMPAQ,) for x in q}
+    t = sa.step_attribution_table(runs, bridges, "d", n_ctx=5).set_index("key")
+    assert list(t.index) == ["kgir", *sa.CUMULATIVE, "kgir_oracle_rewrite", "kgir_all_passages"]
+    assert t["n"].tolist() == [40, 40, 40, 40, 0, 40]
+    t = t.drop(index="kgir_oracle_rewrite")  # no common question: no test, no MDE
+    assert t["EM"].tolist() == [25.0, 75.0, 85.0, 90.0, 25.0] and (t["EM full"] == 25.0).all()
+    assert t["oracle applied"].fillna(-1).tolist() == [-1, 41, 40, 40, -1]
+    assert t["EM discordant"].tolist() == ["", "20/0", "24/0", "26/0", "5/5"]
+    assert t.loc["kgir_oracle_seeds", "p EM"] == 2 * 0.5 ** 20 and t.loc["kgir_all_passages", "p EM"] == 1.0
+    # 12 tests (4 rows x 3 metrics); the three smallest p are the oracles' EM: factors 12, 11, 10
+    assert t.loc["kgir_oracle_seeds_rewrite_next_hop", "p EM (Holm)"] == pytest.approx(12 * 2 * 0.5 ** 26, rel=1e-12)
+    assert t.loc["kgir_oracle_seeds_rewrite", "p EM (Holm)"] == pytest.approx(11 * 2 * 0.5 ** 24, rel=1e-12)
+    assert t.loc["kgir_oracle_seeds", "p EM (Holm)"] == pytest.approx(10 * 2 * 0.5 ** 20, rel=1e-12)
+    assert t.loc["kgir_oracle_seeds", ["R@5", "R@5 full", "R@5 discordant"]].tolist() == [100.0, 50.0, "40"]
+    mde = t[sa.MDE_COLUMN]
+    assert np.isnan(mde["kgir"]) and mde.iloc[1:].tolist() == [42.5, 45.0, 47.5, np.inf]
+    assert mde.iloc[1:4].tolist() == [100 * mde_mcnemar(40, b / 40, 0.05 / 12, 0.8) for b in (20, 24, 26)]
+    strict = sa.step_attribution_table(runs, bridges, "d", n_ctx=5, alpha=0.01).set_index("key")[sa.MDE_COLUMN]
+    assert strict.iloc[1:4].tolist() == [45.0, 50.0, 52.5]
+    no_common = sa.step_attribution_table(runs, bridges, "d", n_ctx=5).set_index("key").loc["kgir_oracle_rewrite"]
+    assert np.isnan(no_common[sa.MDE_COLUMN]) and np.isnan(no_common["p EM"]) and np.isnan(no_common["EM"])
+    assert t.loc["kgir_oracle_seeds", ["5 answer correct", "next hop read"]].tolist() == [30, 40]
+    assert sa.headroom_sentence(t.reset_index(), "d") == (
+        "d (n = 40): EM of the full method 25.0; oracle seeds 75.0 (+50.0), + the ideal rewrite 85.0 (+10.0), "
+        "+ the gold next hop 90.0 (+5.0); ours: kgir_all_passages 25.0 (+0.0, p(Holm) 1).")
+
+
+def test_question_scores_and_funnel_counts_known_values():
+    """F1 of a partial answer, R@5 cut at five, the funnel of no bridge question, the default containment rule,
+    the any-round count over two rounds, and "next hop read" within the context of n_ctx passages."""
+    from _mech_traces import rnd
+
+    r = record("q1", answer="Hewlett", gold_answers=("Hewlett Packard",),
+               ranked_pids=["pCompaq", "p2", "p3", "p4", "p5", "pHP"])
+    s = sa.question_scores([r])
+    assert list(s.columns) == list(sa.question_scores([]).columns) == ["qid", "EM", "F1", "R@5"]
+    assert s.iloc[0].tolist()[:2] == ["q1", 0.0] and round(s.loc[0, "F1"], 4) == 66.6667 and s.loc[0, "R@5"] == 50.0
+    empty = {"bridge questions": 0, **{step: 0 for step in sa.STEPS[1:]}, "next hop read": 0}
+    assert sa.funnel_counts([r], {}, 5) == empty and list(sa.funnel_counts([r], {}, 5)) == list(empty)
+    # a G_Ans name that contains the bridge: counted by the default rule only
+    loose = record("q1", rounds=[rnd(gans=(("Compaq Computer Corporation", "was top PC maker of", "1994", "pCompaq",
+                                            0.9),))])
+    assert sa.funnel_counts([loose], {"q1": (COMPAQ,)}, 5)["2 bridge in G_Ans"] == 1
+    assert sa.funnel_counts([loose], {"q1": (COMPAQ,)}, 5, mode="equal")["2 bridge in G_Ans"] == 0
+    # two rounds, the bridge reached in the second: counted once, any round
+    two = record("q1", rounds=[rnd(1, gans=(), verdict="missing"), rnd(2)])
+    got = sa.funnel_counts([two], {"q1": (COMPAQ,)}, 5)
+    assert [got[step] for step in sa.STEPS[1:]] == [1, 1, 1, 1, 1] and got["bridge questions"] == 1
+    assert list(got) == list(empty) and all(type(v) is int for v in got.values())  # the table's counts, as ints
+    # w/o reflection reads the first n_ctx passages of D'_1: the next hop (pHP, second) only from two on
+    short = record("q1", variant="no_reflection", rounds=[rnd(rewrite_retrieved=("pCompaq", "pHP", "pX"))])
+    assert [sa.funnel_counts([short], {"q1": (COMPAQ,)}, n)["next hop read"] for n in (1, 2)] == [0, 1]
+
+
+def test_headroom_sentence_without_oracles_and_with_both_repairs():
+    runs = {"kgir": full_run(), "kgir_bridge_rewrite": bridge_run(),
+            "kgir_all_passages": [dict(r, trace=dict(r["trace"], variant="all_passages")) for r in full_run()]}
+    t = sa.step_attribution_table(runs, BRIDGES, "d", n_ctx=5)
+    assert sa.headroom_sentence(t[t["key"] == "kgir"], "d") == "d (n = 6): EM of the full method 16.7."
+    assert sa.headroom_sentence(t, "d") == (
+        "d (n = 6): EM of the full method 16.7; ours: kgir_bridge_rewrite 16.7 (+0.0, p(Holm) 1), "
+        "kgir_all_passages 16.7 (+0.0, p(Holm) 1).")

@@ -31,6 +31,10 @@ def test_char_ngrams_pads_and_normalises():
     assert char_ngrams("Ab", 3) == {" ab", "ab "}
     assert char_ngrams("A", 3) == {" a "}
     assert char_ngrams("  ", 3) == set()
+    assert char_ngrams("Ab") == {" ab", "ab "}                   # trigrams by default
+    assert char_ngrams("Ab", 1) == {" ", "a", "b"}               # n = 1 is allowed
+    with pytest.raises(ValueError, match="'ngram_n': must be >= 1, got 0"):
+        char_ngrams("Ab", 0)
     assert char_ngrams("Hewlett-Packard", 3) == char_ngrams("hewlett packard", 3)
     with pytest.raises(ValueError, match="ngram_n"):
         char_ngrams("abc", 0)

@@ -1,0 +1,99 @@
+"""The recorded mutation run (results/benchmarks/mutation.md) adds up: each module's verdicts sum to its mutants,
+the modules sum to the total, every score is (killed + timeout) / tested to one decimal, a run with unchecked
+mutants says "partial", and the modules are the ones pyproject.toml's [tool.mutmut] mutates."""
+from __future__ import annotations
+
+import fnmatch
+import re
+import tomllib
+
+import pytest
+
+from kgir_lib.config import PROJECT_ROOT
+
+RECORD = PROJECT_ROOT / "results" / "benchmarks" / "mutation.md"
+# the columns of benchmarks/mutation.sh's report, copied into the record
+VERDICTS = ["killed", "timeout", "survived", "no tests", "suspicious", "segfault", "skipped", "not checked"]
+HEAD = ["module", "total", *VERDICTS, "tested", "score %"]
+SCORE_LINE = re.compile(r"score \(killed \+ timeout\) / tested: (?P<score>[\d.]+) % \((?P<label>[^)]*)\)")
+
+
+def counts_table(text: str) -> dict:
+    """``{module or "all": {column: int, "score %": str}}`` of the record's counts table (the report's)."""
+    lines = text.splitlines()
+    header = "| " + " | ".join(HEAD) + " |"
+    assert lines.count(header) == 1, "mutation.md: expected one counts table with the report's header"
+    rows = {}
+    for line in lines[lines.index(header) + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert len(cells) == len(HEAD), f"mutation.md: row with {len(cells)} cells: {line}"
+        name = cells[0].strip("`*")
+        rows[name] = {**{k: int(v) for k, v in zip(HEAD[1:-1], cells[1:-1])}, "score %": cells[-1]}
+    return rows
+
+
+def score(row: dict) -> str:
+    return f"{100 * (row['killed'] + row['timeout']) / row['tested']:.1f}" if row["tested"] else "–"
+
+
+def check_record(text: str) -> None:
+    """Raise AssertionError where the record's numbers do not add up (module docstring)."""
+    rows = counts_table(text)
+    assert "all" in rows and len(rows) > 1, "mutation.md: no module rows or no 'all' row"
+    for name, row in rows.items():
+        assert sum(row[k] for k in VERDICTS) == row["total"], f"{name}: the verdicts do not sum to its total"
+        assert row["tested"] == row["total"] - row["skipped"] - row["not checked"], f"{name}: tested"
+        assert row["score %"] == score(row), f"{name}: score {row['score %']}, computed {score(row)}"
+    modules = [r for n, r in rows.items() if n != "all"]
+    for k in ["total", *VERDICTS, "tested"]:
+        assert rows["all"][k] == sum(r[k] for r in modules), f"all: {k} is not the sum of the modules'"
+    found = SCORE_LINE.findall(text)
+    assert len(found) == 1, "mutation.md: expected one score line"
+    [(pct, label)] = found
+    a = rows["all"]
+    assert pct == score(a), f"score line {pct}, computed {score(a)}"
+    if a["not checked"]:
+        assert label == f"partial: {a['tested']} of {a['total']} mutants tested, {a['not checked']} not checked", \
+            f"label {label!r}"
+    else:
+        assert label == f"complete: all {a['total']} mutants checked", f"label {label!r}"
+
+
+def test_the_record_adds_up():
+    check_record(RECORD.read_text(encoding="utf-8"))
+
+
+def test_the_record_covers_the_configured_modules():
+    config = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mutmut"]
+    modules = [m for m in counts_table(RECORD.read_text(encoding="utf-8")) if m != "all"]
+    for m in modules:
+        assert any(fnmatch.fnmatch(m, pattern) for pattern in config["only_mutate"]), f"{m} is not mutated"
+    for pattern in config["only_mutate"]:
+        assert any(fnmatch.fnmatch(m, pattern) for m in modules), f"no row for {pattern}"
+
+
+GOOD = """| module | total | killed | timeout | survived | no tests | suspicious | segfault | skipped | not checked | tested | score % |
+|---|---|---|---|---|---|---|---|---|---|---|---|
+| `a.py` | 10 | 6 | 1 | 2 | 0 | 0 | 0 | 0 | 1 | 9 | 77.8 |
+| `b.py` | 4 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 4 | 0 | – |
+| **all** | 14 | 6 | 1 | 2 | 0 | 0 | 0 | 0 | 5 | 9 | 77.8 |
+
+score (killed + timeout) / tested: 77.8 % (partial: 9 of 14 mutants tested, 5 not checked)
+"""
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("| `a.py` | 10 | 6 |", "| `a.py` | 11 | 6 |", "do not sum"),
+    ("| 1 | 9 | 77.8 |\n| `b", "| 1 | 9 | 77.7 |\n| `b", "a.py: score"),
+    ("| 5 | 9 | 77.8 |", "| 5 | 9 | 70.0 |", "all: score"),
+    ("tested: 77.8 %", "tested: 77.9 %", "score line"),
+    ("(partial: 9 of 14", "(partial: 8 of 14", "label"),
+    ("partial: 9 of 14 mutants tested, 5 not checked", "complete: all 14 mutants checked", "label"),
+])
+def test_the_check_catches_numbers_that_do_not_add_up(old, new, message):
+    check_record(GOOD)
+    assert old in GOOD
+    with pytest.raises(AssertionError, match=message):
+        check_record(GOOD.replace(old, new))
