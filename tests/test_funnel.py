@@ -238,7 +238,7 @@ def test_readme_funnel_lines_are_the_rendering_of_the_funnel_table_it_names():
 
     from kgir_lib.config import PROJECT_ROOT
 
-    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (PROJECT_ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     found = re.search(r"<!-- funnel: kgir_lib\.eval\.mechanism\.funnel\.funnel_sentence of (\S+) -->\n", readme)
     assert found, "README: no funnel marker"
     table = pd.read_csv(PROJECT_ROOT / found.group(1), dtype={"round": str})

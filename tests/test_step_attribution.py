@@ -196,7 +196,7 @@ def test_readme_headroom_lines_are_the_rendering_of_the_table_it_names():
 
     from kgir_lib.config import PROJECT_ROOT
 
-    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (PROJECT_ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     found = re.search(r"<!-- headroom: kgir_lib\.eval\.mechanism\.step_attribution\.headroom_sentence of (\S+) -->\n",
                       readme)
     assert found, "README: no headroom marker"
