@@ -64,7 +64,7 @@ from kgir_lib.kg.extract import build_kg, update_kg
 from kgir_lib.kg.stats import table3
 from kgir_lib.kg.store import openie_file
 from kgir_lib.kgir.entity_matching import SIMILARITIES, triple_text
-from kgir_lib.kgir.rounds import STAGES, seed_match_rate, trace_table, usable_table
+from kgir_lib.kgir.rounds import STAGES, seed_match_rate, summarise_steps, trace_table, usable_table
 from kgir_lib.kgir.subgraph import build_subgraphs, compare_readings, rebuild_subgraph, subgraph_row
 from kgir_lib.llm import LLM, LLMCache, Usage
 from kgir_lib.llm.response_log import import_log
@@ -392,20 +392,6 @@ def t_recall_sample(s: Sample, name: str) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------- notebook 03
-def summarise_steps(df: pd.DataFrame) -> pd.Series:
-    """Notebook 03 §3's summary of its per-question rows (the notebook's own function, as it stands there)."""
-    g_dq = df["gold_in_D_q"].sum()
-    return pd.Series({
-        "questions": len(df), "mean |G_q|": df["G_q"].mean(), "mean |G_tmp|": df["G_tmp"].mean(),
-        "mean |G_Ans|": df["G_Ans"].mean(),
-        "MST removal %": 100 * df["pruned"].sum() / max(df["G_Ans"].sum() + df["pruned"].sum(), 1),
-        "seed-match %": 100 * df["seeded"].mean(),
-        "G_q -> G_Ans kept %": 100 * df["G_Ans"].sum() / max(df["G_q"].sum(), 1),
-        "empty G_Ans %": 100 * (df["G_Ans"] == 0).mean(), "NER fallback %": 100 * df["fallback"].mean(),
-        "gold in D_q %": 100 * g_dq / max(df["gold"].sum(), 1),
-        "gold survival G_tmp %": 100 * df["gold_in_G_tmp"].sum() / max(g_dq, 1),
-        "gold survival G_Ans %": 100 * df["gold_in_G_Ans"].sum() / max(g_dq, 1),
-    })
 
 
 def per_question_03(s: Sample) -> pd.DataFrame:

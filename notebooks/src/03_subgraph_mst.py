@@ -65,6 +65,7 @@ from IPython.display import Markdown, display
 
 from kgir_lib import report
 from kgir_lib.data import sample_questions
+from kgir_lib.kgir.rounds import summarise_steps
 from kgir_lib.kgir.subgraph import build_subgraphs, compare_readings, rebuild_subgraph, subgraph_row
 from kgir_lib.notebook import narrative
 from kgir_lib.notebook.display import show
@@ -252,19 +253,6 @@ per_q_path = report.save_table(per_q.set_index(["dataset", "qid"]), cfg, "03_sub
 show(per_q.set_index(["dataset", "qid"]), "Algorithm 1 per question", max_cols=8, full=per_q_path)
 
 
-def summarise_steps(df: pd.DataFrame) -> pd.Series:
-    g_dq = df["gold_in_D_q"].sum()
-    return pd.Series({
-        "questions": len(df), "mean |G_q|": df["G_q"].mean(), "mean |G_tmp|": df["G_tmp"].mean(),
-        "mean |G_Ans|": df["G_Ans"].mean(),
-        "MST removal %": 100 * df["pruned"].sum() / max(df["G_Ans"].sum() + df["pruned"].sum(), 1),
-        "seed-match %": 100 * df["seeded"].mean(),
-        "G_q -> G_Ans kept %": 100 * df["G_Ans"].sum() / max(df["G_q"].sum(), 1),
-        "empty G_Ans %": 100 * (df["G_Ans"] == 0).mean(), "NER fallback %": 100 * df["fallback"].mean(),
-        "gold in D_q %": 100 * g_dq / max(df["gold"].sum(), 1),
-        "gold survival G_tmp %": 100 * df["gold_in_G_tmp"].sum() / max(g_dq, 1),
-        "gold survival G_Ans %": 100 * df["gold_in_G_Ans"].sum() / max(g_dq, 1),
-    })
 
 
 summary = per_q.groupby("dataset", sort=False).apply(summarise_steps, include_groups=False)
