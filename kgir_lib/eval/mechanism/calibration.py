@@ -122,6 +122,8 @@ def oracle_stop_table(records: Sequence[Mapping], dataset: str = "") -> pd.DataF
                           "p oracle vs reflection stop": mc.p}], columns=cols)
 
 
+# Figure drawing (colours, positions, labels): outside the mutation run, which covers the numbers.
+# pragma: no mutate start
 def plot_calibration(table: pd.DataFrame, ax=None):
     """Reliability-style bars per round and dataset: % of "answer" verdicts that are correct, % of
     "missing" verdicts whose gold passages were already in the reflection's input. Returns the axes."""
@@ -144,3 +146,4 @@ def plot_calibration(table: pd.DataFrame, ax=None):
     ax.set_title("KGIR-RAG reflection calibration (n = answer/missing verdicts)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     return ax
+# pragma: no mutate end

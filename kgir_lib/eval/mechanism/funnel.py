@@ -145,6 +145,8 @@ def funnel_table(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=list(TABLE_COLUMNS))
 
 
+# Figure drawing (colours, positions, labels): outside the mutation run, which covers the numbers.
+# pragma: no mutate start
 def plot_funnel(table: pd.DataFrame, round_: str = "any", ax=None):
     """A funnel bar chart: steps on the y axis (first at the top), % of bridge questions passing the chain,
     one bar a dataset (``round_`` as in :func:`funnel_table`). Returns the axes."""
@@ -169,6 +171,7 @@ def plot_funnel(table: pd.DataFrame, round_: str = "any", ax=None):
     ax.set_title("KGIR-RAG bridge funnel, " + ("over all rounds" if str(round_) == "any" else f"round {round_}"))
     ax.legend(loc="lower right", fontsize="small")
     return ax
+# pragma: no mutate end
 
 
 def weakest_step(table: pd.DataFrame, round_: str = "any") -> pd.DataFrame:
