@@ -35,7 +35,11 @@ if [ "$mode" != "--report" ]; then
   echo "start $(date -u +%FT%TZ); load average $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs"
   start=$(date +%s)
   TIMEFORMAT="mutmut run: %R s wall, %U s user + %S s system CPU (its processes)"
-  time ("$MUTMUT" run --max-children "${MAX_CHILDREN:-$(nproc)}" | tr '\r' '\n' | grep -v '^\s*$' | tail -n 5)
+  log="$(mktemp -t mutmut-run.XXXXXX.log)"
+  echo "mutmut's whole output: $log"
+  time ("$MUTMUT" run --max-children "${MAX_CHILDREN:-$(nproc)}" | tr '\r' '\n' | grep -v '^\s*$' > "$log") || status=$?
+  tail -n 5 "$log"
+  [ "${status:-0}" = 0 ] || { echo "mutation.sh: mutmut run failed (rc $status); its whole output: $log" >&2; exit "$status"; }
   echo "end $(date -u +%FT%TZ); $(( $(date +%s) - start )) s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 fi
 

@@ -58,7 +58,7 @@ from kgir_lib.eval.cost import extraction_cost_table as extraction_cost
 from kgir_lib.eval.mechanism.funnel import MATCH
 from kgir_lib.eval.mechanism.tables import mechanism_tables
 from kgir_lib.eval.metrics import mean_recall
-from kgir_lib.eval.retrieval_eval import published_recall, recall_curve, recall_table
+from kgir_lib.eval.retrieval_eval import recall_by_dataset, recall_curve, recall_table, with_published_recall
 from kgir_lib.kg import KnowledgeGraph, Triple
 from kgir_lib.kg.extract import build_kg, update_kg
 from kgir_lib.kg.stats import table3
@@ -354,18 +354,11 @@ def dense_name(s: Sample) -> str:
 def t_recall_single_step(s: Sample, name: str) -> pd.DataFrame:
     """Every question of each file: BM25 as notebook 02 computes it; the dense row needs the encoder (a model
     load) for the questions outside the sample, so its cells are not rebuilt."""
-    ours = {}
+    tables = {}
     for n, ds in s.datasets.items():
         t = recall_table({"BM25": s.bm25(n)}, ds.questions, (2, 5))
-        for retriever in (dense_name(s), "BM25"):
-            row = t.loc[retriever] if retriever in t.index else {"R@2": NOT_REBUILT, "R@5": NOT_REBUILT}
-            ours.setdefault(f"ours: {retriever}", {}).update({f"{n} R@2": row["R@2"], f"{n} R@5": row["R@5"]})
-    ours = pd.DataFrame.from_dict(ours, orient="index")
-    pub = published_recall([d for d in s.cfg.datasets if d in ("musique", "hotpotqa")])
-    pub.index = [f"published: {m}" for m in pub.index]
-    recall = pd.concat([ours, pub[[c for c in pub.columns if c in ours.columns]]])
-    recall.index.name = "retriever"
-    return recall
+        tables[n] = t.reindex([dense_name(s), "BM25"]).fillna({"R@2": NOT_REBUILT, "R@5": NOT_REBUILT})
+    return with_published_recall(recall_by_dataset(tables, prefix="ours: "), s.cfg.datasets)
 
 
 def t_recall_curve(s: Sample, name: str) -> pd.DataFrame:
@@ -379,16 +372,8 @@ def t_recall_curve(s: Sample, name: str) -> pd.DataFrame:
 
 
 def t_recall_sample(s: Sample, name: str) -> pd.DataFrame:
-    rows = {}
-    for n, ds in s.datasets.items():
-        t = recall_table({dense_name(s): s.search, "BM25": s.bm25(n)}, s.questions[n], (2, 5))
-        for retriever, row in t.iterrows():
-            rows.setdefault(retriever, {}).update({f"{n} R@2": row["R@2"], f"{n} R@5": row["R@5"],
-                                                   f"{n} n": int(row["n"])})
-    out = pd.DataFrame.from_dict(rows, orient="index")
-    out = out.astype({c: "Int64" for c in out.columns if c.endswith(" n")})
-    out.index.name = "retriever"
-    return out
+    return recall_by_dataset({n: recall_table({dense_name(s): s.search, "BM25": s.bm25(n)}, s.questions[n], (2, 5))
+                              for n in s.datasets}, with_n=True)
 
 
 # ---------------------------------------------------------------- notebook 03

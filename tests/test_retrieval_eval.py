@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 
 from kgir_lib.data import Question
-from kgir_lib.eval.retrieval_eval import published_recall, recall_curve, recall_table
+from kgir_lib.eval.retrieval_eval import (published_recall, recall_by_dataset, recall_curve, recall_table,
+                                         with_published_recall)
 from kgir_lib.retrieval import BM25Index
 
 from conftest import make_passage
@@ -74,3 +76,27 @@ def test_published_recall_numbers():
     assert p.loc["NV-Embed-v2", "hotpotqa R@5"] == 94.5
     assert list(p.index) == ["BM25", "Contriever", "NV-Embed-v2"]  # single-step retrievers only
     assert published_recall(["musique"], ["HippoRAG 2"]).loc["HippoRAG 2"].tolist() == [56.1, 74.7]
+
+
+def test_recall_by_dataset_puts_datasets_side_by_side():
+    a = recall_table({"good": GOOD, "bad": BAD}, QS, ks=(2, 5))
+    b = recall_table({"bad": BAD}, QS[1:], ks=(2, 5))  # one retriever only, one scored question
+    t = recall_by_dataset({"d1": a, "d2": b}, with_n=True)
+    assert list(t.columns) == ["d1 R@2", "d1 R@5", "d1 n", "d2 R@2", "d2 R@5", "d2 n"]
+    assert t.index.name == "retriever" and list(t.index) == ["good", "bad"]
+    assert t.loc["good", ["d1 R@2", "d1 R@5", "d1 n"]].tolist() == [25.0, 100.0, 2]
+    assert t.loc["bad"].tolist() == [50.0, 50.0, 2, 100.0, 100.0, 1]
+    assert math.isnan(t.loc["good", "d2 R@2"]) and t.loc["good", "d2 n"] is pd.NA
+    assert str(t["d1 n"].dtype) == "Int64"
+    plain = recall_by_dataset({"d1": a}, prefix="ours: ")
+    assert list(plain.index) == ["ours: good", "ours: bad"] and list(plain.columns) == ["d1 R@2", "d1 R@5"]
+
+
+def test_with_published_recall_adds_the_papers_rows_for_the_columns_ours_has():
+    ours = recall_by_dataset({"hotpotqa": recall_table({"good": GOOD}, QS, ks=(2, 5)),
+                              "musique_train": recall_table({"good": GOOD}, QS, ks=(2, 5))}, prefix="ours: ")
+    t = with_published_recall(ours, ["hotpotqa", "musique_train"])
+    assert list(t.index) == ["ours: good", "published: BM25", "published: Contriever", "published: NV-Embed-v2"]
+    assert t.loc["published: BM25", ["hotpotqa R@2", "hotpotqa R@5"]].tolist() == [57.3, 74.8]
+    assert t.loc["published: BM25", ["musique_train R@2"]].isna().all()  # no published number for it
+    assert list(t.columns) == list(ours.columns) and t.index.name == "retriever"

@@ -65,3 +65,31 @@ def published_recall(datasets: Sequence[str] = ("musique", "hotpotqa"),
                 row[f"{ds} R@2"], row[f"{ds} R@5"] = by_ds[ds]
         rows[method] = row
     return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def recall_by_dataset(tables: Mapping[str, pd.DataFrame], *, with_n: bool = False, prefix: str = "") -> pd.DataFrame:
+    """Datasets side by side: ``tables`` maps a dataset to its :func:`recall_table`; one row a retriever (named
+    ``prefix`` + retriever), columns ``{dataset} R@k`` for every k, and ``{dataset} n`` (questions scored, an integer
+    column) when ``with_n``. A retriever missing from a dataset's table has empty cells there."""
+    rows: dict = {}
+    for dataset, table in tables.items():
+        ks = [c for c in table.columns if c.startswith("R@")]
+        for retriever, row in table.iterrows():
+            cells = rows.setdefault(f"{prefix}{retriever}", {})
+            cells.update({f"{dataset} {k}": row[k] for k in ks})
+            if with_n:
+                cells[f"{dataset} n"] = int(row["n"])
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out = out.astype({c: "Int64" for c in out.columns if c.endswith(" n")})
+    out.index.name = "retriever"
+    return out
+
+
+def with_published_recall(ours: pd.DataFrame, datasets: Sequence[str]) -> pd.DataFrame:
+    """``ours`` (from :func:`recall_by_dataset`) above the HippoRAG 2 paper's single-step rows (``published: …``)
+    for the columns ours has; only MuSiQue and HotpotQA have published numbers."""
+    pub = published_recall([d for d in datasets if d in HIPPORAG2_RECALL["BM25"]])
+    pub.index = [f"published: {m}" for m in pub.index]
+    out = pd.concat([ours, pub[[c for c in pub.columns if c in ours.columns]]])
+    out.index.name = "retriever"
+    return out
