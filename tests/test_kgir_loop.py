@@ -748,3 +748,48 @@ def test_trace_fields_of_a_full_run(tiny_workspace, tiny_dataset):
         "answered_by": "reflection"}
     assert t["usage"]["calls"] == 4 and t["rounds"][0]["evidence_source"] == "subgraph"
     assert (t["gold_answers"], t["gold_pids"]) == (list(q.answers), list(q.gold_pids))
+
+
+def test_a_reader_context_with_nothing_to_read_says_none(tiny_workspace):
+    """Passages standing in for an empty G_Ans, and no passage of D'_t to add: the reader reads "(none)", not an
+    empty string; with a passage the context is that passage alone."""
+    from kgir_lib.kgir.rounds import LoopRound
+    from kgir_lib.kgir.state import LoopState
+    ws = tiny_workspace(make_script(answer_at_once))
+    q = Question("q", "Which company?", ("x",), (), "t")
+    states = [LoopState(q=q, query=q.question), LoopState(q=q, query=q.question)]
+    rounds = [LoopRound(iteration=1, query=q.question, retrieved=[], evidence_source="passages"),
+              LoopRound(iteration=1, query=q.question, retrieved=[], evidence_source="passages")]
+    pid = ws.dataset.corpus.passages[0].pid
+    KGIRRAG()._hand_to_reader(ws, states, rounds, [[], [pid]])
+    assert (states[0].final_context, states[0].final_pids) == ("(none)", [])
+    p = ws.dataset.corpus.passages[0]
+    assert states[1].final_pids == [pid] and states[1].final_context.startswith(p.title + "\n")
+
+
+class RecordingBar:
+    made: list = []
+
+    def __init__(self, **kw):
+        self.kw, self.updates, self.closed = kw, [], False
+        RecordingBar.made.append(self)
+
+    def update(self, n):
+        self.updates.append(n)
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.mark.parametrize("progress, n_questions, disabled", [(True, 2, False), (False, 2, True), (True, 0, True)])
+def test_the_rounds_progress_bar(tiny_workspace, tiny_dataset, monkeypatch, progress, n_questions, disabled):
+    """One bar over the loop's rounds (total T, named after the method, not left on screen), advanced once a
+    round while questions are open; off when the LLM's progress is off or there is no question."""
+    monkeypatch.setattr("kgir_lib.kgir.loop.tqdm", RecordingBar)
+    RecordingBar.made = []
+    ws = tiny_workspace(make_script(never))
+    monkeypatch.setattr(ws.llm, "progress", progress, raising=False)
+    run(ws, tiny_dataset.questions[:n_questions], max_iterations=2)
+    [bar] = RecordingBar.made
+    assert bar.kw == {"total": 2, "desc": "KGIR-RAG rounds", "disable": disabled, "leave": False}
+    assert bar.updates == ([1, 1] if n_questions else []) and bar.closed

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgir_lib.redact import MASK, env_secrets, redact, secret_name
+from kgir_lib.redact import MASK, env_secrets, looks_like_secret, redact, secret_name
 
 
 def test_a_secret_of_four_characters_is_masked_and_a_shorter_one_is_not():
@@ -39,3 +39,14 @@ def test_env_secrets_reads_only_the_variables_that_are_set(monkeypatch):
     monkeypatch.setenv("KGIR_TEST_SECRET_A", "value-a")
     monkeypatch.delenv("KGIR_TEST_SECRET_B", raising=False)
     assert env_secrets("KGIR_TEST_SECRET_A", "KGIR_TEST_SECRET_B", None) == ["value-a"]
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("KGIR_AB12CD34", True),    # a word of exactly 8 characters with 4 digits and letters: a key
+    ("KGIR_AB12CD3", False),    # 7 characters
+    ("KGIR_AB1C2D3E", False),   # 8 characters, 3 digits
+    ("KGIR_12345678", False),   # 8 digits, no letter
+    ("GPU2_KEY", False), ("OPENAI_API_KEY", False),
+])
+def test_a_pasted_key_is_told_from_a_variable_name_at_the_boundaries(name, expected):
+    assert looks_like_secret(name) is expected

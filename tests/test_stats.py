@@ -105,3 +105,30 @@ def test_mde_paired_of_one_question_and_of_a_small_spread():
     """(z_0.975 + z_0.8) sd / sqrt(n) = 2.8016 sd / sqrt(n): finite for one question and for sd below 1."""
     assert mde_paired(10.0, 1) == pytest.approx(28.016, abs=1e-3)
     assert mde_paired(0.5, 4) == pytest.approx(0.7004, abs=1e-4)
+
+
+def test_sign_flip_monte_carlo_counts_ties_and_the_observed_assignment():
+    # one non-zero difference: every random assignment ties the observed |sum|, so hits = n_resamples and
+    # p = (1 + n) / (1 + n) = 1 for any seed; a miscounted tie or an off-by-one in the +1 correction shows here
+    assert sign_flip_test([2.5, 0.0, 0.0], n_resamples=10, exact_max=0) == 1.0
+    assert sign_flip_test([-1.0], n_resamples=25_000, exact_max=0, seed=7) == 1.0
+
+
+def test_sign_flip_default_seed_is_zero():
+    d = [1.0, 1.0, 1.0, -1.0, 1.0]
+    assert sign_flip_test(d, n_resamples=50, exact_max=2) == sign_flip_test(d, n_resamples=50, exact_max=2, seed=0)
+    assert sign_flip_test(d, n_resamples=50, exact_max=2) != sign_flip_test(d, n_resamples=50, exact_max=2, seed=1)
+
+
+def test_bad_input_errors_name_the_argument_and_the_problem():
+    with pytest.raises(ValueError, match=r"^mcnemar_exact: a and b differ in shape, \(2,\) and \(3,\)$"):
+        mcnemar_exact([1, 0], [1, 0, 1])
+    with pytest.raises(ValueError, match=r"^a must hold 0/1 scores \(EM as 0 or 1\), got values \[0\.0, 0\.5\]$"):
+        mcnemar_exact([0.5, 0], [0, 1])
+    with pytest.raises(ValueError, match=r"^b must hold 0/1 scores"):
+        mcnemar_exact([0, 1], [0.5, 0])
+    with pytest.raises(ValueError, match=r"^sign_flip_test: d must be 1-D, got shape \(1, 2\)$"):
+        sign_flip_test([[1.0, 2.0]])
+    with pytest.raises(ValueError, match=r"^sign_flip_test: NaN differences \(a metric not defined for some "
+                                         r"question\)$"):
+        sign_flip_test([1.0, float("nan")])
