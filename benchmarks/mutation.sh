@@ -4,6 +4,7 @@
 #
 #   bash benchmarks/mutation.sh            # a fresh run (removes mutants/ first), then the report
 #   bash benchmarks/mutation.sh --resume   # go on with the mutants not yet tested in mutants/
+#   bash benchmarks/mutation.sh --survivors  # run the surviving mutants of mutants/ again (after tests were added)
 #   bash benchmarks/mutation.sh --report   # only the report of the last run
 #
 # Environment: PYTHON (default .venv/bin/python; mutmut must be installed beside it: the dev extra),
@@ -17,8 +18,8 @@ cd "$(dirname "$0")/.."
 mode="${1:-}"
 case "$mode" in
   -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  ""|--resume|--report) ;;
-  *) echo "mutation.sh: unknown option '$mode' (--resume, --report or --help)" >&2; exit 2 ;;
+  ""|--resume|--survivors|--report) ;;
+  *) echo "mutation.sh: unknown option '$mode' (--resume, --survivors, --report or --help)" >&2; exit 2 ;;
 esac
 PY="${PYTHON:-.venv/bin/python}"
 MUTMUT="$(dirname "$PY")/mutmut"
@@ -31,13 +32,19 @@ export KGIR_RESULTS_DIR="$(mktemp -d)/results" KGIR_FIGURES_DIR="$(mktemp -d)/fi
 unset PYTHONPATH  # only mutants/kgir_lib may be importable while mutants run
 
 if [ "$mode" != "--report" ]; then
-  [ "$mode" = "--resume" ] || rm -rf mutants
+  names=()
+  if [ "$mode" = "--survivors" ]; then
+    mapfile -t names < <("$MUTMUT" results | sed -n 's/^ *\([^ :]*\): survived$/\1/p')
+    echo "${#names[@]} surviving mutants to run again"
+  elif [ "$mode" != "--resume" ]; then
+    rm -rf mutants
+  fi
   echo "start $(date -u +%FT%TZ); load average $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs"
   start=$(date +%s)
   TIMEFORMAT="mutmut run: %R s wall, %U s user + %S s system CPU (its processes)"
   log="$(mktemp -t mutmut-run.XXXXXX.log)"
   echo "mutmut's whole output: $log"
-  time ("$MUTMUT" run --max-children "${MAX_CHILDREN:-$(nproc)}" | tr '\r' '\n' | grep -v '^\s*$' > "$log") || status=$?
+  time ("$MUTMUT" run --max-children "${MAX_CHILDREN:-$(nproc)}" "${names[@]}" | tr '\r' '\n' | grep -v '^\s*$' > "$log") || status=$?
   tail -n 5 "$log"
   [ "${status:-0}" = 0 ] || { echo "mutation.sh: mutmut run failed (rc $status); its whole output: $log" >&2; exit "$status"; }
   echo "end $(date -u +%FT%TZ); $(( $(date +%s) - start )) s; load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -132,3 +132,42 @@ def test_bad_input_errors_name_the_argument_and_the_problem():
     with pytest.raises(ValueError, match=r"^sign_flip_test: NaN differences \(a metric not defined for some "
                                          r"question\)$"):
         sign_flip_test([1.0, float("nan")])
+
+
+def brute_force_mcnemar_power(n: int, discordance: float, delta: float, alpha: float) -> float:
+    """The exact McNemar test's power by enumerating every outcome (b questions only the first method gets right,
+    c only the second): P(b, c) is trinomial with shares (discordance ± delta) / 2; reject when
+    min(1, 2 P(X <= min(b, c))) <= alpha, X ~ Binomial(b + c, 1/2)."""
+    pb, pc = (discordance + delta) / 2, (discordance - delta) / 2
+    total = 0.0
+    for b in range(n + 1):
+        for c in range(n + 1 - b):
+            prob = (math.comb(n, b) * math.comb(n - b, c) * pb ** b * pc ** c * (1 - discordance) ** (n - b - c))
+            m = b + c
+            p = 1.0 if m == 0 else min(1.0, 2 * sum(math.comb(m, k) for k in range(min(b, c) + 1)) / 2 ** m)
+            total += prob * (p <= alpha)
+    return total
+
+
+@pytest.mark.parametrize("n, discordance, delta, alpha", [(20, 0.5, 0.3, 0.05), (30, 0.4, 0.2, 0.05 / 6),
+                                                          (12, 1.0, 0.5, 0.05), (25, 0.2, 0.2, 0.05)])
+def test_mcnemar_power_equals_the_enumeration_of_every_outcome(n, discordance, delta, alpha):
+    from kgir_lib.eval.stats import _mcnemar_power
+    assert _mcnemar_power(n, discordance, delta, alpha) == pytest.approx(
+        brute_force_mcnemar_power(n, discordance, delta, alpha), abs=1e-9)
+
+
+def test_mcnemar_power_is_zero_without_discordance_or_beyond_it():
+    from kgir_lib.eval.stats import _mcnemar_power
+    assert _mcnemar_power(20, 0.0, 0.0, 0.05) == 0.0
+    assert _mcnemar_power(20, 0.2, 0.3, 0.05) == 0.0  # a difference larger than the discordant share
+
+
+def test_mde_mcnemar_is_the_smallest_difference_the_enumeration_detects():
+    n, disc, alpha = 30, 0.4, 0.05
+    expected = next(k / n for k in range(1, 13) if brute_force_mcnemar_power(n, disc, k / n, alpha) >= 0.8)
+    assert mde_mcnemar(n, disc, alpha) == expected
+    with pytest.raises(ValueError, match=r"^mde_mcnemar: need n >= 1 and 0 <= discordance <= 1, got 10, 1\.5$"):
+        mde_mcnemar(10, 1.5)
+    with pytest.raises(ValueError, match=r"got 0, 0\.5$"):
+        mde_mcnemar(0, 0.5)

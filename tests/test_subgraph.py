@@ -107,6 +107,14 @@ def test_match_entities_threshold_order_and_no_match():
     ('{"named_entities": []}', []),                 # JSON that names no entity: none, not the JSON text
     ('{"named_entities": "Compaq"}', ["Compaq"]),   # one entity as a string
     ("[]", []),
+    ('{"entities": ["Dell", "IBM"]}', ["Dell", "IBM"]),                # the other key a model writes
+    ('{"named_entities": [], "entities": ["Dell"]}', []),            # named_entities, when present, decides
+    ('[1994, "Compaq", {"name": "HP"}]', ["1994", "Compaq"]),          # numbers are names; objects are not
+    ('[{"name": "HP"}]', []),                                         # a JSON list naming nothing: none
+    ("Entities: Compaq; compaq; HP", ["Compaq", "HP"]),               # a duplicate is skipped, not the end
+    ("  \n \t\n", []),                                               # only white space
+    ("Entities: " + "x" * 120 + "; " + "y" * 121, ["x" * 120]),      # names longer than 120 characters dropped
+    ('"Compaq"', ["Compaq"]), ("(Compaq)", ["Compaq"]), ("[Compaq].", ["Compaq"]),  # quotes, brackets, a full stop
 ])
 def test_parse_entities_is_tolerant(text, expected):
     assert parse_entities(text) == expected
@@ -472,3 +480,34 @@ def test_names_without_characters_have_no_similarity():
     """Punctuation only normalises to nothing: no n-grams, similarity 0 (not a division by zero)."""
     assert ngram_similarity("!!!", "???", method="dice") == 0.0
     assert ngram_similarity("!!!", "???", method="overlap_len") == 0.0
+
+
+def test_parse_entities_never_raises_on_a_reply_that_is_not_text():
+    assert parse_entities(5) == [] and parse_entities(["Compaq"]) == []
+
+
+def test_match_entities_known_values():
+    """Similarities rounded to 6 decimals, best first, ties by name; n = 3 by default; a threshold of 0 allowed."""
+    names = ["Hewlett-Packard Company", "Packard Hewlett", "Hewlett Packard Inc", "Packard", "Hewlett"]
+    assert match_entities(["Hewlett Packard"], names, threshold=0.0, method="dice") == {"Hewlett Packard": [
+        ("Packard Hewlett", 0.933333), ("Hewlett Packard Inc", 0.882353), ("Hewlett-Packard Company", 0.789474),
+        ("Hewlett", 0.636364), ("Packard", 0.636364)]}
+    assert match_entities(["Hewlett Packard"], names, threshold=0.0, method="tokens") == {"Hewlett Packard": [
+        ("Packard Hewlett", 1.0), ("Hewlett Packard Inc", 0.666667), ("Hewlett-Packard Company", 0.666667),
+        ("Hewlett", 0.5), ("Packard", 0.5)]}
+    pair = ["Compaq", "Compaq Computer Corporation"]
+    assert match_entities(["Compaq Computer"], pair, threshold=0.0, method="dice") == {"Compaq Computer": [
+        ("Compaq Computer Corporation", 0.685714), ("Compaq", 0.666667)]}                      # character 3-grams
+    assert match_entities(["Compaq Computer"], pair, n=4, threshold=0.0, method="dice") == {"Compaq Computer": [
+        ("Compaq Computer Corporation", 0.666667), ("Compaq", 0.588235)]}
+
+
+def test_triple_matches_known_values():
+    """Eq. 5 against whole triples: every content word of the question entity in ``head relation tail`` (an equal
+    set counts), head and tail at similarity 1.0; entities matched already are kept and do not stop the rest."""
+    from kgir_lib.kgir.entity_matching import triple_matches
+    T = [Triple("Compaq", "was top PC maker of", "1994", "p1"), Triple("Dell", "was a PC maker of", "1994", "p2"),
+         Triple("Apple", "made", "Mac", "p3"), Triple("Zeta", "maker", "Alpha", "p4")]
+    out = triple_matches(["Mac", "PC maker of 1994", "Zeta maker Alpha", "Nothing here"], T, {"Mac": [("Apple", 0.9)]})
+    assert out == {"Mac": [("Apple", 0.9)], "PC maker of 1994": [("1994", 1.0), ("Compaq", 1.0), ("Dell", 1.0)],
+                   "Zeta maker Alpha": [("Alpha", 1.0), ("Zeta", 1.0)], "Nothing here": []}
