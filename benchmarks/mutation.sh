@@ -4,7 +4,8 @@
 #
 #   bash benchmarks/mutation.sh            # a fresh run (removes mutants/ first), then the report
 #   bash benchmarks/mutation.sh --resume   # go on with the mutants not yet tested in mutants/
-#   bash benchmarks/mutation.sh --survivors  # run the surviving mutants of mutants/ again (after tests were added)
+#   bash benchmarks/mutation.sh --survivors [GLOB...]  # run the surviving mutants of mutants/ again (after tests
+#                                          # were added), or those whose names match a GLOB ('kgir_lib.eval.stats.*')
 #   bash benchmarks/mutation.sh --report   # only the report of the last run
 #
 # Environment: PYTHON (default .venv/bin/python; mutmut must be installed beside it: the dev extra),
@@ -34,7 +35,10 @@ unset PYTHONPATH  # only mutants/kgir_lib may be importable while mutants run
 if [ "$mode" != "--report" ]; then
   names=()
   if [ "$mode" = "--survivors" ]; then
-    mapfile -t names < <("$MUTMUT" results | sed -n 's/^ *\([^ :]*\): survived$/\1/p')
+    mapfile -t names < <("$MUTMUT" results | sed -n 's/^ *\([^ :]*\): survived$/\1/p' | "$PY" -c '
+import fnmatch, sys
+globs = sys.argv[1:] or ["*"]
+print("".join(n for n in sys.stdin if any(fnmatch.fnmatch(n.strip(), g) for g in globs)), end="")' "${@:2}")
     echo "${#names[@]} surviving mutants to run again"
   elif [ "$mode" != "--resume" ]; then
     rm -rf mutants
