@@ -357,7 +357,8 @@ def t_recall_single_step(s: Sample, name: str) -> pd.DataFrame:
     tables = {}
     for n, ds in s.datasets.items():
         t = recall_table({"BM25": s.bm25(n)}, ds.questions, (2, 5))
-        tables[n] = t.reindex([dense_name(s), "BM25"]).fillna({"R@2": NOT_REBUILT, "R@5": NOT_REBUILT})
+        t = t.reindex([dense_name(s), "BM25"]).astype(object)
+        tables[n] = t.fillna({"R@2": NOT_REBUILT, "R@5": NOT_REBUILT})
     return with_published_recall(recall_by_dataset(tables, prefix="ours: "), s.cfg.datasets)
 
 

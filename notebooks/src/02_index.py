@@ -37,7 +37,7 @@ from IPython.display import display
 
 from kgir_lib import pipeline, report
 from kgir_lib.data import load_dataset, sample_questions
-from kgir_lib.eval.retrieval_eval import published_recall, recall_curve, recall_table
+from kgir_lib.eval.retrieval_eval import recall_by_dataset, recall_curve, recall_table, with_published_recall
 from kgir_lib.notebook.display import show
 from kgir_lib.notebook.opening import open_notebook
 from kgir_lib.retrieval import BM25Index
@@ -69,19 +69,10 @@ for name in cfg.datasets:
 
 # %%
 curves = {name: recall_curve(idx, loaded[name].questions, range(1, max_k + 1)) for name, idx in indexes.items()}
-ours, scored = {}, {}
-for name, idx in indexes.items():
-    t = recall_table(idx, loaded[name].questions, (2, 5))
-    for retriever, row in t.iterrows():
-        ours.setdefault(f"ours: {retriever}", {})
-        ours[f"ours: {retriever}"].update({f"{name} R@2": row["R@2"], f"{name} R@5": row["R@5"]})
-        scored[name] = int(row["n"])
-ours = pd.DataFrame.from_dict(ours, orient="index")
-pub = published_recall([d for d in cfg.datasets if d in ("musique", "hotpotqa")])
-pub.index = [f"published: {m}" for m in pub.index]
-recall = pd.concat([ours, pub[[c for c in pub.columns if c in ours.columns]]])
-recall.index.name = "retriever"
-pools = ", ".join(f"{name} {len(ds.corpus)} passages / {scored[name]} questions" for name, ds in loaded.items())
+tables = {name: recall_table(idx, loaded[name].questions, (2, 5)) for name, idx in indexes.items()}
+recall = with_published_recall(recall_by_dataset(tables, prefix="ours: "), cfg.datasets)
+pools = ", ".join(f"{name} {len(ds.corpus)} passages / {int(tables[name]['n'].iloc[0])} questions"
+                  for name, ds in loaded.items())
 caption = (f"Single-step Recall@2 / Recall@5 (×100; HippoRAG's definition). Ours: {cfg.embed_model} dense and BM25 over "
            f"the sample data's whole corpora ({pools}). Published: HippoRAG 2 paper "
            "(arXiv 2502.14802) over the 1,000-question corpora with BM25, Contriever and NV-Embed-v2 — different "
@@ -91,16 +82,9 @@ print(caption)
 show(recall)
 
 # %%
-sample_rows = {}
-for name, idx in indexes.items():
-    qs = sample_questions(loaded[name].questions, cfg.n_questions, cfg.seed)
-    t = recall_table(idx, qs, (2, 5))
-    for retriever, row in t.iterrows():
-        sample_rows.setdefault(retriever, {}).update({f"{name} R@2": row["R@2"], f"{name} R@5": row["R@5"],
-                                                      f"{name} n": int(row["n"])})
-sample_recall = pd.DataFrame.from_dict(sample_rows, orient="index")
-sample_recall = sample_recall.astype({c: "Int64" for c in sample_recall.columns if c.endswith(" n")})
-sample_recall.index.name = "retriever"
+samples = {name: sample_questions(loaded[name].questions, cfg.n_questions, cfg.seed) for name in indexes}
+sample_recall = recall_by_dataset({name: recall_table(idx, samples[name], (2, 5)) for name, idx in indexes.items()},
+                                  with_n=True)
 report.save_table(sample_recall, cfg, "recall_single_step_sample",
                   f"Single-step Recall@2 / @5 (×100) on the question sample of profile '{cfg.profile}' "
                   f"(n_questions={cfg.n_questions}, seed={cfg.seed}).")
