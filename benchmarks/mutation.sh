@@ -12,13 +12,13 @@
 # MAX_CHILDREN (parallel mutants, default: the CPU count), KGIR_DATA_DIR (default: the suite's data folder).
 # The report (counts and score per module and in all, labelled partial when mutants are left unchecked; every
 # surviving mutant with its diff and whether tests/test_pinned_tables.py runs it) is printed and written to
-# mutants/report.md; results/benchmarks/mutation.md records a run with a judgement of each survivor. mutants/ is
-# mutmut's working folder (git-ignored).
+# mutants/report.md; the survivors grouped by a rule on their diff (benchmarks/mutation_groups.py) go to
+# mutants/groups.md. results/benchmarks/mutation.md records a run. mutants/ is mutmut's working folder (git-ignored).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-}"
 case "$mode" in
-  -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
   ""|--resume|--survivors|--report) ;;
   *) echo "mutation.sh: unknown option '$mode' (--resume, --survivors, --report or --help)" >&2; exit 2 ;;
 esac
@@ -113,3 +113,5 @@ Path("mutants/report.md").write_text("\n".join(lines))
 print("\n".join(lines[:len(rows) + 4]))
 print(f"{len(survivors)} surviving mutants; diffs in mutants/report.md")
 EOF
+"$PY" benchmarks/mutation_groups.py mutants/report.md > mutants/groups.md
+echo "survivors grouped: mutants/groups.md"

@@ -97,3 +97,43 @@ def test_the_check_catches_numbers_that_do_not_add_up(old, new, message):
     assert old in GOOD
     with pytest.raises(AssertionError, match=message):
         check_record(GOOD.replace(old, new))
+
+
+def _groups_module():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("mutation_groups", PROJECT_ROOT / "benchmarks" / "mutation_groups.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_records_survivor_groups_add_up_to_its_survivors():
+    text = RECORD.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    start = lines.index("| group | survivors |") + 2
+    rows = lines[start:start + next(i for i, line in enumerate(lines[start:]) if not line.startswith("| "))]
+    assert sum(int(row.rsplit("|", 2)[1]) for row in rows) == counts_table(text)["all"]["survived"]
+    listed = [line for line in lines if line.startswith("- `kgir_lib.")]
+    assert len(listed) == counts_table(text)["all"]["survived"]
+
+
+def _block(name: str, pinning: int, old: str, new: str) -> str:
+    return (f"## {name}\n\ntests run: 5, of them pinning tests: {pinning}\n\n```diff\n--- a\n+++ b\n"
+            f"@@ -1 +1 @@\n-{old}\n+{new}\n```\n")
+
+
+@pytest.mark.parametrize("old, new, group", [
+    ('bar = tqdm(total=T, desc="x")', 'bar = tqdm(total=None, desc="x")', "progress-bar"),
+    ('raise ValueError(f"bad {x}")', "raise ValueError(None)", "error-message"),
+    ('label = "KGIR-RAG rounds"', 'label = "XXKGIR-RAG roundsXX"', "a string literal"),
+    ('f"{d:+.1f}"', 'f"{d:+.1F}"', "a format letter"),
+    ("df.groupby(keys, sort=False)", "df.groupby(keys, sort=None)", "a pandas/numpy keyword"),
+    ("if diff > 0:", "if diff >= 0:", "behaviour no test pins"),
+])
+def test_each_survivor_lands_in_the_group_its_diff_names(old, new, group):
+    m = _groups_module()
+    groups, pinned = m.survivor_groups(_block("kgir_lib.x.y__mutmut_1", 2, old, new) +
+                                       _block("kgir_lib.x.y__mutmut_2", 0, "a = 1", "a = 2"))
+    assert pinned == 1
+    [(label, item)] = [(g, it) for g, items in groups.items() for it in items if it[0].endswith("_1")]
+    assert label.startswith(group) and item[1] is True and item[2:] == ([old], [new])
