@@ -10,8 +10,8 @@ from kgir_lib.data import Dataset, Question
 from kgir_lib.kgir.loop import KGIRRAG, VARIANTS
 from kgir_lib.kgir.rewrite import (FINAL_NOTE, evidence_block, format_history, parse_reflection, parse_rewrite,
                                    reflection_requests, rewrite_requests, verdict_request, with_verdict)
-from kgir_lib.kgir.rounds import seed_match_rate, trace_row, usable_counts, usable_table
-from kgir_lib.kgir.state import ranked_list, reflection_passages
+from kgir_lib.kgir.rounds import LoopRound, seed_match_rate, trace_row, usable_counts, usable_table
+from kgir_lib.kgir.state import LoopState, ranked_list, reflection_passages
 from kgir_lib.traces import read_traces, write_traces
 
 Q_CASE = "Which company merged in 2002 with the top PC maker of 1994?"
@@ -753,8 +753,6 @@ def test_trace_fields_of_a_full_run(tiny_workspace, tiny_dataset):
 def test_a_reader_context_with_nothing_to_read_says_none(tiny_workspace):
     """Passages standing in for an empty G_Ans, and no passage of D'_t to add: the reader reads "(none)", not an
     empty string; with a passage the context is that passage alone."""
-    from kgir_lib.kgir.rounds import LoopRound
-    from kgir_lib.kgir.state import LoopState
     ws = tiny_workspace(make_script(answer_at_once))
     q = Question("q", "Which company?", ("x",), (), "t")
     states = [LoopState(q=q, query=q.question), LoopState(q=q, query=q.question)]

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from kgir_lib.eval.stats import holm, mcnemar_exact, mde_mcnemar, mde_paired, sign_flip_test
+from kgir_lib.eval.stats import _mcnemar_power, holm, mcnemar_exact, mde_mcnemar, mde_paired, sign_flip_test
 
 
 def test_mcnemar_hand_computed_table():
@@ -152,13 +152,11 @@ def brute_force_mcnemar_power(n: int, discordance: float, delta: float, alpha: f
 @pytest.mark.parametrize("n, discordance, delta, alpha", [(20, 0.5, 0.3, 0.05), (30, 0.4, 0.2, 0.05 / 6),
                                                           (12, 1.0, 0.5, 0.05), (25, 0.2, 0.2, 0.05)])
 def test_mcnemar_power_equals_the_enumeration_of_every_outcome(n, discordance, delta, alpha):
-    from kgir_lib.eval.stats import _mcnemar_power
     assert _mcnemar_power(n, discordance, delta, alpha) == pytest.approx(
         brute_force_mcnemar_power(n, discordance, delta, alpha), abs=1e-9)
 
 
 def test_mcnemar_power_is_zero_without_discordance_or_beyond_it():
-    from kgir_lib.eval.stats import _mcnemar_power
     assert _mcnemar_power(20, 0.0, 0.0, 0.05) == 0.0
     assert _mcnemar_power(20, 0.2, 0.3, 0.05) == 0.0  # a difference larger than the discordant share
 

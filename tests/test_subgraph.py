@@ -10,7 +10,7 @@ from kgir_lib.kg import KnowledgeGraph, Triple
 from kgir_lib.kg.mst import maximum_spanning_tree, seed_components
 from kgir_lib.kgir.entity_matching import (char_ngrams, entities_in_question, ground_entities, match_entities,
                                            ner_requests, ner_usable, ngram_similarity, parse_entities, seeds_of,
-                                           singular)
+                                           singular, triple_matches)
 from kgir_lib.kgir.subgraph import (build_subgraphs, edge_weights, evidence_subgraph, format_triples, question_triples,
                                     rebuild_subgraph, resolve_weighting, retrieve, seed_graph, subgraph_row)
 
@@ -505,7 +505,6 @@ def test_match_entities_known_values():
 def test_triple_matches_known_values():
     """Eq. 5 against whole triples: every content word of the question entity in ``head relation tail`` (an equal
     set counts), head and tail at similarity 1.0; entities matched already are kept and do not stop the rest."""
-    from kgir_lib.kgir.entity_matching import triple_matches
     T = [Triple("Compaq", "was top PC maker of", "1994", "p1"), Triple("Dell", "was a PC maker of", "1994", "p2"),
          Triple("Apple", "made", "Mac", "p3"), Triple("Zeta", "maker", "Alpha", "p4")]
     out = triple_matches(["Mac", "PC maker of 1994", "Zeta maker Alpha", "Nothing here"], T, {"Mac": [("Apple", 0.9)]})
