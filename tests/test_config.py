@@ -411,3 +411,15 @@ def test_a_field_written_twice_in_a_profile_is_an_error_naming_it(tmp_path):
     path.write_text("extends: ci\ntop_k: 3\nmax_iterations: 2\ntop_k: 5\n")
     with pytest.raises(ConfigError, match=r"twice\.yaml: not valid YAML: .*field 'top_k' is written twice"):
         load_config(path)
+
+
+def test_attribution_datasets_must_be_datasets_of_the_run():
+    assert load_config("sample").attribution_datasets is None  # every dataset of the run
+    cfg = load_config("sample", datasets=["hotpotqa", "musique_train"], attribution_datasets=["musique_train"])
+    assert cfg.attribution_datasets == ["musique_train"]
+    assert load_config("sample", attribution_datasets=[]).attribution_datasets == []
+    with pytest.raises(ConfigError, match="attribution_datasets.*'musique'.*not one of the run's datasets"):
+        load_config("sample", datasets=["hotpotqa"], attribution_datasets=["musique"])
+    assert load_config("sample", attribution_datasets="hotpotqa").attribution_datasets == ["hotpotqa"]
+    with pytest.raises(ConfigError, match="attribution_datasets.*list of strings"):
+        load_config("sample", attribution_datasets=5)

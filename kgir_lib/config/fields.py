@@ -124,6 +124,8 @@ class Config:
     # the study variants notebook 04 runs for its step attribution (keys of kgir_lib.registry.STUDY_METHODS: the
     # oracles and two repairs of ours, never the paper's method); null: every one; []: none
     attribution_methods: Optional[list] = None
+    # the datasets of the run (a subset of `datasets`) the step attribution covers; null: every one
+    attribution_datasets: Optional[list] = None
     study_n_questions: Optional[int] = 4  # questions a sweep point (null: n_questions)
     robustness_seeds: int = 3  # seeds a drop fraction (KG²RAG robustness)
     # reader context
