@@ -94,7 +94,8 @@ def test_funnel_steps_each_variant_passes(table):
 
 def test_headroom_sentence(table):
     assert sa.headroom_sentence(table, "d") == (
-        "d (n = 6): EM of the full method 16.7; oracle seeds 33.3 (+16.7); the shared reader over the gold passages "
+        "d (n = 6): EM of the full method 16.7; oracle seeds 33.3 (+16.7; gold given on 5 of 6); the shared reader "
+        "over the gold passages "
         "alone 100.0 (+83.3); ours: kgir_bridge_rewrite 16.7 (+0.0, p(Holm) 1).")
     with pytest.raises(ValueError, match="no 'kgir' row"):
         sa.headroom_sentence(table, "other")
@@ -296,3 +297,60 @@ def test_headroom_sentence_without_oracles_and_with_both_repairs():
     assert sa.headroom_sentence(t, "d") == (
         "d (n = 6): EM of the full method 16.7; ours: kgir_bridge_rewrite 16.7 (+0.0, p(Holm) 1), "
         "kgir_all_passages 16.7 (+0.0, p(Holm) 1).")
+
+
+def test_single_step_oracles_in_the_sentence_and_the_figure():
+    """An oracle of one step alone (here the ideal rewrite, right on q1-q3, its gold given on four questions) is
+    said with its difference and Holm p, apart from the waterfall; one that ran on fewer questions says its n, one
+    with no question in common says so; the figure draws it outlined between the ceiling and ours."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rewrite = [record(q, answer="Hewlett-Packard" if q in ("q1", "q2", "q3") else "IBM", variant="oracle_rewrite",
+                      ranked_pids=["pCompaq", "pIBM"],
+                      oracle={"parts": ["rewrite"], "not_applied": {"rewrite": "no sub-questions"} if q in ("q5", "q6")
+                              else {}}) for q in QIDS]
+    runs = {"kgir": full_run(), "kgir_oracle_rewrite": rewrite, "kgir_oracle_context": context_run()}
+    t = sa.step_attribution_table(runs, BRIDGES, "d", n_ctx=5)
+    # one family of 5 tests (rewrite 3, context 2): the rewrite's McNemar 2/0 gives p 0.5, which Holm raises to 1
+    assert sa.headroom_sentence(t, "d") == (
+        "d (n = 6): EM of the full method 16.7; the shared reader over the gold passages alone 100.0 (+83.3); "
+        "one step alone: the ideal rewrite 50.0 (+33.3, p(Holm) 1; gold given on 4 of 6).")
+    short = sa.step_attribution_table({**runs, "kgir_oracle_rewrite": rewrite[:3]}, BRIDGES, "d", n_ctx=5)
+    assert "the ideal rewrite 100.0 (n = 3, +66.7, p(Holm) " in sa.headroom_sentence(short, "d")
+    none = sa.step_attribution_table({**runs, "kgir_oracle_next_hop": [
+        record("z9", variant="oracle_next_hop", oracle={"parts": ["next_hop"], "not_applied": {}})]}, BRIDGES, "d", 5)
+    assert "the gold next hop (no question answered by both)" in sa.headroom_sentence(none, "d")
+    fig = sa.plot_headroom(t)
+    [ax] = fig.axes
+    assert [x.get_text() for x in ax.get_xticklabels()] == ["full", "gold\ncontext", "rewrite\nalone"]
+    assert [round(b.get_height(), 4) for b in ax.patches] == [16.6667, 100.0, 50.0]
+    assert ax.get_xticks().tolist() == [0, 1, 2.6]
+    plt.close(fig)
+
+
+def test_a_cumulative_oracle_without_its_predecessor_names_every_step_it_adds():
+    """Without the seeds-only row, the seeds-and-rewrite row's rise over the full method is both steps: the
+    sentence and the figure's label say so; the next-hop row then adds the next hop only."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    q = [f"q{i}" for i in range(40)]
+    runs = {"kgir": _forty(set(q[:10])),
+            "kgir_oracle_seeds_rewrite": _forty(set(q[:34]), "oracle_seeds_rewrite", ["seeds", "rewrite"]),
+            "kgir_oracle_seeds_rewrite_next_hop": _forty(set(q[:36]), "oracle_seeds_rewrite_next_hop",
+                                                         ["seeds", "rewrite", "next_hop"])}
+    t = sa.step_attribution_table(runs, {x: (COMPAQ,) for x in q}, "d", n_ctx=5)
+    assert sa.headroom_sentence(t, "d") == (
+        "d (n = 40): EM of the full method 25.0; oracle seeds + the ideal rewrite 85.0 (+60.0), "
+        "+ the gold next hop 90.0 (+5.0).")
+    only_next = t[t["key"] != "kgir_oracle_seeds_rewrite"]
+    assert "; oracle seeds + the ideal rewrite + the gold next hop 90.0 (+65.0)." in sa.headroom_sentence(only_next, "d")
+    fig = sa.plot_headroom(t)
+    assert [x.get_text() for x in fig.axes[0].get_xticklabels()] == ["full", "+ seeds\n+ rewrite", "+ next hop"]
+    assert [round(b.get_height(), 4) for b in fig.axes[0].patches] == [25.0, 60.0, 5.0]
+    plt.close(fig)

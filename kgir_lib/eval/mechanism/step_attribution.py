@@ -21,7 +21,8 @@ their traces beside the full method's (``kgir``) and says, per dataset, what eac
   the missing step as the full method).
 
 :func:`plot_headroom` draws the waterfall (full method -> each cumulative oracle -> the gold-context ceiling,
-with our two repairs apart), :func:`headroom_sentence` says it in one sentence from the table.
+with the single-step oracles and our two repairs apart), :func:`headroom_sentence` says it in one sentence from
+the table.
 """
 from __future__ import annotations
 
@@ -161,37 +162,70 @@ def _row(table: pd.DataFrame, dataset: str, key: str) -> Optional[pd.Series]:
     return None if sub.empty else sub.iloc[0]
 
 
+def _waterfall_steps(table: pd.DataFrame, dataset: str, names: Sequence[str]) -> list:
+    """The cumulative oracles the table has, each with the names of the steps it adds to the previous one it has
+    (``names``: of seeds, rewrite, next hop). Without the seeds-only row, the next row's rise is seeds and rewrite
+    together, and says so."""
+    out, shown = [], 0
+    for depth, key in enumerate(CUMULATIVE, start=1):
+        if _row(table, dataset, key) is not None:
+            out.append((key, list(names[shown:depth])))
+            shown = depth
+    return out
+
+
 def headroom_sentence(table: pd.DataFrame, dataset: str) -> str:
     """The headroom of one dataset in one sentence, from the table: the full method's EM, what each cumulative
-    oracle adds, the gold-context ceiling, and our two repairs with their Holm-adjusted McNemar p."""
+    oracle adds, the gold-context ceiling, each single-step oracle and our two repairs with their difference from
+    the full method on the same questions and Holm-adjusted McNemar p."""
     full = _row(table, dataset, REFERENCE)
     if full is None:
         raise ValueError(f"headroom_sentence: no {REFERENCE!r} row for dataset {dataset!r}")
     parts, prev = [], float(full["EM"])
-    names = {"kgir_oracle_seeds": "oracle seeds", "kgir_oracle_seeds_rewrite": "+ the ideal rewrite",
-             "kgir_oracle_seeds_rewrite_next_hop": "+ the gold next hop"}
-    for key in CUMULATIVE:
+    steps = _waterfall_steps(table, dataset, ("oracle seeds", "the ideal rewrite", "the gold next hop"))
+    for i, (key, added) in enumerate(steps):
         r = _row(table, dataset, key)
-        if r is not None:
-            parts.append(f"{names[key]} {r['EM']:.1f} ({r['EM'] - prev:+.1f})")
-            prev = float(r["EM"])
+        name = " + ".join(added) if i == 0 else "+ " + " + ".join(added)
+        parts.append(f"{name} {r['EM']:.1f} ({r['EM'] - prev:+.1f}{_applied(r)})")
+        prev = float(r["EM"])
     text = f"{dataset} (n = {int(full['n'])}): EM of the full method {full['EM']:.1f}"
     text += "; " + ", ".join(parts) if parts else ""
     ceil = _row(table, dataset, CEILING)
     if ceil is not None:
         text += f"; the shared reader over the gold passages alone {ceil['EM']:.1f} ({ceil['EM'] - full['EM']:+.1f})"
+    single = {"kgir_oracle_rewrite": "the ideal rewrite", "kgir_oracle_next_hop": "the gold next hop"}
+    alone = [(single[k], r) for k, r in ((k, _row(table, dataset, k)) for k in SINGLE) if r is not None]
+    if alone:
+        text += "; one step alone: " + ", ".join(f"{name} {_versus(r, full)}" for name, r in alone)
     ours = [r for r in (_row(table, dataset, k) for k in OURS) if r is not None]
     if ours:
-        text += "; ours: " + ", ".join(f"{r['method']} {r['EM']:.1f} ({r['ΔEM']:+.1f}, p(Holm) {r['p EM (Holm)']:.2g})"
-                                       for r in ours)
+        text += "; ours: " + ", ".join(f"{r['method']} {_versus(r, full)}" for r in ours)
     return text + "."
+
+
+def _versus(row: pd.Series, full: pd.Series) -> str:
+    """A variant's EM, its difference from the full method on the same questions and the Holm-adjusted McNemar p;
+    the row's ``n`` when it answered fewer questions than the full method."""
+    if int(row["n"]) == 0:
+        return "(no question answered by both)"
+    n = "" if int(row["n"]) == int(full["n"]) else f"n = {int(row['n'])}, "
+    return f"{row['EM']:.1f} ({n}{row['ΔEM']:+.1f}, p(Holm) {row['p EM (Holm)']:.2g}{_applied(row)})"
+
+
+def _applied(row: pd.Series) -> str:
+    """For an oracle that had the gold of all its steps on fewer questions than it ran (``oracle applied``): on how
+    many it did; the others ran those steps as the full method."""
+    applied = row.get("oracle applied")
+    if applied is None or pd.isna(applied) or int(applied) >= int(row["n"]):
+        return ""
+    return f"; gold given on {int(applied)} of {int(row['n'])}"
 
 
 # Figure drawing (colours, positions, labels): outside the mutation run, which covers the numbers.
 # pragma: no mutate start
 def plot_headroom(table: pd.DataFrame, published_em: Optional[Mapping[str, float]] = None):
     """The waterfall per dataset: the full method, each cumulative oracle (the bar's rise is what that step
-    adds), the gold-context ceiling, then our two repairs apart (hatched). ``published_em`` ({dataset: EM}) draws
+    adds), the gold-context ceiling, then the single-step oracles apart (outlined) and our two repairs (hatched). ``published_em`` ({dataset: EM}) draws
     the paper's KGIR-RAG EM as a labelled line; without it the panel says that none is drawn. Returns the figure."""
     import matplotlib.pyplot as plt
 
@@ -199,6 +233,9 @@ def plot_headroom(table: pd.DataFrame, published_em: Optional[Mapping[str, float
     fig, axes = plt.subplots(1, max(len(datasets), 1), figsize=(5.2 * max(len(datasets), 1), 4.2), squeeze=False)
     for ax, ds in zip(axes[0], datasets):
         seq = [k for k in (REFERENCE, *CUMULATIVE, CEILING) if _row(table, ds, k) is not None]
+        rises = {k: "\n".join(f"+ {n}" for n in added)
+                 for k, added in _waterfall_steps(table, ds, ("seeds", "rewrite", "next hop"))}
+        alone = [k for k in SINGLE if _row(table, ds, k) is not None]
         ours = [k for k in OURS if _row(table, ds, k) is not None]
         base = float(_row(table, ds, REFERENCE)["EM"])
         x, prev = 0, 0.0
@@ -211,17 +248,20 @@ def plot_headroom(table: pd.DataFrame, published_em: Optional[Mapping[str, float
             ax.text(x, em + 1, f"{em:.1f}", ha="center", fontsize="small")
             prev = em if k != CEILING else prev
             x += 1
-        x += 0.6
-        for k in ours:
-            em = float(_row(table, ds, k)["EM"])
-            ax.bar(x, em, color="white", edgecolor="tab:purple", hatch="//")
-            ax.text(x, em + 1, f"{em:.1f}", ha="center", fontsize="small")
-            x += 1
-        short = {REFERENCE: "full", "kgir_oracle_seeds": "+ seeds", "kgir_oracle_seeds_rewrite": "+ rewrite",
-                 "kgir_oracle_seeds_rewrite_next_hop": "+ next hop", CEILING: "gold\ncontext",
+        ticks = list(range(len(seq)))
+        for group, style in ((alone, dict(color="white", edgecolor="tab:orange")),
+                             (ours, dict(color="white", edgecolor="tab:purple", hatch="//"))):
+            x += 0.6 if group else 0
+            for k in group:
+                em = float(_row(table, ds, k)["EM"])
+                ax.bar(x, em, **style)
+                ax.text(x, em + 1, f"{em:.1f}", ha="center", fontsize="small")
+                ticks.append(x)
+                x += 1
+        short = {REFERENCE: "full", **rises, CEILING: "gold\ncontext",
+                 "kgir_oracle_rewrite": "rewrite\nalone", "kgir_oracle_next_hop": "next hop\nalone",
                  "kgir_bridge_rewrite": "bridge\nrewrite\n(ours)", "kgir_all_passages": "all D'_t\n(ours)"}
-        ticks = list(range(len(seq))) + [len(seq) + 0.6 + i for i in range(len(ours))]
-        ax.set_xticks(ticks, labels=[short[k] for k in (*seq, *ours)], fontsize="small")
+        ax.set_xticks(ticks, labels=[short[k] for k in (*seq, *alone, *ours)], fontsize="small")
         ax.axhline(base, color="tab:blue", lw=0.8, ls=":")
         if published_em and ds in published_em:
             ax.axhline(published_em[ds], color="black", ls="--", label="KGIR-RAG EM as published")
