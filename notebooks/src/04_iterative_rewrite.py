@@ -357,8 +357,9 @@ report.save_table(mech["calibration"].set_index(["method", "dataset", "round"]).
 # **The table** (`04_step_attribution`): each variant's EM, F1 and R@5 on the questions the full method answered,
 # the full method's on the same questions and the difference, the exact paired test against the full method
 # (McNemar for EM, sign-flip for F1 and R@5), Holm-adjusted within each dataset's family (every variant by every
-# metric, declared in `kgir_lib/eval/mechanism/step_attribution.py` before the run), the minimum detectable EM
-# difference, the funnel steps each variant passes and how many bridge questions had the next hop in the final
+# metric, declared in `kgir_lib/eval/mechanism/step_attribution.py` before the run: 23 tests; a profile that runs
+# fewer variants counts each test it did not make as p = 1, so a narrower run never gets a smaller correction), the
+# minimum detectable EM difference, the funnel steps each variant passes and how many bridge questions had the next hop in the final
 # answer's context. The oracle context retrieves nothing, so it has no recall. **The figure** (`04_headroom`) is
 # the waterfall; the paper's own KGIR-RAG EM would be a line on it, but the paper prints it only in its Tables
 # 4–5, which are not available as text, so none is drawn. The variants are the profile's `attribution_methods`

@@ -10,10 +10,12 @@ their traces beside the full method's (``kgir``) and says, per dataset, what eac
 - the exact paired tests against the full method (:mod:`kgir_lib.eval.stats`): McNemar for EM, the sign-flip
   test for F1 and R@5, with :data:`kgir_lib.eval.claims.ALPHA`'s convention. **The family is declared here, before
   any run** (:data:`FAMILY`: every variant of :data:`ROWS` by every metric of :data:`METRICS`), one family per
-  dataset, Holm-adjusted within it (:func:`kgir_lib.eval.stats.holm`); a test a dataset cannot make (recall of the
-  context oracle, which retrieves nothing) is left out of the family;
+  dataset, Holm-adjusted within it (:func:`kgir_lib.eval.stats.holm`); a test no dataset can make (recall of the
+  context oracle, which retrieves nothing) is left out of the family (:data:`FAMILY_SIZE` tests). A profile that
+  runs only some variants, or a variant with no question in common with the full method, still adjusts for the
+  whole family: each test not made counts as p = 1, so a narrower run never buys a smaller correction;
 - the minimum detectable EM difference of each row (``MDE EM``: exact McNemar, power :data:`POWER`, level
-  ``ALPHA`` / family size, the family's first Holm level), from the row's own discordance rate;
+  ``ALPHA`` / :data:`FAMILY_SIZE`, the family's first Holm level), from the row's own discordance rate;
 - the funnel steps each variant passes (the chain up to each step, any round, over the questions with a gold
   bridge), and how many of those questions had a next-hop passage in the final answer's context (``next hop
   read``: what the next-hop oracle changes, which step 4 -- a passage ``D'_t`` retrieved -- does not see);
@@ -47,6 +49,7 @@ ROWS = (*CUMULATIVE, *SINGLE, CEILING, *OURS)  # compared with the full method, 
 METRICS = ("EM", "F1", "R@5")
 FAMILY = tuple((key, m) for key in ROWS for m in METRICS)  # one family per dataset (module docstring)
 NO_RECALL = (CEILING,)  # retrieves nothing: its R@5 is not a test
+FAMILY_SIZE = sum(1 for key, m in FAMILY if not (m == "R@5" and key in NO_RECALL))  # the tests Holm adjusts for
 KINDS = {REFERENCE: "the paper's method", **{k: "oracle" for k in (*CUMULATIVE, *SINGLE, CEILING)},
          **{k: "ours" for k in OURS}}
 MDE_COLUMN = f"MDE EM ({POWER:.0%} power, α = {ALPHA} / family size)"
@@ -63,7 +66,8 @@ COLUMN_NOTES = {
         f"p {m}": "exact paired test against the full method (McNemar for EM, sign-flip otherwise)",
         f"p {m} (Holm)": "p adjusted by Holm's procedure within the dataset's family of tests",
     }.items()},
-    MDE_COLUMN: "the smallest EM difference these questions detect, given the variant's discordance",
+    MDE_COLUMN: (f"the smallest EM difference these questions detect, given the variant's discordance, at level "
+                 f"{ALPHA} / {FAMILY_SIZE} (the declared family's size, whichever variants ran)"),
     "bridge questions": "questions with a gold bridge entity (the funnel's steps count among them)",
     "next hop read": "bridge questions whose final answer's context held a next-hop passage",
 }
@@ -141,14 +145,15 @@ def step_attribution_table(runs: Mapping[str, Sequence[Mapping]], bridges: Mappi
         row[MDE_COLUMN] = np.nan
         row.update(funnel_counts(runs[key], bridges, n_ctx, mode))
         rows.append(row)
-    adjusted = holm([rows[i][f"p {m}"] for i, m in tests])
+    # the declared family, whichever variants ran: a test not made counts as p = 1 (Holm stays conservative)
+    adjusted = holm([rows[i][f"p {m}"] for i, m in tests] + [1.0] * (FAMILY_SIZE - len(tests)))
     for (i, m), p in zip(tests, adjusted):
         rows[i][f"p {m} (Holm)"] = float(p)
     for i, row in enumerate(rows[1:], 1):
         em = question_scores(runs[row["key"]]).set_index("qid")["EM"].reindex(ref.index).dropna()
         if len(em) and tests:
             d = float((em != ref.loc[em.index, "EM"]).mean())
-            row[MDE_COLUMN] = 100.0 * mde_mcnemar(len(em), d, alpha / len(tests), POWER)
+            row[MDE_COLUMN] = 100.0 * mde_mcnemar(len(em), d, alpha / FAMILY_SIZE, POWER)
     cols = ["dataset", "key", "method", "kind", "n", "oracle applied"]
     for m in METRICS:
         cols += [m, f"{m} full", f"Δ{m}", f"{m} discordant", f"p {m}", f"p {m} (Holm)"]
@@ -225,8 +230,9 @@ def _applied(row: pd.Series) -> str:
 # pragma: no mutate start
 def plot_headroom(table: pd.DataFrame, published_em: Optional[Mapping[str, float]] = None):
     """The waterfall per dataset: the full method, each cumulative oracle (the bar's rise is what that step
-    adds), the gold-context ceiling, then the single-step oracles apart (outlined) and our two repairs (hatched). ``published_em`` ({dataset: EM}) draws
-    the paper's KGIR-RAG EM as a labelled line; without it the panel says that none is drawn. Returns the figure."""
+    adds), the gold-context ceiling, then the single-step oracles apart (outlined) and our two repairs (hatched).
+    ``published_em`` ({dataset: EM}) draws the paper's KGIR-RAG EM as a labelled line; without it the panel says
+    that none is drawn. Returns the figure."""
     import matplotlib.pyplot as plt
 
     datasets = list(dict.fromkeys(table["dataset"]))
