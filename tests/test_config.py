@@ -413,13 +413,16 @@ def test_a_field_written_twice_in_a_profile_is_an_error_naming_it(tmp_path):
         load_config(path)
 
 
-def test_attribution_datasets_must_be_datasets_of_the_run():
-    assert load_config("sample").attribution_datasets is None  # every dataset of the run
+def test_attribution_datasets_narrow_the_runs_datasets():
+    sample = load_config("sample")
+    assert sample.attribution_datasets is None and sample.attribution_scope == sample.datasets  # every one
     cfg = load_config("sample", datasets=["hotpotqa", "musique_train"], attribution_datasets=["musique_train"])
-    assert cfg.attribution_datasets == ["musique_train"]
-    assert load_config("sample", attribution_datasets=[]).attribution_datasets == []
-    with pytest.raises(ConfigError, match="attribution_datasets.*'musique'.*not one of the run's datasets"):
-        load_config("sample", datasets=["hotpotqa"], attribution_datasets=["musique"])
+    assert cfg.attribution_scope == ["musique_train"]
+    assert load_config("sample", attribution_datasets=[]).attribution_scope == []
+    # a run narrowed to other datasets covers none of them, and is no error: the profile's list is a filter
+    assert load_config("local", datasets=["hotpotqa"]).attribution_scope == []
+    both = load_config("sample", datasets=["musique_train", "hotpotqa"], attribution_datasets=["hotpotqa", "x"])
+    assert both.attribution_scope == ["hotpotqa"]  # in the run's order, names outside the run left out
     assert load_config("sample", attribution_datasets="hotpotqa").attribution_datasets == ["hotpotqa"]
     with pytest.raises(ConfigError, match="attribution_datasets.*list of strings"):
         load_config("sample", attribution_datasets=5)

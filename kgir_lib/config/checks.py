@@ -147,21 +147,9 @@ def validate(cfg: Config) -> None:
         raise ConfigError("parameter 'datasets': needs at least one dataset name")
     if cfg.eval_methods is not None and not cfg.eval_methods:  # the keys: kgir_lib.registry.check_method_keys
         raise ConfigError("parameter 'eval_methods': give at least one method key, or null for every method")
-    check_attribution_datasets(cfg)
     for key in cfg.to_dict():
         if "api_key" in key and key != "llm_api_key_env":
             raise ConfigError(f"parameter {key!r}: {_SECRET_HINT}")
-
-
-def check_attribution_datasets(cfg: Config) -> None:
-    """``attribution_datasets`` names datasets of the run: notebook 04 runs the study variants on the workspaces
-    it built for ``datasets``, so any other name would have no graph, index or full-method run to compare with."""
-    if cfg.attribution_datasets is None:
-        return
-    for name in cfg.attribution_datasets:
-        if name not in cfg.datasets:
-            raise ConfigError(f"parameter 'attribution_datasets': {name!r} is not one of the run's datasets "
-                              f"{cfg.datasets} (the step attribution compares with the full method's run on them)")
 
 
 def check_locations(cfg: Config) -> None:

@@ -124,7 +124,8 @@ class Config:
     # the study variants notebook 04 runs for its step attribution (keys of kgir_lib.registry.STUDY_METHODS: the
     # oracles and two repairs of ours, never the paper's method); null: every one; []: none
     attribution_methods: Optional[list] = None
-    # the datasets of the run (a subset of `datasets`) the step attribution covers; null: every one
+    # the datasets the step attribution covers, a filter on `datasets` (a run narrowed to other datasets covers
+    # none of them); null: every dataset of the run
     attribution_datasets: Optional[list] = None
     study_n_questions: Optional[int] = 4  # questions a sweep point (null: n_questions)
     robustness_seeds: int = 3  # seeds a drop fraction (KG²RAG robustness)
@@ -160,6 +161,14 @@ class Config:
     def fig_dir(self) -> Path:
         base = Path(self.figures_dir) if self.figures_dir else default_figures_dir()
         return base / (self.run_name or self.profile)
+
+    @property
+    def attribution_scope(self) -> list:
+        """The run's datasets the step attribution covers: ``datasets`` in their order, narrowed to
+        ``attribution_datasets`` unless that is null."""
+        if self.attribution_datasets is None:
+            return list(self.datasets)
+        return [d for d in self.datasets if d in self.attribution_datasets]
 
     def path(self, *parts: str) -> Path:
         """A path inside the run directory; parent folders are created."""
