@@ -177,20 +177,25 @@ def choose_case(records: Sequence[dict], dataset: Optional[str] = None, qid: Opt
                       f"question {top['qid']} of {top['dataset']}: {why}. {count[0].upper() + count[1:]}.", table, steps)
 
 
+ANY_PATH = "answer correct (any path)"  # case_chain's column: the round's answer judged alone, chain or not
+
+
 def case_chain(case, bridge: Optional[str] = None, next_hop_titles: Sequence[str] = ()) -> pd.DataFrame:
     """A case's Fig. 6 chain in the funnel's terms (notebook 04: :func:`kgir_lib.eval.mechanism.funnel.funnel_steps`),
     one row a round. The gold bridges are the question's own (``Question.gold_bridges``, derived from its dataset's
     gold chain by :mod:`kgir_lib.gold`, for a question of any dataset), or given by hand: ``bridge`` (an entity
     name) and the titles of the passages that hold the next hop (a free question: notebook 07's Fig. 6 corpus,
-    bridge Compaq, next hop Hewlett-Packard's passage). ``breaks at`` names the first step not taken; ``next hop
-    already in D_t`` says when step 4 had nothing left to find. A question without a gold bridge (a comparison
-    question) gives an empty table."""
+    bridge Compaq, next hop Hewlett-Packard's passage). The steps are the funnel's, each counted only after every one
+    before it; ``breaks at`` names the first step not taken; ``next hop already in D_t`` says when step 4 had nothing
+    left to find; ``answer correct (any path)`` is the round's answer judged alone, so a right answer reached without
+    the chain (the first retrieval already held both hops) shows as such. A question without a gold bridge (a
+    comparison question) gives an empty table."""
     from ...eval.mechanism.bridges import Bridge, bridge_aliases
     from ...eval.mechanism.funnel import STEPS, STEP_KEYS, funnel_steps
     from .build import find_question
 
     corpus = case.ws.dataset.corpus
-    cols = ["round", *STEPS[1:], "breaks at", "next hop already in D_t"]
+    cols = ["round", *STEPS[1:], "breaks at", "next hop already in D_t", ANY_PATH]
     if bridge is None:
         golds = list(find_question(case.ws.dataset, case.qid).gold_bridges)
         if not golds:
@@ -214,7 +219,7 @@ def case_chain(case, bridge: Optional[str] = None, next_hop_titles: Sequence[str
         taken = [bool(steps[f"chain_{k}"]) for k in STEP_KEYS[1:]]
         first_not = next((STEPS[1:][i] for i, s in enumerate(taken) if not s), "— (the whole chain)")
         rows.append({"round": t, **dict(zip(STEPS[1:], taken)), "breaks at": first_not,
-                     "next hop already in D_t": bool(steps["next_hop_in_D_t"])})
+                     "next hop already in D_t": bool(steps["next_hop_in_D_t"]), ANY_PATH: bool(steps["correct"])})
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -234,8 +239,15 @@ def case_chain_note(chain: pd.DataFrame) -> str:
     best = chain.loc[chain[list(STEPS[1:])].sum(axis=1).idxmax()]
     if bool(best[STEPS[-1]]):
         return f"Round {int(best['round'])} takes the whole chain, from the seed to a correct answer."
-    already = "; the next hop was already in D_t" if best["next hop already in D_t"] else ""
-    return f"Furthest round ({int(best['round'])}): the chain breaks at {best['breaks at']}{already}."
+    already = bool(best["next hop already in D_t"])
+    note = (f"Furthest round ({int(best['round'])}): the chain breaks at {best['breaks at']}"
+            f"{'; the next hop was already in D_t' if already else ''}.")
+    right = [int(r) for r, ok in zip(chain["round"], chain.get(ANY_PATH, [False] * len(chain))) if ok]
+    if right:
+        how = ("from a retrieval that already held the next hop, so the chain had nothing to add" if already
+               else "without the chain's steps")
+        note += f" The answer is correct all the same (round {right[0]}), {how}."
+    return note
 
 
 def next_hop_reading(cases: Mapping[str, object], next_hop_titles: Sequence[str]) -> pd.DataFrame:
