@@ -98,7 +98,7 @@ def test_headroom_sentence(table):
     assert sa.headroom_sentence(table, "d") == (
         "d (n = 6): EM of the full method 16.7; oracle seeds 33.3 (+16.7; gold given on 5 of 6); the shared reader "
         "over the gold passages "
-        "alone 100.0 (+83.3); ours: kgir_bridge_rewrite 16.7 (+0.0, p(Holm) 1).")
+        "alone 100.0 (+83.3); ours: the bridge rewrite 16.7 (+0.0, p(Holm) 1).")
     with pytest.raises(ValueError, match="no 'kgir' row"):
         sa.headroom_sentence(table, "other")
 
@@ -199,17 +199,61 @@ def test_readme_headroom_lines_are_the_rendering_of_the_table_it_names():
 
     from kgir_lib.config import PROJECT_ROOT
 
+    marker = r"<!-- headroom: kgir_lib\.eval\.mechanism\.step_attribution\.headroom_sentence of (\S+) -->\n"
+    rendered = set()
+    for doc in ("README.md", "docs/results.md"):
+        text = (PROJECT_ROOT / doc).read_text(encoding="utf-8")
+        for found in re.finditer(marker, text):
+            table = pd.read_csv(PROJECT_ROOT / found.group(1))
+            lines = "".join(f"- {sa.headroom_sentence(table, d)}\n" for d in dict.fromkeys(table["dataset"]))
+            assert lines and text[found.end():].startswith(lines), (doc, found.group(1))
+            rendered.add((doc, found.group(1)))
+    # the sample run's table in the results page, the local run's in the README's account of it
+    assert rendered == {("docs/results.md", "results/sample/tables/04_step_attribution.csv"),
+                        ("README.md", "results/local/tables/04_step_attribution.csv")}
     readme = (PROJECT_ROOT / "docs" / "results.md").read_text(encoding="utf-8")
-    found = re.search(r"<!-- headroom: kgir_lib\.eval\.mechanism\.step_attribution\.headroom_sentence of (\S+) -->\n",
-                      readme)
-    assert found, "README: no headroom marker"
-    table = pd.read_csv(PROJECT_ROOT / found.group(1))
-    lines = "".join(f"- {sa.headroom_sentence(table, d)}\n" for d in dict.fromkeys(table["dataset"]))
-    assert lines and readme[found.end():].startswith(lines)
-    if "every Holm p is 1 and every EM MDE is ∞" in readme:  # the paragraph's reading of the same table
-        holm = table[[c for c in table.columns if c.startswith("p ") and c.endswith("(Holm)")]].stack().dropna()
-        mde = table[[c for c in table.columns if c.startswith("MDE EM")]].stack().dropna()
-        assert len(holm) and (holm == 1).all() and len(mde) and np.isinf(mde).all()
+    table = pd.read_csv(PROJECT_ROOT / "results/sample/tables/04_step_attribution.csv")
+    assert "every Holm p is 1 and every EM MDE is ∞" in readme  # the paragraph's reading of the sample table
+    holm = table[[c for c in table.columns if c.startswith("p ") and c.endswith("(Holm)")]].stack().dropna()
+    mde = table[[c for c in table.columns if c.startswith("MDE EM")]].stack().dropna()
+    assert len(holm) and (holm == 1).all() and len(mde) and np.isinf(mde).all()
+
+
+def _p(value: float) -> str:
+    """A p value as the README writes it: two significant digits, 1 as "1"."""
+    return "1" if value >= 1 else f"{value:#.2g}"
+
+
+def test_readme_reading_of_the_local_attribution_quotes_its_table():
+    from kgir_lib.config import PROJECT_ROOT
+
+    readme = " ".join((PROJECT_ROOT / "README.md").read_text(encoding="utf-8").split())
+    t = pd.read_csv(PROJECT_ROOT / "results/local/tables/04_step_attribution.csv")
+    row = t[t["dataset"] == "musique_train"].set_index("key")
+    full, rewrite, chain = row.loc["kgir"], row.loc["kgir_oracle_rewrite"], row.loc["kgir_oracle_seeds_rewrite_next_hop"]
+    ceiling, ours, n = row.loc["kgir_oracle_context"], row.loc["kgir_bridge_rewrite"], int(full["bridge questions"])
+    quoted = [
+        f"it already matches a seed on {int(full['1 seed matched'])} of {n} bridge questions",
+        f"from {int(full['3 rewrite names it'])} to {int(rewrite['3 rewrite names it'])} of {n} questions (step 2 "
+        f"counting a graph entity whose name contains the bridge's) and R@5 up "
+        f"by {rewrite['ΔR@5']:.1f} points (Holm p {_p(rewrite['p R@5 (Holm)'])})",
+        f"lifts EM to {chain['EM']:.1f} ({chain['ΔEM']:+.1f} over the full method, Holm p {_p(chain['p EM (Holm)'])})",
+        f"alone to {ceiling['EM']:.1f} ({ceiling['ΔEM']:+.1f}, Holm p {_p(ceiling['p EM (Holm)'])})",
+        f"names the bridge on {int(ours['3 rewrite names it'])} of {n} questions (the faithful rewrite: "
+        f"{int(full['3 rewrite names it'])}) and gains {ours['ΔEM']:+.1f} EM (Holm p {_p(ours['p EM (Holm)'])})",
+    ]
+    from kgir_lib.registry import STUDY_METHODS
+
+    words = {6: "six", 7: "seven", 8: "eight"}
+    quoted.append(f"musique_train only and {words[len(row) - 1]} of the {words[len(STUDY_METHODS)]} study variants")
+    results_page = " ".join((PROJECT_ROOT / "docs" / "results.md").read_text(encoding="utf-8").split())
+    assert (f"has {words[len(row) - 1]} of the variants on musique_train's {int(full['n'])} questions"
+            in results_page)
+    for phrase in quoted:
+        assert phrase in readme, phrase
+    # the words around the numbers: the rewrite alone is within noise, the seeds change nothing
+    assert rewrite["p EM (Holm)"] >= 0.05 and row.loc["kgir_oracle_seeds", "ΔEM"] == 0
+    assert max(chain["p EM (Holm)"], ceiling["p EM (Holm)"], rewrite["p R@5 (Holm)"]) < 0.05
 
 
 def _forty(right: set, variant: str = "full", parts=None, pids=("pCompaq", "pIBM")) -> list:
@@ -262,7 +306,7 @@ def test_cumulative_oracles_finite_mde_holm_ranks_and_the_level_known_values():
     assert t.loc["kgir_oracle_seeds", ["5 answer correct", "next hop read"]].tolist() == [30, 40]
     assert sa.headroom_sentence(t.reset_index(), "d") == (
         "d (n = 40): EM of the full method 25.0; oracle seeds 75.0 (+50.0), + the ideal rewrite 85.0 (+10.0), "
-        "+ the gold next hop 90.0 (+5.0); ours: kgir_all_passages 25.0 (+0.0, p(Holm) 1).")
+        "+ the gold next hop 90.0 (+5.0); ours: the reflection reading all of D'_t 25.0 (+0.0, p(Holm) 1).")
 
 
 def test_question_scores_and_funnel_counts_known_values():
@@ -298,8 +342,8 @@ def test_headroom_sentence_without_oracles_and_with_both_repairs():
     t = sa.step_attribution_table(runs, BRIDGES, "d", n_ctx=5)
     assert sa.headroom_sentence(t[t["key"] == "kgir"], "d") == "d (n = 6): EM of the full method 16.7."
     assert sa.headroom_sentence(t, "d") == (
-        "d (n = 6): EM of the full method 16.7; ours: kgir_bridge_rewrite 16.7 (+0.0, p(Holm) 1), "
-        "kgir_all_passages 16.7 (+0.0, p(Holm) 1).")
+        "d (n = 6): EM of the full method 16.7; ours: the bridge rewrite 16.7 (+0.0, p(Holm) 1), "
+        "the reflection reading all of D'_t 16.7 (+0.0, p(Holm) 1).")
 
 
 def test_single_step_oracles_in_the_sentence_and_the_figure():

@@ -68,7 +68,9 @@ COLUMN_NOTES = {
     }.items()},
     MDE_COLUMN: (f"the smallest EM difference these questions detect, given the variant's discordance, at level "
                  f"{ALPHA} / {FAMILY_SIZE} (the declared family's size, whichever variants ran)"),
-    "bridge questions": "questions with a gold bridge entity (the funnel's steps count among them)",
+    "bridge questions": ("questions with a gold bridge entity; the funnel's steps count among them, in any round, "
+                         "each step only after every one before it; step 2 counts a triple entity whose name "
+                         "contains the bridge's (the funnel table's looser rule)"),
     "next hop read": "bridge questions whose final answer's context held a next-hop passage",
 }
 
@@ -204,7 +206,8 @@ def headroom_sentence(table: pd.DataFrame, dataset: str) -> str:
         text += "; one step alone: " + ", ".join(f"{name} {_versus(r, full)}" for name, r in alone)
     ours = [r for r in (_row(table, dataset, k) for k in OURS) if r is not None]
     if ours:
-        text += "; ours: " + ", ".join(f"{r['method']} {_versus(r, full)}" for r in ours)
+        mine = {"kgir_bridge_rewrite": "the bridge rewrite", "kgir_all_passages": "the reflection reading all of D'_t"}
+        text += "; ours: " + ", ".join(f"{mine[r['key']]} {_versus(r, full)}" for r in ours)
     return text + "."
 
 
@@ -236,7 +239,9 @@ def plot_headroom(table: pd.DataFrame, published_em: Optional[Mapping[str, float
     import matplotlib.pyplot as plt
 
     datasets = list(dict.fromkeys(table["dataset"]))
-    fig, axes = plt.subplots(1, max(len(datasets), 1), figsize=(5.2 * max(len(datasets), 1), 4.2), squeeze=False)
+    bars = max([len(table[table["dataset"] == ds]) for ds in datasets] or [1])
+    width = max(5.2, 0.8 * bars + 1.6)  # room for each bar's label
+    fig, axes = plt.subplots(1, max(len(datasets), 1), figsize=(width * max(len(datasets), 1), 4.2), squeeze=False)
     for ax, ds in zip(axes[0], datasets):
         seq = [k for k in (REFERENCE, *CUMULATIVE, CEILING) if _row(table, ds, k) is not None]
         rises = {k: "\n".join(f"+ {n}" for n in added)
@@ -251,6 +256,8 @@ def plot_headroom(table: pd.DataFrame, published_em: Optional[Mapping[str, float
             ax.bar(x, em - prev if step else em, bottom=prev if step else 0.0,
                    color="tab:green" if step and em >= prev else "tab:red" if step else "tab:blue" if k == REFERENCE
                    else "tab:gray")
+            if step and em == prev:  # a step that adds nothing: a flat mark where its bar would be
+                ax.hlines(em, x - 0.4, x + 0.4, color="tab:green", lw=2)
             ax.text(x, em + 1, f"{em:.1f}", ha="center", fontsize="small")
             prev = em if k != CEILING else prev
             x += 1
@@ -275,7 +282,10 @@ def plot_headroom(table: pd.DataFrame, published_em: Optional[Mapping[str, float
         else:
             ax.text(0.02, 0.97, "no published KGIR-RAG EM for this dataset", transform=ax.transAxes, va="top",
                     fontsize="x-small", color="dimgray")
-        ax.set_ylim(0, 100)
+        top = float(table.loc[table["dataset"] == ds, "EM"].max())
+        if published_em and ds in published_em:
+            top = max(top, float(published_em[ds]))
+        ax.set_ylim(0, min(100.0, top * 1.25 + 8))  # EM's scale, cut above the tallest bar or line
         ax.set_ylabel("EM (×100)")
         ax.set_title(f"{ds} (n = {int(_row(table, ds, REFERENCE)['n'])})")
     fig.suptitle("What each step is worth: KGIR-RAG, cumulative oracles, gold-context ceiling, ours")
