@@ -363,7 +363,7 @@ report.save_table(mech["calibration"].set_index(["method", "dataset", "round"]).
 # answer's context. The oracle context retrieves nothing, so it has no recall. **The figure** (`04_headroom`) is
 # the waterfall; the paper's own KGIR-RAG EM would be a line on it, but the paper prints it only in its Tables
 # 4–5, which are not available as text, so none is drawn. The variants are the profile's `attribution_methods`
-# (every one unless the profile narrows the list), on its `attribution_datasets` (every dataset unless narrowed).
+# (every one unless the profile narrows the list), on the run's datasets that its `attribution_datasets` names (every dataset unless narrowed).
 
 # %%
 from kgir_lib.eval.mechanism import step_attribution as attribution
@@ -371,9 +371,11 @@ from kgir_lib.registry import LABELS, STUDY_METHODS, check_method_keys
 
 study_keys = list(STUDY_METHODS if cfg.attribution_methods is None else cfg.attribution_methods)
 check_method_keys(study_keys, "attribution_methods", STUDY_METHODS)
-attr_datasets = list(results if cfg.attribution_datasets is None else cfg.attribution_datasets)
+attr_datasets = cfg.attribution_scope
+left_out = [d for d in cfg.attribution_datasets or [] if d not in results]
 print("study variants:", "; ".join(LABELS[k] for k in study_keys) or "none (attribution_methods: [])",
-      "| datasets:", ", ".join(attr_datasets) or "none (attribution_datasets: [])")
+      "| datasets:", ", ".join(attr_datasets) or "none of this run's",
+      f"(attribution_datasets names {', '.join(left_out)}, not in this run)" if left_out else "")
 for name in progress(attr_datasets, desc="study variants"):
     for key in study_keys:
         ev.run_method(results[name]["ws"], build_method(key), results[name]["questions"], resume=resume)

@@ -275,7 +275,9 @@ if free_fig is not None:
 # the next hop (the Hewlett-Packard passage), so the case is read with notebook 04's funnel steps, round by round
 # (`kgir_lib.notebook.case.choice.case_chain`). With six passages and a `top_k` of six or more (10 on the `local`
 # and `paper` profiles), `D_1` holds every passage, the next hop included: on this corpus step 4 has nothing left
-# to find (the last column says so), and a dataset question (the sections above) is where it can be measured.
+# to find (the column "next hop already in D_t" says so), and a dataset question (the sections above) is where it
+# can be measured. The steps count only along the chain; the last column judges the answer alone, so a right
+# answer read straight from `D_1` shows as right without the chain.
 
 # %%
 if free_question is None and example["bridge"]:
