@@ -9,8 +9,10 @@ from __future__ import annotations
 import dataclasses
 import os
 
+import pandas as pd
 import pytest
 
+from kgir_lib.config import PROJECT_ROOT
 from kgir_lib.data import Question
 from kgir_lib.gold import Bridge, GoldHop, bridge_aliases, hop_question, ideal_rewrite, substitute
 from kgir_lib.kgir.loop import KGIRRAG
@@ -382,7 +384,11 @@ def test_attribution_methods_come_from_the_profile():
     from kgir_lib.runner import validate
 
     assert {load_config(p).attribution_methods is None for p in ("sample", "ci")} == {True}  # every one
-    assert load_config("local").attribution_methods == []  # none until its committed log holds their answers
+    local = load_config("local")  # the variants its committed log answers in full, on the datasets it names
+    assert local.attribution_methods and set(local.attribution_methods) < set(STUDY_METHODS)
+    table = pd.read_csv(PROJECT_ROOT / "results" / "local" / "tables" / "04_step_attribution.csv")
+    assert sorted(zip(table["dataset"], table["key"])) == sorted(
+        (d, k) for d in local.attribution_scope for k in ["kgir", *local.attribution_methods])
     assert STUDY_METHODS == [spec.key for spec in STUDY_VARIANTS.values()]
     check_method_keys([], "attribution_methods", STUDY_METHODS)  # none: allowed
     with pytest.raises(ConfigError, match="attribution_methods.*kgir"):
