@@ -78,7 +78,8 @@ def tidy_output_notebook(path: Path) -> None:
     ``output_path`` as shown paths; no cell timing (``metadata.papermill`` times, ``metadata.execution``); the
     injected parameters cell under a fixed id; no empty display outputs (a finished progress bar clears its
     display, :mod:`kgir_lib.progress`) and no progress-bar text (:func:`strip_bar_outputs`: an output stored by
-    an older run, or a bar that printed to a stream). Written only when something changed."""
+    an older run, or a bar that printed to a stream); consecutive outputs of one stream as one
+    (:func:`merge_streams`). Written only when something changed."""
     from .report import shown
 
     nb = nbformat.read(path, as_version=4)
@@ -96,9 +97,24 @@ def tidy_output_notebook(path: Path) -> None:
         if "injected-parameters" in cell.metadata.get("tags", []):
             cell["id"] = INJECTED_ID
         if cell.cell_type == "code":
-            cell.outputs = [o for o in strip_bar_outputs(cell.outputs) if not _empty_display(o)]
+            cell.outputs = merge_streams([o for o in strip_bar_outputs(cell.outputs) if not _empty_display(o)])
     if nbformat.writes(nb) != before:
         nbformat.write(nb, path)
+
+
+def merge_streams(outputs: list) -> list:
+    """``outputs`` with each run of consecutive stream outputs of one stream (stdout, stderr) as one output: how the
+    kernel splits printed text into messages depends on timing (two prints may arrive as one message or two), so
+    only the merged text is the same in every run."""
+    out: list = []
+    for o in outputs:
+        prev = out[-1] if out else None
+        if (o.get("output_type") == "stream" and prev is not None and prev.get("output_type") == "stream"
+                and prev.get("name") == o.get("name")):
+            prev["text"] = str(prev.get("text", "")) + str(o.get("text", ""))
+            continue
+        out.append(o)
+    return out
 
 
 def strip_bar_outputs(outputs: list) -> list:

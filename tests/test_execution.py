@@ -56,6 +56,31 @@ def test_an_output_notebook_keeps_no_trace_of_when_or_how_fast_it_ran(tmp_path):
     assert [o["output_type"] for o in nb.cells[1].outputs] == ["stream"]
 
 
+def test_printed_text_split_into_several_stream_messages_is_stored_as_one(tmp_path):
+    """The kernel may send two prints as one stream message or as two, depending on timing: the stored
+    notebook is the same either way; stdout and stderr stay apart, and a display between them keeps its place."""
+    def executed(texts: list) -> Path:
+        nb = nbformat.v4.new_notebook()
+        cell = nbformat.v4.new_code_cell("for d in data: print(d)")
+        cell["id"] = "c"
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=t) for t in texts]
+        cell.outputs += [nbformat.v4.new_output("stream", name="stderr", text="warning\n"),
+                         nbformat.v4.new_output("display_data", data={"text/plain": "table"}),
+                         nbformat.v4.new_output("stream", name="stdout", text="after\n")]
+        nb.cells = [cell]
+        path = tmp_path / f"{len(texts)}.ipynb"
+        nbformat.write(nb, path)
+        tidy_output_notebook(path)
+        return path
+
+    one, two = executed(["musique_train: 100\nhotpotqa: 84\n"]), executed(["musique_train: 100\n", "hotpotqa: 84\n"])
+    assert one.read_bytes() == two.read_bytes()
+    outputs = nbformat.read(two, as_version=4).cells[0].outputs
+    assert [(o["output_type"], o.get("name")) for o in outputs] == [("stream", "stdout"), ("stream", "stderr"),
+                                                                   ("display_data", None), ("stream", "stdout")]
+    assert outputs[0]["text"] == "musique_train: 100\nhotpotqa: 84\n"
+
+
 def test_a_run_prints_neither_kernel_warning_and_stores_no_absolute_output_path(tmp_path):
     """Also: a figure is stored as a picture although the caller exported a non-inline backend (a test's Agg)."""
     nbs = tmp_path / "nbs"
