@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from kgir_lib.config import PROJECT_ROOT
 from kgir_lib.data import passage_id
 from kgir_lib.eval.mechanism import step_attribution as sa
 from kgir_lib.eval.mechanism.tables import mechanism_tables
@@ -197,8 +199,6 @@ def test_notebook_04_flow_on_the_tiny_workspace(tmp_path, cfg, tiny_dataset, tin
 def test_readme_headroom_lines_are_the_rendering_of_the_table_it_names():
     import re
 
-    from kgir_lib.config import PROJECT_ROOT
-
     marker = r"<!-- headroom: kgir_lib\.eval\.mechanism\.step_attribution\.headroom_sentence of (\S+) -->\n"
     rendered = set()
     for doc in ("README.md", "docs/results.md"):
@@ -225,8 +225,6 @@ def _p(value: float) -> str:
 
 
 def test_readme_reading_of_the_local_attribution_quotes_its_table():
-    from kgir_lib.config import PROJECT_ROOT
-
     readme = " ".join((PROJECT_ROOT / "README.md").read_text(encoding="utf-8").split())
     t = pd.read_csv(PROJECT_ROOT / "results/local/tables/04_step_attribution.csv")
     row = t[t["dataset"] == "musique_train"].set_index("key")
@@ -402,3 +400,23 @@ def test_a_cumulative_oracle_without_its_predecessor_names_every_step_it_adds():
     assert [x.get_text() for x in fig.axes[0].get_xticklabels()] == ["full", "+ seeds\n+ rewrite", "+ next hop"]
     assert [round(b.get_height(), 4) for b in fig.axes[0].patches] == [25.0, 60.0, 5.0]
     plt.close(fig)
+
+
+@pytest.mark.skipif(not (PROJECT_ROOT / ".git").exists(), reason="not a git checkout: the log's history is git's")
+def test_readme_cost_of_the_local_attribution_is_what_the_log_says():
+    import re
+
+    from kgir_lib.llm.log_report import log_stats
+    from kgir_lib.llm.response_log import logged_at, read_log
+
+    readme = " ".join((PROJECT_ROOT / "README.md").read_text(encoding="utf-8").split())
+    found = re.search(r"The study has cost ([\d,]+) answers of the 1\.5B model so far, ([\d.]+) hours of LLM time "
+                      r"on two cores \(`python -m kgir_lib\.llm\.response_log stats (\S+) --since (\S+)`", readme)
+    assert found, "README: no cost sentence for the local step attribution"
+    log = PROJECT_ROOT / found.group(3)
+    known = subprocess.run(["git", "-C", str(PROJECT_ROOT), "rev-parse", "--verify", "--quiet",
+                            f"{found.group(4)}^{{commit}}"], capture_output=True)
+    if known.returncode != 0:
+        pytest.skip(f"revision {found.group(4)} is not in this clone's history (a shallow clone)")
+    stats = log_stats(read_log(log), (r[0] for r in logged_at(log, found.group(4))))
+    assert (f"{stats['new']:,}", f"{stats['seconds'] / 3600:.1f}") == (found.group(1), found.group(2))
