@@ -282,16 +282,16 @@ def test_case_chain_reads_a_case_in_the_funnels_terms(fig6_case):
     assert not r1["4 D'_t finds next hop"] and r1["next hop already in D_t"]
     assert r1["breaks at"] == "4 D'_t finds next hop"
     assert list(chain["breaks at"]) == ["4 D'_t finds next hop"] * 2  # round 2 asks the rewrite: the same corpus
-    # the scripted reader answers right in round 1: the note says so, and that the chain did not carry it
-    assert list(chain["answer correct (any path)"]) == [True, True] and not chain["5 answer correct"].any()
+    # the scripted reader answers right in round 1: step 5 judged alone is taken, the chain is not
+    assert list(chain["5 answer correct"]) == [True, True]
     assert case_chain_note(chain) == ("Furthest round (1): the chain breaks at 4 D'_t finds next hop; the next hop "
                                       "was already in D_t. The answer is correct all the same (round 1), from a "
                                       "retrieval that already held the next hop, so the chain had nothing to add.")
-    wrong = chain.assign(**{"answer correct (any path)": False})
+    wrong = chain.assign(**{"5 answer correct": False})
     assert case_chain_note(wrong) == ("Furthest round (1): the chain breaks at 4 D'_t finds next hop; "
                                       "the next hop was already in D_t.")
     fresh = wrong.assign(**{"next hop already in D_t": False})
-    fresh.loc[1, "answer correct (any path)"] = True
+    fresh.loc[1, "5 answer correct"] = True
     assert case_chain_note(fresh) == ("Furthest round (1): the chain breaks at 4 D'_t finds next hop. The answer "
                                       "is correct all the same (round 2), without the chain's steps.")
     whole = chain.copy()

@@ -148,7 +148,9 @@ show(case.steps_frame(), "one row per round")
 # **Its chain, from the question's own gold.** The dataset's gold chain of this question (MuSiQue's decomposition,
 # HotpotQA's supporting titles; `kgir_lib.gold`, for a question of any dataset, in the profile or not) names its
 # bridge entity and the passage of the next hop; the case is read with notebook 04's funnel steps, round by round
-# (`kgir_lib.notebook.case.choice.case_chain`).
+# (`kgir_lib.notebook.case.choice.case_chain`). Each step is judged on its own, so a rewrite that names the bridge
+# shows as such even where no seed matched; "breaks at" follows the chain, the first step not taken with every one
+# before it (the funnel's count).
 
 # %%
 from kgir_lib.notebook.case.choice import gold_bridge_names
@@ -276,8 +278,7 @@ if free_fig is not None:
 # (`kgir_lib.notebook.case.choice.case_chain`). With six passages and a `top_k` of six or more (10 on the `local`
 # and `paper` profiles), `D_1` holds every passage, the next hop included: on this corpus step 4 has nothing left
 # to find (the column "next hop already in D_t" says so), and a dataset question (the sections above) is where it
-# can be measured. The steps count only along the chain; the last column judges the answer alone, so a right
-# answer read straight from `D_1` shows as right without the chain.
+# can be measured.
 
 # %%
 if free_question is None and example["bridge"]:

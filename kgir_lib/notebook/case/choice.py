@@ -177,7 +177,7 @@ def choose_case(records: Sequence[dict], dataset: Optional[str] = None, qid: Opt
                       f"question {top['qid']} of {top['dataset']}: {why}. {count[0].upper() + count[1:]}.", table, steps)
 
 
-ANY_PATH = "answer correct (any path)"  # case_chain's column: the round's answer judged alone, chain or not
+WHOLE = "— (the whole chain)"  # case_chain's "breaks at" when every step is taken
 
 
 def case_chain(case, bridge: Optional[str] = None, next_hop_titles: Sequence[str] = ()) -> pd.DataFrame:
@@ -185,17 +185,17 @@ def case_chain(case, bridge: Optional[str] = None, next_hop_titles: Sequence[str
     one row a round. The gold bridges are the question's own (``Question.gold_bridges``, derived from its dataset's
     gold chain by :mod:`kgir_lib.gold`, for a question of any dataset), or given by hand: ``bridge`` (an entity
     name) and the titles of the passages that hold the next hop (a free question: notebook 07's Fig. 6 corpus,
-    bridge Compaq, next hop Hewlett-Packard's passage). The steps are the funnel's, each counted only after every one
-    before it; ``breaks at`` names the first step not taken; ``next hop already in D_t`` says when step 4 had nothing
-    left to find; ``answer correct (any path)`` is the round's answer judged alone, so a right answer reached without
-    the chain (the first retrieval already held both hops) shows as such. A question without a gold bridge (a
+    bridge Compaq, next hop Hewlett-Packard's passage). Each step is judged on its own (the funnel's "alone": an
+    oracle rewrite names the bridge even where no seed matched, and a right answer read from a first retrieval that
+    held both hops is right); ``breaks at`` is the funnel's chain, the first step not taken with every one before
+    it; ``next hop already in D_t`` says when step 4 had nothing left to find. A question without a gold bridge (a
     comparison question) gives an empty table."""
     from ...eval.mechanism.bridges import Bridge, bridge_aliases
     from ...eval.mechanism.funnel import STEPS, STEP_KEYS, funnel_steps
     from .build import find_question
 
     corpus = case.ws.dataset.corpus
-    cols = ["round", *STEPS[1:], "breaks at", "next hop already in D_t", ANY_PATH]
+    cols = ["round", *STEPS[1:], "breaks at", "next hop already in D_t"]
     if bridge is None:
         golds = list(find_question(case.ws.dataset, case.qid).gold_bridges)
         if not golds:
@@ -216,10 +216,10 @@ def case_chain(case, bridge: Optional[str] = None, next_hop_titles: Sequence[str
     rows = []
     for t in range(1, len(trace.get("rounds") or []) + 1):
         steps = funnel_steps(record, golds, t)
-        taken = [bool(steps[f"chain_{k}"]) for k in STEP_KEYS[1:]]
-        first_not = next((STEPS[1:][i] for i, s in enumerate(taken) if not s), "— (the whole chain)")
-        rows.append({"round": t, **dict(zip(STEPS[1:], taken)), "breaks at": first_not,
-                     "next hop already in D_t": bool(steps["next_hop_in_D_t"]), ANY_PATH: bool(steps["correct"])})
+        chained = [bool(steps[f"chain_{k}"]) for k in STEP_KEYS[1:]]
+        first_not = next((STEPS[1:][i] for i, s in enumerate(chained) if not s), WHOLE)
+        rows.append({"round": t, **{name: bool(steps[k]) for name, k in zip(STEPS[1:], STEP_KEYS[1:])},
+                     "breaks at": first_not, "next hop already in D_t": bool(steps["next_hop_in_D_t"])})
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -231,18 +231,20 @@ def gold_bridge_names(case) -> list:
 
 
 def case_chain_note(chain: pd.DataFrame) -> str:
-    """One sentence on a :func:`case_chain` table: the round that went furthest and where its chain breaks."""
+    """One sentence on a :func:`case_chain` table: the round whose chain went furthest and where it breaks, and
+    whether the answer was right without the chain."""
     if chain.empty:
         return "The case has no round to read."
     from ...eval.mechanism.funnel import STEPS
 
-    best = chain.loc[chain[list(STEPS[1:])].sum(axis=1).idxmax()]
-    if bool(best[STEPS[-1]]):
+    depth = chain["breaks at"].map(lambda b: len(STEPS) if b == WHOLE else STEPS.index(b))
+    best = chain.loc[depth.idxmax()]
+    if best["breaks at"] == WHOLE:
         return f"Round {int(best['round'])} takes the whole chain, from the seed to a correct answer."
     already = bool(best["next hop already in D_t"])
     note = (f"Furthest round ({int(best['round'])}): the chain breaks at {best['breaks at']}"
             f"{'; the next hop was already in D_t' if already else ''}.")
-    right = [int(r) for r, ok in zip(chain["round"], chain.get(ANY_PATH, [False] * len(chain))) if ok]
+    right = [int(r) for r, ok in zip(chain["round"], chain[STEPS[-1]]) if ok]
     if right:
         how = ("from a retrieval that already held the next hop, so the chain had nothing to add" if already
                else "without the chain's steps")
