@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from conftest import BagOfWordsEncoder
+from kgir_lib.config import PROJECT_ROOT
 from kgir_lib.kg import Triple
 from kgir_lib.kgir.subgraph import EvidenceSubgraph
 from kgir_lib.notebook.case import display as case_display
@@ -365,3 +366,24 @@ def test_reading_frame_puts_what_the_reflection_and_the_reader_read_side_by_side
     assert read["gold"].any() == bool(set(r2.final.context_pids + (r2.reflection_passages or [])) & set(fig6_case.gold_pids))
     assert fig6_case.reading_note(2).startswith("Round 2: the reflection and the reader both read")
     assert "the reader was not called" in fig6_case.reading_note(1)
+
+
+def test_notebook_07_reading_of_the_two_fig6_runs_is_each_profiles_table():
+    """The sentence under the two Fig. 6 runs says what each committed profile's table holds."""
+    def runs(profile: str) -> pd.DataFrame:
+        return pd.read_csv(PROJECT_ROOT / "results" / profile / "tables" / "07_free_question_runs.csv")
+
+    local, sample = runs("local"), runs("sample")
+    for t in (local, sample):
+        assert t["rewrite by"].tolist() == ["the model", "the gold (oracle)"]
+        assert t["round-1 rewrite"].iloc[1] == "Which company did Compaq merge with in 2002?"
+        assert (t["next hop's rank in D_1"] == 2).all()  # six passages: the first retrieval holds the HP passage
+    assert local["answer"].tolist() == ["Hewlett-Packard"] * 2 and (local["EM"] == 1).all()
+    assert "Compaq" not in local["round-1 rewrite"].iloc[0]
+    assert sample["answer"].tolist() == ["Gateway"] * 2 and (sample["EM"] == 0).all()
+    assert sample["reflection read it (P_1)"].all() and sample["in the reader's context"].all()
+    source = " ".join((PROJECT_ROOT / "notebooks" / "src" / "07_case_study.py").read_text(encoding="utf-8")
+                      .replace("# ", " ").split())
+    assert ("With the `local` profile's 1.5B model both runs answer Hewlett-Packard" in source
+            and "With the `sample` profile's 0.5B model both runs answer Gateway, although its reflection and "
+                "reader read the HP passage" in source)

@@ -307,8 +307,11 @@ if free_question is None and example["decomposition"]:
                                      method=build_method("kgir_oracle_rewrite"),
                                      decomposition=example["decomposition"])
     runs = {"run 1: KGIR-RAG (the model's rewrite)": free, "run 2: oracle rewrite (study variant)": oracle_free}
-    show(next_hop_reading(runs, example["next_hop"]).set_index("run"),
-         f"round 1 of both runs (next hop: the {', '.join(example['next_hop'])} passage)")
+    both = next_hop_reading(runs, example["next_hop"]).set_index("run")
+    show(both, f"round 1 of both runs (next hop: the {', '.join(example['next_hop'])} passage)")
+    report.save_table(both, cfg, "07_free_question_runs",
+                      "The paper's Fig. 6 question over its six passages, round 1 of two runs: KGIR-RAG as the model "
+                      "does it, and with the oracle rewrite (notebook 07). " + report.model_note(cfg, short=True))
     display(Markdown("**Run 2, round by round**: what its reflection and reader read and said."))
     show_reflections(oracle_free)
     oracle_chain = case_chain(oracle_free, example["bridge"], example["next_hop"])
@@ -316,6 +319,13 @@ if free_question is None and example["decomposition"]:
     print("Run 2 (oracle rewrite): " + case_chain_note(oracle_chain))
 else:
     print("A free question of your own has no gold decomposition: no oracle run.")
+
+# %% [markdown]
+# **What the two runs show, per model** (each profile's `07_free_question_runs` table). With the `local` profile's
+# 1.5B model both runs answer Hewlett-Packard: on six passages the first retrieval already holds the HP passage, so
+# a rewrite that does not name Compaq costs nothing here. With the `sample` profile's 0.5B model both runs answer
+# Gateway, although its reflection and reader read the HP passage: the oracle rewrite cannot mend a reader that
+# misreads what it is handed, which is where this small model's chain breaks.
 
 # %% [markdown]
 # ## What this shows, and what it does not
