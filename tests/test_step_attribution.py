@@ -230,12 +230,14 @@ def test_readme_reading_of_the_local_attribution_quotes_its_table():
     row = t[t["dataset"] == "musique_train"].set_index("key")
     full, rewrite, chain = row.loc["kgir"], row.loc["kgir_oracle_rewrite"], row.loc["kgir_oracle_seeds_rewrite_next_hop"]
     ceiling, ours, n = row.loc["kgir_oracle_context"], row.loc["kgir_bridge_rewrite"], int(full["bridge questions"])
+    hop = row.loc["kgir_oracle_next_hop"]
     quoted = [
         f"it already matches a seed on {int(full['1 seed matched'])} of {n} bridge questions",
         f"from {int(full['3 rewrite names it'])} to {int(rewrite['3 rewrite names it'])} of {n} questions (step 2 "
         f"counting a graph entity whose name contains the bridge's) and R@5 up "
         f"by {rewrite['ΔR@5']:.1f} points (Holm p {_p(rewrite['p R@5 (Holm)'])})",
-        f"lifts EM to {chain['EM']:.1f} ({chain['ΔEM']:+.1f} over the full method, Holm p {_p(chain['p EM (Holm)'])})",
+        f"so is the gold next hop's alone ({hop['ΔEM']:+.1f} EM, Holm p {_p(hop['p EM (Holm)'])}). Both together, "
+        f"after the gold seeds, lift EM to {chain['EM']:.1f} ({chain['ΔEM']:+.1f} over the full method, Holm p {_p(chain['p EM (Holm)'])})",
         f"alone to {ceiling['EM']:.1f} ({ceiling['ΔEM']:+.1f}, Holm p {_p(ceiling['p EM (Holm)'])})",
         f"names the bridge on {int(ours['3 rewrite names it'])} of {n} questions (the faithful rewrite: "
         f"{int(full['3 rewrite names it'])}) and gains {ours['ΔEM']:+.1f} EM (Holm p {_p(ours['p EM (Holm)'])})",
@@ -250,7 +252,7 @@ def test_readme_reading_of_the_local_attribution_quotes_its_table():
     for phrase in quoted:
         assert phrase in readme, phrase
     # the words around the numbers: the rewrite alone is within noise, the seeds change nothing
-    assert rewrite["p EM (Holm)"] >= 0.05 and row.loc["kgir_oracle_seeds", "ΔEM"] == 0
+    assert min(rewrite["p EM (Holm)"], hop["p EM (Holm)"]) >= 0.05 and row.loc["kgir_oracle_seeds", "ΔEM"] == 0
     assert max(chain["p EM (Holm)"], ceiling["p EM (Holm)"], rewrite["p R@5 (Holm)"]) < 0.05
 
 
