@@ -272,7 +272,7 @@ def test_figure6_example_loads_from_the_package():
 
 
 def test_case_chain_reads_a_case_in_the_funnels_terms(fig6_case):
-    from kgir_lib.notebook.case.choice import case_chain, case_chain_note
+    from kgir_lib.notebook.case.choice import WHOLE, case_chain, case_chain_note
 
     chain = case_chain(fig6_case, "Compaq", ["Hewlett-Packard"])
     assert list(chain["round"]) == [1, 2]
@@ -297,7 +297,7 @@ def test_case_chain_reads_a_case_in_the_funnels_terms(fig6_case):
                                       "is correct all the same (round 2), without the chain's steps.")
     whole = chain.copy()
     whole.loc[1, ["4 D'_t finds next hop", "5 answer correct", "next hop already in D_t"]] = [True, True, False]
-    whole.loc[1, "breaks at"] = "— (the whole chain)"
+    whole.loc[1, "breaks at"] = WHOLE
     assert case_chain_note(whole) == "Round 2 takes the whole chain, from the seed to a correct answer."
     assert case_chain_note(chain.iloc[:0]) == "The case has no round to read."
     with pytest.raises(ValueError, match=r"next-hop titles \['HP Inc'\] are not titles"):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 import numpy as np
@@ -12,6 +13,9 @@ from kgir_lib.config import PROJECT_ROOT
 from kgir_lib.data import passage_id
 from kgir_lib.eval.mechanism import step_attribution as sa
 from kgir_lib.eval.mechanism.tables import mechanism_tables
+from kgir_lib.llm.log_report import log_stats
+from kgir_lib.llm.response_log import logged_at, read_log
+from kgir_lib.registry import STUDY_METHODS
 from kgir_lib.traces import trace_filename, write_jsonl
 
 from _mech_traces import COMPAQ, QUESTION, record, rnd
@@ -161,7 +165,7 @@ def test_notebook_04_flow_on_the_tiny_workspace(tmp_path, cfg, tiny_dataset, tin
     from kgir_lib.data import load_dataset
     from kgir_lib.eval import evaluate as ev
     from kgir_lib.methods.base import Workspace
-    from kgir_lib.registry import STUDY_METHODS, build_method
+    from kgir_lib.registry import build_method
     from kgir_lib.retrieval import DenseIndex
 
     ps = {p.title: p for p in tiny_dataset.corpus.passages}
@@ -197,8 +201,6 @@ def test_notebook_04_flow_on_the_tiny_workspace(tmp_path, cfg, tiny_dataset, tin
 
 
 def test_readme_headroom_lines_are_the_rendering_of_the_table_it_names():
-    import re
-
     marker = r"<!-- headroom: kgir_lib\.eval\.mechanism\.step_attribution\.headroom_sentence of (\S+) -->\n"
     rendered = set()
     for doc in ("README.md", "docs/results.md"):
@@ -242,8 +244,6 @@ def test_readme_reading_of_the_local_attribution_quotes_its_table():
         f"names the bridge on {int(ours['3 rewrite names it'])} of {n} questions (the faithful rewrite: "
         f"{int(full['3 rewrite names it'])}) and gains {ours['ΔEM']:+.1f} EM (Holm p {_p(ours['p EM (Holm)'])})",
     ]
-    from kgir_lib.registry import STUDY_METHODS
-
     assert sorted(row.index) == sorted(["kgir", *STUDY_METHODS])  # every variant
     assert len(STUDY_METHODS) == 8
     quoted.append("musique_train only (all eight study variants)")
@@ -410,11 +410,6 @@ def test_a_cumulative_oracle_without_its_predecessor_names_every_step_it_adds():
 
 @pytest.mark.skipif(not (PROJECT_ROOT / ".git").exists(), reason="not a git checkout: the log's history is git's")
 def test_readme_cost_of_the_local_attribution_is_what_the_log_says():
-    import re
-
-    from kgir_lib.llm.log_report import log_stats
-    from kgir_lib.llm.response_log import logged_at, read_log
-
     readme = " ".join((PROJECT_ROOT / "README.md").read_text(encoding="utf-8").split())
     found = re.search(r"The study has cost ([\d,]+) answers of the 1\.5B model so far, ([\d.]+) hours of LLM time "
                       r"on two cores \(`python -m kgir_lib\.llm\.response_log stats (\S+) --since (\S+)`", readme)

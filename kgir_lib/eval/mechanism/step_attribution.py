@@ -50,6 +50,9 @@ METRICS = ("EM", "F1", "R@5")
 FAMILY = tuple((key, m) for key in ROWS for m in METRICS)  # one family per dataset (module docstring)
 NO_RECALL = (CEILING,)  # retrieves nothing: its R@5 is not a test
 FAMILY_SIZE = sum(1 for key, m in FAMILY if not (m == "R@5" and key in NO_RECALL))  # the tests Holm adjusts for
+# how headroom_sentence names the variants beside the waterfall
+IN_WORDS = {"kgir_oracle_rewrite": "the ideal rewrite", "kgir_oracle_next_hop": "the gold next hop",
+            "kgir_bridge_rewrite": "the bridge rewrite", "kgir_all_passages": "the reflection reading all of D'_t"}
 KINDS = {REFERENCE: "the paper's method", **{k: "oracle" for k in (*CUMULATIVE, *SINGLE, CEILING)},
          **{k: "ours" for k in OURS}}
 MDE_COLUMN = f"MDE EM ({POWER:.0%} power, α = {ALPHA} / family size)"
@@ -200,14 +203,12 @@ def headroom_sentence(table: pd.DataFrame, dataset: str) -> str:
     ceil = _row(table, dataset, CEILING)
     if ceil is not None:
         text += f"; the shared reader over the gold passages alone {ceil['EM']:.1f} ({ceil['EM'] - full['EM']:+.1f})"
-    single = {"kgir_oracle_rewrite": "the ideal rewrite", "kgir_oracle_next_hop": "the gold next hop"}
-    alone = [(single[k], r) for k, r in ((k, _row(table, dataset, k)) for k in SINGLE) if r is not None]
+    alone = [(IN_WORDS[k], r) for k, r in ((k, _row(table, dataset, k)) for k in SINGLE) if r is not None]
     if alone:
         text += "; one step alone: " + ", ".join(f"{name} {_versus(r, full)}" for name, r in alone)
     ours = [r for r in (_row(table, dataset, k) for k in OURS) if r is not None]
     if ours:
-        mine = {"kgir_bridge_rewrite": "the bridge rewrite", "kgir_all_passages": "the reflection reading all of D'_t"}
-        text += "; ours: " + ", ".join(f"{mine[r['key']]} {_versus(r, full)}" for r in ours)
+        text += "; ours: " + ", ".join(f"{IN_WORDS[r['key']]} {_versus(r, full)}" for r in ours)
     return text + "."
 
 
