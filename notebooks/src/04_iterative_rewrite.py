@@ -363,7 +363,8 @@ report.save_table(mech["calibration"].set_index(["method", "dataset", "round"]).
 # answer's context. The oracle context retrieves nothing, so it has no recall. **The figure** (`04_headroom`) is
 # the waterfall; the paper's own KGIR-RAG EM would be a line on it, but the paper prints it only in its Tables
 # 4–5, which are not available as text, so none is drawn. The variants are the profile's `attribution_methods`
-# (every one unless the profile narrows the list), on the run's datasets that its `attribution_datasets` names (every dataset unless narrowed).
+# (every one unless the profile narrows the list), on the run's datasets its `attribution_datasets` names (every
+# dataset unless narrowed).
 
 # %%
 from kgir_lib.eval.mechanism import step_attribution as attribution
