@@ -233,19 +233,6 @@ def test_funnel_sentence_quotes_the_table_and_its_weakest_step():
                                                                                 [1, 1]]
 
 
-def test_readme_funnel_lines_are_the_rendering_of_the_funnel_table_it_names():
-    import re
-
-    from kgir_lib.config import PROJECT_ROOT
-
-    readme = (PROJECT_ROOT / "docs" / "results.md").read_text(encoding="utf-8")
-    found = re.search(r"<!-- funnel: kgir_lib\.eval\.mechanism\.funnel\.funnel_sentence of (\S+) -->\n", readme)
-    assert found, "README: no funnel marker"
-    table = pd.read_csv(PROJECT_ROOT / found.group(1), dtype={"round": str})
-    lines = "".join(f"- {funnel_sentence(table, d)}\n" for d in dict.fromkeys(table["dataset"]))
-    assert readme[found.end():].startswith(lines)
-
-
 def _funnel_of(dataset: str, answers: list, round_: str) -> pd.DataFrame:
     records = [record(f"q{i}", answer=a) for i, a in enumerate(answers)]
     rows = funnel_rows(records, {f"q{i}": [COMPAQ] for i in range(len(answers))}, dataset=dataset)

@@ -239,20 +239,6 @@ def test_crosscheck_sentence_words_the_rows():
         crosscheck_sentence(_report_rows().drop(columns="R@5_same"))
 
 
-def test_readme_crosscheck_sentence_is_the_rendering_of_the_file_it_names():
-    """The README's HippoRAG 2 cross-check numbers are not typed by hand (they once quoted a trace of older code)."""
-    import re
-
-    from kgir_lib.eval.peer_agreement import crosscheck_sentence
-
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    found = re.search(r"<!-- hipporag2 cross-check: kgir_lib\.eval\.peer_agreement\.crosscheck_sentence of (\S+) -->\n",
-                      readme)
-    assert found, "README: no HippoRAG 2 cross-check marker"
-    rows = pd.read_csv(ROOT / found.group(1))
-    assert readme[found.end():].lstrip(" ").startswith(crosscheck_sentence(rows) + "\n")
-
-
 def test_rescore_reads_the_committed_upstream_scores_and_carries_the_graph_line(tmp_path):
     report = _load("hipporag2_report")
     csv = tmp_path / "peers.csv"
