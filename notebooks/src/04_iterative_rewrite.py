@@ -348,7 +348,9 @@ report.save_table(mech["calibration"].set_index(["method", "dataset", "round"]).
 # - cumulative: seeds, then + rewrite, then + next hop: the waterfall from the full method towards the ceiling.
 #
 # Where an oracle has no gold to give (no sub-questions, no gold bridge), the question runs that step as the full
-# method, its trace says why (`oracle.not_applied`), and *oracle applied* counts the questions it applied to. Two
+# method, its trace says why (`oracle.not_applied`); *oracle applied* counts the questions every step of the
+# variant applied to, and *gold given: <step>* each step's own. A step with gold on no question of a dataset (the
+# ideal rewrite on HotpotQA) leaves its rows the full method's: the waterfall skips it and the sentence says so. Two
 # repairs of the weakest step are **ours**, shown apart: the *bridge rewrite* (the LLM first names the entity of
 # `G_Ans` that answers the hop the question depends on, then substitutes it; prompt `kgir_bridge_rewrite`; a reply
 # without a question is counted as malformed and keeps the query) and *all of D'_t* (the reflection reads the top

@@ -20,7 +20,10 @@ their traces beside the full method's (``kgir``) and says, per dataset, what eac
   bridge), and how many of those questions had a next-hop passage in the final answer's context (``next hop
   read``: what the next-hop oracle changes, which step 4 -- a passage ``D'_t`` retrieved -- does not see);
 - ``oracle applied``: the questions whose trace says every oracle step of the variant applied (the others ran
-  the missing step as the full method).
+  the missing step as the full method), and per step (``gold given: <step>``, :data:`GIVEN`) the questions that
+  step had its gold on. A step with gold on no question of a dataset (the ideal rewrite on HotpotQA, which has no
+  sub-questions) leaves its variant the full method's requests: :func:`headroom_sentence` and
+  :func:`plot_headroom` say it has no gold there instead of drawing it as a step that adds nothing.
 
 :func:`plot_headroom` draws the waterfall (full method -> each cumulative oracle -> the gold-context ceiling,
 with the single-step oracles and our two repairs apart), :func:`headroom_sentence` says it in one sentence from
@@ -55,12 +58,21 @@ IN_WORDS = {"kgir_oracle_rewrite": "the ideal rewrite", "kgir_oracle_next_hop": 
             "kgir_bridge_rewrite": "the bridge rewrite", "kgir_all_passages": "the reflection reading all of D'_t"}
 KINDS = {REFERENCE: "the paper's method", **{k: "oracle" for k in (*CUMULATIVE, *SINGLE, CEILING)},
          **{k: "ours" for k in OURS}}
+# the oracle steps (kgir_lib.kgir.study.PARTS, as the traces name them), in words and in the waterfall's labels
+PART_WORDS = {"seeds": "oracle seeds", "rewrite": "the ideal rewrite", "next_hop": "the gold next hop",
+              "context": "the gold passages"}
+PART_LABELS = {"seeds": "seeds", "rewrite": "rewrite", "next_hop": "next hop", "context": "context"}
+GIVEN = {part: f"gold given: {label}" for part, label in PART_LABELS.items()}  # a column per oracle step
+ADDS = {"kgir_oracle_seeds": ("seeds",), "kgir_oracle_seeds_rewrite": ("seeds", "rewrite"),
+        "kgir_oracle_seeds_rewrite_next_hop": ("seeds", "rewrite", "next_hop"),
+        "kgir_oracle_rewrite": ("rewrite",), "kgir_oracle_next_hop": ("next_hop",), CEILING: ("context",)}
 MDE_COLUMN = f"MDE EM ({POWER:.0%} power, α = {ALPHA} / family size)"
 # What the columns of step_attribution_table mean (shown under the table in notebook 04).
 COLUMN_NOTES = {
     "kind": "the paper's method, an oracle (handed one step's gold) or a repair of ours",
     "n": "questions both the variant and the full method answered",
     "oracle applied": "questions the oracle had gold for (the others ran that step as the full method)",
+    **{col: f"questions the oracle had the gold of the {PART_LABELS[p]} step for" for p, col in GIVEN.items()},
     **{k: v for m in METRICS for k, v in {
         f"{m} full": f"the full method's {m} on the same questions",
         f"Δ{m}": f"the variant's {m} minus the full method's",
@@ -94,6 +106,16 @@ def question_scores(records: Sequence[Mapping]) -> pd.DataFrame:
 def oracle_applied(records: Sequence[Mapping]) -> int:
     """Questions whose trace's ``oracle`` has every step of the variant applied (``not_applied`` empty)."""
     return sum(1 for r in records if (o := rf.trace_of(r).get("oracle")) and not o.get("not_applied"))
+
+
+def oracle_given(records: Sequence[Mapping]) -> dict:
+    """Per oracle step (:data:`GIVEN`'s keys): the questions whose trace has that step among the variant's
+    ``parts`` and not in ``not_applied``; NaN for a step no trace has among its parts."""
+    out = {}
+    for part in GIVEN:
+        having = [o for r in records if (o := rf.trace_of(r).get("oracle")) and part in (o.get("parts") or ())]
+        out[GIVEN[part]] = sum(1 for o in having if part not in (o.get("not_applied") or {})) if having else np.nan
+    return out
 
 
 def funnel_counts(records: Sequence[Mapping], bridges: Mapping[str, Sequence[Bridge]], n_ctx: int,
@@ -138,7 +160,8 @@ def step_attribution_table(runs: Mapping[str, Sequence[Mapping]], bridges: Mappi
         both = scores.index.intersection(ref.index)
         a, b = scores.loc[both], ref.loc[both]
         row = {"dataset": dataset, "key": key, "method": labels.get(key, key), "kind": KINDS[key], "n": len(both),
-               "oracle applied": oracle_applied(runs[key]) if KINDS[key] == "oracle" else np.nan}
+               "oracle applied": oracle_applied(runs[key]) if KINDS[key] == "oracle" else np.nan,
+               **oracle_given(runs[key])}
         for m in METRICS:
             ok = a[m].notna() & b[m].notna()
             row[m], row[f"{m} full"] = float(a.loc[ok, m].mean()), float(b.loc[ok, m].mean())
@@ -159,7 +182,7 @@ def step_attribution_table(runs: Mapping[str, Sequence[Mapping]], bridges: Mappi
         if len(em) and tests:
             d = float((em != ref.loc[em.index, "EM"]).mean())
             row[MDE_COLUMN] = 100.0 * mde_mcnemar(len(em), d, alpha / FAMILY_SIZE, POWER)
-    cols = ["dataset", "key", "method", "kind", "n", "oracle applied"]
+    cols = ["dataset", "key", "method", "kind", "n", "oracle applied", *GIVEN.values()]
     for m in METRICS:
         cols += [m, f"{m} full", f"Δ{m}", f"{m} discordant", f"p {m}", f"p {m} (Holm)"]
     cols += [MDE_COLUMN, "bridge questions", *STEPS[1:], "next hop read"]
@@ -172,43 +195,70 @@ def _row(table: pd.DataFrame, dataset: str, key: str) -> Optional[pd.Series]:
     return None if sub.empty else sub.iloc[0]
 
 
-def _waterfall_steps(table: pd.DataFrame, dataset: str, names: Sequence[str]) -> list:
-    """The cumulative oracles the table has, each with the names of the steps it adds to the previous one it has
-    (``names``: of seeds, rewrite, next hop). Without the seeds-only row, the next row's rise is seeds and rewrite
-    together, and says so."""
-    out, shown = [], 0
-    for depth, key in enumerate(CUMULATIVE, start=1):
-        if _row(table, dataset, key) is not None:
-            out.append((key, list(names[shown:depth])))
-            shown = depth
-    return out
+def _no_gold(row: Optional[pd.Series], parts: Sequence[str]) -> bool:
+    """Whether the row's oracle had the gold of none of ``parts`` on any question (its variant then asked the
+    requests of the row before it); False for a missing row or a step not counted."""
+    if row is None or not parts:
+        return False
+    given = [row.get(GIVEN[p]) for p in parts]
+    return all(g is not None and not pd.isna(g) and int(g) == 0 for g in given)
+
+
+def _waterfall_steps(table: pd.DataFrame, dataset: str) -> tuple:
+    """``(steps, no_gold)``: the cumulative oracles the table has, each with the oracle steps it adds to the
+    previous one it has (without the seeds-only row, the next row's rise is seeds and rewrite together, and says
+    so), and the steps that had gold on no question, whose rows are left out of the waterfall (they repeat the
+    row before them)."""
+    steps, no_gold, shown = [], [], 0
+    for key in CUMULATIVE:
+        row, depth = _row(table, dataset, key), len(ADDS[key])
+        if row is None:
+            continue
+        added = list(ADDS[key][shown:depth])
+        empty = [p for p in added if _no_gold(row, (p,))]
+        no_gold += empty
+        if len(empty) < len(added):
+            steps.append((key, [p for p in added if p not in empty]))
+        shown = depth
+    return steps, no_gold
 
 
 def headroom_sentence(table: pd.DataFrame, dataset: str) -> str:
     """The headroom of one dataset in one sentence, from the table: the full method's EM, what each cumulative
     oracle adds, the gold-context ceiling, each single-step oracle and our two repairs with their difference from
-    the full method on the same questions and Holm-adjusted McNemar p."""
+    the full method on the same questions and Holm-adjusted McNemar p; last, the oracle steps the dataset's gold
+    defines on no question (their variants ran as the full method)."""
     full = _row(table, dataset, REFERENCE)
     if full is None:
         raise ValueError(f"headroom_sentence: no {REFERENCE!r} row for dataset {dataset!r}")
     parts, prev = [], float(full["EM"])
-    steps = _waterfall_steps(table, dataset, ("oracle seeds", "the ideal rewrite", "the gold next hop"))
+    steps, no_gold = _waterfall_steps(table, dataset)
     for i, (key, added) in enumerate(steps):
         r = _row(table, dataset, key)
-        name = " + ".join(added) if i == 0 else "+ " + " + ".join(added)
-        parts.append(f"{name} {r['EM']:.1f} ({r['EM'] - prev:+.1f}{_applied(r)})")
+        name = " + ".join(PART_WORDS[p] for p in added)
+        parts.append(f"{name if i == 0 else '+ ' + name} {r['EM']:.1f} ({r['EM'] - prev:+.1f}{_given(r, added)})")
         prev = float(r["EM"])
     text = f"{dataset} (n = {int(full['n'])}): EM of the full method {full['EM']:.1f}"
     text += "; " + ", ".join(parts) if parts else ""
     ceil = _row(table, dataset, CEILING)
     if ceil is not None:
-        text += f"; the shared reader over the gold passages alone {ceil['EM']:.1f} ({ceil['EM'] - full['EM']:+.1f})"
-    alone = [(IN_WORDS[k], r) for k, r in ((k, _row(table, dataset, k)) for k in SINGLE) if r is not None]
+        text += (f"; the shared reader over the gold passages alone {ceil['EM']:.1f} "
+                 f"({ceil['EM'] - full['EM']:+.1f}{_given(ceil, ADDS[CEILING])})")
+    alone = []
+    for key in SINGLE:
+        r = _row(table, dataset, key)
+        if _no_gold(r, ADDS[key]):
+            no_gold += [p for p in ADDS[key] if p not in no_gold]
+        elif r is not None:
+            alone.append((IN_WORDS[key], r))
     if alone:
         text += "; one step alone: " + ", ".join(f"{name} {_versus(r, full)}" for name, r in alone)
     ours = [r for r in (_row(table, dataset, k) for k in OURS) if r is not None]
     if ours:
         text += "; ours: " + ", ".join(f"{IN_WORDS[r['key']]} {_versus(r, full)}" for r in ours)
+    if no_gold:
+        names = " or ".join(PART_WORDS[p] for p in dict.fromkeys(no_gold))
+        text += f"; no gold for {names} on any question here (those variants ran as the full method)"
     return text + "."
 
 
@@ -218,16 +268,20 @@ def _versus(row: pd.Series, full: pd.Series) -> str:
     if int(row["n"]) == 0:
         return "(no question answered by both)"
     n = "" if int(row["n"]) == int(full["n"]) else f"n = {int(row['n'])}, "
-    return f"{row['EM']:.1f} ({n}{row['ΔEM']:+.1f}, p(Holm) {row['p EM (Holm)']:.2g}{_applied(row)})"
+    given = _given(row, ADDS.get(row["key"], ()))
+    return f"{row['EM']:.1f} ({n}{row['ΔEM']:+.1f}, p(Holm) {row['p EM (Holm)']:.2g}{given})"
 
 
-def _applied(row: pd.Series) -> str:
-    """For an oracle that had the gold of all its steps on fewer questions than it ran (``oracle applied``): on how
-    many it did; the others ran those steps as the full method."""
-    applied = row.get("oracle applied")
-    if applied is None or pd.isna(applied) or int(applied) >= int(row["n"]):
+def _given(row: pd.Series, parts: Sequence[str]) -> str:
+    """For an oracle whose steps ``parts`` had their gold on fewer questions than it ran (``gold given: <step>``): on
+    how many; the others ran those steps as the full method."""
+    n = int(row["n"])
+    short = [(p, int(g)) for p in parts if (g := row.get(GIVEN[p])) is not None and not pd.isna(g) and int(g) < n]
+    if not short:
         return ""
-    return f"; gold given on {int(applied)} of {int(row['n'])}"
+    if len(parts) == 1:
+        return f"; gold given on {short[0][1]} of {n}"
+    return "; gold given: " + ", ".join(f"{PART_LABELS[p]} on {k} of {n}" for p, k in short)
 
 
 # Figure drawing (colours, positions, labels): outside the mutation run, which covers the numbers.
@@ -244,10 +298,11 @@ def plot_headroom(table: pd.DataFrame, published_em: Optional[Mapping[str, float
     width = max(5.2, 0.8 * bars + 1.6)  # room for each bar's label
     fig, axes = plt.subplots(1, max(len(datasets), 1), figsize=(width * max(len(datasets), 1), 4.2), squeeze=False)
     for ax, ds in zip(axes[0], datasets):
-        seq = [k for k in (REFERENCE, *CUMULATIVE, CEILING) if _row(table, ds, k) is not None]
-        rises = {k: "\n".join(f"+ {n}" for n in added)
-                 for k, added in _waterfall_steps(table, ds, ("seeds", "rewrite", "next hop"))}
-        alone = [k for k in SINGLE if _row(table, ds, k) is not None]
+        steps, no_gold = _waterfall_steps(table, ds)
+        rises = {k: "\n".join(f"+ {PART_LABELS[p]}" for p in added) for k, added in steps}
+        seq = [k for k in (REFERENCE, *rises, CEILING) if _row(table, ds, k) is not None]
+        alone = [k for k in SINGLE if _row(table, ds, k) is not None and not _no_gold(_row(table, ds, k), ADDS[k])]
+        no_gold += [p for k in SINGLE if _no_gold(_row(table, ds, k), ADDS[k]) for p in ADDS[k] if p not in no_gold]
         ours = [k for k in OURS if _row(table, ds, k) is not None]
         base = float(_row(table, ds, REFERENCE)["EM"])
         x, prev = 0, 0.0
@@ -283,6 +338,9 @@ def plot_headroom(table: pd.DataFrame, published_em: Optional[Mapping[str, float
         else:
             ax.text(0.02, 0.97, "no published KGIR-RAG EM for this dataset", transform=ax.transAxes, va="top",
                     fontsize="x-small", color="dimgray")
+        if no_gold:
+            ax.text(0.02, 0.90, "no gold here for: " + ", ".join(PART_LABELS[p] for p in dict.fromkeys(no_gold)),
+                    transform=ax.transAxes, va="top", fontsize="x-small", color="dimgray")
         top = float(table.loc[table["dataset"] == ds, "EM"].max())
         if published_em and ds in published_em:
             top = max(top, float(published_em[ds]))
