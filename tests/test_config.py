@@ -420,7 +420,7 @@ def test_attribution_datasets_narrow_the_runs_datasets():
     assert cfg.attribution_scope == ["musique_train"]
     assert load_config("sample", attribution_datasets=[]).attribution_scope == []
     # a run narrowed to other datasets covers none of them, and is no error: the profile's list is a filter
-    assert load_config("local", datasets=["hotpotqa"]).attribution_scope == []
+    assert load_config("sample", datasets=["hotpotqa"], attribution_datasets=["musique_train"]).attribution_scope == []
     both = load_config("sample", datasets=["musique_train", "hotpotqa"], attribution_datasets=["hotpotqa", "x"])
     assert both.attribution_scope == ["hotpotqa"]  # in the run's order, names outside the run left out
     assert load_config("sample", attribution_datasets="hotpotqa").attribution_datasets == ["hotpotqa"]

@@ -205,6 +205,37 @@ def _p(value: float) -> str:
     return "1" if value >= 1 else f"{value:#.2g}"
 
 
+def hotpotqa_reading(hp: pd.DataFrame) -> list:
+    """The phrases of the README's reading of the local hotpotqa attribution, from its rows."""
+    full, seeds, hop = hp.loc["kgir"], hp.loc["kgir_oracle_seeds"], hp.loc["kgir_oracle_next_hop"]
+    ceiling, every, ours = hp.loc["kgir_oracle_context"], hp.loc["kgir_all_passages"], hp.loc["kgir_bridge_rewrite"]
+    n = int(full["bridge questions"])
+    gained, lost = (int(x) for x in hop["EM discordant"].split("/"))
+    # no ideal rewrite on HotpotQA: both variants with it repeat the requests of the row before them
+    assert int(hp.loc["kgir_oracle_rewrite", "gold given: rewrite"]) == 0
+    assert hp.loc["kgir_oracle_rewrite", "EM discordant"] == "0/0"
+    assert hp.loc["kgir_oracle_seeds_rewrite", "EM"] == seeds["EM"]
+    # the words around the numbers: nothing survives Holm; the next hop and the gold passages gain
+    assert hp["p EM (Holm)"].dropna().min() >= 0.05 and min(hop["ΔEM"], ceiling["ΔEM"]) > 0
+    assert seeds["2 bridge in G_Ans"] < full["2 bridge in G_Ans"]
+    return [
+        f"On hotpotqa ({int(full['n'])} questions, {n} of them with a gold bridge) the gold seeds "
+        f"(given on {int(seeds['gold given: seeds'])}) change EM by {seeds['ΔEM']:+.1f}",
+        f"holds the bridge less often than the model's own seeds' ({int(seeds['2 bridge in G_Ans'])} of {n} against "
+        f"{int(full['2 bridge in G_Ans'])})",
+        f"the gold next hop, handed to the reflection and the reader on the {int(hop['gold given: next hop'])} bridge "
+        f"questions only, turns {gained} wrong answers right and {lost} right ones wrong ({hop['ΔEM']:+.1f} EM, "
+        f"Holm p {_p(hop['p EM (Holm)'])})",
+        f"the gold passages alone reach {ceiling['EM']:.1f} ({ceiling['ΔEM']:+.1f}, Holm p "
+        f"{_p(ceiling['p EM (Holm)'])})",
+        f"all of D'_t puts the next hop in the reader's context on {int(every['next hop read'])} of {n} "
+        f"(the full method: {int(full['next hop read'])}) and gains {every['ΔEM']:+.1f} EM (Holm p "
+        f"{_p(every['p EM (Holm)'])})",
+        f"our bridge rewrite names the bridge on {int(ours['3 rewrite names it'])} of {n} (the faithful rewrite: "
+        f"{int(full['3 rewrite names it'])}) and changes EM by {ours['ΔEM']:+.1f} (Holm p {_p(ours['p EM (Holm)'])})",
+    ]
+
+
 def test_readme_reading_of_the_local_attribution_quotes_its_table():
     readme = " ".join((PROJECT_ROOT / "README.md").read_text(encoding="utf-8").split())
     t = pd.read_csv(PROJECT_ROOT / "results/local/tables/04_step_attribution.csv")
@@ -225,9 +256,12 @@ def test_readme_reading_of_the_local_attribution_quotes_its_table():
     ]
     assert sorted(row.index) == sorted(["kgir", *STUDY_METHODS])  # every variant
     assert len(STUDY_METHODS) == 8
-    quoted.append("musique_train only (all eight study variants)")
+    hp = t[t["dataset"] == "hotpotqa"].set_index("key")
+    assert sorted(hp.index) == sorted(["kgir", *STUDY_METHODS])  # every variant on both datasets
     results_page = " ".join((PROJECT_ROOT / "docs" / "results.md").read_text(encoding="utf-8").split())
-    assert f"has every variant on musique_train's {int(full['n'])} questions" in results_page
+    assert (f"has every variant on musique_train's {int(full['n'])} and hotpotqa's {int(hp.loc['kgir', 'n'])} "
+            f"questions") in results_page
+    quoted += hotpotqa_reading(hp)
     everything = row.loc["kgir_all_passages"]
     quoted.append(f"puts the next hop in the reader's context on {int(everything['next hop read'])} of {n} questions "
                   f"(the full method: {int(full['next hop read'])}) and gains {everything['ΔEM']:+.1f} EM (Holm p "
@@ -237,6 +271,7 @@ def test_readme_reading_of_the_local_attribution_quotes_its_table():
     # the words around the numbers: the rewrite alone is within noise, the seeds change nothing
     assert min(rewrite["p EM (Holm)"], hop["p EM (Holm)"]) >= 0.05 and row.loc["kgir_oracle_seeds", "ΔEM"] == 0
     assert max(chain["p EM (Holm)"], ceiling["p EM (Holm)"], rewrite["p R@5 (Holm)"]) < 0.05
+    assert min(hop["ΔEM"], ceiling["ΔEM"]) > 0  # the way hotpotqa's point too
 
 
 def _forty(right: set, variant: str = "full", parts=None, pids=("pCompaq", "pIBM")) -> list:
@@ -455,7 +490,7 @@ def test_a_step_with_no_gold_on_the_dataset_is_said_and_not_drawn():
 @pytest.mark.skipif(not (PROJECT_ROOT / ".git").exists(), reason="not a git checkout: the log's history is git's")
 def test_readme_cost_of_the_local_attribution_is_what_the_log_says():
     readme = " ".join((PROJECT_ROOT / "README.md").read_text(encoding="utf-8").split())
-    found = re.search(r"The study has cost ([\d,]+) answers of the 1\.5B model so far, ([\d.]+) hours of LLM time "
+    found = re.search(r"The study cost ([\d,]+) answers of the 1\.5B model in all, ([\d.]+) hours of LLM time "
                       r"on two cores \(`python -m kgir_lib\.llm\.response_log stats (\S+) --since (\S+)`", readme)
     assert found, "README: no cost sentence for the local step attribution"
     log = PROJECT_ROOT / found.group(3)

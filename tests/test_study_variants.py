@@ -385,7 +385,7 @@ def test_attribution_methods_come_from_the_profile():
 
     assert {load_config(p).attribution_methods is None for p in ("sample", "ci")} == {True}  # every one
     local = load_config("local")  # the variants its committed log answers in full, on the datasets it names
-    assert local.attribution_scope == ["musique_train"]
+    assert local.attribution_scope == ["musique_train", "hotpotqa"]
     keys = STUDY_METHODS if local.attribution_methods is None else local.attribution_methods
     table = pd.read_csv(PROJECT_ROOT / "results" / "local" / "tables" / "04_step_attribution.csv")
     assert sorted(zip(table["dataset"], table["key"])) == sorted(
