@@ -201,12 +201,12 @@ def test_notebook_04_flow_on_the_tiny_workspace(tmp_path, cfg, tiny_dataset, tin
 
 
 def _p(value: float) -> str:
-    """A p value as the README writes it: two significant digits, 1 as "1"."""
+    """A p value as the documents write it: two significant digits, 1 as "1"."""
     return "1" if value >= 1 else f"{value:#.2g}"
 
 
 def hotpotqa_reading(hp: pd.DataFrame) -> list:
-    """The phrases of the README's reading of the local hotpotqa attribution, from its rows."""
+    """The phrases of the results page's reading of the local hotpotqa attribution, from its rows."""
     full, seeds, hop = hp.loc["kgir"], hp.loc["kgir_oracle_seeds"], hp.loc["kgir_oracle_next_hop"]
     ceiling, every, ours = hp.loc["kgir_oracle_context"], hp.loc["kgir_all_passages"], hp.loc["kgir_bridge_rewrite"]
     n = int(full["bridge questions"])
@@ -236,8 +236,8 @@ def hotpotqa_reading(hp: pd.DataFrame) -> list:
     ]
 
 
-def test_readme_reading_of_the_local_attribution_quotes_its_table():
-    readme = " ".join((PROJECT_ROOT / "README.md").read_text(encoding="utf-8").split())
+def test_results_page_reading_of_the_local_attribution_quotes_its_table():
+    readme = " ".join((PROJECT_ROOT / "docs" / "results.md").read_text(encoding="utf-8").split())
     t = pd.read_csv(PROJECT_ROOT / "results/local/tables/04_step_attribution.csv")
     row = t[t["dataset"] == "musique_train"].set_index("key")
     full, rewrite, chain = row.loc["kgir"], row.loc["kgir_oracle_rewrite"], row.loc["kgir_oracle_seeds_rewrite_next_hop"]
@@ -488,11 +488,11 @@ def test_a_step_with_no_gold_on_the_dataset_is_said_and_not_drawn():
         sa.headroom_sentence(both, "hp")
 
 @pytest.mark.skipif(not (PROJECT_ROOT / ".git").exists(), reason="not a git checkout: the log's history is git's")
-def test_readme_cost_of_the_local_attribution_is_what_the_log_says():
-    readme = " ".join((PROJECT_ROOT / "README.md").read_text(encoding="utf-8").split())
+def test_results_page_cost_of_the_local_attribution_is_what_the_log_says():
+    readme = " ".join((PROJECT_ROOT / "docs" / "results.md").read_text(encoding="utf-8").split())
     found = re.search(r"The study cost ([\d,]+) answers of the 1\.5B model in all, ([\d.]+) hours of LLM time "
                       r"on two cores \(`python -m kgir_lib\.llm\.response_log stats (\S+) --since (\S+)`", readme)
-    assert found, "README: no cost sentence for the local step attribution"
+    assert found, "docs/results.md: no cost sentence for the local step attribution"
     log = PROJECT_ROOT / found.group(3)
     known = subprocess.run(["git", "-C", str(PROJECT_ROOT), "rev-parse", "--verify", "--quiet",
                             f"{found.group(4)}^{{commit}}"], capture_output=True)
