@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ...gold import Bridge
+from ...kgir.study import PARTS, STUDY_VARIANTS
 from ..claims import ALPHA, POWER
 from ..metrics import best_em, best_f1, recall_at_k
 from ..stats import holm, mcnemar_exact, mde_mcnemar, sign_flip_test
@@ -61,11 +62,9 @@ KINDS = {REFERENCE: "the paper's method", **{k: "oracle" for k in (*CUMULATIVE, 
 # the oracle steps (kgir_lib.kgir.study.PARTS, as the traces name them), in words and in the waterfall's labels
 PART_WORDS = {"seeds": "oracle seeds", "rewrite": "the ideal rewrite", "next_hop": "the gold next hop",
               "context": "the gold passages"}
-PART_LABELS = {"seeds": "seeds", "rewrite": "rewrite", "next_hop": "next hop", "context": "context"}
+PART_LABELS = {part: part.replace("_", " ") for part in PARTS}
 GIVEN = {part: f"gold given: {label}" for part, label in PART_LABELS.items()}  # a column per oracle step
-ADDS = {"kgir_oracle_seeds": ("seeds",), "kgir_oracle_seeds_rewrite": ("seeds", "rewrite"),
-        "kgir_oracle_seeds_rewrite_next_hop": ("seeds", "rewrite", "next_hop"),
-        "kgir_oracle_rewrite": ("rewrite",), "kgir_oracle_next_hop": ("next_hop",), CEILING: ("context",)}
+ADDS = {v.key: v.oracle for v in STUDY_VARIANTS.values() if v.oracle}  # registry key -> the steps it hands the gold
 MDE_COLUMN = f"MDE EM ({POWER:.0%} power, α = {ALPHA} / family size)"
 # What the columns of step_attribution_table mean (shown under the table in notebook 04).
 COLUMN_NOTES = {
@@ -204,11 +203,11 @@ def _no_gold(row: Optional[pd.Series], parts: Sequence[str]) -> bool:
     return all(g is not None and not pd.isna(g) and int(g) == 0 for g in given)
 
 
-def _waterfall_steps(table: pd.DataFrame, dataset: str) -> tuple:
-    """``(steps, no_gold)``: the cumulative oracles the table has, each with the oracle steps it adds to the
-    previous one it has (without the seeds-only row, the next row's rise is seeds and rewrite together, and says
-    so), and the steps that had gold on no question, whose rows are left out of the waterfall (they repeat the
-    row before them)."""
+def _layout(table: pd.DataFrame, dataset: str) -> tuple:
+    """``(steps, alone, no_gold)`` of one dataset, for the sentence and the figure alike: the cumulative oracles
+    the table has, each with the oracle steps it adds to the previous one it has (without the seeds-only row, the
+    next row's rise is seeds and rewrite together, and says so); the single-step oracles to show apart; and the
+    steps that had gold on no question, whose rows are left out of both (they repeat the row before them)."""
     steps, no_gold, shown = [], [], 0
     for key in CUMULATIVE:
         row, depth = _row(table, dataset, key), len(ADDS[key])
@@ -220,7 +219,14 @@ def _waterfall_steps(table: pd.DataFrame, dataset: str) -> tuple:
         if len(empty) < len(added):
             steps.append((key, [p for p in added if p not in empty]))
         shown = depth
-    return steps, no_gold
+    alone = []
+    for key in SINGLE:
+        row = _row(table, dataset, key)
+        if _no_gold(row, ADDS[key]):
+            no_gold += ADDS[key]
+        elif row is not None:
+            alone.append(key)
+    return steps, alone, list(dict.fromkeys(no_gold))
 
 
 def headroom_sentence(table: pd.DataFrame, dataset: str) -> str:
@@ -232,7 +238,7 @@ def headroom_sentence(table: pd.DataFrame, dataset: str) -> str:
     if full is None:
         raise ValueError(f"headroom_sentence: no {REFERENCE!r} row for dataset {dataset!r}")
     parts, prev = [], float(full["EM"])
-    steps, no_gold = _waterfall_steps(table, dataset)
+    steps, alone, no_gold = _layout(table, dataset)
     for i, (key, added) in enumerate(steps):
         r = _row(table, dataset, key)
         name = " + ".join(PART_WORDS[p] for p in added)
@@ -244,20 +250,14 @@ def headroom_sentence(table: pd.DataFrame, dataset: str) -> str:
     if ceil is not None:
         text += (f"; the shared reader over the gold passages alone {ceil['EM']:.1f} "
                  f"({ceil['EM'] - full['EM']:+.1f}{_given(ceil, ADDS[CEILING])})")
-    alone = []
-    for key in SINGLE:
-        r = _row(table, dataset, key)
-        if _no_gold(r, ADDS[key]):
-            no_gold += [p for p in ADDS[key] if p not in no_gold]
-        elif r is not None:
-            alone.append((IN_WORDS[key], r))
     if alone:
-        text += "; one step alone: " + ", ".join(f"{name} {_versus(r, full)}" for name, r in alone)
+        text += "; one step alone: " + ", ".join(f"{IN_WORDS[k]} {_versus(_row(table, dataset, k), full)}"
+                                                 for k in alone)
     ours = [r for r in (_row(table, dataset, k) for k in OURS) if r is not None]
     if ours:
         text += "; ours: " + ", ".join(f"{IN_WORDS[r['key']]} {_versus(r, full)}" for r in ours)
     if no_gold:
-        names = " or ".join(PART_WORDS[p] for p in dict.fromkeys(no_gold))
+        names = " or ".join(PART_WORDS[p] for p in no_gold)
         text += f"; no gold for {names} on any question here (those variants ran as the full method)"
     return text + "."
 
@@ -298,11 +298,9 @@ def plot_headroom(table: pd.DataFrame, published_em: Optional[Mapping[str, float
     width = max(5.2, 0.8 * bars + 1.6)  # room for each bar's label
     fig, axes = plt.subplots(1, max(len(datasets), 1), figsize=(width * max(len(datasets), 1), 4.2), squeeze=False)
     for ax, ds in zip(axes[0], datasets):
-        steps, no_gold = _waterfall_steps(table, ds)
+        steps, alone, no_gold = _layout(table, ds)
         rises = {k: "\n".join(f"+ {PART_LABELS[p]}" for p in added) for k, added in steps}
         seq = [k for k in (REFERENCE, *rises, CEILING) if _row(table, ds, k) is not None]
-        alone = [k for k in SINGLE if _row(table, ds, k) is not None and not _no_gold(_row(table, ds, k), ADDS[k])]
-        no_gold += [p for k in SINGLE if _no_gold(_row(table, ds, k), ADDS[k]) for p in ADDS[k] if p not in no_gold]
         ours = [k for k in OURS if _row(table, ds, k) is not None]
         base = float(_row(table, ds, REFERENCE)["EM"])
         x, prev = 0, 0.0
@@ -339,7 +337,7 @@ def plot_headroom(table: pd.DataFrame, published_em: Optional[Mapping[str, float
             ax.text(0.02, 0.97, "no published KGIR-RAG EM for this dataset", transform=ax.transAxes, va="top",
                     fontsize="x-small", color="dimgray")
         if no_gold:
-            ax.text(0.02, 0.90, "no gold here for: " + ", ".join(PART_LABELS[p] for p in dict.fromkeys(no_gold)),
+            ax.text(0.02, 0.90, "no gold here for: " + ", ".join(PART_LABELS[p] for p in no_gold),
                     transform=ax.transAxes, va="top", fontsize="x-small", color="dimgray")
         top = float(table.loc[table["dataset"] == ds, "EM"].max())
         if published_em and ds in published_em:
