@@ -8,8 +8,8 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 
 from kgir_lib.eval.mechanism import round_facts as rf  # noqa: E402
-from kgir_lib.eval.mechanism.calibration import (calibration_table, oracle_stop_rows, oracle_stop_table,  # noqa: E402
-                                                 plot_calibration)
+from kgir_lib.eval.mechanism.calibration import (OUTCOMES, calibration_table, oracle_stop_rows,  # noqa: E402
+                                                 oracle_stop_table, plot_calibration, verdict_outcomes)
 
 from _mech_traces import record, rnd  # noqa: E402
 
@@ -95,37 +95,35 @@ def test_round_answer_prefers_round_answers_then_final_then_reflection():
     assert rf.round_answer(_set()[3], 1) is None
 
 
-def test_plot_calibration_bars():
-    ax = plot_calibration(calibration_table(_set(), n_ctx=3, dataset="ds"))
-    assert len(ax.patches) == 4                                                   # 2 rounds x 2 shares
-    assert [round(p.get_height(), 3) for p in ax.patches] == [66.667, 100.0, 50.0, 100.0]
+def test_verdict_outcomes_count_each_round_s_reflections():
+    """Round 1 of the hand-made set: 6 reflections; 3 "answer" (2 right), 2 "missing" (1 with the gold read), 1
+    without a verdict line; round 2: 1 "answer" (right), 1 "missing" (the gold read)."""
+    out = verdict_outcomes(calibration_table(_set(), n_ctx=3, dataset="ds")).set_index("round")
+    names = [name for name, _ in OUTCOMES]
+    assert out.loc["1", names].tolist() == [2, 1, 1, 1, 1] and out.loc["1", "reflections"] == 6
+    assert out.loc["2", names].tolist() == [1, 0, 1, 0, 0] and out.loc["2", "reflections"] == 2
 
 
 def test_plot_calibration_draws_exactly_this_figure():
-    """Every element of the figure on the hand-made set (round 1: 3 "answer", 2 "missing"; round 2: 1 and 1):
-    bars centred 0.2 either side of each round's tick, 0.4 wide; the n= labels above them; axes, title, legend
-    beside the axes; a new figure of 7 x 3.5 inches when no axes are given."""
+    """Every element of the figure on the hand-made set: one bar a round (round 1 on top), each outcome's share of
+    the round's reflections as a segment in OUTCOMES' order, every segment wide enough labelled with its count, the
+    rows named with their n, the legend naming every outcome, a figure 9.5 in wide whose text is legible on a
+    1280-px page."""
     import matplotlib.pyplot as plt
-    from matplotlib.font_manager import FontProperties
 
-    small, x_small = (FontProperties(size=s).get_size_in_points() for s in ("small", "x-small"))
-    ax = plot_calibration(calibration_table(_set(), n_ctx=3, dataset="ds"))
-    assert tuple(ax.figure.get_size_inches()) == (7.0, 3.5)
-    bars = [(round(p.get_x(), 6), round(p.get_width(), 6), round(p.get_height(), 3)) for p in ax.patches]
-    assert bars == [(-0.4, 0.4, 66.667), (0.6, 0.4, 100.0), (0.0, 0.4, 50.0), (1.0, 0.4, 100.0)]
-    notes = [(t.get_text(), t.xy, t.get_ha(), t.get_fontsize()) for t in ax.texts]
-    assert notes == [("n=3/2", (0, 101), "center", x_small), ("n=1/1", (1, 101), "center", x_small)]
-    assert list(ax.get_xticks()) == [0, 1]
-    assert [(t.get_text(), t.get_fontsize()) for t in ax.get_xticklabels()] == [("ds\nround 1", small),
-                                                                               ("ds\nround 2", small)]
-    assert ax.get_ylim() == (0.0, 110.0) and ax.get_ylabel() == "% of verdicts"
-    assert ax.get_title() == "KGIR-RAG reflection calibration (n = answer/missing verdicts)"
-    legend = ax.get_legend()
-    assert [(t.get_text(), t.get_fontsize()) for t in legend.get_texts()] == [
-        ('"answer" verdicts that are correct', small), ('"missing" verdicts with the gold already in the input', small)]
-    anchor = legend.get_bbox_to_anchor().transformed(ax.transAxes.inverted())
-    assert legend._loc == 2 and (round(anchor.x0, 6), round(anchor.y0, 6)) == (1.01, 1.0)  # upper left, beside
-    plt.close(ax.figure)
+    from kgir_lib import report
+
+    fig = plot_calibration(calibration_table(_set(), n_ctx=3, dataset="ds"))
+    [ax] = fig.axes
+    assert fig.get_size_inches()[0] == 9.5
+    widths = [round(p.get_width(), 3) for p in ax.patches]
+    assert widths == [50.0, 33.333, 0.0, 16.667, 50.0, 16.667, 0.0, 16.667, 0.0, 16.667]  # outcome by outcome
+    assert [t.get_text() for t in ax.texts] == ["1", "2", "1", "1", "1", "1", "1"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["ds, round 2 (n = 2)", "ds, round 1 (n = 6)"]
+    assert ax.get_xlim() == (0.0, 100.0) and ax.get_xlabel() == "% of the round's reflections"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [name for name, _ in OUTCOMES]
+    assert report.figure_text_px(report.figure_png(fig)) >= report.MIN_TEXT_PX
+    plt.close(fig)
 
 
 def test_oracle_stop_reads_the_last_round_and_refuses_an_empty_answer_list():

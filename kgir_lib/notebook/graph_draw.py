@@ -3,8 +3,9 @@
 :func:`layout` places each connected component on its own (Kamada-Kawai), the components holding a seed first,
 deterministically. :func:`place_labels` moves every node and edge label to the first spot where it overlaps no
 label placed before it and no node marker, so edge labels around a hub do not print over the names of its
-neighbours. :data:`FIGSIZE` (at least 1400 pixels wide at 100 dpi), :data:`NODE_FONT` and :data:`EDGE_FONT` are
-the sizes a lecture hall can read.
+neighbours. :data:`FIGSIZE`, :data:`NODE_FONT`, :data:`EDGE_FONT`, :data:`TITLE_FONT`, :data:`LEGEND_FONT` and
+:data:`NOTE_FONT` are the sizes a lecture hall can read: a panel is shrunk to the 1170-px output area of a 1280-px
+page, and its smallest text (an edge label) still stands at least 12 px high there (``tests/test_figures_legible.py``).
 """
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ from typing import Sequence
 
 import networkx as nx
 
-__all__ = ["FIGSIZE", "NODE_FONT", "EDGE_FONT", "layout", "short_label", "place_labels"]
+__all__ = ["FIGSIZE", "NODE_FONT", "EDGE_FONT", "TITLE_FONT", "LEGEND_FONT", "NOTE_FONT", "layout", "short_label",
+           "place_labels"]
 
-FIGSIZE = (15.0, 8.5)   # inches of one panel at 100 dpi: 1500 pixels wide
-NODE_FONT, EDGE_FONT = 11.0, 9.5
+FIGSIZE = (12.0, 6.8)   # inches of one panel (1440 px at the suite's 120 dpi, shown 1170 px wide on a 1280-px page)
+NODE_FONT, EDGE_FONT = 10.5, 9.5   # pt: 14 and 13 px high on that page
+TITLE_FONT, LEGEND_FONT, NOTE_FONT = 12.0, 10.5, 10.5
 
 
 def layout(g: nx.Graph, seeds: Sequence[str] = ()) -> dict:

@@ -15,7 +15,7 @@ from typing import Optional
 import networkx as nx
 
 from ..kg import Triple
-from .graph_draw import EDGE_FONT, FIGSIZE, NODE_FONT, place_labels, short_label
+from .graph_draw import EDGE_FONT, FIGSIZE, LEGEND_FONT, NODE_FONT, NOTE_FONT, TITLE_FONT, place_labels, short_label
 from .steps_viz import KEPT, PRUNED, SEEDLESS, STEPS, FocusView, covers_G_q
 
 __all__ = ["STEP_TITLES", "COLORS", "step_title", "step_legend", "draw_step", "steps_figure"]
@@ -103,12 +103,13 @@ def draw_step(ax, view: FocusView, step: str, title: Optional[str] = None, label
 
     ax.set_axis_off()
     head = title or step_title(view, step)
-    ax.set_title(head + (f"\n{view.panel_note(step)}" if view.triples else ""), fontsize=13, loc="left")
+    ax.set_title(head + (f"\n{view.panel_note(step)}" if view.triples else ""), fontsize=TITLE_FONT,
+                 loc="left")
     empty = {"edges": 0, "kept": 0, "pruned": 0, "seedless": 0, "seeds": 0, "nodes": 0, "bridges": 0,
              "label clashes": 0}
     if not view.triples:
         ax.text(0.5, 0.5, "nothing to draw: no seed matched an entity of G_q", ha="center", va="center",
-                transform=ax.transAxes, fontsize=12, color="#555555")
+                transform=ax.transAxes, fontsize=NOTE_FONT, color="#555555")
         return empty
     sub, pos = view.sub, view.pos
     g = nx.Graph()
@@ -163,7 +164,7 @@ def draw_step(ax, view: FocusView, step: str, title: Optional[str] = None, label
     if legend:
         outside = step == "components" and any(view.classes.get(t) is None for t in view.triples)
         ax.legend(handles=step_legend(step, bool(bridges), outside), loc="upper left", bbox_to_anchor=(1.01, 1.0),
-                  borderaxespad=0.0, fontsize=11, frameon=False, labelspacing=0.9)
+                  borderaxespad=0.0, fontsize=LEGEND_FONT, frameon=False, labelspacing=0.9)
     xs, ys = [p[0] for p in pos.values()], [p[1] for p in pos.values()]
     pad_x, pad_y = 0.08 * (max(xs) - min(xs) + 1), 0.1 * (max(ys) - min(ys) + 1)
     ax.set_xlim(min(xs) - pad_x, max(xs) + pad_x)  # the same frame at every step

@@ -129,17 +129,18 @@ def plot_ablation(ax, table: pd.DataFrame, dataset: str, metric: str = "EM",
     part = table[(table["dataset"] == dataset) & (table["variant"] != full_label)]
     x = np.arange(len(part))
     bars = ax.bar(x - 0.2, part[f"Δ{metric} (ours)"], width=0.4, label="ours")
-    ax.bar_label(bars, fmt="%.1f", fontsize=7)  # a zero change stays readable
+    ax.bar_label(bars, fmt="%.1f", fontsize=9.5)  # a zero change stays readable
     col = f"Δ{metric} (paper, Qwen2.5-72B)"
     paper = part[col] if col in part else pd.Series(dtype=float)
     if paper.notna().any():
         bars = ax.bar(x + 0.2, paper.fillna(0.0), width=0.4, label="paper (Table 7, Qwen2.5-72B)", hatch="//")
-        ax.bar_label(bars, fmt="%.1f", fontsize=7)
+        ax.bar_label(bars, fmt="%.1f", fontsize=9.5)
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xticks(x, part["variant"], rotation=15)
     ax.set_ylabel(f"Δ{metric} vs full (points)")
     ax.set_title(f"{dataset}: {metric}")
-    ax.legend(fontsize=8)
+    ax.margins(y=0.15)
+    ax.legend(fontsize=9.5)
 
 
 def plot_variant_scores(ax, table: pd.DataFrame, metric: str = "F1", legend: bool = True) -> None:
@@ -236,51 +237,64 @@ def loop_box_lines(counts: dict) -> list:
     ]
 
 
-def plot_loop(counts: dict, title: str = "", width: float = 16.0):
-    """Algorithm 2 as one diagram (notebook 04): retrieve -> subgraph -> rewrite -> retrieve with the rewrite ->
-    reflect -> answer, or back to retrieval with ``q'_t``; each box and arrow carries this run's counts
-    (:func:`kgir_lib.kgir.rounds.loop_counts`). ``width`` inches at 100 dpi: at least 1400 pixels. Returns the
-    figure."""
+def plot_loop(counts: dict, title: str = "", width: float = 9.5):
+    """Algorithm 2 as one diagram (notebook 04), drawn as the loop it is: retrieve -> subgraph -> rewrite along the
+    top, retrieve with the rewrite -> reflect -> answer back along the bottom, and from the reflection an arrow back
+    to retrieval with ``q'_t``; each box and arrow carries this run's counts
+    (:func:`kgir_lib.kgir.rounds.loop_counts`). ``width`` inches (at the suite's 120 dpi, 9.5 in is shown at its own
+    size on a 1280-px page). Returns the figure."""
+    import textwrap
+
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyBboxPatch
 
-    n = len(LOOP_STEPS)
-    height = 6.4
-    fig = plt.figure(figsize=(width, height), dpi=100)
+    height = 6.2
+    fig = plt.figure(figsize=(width, height))
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, width)
     ax.set_ylim(0, height)
     ax.set_axis_off()
-    gap = 0.55
-    box_w = (width - 0.4 - gap * (n - 1)) / n
-    box_h, y0 = 3.2, 0.9
-    xs = [0.2 + i * (box_w + gap) for i in range(n)]
-    lines = loop_box_lines(counts)
+    gap = 0.45
+    box_w = (width - 0.3 - 3 * gap) / 4
+    box_h, top_y, bottom_y = 2.05, 3.4, 0.3
+    col = [0.15 + i * (box_w + gap) for i in range(4)]
+    # (column, row) of each box of LOOP_STEPS: the top row left to right, then the bottom row right to left
+    places = [(0, top_y), (1, top_y), (2, top_y), (3, top_y), (3, bottom_y), (2, bottom_y), (1, bottom_y)]
     colors = ["#f0f0f0", "#deebf7", "#deebf7", "#fde0c5", "#deebf7", "#e5f5e0", "#e5f5e0"]
-    for x, (name, ref), body, color in zip(xs, LOOP_STEPS, lines, colors):
-        ax.add_patch(FancyBboxPatch((x, y0), box_w, box_h, boxstyle="round,pad=0.05,rounding_size=0.15",
+    for (c, y0), (name, ref), body, color in zip(places, LOOP_STEPS, loop_box_lines(counts), colors):
+        x = col[c]
+        ax.add_patch(FancyBboxPatch((x, y0), box_w, box_h, boxstyle="round,pad=0.04,rounding_size=0.12",
                                     fc=color, ec="#555555", lw=1.2))
-        ax.text(x + box_w / 2, y0 + box_h - 0.18, name, ha="center", va="top", fontsize=12, weight="bold")
+        ax.text(x + box_w / 2, y0 + box_h - 0.12, name.replace("\n", " ") if len(name) < 22 else name, ha="center",
+                va="top", fontsize=12, weight="bold")
         if ref:
-            ax.text(x + box_w / 2, y0 + box_h - 0.78, ref, ha="center", va="top", fontsize=10, color="#444444")
-        ax.text(x + box_w / 2, y0 + 0.15, "\n".join(body), ha="center", va="bottom", fontsize=11, linespacing=1.35)
-    arrow = dict(arrowstyle="-|>", lw=1.6, color="#333333", shrinkA=2, shrinkB=2, mutation_scale=18)
-    flows = [f"{counts['questions']}", f"{counts['rounds']}", f"{counts['rounds']}", f"{counts['rounds']}",
-             f"{counts['rounds']}", f"{counts['stopped by reflection'] + counts['forced at cap']}"]
-    for i, label in enumerate(flows):
-        a, b = xs[i] + box_w, xs[i + 1]
-        ax.annotate("", xy=(b, y0 + box_h / 2), xytext=(a, y0 + box_h / 2), arrowprops=arrow)
-        ax.text((a + b) / 2, y0 + box_h / 2 + 0.12, label, ha="center", va="bottom", fontsize=11, color="#222222")
-    # the loop: from the reflection back to retrieval, above the boxes
-    top = y0 + box_h
-    ax.annotate("", xy=(xs[1] + box_w / 2, top + 0.05), xytext=(xs[5] + box_w / 2, top + 0.05),
-                arrowprops={**arrow, "connectionstyle": "arc,angleA=90,angleB=90,armA=55,armB=55,rad=12",
-                            "color": "#e6550d", "lw": 2.0})
-    ax.text((xs[1] + xs[5] + box_w) / 2, top + 0.95,
-            f"missing or no verdict, rounds left: the next round retrieves with q'_t  ({counts['next round']} times)",
-            ha="center", va="bottom", fontsize=12, color="#a63603")
-    ax.text(0.2, 0.3, "Boxes: this run's rounds (a round counts once in each step it ran); numbers on the arrows: "
-            "rounds passing on (questions into the first and out of the last step).", fontsize=10, color="#444444")
+            ax.text(x + box_w / 2, y0 + box_h - 0.62, ref, ha="center", va="top", fontsize=10.5, color="#444444")
+        ax.text(x + box_w / 2, y0 + 0.1, "\n".join(body), ha="center", va="bottom", fontsize=11, linespacing=1.3)
+    arrow = dict(arrowstyle="-|>", lw=1.6, color="#333333", shrinkA=2, shrinkB=2, mutation_scale=16)
+    rounds = f"{counts['rounds']}"
+    mid_top, mid_bottom = top_y + box_h / 2, bottom_y + box_h / 2
+    for i, label in enumerate((f"{counts['questions']}", rounds, rounds)):  # along the top
+        a, b = col[i] + box_w, col[i + 1]
+        ax.annotate("", xy=(b, mid_top), xytext=(a, mid_top), arrowprops=arrow)
+        ax.text((a + b) / 2, mid_top + 0.1, label, ha="center", va="bottom", fontsize=11)
+    down = col[3] + box_w / 2  # the rewrite's question retrieves D'_t
+    ax.annotate("", xy=(down, bottom_y + box_h), xytext=(down, top_y), arrowprops=arrow)
+    ax.text(down + 0.1, (top_y + bottom_y + box_h) / 2, rounds, ha="left", va="center", fontsize=11)
+    answered = f"{counts['stopped by reflection'] + counts['forced at cap']}"
+    for (a, b), label in (((col[3], col[2] + box_w), rounds), ((col[2], col[1] + box_w), answered)):  # along the bottom
+        ax.annotate("", xy=(b, mid_bottom), xytext=(a, mid_bottom), arrowprops=arrow)
+        ax.text((a + b) / 2, mid_bottom + 0.1, label, ha="center", va="bottom", fontsize=11)
+    # the loop: from the reflection back up to retrieval
+    loop = "#e6550d"
+    x_from, x_to, y_mid = col[2] + box_w * 0.3, col[1] + box_w * 0.5, (top_y + bottom_y + box_h) / 2
+    ax.plot([x_from, x_from, x_to], [bottom_y + box_h + 0.03, y_mid, y_mid], color=loop, lw=2.2)
+    ax.annotate("", xy=(x_to, top_y - 0.03), xytext=(x_to, y_mid), arrowprops={**arrow, "color": loop, "lw": 2.2})
+    ax.text(x_from - 0.12, y_mid - 0.08, f"missing, rounds left:\nnext round with q'_t ({counts['next round']}×)",
+            ha="right", va="top", fontsize=11, color="#a63603")
+    ax.text(col[0], bottom_y + box_h, textwrap.fill("Boxes: this run's rounds (a round counts once in each step it "
+                                                     "ran). Arrows: rounds passing on (questions into the first and out "
+                                                     "of the last step).", 26),
+            ha="left", va="top", fontsize=10.5, color="#444444")
     if title:
-        ax.text(0.2, height - 0.2, title, ha="left", va="top", fontsize=13)
+        ax.text(0.15, height - 0.15, textwrap.fill(title, 95), ha="left", va="top", fontsize=12)
     return fig

@@ -124,26 +124,60 @@ def oracle_stop_table(records: Sequence[Mapping], dataset: str = "") -> pd.DataF
 
 # Figure drawing (colours, positions, labels): outside the mutation run, which covers the numbers.
 # pragma: no mutate start
-def plot_calibration(table: pd.DataFrame, ax=None):
-    """Reliability-style bars per round and dataset: % of "answer" verdicts that are correct, % of
-    "missing" verdicts whose gold passages were already in the reflection's input. Returns the axes."""
+# The outcomes of a round's verdicts, in the bars' order, with their colours.
+OUTCOMES = (("answer, right", "tab:green"), ("answer, wrong", "tab:red"),
+            ("missing, the gold already read", "tab:orange"), ("missing, gold not read", "tab:blue"),
+            ("no verdict line", "tab:gray"))
+FONT = 11.0
+
+
+def verdict_outcomes(table: pd.DataFrame) -> pd.DataFrame:
+    """Per row of :func:`calibration_table` (rounds, not ``all``): how many of the round's reflections fall in each
+    of :data:`OUTCOMES`, from the row's counts and shares (a share × its count is a whole number of verdicts)."""
+    sub = table[table["round"] != "all"]
+    out = []
+    for _, r in sub.iterrows():
+        answer, missing = int(r["answer"]), int(r["missing"])
+        right = round(answer * float(r["P(correct | answer) %"]) / 100) if answer else 0
+        read = round(missing * float(r["P(gold present | missing) %"]) / 100) if missing else 0
+        out.append({"dataset": r["dataset"], "round": r["round"], "reflections": int(r["reflections"]),
+                    OUTCOMES[0][0]: right, OUTCOMES[1][0]: answer - right, OUTCOMES[2][0]: read,
+                    OUTCOMES[3][0]: missing - read, OUTCOMES[4][0]: int(r["malformed"])})
+    return pd.DataFrame(out)
+
+
+def plot_calibration(table: pd.DataFrame, title: str = "", order=None):
+    """What the reflection decided in each round, and whether it was right: one bar a dataset and round, as the
+    share of that round's reflections in each of :data:`OUTCOMES` ("answer" and the answer right or wrong;
+    "missing" with every gold passage already in what it read, or not; no verdict line), each segment labelled with
+    its count. ``order``: the datasets' order (default: as the table has them). Returns the figure."""
     import matplotlib.pyplot as plt
 
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7, 3.5))
-    sub = table[table["round"] != "all"]
-    labels = [f"{ds}\nround {t}" for ds, t in zip(sub["dataset"], sub["round"])]
-    x = np.arange(len(sub))
-    ax.bar(x - 0.2, sub["P(correct | answer) %"].to_numpy(dtype=float), width=0.4,
-           label='"answer" verdicts that are correct')
-    ax.bar(x + 0.2, sub["P(gold present | missing) %"].to_numpy(dtype=float), width=0.4,
-           label='"missing" verdicts with the gold already in the input')
-    for xi, a, m in zip(x, sub["answer"], sub["missing"]):
-        ax.annotate(f"n={a}/{m}", (xi, 101), ha="center", fontsize="x-small")
-    ax.set_xticks(x, labels=labels, fontsize="small")
-    ax.set_ylim(0, 110)
-    ax.set_ylabel("% of verdicts")
-    ax.set_title("KGIR-RAG reflection calibration (n = answer/missing verdicts)")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
-    return ax
+    counts = verdict_outcomes(table)
+    if order is not None:
+        rank = {d: i for i, d in enumerate(order)}
+        counts = counts.sort_values("dataset", key=lambda s: s.map(lambda d: rank.get(d, len(rank))), kind="stable")
+    counts = counts.iloc[::-1]  # the first row on top
+    fig, ax = plt.subplots(figsize=(9.5, 0.55 * max(len(counts), 1) + 1.9))
+    y = np.arange(len(counts))
+    left = np.zeros(len(counts))
+    total = counts["reflections"].clip(lower=1).to_numpy(dtype=float)
+    for name, color in OUTCOMES:
+        share = 100 * counts[name].to_numpy(dtype=float) / total
+        ax.barh(y, share, left=left, color=color, label=name, height=0.75)
+        for yi, l, w, n in zip(y, left, share, counts[name]):
+            if n and w >= 4:
+                ax.text(l + w / 2, yi, str(int(n)), ha="center", va="center", fontsize=FONT, color="white",
+                        weight="bold")
+        left += share
+    ax.set_yticks(y, labels=[f"{d}, round {t} (n = {n})" for d, t, n in
+                             zip(counts["dataset"], counts["round"], counts["reflections"])], fontsize=FONT)
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("% of the round's reflections", fontsize=FONT)
+    ax.tick_params(axis="x", labelsize=FONT)
+    ax.set_title(title or "What the reflection decided, and whether it was right", fontsize=FONT + 1, loc="left")
+    ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.17 if len(counts) > 3 else -0.3), ncol=3, fontsize=FONT,
+              frameon=False)
+    fig.tight_layout()
+    return fig
 # pragma: no mutate end

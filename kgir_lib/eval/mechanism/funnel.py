@@ -60,6 +60,20 @@ COLUMN_NOTES = {
 }
 
 
+# What the columns of bridge_naming_table mean (shown under the table in notebook 07).
+NAMING_NOTES = {
+    "questions": "questions with a gold bridge entity",
+    "% names bridge": "the method's generated text (rewrite, reasoning sentence, generation, hypothetical passage) "
+                      "names a gold bridge the question does not",
+    "% finds next hop": "a retrieval made with that text brings a next-hop passage the first retrieval lacked",
+    "% names and finds": "both in one step",
+    "names: McNemar b": "questions whose bridge KGIR-RAG's rewrite names and this method's text does not",
+    "names: McNemar c": "questions whose bridge this method's text names and KGIR-RAG's rewrite does not",
+    "names: p vs kgir": "exact McNemar test of naming the bridge, this method against KGIR-RAG (kgir) on the same "
+                        "questions: only b and c count",
+}
+
+
 def _answer_correct(record: Mapping, t: int) -> bool:
     answers, _ = rf.golds(record)
     ra = rf.trace_of(record).get("round_answers")
@@ -147,9 +161,10 @@ def funnel_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 # Figure drawing (colours, positions, labels): outside the mutation run, which covers the numbers.
 # pragma: no mutate start
-def plot_funnel(table: pd.DataFrame, round_: str = "any", ax=None):
+def plot_funnel(table: pd.DataFrame, round_: str = "any", ax=None, order=None):
     """A funnel bar chart: steps on the y axis (first at the top), % of bridge questions passing the chain,
-    one bar a dataset (``round_`` as in :func:`funnel_table`). Returns the axes."""
+    one bar a dataset (``round_`` as in :func:`funnel_table`; ``order``: the datasets' order, default the table's).
+    Returns the axes."""
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -157,6 +172,8 @@ def plot_funnel(table: pd.DataFrame, round_: str = "any", ax=None):
         _, ax = plt.subplots(figsize=(7, 3.5))
     sub = table[table["round"] == str(round_)]
     datasets = list(dict.fromkeys(sub["dataset"]))
+    if order is not None:
+        datasets = [d for d in order if d in datasets] + [d for d in datasets if d not in set(order)]
     y = np.arange(len(STEPS))
     h = 0.8 / max(len(datasets), 1)
     for i, ds in enumerate(datasets):

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ...gold import Bridge
+from ...report import panel_order
 from ...kgir.study import PARTS, STUDY_VARIANTS
 from ..claims import ALPHA, POWER
 from ..metrics import best_em, best_f1, recall_at_k
@@ -286,20 +287,28 @@ def _given(row: pd.Series, parts: Sequence[str]) -> str:
 
 # Figure drawing (colours, positions, labels): outside the mutation run, which covers the numbers.
 # pragma: no mutate start
-def plot_headroom(table: pd.DataFrame, published_em: Optional[Mapping[str, float]] = None):
-    """The waterfall per dataset: the full method, each cumulative oracle (the bar's rise is what that step
-    adds), the gold-context ceiling, then the single-step oracles apart (outlined) and our two repairs (hatched).
-    ``published_em`` ({dataset: EM}) draws the paper's KGIR-RAG EM as a labelled line; without it the panel says
-    that none is drawn. Returns the figure."""
-    import matplotlib.pyplot as plt
+FONT = 11.0        # tick labels, bar values, legend (pt; 18 px at the suite's 120 dpi)
+NOTE_FONT = 10.0   # the panels' notes
 
-    datasets = list(dict.fromkeys(table["dataset"]))
-    bars = max([len(table[table["dataset"] == ds]) for ds in datasets] or [1])
-    width = max(5.2, 0.8 * bars + 1.6)  # room for each bar's label
-    fig, axes = plt.subplots(1, max(len(datasets), 1), figsize=(width * max(len(datasets), 1), 4.2), squeeze=False)
-    for ax, ds in zip(axes[0], datasets):
+
+def plot_headroom(table: pd.DataFrame, published_em: Optional[Mapping[str, float]] = None):
+    """The waterfall per dataset, one panel a row (:func:`panel_order`): the full method, each cumulative oracle
+    (the bar's rise is what that step adds), the gold-context ceiling, then the single-step oracles apart (outlined)
+    and our two repairs (hatched); a dotted line at the full method's EM. One legend names every style the figure
+    draws. ``published_em`` ({dataset: EM}) draws the paper's KGIR-RAG EM as a labelled line; without it the figure
+    says that none is drawn. Returns the figure (9.5 in wide: shown at its own size on a 1280-px page)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    datasets = panel_order(dict.fromkeys(table["dataset"]))
+    rows = max(len(datasets), 1)
+    width = max(len(table[table["dataset"] == ds]) for ds in datasets) + 1.2 if datasets else 1  # bars, gaps
+    fig, axes = plt.subplots(rows, 1, figsize=(9.5, 3.4 * rows + 1.7), squeeze=False)
+    drawn = set()
+    for ax, ds in zip(axes[:, 0], datasets):
         steps, alone, no_gold = _layout(table, ds)
-        rises = {k: "\n".join(f"+ {PART_LABELS[p]}" for p in added) for k, added in steps}
+        rises = {k: "\n".join(f"+ {PART_LABELS[p]}".replace("next ", "next\n") for p in added) for k, added in steps}
         seq = [k for k in (REFERENCE, *rises, CEILING) if _row(table, ds, k) is not None]
         ours = [k for k in OURS if _row(table, ds, k) is not None]
         base = float(_row(table, ds, REFERENCE)["EM"])
@@ -307,45 +316,78 @@ def plot_headroom(table: pd.DataFrame, published_em: Optional[Mapping[str, float
         for k in seq:
             em = float(_row(table, ds, k)["EM"])
             step = k in CUMULATIVE
-            ax.bar(x, em - prev if step else em, bottom=prev if step else 0.0,
-                   color="tab:green" if step and em >= prev else "tab:red" if step else "tab:blue" if k == REFERENCE
-                   else "tab:gray")
+            style = ("rise" if em >= prev else "fall") if step else "full" if k == REFERENCE else "ceiling"
+            ax.bar(x, em - prev if step else em, bottom=prev if step else 0.0, color=STYLES[style]["color"])
+            drawn.add(style)
             if step and em == prev:  # a step that adds nothing: a flat mark where its bar would be
-                ax.hlines(em, x - 0.4, x + 0.4, color="tab:green", lw=2)
-            ax.text(x, em + 1, f"{em:.1f}", ha="center", fontsize="small")
+                ax.hlines(em, x - 0.4, x + 0.4, color=STYLES["rise"]["color"], lw=3)
+                drawn.add("flat")
+            ax.text(x, em + 1, f"{em:.1f}", ha="center", fontsize=FONT)
             prev = em if k != CEILING else prev
             x += 1
         ticks = list(range(len(seq)))
-        for group, style in ((alone, dict(color="white", edgecolor="tab:orange")),
-                             (ours, dict(color="white", edgecolor="tab:purple", hatch="//"))):
+        for group, style in ((alone, "alone"), (ours, "ours")):
             x += 0.6 if group else 0
             for k in group:
                 em = float(_row(table, ds, k)["EM"])
-                ax.bar(x, em, **style)
-                ax.text(x, em + 1, f"{em:.1f}", ha="center", fontsize="small")
+                ax.bar(x, em, color="white", edgecolor=STYLES[style]["edgecolor"], hatch=STYLES[style].get("hatch"),
+                       linewidth=1.5)
+                drawn.add(style)
+                ax.text(x, em + 1, f"{em:.1f}", ha="center", fontsize=FONT)
                 ticks.append(x)
                 x += 1
         short = {REFERENCE: "full", **rises, CEILING: "gold\ncontext",
                  "kgir_oracle_rewrite": "rewrite\nalone", "kgir_oracle_next_hop": "next hop\nalone",
-                 "kgir_bridge_rewrite": "bridge\nrewrite\n(ours)", "kgir_all_passages": "all D'_t\n(ours)"}
-        ax.set_xticks(ticks, labels=[short[k] for k in (*seq, *alone, *ours)], fontsize="small")
-        ax.axhline(base, color="tab:blue", lw=0.8, ls=":")
+                 "kgir_bridge_rewrite": "bridge\nrewrite", "kgir_all_passages": "all of\nD'_t"}
+        ax.set_xticks(ticks, labels=[short[k] for k in (*seq, *alone, *ours)], fontsize=FONT)
+        ax.tick_params(axis="y", labelsize=FONT)
+        ax.axhline(base, color=STYLES["full"]["color"], lw=1.2, ls=":")
+        drawn.add("baseline")
         if published_em and ds in published_em:
-            ax.axhline(published_em[ds], color="black", ls="--", label="KGIR-RAG EM as published")
-            ax.legend(loc="upper left", fontsize="small")
-        else:
-            ax.text(0.02, 0.97, "no published KGIR-RAG EM for this dataset", transform=ax.transAxes, va="top",
-                    fontsize="x-small", color="dimgray")
+            ax.axhline(published_em[ds], color="black", ls="--")
+            drawn.add("published")
         if no_gold:
-            ax.text(0.02, 0.90, "no gold here for: " + ", ".join(PART_LABELS[p] for p in no_gold),
-                    transform=ax.transAxes, va="top", fontsize="x-small", color="dimgray")
+            ax.text(0.99, 0.95, "no gold here for: " + ", ".join(PART_LABELS[p] for p in no_gold), ha="right",
+                    transform=ax.transAxes, va="top", fontsize=NOTE_FONT, color="dimgray")
         top = float(table.loc[table["dataset"] == ds, "EM"].max())
         if published_em and ds in published_em:
             top = max(top, float(published_em[ds]))
-        ax.set_ylim(0, min(100.0, top * 1.25 + 8))  # EM's scale, cut above the tallest bar or line
-        ax.set_ylabel("EM (×100)")
-        ax.set_title(f"{ds} (n = {int(_row(table, ds, REFERENCE)['n'])})")
-    fig.suptitle("What each step is worth: KGIR-RAG, cumulative oracles, gold-context ceiling, ours")
-    fig.tight_layout()
+        ax.set_ylim(0, min(100.0, top * 1.2 + 6))  # EM's scale, cut above the tallest bar or line
+        ax.set_xlim(-0.6, max(x - 0.4, width - 0.6))  # every panel the same bar width
+        ax.set_ylabel("EM (×100)", fontsize=FONT)
+        ax.set_title(f"{ds} (n = {int(_row(table, ds, REFERENCE)['n'])})", fontsize=FONT + 1, loc="left")
+    handles = []
+    for key in STYLE_ORDER:
+        if key not in drawn:
+            continue
+        st = STYLES[key]
+        if key in ("baseline", "published", "flat"):
+            handles.append(Line2D([], [], color=st["color"], ls=st["ls"], lw=st["lw"], label=st["label"]))
+        else:
+            handles.append(Patch(facecolor=st.get("color", "white"), edgecolor=st.get("edgecolor", "none"),
+                                 hatch=st.get("hatch"), label=st["label"]))
+    if not published_em:
+        handles.append(Line2D([], [], color="none", label="no published KGIR-RAG EM: the paper prints it only in "
+                                                          "its Tables 4-5"))
+    fig.suptitle("What each step is worth: KGIR-RAG with one step, then several, handed the gold", fontsize=FONT + 2,
+                 x=0.01, ha="left")
+    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.01, 0.96), ncol=2, fontsize=FONT,
+               frameon=False, handlelength=1.8, columnspacing=1.2)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 1.15 / (3.4 * rows + 1.7)))
     return fig
+
+
+# Every style the waterfall can draw, and the legend's words for it (in the legend's order).
+STYLES = {
+    "full": {"color": "tab:blue", "label": "KGIR-RAG as the model runs it (full)"},
+    "rise": {"color": "tab:green", "label": "a cumulative oracle: what its step adds"},
+    "fall": {"color": "tab:red", "label": "a cumulative oracle step that lowers EM"},
+    "flat": {"color": "tab:green", "ls": "-", "lw": 3, "label": "a step that adds nothing"},
+    "ceiling": {"color": "tab:gray", "label": "the reader over the gold passages (ceiling)"},
+    "alone": {"edgecolor": "tab:orange", "label": "one oracle step alone"},
+    "ours": {"edgecolor": "tab:purple", "hatch": "//", "label": "a repair of ours (not the paper's)"},
+    "baseline": {"color": "tab:blue", "ls": ":", "lw": 1.5, "label": "the full method's EM"},
+    "published": {"color": "black", "ls": "--", "lw": 1.5, "label": "KGIR-RAG EM as published"},
+}
+STYLE_ORDER = ("full", "rise", "fall", "flat", "ceiling", "alone", "ours", "baseline", "published")
 # pragma: no mutate end

@@ -22,7 +22,7 @@ import networkx as nx
 
 from ...kg import Triple
 from ...kgir.entity_matching import normalize_name
-from ..graph_draw import EDGE_FONT, NODE_FONT, layout, place_labels, short_label
+from ..graph_draw import EDGE_FONT, LEGEND_FONT, NODE_FONT, NOTE_FONT, TITLE_FONT, layout, place_labels, short_label
 from .bridges import bridge_entities
 
 COLORS = {"path": "#7b3294", "answer": "#1a9850", "context": "#9ecae1", "seed": "#e4572e", "bridge": "#7b3294",
@@ -51,7 +51,7 @@ def _names_any(entity: str, texts: Sequence[str]) -> bool:
     return any(len(n) >= 3 and (f" {n} " in e or e.strip() == n) for n in (normalize_name(t) for t in texts if t))
 
 
-def _shortest(triples: Sequence[Triple], sources: Sequence[str], target: str) -> list:
+def shortest_chain(triples: Sequence[Triple], sources: Sequence[str], target: str) -> list:
     """A shortest chain of ``triples`` from any of ``sources`` to ``target`` (undirected), as triples."""
     adj: dict = {}
     for t in triples:
@@ -88,9 +88,9 @@ def bridge_view(case, max_edges: int = 30, max_context: int = 25, max_hops: int 
     bridges = bridge_entities(case.question, r1.rewrite, r1.G_Ans)
     all_ans = list(dict.fromkeys(t for r in rounds for t in r.G_Ans))
     answer_texts = [case.answer, *case.gold_answers]
-    path = list(dict.fromkeys(t for b in bridges for t in _shortest(r1.G_Ans, [s for s in seeds if s != b], b)))
+    path = list(dict.fromkeys(t for b in bridges for t in shortest_chain(r1.G_Ans, [s for s in seeds if s != b], b)))
     named = sorted({e for t in all_ans for e in (t.head, t.tail) if e not in bridges and _names_any(e, answer_texts)})
-    hops = [p for p in (_shortest(all_ans, bridges, e) for e in named) if 0 < len(p) <= max_hops] if bridges else []
+    hops = [p for p in (shortest_chain(all_ans, bridges, e) for e in named) if 0 < len(p) <= max_hops] if bridges else []
     answer_edges = [t for t in min(hops, key=len, default=[]) if t not in path]
     answers = [e for e in named if any(e in (t.head, t.tail) for t in answer_edges)]
     focus = set(seeds) | set(bridges) | {e for t in path + answer_edges for e in (t.head, t.tail)}
@@ -130,10 +130,10 @@ def draw_bridge(ax, view: BridgeView, title: Optional[str] = None, label_width: 
 
     ax.set_axis_off()
     if title:
-        ax.set_title(title, fontsize=13, loc="left")
+        ax.set_title(title, fontsize=TITLE_FONT, loc="left")
     triples = view.triples
     if not triples:
-        ax.text(0.0, 0.5, textwrap.fill(view.note, 90), ha="left", va="center", transform=ax.transAxes, fontsize=12)
+        ax.text(0.0, 0.5, textwrap.fill(view.note, 90), ha="left", va="center", transform=ax.transAxes, fontsize=NOTE_FONT)
         return {"edges": 0, "path": 0, "answer": 0, "context": 0}
     g = nx.Graph()
     g.add_edges_from((t.head, t.tail) for t in triples)
@@ -160,7 +160,7 @@ def draw_bridge(ax, view: BridgeView, title: Optional[str] = None, label_width: 
     labels = {(t.head, t.tail): short_label(t.relation, label_width) for t in view.path + view.answer_edges}
     edge_texts = [(u, v, ax.text(*pos[u], text, fontsize=EDGE_FONT, ha="center", va="center", bbox=box, zorder=3))
                   for (u, v), text in labels.items()]
-    ax.legend(handles=_legend(view), loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=11,
+    ax.legend(handles=_legend(view), loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=LEGEND_FONT,
               frameon=False, labelspacing=0.9)
     ax.margins(0.1)
     place_labels(ax, node_texts, edge_texts, pos)
