@@ -3,6 +3,7 @@ text)."""
 import re
 
 import numpy as np
+import pytest
 import pandas as pd
 
 from kgir_lib.notebook.display import Table, blocks, cut_rows, is_published, key_columns, notes_markdown, show, tidy
@@ -118,3 +119,36 @@ def test_p_values_keep_two_significant_digits():
     assert not any(map(is_p_value, ["prompt_tokens", "pooled", "F1", "paper: KGIR-RAG minus other"]))
     out = tidy(pd.DataFrame({"p (Holm)": [0.015625, 4.4e-12, float("nan")], "EM": [12.3456, 1.0, 2.5]}))
     assert list(out["p (Holm)"]) == ["0.016", "4.4e-12", ""] and list(out["EM"]) == [12.3, 1.0, 2.5]
+
+
+def test_least_width_is_the_longest_unbreakable_word_of_each_column():
+    """A browser wraps a cell at spaces, hyphens and <br>: the narrowest column is its longest word (a header's in
+    bold), or its min-width, plus padding; a table's narrowest width is the sum over its columns."""
+    from kgir_lib.notebook.display import BOLD_CHAR_PX, CELL_PAD_PX, CHAR_PX, least_width_px
+
+    html = ('<table><caption>a caption that never sets a width</caption><thead><tr><th>abc</th>'
+            '<th>two words</th></tr></thead><tbody><tr><td>12345</td><td style="min-width: 18ch">x</td></tr>'
+            '<tr><td>1-2-3-4</td><td>long-hyphenated<br>ok</td></tr></tbody></table>')
+    first = max(3 * BOLD_CHAR_PX, 5 * CHAR_PX) + CELL_PAD_PX
+    second = max(5 * BOLD_CHAR_PX, 18 * CHAR_PX, len("hyphenated") * CHAR_PX) + CELL_PAD_PX
+    assert least_width_px(html) == pytest.approx(first + second)
+
+
+def test_a_table_too_wide_for_a_1024_px_page_is_split_so_every_block_fits(monkeypatch):
+    """Eight columns fit the column count but not a 1024-px page: the blocks are the fewest that each fit, every
+    block keeps the row keys; a table that fits stays whole."""
+    from kgir_lib.notebook import display as d
+
+    keys = ["musique_train", "hotpotqa", "musique", "a", "b"]
+    df = pd.DataFrame({"dataset": keys} | {f"a fairly_long_column_header_{i}": [1.5] * 5 for i in range(8)})
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
+    show(df, "wide")
+    tables = [o for o in shown if isinstance(o, Table)]
+    assert len(tables) > 1
+    assert all(d.least_width_px(t._repr_html_()) <= d.TABLE_PX for t in tables)
+    assert all(list(t.df.index) == keys for t in tables)
+    assert sum(t.df.shape[1] for t in tables) == 8
+    shown.clear()
+    show(df.iloc[:, :3], "narrow")
+    assert len([o for o in shown if isinstance(o, Table)]) == 1

@@ -10,9 +10,10 @@ everywhere:
   table's saved copy keeps them in the run's git-ignored ``runtime/`` folder);
 * **published columns that hold nothing dropped**: a column whose label names a published or paper number
   ("published: ...", "Δ EM (paper, ...)") and is NaN on every row of this table says nothing here;
-* **wide tables split, keys in every block**: more than ``max_cols`` columns are shown in blocks of about equal
-  width (by top-level group for grouped columns, so a published group stays together), or transposed when the
-  table has few rows. Every block repeats the row keys: the index, or, for a table with a plain 0, 1, 2, ...
+* **wide tables split, keys in every block**: more than ``max_cols`` columns, or a table too wide for a 1024-px page
+  (:func:`least_width_px` against :data:`TABLE_PX`: no column falls off a projected page), are shown in blocks
+  of about equal width (by top-level group for grouped columns, so a published group stays together), or
+  transposed when the table has few rows. Every block repeats the row keys: the index, or, for a table with a plain 0, 1, 2, ...
   index, its leading text columns that tell the rows apart (:func:`key_columns`: ``dataset``, ``qid``), which
   become the row labels. A block after the first leaves out the rows that hold no value in it (a published
   column group has numbers for a few methods only) and says so;
@@ -40,7 +41,8 @@ import pandas as pd
 
 from ..report import is_runtime, shown
 
-__all__ = ["show", "tidy", "blocks", "key_columns", "cut_rows", "notes_markdown", "is_published", "Table"]
+__all__ = ["show", "show_figure", "tidy", "blocks", "key_columns", "cut_rows", "notes_markdown", "is_published", "Table",
+           "least_width_px"]
 
 PUBLISHED_MARKERS = ("published", "paper")
 MAX_ROWS = 20      # rows a table shows before it is cut (the whole table is saved; its path is printed)
@@ -119,9 +121,8 @@ def key_columns(df: pd.DataFrame, max_keys: int = MAX_KEYS) -> list:
     return lead if len(lead) < df.shape[1] else lead[:-1]
 
 
-def _balanced(n: int, max_cols: int) -> list:
-    """Cut points of ``n`` columns into the fewest blocks of at most ``max_cols``, of about equal width."""
-    k = -(-n // max_cols)
+def _cuts(n: int, k: int) -> list:
+    """``n`` columns cut into ``k`` consecutive blocks of about equal width."""
     size, extra = divmod(n, k)
     cuts, start = [], 0
     for i in range(k):
@@ -131,32 +132,46 @@ def _balanced(n: int, max_cols: int) -> list:
     return cuts
 
 
-def blocks(df: pd.DataFrame, max_cols: int = 10, transpose_rows: int = 3) -> list:
-    """``df`` as a list of tables no wider than ``max_cols`` columns.
+def blocks(df: pd.DataFrame, max_cols: int = 10, transpose_rows: int = 3, fits=None) -> list:
+    """``df`` as a list of tables no wider than ``max_cols`` columns, each of which ``fits`` (a test of a block:
+    shown whole on the page; :func:`show` passes one that lays the block out at its narrowest,
+    :func:`least_width_px`, against :data:`TABLE_PX`).
 
-    A table with at most ``transpose_rows`` rows and more columns than ``max_cols`` is transposed (one row a
-    column; the row labels become the column headers), if that makes it fit; otherwise columns are cut into
-    consecutive blocks of about equal width, whole top-level groups together where the columns are grouped.
-    Every block keeps the index (set the key columns as the index first: :func:`key_columns`); a block after
-    the first drops the rows that hold no value in it.
+    A table with at most ``transpose_rows`` rows and more columns than fit is transposed (one row a column; the row
+    labels become the column headers), if that makes it fit; otherwise columns are cut into consecutive blocks of
+    about equal width, the fewest that fit, whole top-level groups together where the columns are grouped. Every
+    block keeps the index (set the key columns as the index first: :func:`key_columns`); a block after the first
+    drops the rows that hold no value in it. A single column too wide for the page is a block of its own.
     """
+    def ok(b: pd.DataFrame) -> bool:
+        return b.shape[1] <= max_cols and (fits is None or fits(b))
+
     n = df.shape[1]
-    if n <= max_cols:
+    if ok(df):
         return [df]
-    if len(df) <= transpose_rows and len(df) <= max_cols:
+    if len(df) <= transpose_rows and len(df) <= max_cols and ok(df.T):
         return [df.T]
     if isinstance(df.columns, pd.MultiIndex):
-        groups = list(dict.fromkeys(df.columns.get_level_values(0)))
+        groups = [[c for c in df.columns if c[0] == g] for g in dict.fromkeys(df.columns.get_level_values(0))]
         out, cur = [], []
-        for g in groups:
-            cols = [c for c in df.columns if c[0] == g]
-            if cur and len(cur) + len(cols) > max_cols:
+        for cols in groups:
+            if cur and not ok(df[cur + cols]):
                 out.append(df[cur])
                 cur = []
+            if not ok(df[cols]):  # a group too wide alone: its columns in blocks of their own
+                out += [b for b in blocks(df[cols], max_cols, transpose_rows=0, fits=fits)]
+                continue
             cur.extend(cols)
-        out.append(df[cur])
+        if cur:
+            out.append(df[cur])
     else:
-        out = [df.iloc[:, a:b] for a, b in _balanced(n, max_cols)]
+        out = None
+        for k in range(-(-n // max_cols), n + 1):
+            parts = [df.iloc[:, a:b] for a, b in _cuts(n, k)]
+            if all(ok(p) for p in parts):
+                out = parts
+                break
+        out = out or [df.iloc[:, [j]] for j in range(n)]
     return [out[0]] + [b[~b.isna().all(axis=1)] for b in out[1:]]
 
 
@@ -214,6 +229,46 @@ def _min_widths(df: pd.DataFrame, text: list, wrap: int) -> list:
     return [None if m is None else max(min(m, SQUEEZED_CH), m * TEXT_BUDGET_CH // total) for m in mins]
 
 
+# How wide a table must be, from its HTML (the page's table font is 13 px; a cell's padding 0.5em each side):
+CHAR_PX = 8.3       # a digit, the CSS ``ch``, in the tables' regular font
+BOLD_CHAR_PX = 9.0  # a character of a header or a row key (bold)
+CELL_PAD_PX = 13.0
+# The widest table a 1024-px page shows whole: nbconvert's lab output area is 914 px wide in a 1024-px window
+# (benchmarks/notebook_screens.py measures it), less a margin for the estimate's error.
+TABLE_PX = 880
+_CELL = __import__("re").compile(r"<(t[hd])([^>]*)>(.*?)</t[hd]>", __import__("re").S)
+_ROW = __import__("re").compile(r"<tr>(.*?)</tr>", __import__("re").S)
+
+
+def _cell_least_px(tag: str, attrs: str, content: str) -> float:
+    """The narrowest a cell can be: its longest unbreakable word (a browser wraps at spaces, hyphens and ``<br>``), or its
+    ``min-width``, whichever is wider, plus padding."""
+    import re
+
+    text = html.unescape(re.sub(r"<(?!br)[^>]+>", "", content))
+    # a browser breaks a line at a space, a <br> and after a hyphen
+    words = [w for line in re.split(r"<br\s*/?>", text) for w in re.split(r"(?<=-)|\s+", line) if w]
+    longest = max((len(w) for w in words), default=0) * (BOLD_CHAR_PX if tag == "th" else CHAR_PX)
+    m = re.search(r"min-width:\s*(\d+)ch", attrs)
+    return max(longest, int(m.group(1)) * CHAR_PX if m else 0.0) + CELL_PAD_PX
+
+
+def least_width_px(table_html: str) -> float:
+    """The narrowest a table of :class:`Table`'s HTML can be laid out (its min-content width, px): per column, its
+    widest cell's :func:`_cell_least_px`, summed. A page narrower than this cuts columns off; the estimate is checked
+    against Chromium's layout of every stored table by ``benchmarks/notebook_screens.py``."""
+    body = table_html.split("</caption>", 1)[-1]
+    widths: list = []
+    for row in _ROW.findall(body):
+        for j, (tag, attrs, content) in enumerate(_CELL.findall(row)):
+            w = _cell_least_px(tag, attrs, content)
+            if j < len(widths):
+                widths[j] = max(widths[j], w)
+            else:
+                widths.append(w)
+    return float(sum(widths))
+
+
 def _label_html(label) -> str:
     if isinstance(label, tuple):
         return "<br>".join(html.escape(str(p)) for p in label if str(p) != "")
@@ -255,22 +310,24 @@ class Table:
 def show(df: Union[pd.DataFrame, pd.Series], caption: Optional[str] = None, *,
          digits: Union[int, Mapping[str, int]] = 1, max_cols: int = 10, wrap: int = 40,
          drop_empty_published: bool = True, index: bool = True, max_rows: int = MAX_ROWS,
-         full=None, notes: Optional[Mapping[str, str]] = None) -> None:
+         full=None, notes: Optional[Mapping[str, str]] = None, max_px: float = None) -> None:
     """Display ``df`` the suite's way (module docstring), with ``caption`` above its first block.
 
     ``index=False`` leaves out the row labels (a plain 0, 1, 2, ... says nothing); a table split into blocks
     shows its :func:`key_columns` as row labels in every block instead. ``max_rows``: rows shown before the
     table is cut, with ``full`` (the saved table's path) named under it. ``notes``: ``{column: definition}``
-    printed under the table for the columns it has."""
+    printed under the table for the columns it has. ``max_px``: the widest a block may be laid out (default
+    :data:`TABLE_PX`, what a 1024-px page shows whole), so no column falls off a projected page."""
     from IPython.display import Markdown, display
 
+    max_px = TABLE_PX if max_px is None else max_px
     if isinstance(df, pd.Series):
         df = df.to_frame()
     df, total = cut_rows(tidy(df, digits, drop_empty_published), max_rows)
     keys = key_columns(df)
     if keys and (df.shape[1] > max_cols or index):
         df, index = df.set_index(keys), True
-    parts = blocks(df, max_cols)
+    parts = blocks(df, max_cols, fits=lambda b: least_width_px(Table(b, None, wrap, index)._repr_html_()) <= max_px)
     for i, b in enumerate(parts):
         cap = caption if i == 0 else None
         if i and len(b) < len(parts[0]):
@@ -285,3 +342,18 @@ def show(df: Union[pd.DataFrame, pd.Series], caption: Optional[str] = None, *,
         lines.append(defined)
     if lines:
         display(Markdown("  \n".join(lines)))
+
+
+def show_figure(fig, cfg=None, name: Optional[str] = None) -> None:
+    """Display ``fig`` as the PNG the suite stores (:func:`kgir_lib.report.figure_png`: its smallest font and dpi
+    recorded in the file, so ``tests/test_figures_legible.py`` checks every figure of a stored notebook as it checks
+    ``figures/``), saved first as ``figures/<profile>/<name>.png`` when ``name`` is given; the figure is closed."""
+    import matplotlib.pyplot as plt
+    from IPython.display import Image, display
+
+    from .. import report
+
+    path = report.save_figure(fig, cfg, name) if name else None
+    data = path.read_bytes() if path is not None else report.figure_png(fig)
+    plt.close(fig)
+    display(Image(data=data, format="png"))
