@@ -5,12 +5,13 @@ The sources are jupytext percent scripts (``# %%`` code cells, ``# %% [markdown]
 notebook's metadata and in ``[tool.jupytext]`` of pyproject.toml, so ``jupytext --sync`` and Jupyter's
 jupytext extension keep the pair in step). jupytext does the conversion; this script only adds what jupytext does not:
 
-* the outputs of the ``sample`` run: if the main job has executed the notebook
-  (``results/<profile>/notebooks/NN_name.ipynb``), each code cell gets the outputs of the executed
-  cell with the same source, so the committed notebook shows the sample run without running anything;
+* the outputs of the run the README's headline quotes (:data:`kgir_lib.report.HEADLINE_PROFILE`, ``local``): if
+  the main job has executed the notebook (``results/<profile>/notebooks/NN_name.ipynb``), each code cell gets the
+  outputs of the executed cell with the same source, so the readers' copy shows that run without running anything
+  (``tests/test_readers_copies.py`` checks every output against the run's);
 * stable cell ids (``NN-000``, ...) so rebuilding changes no line that did not change.
 
-Usage: ``python scripts/build_notebooks.py [NN_name ...] [--profile sample] [--no-outputs]``
+Usage: ``python scripts/build_notebooks.py [NN_name ...] [--profile local] [--no-outputs]``
 """
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ import jupytext
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kgir_lib.report import HEADLINE_PROFILE  # noqa: E402
 SRC = ROOT / "notebooks" / "src"
 OUT = ROOT / "notebooks"
 FORMATS = "ipynb,src//py:percent"
@@ -59,7 +63,7 @@ def copy_outputs(nb: nbformat.NotebookNode, executed: Path) -> int:
     return n
 
 
-def build(name: str, profile: str = "sample", with_outputs: bool = True) -> Path:
+def build(name: str, profile: str = HEADLINE_PROFILE, with_outputs: bool = True) -> Path:
     nb = read_source(name)
     executed = ROOT / "results" / profile / "notebooks" / f"{name}.ipynb"
     if with_outputs and executed.exists():
@@ -74,7 +78,7 @@ def build(name: str, profile: str = "sample", with_outputs: bool = True) -> Path
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="*")
-    ap.add_argument("--profile", default="sample")
+    ap.add_argument("--profile", default=HEADLINE_PROFILE, help="whose committed outputs the copies carry")
     ap.add_argument("--no-outputs", action="store_true")
     args = ap.parse_args(argv)
     names = args.names or sorted(p.stem for p in SRC.glob("[0-9][0-9]_*.py"))

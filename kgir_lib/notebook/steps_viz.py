@@ -273,18 +273,22 @@ def panels(sub: EvidenceSubgraph) -> tuple:
     return tuple(st for st in STEPS if st != "seeds") if covers_G_q(sub) else STEPS
 
 
+VISIBLE_PRUNING = 3  # drawn pruned triples from which the trees' work is seen, not a lone dashed edge
+
+
 def teaching_score(view: FocusView) -> tuple:
     """How well one question teaches Algorithm 1 (larger is better), compared in this order: the question's gold
-    bridge is drawn with the chain from a seed to it (and is not the only thing drawn); the trees prune drawn
-    triples; the seeds come from the LLM's entities, not the fallback; a component without a seed is drawn;
-    the drawing is legible (no hub with more than six drawn neighbours); then the drawn pruned triples, kept
-    triples and seeds, each capped so a mid-sized case wins."""
+    bridge is drawn with the chain from a seed to it (and is not the only thing drawn); the trees visibly prune (at
+    least :data:`VISIBLE_PRUNING` drawn triples pruned); they prune at all; the seeds come from the LLM's entities,
+    not the fallback; a component without a seed is drawn; the drawing is legible (no hub with more than six drawn
+    neighbours); then the drawn pruned triples, kept triples and seeds, each capped so a mid-sized case wins."""
     sub = view.sub
     g = nx.Graph()
     g.add_edges_from((t.head, t.tail) for t in view.triples)
     hub = max((d for _, d in g.degree()), default=0)
-    return (bool(view.bridges) and bool(view.bridge_path), bool(view.drawn(PRUNED)), not sub.used_fallback,
-            bool(view.drawn(SEEDLESS)), -max(0, hub - 6), min(len(view.drawn(PRUNED)), 6),
+    pruned = len(view.drawn(PRUNED))
+    return (bool(view.bridges) and bool(view.bridge_path), pruned >= VISIBLE_PRUNING, bool(pruned),
+            not sub.used_fallback, bool(view.drawn(SEEDLESS)), -max(0, hub - 6), min(pruned, 6),
             min(len(view.drawn(KEPT)), 12), min(len(sub.seeds), 3))
 
 
@@ -341,9 +345,11 @@ def pick_case(subs: dict, qids: dict, dataset: Optional[str] = None, qid: Option
     asked = f"question {qid} is not among the sampled questions; " if qid is not None else ""
     if best is None:
         return None, None, asked + "no sampled question has a seed"
-    bridge, pruning, own, seedless = best[0][:4]
+    bridge, visible, pruning, own, seedless = best[0][:5]
+    pruned = best[0][6]
     shows = [what for what, ok in (("the chain from a seed to its gold bridge entity", bridge),
-                                   ("triples the trees prune", pruning), ("a component without a seed", seedless))
+                                   (f"{pruned}{'+' if pruned >= 6 else ''} triples the trees prune" if visible else
+                                    "triples the trees prune", pruning), ("a component without a seed", seedless))
              if ok]
     why = (f"the drawing shows {', '.join(shows)}" if shows else "no sampled question shows the steps at work; "
            "this one shows the most") + ("" if own else " (its seeds come from the NER fallback)")

@@ -1,55 +1,21 @@
 # %% [markdown]
-# # 04 — Iterative query rewrite and reflection: KGIR-RAG end to end (paper §2.3–2.4, Algorithm 2, Figs 4–5)
+# # 04 — The KGIR-RAG loop: rewrite, retrieve, reflect (paper §2.3-2.4, Algorithm 2, Figs. 4-5)
 #
-# Notebook 03 built the evidence subgraph `G_Ans` of one retrieval. KGIR-RAG loops over it
-# (`kgir_lib/kgir/loop.py`, class `KGIRRAG`; prompts in `kgir_lib/prompts/kgir_*.txt`):
+# Notebook 03 built the evidence subgraph `G_Ans` of one retrieval. KGIR-RAG goes round a loop over it:
 #
-# 1. **Evidence subgraph** (Algorithm 1, notebook 03) of the current query: `D_t` = dense top-k, `G_Ans_t`.
-# 2. **Rewrite** (eq. 8, Fig. 4): `q'_t = Rewrite(q, q_history, G_Ans_t)` — the LLM replaces the multi-hop part of
-#    the question with facts from the triples without changing its meaning. The prompt carries the paper's
-#    example ("What is the length of the track where the 2013 Liqui Moly Bathurst 12 Hour was staged?" →
-#    "What is the length of Mount Panorama Circuit?"); `q_history` lists the earlier rewrites and what was
-#    still missing after each.
-# 3. **Retrieval with the rewrite**: `D'_t` = top-k(`q'_t`); the round's *new passages* `P_t` are the passages
-#    of `D'_t` that `D_t` did not hold, at most `context_passages` of them (`cfg.reflection_passages`; the rule
-#    `all` takes the top of `D'_t` instead). This is §2.4's input ("the evidence subgraph, the rewrite history
-#    and the newly retrieved passages"); when none is new (the rewrite returned the question, or found the same
-#    passages), the top of `D'_t` stands in, since read literally the reflection would have no passage at all,
-#    only `G_Ans`.
-# 4. **Reflection** (§2.4, Fig. 5): the LLM sees `G_Ans_t`, the history and the new passages, reasons step by
-#    step (`Reasoning:` line, chain of thought) and either answers (`Answer: …`) or names what is missing
-#    (`Missing: …`). The prompt carries the paper's two examples ("Where is the hometown of the author of To
-#    Kill a Mockingbird?" → Alabama; "Which airport is in the hometown …?" → missing: airports in Alabama).
-# 5. **Stop or go on.** A verdict "answer" ends the question: the reflection decides *when* to stop, and the
-#    shared reader (the short-answer prompt every method of notebook 05 answers through) words the answer to
-#    `q` from what the reflection read, `G_Ans_t` and the new passages (`cfg.kgir_answer_source` can hand this to
-#    the reflection's own `Answer:` line instead, as Fig. 5 does; the trace keeps the reflection's answer either
-#    way). Missing information sends the question to the next round with `q'_t` as the query (new retrieval,
-#    new subgraph, new rewrite). In round `max_iterations` the reflection prompt says it must answer; a question
-#    it still leaves open is answered by the same reader (recorded as `forced_reader`).
+# 1. **evidence subgraph** `G_Ans_t` of the current query's retrieval `D_t` (notebook 03);
+# 2. **rewrite** (eq. 8, Fig. 4): the LLM replaces the multi-hop part of the question with what the triples say (the
+#    paper's example: "What is the length of the track where the 2013 Liqui Moly Bathurst 12 Hour was staged?" →
+#    "What is the length of Mount Panorama Circuit?");
+# 3. **retrieval with the rewrite**: `D'_t`, the passages most similar to `q'_t`;
+# 4. **reflection** (§2.4, Fig. 5): reading `G_Ans_t`, the rewrites so far and the new passages of `D'_t`, the LLM
+#    either answers or says what is missing;
+# 5. an answer ends the question (the shared reader words it); missing information sends it round again with `q'_t`
+#    as the query, up to `cfg.max_iterations` rounds.
 #
-# **Batching.** The loop runs *stage by stage across all questions still open*: one batched `llm.generate`
-# call for NER, one for the rewrite, one for the reflection per round (and one final reader call), so a vLLM
-# server or engine is kept full (`benchmarks/bench_concurrency.py` measures the effect against a
-# `llama_cpp.server`).
-#
-# **Final ranked list** (Recall@k): the source passages of `G_Ans` edges over all rounds, by their best edge
-# weight, then the rewrite retrievals `D'_1 .. D'_T` interleaved by round (the first passage of each round, then
-# the second of each, …), then `D_1` (`kgir_lib/kgir/state.py::ranked_list`).
-#
-# **Deviations from the paper** (CPU, small model): the `sample` profile runs Qwen2.5-Coder-0.5B-Instruct
-# (`local`: the 1.5B), which follows few-shot formats only loosely, so (a) the prompts ask for one-line answer
-# formats, and each user turn of the reflection prompt ends with a reminder of its two-line reply, (b) the
-# parsers are tolerant and count malformed replies instead of failing (a malformed rewrite keeps the previous
-# question), (c) a reflection reply with no `Answer:` or `Missing:` line gets **one verdict
-# turn** (prompt `kgir_reflect_verdict`, not in the paper): the reply stays in the conversation and the model is
-# asked for the verdict line alone; if that fails too the reflection counts as "not answerable", (d) the
-# shared reader words the final answer (the reflection decides when to stop), so KGIR-RAG's answers take the same
-# form as every other method's; the paper's Fig. 5 answers with the reflection's own `Answer:` line. The paper's
-# LLM is Qwen2.5-72B.
-#
-# Each question's trace (every round's query, retrieval, `G_Ans`, rewrite, new passages, reflection verdict,
-# answer and LLM usage) is saved as JSONL in `results/<profile>/traces/kgir/<dataset>.trace.jsonl`.
+# This notebook runs the loop on every question of the run, watches it go round on one question, asks where the
+# Fig. 6 chain breaks, and what fixing each step would buy. How the loop is built, where it deviates from the paper,
+# and every table are under the last heading, *Audit: every number behind this notebook*.
 
 # %% tags=["parameters"]
 profile = None              # None: $KGIR_PROFILE, else "sample"
@@ -60,7 +26,7 @@ n_questions = None      # questions a dataset; None: the profile's value
 max_iterations = None   # rounds before the forced answer; None: the profile's value
 top_k = None            # |D_t|; None: the profile's value
 ngram_threshold = None  # entity matching threshold (eq. 5); None: the profile's value
-n_traces = None         # traces rendered in §4; None: 3
+n_traces = None         # traces rendered in the audit; None: 3
 resume = None           # read back an identical earlier run's trace files; None: True
 
 # %%
@@ -71,14 +37,19 @@ from IPython.display import Markdown, display
 from kgir_lib import report
 from kgir_lib.data import sample_questions
 from kgir_lib.eval import evaluate as ev
-from kgir_lib.eval.metrics import recall_at_k
-from kgir_lib.kgir.rounds import STAGES, trace_table
-from kgir_lib.notebook.display import show
+from kgir_lib.eval.mechanism import calibration, forced_rounds, funnel
+from kgir_lib.eval.mechanism import step_attribution as attribution
+from kgir_lib.eval.mechanism.bridges import load_bridges
+from kgir_lib.eval.mechanism.tables import mechanism_tables, read_run
+from kgir_lib.eval.metrics import mean_recall
+from kgir_lib.kgir.rounds import STAGES, loop_counts, seed_match_rate, trace_table, usable_table
+from kgir_lib.notebook import iteration
+from kgir_lib.notebook.display import show, show_figure
 from kgir_lib.notebook.opening import open_notebook
-from kgir_lib.notebook.viz import render_trace
+from kgir_lib.notebook.viz import plot_loop, render_trace
 from kgir_lib.pipeline import workspace
 from kgir_lib.progress import progress
-from kgir_lib.registry import build_method
+from kgir_lib.registry import LABELS, STUDY_METHODS, build_method, check_method_keys
 
 cfg, llm = open_notebook("04_iterative_rewrite", globals())
 n_traces = 3 if n_traces is None else int(n_traces)
@@ -87,15 +58,11 @@ print(f"max_iterations {cfg.max_iterations}; eq. 5 matching {cfg.match_method} a
       f"reader context {cfg.context_passages} passages")
 
 # %% [markdown]
-# ## 1. Run KGIR-RAG on every dataset
+# ## 1. KGIR-RAG on every question, and the loop in this run
 #
-# `kgir_lib.eval.evaluate.run_method` runs the method on the profile's question sample and writes the traces
-# (`traces/kgir/<dataset>.trace.jsonl`, plus a `.meta.json` with the run's fingerprint, wall time and LLM usage by
-# stage). With `resume`, an identical earlier run (same questions, config, prompts, LLM and graph) is read
-# back instead (notebook 05 builds the method the same way, so it reads these runs back); every LLM call is
-# cached anyway. Passages first retrieved by a later round are extracted on
-# demand (indexing cost, stage `extract`). For comparison, single-step dense retrieval (`D_1` alone) is
-# scored on the same questions.
+# `kgir_lib.eval.evaluate.run_method` runs the method on the profile's question sample and writes one trace a
+# question (every round's query, retrieval, `G_Ans`, rewrite, new passages, verdict, answer and LLM usage). The
+# picture is Algorithm 2 with what happened at each step over every question, read from those traces.
 
 # %%
 results = {}
@@ -110,41 +77,95 @@ for name in progress(cfg.datasets, desc="datasets"):
                      "meta": ev.read_meta(ev.trace_path(cfg, method, name))}
     print(f"{name}: {len(qs)} questions -> {report.shown(ev.trace_path(cfg, method, name))}")
 report.save_table(llm.usage.table(), cfg, "04_iterative_rewrite", folder="usage", markdown=False)
-
-# %% [markdown]
-# ### The loop in this run
-#
-# The five steps above as one picture, with what happened at each step over every question of the run, read
-# from the traces (`kgir_lib.kgir.rounds.loop_counts`): how many rounds ran, how many found a seed, how many
-# rewrites could be used, how often the rewritten question's retrieval brought a new passage, what the
-# reflection decided, and how often it sent a question round the loop again.
-
-# %%
-from kgir_lib.kgir.rounds import loop_counts
-from kgir_lib.notebook.viz import plot_loop
-
 counts = loop_counts([o.trace for r in results.values() for o in r["outputs"]])
-fig = plot_loop(counts, f"KGIR-RAG's loop (Algorithm 2) in this run: {', '.join(results)}; at most "
-                        f"{cfg.max_iterations} rounds")
-report.save_figure(fig, cfg, "04_loop")
-display(fig)
-plt.close(fig)
+show_figure(plot_loop(counts, f"KGIR-RAG's loop (Algorithm 2) in this run: {', '.join(results)}; at most "
+                              f"{cfg.max_iterations} rounds"), cfg, "04_loop")
 
 # %% [markdown]
-# ## 2. EM, F1, Recall@2/5, rounds, LLM calls and tokens per question
+# ## 2. The loop going round, on one question
 #
-# EM / F1: SQuAD normalisation, max over gold answer and aliases, ×100. Recall@k: HippoRAG's definition on the
-# final ranked list above; *dense R@k* is single-step retrieval with the original question on the same
-# questions. Rounds: how many iterations the loop used; *by reflection* / *forced*: who stopped the loop, the
-# reflection's verdict "answer" or the round cap (the shared reader words the answer either way).
-# LLM calls and tokens are per question (cache hits included: they are what the method costs). Published
-# KGIR-RAG recall (**derived** from the paper's prose: KAG's recall as the paper cites it plus the stated
-# gains; Qwen2.5-72B, BGE-M3, 1,000 questions) is shown in separate columns.
+# A reflection that finds something missing sends the question round again, and that round's rewrite retrieves
+# anew. The question below is the first of the run whose round 2 (or later) rewrite brought up a passage of the
+# question's **next hop** (the passage that answers the hop after the bridge, from the dataset's gold chain) that no
+# earlier retrieval had held (`kgir_lib.notebook.iteration.find_iteration`). The paper's method goes first; when its
+# reflection never sends a question round far enough, the round comes from the **forced-rounds** study variant
+# (`kgir_forced`: every round runs whatever the reflection says), and the sentence says so. Below: every round's
+# query and rewrite, then the round's two retrievals side by side, before and after its rewrite.
 
 # %%
-from kgir_lib.eval.metrics import mean_recall
-from kgir_lib.kgir.rounds import seed_match_rate, usable_table
+for name, r in progress(results.items(), desc="forced rounds"):
+    r["forced"] = ev.run_method(r["ws"], build_method("kgir_forced"), r["questions"], resume=resume)
+gold_bridges = {name: load_bridges(name, cfg.data_path) for name in results}
+example = iteration.find_iteration(read_run(cfg.run_dir, list(results), methods=tuple(iteration.RUN_LABELS)),
+                                   gold_bridges)
+if example is None:
+    print("No round after the first brought a new next-hop passage in this run, naturally or forced.")
+else:
+    title = {p.pid: p.title for p in results[example.dataset]["ws"].dataset.corpus.passages}.get
+    q = next(q for q in results[example.dataset]["questions"] if q.qid == example.qid)
+    display(Markdown(f"**[{example.dataset}] {q.question}** (gold: {' | '.join(q.answers[:2])}; next hop: "
+                     f"{', '.join(title(p) for p in example.next_pids)})  \n*Run: {example.label}.*  \n"
+                     + iteration.iteration_sentence(example, title)))
+    show(iteration.rewrite_history(example), "every round up to this one", index=False, wrap=45)
+    show(iteration.before_after(example, title), f"round {example.round}: its two retrievals, side by side",
+         index=False, wrap=40)
 
+# %% [markdown]
+# ## 3. Does the mechanism happen? Where the Fig. 6 chain breaks
+#
+# KGIR-RAG's claim is a mechanism (§2, Fig. 6): `G_Ans` holds a **bridge entity** the question does not name ("the
+# top PC maker of 1994" → Compaq), the rewrite names it, the rewritten question's retrieval `D'_t` finds the next hop,
+# and the answer is right. The **bridge funnel** (`kgir_lib.eval.mechanism.funnel`) counts, over the questions with a
+# gold bridge, how many pass each step with every step before it, in any round.
+
+# %%
+mech = mechanism_tables(cfg.run_dir, list(results), data_dir=cfg.data_path, context_passages=cfg.context_passages)
+loop_funnel = mech["funnel"][mech["funnel"]["method"] == "kgir"]
+strict = loop_funnel[loop_funnel[funnel.MATCH] == funnel.STRICT]
+fig, ax = plt.subplots(figsize=(9.5, 3.8))
+funnel.plot_funnel(strict, "any", ax=ax, order=report.panel_order(results))
+ax.set_title(ax.get_title() + f" (step 2: {funnel.STRICT} names)")
+fig.tight_layout()
+show_figure(fig, cfg, "04_bridge_funnel")
+display(Markdown("\n".join(f"- {funnel.funnel_sentence(loop_funnel, d)}"
+                           for d in report.panel_order(loop_funnel["dataset"].unique()))))
+
+# %% [markdown]
+# ## 4. What would fixing each step buy?
+#
+# The funnel says where the chain breaks, not what repairing a step is worth: a later step may break anyway. The
+# **study variants** (`kgir_lib/kgir/study.py`, beside the paper's method, never in its place) hand one step the
+# question's gold and run every other step as the full method does: the **oracles** (gold seeds, the ideal rewrite,
+# the gold next hop, cumulatively; the shared reader over the gold passages alone is the ceiling), and two repairs of
+# ours. Each bar is a variant's EM on the same questions as the full method; the sentence gives each difference with
+# its Holm-adjusted exact test (the audit defines every variant and column).
+
+# %%
+study_keys = list(STUDY_METHODS if cfg.attribution_methods is None else cfg.attribution_methods)
+check_method_keys(study_keys, "attribution_methods", STUDY_METHODS)
+attr_datasets = cfg.attribution_scope
+left_out = [d for d in cfg.attribution_datasets or [] if d not in results]
+print("study variants:", "; ".join(LABELS[k] for k in study_keys) or "none (attribution_methods: [])",
+      "| datasets:", ", ".join(attr_datasets) or "none of this run's",
+      f"(attribution_datasets names {', '.join(left_out)}, not in this run)" if left_out else "")
+for name in progress(attr_datasets, desc="study variants"):
+    for key in study_keys:
+        ev.run_method(results[name]["ws"], build_method(key), results[name]["questions"], resume=resume)
+attr = mechanism_tables(cfg.run_dir, list(results), data_dir=cfg.data_path,
+                        context_passages=cfg.context_passages)["step_attribution"]
+if len(attr):
+    show_figure(attribution.plot_headroom(attr), cfg, "04_headroom")
+    display(Markdown("\n".join(f"- {attribution.headroom_sentence(attr, d)}"
+                               for d in report.panel_order(attr["dataset"].unique()))))
+
+# %% [markdown]
+# ## 5. The run in numbers
+#
+# EM and F1 (SQuAD normalisation, best over the gold answer and its aliases, ×100), Recall@5 of the final ranked list
+# beside single-step dense retrieval with the original question on the same questions, the rounds a question used and
+# who stopped the loop (the reflection's "answer", or the round cap). The audit has every column of this table.
+
+# %%
 rows = {}
 for name, r in results.items():
     s, loop, qs = r["scores"], r["loop"], r["questions"]
@@ -168,19 +189,82 @@ metrics.index.name = "dataset"
 for k, col in ((0, "published R@2 (derived)"), (1, "published R@5 (derived)")):
     metrics[col] = [report.KGIR_RECALL_DERIVED.get(d, (None, None))[k] for d in metrics.index]
 print(report.model_note(cfg, short=True))
+show(metrics[["n", "EM", "F1", "R@5", "dense R@5", "rounds / q", "by reflection %"]], "KGIR-RAG in this run")
+
+# %% [markdown]
+# ## What to take from this notebook
+#
+# * The loop runs on every dataset and every round is in the traces; how often it goes round is the reflection's
+#   choice, and with the model printed at the top it answers in round 1 on nearly every question, so the run's
+#   scores measure mostly its first round. §2 shows what a second round can do when it happens.
+# * The funnel names the step where this model's chain breaks; the oracles of §4 say what repairing each step would
+#   be worth: a step whose oracle adds little is not where the accuracy is lost, whatever the funnel's count there.
+# * The paper's LLM is Qwen2.5-72B; the numbers here are a small model's (printed at the top). Notebook 05 compares
+#   every method with the same LLM; notebook 06 runs the Table 7 ablations.
+
+# %% [markdown]
+# ## Audit: every number behind this notebook
+#
+# Everything below backs the story above; each subsection stands on its own (a later table is a new subsection at
+# the end). Traces: `results/<profile>/traces/kgir/<dataset>.trace.jsonl` (and one folder per study variant); saved
+# tables in `results/<profile>/tables/`: `04_kgir_metrics`, `04_kgir_usage_by_stage`, `04_kgir_usable_outputs`,
+# `04_bridge_funnel`, `04_forced_rounds`, `04_oracle_stop`, `04_reflection_calibration`, `04_step_attribution`,
+# `04_kgir_per_question`; figures in `figures/<profile>/`.
+#
+# ### How the loop is built (`kgir_lib/kgir/loop.py`, class `KGIRRAG`; prompts in `kgir_lib/prompts/kgir_*.txt`)
+#
+# * **Retrieval with the rewrite.** The round's *new passages* `P_t` are the passages of `D'_t` that `D_t` did not
+#   hold, at most `context_passages` of them (`cfg.reflection_passages`; the rule `all` takes the top of `D'_t`
+#   instead). This is §2.4's input ("the evidence subgraph, the rewrite history and the newly retrieved passages");
+#   when none is new (the rewrite returned the question, or found the same passages), the top of `D'_t` stands in,
+#   since read literally the reflection would have no passage at all, only `G_Ans`.
+# * **Reflection.** The LLM reasons step by step (`Reasoning:` line) and either answers (`Answer: …`) or names what is
+#   missing (`Missing: …`). The prompt carries the paper's two examples ("Where is the hometown of the author of To
+#   Kill a Mockingbird?" → Alabama; "Which airport is in the hometown …?" → missing: airports in Alabama).
+# * **Stop or go on.** A verdict "answer" ends the question: the reflection decides *when* to stop, and the shared
+#   reader (the short-answer prompt every method of notebook 05 answers through) words the answer to `q` from what the
+#   reflection read, `G_Ans_t` and the new passages (`cfg.kgir_answer_source` can hand this to the reflection's own
+#   `Answer:` line instead, as Fig. 5 does; the trace keeps the reflection's answer either way). In round
+#   `max_iterations` the reflection prompt says it must answer; a question it still leaves open is answered by the
+#   same reader (recorded as `forced_reader`). `q_history` lists the earlier rewrites and what was still missing.
+# * **Batching.** The loop runs stage by stage across all questions still open: one batched `llm.generate` call for
+#   NER, one for the rewrite, one for the reflection per round (and one final reader call), so a vLLM server is kept
+#   full (`benchmarks/bench_concurrency.py` measures it).
+# * **Final ranked list** (Recall@k): the source passages of `G_Ans` edges over all rounds, by their best edge weight,
+#   then the rewrite retrievals `D'_1 .. D'_T` interleaved by round (the first passage of each round, then the second
+#   of each, …), then `D_1` (`kgir_lib/kgir/state.py::ranked_list`): a rewrite that finds a new gold passage raises
+#   Recall@5.
+# * **Deviations from the paper** (CPU, small model; also in docs/deviations.md): the `sample` profile runs
+#   Qwen2.5-Coder-0.5B-Instruct (`local`: the 1.5B), which follows few-shot formats only loosely, so (a) the prompts
+#   ask for one-line answer formats, and each user turn of the reflection prompt ends with a reminder of its two-line
+#   reply, (b) the parsers are tolerant and count malformed replies instead of failing (a malformed rewrite keeps the
+#   previous question), (c) a reflection reply with no `Answer:` or `Missing:` line gets **one verdict turn** (prompt
+#   `kgir_reflect_verdict`, not in the paper): the reply stays in the conversation and the model is asked for the
+#   verdict line alone; if that fails too the reflection counts as "not answerable", (d) the shared reader words the
+#   final answer (the reflection decides when to stop), so KGIR-RAG's answers take the same form as every other
+#   method's; the paper's Fig. 5 answers with the reflection's own `Answer:` line. The paper's LLM is Qwen2.5-72B.
+#
+# ### EM, F1, Recall@2/5, rounds, LLM calls and tokens per question
+#
+# *dense R@k*: single-step retrieval with the original question on the same questions. LLM calls and tokens are per
+# question (cache hits included: they are what the method costs). Published KGIR-RAG recall (**derived** from the
+# paper's prose: KAG's recall as the paper cites it plus the stated gains; Qwen2.5-72B, BGE-M3, 1,000 questions) is
+# in separate columns.
+
+# %%
 show(metrics)
 report.save_table(metrics.round(2), cfg, "04_kgir_metrics",
                   f"KGIR-RAG end to end: profile {cfg.profile}, reader {cfg.llm_model}, {cfg.n_questions} questions a "
                   f"dataset (seed {cfg.seed}), max_iterations {cfg.max_iterations}, top_k {cfg.top_k}. Published "
                   f"columns: {report.SOURCES['kgir_derived']}."
-                  + f" {report.model_note(cfg, short=True)}")
+                  + f" {report.model_note(cfg, short=True)}");
 
 # %% [markdown]
 # ### LLM usage by stage
 #
 # Calls and tokens per stage, summed over each dataset's questions, from the traces (`kgir_ner`, `kgir_rewrite`,
-# `kgir_reflect`, `kgir_final`). Extraction of newly retrieved passages (stage `extract`) is indexing cost and
-# appears only in the run's `.meta.json` and in `usage/04_iterative_rewrite.csv`.
+# `kgir_reflect`, `kgir_final`). Extraction of newly retrieved passages (stage `extract`) is indexing cost and appears
+# only in the run's `.meta.json` and in `usage/04_iterative_rewrite.csv`.
 
 # %%
 usage_rows = []
@@ -199,16 +283,14 @@ report.save_table(usage.round(2), cfg, "04_kgir_usage_by_stage", "KGIR-RAG LLM u
 # %% [markdown]
 # ### Usable outputs per stage, truncations and the seed-match rate
 #
-# Whether each stage's reply was **parsed as intended** rather than handled by a fallback
-# (definitions in `kgir_lib/kgir/loop.py`): NER — a JSON entity list with an entity that occurs in the
-# question; rewrite — a question; reflection — an `Answer:` or `Missing:` line in the first reply
-# (`reflect`), in the verdict turn sent after a first reply without one (`reflect_verdict`), and in either
-# (`reflect, after verdict turn`: the share of reflections the loop could act on); reader — a short non-empty
-# answer. *Truncated*: replies cut at the stage's token budget (`max_tokens_<stage>` in the profile; finish
-# reason "length"). The **seed-match rate** is the share of subgraph rounds with at least one seed (eq. 5);
-# a round without one has an empty `G_Ans`, and the passages of `D_q` stand in for it (notebook 03, §3c).
-# Extraction's usable rate (passages with at least one triple) is in notebook 01; all stages measured on
-# held-out tuning questions are in `results/benchmarks/usable.md`.
+# Whether each stage's reply was **parsed as intended** rather than handled by a fallback (definitions in
+# `kgir_lib/kgir/loop.py`): NER, a JSON entity list with an entity that occurs in the question; rewrite, a question;
+# reflection, an `Answer:` or `Missing:` line in the first reply (`reflect`), in the verdict turn sent after a first
+# reply without one (`reflect_verdict`), and in either (`reflect, after verdict turn`: the share of reflections the
+# loop could act on); reader, a short non-empty answer. *Truncated*: replies cut at the stage's token budget
+# (`max_tokens_<stage>` in the profile). The **seed-match rate** is the share of subgraph rounds with at least one seed
+# (eq. 5); a round without one has an empty `G_Ans`, and the passages of `D_q` stand in for it (notebook 03). All
+# stages measured on held-out tuning questions are in `results/benchmarks/usable.md`.
 
 # %%
 usable = pd.concat({name: usable_table(r["outputs"]) for name, r in results.items()}, names=["dataset", "stage"])
@@ -222,67 +304,38 @@ report.save_table(usable.round(2), cfg, "04_kgir_usable_outputs",
 # %% [markdown]
 # ### Rounds used
 #
-# How many rounds each question took, split by what stopped it: the reflection (it judged the evidence enough)
-# or the round cap (`forced_reader`).
+# How many rounds each question took, split by what stopped it: the reflection (it judged the evidence enough) or the
+# round cap (`forced_reader`).
 
 # %%
-fig, axes = plt.subplots(1, len(results), figsize=(4 * len(results), 3.2), squeeze=False)
-for ax, (name, r) in zip(axes[0], results.items()):
-    counts = r["loop"].groupby(["iterations", "answered_by"]).size().unstack(fill_value=0)
-    counts = counts.reindex(range(1, cfg.max_iterations + 1), fill_value=0)
-    counts.plot.bar(stacked=True, ax=ax, rot=0, legend=ax is axes[0][0])
-    ax.set_title(name)
-    ax.set_xlabel("rounds used")
-    ax.set_ylabel("questions")
+fig, axes = plt.subplots(1, len(results), figsize=(4.6 * len(results), 3.4), squeeze=False)
+for ax, name in zip(axes[0], report.panel_order(results)):
+    r = results[name]
+    by_round = r["loop"].groupby(["iterations", "answered_by"]).size().unstack(fill_value=0)
+    by_round = by_round.reindex(range(1, cfg.max_iterations + 1), fill_value=0)
+    by_round.plot.bar(stacked=True, ax=ax, rot=0, legend=ax is axes[0][0], fontsize=11)
+    ax.set_title(name, fontsize=12)
+    ax.set_xlabel("rounds used", fontsize=11)
+    ax.set_ylabel("questions", fontsize=11)
+    if ax.get_legend():
+        ax.legend(title="stopped by", fontsize=11, title_fontsize=11)
 fig.tight_layout()
-report.save_figure(fig, cfg, "04_rounds_used")
-display(fig)
-plt.close(fig)
+show_figure(fig, cfg, "04_rounds_used")
 
 # %% [markdown]
-# ## 3. Does the mechanism happen? The Fig. 6 chain, round by round
+# ### The bridge funnel in full
 #
-# KGIR-RAG's claim is a mechanism (§2, Fig. 6): `G_Ans` holds a **bridge entity** the question does not name
-# ("the top PC maker of 1994" → Compaq), the rewrite names it, the rewritten question's retrieval `D'_t` finds
-# the second hop, and the reflection answers or asks for another round. MuSiQue gives the gold bridge (the
-# answer of each hop before the last, with the next hop's supporting paragraph); HotpotQA bridge questions give it as the
-# supporting title the question does not name (`kgir_lib.eval.mechanism.bridges`; comparison questions have none).
-#
-# **The bridge funnel** (`kgir_lib.eval.mechanism.funnel`): for each question with a gold bridge, whether (1) a seed
-# matched, (2) the gold bridge is an entity of `G_Ans`, (3) the rewrite names it, (4) `D'_t` retrieves a passage of the
-# next hop that `D_t` lacked, (5) the answer is correct, each step counting only after the ones before it. Step 2 is
-# counted under two matches (column *bridge match*): *equal*, the entity's normalised name is the bridge's, and
-# *contains*, the name holds the whole bridge ("Republic of China" for China); the sentences quote *equal*.
-# *% of previous step* shows where the chain breaks; *n next hop already in D_t* counts the questions for which
-# step 4 had nothing left to find.
-#
-# **Forced rounds.** A small model's reflection may answer in round 1 on nearly every question, so the loop
-# never iterates. The forced-rounds variant (`kgir_forced`, a study beside the method) runs every round and the
-# shared reader answers at each; the per-round table says what rounds 2 and 3 add (recall of `D'_t` alone and of
-# the evidence so far, EM/F1 of that round's answer, how often the answer changes and whether for the better),
-# and the oracle stop (the first round whose answer is correct) bounds what a perfect reflection could gain.
-#
-# **The reflection's calibration**: of its "answer" verdicts, how many answers are correct; of its "missing"
-# verdicts, how often the gold passages were already in what it read.
+# MuSiQue gives the gold bridge (the answer of each hop before the last, with the next hop's supporting paragraph);
+# HotpotQA bridge questions give it as the supporting title the question does not name
+# (`kgir_lib.eval.mechanism.bridges`; comparison questions have none). For each question with a gold bridge: (1) a
+# seed matched, (2) the gold bridge is an entity of `G_Ans`, (3) the rewrite names it, (4) `D'_t` retrieves a passage
+# of the next hop that `D_t` lacked, (5) the answer is correct, each step counting only after the ones before it. Step
+# 2 is counted under two matches (column *bridge match*): *equal*, the entity's normalised name is the bridge's, and
+# *contains*, the name holds the whole bridge ("Republic of China" for China); the sentences quote *equal*. The tables
+# also give each step by itself, per round, and for the forced-rounds run.
 
 # %%
-from kgir_lib.eval.mechanism import calibration, forced_rounds, funnel
-from kgir_lib.eval.mechanism.tables import mechanism_tables
-
-for name, r in progress(results.items(), desc="forced rounds"):
-    r["forced"] = ev.run_method(r["ws"], build_method("kgir_forced"), r["questions"], resume=resume)
-mech = mechanism_tables(cfg.run_dir, list(results), data_dir=cfg.data_path, context_passages=cfg.context_passages)
-loop_funnel = mech["funnel"][mech["funnel"]["method"] == "kgir"]
-strict = loop_funnel[loop_funnel[funnel.MATCH] == funnel.STRICT]
-fig, ax = plt.subplots(figsize=(8, 3.6))
-funnel.plot_funnel(strict, "any", ax=ax)
-ax.set_title(ax.get_title() + f" (step 2: {funnel.STRICT} names)")
-fig.tight_layout()
-report.save_figure(fig, cfg, "04_bridge_funnel")
-display(fig)
-plt.close(fig)
 show(funnel.weakest_step(mech["funnel"]), "where the chain breaks most (over all rounds)", notes=funnel.COLUMN_NOTES)
-display(Markdown("\n".join(f"- {funnel.funnel_sentence(loop_funnel, d)}" for d in loop_funnel["dataset"].unique())))
 funnel_path = report.save_table(
     mech["funnel"].set_index(["method", funnel.MATCH, "dataset", "round", "step"]).round(2), cfg, "04_bridge_funnel",
     "The bridge funnel of KGIR-RAG (and its forced-rounds run), per dataset and round: questions with a gold bridge "
@@ -293,6 +346,15 @@ show(funnel.match_rules_table(mech["funnel"]).set_index(["dataset", "step"]),
      notes=funnel.COLUMN_NOTES)
 show(strict[strict["round"] == "any"].drop(columns=["method", "round"]).set_index(["dataset", "step"]),
      "the funnel over all rounds, equal names", full=funnel_path, notes=funnel.COLUMN_NOTES)
+
+# %% [markdown]
+# ### Forced rounds and the oracle stop
+#
+# A small model's reflection may answer in round 1 on nearly every question, so the loop never iterates. The
+# forced-rounds variant (`kgir_forced`, a study beside the method) runs every round and the shared reader answers at
+# each; the per-round table says what rounds 2 and 3 add (recall of `D'_t` alone and of the evidence so far, EM/F1 of
+# that round's answer, how often the answer changes and whether for the better), and the oracle stop (the first round
+# whose answer is correct) bounds what a perfect reflection could gain.
 
 # %%
 per_round = mech["forced_rounds"]
@@ -308,82 +370,62 @@ if len(per_round):
          notes=calibration.COLUMN_NOTES)
     report.save_table(mech["oracle_stop"].set_index(["dataset"]).round(2), cfg, "04_oracle_stop",
                       "Oracle stop (first correct round of the forced run) against the reflection's own stop.")
-fig, ax = plt.subplots(figsize=(9, 3.6))
-calibration.plot_calibration(mech["calibration"][mech["calibration"]["method"] == "kgir"], ax=ax)
-fig.tight_layout()
-report.save_figure(fig, cfg, "04_reflection_calibration")
-display(fig)
-plt.close(fig)
-show(mech["calibration"].set_index(["method", "dataset", "round"]), "the reflection's calibration per round",
+
+# %% [markdown]
+# ### The reflection's calibration
+#
+# Of its "answer" verdicts, how many answers are correct; of its "missing" verdicts, how often every gold passage was
+# already in what it read. The figure counts the verdicts of the forced-rounds run, which asks the reflection in every
+# round of every question (its round 1 is the full method's); the table has both runs, round by round.
+
+# %%
+calib = mech["calibration"]
+forced_calib = calib[calib["method"] == ("kgir_forced" if (calib["method"] == "kgir_forced").any() else "kgir")]
+show_figure(calibration.plot_calibration(
+    forced_calib, order=report.panel_order(results),
+    title=f"What the reflection decided, and whether it was right ({forced_calib['method'].iloc[0]})"
+    if len(forced_calib) else ""), cfg, "04_reflection_calibration")
+show(calib.set_index(["method", "dataset", "round"]), "the reflection's calibration per round",
      notes=calibration.COLUMN_NOTES)
-report.save_table(mech["calibration"].set_index(["method", "dataset", "round"]).round(2), cfg, "04_reflection_calibration",
+report.save_table(calib.set_index(["method", "dataset", "round"]).round(2), cfg, "04_reflection_calibration",
                   "The reflection's calibration per round: P(answer correct | verdict answer), P(gold passages in its "
                   "input | verdict missing). " + report.model_note(cfg, short=True))
 
 # %% [markdown]
-# **Reading.** The first table names, per dataset, the step where the chain breaks most often, from this run's
-# traces. If the reflection answers in round 1 (calibration: nearly all verdicts "answer"), the loop's rounds 2
-# and 3 exist only in the forced run; its table says whether they would have helped this model, and the oracle
-# stop how much a perfect stopping rule could add on top.
-
-# %% [markdown]
-# ## 3b. What would fixing each step buy? Oracles, and two repairs of ours
+# ### The step attribution: the variants and every test
 #
-# The funnel says where the chain breaks, not what repairing a step is worth: a later step may break anyway.
-# The **study variants** (`kgir_lib/kgir/study.py`; never the paper's method, which stays `kgir`) answer that.
 # Each **oracle** hands one step the gold chain of the question (MuSiQue's `question_decomposition`, HotpotQA's
 # supporting titles, read once by `kgir_lib/gold.py`) and runs every other step as the full method does:
 #
-# - *oracle seeds*: in every round `E_q` is the entities the gold sub-questions name, matched to the entities of
-#   `G_q` by the profile's eq. 5 rule; no NER call. A `X >> relation` hop names `X` (its `#k` references aside);
-#   a natural-language hop names its paragraph's title when it says it, else the longest `G_q` entity it says;
-#   a HotpotQA question names the supporting titles it says;
-# - *oracle rewrite*: round 1's rewrite is the **ideal rewrite**, the last sub-question with every `#k` replaced
-#   by hop k's gold answer (a `X >> relation` hop reads "What is the <relation> of <X>?"); no rewrite call in
-#   round 1. MuSiQue only: HotpotQA has no sub-questions, so there is no honest ideal rewrite, and its questions
-#   run the rewrite as the full method;
+# - *oracle seeds*: in every round `E_q` is the entities the gold sub-questions name, matched to the entities of `G_q`
+#   by the profile's eq. 5 rule; no NER call;
+# - *oracle rewrite*: round 1's rewrite is the **ideal rewrite**, the last sub-question with every `#k` replaced by hop
+#   k's gold answer; no rewrite call in round 1. MuSiQue only: HotpotQA has no sub-questions, so there is no honest
+#   ideal rewrite, and its questions run the rewrite as the full method;
 # - *oracle next hop*: the gold next-hop passages (the passage of the hop after the bridge; for a HotpotQA bridge
 #   question the bridge's own paragraph) are put first in the passages the reflection and the reader read;
 # - *oracle context*: the shared reader answers from the gold passages alone, one call: the reader's ceiling;
 # - cumulative: seeds, then + rewrite, then + next hop: the waterfall from the full method towards the ceiling.
 #
-# Where an oracle has no gold to give (no sub-questions, no gold bridge), the question runs that step as the full
-# method, its trace says why (`oracle.not_applied`); *oracle applied* counts the questions every step of the
-# variant applied to, and *gold given: <step>* each step's own. A step with gold on no question of a dataset (the
-# ideal rewrite on HotpotQA) leaves its rows the full method's: the waterfall skips it and the sentence says so. Two
-# repairs of the weakest step are **ours**, shown apart: the *bridge rewrite* (the LLM first names the entity of
-# `G_Ans` that answers the hop the question depends on, then substitutes it; prompt `kgir_bridge_rewrite`; a reply
-# without a question is counted as malformed and keeps the query) and *all of D'_t* (the reflection reads the top
-# of `D'_t`, new or not).
+# `kgir_lib/kgir/study.py` says exactly which gold each oracle uses and where it has none. Where an oracle has no gold
+# to give, the question runs that step as the full method and its trace says why (`oracle.not_applied`); *oracle
+# applied* counts the questions every step of the variant applied to, and *gold given: <step>* each step's own. A step
+# with gold on no question of a dataset (the ideal rewrite on HotpotQA) leaves its rows the full method's: the
+# waterfall skips it and the sentence says so. The two repairs are **ours**: the *bridge rewrite* (the LLM first names
+# the entity of `G_Ans` that answers the hop the question depends on, then substitutes it; prompt
+# `kgir_bridge_rewrite`) and *all of D'_t* (the reflection reads the top of `D'_t`, new or not).
 #
-# **The table** (`04_step_attribution`): each variant's EM, F1 and R@5 on the questions the full method answered,
-# the full method's on the same questions and the difference, the exact paired test against the full method
-# (McNemar for EM, sign-flip for F1 and R@5), Holm-adjusted within each dataset's family (every variant by every
-# metric, declared in `kgir_lib/eval/mechanism/step_attribution.py` before the run: 23 tests; a profile that runs
-# fewer variants counts each test it did not make as p = 1, so a narrower run never gets a smaller correction), the
-# minimum detectable EM difference, the funnel steps each variant passes and how many bridge questions had the next hop in the final
-# answer's context. The oracle context retrieves nothing, so it has no recall. **The figure** (`04_headroom`) is
-# the waterfall; the paper's own KGIR-RAG EM would be a line on it, but the paper prints it only in its Tables
-# 4–5, which are not available as text, so none is drawn. The variants are the profile's `attribution_methods`
-# (every one unless the profile narrows the list), on the run's datasets its `attribution_datasets` names (every
-# dataset unless narrowed).
+# **The table** (`04_step_attribution`): each variant's EM, F1 and R@5 on the questions the full method answered, the
+# full method's on the same questions and the difference, the exact paired test against the full method (McNemar for
+# EM, sign-flip for F1 and R@5), Holm-adjusted within each dataset's family (every variant by every metric, declared in
+# `kgir_lib/eval/mechanism/step_attribution.py` before the run: 23 tests; a profile that runs fewer variants counts
+# each test it did not make as p = 1), the **minimum detectable effect** (MDE: the smallest EM difference these
+# questions could detect with 80 % power at the family's first Holm level, from the row's own discordance), the funnel
+# steps each variant passes and how many bridge questions had the next hop in the final answer's context. The oracle
+# context retrieves nothing, so it has no recall. The paper's own KGIR-RAG EM would be a line on the figure, but the
+# paper prints it only in its Tables 4-5, which are not available as text, so none is drawn.
 
 # %%
-from kgir_lib.eval.mechanism import step_attribution as attribution
-from kgir_lib.registry import LABELS, STUDY_METHODS, check_method_keys
-
-study_keys = list(STUDY_METHODS if cfg.attribution_methods is None else cfg.attribution_methods)
-check_method_keys(study_keys, "attribution_methods", STUDY_METHODS)
-attr_datasets = cfg.attribution_scope
-left_out = [d for d in cfg.attribution_datasets or [] if d not in results]
-print("study variants:", "; ".join(LABELS[k] for k in study_keys) or "none (attribution_methods: [])",
-      "| datasets:", ", ".join(attr_datasets) or "none of this run's",
-      f"(attribution_datasets names {', '.join(left_out)}, not in this run)" if left_out else "")
-for name in progress(attr_datasets, desc="study variants"):
-    for key in study_keys:
-        ev.run_method(results[name]["ws"], build_method(key), results[name]["questions"], resume=resume)
-attr = mechanism_tables(cfg.run_dir, list(results), data_dir=cfg.data_path,
-                        context_passages=cfg.context_passages)["step_attribution"]
 if len(attr):
     show(attr.drop(columns=["key"]).set_index(["dataset", "method"]),
          "step attribution: each study variant against the full method", notes=attribution.COLUMN_NOTES)
@@ -392,21 +434,11 @@ if len(attr):
                       "ours) against the full method on the same questions; exact paired tests (McNemar EM, sign-flip "
                       "F1 and R@5), Holm within each dataset's declared family; funnel steps passed (any round). "
                       + report.model_note(cfg, short=True))
-    fig = attribution.plot_headroom(attr)
-    report.save_figure(fig, cfg, "04_headroom")
-    display(fig)
-    plt.close(fig)
-    display(Markdown("\n".join(f"- {attribution.headroom_sentence(attr, d)}" for d in attr["dataset"].unique())))
+else:
+    print("No study variant ran (attribution_methods or attribution_datasets leave none).")
 
 # %% [markdown]
-# **Reading.** The sentence above gives, per dataset, the full method's EM, what each cumulative oracle adds, the
-# ceiling of the shared reader over the gold passages, and our two repairs with their adjusted p. A step whose
-# oracle adds little is not where this model's accuracy is lost, whatever the funnel's count at that step; the
-# gap between the last cumulative oracle and the ceiling is what the steps after the next hop (the reflection's
-# stop, the reader's context) leave on the table.
-
-# %% [markdown]
-# ## 4. Per question
+# ### Per question
 #
 # Answer, gold answer, scores, rounds and who answered, for every question.
 
@@ -420,11 +452,11 @@ per_q_path = report.save_table(per_q[cols].set_index(["dataset", "qid"]).round(2
 show(per_q[cols], "KGIR-RAG per question", max_cols=8, full=per_q_path)
 
 # %% [markdown]
-# ## 5. A few traces, round by round
+# ### A few traces, round by round
 #
-# Each round: the query, the first retrieved passages (★ = gold), the NER reply and the entities used, the
-# sizes of `G_q` / `G_tmp` / `G_Ans`, the heaviest `G_Ans` triples, the rewrite, the new passages, and the
-# reflection's reasoning and verdict. Shown: questions that took more than one round first.
+# Each round: the query, the first retrieved passages (★ = gold), the NER reply and the entities used, the sizes of
+# `G_q` / `G_tmp` / `G_Ans`, the heaviest `G_Ans` triples, the rewrite, the new passages, and the reflection's
+# reasoning and verdict. Shown: questions that took more than one round first.
 
 # %%
 shown = 0
@@ -435,16 +467,3 @@ for name, r in results.items():
             break
         display(Markdown(f"#### [{name}]\n" + render_trace(r["outputs"][j].trace, r["ws"].dataset.corpus)))
         shown += 1
-
-# %% [markdown]
-# ## What to take from this notebook
-#
-# * The loop's mechanics (rounds, batching, forced answers, traces) work on every dataset; how far the numbers
-#   speak for KGIR-RAG depends on the model named above (the usable-output table says how often each stage's
-#   reply could be used as intended). Notebook 05 compares every method with the same LLM; notebook 06 runs
-#   the Table 7 ablations (`KGIRRAG(variant=...)`).
-# * *Recall*: the final ranked list is the passages behind `G_Ans` (by their best edge weight), then the
-#   retrievals with the rewritten questions `D'_1 .. D'_T` interleaved by round, then `D_1` — so a rewrite that
-#   finds a new gold passage raises Recall@5 (`kgir_lib.kgir.state.ranked_list`).
-# * *Headroom*: §3b's oracles measure what each step of the chain is worth to this model, and the oracle context
-#   what its shared reader can do with the gold passages; the two repairs there are ours, beside the paper's method.

@@ -1,13 +1,13 @@
 # %% [markdown]
-# # 05 — Every compared method, side by side (KGIR-RAG §3.3, Tables 4–6)
+# # 05 — Every compared method, side by side (KGIR-RAG §3.3, Tables 4-6)
 #
-# **Does KGIR-RAG beat the methods it is compared with here, and how sure can we be?** Section 1 answers first:
-# every method of the run ranked by EM and F1 on each dataset, with the paper's claim about each method and the
-# verdict this run's exact tests give it (**supports**, **contradicts** or **cannot tell**; the same claims table
-# the README shows). The rest builds the paper's tables from the same runs: Tables 4/5 (EM, F1), Table 6
-# (Recall@2/5), the cost of each method and graph, confidence intervals, the claims in detail, and LightRAG's index.
-# Every method runs with **one LLM, one index and one LLM cache** on **one fixed question sample**; published
-# numbers sit in separate, labelled column groups, never in ours.
+# **Does KGIR-RAG beat the methods it is compared with here, and how sure can we be?** Every method runs with **one
+# LLM, one index and one LLM cache** on **one fixed question sample** and answers through one shared reader, so the
+# comparison is about which passages each method finds. This notebook answers first: every method ranked, with the
+# paper's claim about it and this run's verdict; then how large the differences are; then the paper's claims at a
+# glance. Tables 4-6 with the published numbers beside ours, the cost of each method, and every test are under the
+# last heading, *Audit: every number behind this notebook*; published numbers only ever sit in their own, labelled
+# columns.
 
 # %% tags=["parameters"]
 profile = None              # None: $KGIR_PROFILE, else "sample"
@@ -32,7 +32,7 @@ from kgir_lib.eval.bootstrap import bootstrap_table
 from kgir_lib.eval.mechanism import funnel
 from kgir_lib.eval.mechanism.tables import empty_note, mechanism_tables
 from kgir_lib.notebook import narrative, viz
-from kgir_lib.notebook.display import show
+from kgir_lib.notebook.display import show, show_figure
 from kgir_lib.notebook.opening import open_notebook
 from kgir_lib.registry import DEFAULT_METHODS, LABELS, method_label
 
@@ -47,13 +47,21 @@ print(f"methods ({len(method_keys)}): {[method_label(k, cfg) if k in LABELS else
 # ## 1. The answer first: every method ranked, and the paper's claims read by exact tests
 #
 # `kgir_lib.eval.evaluate.run_suite` runs every method of the profile (`eval_methods`, printed above) on the same
-# questions of every dataset, or reads back an identical earlier run's traces. The table ranks the methods by EM
-# (ties by F1) per dataset, best first on average. Beside each method: the paper's claim about it (KGIR-RAG
-# ahead of IRCoT, KG²RAG and HippoRAG 2; each Table 7 ablation behind the full method) and this run's verdict,
-# from exact paired tests with Holm's correction inside each claim (section 6 says how; the README's claims
-# table is the same table). The sentence above the table says it in words: where KGIR-RAG ranks, how many tests
-# support, contradict or cannot tell, and how large a difference these questions could detect at all (with a few
-# questions a dataset, "cannot tell" is the common verdict).
+# questions of every dataset, or reads back an identical earlier run's traces. The table ranks the methods by EM (ties
+# by F1) per dataset, best first on average. Beside each method: the paper's claim about it (KGIR-RAG ahead of IRCoT,
+# KG²RAG and HippoRAG 2; each Table 7 ablation behind the full method) and this run's verdict. How a verdict is
+# reached, in three terms used throughout:
+#
+# * **exact paired tests**: KGIR-RAG minus the other method on the same questions; for EM the McNemar test (only the
+#   questions one method gets right and the other wrong count: *b*, those only KGIR-RAG got right, against *c*, those
+#   only the other did), for F1 and recall the sign-flip permutation test;
+# * **Holm's correction** inside each claim's family (its datasets, its metrics and the pooled rows, declared in code
+#   before the run): **supports** / **contradicts** when the adjusted p is below 0.05 with KGIR-RAG ahead / behind,
+#   **cannot tell** otherwise;
+# * the **MDE** (minimum detectable effect): the smallest difference this many questions could detect with 80 % power
+#   at the family's first Holm level, for EM from the run's own share of discordant questions; **MDE ∞** means no
+#   difference of that discordance could reach significance at all. With a few questions a dataset, "cannot tell" is
+#   the common verdict, and no evidence against the paper.
 
 # %%
 suite = ev.run_suite(cfg, llm, cfg.datasets, method_keys, resume=resume)
@@ -78,7 +86,59 @@ show(board, "every method ranked by EM, then F1, per dataset; the paper's claims
      max_cols=12, wrap=60, max_rows=len(board))
 
 # %% [markdown]
-# ## The methods, and how the runs are made
+# ## 2. How large are the differences?
+#
+# KGIR-RAG minus each other method in F1, pooled over the datasets, with its **paired bootstrap** 95 % interval: the
+# per-question differences resampled with replacement (`n_boot` times; `kgir_lib.eval.bootstrap.paired_bootstrap`).
+# The interval is the *size* of a difference, not a verdict: the verdicts are the exact tests' of section 1. The audit
+# has every metric and dataset.
+
+# %%
+bt = bootstrap_table(suite.scores, reference=reference, metrics=("EM", "F1", "R@2", "R@5"), n_boot=n_boot,
+                        seed=0)
+if bt.empty:
+    print(f"no bootstrap: {reference!r} was not run")
+else:
+    bt_path = report.save_table(bt.set_index(["dataset", "baseline", "metric"]), cfg, "05_bootstrap_ci",
+                                f"{reference} minus each method, paired bootstrap 95 % CI ({n_boot} resamples). "
+                                f"{caption_ours}")
+    pooled = "all" if "all" in set(bt["dataset"]) else bt["dataset"].iloc[0]
+    show_figure(viz.plot_bootstrap(bt, "F1", pooled, reference), cfg, "05_bootstrap_f1")
+
+# %% [markdown]
+# ## 3. The paper's claims at a glance
+#
+# KGIR-RAG claims that its rewrite raises Recall@k (§3.3.3), that the evidence subgraph, the reflection and the
+# rewrite each add accuracy (§3.4, Table 7), and that it answers multi-hop questions better than IRCoT, KG²RAG and
+# HippoRAG 2 (§3.3.2). Each claim is KGIR-RAG minus one method (`kgir_lib.eval.claims`), read by the tests of section
+# 1; Table 7's published drops (MuSiQue, Qwen2.5-72B) stand beside our MuSiQue rows only. The table is the README's.
+
+# %%
+print(f"At a glance (the README's table): KGIR-RAG minus the other, (Holm-adjusted p; MDE at "
+      f"{cl.table_mde_condition(claims)}), and a verdict where the test decides one")
+display(Markdown(cl.claims_headline(claims)))
+
+# %% [markdown]
+# ## What to take from this notebook
+#
+# * The verdict column of section 1 is the run's answer: a claim this run **supports** or **contradicts** passed an
+#   exact test after Holm's correction; every other reads **cannot tell**, and the MDE says how large a difference
+#   would have been needed.
+# * The intervals of section 2 are the sizes of the differences with their uncertainty; an interval across 0 and a
+#   "cannot tell" say the same thing in two ways.
+# * The reading is this run's, by its model (printed at the top): a small model's verdict on a small sample is not
+#   the paper's. Notebook 04 shows where KGIR-RAG's chain breaks with this model; notebook 06 runs the ablations.
+
+# %% [markdown]
+# ## Audit: every number behind this notebook
+#
+# Everything below backs the answer above; each subsection stands on its own (a later table is a new subsection at
+# the end). The saved tables are in `results/<profile>/tables/05_*` (the claims `05_claims`, Tables 4/5
+# `05_table4_5_qa_<model>`, Table 6 `05_table6_recall`, the intervals `05_bootstrap_ci`, the cost tables, the rewrite's
+# retrieval and LightRAG's index), the figures in `figures/<profile>/05_*`.
+
+# %% [markdown]
+# ### The methods, and how the runs are made
 #
 # **The methods** (KGIR-RAG §3.3.1; one module each under `kgir_lib/baselines/`, KGIR-RAG's under
 # `kgir_lib/kgir/`; one interface, `kgir_lib/methods/base.py`: questions in;
@@ -98,7 +158,7 @@ show(board, "every method ranked by EM, then F1, per dataset; the paper's claims
 # | KG (peer system) | LightRAG (hybrid; *naive* as a check against Naive RAG) | `lightrag_method.py` | the `lightrag-hku` package's own retrieval (question keywords → entity and relationship vectors → their chunks) over its index of the graph pool (`lightrag_index`: the suite's triples, or its own extraction); **its context is read by the shared reader**, not by its answer prompt |
 #
 # Not run: KAG, GraphRAG and RAPTOR are whole external systems (KGIR-RAG §3.3.1); their published numbers appear
-# as published-only rows. LightRAG runs as a method (§8 shows its index and what it cost).
+# as published-only rows. LightRAG runs as a method (its index and what it cost: the last subsection).
 #
 # **One reader, one ranked-list rule.** Every method answers through the same reader prompt
 # (`kgir_lib/methods/reader.py`) with the first `context_passages` passages of its context, each cut to
@@ -117,11 +177,11 @@ show(board, "every method ranked by EM, then F1, per dataset; the paper's claims
 # instead of run again; every LLM call is cached in any case, so a rerun costs little. Graph methods extract
 # the triples of passages they retrieve that are not in the graph yet (on demand, `Workspace.kg_for`). Each run
 # starts from notebook 01's graph and adds only its own passages (`Workspace.method_view`), so the order of the
-# methods changes nothing. That LLM work is **indexing cost** (stage `extract`), reported per graph in §4, not
-# charged to the question that triggered it.
+# methods changes nothing. That LLM work is **indexing cost** (stage `extract`), reported per graph in the cost
+# subsection, not charged to the question that triggered it.
 
 # %% [markdown]
-# ## 2. Tables 4 / 5 — EM and F1 (paper §3.3.2)
+# ### Tables 4 / 5: EM and F1 (paper §3.3.2)
 #
 # EM and F1 with SQuAD normalisation, the maximum over the gold answer and its aliases, ×100 (paper §3.3.2-3.3.3).
 # The paper has one table per reader LLM: **Table 4** (Qwen2.5-72B) and **Table 5** (Llama-3-8B). This run
@@ -142,7 +202,9 @@ qa_path = report.save_table(report.flat_columns(qa), cfg, qa_name,
 show(qa, max_cols=8, max_rows=len(qa), full=qa_path)
 
 # %% [markdown]
-# **Answer form: where EM and F1 part ways.** An answer that holds the gold answer plus more words scores F1 > 0
+# ### Answer form: where EM and F1 part ways
+#
+# An answer that holds the gold answer plus more words scores F1 > 0
 # and EM = 0 ("partial credit"). The shared short-answer reader words every method's answer, KGIR-RAG's
 # included, unless `cfg.kgir_answer_source` hands it to the reflection's `Answer:` line (Fig. 5); the reflection
 # itself only decides when to stop (§2.4). So differences in answer length and partial credit come from the
@@ -157,7 +219,7 @@ form_path = report.save_table(form, cfg, "05_answer_form",
 show(form, full=form_path)
 
 # %% [markdown]
-# ## 3. Table 6 — Recall@2 and Recall@5 (paper §3.3.3)
+# ### Table 6: Recall@2 and Recall@5 (paper §3.3.3)
 #
 # HippoRAG's passage recall on each method's final ranked list (the rule above). Published beside ours:
 # HippoRAG 2's recall (BM25, Contriever, NV-Embed-v2, HippoRAG 2), KAG's, and KGIR-RAG's — **derived**, not
@@ -173,7 +235,7 @@ recall_path = report.save_table(report.flat_columns(recall), cfg, "05_table6_rec
 show(recall, max_cols=8, max_rows=len(recall), full=recall_path)
 
 # %% [markdown]
-# ## 4. Cost: LLM calls, tokens and seconds per question; indexing cost of each graph
+# ### Cost: LLM calls, tokens and seconds per question; indexing cost of each graph
 #
 # Per method, averaged over every question of every dataset: LLM calls, prompt and completion tokens
 # (cache hits included: they are what the method costs), **LLM seconds** — backend time of each call when it
@@ -203,59 +265,34 @@ report.save_table(report.flat_columns(pub_index), cfg, "05_indexing_cost_publish
                   "Published indexing cost, MuSiQue (HippoRAG 2 paper), millions of tokens; not our measurement.")
 
 # %%
-fig = viz.plot_f1_vs_tokens(cost, f"F1 vs tokens per question ({cfg.llm_model}, n={n_label} a dataset)")
-report.save_figure(fig, cfg, "05_f1_vs_tokens")
-plt.show()
+show_figure(viz.plot_f1_vs_tokens(cost, f"F1 vs tokens per question ({cfg.llm_model}, n={n_label} a dataset)"), cfg,
+            "05_f1_vs_tokens")
 
 # %% [markdown]
-# ## 5. Which differences can this sample support? Paired bootstrap
+# ### Paired bootstrap intervals, every method and metric
 #
-# For KGIR-RAG and each other method, the per-question difference of EM, F1 (Tables 4/5) and Recall@2/5
-# (Table 6; a method without retrieval has none) is resampled over questions with replacement (`n_boot` times,
-# seed 0); the 95 % interval is the 2.5 and 97.5 percentiles of the
-# resampled mean differences (`kgir_lib.eval.bootstrap.paired_bootstrap`). Pairing by question removes the variation
-# between questions that both methods share. The interval is the size of a difference, not a verdict: the
-# verdicts are the exact tests' of section 6 (the saved table keeps whether the interval excludes 0, which is
-# not shown here). Rows `all` pool the datasets (resampling (dataset, question) pairs); the figure shows F1.
+# For KGIR-RAG and each other method, the per-question difference of EM, F1 (Tables 4/5) and Recall@2/5 (Table 6; a
+# method without retrieval has none) is resampled over questions with replacement (`n_boot` times, seed 0); the 95 %
+# interval is the 2.5 and 97.5 percentiles of the resampled mean differences. Pairing by question removes the
+# variation between questions that both methods share. The interval is the size of a difference, not a verdict (the
+# saved table keeps whether it excludes 0, which is not shown here). Rows `all` pool the datasets (resampling
+# (dataset, question) pairs).
 
 # %%
-bt = bootstrap_table(suite.scores, reference=reference, metrics=("EM", "F1", "R@2", "R@5"), n_boot=n_boot,
-                        seed=0)
-if bt.empty:
-    print(f"no bootstrap: {reference!r} was not run")
-else:
-    bt_path = report.save_table(bt.set_index(["dataset", "baseline", "metric"]), cfg, "05_bootstrap_ci",
-                                f"{reference} minus each method, paired bootstrap 95 % CI ({n_boot} resamples). "
-                                f"{caption_ours}")
+if not bt.empty:
     show(bt.drop(columns=["supported"]).set_index(["dataset", "baseline", "metric"]),
          f"{reference} minus each method: mean difference and 95 % interval", digits=2, full=bt_path)
-    pooled = "all" if "all" in set(bt["dataset"]) else bt["dataset"].iloc[0]
-    fig = viz.plot_bootstrap(bt, "F1", pooled, reference)
-    report.save_figure(fig, cfg, "05_bootstrap_f1")
-    plt.show()
 
 # %% [markdown]
-# ## 6. The paper's claims, read off this run
+# ### Every test of the claims
 #
-# KGIR-RAG claims that its rewrite raises Recall@k (§3.3.3), that the evidence subgraph, the reflection and the
-# rewrite each add accuracy (§3.4, Table 7), and that it answers multi-hop questions better than IRCoT, KG²RAG
-# and HippoRAG 2 (§3.3.2). Each claim is KGIR-RAG minus one method on the same questions (`kgir_lib.eval.claims`):
-#
-# * **the test decides**: exact paired tests — McNemar for EM (only the questions one method gets right and the
-#   other wrong count), the sign-flip permutation test for F1 and recall;
-# * **families declared in code before the run**: each paper claim is one family (its datasets, its metrics and
-#   the pooled `all` rows); Holm's adjustment inside each family keeps the chance of any false verdict within a
-#   claim at 5 %. **supports** / **contradicts**: adjusted p below 0.05 with KGIR-RAG ahead / behind;
-#   **cannot tell** otherwise;
-# * the **effect size** is KGIR-RAG minus the other with its paired bootstrap 95 % interval (section 5);
-# * **MDE**: the smallest difference this many questions detects with 80 % power at the family's first Holm
-#   level (α divided by the family's number of tests; the column header says both) — for EM by the exact
-#   McNemar test from the run's own share of discordant questions. Beside Table 7's drop it says whether a
-#   run this size could see the published effect at all.
-#
-# Table 7's drops (MuSiQue, Qwen2.5-72B) stand beside our MuSiQue rows only (musique, musique_train), as
-# KGIR-RAG minus the variant; for the other claims the paper prints no numbers as text. The reading is this
-# run's, by its model: a small model's verdict on a small sample is not the paper's.
+# Each claim is one family (its datasets, its metrics and the pooled `all` rows, declared in `kgir_lib/eval/claims.py`
+# before the run); Holm's adjustment inside each family keeps the chance of any false verdict within a claim at 5 %.
+# The tests and the MDE are section 1's (the MDE's level is α divided by the family's number of tests; the column
+# header says both); the **effect size** is KGIR-RAG minus the other with its paired bootstrap 95 % interval (section
+# 2). Beside Table 7's drop, the MDE says whether a run this size could see the published effect at all. Table 7's
+# drops (MuSiQue, Qwen2.5-72B) stand beside our MuSiQue rows only (musique, musique_train), as KGIR-RAG minus the
+# variant; for the other claims the paper prints no numbers as text.
 #
 # The prompts were tuned on musique_train questions at positions 30–59 of the seeded shuffle
 # (`kgir_lib.data.tuning_questions`, `results/benchmarks/usable.md`). A sample that contains them (the `local`
@@ -263,9 +300,6 @@ else:
 # reading, never in its place.
 
 # %%
-print(f"At a glance (the README's table): KGIR-RAG minus the other, (Holm-adjusted p; MDE at "
-      f"{cl.table_mde_condition(claims)}), and a verdict where the test decides one")
-display(Markdown(cl.claims_headline(claims)))
 detail = ["reading"] + [c for c in claims.columns
                         if c not in {"claim", "dataset", "metric", "compared with", cl.REFERENCE, "other", "reading"}]
 show(claims.set_index(["claim", "dataset", "metric"])[detail], "every test of the claims, the verdict first",
@@ -323,7 +357,7 @@ if len(rules):
 # does before its reader answers: the two then differ only in the passages the shared reader is handed (the
 # passages of `D'_1` new to the round, against the top of `D'_1`), which the second table counts for every
 # Table 7 variant (notebook 06 saves it). Every method's answer, KGIR-RAG's included, is worded by the shared reader
-# (section 2's answer-form table).
+# (the answer-form table above).
 
 # %%
 weakest = funnel.weakest_step(mech["funnel"])
@@ -336,7 +370,7 @@ if len(mech["reader_context"]):
          "gold passages in each Table 7 variant's reader context, paired with the full method (notebook 06)")
 
 # %% [markdown]
-# ## 7. Choices and deviations, in one place
+# ### Choices and deviations, in one place
 #
 # * **Reader and context.** All methods answer with the one shared reader and the first `context_passages`
 #   passages of their context, each cut to `passage_chars` characters (this run's values are printed below;
@@ -369,14 +403,14 @@ if len(mech["reader_context"]):
 display(Markdown(f"In this run {narrative.reader_context(cfg)}."))
 
 # %% [markdown]
-# ## 8. LightRAG: its index beside the suite graph
+# ### LightRAG: its index beside the suite graph
 #
 # LightRAG indexes the graph methods' passage pool once per dataset (`kgir_lib.baselines.lightrag_index`, cached
 # under `results/<profile>/cache/lightrag/`). With `lightrag_index` = `suite_graph` it inserts the suite's own
 # triples as its custom knowledge graph and calls no LLM (its retrieval, not its extraction); with `native` its own
 # entity/relation extraction runs through this run's LLM (stages `lightrag_extract`, `lightrag_gleaning`,
 # `lightrag_summary`; `results/benchmarks/lightrag_indexing.md` measures it on this CPU). Its published indexing
-# tokens (HippoRAG 2 paper) are the LightRAG row of §4's published table, in their own columns.
+# tokens (HippoRAG 2 paper) are the LightRAG row of the cost subsection's published table, in their own columns.
 #
 # Its hybrid mode asks the run's LLM for the question's keywords (LightRAG's own prompt, JSON mode) and reads the
 # reply with LightRAG's own parser; the second table counts those replies by status, so a small model's parse

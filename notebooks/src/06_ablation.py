@@ -1,40 +1,19 @@
 # %% [markdown]
-# # 06 — Ablations, sensitivity and robustness (KGIR-RAG §3.4 Table 7; KG²RAG Tables 3-6, Fig. 5)
+# # 06 — Ablations: what each part of KGIR-RAG is worth here (KGIR-RAG §3.4, Table 7; KG²RAG's studies)
 #
-# Four studies, each saved as a table (`results/<profile>/tables/06_*.csv|md`) and a figure
-# (`figures/<profile>/06_*.png`):
+# The paper's Table 7 takes KGIR-RAG apart: without the evidence subgraph, without the reflection, without the
+# rewrite, and reports how much each loses (MuSiQue, Qwen2.5-72B). This notebook runs the same three variants on this
+# run's questions with its model and sets its changes beside the paper's, with their intervals; then, because a small
+# model's reflection rarely sends a question round again, it adds the forced-rounds run: what rounds 2 and 3 would have
+# added. KG²RAG's own ablations, sweeps and robustness study and KGIR-RAG's sensitivity to its knobs are under the last
+# heading, *Audit: every number behind this notebook*, with every table.
 #
-# 1. **KGIR-RAG ablations (paper Table 7).** The full method against
-#    - *w/o subgraph*: Rewrite and Reflection see the most similar passages instead of `G_Ans`;
-#      reflection and iteration stay;
-#    - *w/o reflection*: one rewrite from `G_Ans`, one retrieval with the rewritten question, answer;
-#    - *w/o rewrite*: answer directly from `G_Ans` of the first retrieval.
+# The variants of Table 7, each the full method with one part removed (`kgir_lib/kgir/loop.py`, `KGIRRAG(variant=...)`):
 #
-#    The paper reports, on MuSiQue with Qwen2.5-72B, drops of EM −4.2 / F1 −4.8 (w/o subgraph),
-#    −9.4 / −8.9 (w/o reflection) and −11.0 / −8.3 (w/o rewrite). They are shown beside ours in
-#    separate, labelled columns, on the MuSiQue rows only (`musique` and `musique_train`, MuSiQue's train split;
-#    the paper has no other dataset).
-# 2. **KG²RAG ablations** (report, Tables 3-4): *w/o expansion* (no BFS over the global graph: trees over
-#    the seed passages' triples only) and *w/o organisation* (no MST / DFS / tree ranking: the expanded
-#    passages ranked by similarity). The report states its findings in words (organisation filters
-#    noise; expansion is needed for answer quality), so there are no published numbers to put beside ours.
-# 3. **KG²RAG sensitivity and robustness** (report, Fig. 5, Tables 5-6): the number of seed passages `k`,
-#    the expansion depth `m`, and the graph with 5 % and 10 % of its triples dropped at random
-#    (`kgir_lib.eval.perturb.drop_triples`: exactly `round(fraction · n)` triples, seeded; several seeds,
-#    mean ± standard deviation).
-# 4. **KGIR-RAG's own knobs**: the maximum number of iterations, the retrieval top-k, and the
-#    matching threshold of eq. 5.
-#
-# **Budget (sample profile).** Sweeps multiply runs, and the embedded model takes seconds per call on
-# 2 CPU cores. So on `sample` the ablations (1-2) use the profile's questions (`n_questions`) of
-# `ablation_datasets` (printed below the parameters), while the sweeps and the robustness study (3-4) use a
-# nested subset of that sample (`study_n_questions`, at most `n_questions`) of `study_datasets`:
-# **musique_train**, the one dataset with a complete knowledge graph (published GPT-3.5 OpenIE of all
-# 1,890 passages). A complete graph matters here: KG²RAG expands over the global graph, and perturbing a
-# complete graph is the experiment the report describes (on MuSiQue/HotpotQA the sample profile extracts
-# only a bounded pool of passages). The `paper` profile runs the full grid on MuSiQue and HotpotQA, 1000
-# questions each.
-# Every question subset is nested in notebook 04/05's sample, so the default settings are cache hits.
+# - *w/o subgraph*: the rewrite and the reflection see the most similar passages instead of `G_Ans`; reflection and
+#   iteration stay;
+# - *w/o reflection*: one rewrite from `G_Ans`, one retrieval with the rewritten question, then the answer;
+# - *w/o rewrite*: the answer comes directly from `G_Ans` of the first retrieval.
 
 # %% tags=["parameters"]
 profile = None              # None: $KGIR_PROFILE, else "sample"
@@ -53,13 +32,14 @@ n_boot = None               # bootstrap resamples of the ablation intervals; Non
 # %%
 import matplotlib.pyplot as plt
 import pandas as pd
-from IPython.display import display
 
 from kgir_lib import report
 from kgir_lib.data import sample_questions
 from kgir_lib.eval import ablation
+from kgir_lib.eval.mechanism import calibration, forced_rounds
+from kgir_lib.eval.mechanism.tables import mechanism_tables
 from kgir_lib.notebook import viz
-from kgir_lib.notebook.display import show
+from kgir_lib.notebook.display import show, show_figure
 from kgir_lib.notebook.opening import open_notebook
 from kgir_lib.pipeline import workspace
 from kgir_lib.registry import build_method
@@ -101,14 +81,12 @@ print(f"ablations: {cfg.ablation_datasets}, {cfg.n_questions} questions each; "
 print("grid:", grid)
 
 # %% [markdown]
-# ## 1. KGIR-RAG ablations (paper Table 7)
+# ## 1. KGIR-RAG's ablations beside the paper's Table 7
 #
-# Our columns are computed on this run; `Δ… (ours)` is each variant minus the full method on the same
-# questions, with its paired bootstrap 95 % interval (`Δ… CI lo/hi`, resampling questions; an interval that
-# contains 0 cannot tell the variant from the full method). The paper's columns hold its reported drops
-# (MuSiQue, Qwen2.5-72B) and nothing else.
-# Recall@k is each variant's final ranked list (see `kgir_lib.kgir.loop`): without the subgraph it
-# has no `G_Ans` evidence to rank first.
+# Each bar is a variant's change against the full method on the same questions (`Δ… (ours)`), beside the paper's
+# reported drop (MuSiQue rows only: `musique` and `musique_train`, MuSiQue's train split; the paper has no other
+# dataset). The table gives each change with its paired bootstrap 95 % interval (resampling questions): an interval
+# that contains 0 cannot tell the variant from the full method.
 
 # %%
 kgir_per_q = pd.concat([ablation.variant_scores(ws_of(d), questions_of(d, cfg.n_questions), kgir_variant,
@@ -120,18 +98,19 @@ report.save_table(table7.set_index(["dataset", "variant"]), cfg, "06_kgir_ablati
                   "KGIR-RAG ablations (paper Table 7). Ours: this run, variant minus full with its paired "
                   f"bootstrap 95 % CI ({n_boot} resamples). Paper: KGIR-RAG Table 7, MuSiQue, Qwen2.5-72B "
                   "(drops only).")
-fig, axes = plt.subplots(len(cfg.ablation_datasets), 2, figsize=(10, 3.6 * len(cfg.ablation_datasets)),
+fig, axes = plt.subplots(len(cfg.ablation_datasets), 2, figsize=(9.5, 3.8 * len(cfg.ablation_datasets)),
                          squeeze=False)
-for row, d in zip(axes, cfg.ablation_datasets):
+for row, d in zip(axes, report.panel_order(cfg.ablation_datasets)):
     for ax, metric in zip(row, ("EM", "F1")):
         viz.plot_ablation(ax, table7, d, metric)
 fig.tight_layout()
-report.save_figure(fig, cfg, "06_kgir_ablation")
-plt.show()
-show(table7)
+show_figure(fig, cfg, "06_kgir_ablation")
+print(report.model_note(cfg, short=True))
+show(table7[[c for c in table7.columns if c.startswith(("dataset", "variant", "n", "ΔEM", "ΔF1"))]],
+     "Table 7 in this run: each variant minus the full method, with its interval, beside the paper's drop")
 
 # %% [markdown]
-# ### Forced rounds, beside Table 7
+# ## 2. Forced rounds, beside Table 7
 #
 # Table 7's *w/o reflection* asks what the reflection's decision to iterate is worth. A small model may stop
 # after round 1 on nearly every question, so the full method never iterates and that row cannot show it.
@@ -140,10 +119,11 @@ show(table7)
 # rounds is read off one run (notebook 04 runs it on the same questions; here its traces are read back).
 # EM and F1 after T rounds sit beside Table 7's rows, with McNemar against round 1; the oracle stop (the first
 # round whose answer is correct) bounds what a perfect reflection could add.
+#
+# *McNemar b / c* count the questions that change: right after round 1 but not after round T (b), and the other way
+# round (c); only those count in the exact test (*EM p vs round 1*).
 
 # %%
-from kgir_lib.eval.mechanism.tables import mechanism_tables
-
 for d in cfg.ablation_datasets:
     ablation.run_and_score(ws_of(d), questions_of(d, cfg.n_questions), build_method("kgir_forced"))
 mech = mechanism_tables(cfg.run_dir, cfg.ablation_datasets, data_dir=cfg.data_path,
@@ -152,12 +132,62 @@ forced = mech["forced_rounds"]
 if len(forced):
     show(forced.set_index(["dataset", "round"])[["n", "EM", "F1", "R@5 D'_t", "recall cumulative", "changed",
                                                  "EM better", "EM worse", "McNemar b", "McNemar c", "EM p vs round 1"]],
-         "KGIR-RAG with every round forced: the answer after T rounds")
+         "KGIR-RAG with every round forced: the answer after T rounds", notes=forced_rounds.COLUMN_NOTES)
     report.save_table(forced.set_index(["dataset", "round"]).round(3), cfg, "06_kgir_forced_rounds",
                       f"KGIR-RAG with every round forced ({cfg.max_iterations} rounds; the reader answers after each): "
                       "per round, EM/F1 of that round's answer, recall, answer changes, McNemar against round 1. "
                       + report.model_note(cfg, short=True))
-    show(mech["oracle_stop"].set_index("dataset"), "oracle stop against the reflection's own stop")
+
+# %% [markdown]
+# ## Reading these numbers
+#
+# - With a small CPU model (named in the first output) and this many questions, a change whose interval contains 0 is
+#   noise: the tables show that every switch of the method runs and how it changes what the reader is handed, not the
+#   paper's effect sizes. The paper-scale recipe (docs/operations.md) runs the same notebook on the `paper` profile,
+#   where Table 7's comparison is meaningful.
+# - When the reflection answers in round 1 on nearly every question, the full method and *w/o reflection* differ only
+#   in the passages the shared reader is handed; the audit counts them (what each variant's reader reads). The forced
+#   rounds of section 2 say what iterating would have added.
+# - KG²RAG's ranked list does not depend on the reader LLM, only on the graph and the encoder. On musique_train the
+#   graph is the published GPT-3.5 OpenIE, so the recall of its studies (audit) measures KG²RAG's retrieval on a real
+#   graph even on a small profile.
+
+# %% [markdown]
+# ## Audit: every number behind this notebook
+#
+# Everything below backs the story above; each subsection stands on its own (a later table, a KG²RAG variant's rows
+# among them, is a new subsection at the end). The saved tables are in `results/<profile>/tables/06_*` (Table 7
+# `06_kgir_ablation`, the forced rounds `06_kgir_forced_rounds`, the reader contexts `06_kgir_reader_context`, KG²RAG's
+# `06_kg2rag_*`, the sensitivity `06_kgir_sensitivity`), the figures in `figures/<profile>/06_*`.
+#
+# **Budget.** Sweeps multiply runs, and a small embedded model takes seconds per call on 2 CPU cores. So the ablations
+# use the profile's questions (`n_questions`) of `ablation_datasets` (printed at the top), while the sweeps and the
+# robustness study use a nested subset of that sample (`study_n_questions`, at most `n_questions`) of `study_datasets`:
+# **musique_train**, the one dataset with a complete knowledge graph (published GPT-3.5 OpenIE of all 1,890 passages).
+# A complete graph matters here: KG²RAG expands over the global graph, and perturbing a complete graph is the
+# experiment its report describes (on MuSiQue/HotpotQA a small profile extracts only a bounded pool of passages). The
+# `paper` profile runs the full grid on MuSiQue and HotpotQA, 1000 questions each. Every question subset is nested in
+# notebook 04/05's sample, so the default settings are cache hits.
+#
+# ### Table 7 in full
+#
+# Our columns are computed on this run (EM, F1, Recall@2/5 of each variant's final ranked list; without the subgraph it
+# has no `G_Ans` evidence to rank first); `Δ… (ours)` is each variant minus the full method with its paired bootstrap
+# 95 % interval (`Δ… CI lo/hi`). The paper's columns hold its reported drops (MuSiQue, Qwen2.5-72B) and nothing else.
+
+# %%
+show(table7)
+
+# %% [markdown]
+# ### The oracle stop
+#
+# The first round whose answer is correct in the forced run, against the reflection's own stop: what a perfect
+# stopping rule could add.
+
+# %%
+if len(forced):
+    show(mech["oracle_stop"].set_index("dataset"), "oracle stop against the reflection's own stop",
+         notes=calibration.COLUMN_NOTES)
 
 # %% [markdown]
 # ### What each variant's reader reads
@@ -180,7 +210,7 @@ if len(reader_ctx):
     show(reader_ctx.set_index(["dataset", "method"]), "gold passages in each variant's reader context")
 
 # %% [markdown]
-# ## 2. KG²RAG ablations (report Tables 3-4)
+# ### KG²RAG's ablations (report Tables 3-4)
 #
 # With the shared reader showing the first `context_passages` passages, *w/o organisation* hands the
 # reader the seed passages in similarity order (Naive RAG's context), so it differs from the full
@@ -196,19 +226,18 @@ kg2_table = ablation.ablation_table(kg2_variants, labels=ablation.KG2RAG_VARIANT
 report.save_table(kg2_table.set_index(["dataset", "variant"]), cfg, "06_kg2rag_ablation",
                   f"KG²RAG ablations (report Tables 3-4; the report gives no numbers for these on MuSiQue/HotpotQA). "
                   f"Variant minus full with its paired bootstrap 95 % CI ({n_boot} resamples).")
-fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+fig, axes = plt.subplots(2, 2, figsize=(11, 8))
 for i, (ax, metric) in enumerate(zip(axes.flat, ("EM", "F1", "R@2", "R@5"))):
     viz.plot_variant_scores(ax, kg2_table, metric, legend=i == 0)
 fig.suptitle(f"KG²RAG and its ablations, {cfg.n_questions} questions a dataset", fontsize=12)
 fig.tight_layout()
-report.save_figure(fig, cfg, "06_kg2rag_ablation")
-plt.show()
+show_figure(fig, cfg, "06_kg2rag_ablation")
 show(kg2_table)
 
 # %% [markdown]
-# ## 3. KG²RAG sensitivity to `k` and `m` (report Fig. 5, Table 5)
+# ### KG²RAG's sensitivity to `k` and `m` (report Fig. 5, Table 5)
 #
-# **What these sweeps stand on.** Every point of §3-5 is the mean over the study questions (`study_n_questions`
+# **What these sweeps stand on.** Every point of the sweeps and the robustness study is the mean over the study questions (`study_n_questions`
 # of `study_datasets`, printed below): at n questions one question moves EM by 100 / n points, so on a small
 # profile most lines are flat or move in steps of one question, and a difference smaller than that step is no
 # difference. They show that the code paths run and how to read them; only the paper profile's sizes can
@@ -239,13 +268,12 @@ fig, axes = plt.subplots(2, 1, figsize=(9, 8))
 viz.plot_sweep(axes[0], kg2_k, ("EM", "F1", "R@5"), "KG²RAG: seed passages k", n_questions=n_study)
 viz.plot_sweep(axes[1], kg2_m, ("EM", "F1", "R@5"), "KG²RAG: expansion hops m", n_questions=n_study)
 fig.tight_layout()
-report.save_figure(fig, cfg, "06_kg2rag_sensitivity")
-plt.show()
+show_figure(fig, cfg, "06_kg2rag_sensitivity")
 show(kg2_k)
 show(kg2_m)
 
 # %% [markdown]
-# ## 4. KG²RAG robustness: triples dropped at random (report Table 6)
+# ### KG²RAG's robustness: triples dropped at random (report Table 6)
 #
 # For each fraction and seed, `drop_triples` removes exactly `round(fraction · n)` triples of the graph
 # (seeded), and KG²RAG runs on the perturbed graph; fraction 0 is the unperturbed run. The whole graph
@@ -264,12 +292,11 @@ fig, ax = plt.subplots(figsize=(8, 4.5))
 viz.plot_robustness(ax, robust, ("EM", "F1", "R@5"), "KG²RAG: triples dropped at random", runs=robust_runs,
                     n_questions=n_study)
 fig.tight_layout()
-report.save_figure(fig, cfg, "06_kg2rag_robustness")
-plt.show()
+show_figure(fig, cfg, "06_kg2rag_robustness")
 show(robust)
 
 # %% [markdown]
-# ## 5. KGIR-RAG's own knobs: iterations, top-k, the eq. 5 matching threshold
+# ### KGIR-RAG's own knobs: iterations, top-k, the eq. 5 matching threshold
 #
 # `max_iterations` bounds the rewrite/reflection loop (in the last round reflection must answer);
 # `top_k` is the size of `D_q` (eq. 2) and so of `G_q`; the matching threshold θ decides which graph
@@ -291,23 +318,14 @@ for ax, p in zip(axes[:, 0], params):
     viz.plot_sweep(ax, kgir_sens[kgir_sens.param == p], ("EM", "F1", "R@5"), f"KGIR-RAG: {p}",
                    n_questions=n_study)
 fig.tight_layout()
-report.save_figure(fig, cfg, "06_kgir_sensitivity")
-plt.show()
+show_figure(fig, cfg, "06_kgir_sensitivity")
 show(kgir_sens)
 
 # %% [markdown]
-# ## Reading these numbers
+# ### LLM usage of this notebook
 #
-# - With a small CPU model (named in the first output) and a handful of questions the differences between
-#   variants are mostly noise:
-#   the tables show that every switch of the method runs and how it changes cost and retrieval, not
-#   the paper's effect sizes. The paper-scale recipe (docs/operations.md) runs the same notebook on the `paper`
-#   profile, where Table 7's comparison is meaningful.
-# - KG²RAG's ranked list does not depend on the reader LLM, only on the graph and the encoder. On
-#   musique_train the graph is the published GPT-3.5 OpenIE, so the R@k columns of the `k`, `m` and
-#   robustness studies measure KG²RAG's retrieval on a real graph even on the sample profile.
-# - LLM cost of each setting is in the `calls` / `prompt_tokens` / `completion_tokens` columns (cache
-#   hits included: they are what the setting costs on a fresh run).
+# Calls and tokens of each setting are in the `calls` / `prompt_tokens` / `completion_tokens` columns of the tables
+# above (cache hits included: they are what the setting costs on a fresh run); by stage, for the whole notebook:
 
 # %%
 print(report.model_note(cfg, short=True))

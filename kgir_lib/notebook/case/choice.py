@@ -25,7 +25,8 @@ from ...kgir.rounds import trace_rounds
 from .bridges import bridge_features
 
 __all__ = ["CHAIN", "GOLD_CHAIN", "STEP_CLAUSES", "CaseChoice", "heuristic_chain", "gold_chain", "chain_table",
-           "choose_case", "chain_clause", "case_chain", "case_chain_note", "gold_bridge_names"]
+           "choose_case", "chain_clause", "case_chain", "case_chain_note", "gold_bridge_names", "INTERVENTIONS",
+           "Intervention", "find_intervention", "chain_marks"]
 
 CHAIN = ("bridge named by the rewrite", "next hop retrieved", "answered correctly")
 GOLD_CHAIN = ("gold bridge in G_Ans", "rewrite names it", "D'_t finds the next hop", "answer correct")
@@ -110,13 +111,14 @@ def _gold_moved_up(before: Sequence, after: Sequence, gold: set) -> bool:
     return any(p in gold and i < rank_before.get(p, len(before)) for i, (p, _) in enumerate(after))
 
 
-def chain_table(records: Sequence[dict], chain: ChainFn = heuristic_chain) -> pd.DataFrame:
-    """One row per full KGIR-RAG trace: the :data:`CHAIN` steps it took, ``reached`` (steps in a row from the
-    first), and the Fig. 6 features for reading it; furthest first, then by the Fig. 6 score."""
+def chain_table(records: Sequence[dict], chain: ChainFn = heuristic_chain, any_variant: bool = False) -> pd.DataFrame:
+    """One row per full KGIR-RAG trace (``any_variant``: per trace of whichever variant, a study variant's included):
+    the :data:`CHAIN` steps it took, ``reached`` (steps in a row from the first), and the Fig. 6 features for reading
+    it; furthest first, then by the Fig. 6 score."""
     rows, names = [], steps_of(chain)
     for rec in records:
         trace = rec.get("trace", rec)
-        if trace.get("variant", "full") != "full":
+        if not any_variant and trace.get("variant", "full") != "full":
             continue
         steps = [bool(s) for s in chain(rec)]
         reached = next((i for i, s in enumerate(steps) if not s), len(steps))
@@ -178,6 +180,56 @@ def choose_case(records: Sequence[dict], dataset: Optional[str] = None, qid: Opt
 
 
 WHOLE = "— (the whole chain)"  # case_chain's "breaks at" when every step is taken
+# Interventions that can complete a chain the model's own run does not, smallest first: more rounds (the
+# forced-rounds study variant: the reflection's stop overruled, no gold), then the gold of one step, then of several
+# (notebook 04's study variants, kgir_lib/kgir/study.py; their answers are in each profile's response log).
+INTERVENTIONS = ("kgir_forced", "kgir_oracle_seeds", "kgir_oracle_rewrite", "kgir_oracle_next_hop",
+                 "kgir_oracle_seeds_rewrite", "kgir_oracle_seeds_rewrite_next_hop")
+
+
+@dataclass
+class Intervention:
+    """The smallest intervention that completes the chain on some question: its registry key, the question, and how
+    far the model's own run went on it (steps of the chain in a row)."""
+
+    key: str
+    dataset: str
+    qid: str
+    natural_reached: int
+
+
+def find_intervention(run_dir, datasets: Sequence[str], chain: ChainFn, natural: pd.DataFrame,
+                      keys: Sequence[str] = INTERVENTIONS) -> Optional[Intervention]:
+    """The first of ``keys`` (smallest first, :data:`INTERVENTIONS`) whose run in ``run_dir`` completes ``chain`` on a
+    question of ``datasets``; of its complete questions, the one the model's own run (``natural``, a
+    :func:`chain_table`) went furthest on, then the first in that run's order. ``None`` when no intervention's traces
+    complete it (or none ran)."""
+    from ...eval.mechanism.tables import read_run
+
+    steps = steps_of(chain)
+    went = {(str(d), str(q)): int(r) for d, q, r in zip(natural["dataset"], natural["qid"], natural["reached"])}
+    for key in keys:
+        records = [{**r, "dataset": d} for (_, d), recs in read_run(run_dir, datasets, methods=(key,)).items()
+                   for r in recs]
+        table = chain_table(records, chain, any_variant=True)
+        full = table[table["reached"] == len(steps)]
+        if len(full):
+            best = max(zip(full["dataset"], full["qid"]), key=lambda dq: went.get((str(dq[0]), str(dq[1])), 0))
+            return Intervention(key, str(best[0]), str(best[1]), went.get((str(best[0]), str(best[1])), 0))
+    return None
+
+
+def chain_marks(chain: pd.DataFrame) -> pd.DataFrame:
+    """A :func:`case_chain` table as a reader sees it: each step ✓ or ✗, and a last column that says whether every step
+    holds in the round (the chain notebook 07 highlights) or where it breaks."""
+    from ...eval.mechanism.funnel import STEPS
+
+    out = chain.copy()
+    for step in STEPS[1:]:
+        if step in out:
+            out[step] = out[step].map(lambda v: "✓" if bool(v) else "✗")
+    out["the whole chain"] = chain["breaks at"].map(lambda b: "✓ every step holds" if b == WHOLE else f"breaks at {b}")
+    return out.drop(columns=["breaks at"])
 
 
 def case_chain(case, bridge: Optional[str] = None, next_hop_titles: Sequence[str] = ()) -> pd.DataFrame:

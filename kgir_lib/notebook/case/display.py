@@ -132,8 +132,10 @@ def show_reflections(case: CaseStudy) -> None:
                   f" question *{r.final.question}* → **{r.final.answer}**{mine}")
 
 
-def display_case(case: CaseStudy, draw: bool = True):
-    """Every stage of ``case`` in order; returns the bridge figure (``None`` when there is nothing to draw)."""
+def display_case(case: CaseStudy, draw: bool = True, cfg=None, name=None):
+    """Every stage of ``case`` in order. The bridge figure is shown as the suite stores figures
+    (:func:`kgir_lib.notebook.display.show_figure`), saved as ``figures/<profile>/<name>.png`` when ``cfg`` and
+    ``name`` are given; returns the figure (closed; ``None`` when there is nothing to draw)."""
     _show(f"### {case.question}", case.steps_frame())
     _show("#### Retrieval (eq. 2)")
     show_retrieval(case)
@@ -142,15 +144,13 @@ def display_case(case: CaseStudy, draw: bool = True):
     fig = None
     if draw:
         _show("#### G_Ans and the bridge (eq. 5-7, Fig. 6)")
-        import matplotlib.pyplot as plt
-
+        from ..display import show_figure
         from .bridge_viz import bridge_view
 
         _show(bridge_view(case).note)
         fig = draw_case(case)
         if fig is not None:
-            _show(fig)
-            plt.close(fig)  # shown once; still savable
+            show_figure(fig, cfg, name if cfg is not None else None)
     show_subgraphs(case)
     _show("#### Rewrites (eq. 8)")
     show_rewrites(case)
