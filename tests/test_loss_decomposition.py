@@ -164,3 +164,21 @@ def test_decomposition_readers_are_checked(tmp_path):
     with pytest.raises(ValueError, match="parameter 'decomposition_readers': 'no-such-model' is not an embedded"):
         ld.reader_llms(dataclasses.replace(cfg, llm_backend="llamacpp", decomposition_readers=["no-such-model"]),
                        object())
+
+
+def test_the_figure_draws_each_readers_waterfall_with_a_legend():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    table = pd.concat([ld.decomposition_table({"small": scored(SMALL), "large": scored(LARGE)}, d)
+                       for d in ("mq", "hq")], ignore_index=True)
+    fig = ld.plot_decomposition(table)
+    ax = fig.axes[0]
+    assert len(ax.patches) == 2 * 6  # per reader: (a), four steps, (e)
+    assert [round(p.get_height(), 4) for p in ax.patches[:6]] == [16.6667, 16.6667, 0.0, 16.6667, 16.6667, 66.6667]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [
+        "(a) KGIR-RAG's own prompt", "a step's gain", "a step's loss", "(e) uncut gold passages"]
+    assert [a.get_title() for a in fig.axes] == ["mq (n = 6)", "hq (n = 6)"]
+    plt.close(fig)

@@ -317,3 +317,57 @@ def loss_decomposition(cfg, llm, runs: Mapping[str, tuple]) -> tuple:
             pd.concat(cuts, ignore_index=True) if cuts else pd.DataFrame(),
             pd.concat(answers, ignore_index=True).reindex(columns=columns) if answers else pd.DataFrame(columns=columns),
             left_out)
+
+
+# ---------------------------------------------------------------------------- the figure
+SHORT = {"as_run": "(a)\nown", "retrieval_fixed": "retrieval", "gold_with_triples": "distractors",
+         "gold_only": "triples", "gold_uncut": "cut"}
+
+
+def plot_decomposition(table: pd.DataFrame):
+    """A waterfall per dataset and reader: EM of KGIR-RAG's own prompt (a), each step's rise or fall (retrieval
+    fixed, distractor passages removed, triples removed, the cut lifted), the uncut gold passages (e) as an
+    outline; the readers side by side on the same prompts. Returns the figure."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    datasets = list(dict.fromkeys(table["dataset"]))
+    fig, axes = plt.subplots(1, max(len(datasets), 1), figsize=(6.5 * max(len(datasets), 1), 5.2), squeeze=False)
+    for ax, ds in zip(axes[0], datasets):
+        rows = table[table["dataset"] == ds]
+        ticks, labels, x = [], [], 0.0
+        for reader in dict.fromkeys(rows["reader"]):
+            mine = rows[rows["reader"] == reader].set_index("condition")
+            prev = float(mine.loc["as_run", "EM"])
+            ax.bar(x, prev, color="tab:blue")
+            ax.text(x, prev + 1, f"{prev:.0f}", ha="center", fontsize=12)
+            ax.text(x + 2.5, 0.97, reader.replace("-Instruct-Q4_K_M", "").replace("Qwen2.5-Coder-", "reader "),
+                    transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=12)
+            ticks.append(x)
+            labels.append(SHORT["as_run"])
+            for c in CONDITIONS[1:]:
+                x += 1
+                em = float(mine.loc[c, "EM"])
+                ax.bar(x, em - prev, bottom=prev, color="tab:green" if em >= prev else "tab:red")
+                if em == prev:
+                    ax.hlines(em, x - 0.4, x + 0.4, color="tab:green", lw=2)
+                ticks.append(x)
+                labels.append(SHORT[c])
+                prev = em
+            ax.bar(x + 1, prev, color="none", edgecolor="black", lw=1.2)
+            ax.text(x + 1, prev + 1, f"{prev:.0f}", ha="center", fontsize=12)
+            ticks.append(x + 1)
+            labels.append("(e)\nuncut")
+            x += 3
+        ax.set_xticks(ticks, labels=labels, fontsize=12, rotation=90)
+        ax.tick_params(axis="y", labelsize=12)
+        ax.set_ylabel("EM (×100)", fontsize=12)
+        ax.set_ylim(0, min(100.0, float(rows["EM"].max()) * 1.2 + 8))
+        ax.set_title(f"{ds} (n = {int(rows['n'].iloc[0])})", fontsize=13)
+    handles = [Patch(color="tab:blue", label="(a) KGIR-RAG's own prompt"), Patch(color="tab:green", label="a step's gain"),
+               Patch(color="tab:red", label="a step's loss"),
+               Patch(facecolor="none", edgecolor="black", label="(e) uncut gold passages")]
+    fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=12, frameon=False)
+    fig.suptitle("Where the answers are lost: the same prompts changed one thing at a time", fontsize=13)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return fig
