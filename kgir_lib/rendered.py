@@ -54,12 +54,18 @@ def _headroom(path: Path) -> list:
     return _per_dataset(headroom_sentence)(path)
 
 
+def _rounds(path: Path) -> list:
+    from .eval.mechanism.calibration import natural_rounds_sentence
+    return _per_dataset(natural_rounds_sentence)(path)
+
+
 # the functions a marker may name -> the block's lines from the table's path
 RENDERERS: dict = {
     "kgir_lib.eval.peer_agreement.crosscheck_sentence": _crosscheck,
     "kgir_lib.eval.claims.claims_headline": _claims,
     "kgir_lib.eval.mechanism.funnel.funnel_sentence": _funnel,
     "kgir_lib.eval.mechanism.step_attribution.headroom_sentence": _headroom,
+    "kgir_lib.eval.mechanism.calibration.natural_rounds_sentence": _rounds,
 }
 
 
