@@ -40,6 +40,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import nbformat
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -122,7 +124,6 @@ def chromium() -> str:
 def to_html(nb_path: Path, out: Path) -> Path:
     """``nb_path`` as nbconvert's ``lab`` HTML (code and outputs, as a reader's viewer shows them), with the
     measuring script injected before ``</body>``."""
-    import nbformat
     from nbconvert import HTMLExporter
 
     body, _ = HTMLExporter(template_name="lab").from_notebook_node(nbformat.read(nb_path, as_version=4))
@@ -188,7 +189,8 @@ def screens(m: dict) -> dict:
     shrunk = [f for f in m["figures"] if f["drawn"] and f["shown"] < f["drawn"]]
     return {"core screens": math.ceil(core / m["height"]), "page screens": math.ceil(m["page"] / m["height"]),
             "audit heading": m["audit"] is not None, "tables": len(m["tables"]),
-            "tables cut (core)": sum(t["y"] < core for t in cut), "tables cut (audit)": sum(t["y"] >= core for t in cut),
+            "tables cut (core)": sum(t["y"] < core for t in cut),
+            "tables cut (audit)": sum(t["y"] >= core for t in cut),
             "cut": cut, "figures": len(m["figures"]), "figures shrunk": len(shrunk),
             "output width": m["output_width"], "window": f"{m['width']}×{m['height']}"}
 
@@ -215,8 +217,6 @@ def run(names=(), before=None, shots: Path | None = None, cells: bool = False) -
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for (stem, when), path in notebook_paths(names, before, work).items():
-            import nbformat
-
             estimate = proxy.core_screens(nbformat.read(path, as_version=4))
             html = to_html(path, work / f"{when}_{stem}.html")
             for w, h in SIZES:

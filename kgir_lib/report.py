@@ -72,7 +72,8 @@ def whose_outputs(cfg) -> str:
         return (f"Outputs of the '{HEADLINE_PROFILE}' run, the run the README's headline quotes; the readers' copies "
                 f"notebooks/*.ipynb carry them (the 'sample' run's are in results/sample/notebooks/).")
     return (f"Outputs of the '{cfg.profile}' run; the readers' copies notebooks/*.ipynb carry the "
-            f"'{HEADLINE_PROFILE}' run's, the run the README's headline quotes (results/{HEADLINE_PROFILE}/notebooks/).")
+            f"'{HEADLINE_PROFILE}' run's, the run the README's headline quotes "
+            f"(results/{HEADLINE_PROFILE}/notebooks/).")
 
 
 def run_header(cfg, notebook: str, with_llm: bool = True) -> str:

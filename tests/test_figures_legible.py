@@ -32,8 +32,8 @@ def _committed(path) -> bool:
 
 
 FIGURES = sorted(p for p in PROJECT_ROOT.glob("figures/*/*.png") if _committed(p))
-NOTEBOOKS = sorted(p for p in {*PROJECT_ROOT.glob("notebooks/*.ipynb"), *PROJECT_ROOT.glob("results/*/notebooks/*.ipynb")}
-                   if _committed(p))
+NOTEBOOKS = sorted(p for p in {*PROJECT_ROOT.glob("notebooks/*.ipynb"),
+                               *PROJECT_ROOT.glob("results/*/notebooks/*.ipynb")} if _committed(p))
 
 
 def legibility_problem(png: bytes) -> str:

@@ -691,6 +691,42 @@ def case(s: Sample, name: str):
     return case_from_output(Workspace(cfg=s.cfg, dataset=ws.dataset, llm=None, dense=None, kg=ws.kg), q, out)
 
 
+def t_case_chain(s: Sample, name: str) -> pd.DataFrame:
+    """Notebook 07's chain table: the chosen question's chain, round by round, in the model's own run and, when that
+    run completes the chain on no question, in the smallest study variant that does (each read from its committed
+    trace of the question)."""
+    from kgir_lib.notebook.case.build import case_from_output
+    from kgir_lib.notebook.case.choice import case_chain, find_intervention
+    from kgir_lib.registry import LABELS
+
+    choice = case_choice(s)
+    found = None if choice.full else find_intervention(s.cfg.run_dir, s.cfg.datasets,
+                                                       gold_chain_of(s), choice.table)
+    dataset, qid = (found.dataset, found.qid) if found else (choice.dataset, choice.qid)
+    ws = s.workspace(dataset)
+    [q] = [q for q in s.datasets[dataset].questions if q.qid == qid]
+    runs = {"KGIR-RAG as the model runs it": "kgir"}
+    if found:
+        runs[f"{LABELS[found.key]} (study variant)"] = found.key
+    chains = {}
+    for label, key in runs.items():
+        [out] = [o for o in s.outputs(key, dataset) if o.qid == qid]
+        ws.kg_for([p for r in out.trace["rounds"] for k in ("retrieved", "rewrite_retrieved")
+                   for p, _ in r.get(k) or []])
+        c = case_from_output(Workspace(cfg=s.cfg, dataset=ws.dataset, llm=None, dense=None, kg=ws.kg), q, out)
+        chains[label] = case_chain(c)
+    table = pd.concat(chains, names=["run", "i"]).reset_index(level="i", drop=True)
+    table.insert(0, "dataset", dataset)
+    table.insert(1, "qid", qid)
+    return table
+
+
+def gold_chain_of(s: Sample):
+    from kgir_lib.notebook.case.choice import gold_chain
+
+    return gold_chain(DATA, s.cfg.datasets)
+
+
 def t_case_steps(s: Sample, name: str) -> pd.DataFrame:
     return case(s, name).steps_frame()
 
@@ -765,6 +801,7 @@ REBUILT: dict = {
     "07_bridge_candidates": Pin(t_bridge_candidates),
     "07_bridge_naming": Pin(mech("bridge_naming", ["dataset", "method"], 3)),
     "07_bridge_summary": Pin(t_bridge_summary),
+    "07_case_chain": Pin(t_case_chain),
     "07_case_steps_*": Pin(t_case_steps),
     "07_case_answers_*": Pin(t_case_answers),
 }

@@ -33,6 +33,7 @@ everywhere:
 from __future__ import annotations
 
 import html
+import re
 import textwrap
 from typing import Mapping, Optional, Union
 
@@ -41,8 +42,8 @@ import pandas as pd
 
 from ..report import is_runtime, shown
 
-__all__ = ["show", "show_figure", "tidy", "blocks", "key_columns", "cut_rows", "notes_markdown", "is_published", "Table",
-           "least_width_px"]
+__all__ = ["show", "show_figure", "tidy", "blocks", "key_columns", "cut_rows", "notes_markdown", "is_published",
+           "Table", "least_width_px"]
 
 PUBLISHED_MARKERS = ("published", "paper")
 MAX_ROWS = 20      # rows a table shows before it is cut (the whole table is saved; its path is printed)
@@ -236,15 +237,13 @@ CELL_PAD_PX = 13.0
 # The widest table a 1024-px page shows whole: nbconvert's lab output area is 914 px wide in a 1024-px window
 # (benchmarks/notebook_screens.py measures it), less a margin for the estimate's error.
 TABLE_PX = 880
-_CELL = __import__("re").compile(r"<(t[hd])([^>]*)>(.*?)</t[hd]>", __import__("re").S)
-_ROW = __import__("re").compile(r"<tr>(.*?)</tr>", __import__("re").S)
+_CELL = re.compile(r"<(t[hd])([^>]*)>(.*?)</t[hd]>", re.S)
+_ROW = re.compile(r"<tr>(.*?)</tr>", re.S)
 
 
 def _cell_least_px(tag: str, attrs: str, content: str) -> float:
-    """The narrowest a cell can be: its longest unbreakable word (a browser wraps at spaces, hyphens and ``<br>``), or its
-    ``min-width``, whichever is wider, plus padding."""
-    import re
-
+    """The narrowest a cell can be: its longest unbreakable word (a browser wraps at spaces, hyphens and ``<br>``),
+    or its ``min-width``, whichever is wider, plus padding."""
     text = html.unescape(re.sub(r"<(?!br)[^>]+>", "", content))
     # a browser breaks a line at a space, a <br> and after a hyphen
     words = [w for line in re.split(r"<br\s*/?>", text) for w in re.split(r"(?<=-)|\s+", line) if w]

@@ -157,7 +157,8 @@ def iteration_sentence(it: Iteration, title) -> str:
     if not it.forced:
         how = "A natural round: the reflection found something missing and sent the question round again."
     else:
-        how = f"A forced round (the study variant runs every round, so round {it.round} happens whatever the reflection said)"
+        how = (f"A forced round (the study variant runs every round, so round {it.round} happens whatever the "
+               f"reflection said)")
         if it.natural is not None:
             n = len(rf.rounds(it.natural))
             how += (f"; KGIR-RAG as the model runs it stopped after round {n} with the answer "

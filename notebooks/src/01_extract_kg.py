@@ -70,7 +70,7 @@ from kgir_lib.kg.extract import build_kg, raw_outputs
 from kgir_lib.kg.parse import parse_triples
 from kgir_lib.kg.stats import side_by_side, table3, triples_per_passage
 from kgir_lib.kg.store import openie_file
-from kgir_lib.notebook.display import show
+from kgir_lib.notebook.display import show, show_figure
 from kgir_lib.notebook.opening import open_notebook
 
 pd.set_option("display.max_colwidth", 200)
@@ -178,8 +178,7 @@ for ax, (name, b) in zip(axes[0], builds.items()):
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("passages")
 fig.tight_layout()
-report.save_figure(fig, cfg, "kg_triples_per_passage")
-plt.show()
+show_figure(fig, cfg, "kg_triples_per_passage")
 
 # %% [markdown]
 # ## 5. Passages and their triples, side by side

@@ -38,7 +38,7 @@ from IPython.display import display
 from kgir_lib import pipeline, report
 from kgir_lib.data import load_dataset, sample_questions
 from kgir_lib.eval.retrieval_eval import recall_by_dataset, recall_curve, recall_table, with_published_recall
-from kgir_lib.notebook.display import show
+from kgir_lib.notebook.display import show, show_figure
 from kgir_lib.notebook.opening import open_notebook
 from kgir_lib.retrieval import BM25Index
 
@@ -109,6 +109,5 @@ for ax, (name, curve) in zip(axes[0], curves.items()):
 axes[0][0].set_ylabel("Recall@k (×100)")
 axes[0][-1].legend(loc="lower right", fontsize=8)
 fig.tight_layout()
-report.save_figure(fig, cfg, "recall_at_k")
-plt.show()
+show_figure(fig, cfg, "recall_at_k")
 pd.concat(curves, names=["dataset"]).reset_index(level=0).to_csv(cfg.path("tables", "recall_curve.csv"), index=False)

@@ -40,8 +40,9 @@ from kgir_lib.notebook.case.bridge_viz import bridge_view
 from kgir_lib.notebook.case.bridges import bridge_summary, find_bridge_cases
 from kgir_lib.notebook.case.build import FIGURE6_EXAMPLE, case_from_dataset, case_from_passages
 from kgir_lib.notebook.case.chain_draw import chain_steps, draw_chain
-from kgir_lib.notebook.case.choice import (WHOLE, case_chain, case_chain_note, chain_marks, choose_case,
-                                           find_intervention, gold_bridge_names, gold_chain, next_hop_reading)
+from kgir_lib.notebook.case.choice import (INTERVENTIONS, WHOLE, case_chain, case_chain_note, chain_marks,
+                                           choose_case, find_intervention, gold_bridge_names, gold_chain,
+                                           next_hop_reading)
 from kgir_lib.notebook.case.display import (display_case, draw_case, show_ner, show_reflections, show_retrieval,
                                             show_rewrites, show_subgraphs)
 from kgir_lib.notebook.case.records import load_kgir_traces
@@ -82,6 +83,9 @@ if intervention is not None:
     print(f"The model's own run completes the chain on no question; {LABELS[intervention.key]} (a study variant) "
           f"completes it on {qid} of {dataset}, where the model's own run took {intervention.natural_reached} of its "
           f"steps in a row: both runs are shown.")
+elif not asked and not choice.full and len(choice.table):
+    print("No study variant of this run (" + ", ".join(LABELS[k] for k in INTERVENTIONS) + ") completes the chain "
+          "on any question either: the question shown is the one the model's own run took furthest.")
 case = case_from_dataset(cfg, dataset, qid, llm=llm)
 runs = {"KGIR-RAG as the model runs it": case}
 if intervention is not None:

@@ -220,15 +220,16 @@ def find_intervention(run_dir, datasets: Sequence[str], chain: ChainFn, natural:
 
 
 def chain_marks(chain: pd.DataFrame) -> pd.DataFrame:
-    """A :func:`case_chain` table as a reader sees it: each step ✓ or ✗, and a last column that says whether every step
-    holds in the round (the chain notebook 07 highlights) or where it breaks."""
+    """A :func:`case_chain` table as a reader sees it: each step ✓ or ✗, and a last column that says whether every
+    step holds in the round (the chain notebook 07 highlights) or where it breaks."""
     from ...eval.mechanism.funnel import STEPS
 
     out = chain.copy()
     for step in STEPS[1:]:
         if step in out:
             out[step] = out[step].map(lambda v: "✓" if bool(v) else "✗")
-    out["the whole chain"] = chain["breaks at"].map(lambda b: "✓ every step holds" if b == WHOLE else f"breaks at {b}")
+    out["the whole chain"] = chain["breaks at"].map(lambda b: "✓ every step holds" if b == WHOLE
+                                                    else f"breaks at {b}")
     return out.drop(columns=["breaks at"])
 
 
