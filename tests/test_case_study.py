@@ -387,3 +387,32 @@ def test_notebook_07_reading_of_the_two_fig6_runs_is_each_profiles_table():
     assert ("With the `local` profile's 1.5B model both runs answer Hewlett-Packard" in source
             and "With the `sample` profile's 0.5B model both runs answer Gateway, although its reflection and "
                 "reader read the HP passage" in source)
+
+
+def test_the_chain_drawing_reads_each_step_off_the_case(fig6_case):
+    """Round 1 of the Fig. 6 case, step by step as notebook 07 draws it: the seed, the triple that puts Compaq in
+    G_Ans, the rewrite naming it, no next hop new to D'_1 (the six-passage D_1 held it: the step is red and says so),
+    the right answer; every step's text and tick come from the case, and the figure is legible when projected."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from kgir_lib import report
+    from kgir_lib.gold import Bridge, bridge_aliases
+    from kgir_lib.notebook.case.chain_draw import chain_steps, draw_chain, passage_snippet
+
+    hp = next(p.pid for p in fig6_case.ws.dataset.corpus.passages if p.title == "Hewlett-Packard")
+    steps = chain_steps(fig6_case, 1, bridges=[Bridge("Compaq", bridge_aliases("Compaq"), (hp,))])
+    assert [s.holds for s in steps] == [True, True, True, False, True]
+    assert steps[1].text.startswith("Compaq, by (") and REWRITE_1 in steps[2].text
+    assert steps[3].text == 'the next hop "Hewlett-Packard" was already in D_1'
+    assert steps[4].text.startswith("Hewlett-Packard")
+    fig = draw_chain(steps, "round 1")
+    assert report.figure_text_px(report.figure_png(fig)) >= report.MIN_TEXT_PX
+    assert sum("✗" in t.get_text() for t in fig.axes[0].texts) == 1
+    plt.close(fig)
+    text = "It began. In 2002 Hewlett-Packard completed its merger with Compaq, the maker. Later news."
+    assert passage_snippet(text, ["Hewlett-Packard"]) == ("… In 2002 Hewlett-Packard completed its merger with "
+                                                          "Compaq, the maker. …")
+    assert passage_snippet(text, ["IBM"], width=12) == "It began. In …"

@@ -31,15 +31,23 @@ class ChainStep:
 
 
 def passage_snippet(text: str, answers: Sequence[str], width: int = 150) -> str:
-    """About ``width`` characters of a passage: around the first gold answer it names (the words that answer the next
-    hop), else its opening."""
+    """The sentence of a passage that names the first gold answer it holds (the words that answer the next hop), cut
+    to about ``width`` characters at word boundaries; else the passage's opening."""
     low = text.lower()
-    at = next((low.find(a.lower()) for a in answers if a and a.lower() in low), -1)
-    if at < 0:
-        return text[:width] + (" …" if len(text) > width else "")
-    start = max(0, at - width // 2)
-    end = min(len(text), start + width)
-    return ("… " if start else "") + text[start:end] + (" …" if end < len(text) else "")
+    found = next(((low.find(a.lower()), len(a)) for a in answers if a and a.lower() in low), None)
+    if found is None:
+        start, end = 0, width
+    else:
+        at, n = found
+        start = text.rfind(". ", 0, at) + 2 if text.rfind(". ", 0, at) >= 0 else 0
+        start = max(start, at + n - width)  # the answer's last word stays in
+        stop = text.find(". ", at + n)
+        end = max(at + n, min(len(text), (stop + 1) if stop >= 0 else len(text), start + width))
+    if start > 0 and text[start - 1] != " " and text[start - 2:start] != ". ":
+        start = text.find(" ", start) + 1  # a whole first word
+    if end < len(text) and text[end] != " " and text[end - 1] not in ". " and text.rfind(" ", start, end) > start:
+        end = text.rfind(" ", start, end)  # a whole last word
+    return ("… " if start else "") + text[start:end].strip() + (" …" if end < len(text) else "")
 
 
 def chain_steps(case, round_no: int, bridges: Optional[Sequence] = None) -> list:
@@ -79,8 +87,11 @@ def chain_steps(case, round_no: int, bridges: Optional[Sequence] = None) -> list
                  f"D'_{round_no} brings no next-hop passage")
     from ...eval.mechanism import round_facts as rf
 
-    answer = rf.round_answer(record, round_no) or (case.answer if round_no == len(case.rounds) else "")
-    step5 = f"{answer or '(no answer)'}   (gold: {' | '.join(case.gold_answers[:2])})"
+    # as the funnel judges step 5: the answer after this round in a forced-rounds run, else the method's answer
+    forced = isinstance(trace.get("round_answers"), list)
+    answer = rf.round_answer(record, round_no) if forced else case.answer
+    when = "" if forced or round_no == len(case.rounds) else f" (the final answer, after round {len(case.rounds)})"
+    step5 = f"{answer or '(no answer)'}{when}   (gold: {' | '.join(case.gold_answers[:2])})"
     right = bool(s["correct"])
     return [ChainStep(1, "seed matched", bool(s["seed"]), step1),
             ChainStep(2, "bridge in G_Ans", bool(s["in_gans"]), step2),
