@@ -12,6 +12,9 @@ from typing import Iterable, Mapping, Optional, Sequence
 
 import pandas as pd
 
+from .figures import (DPI_KEY, FIGURE_DPI, FIGURE_FIT_PX, FONT_KEY, MIN_TEXT_PX, PANEL_ORDER,  # noqa: F401
+                      drawn_font_sizes, figure_png, figure_text_px, panel_order)
+
 # What each LLM the suite knows is, for the caveat every notebook prints (matched by substring of llm_model).
 PAPER_LLMS = ("Qwen2.5-72B-Instruct", "Llama-3-8B-Instruct")
 KNOWN_LLMS = {
@@ -315,83 +318,7 @@ def save_table(df: pd.DataFrame, cfg, name: str, caption: str = "", exact: Seque
     return ShownPath(csv)
 
 
-# ----------------------------------------------------------------------------- figures a projector can show
-FIGURE_DPI = 120
-# The width (px) a figure is shown at on a 1280-px page: the output area of nbconvert's lab page in a 1280-px window
-# (benchmarks/notebook_screens.py measures it; a wider figure is shrunk to it, its text with it).
-FIGURE_FIT_PX = 1170
-MIN_TEXT_PX = 12  # the smallest text a projected figure may show, in px at FIGURE_FIT_PX
-# PNG text keys a saved figure records, so its legibility can be checked from the file alone (figure_text_px)
-FONT_KEY, DPI_KEY = "kgir:min-font-pt", "kgir:dpi"
-
-
-# The order of a figure's per-dataset panels (and of their sentences), the same in every profile whatever order a
-# profile lists its datasets in; a dataset not named here follows by name.
-PANEL_ORDER = ("musique", "musique_train", "hotpotqa")
-
-
-def panel_order(datasets) -> list:
-    """``datasets`` in :data:`PANEL_ORDER`, then any other by name: one order of panels for every profile."""
-    datasets = list(dict.fromkeys(datasets))
-    known = [d for d in PANEL_ORDER if d in set(datasets)]
-    return known + sorted(set(datasets) - set(known))
-
-
-def drawn_font_sizes(fig) -> list:
-    """The size (pt) of every piece of text drawing ``fig`` puts on the canvas: titles, labels, ticks, legends,
-    annotations and graph labels alike (each non-empty string the Agg renderer draws, hidden artists excluded
-    because they are never drawn)."""
-    import io
-
-    from matplotlib.backends.backend_agg import RendererAgg
-
-    sizes = []
-    original = RendererAgg.draw_text
-
-    def recording(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
-        if str(s).strip():
-            sizes.append(float(prop.get_size_in_points()))
-        return original(self, gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
-
-    RendererAgg.draw_text = recording
-    try:
-        fig.savefig(io.BytesIO(), format="png", dpi=FIGURE_DPI, bbox_inches="tight")
-    finally:
-        RendererAgg.draw_text = original
-    return sizes
-
-
-def figure_png(fig) -> bytes:
-    """``fig`` as the PNG bytes the suite stores and shows: :data:`FIGURE_DPI`, cropped to its content, no timestamp
-    or software version, and the smallest font drawn and the dpi in its text chunks (:data:`FONT_KEY`,
-    :data:`DPI_KEY`)."""
-    import io
-
-    sizes = drawn_font_sizes(fig)
-    meta = {"Software": None, DPI_KEY: str(FIGURE_DPI)}
-    if sizes:
-        meta[FONT_KEY] = f"{min(sizes):g}"
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=FIGURE_DPI, bbox_inches="tight", metadata=meta)
-    return buf.getvalue()
-
-
-def figure_text_px(png: bytes, fit_px: int = FIGURE_FIT_PX) -> Optional[float]:
-    """The height (px) of the smallest text of a figure saved by :func:`figure_png` when it is shown fitted to a
-    page whose output area is ``fit_px`` wide: its smallest font (pt) × dpi / 72, shrunk with the image when the
-    image is wider than ``fit_px``. ``None`` when the PNG does not record its fonts (not drawn by the suite's
-    figure helpers) or has no text."""
-    import io
-
-    from PIL import Image
-
-    with Image.open(io.BytesIO(png)) as im:
-        info, width = dict(im.info), im.size[0]
-    if FONT_KEY not in info or DPI_KEY not in info:
-        return None
-    return float(info[FONT_KEY]) * float(info[DPI_KEY]) / 72 * min(1.0, fit_px / width)
-
-
+# ----------------------------------------------------------------------------- figures (kgir_lib.figures)
 def save_figure(fig, cfg, name: str) -> Path:
     """Write ``<figures>/<profile>/<name>.png`` (:func:`figure_png`: no timestamp or software version, its smallest
     font and dpi recorded), and only when the image differs from the file already there, so the same figure leaves
