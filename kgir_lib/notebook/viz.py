@@ -87,9 +87,9 @@ def plot_f1_vs_tokens(cost: pd.DataFrame, title: str = "", ax=None):
         groups.setdefault((round(xi, 1), round(yi, 2)), []).append(str(name))
     legend = []
     for i, ((xi, yi), names) in enumerate(groups.items(), start=1):
-        ax.annotate(str(i), (xi, yi), textcoords="offset points", xytext=(3, 3), fontsize=8)
+        ax.annotate(str(i), (xi, yi), textcoords="offset points", xytext=(3, 3), fontsize=9.5)
         legend.append(f"{i}  {' = '.join(names)}")
-    ax.text(1.02, 1.0, "\n".join(legend), transform=ax.transAxes, va="top", fontsize=8, family="monospace")
+    ax.text(1.02, 1.0, "\n".join(legend), transform=ax.transAxes, va="top", fontsize=9.5, family="monospace")
     if len(x) and (x > 0).all():
         ax.set_xscale("log")
         ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))

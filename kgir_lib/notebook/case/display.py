@@ -75,7 +75,7 @@ def draw_case(case: CaseStudy):
     if not view.triples:
         return None
     fig = plt.figure(figsize=FIGSIZE, dpi=100)
-    ax = fig.add_axes((0.01, 0.02, 0.74, 0.88))
+    ax = fig.add_axes((0.01, 0.02, 0.6, 0.88))  # the legend beside it stays inside the figure's width
     draw_bridge(ax, view, title=textwrap.fill(f"{case.question}", 110))
     return fig
 
