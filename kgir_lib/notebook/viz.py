@@ -139,8 +139,11 @@ def plot_ablation(ax, table: pd.DataFrame, dataset: str, metric: str = "EM",
     ax.set_xticks(x, part["variant"], rotation=15)
     ax.set_ylabel(f"Δ{metric} vs full (points)")
     ax.set_title(f"{dataset}: {metric}")
-    ax.margins(y=0.15)
-    ax.legend(fontsize=9.5)
+    shown = [0.0, *part[f"Δ{metric} (ours)"].dropna(), *paper.dropna()]
+    lo, hi = min(shown), max(shown)
+    span = (hi - lo) or 1.0
+    ax.set_ylim(lo - 0.15 * span, hi + 0.5 * span)  # a band above every bar and its label, for the legend
+    ax.legend(fontsize=9.5, loc="upper center", ncol=2, frameon=False)
 
 
 def plot_variant_scores(ax, table: pd.DataFrame, metric: str = "F1", legend: bool = True) -> None:
