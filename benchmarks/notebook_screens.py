@@ -259,7 +259,30 @@ def record(rows: list, before: str | None) -> str:
     lines += ["", "Tables of the current copies with a column off the page: " + ("none." if not cut else "")]
     for r, t in cut:
         lines.append(f"- {r['notebook']} at {r['window']}: \"{t['caption']}\" loses {', '.join(t['cut'])}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + ["", *figure_lines()]) + "\n"
+
+
+def figure_lines() -> list:
+    """Every committed figure's smallest text on a 1280-px page, from the font size and dpi its PNG records
+    (:func:`kgir_lib.report.figure_text_px`; ``tests/test_figures_legible.py`` requires at least 12 px)."""
+    from PIL import Image
+
+    from kgir_lib.report import DPI_KEY, FONT_KEY, figure_text_px
+
+    out = ["## Figures: the smallest text on a 1280-px page", "",
+           f"Every PNG of `figures/<profile>/`: its width, the smallest font its drawing put on the canvas and its "
+           f"dpi (both recorded in the PNG), and that text's height when the figure is shown in the {FIGURE_FIT_PX}-px "
+           "output area of a 1280-px page (shrunk with the figure when it is wider).", "",
+           "| figure | width (px) | smallest font (pt) | dpi | smallest text (px) |", "|---|---|---|---|---|"]
+    for path in sorted((ROOT / "figures").glob("*/*.png")):
+        if re.fullmatch(r".+-[0-9a-f]{8}", path.parent.name):
+            continue  # a scratch run's figures (git-ignored)
+        with Image.open(path) as im:
+            width, info = im.size[0], dict(im.info)
+        px = figure_text_px(path.read_bytes())
+        out.append(f"| {path.relative_to(ROOT / 'figures').as_posix()} | {width} | {info.get(FONT_KEY, '-')} | "
+                   f"{info.get(DPI_KEY, '-')} | {'-' if px is None else f'{px:.1f}'} |")
+    return out
 
 
 def _version(pkg: str) -> str:
