@@ -17,8 +17,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kgir_lib.eval.peer_iterative import (agreement, best_first, compare_question, crosscheck_sentence, distribution,
-                                          flashrag_side, paired_tests, top_overlap)
+from kgir_lib.eval.peer_iterative import (MERGE_RULES, agreement, best_first, compare_question, crosscheck_sentence,
+                                          distribution, flashrag_side, merge_rule_table, merged_lists, paired_tests,
+                                          top_overlap)
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = ROOT / "benchmarks" / "peers"
@@ -60,6 +61,24 @@ def test_flashrag_side_reads_both_records():
     assert it == {"answer": "Paris", "ranked": ["p", "q"], "iterations": 3, "retrievals": 3}
     with pytest.raises(ValueError, match="'hyde'"):
         flashrag_side("hyde", {})
+
+
+def test_merge_rules_on_constructed_retrievals():
+    searches = IRCOT_RECORD["searches"]
+    lists = merged_lists(searches)
+    assert lists[MERGE_RULES[0]] == [p for p, _ in IRCOT_RECORD["final"]] == ["a", "g2", "g1"]   # FlashRAG's own
+    assert lists[MERGE_RULES[1]] == ["g1", "g2", "a"]
+    assert lists[MERGE_RULES[2]] == ["g1", "g2", "a"]                  # round-robin: 1st of each, then 2nd ...
+    three = [{"hits": [["x", 0.9], ["y", 0.8], ["z", 0.7]]}, {"hits": [["w", 0.5], ["x", 0.95]]}]
+    lists = merged_lists(three)
+    assert lists[MERGE_RULES[0]] == ["w", "z", "y", "x"] and lists[MERGE_RULES[1]] == ["x", "y", "z", "w"]
+    assert lists[MERGE_RULES[2]] == ["x", "w", "y", "z"]
+    one = merged_lists([{"hits": [["b", 0.9], ["a", 0.1]]}])            # a single retrieval is never sorted
+    assert one[MERGE_RULES[0]] == one[MERGE_RULES[1]] == one[MERGE_RULES[2]] == ["b", "a"]
+    table = merge_rule_table({"side": [("q1", three), ("q2", [{"hits": [["x", 1.0]]}])]},
+                             {"q1": ["w", "x"], "q2": ["x"]}, k=2).set_index("merge rule")
+    assert list(table["questions"]) == [1, 1, 1]                         # q2 retrieved once: left out
+    assert list(table["Recall@2"]) == [50.0, 50.0, 100.0]
 
 
 def _suite(answer="C", ranked=("g1", "g2", "b", "c", "d"), iterations=1):

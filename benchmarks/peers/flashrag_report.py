@@ -20,7 +20,7 @@ from kgir_lib.config import load_config
 from kgir_lib.data import load_dataset, sample_questions
 from kgir_lib.eval.metrics import best_em, best_f1
 from kgir_lib.eval.peer_iterative import (FAMILY, METHOD_NAMES, agreement, compare_question, crosscheck_sentence,
-                                          flashrag_side, paired_tests)
+                                          flashrag_side, merge_rule_table, paired_tests)
 from kgir_lib.methods.reader import parse_answer
 from kgir_lib.report import to_markdown
 
@@ -195,6 +195,13 @@ def write_report(work: Path, profile: str, dataset: str, out: Path, command: str
               "second retrieval is merged, the pool sorted by ascending score.\n",
               to_markdown(agree), "", "## The answers read another way (no LLM call)\n", to_markdown(diagnostics(rows)),
               "", f"In words: {crosscheck_sentence(rows)}\n"]
+    merges = merge_rule_table({"FlashRAG's IRCoT": [(r["qid"], r["searches"]) for r in flashrag["ircot"]],
+                               "the suite's IRCoT": [(r["qid"], r["searches"]) for r in suite["ircot"]]},
+                              {q.qid: q.gold_pids for q in questions})
+    parts += ["## IRCoT's list merging, on the same retrievals (no LLM call)\n",
+              f"Each side's recorded IRCoT retrievals merged by each rule, on the questions where that side retrieved "
+              f"more than once (elsewhere the three rules give the same list): FlashRAG's among the questions it "
+              f"answered, the suite's among all {len(suite['ircot'])}.\n", to_markdown(merges), ""]
     notes = Path(__file__).resolve().parent / "flashrag_differences.md"
     if notes.exists():
         parts.append(notes.read_text(encoding="utf-8"))

@@ -21,6 +21,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from ..methods.context import interleave
 from .bootstrap import paired_bootstrap
 from .metrics import best_em, best_f1, normalize_answer, recall_at_k
 from .stats import holm, mcnemar_exact, sign_flip_test
@@ -170,6 +171,41 @@ def agreement(rows: pd.DataFrame, k: int = 5) -> pd.DataFrame:
         if "flashrag_answer_marked" in g and g["flashrag_answer_marked"].notna().any():
             add(f"thoughts reaching '{IRCOT_ANSWER_MARK}', % of questions",
                 flashrag=round(100 * g["flashrag_answer_marked"].astype(bool).mean(), 1))
+    return pd.DataFrame(out)
+
+
+MERGE_RULES = ("FlashRAG: best score a passage, ascending", "best score a passage, descending",
+               "suite: round-robin by rank")
+
+
+def merged_lists(searches: Sequence[Mapping]) -> dict:
+    """One question's retrievals (``[{"query", "hits": [[pid, score], ...]}, ...]``, in order) merged three ways
+    (:data:`MERGE_RULES`): FlashRAG's IRCoT (a passage keeps its best score; once a second retrieval is merged the
+    pool is sorted ascending, stable in first-seen order; one retrieval stays as retrieved), the same pool best
+    first, and the suite's round-robin (:func:`kgir_lib.methods.context.interleave`)."""
+    score: dict = {}
+    for s in searches:
+        for pid, sc in s["hits"]:
+            score[pid] = max(score[pid], float(sc)) if pid in score else float(sc)
+    pool = list(score.items())
+    ascending = ([p for p, _ in sorted(pool, key=lambda x: x[1])] if len(searches) > 1
+                 else [p for p, _ in searches[0]["hits"]] if searches else [])
+    return {MERGE_RULES[0]: ascending, MERGE_RULES[1]: [p for p, _ in sorted(pool, key=lambda x: -x[1])],
+            MERGE_RULES[2]: interleave([[p for p, _ in s["hits"]] for s in searches])}
+
+
+def merge_rule_table(retrievals: Mapping[str, Sequence[Sequence[Mapping]]], gold: Mapping[str, Sequence[str]],
+                     k: int = 5) -> pd.DataFrame:
+    """Recall@``k`` of each merge rule on the same recorded retrievals, no LLM call: one line a side (``retrievals``:
+    side -> each question's searches) and rule, over that side's questions with more than one retrieval (where the
+    rules can differ); ``gold``: qid -> gold pids, the searches lists keyed by ``qid``."""
+    out = []
+    for side, per_q in retrievals.items():
+        multi = [(qid, s) for qid, s in per_q if len(s) > 1 and len(gold.get(qid, ()))]
+        for rule in MERGE_RULES:
+            vals = [100.0 * recall_at_k(merged_lists(s)[rule], gold[qid], k) for qid, s in multi]
+            out.append({"retrievals of": side, "merge rule": rule, "questions": len(multi),
+                        f"Recall@{k}": round(float(np.mean(vals)), 1) if vals else np.nan})
     return pd.DataFrame(out)
 
 
