@@ -209,6 +209,11 @@ def main() -> None:
             raise SystemExit(f"{args.questions}:{n}: a question record needs string fields 'qid' and 'question'")
     questions = questions[: args.n] if args.n else questions
     args.out_dir.mkdir(parents=True, exist_ok=True)
+    meta = {"flashrag": FLASHRAG_VERSION, "model": args.model, "topk": args.topk,
+            "ircot_max_iter": args.ircot_max_iter, "iter_num": args.iter_num,
+            "max_tokens_ircot": args.max_tokens_ircot, "max_tokens_iter_retgen": args.max_tokens_iter_retgen,
+            "chunk": args.chunk, "questions": len(questions)}
+    (args.out_dir / "flashrag_meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
     ircot, iterative, retriever = build(args, args.out_dir)
     rows_ircot, rows_iter = [], []
     t0 = time.time()
@@ -233,11 +238,6 @@ def main() -> None:
             fh.write(json.dumps({"leg_start": round(t0, 3), "t": round(time.time(), 3), "done": stop,
                                  "of": len(questions)}) + "\n")
         print(f"flashrag: {stop} of {len(questions)} questions ({time.time() - t0:.0f} s)", flush=True)
-    meta = {"flashrag": FLASHRAG_VERSION, "model": args.model, "topk": args.topk,
-            "ircot_max_iter": args.ircot_max_iter, "iter_num": args.iter_num,
-            "max_tokens_ircot": args.max_tokens_ircot, "max_tokens_iter_retgen": args.max_tokens_iter_retgen,
-            "questions": len(questions)}
-    (args.out_dir / "flashrag_meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":
