@@ -137,6 +137,6 @@ TIKTOKEN_CACHE_DIR="$PEER_VENV/tiktoken_cache" "$PEER_PY" benchmarks/peers/flash
     --max-tokens-iter-retgen "$TOK_READER" --max-input-len "$N_CTX" --chunk "$CHUNK" ${QA_N:+--n "$QA_N"}
 cleanup; PIDS=()
 
-cmd="bash benchmarks/peers/flashrag_crosscheck.sh"
+cmd="CHUNK=$CHUNK N_THREADS=$N_THREADS bash benchmarks/peers/flashrag_crosscheck.sh"
 [ -n "$QA_N" ] && cmd="QA_N=$QA_N $cmd"
 "$PY" benchmarks/peers/flashrag_compare.py report --work "$WORK" --llm-log "$WORK/llm_cache.jsonl" --command "$cmd"
