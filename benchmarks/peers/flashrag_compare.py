@@ -127,9 +127,10 @@ def write_searches(work: Path, out: Path, k: int) -> None:
         for r in _jsonl(work / f"suite_{m}.jsonl"):
             for s in r["searches"]:
                 seen.setdefault(s["query"], s["hits"])
-    with gzip.open(out, "wt", encoding="utf-8", compresslevel=9) as fh:
-        fh.write("".join(json.dumps({"query": q, "k": k, "hits": h}, ensure_ascii=False) + "\n"
-                         for q, h in seen.items()))
+    from flashrag_report import write_gzip
+
+    write_gzip(out, "".join(json.dumps({"query": q, "k": k, "hits": h}, ensure_ascii=False) + "\n"
+                            for q, h in seen.items()))
 
 
 def recorded_workspace(work: Path, profile: str, dataset: str, searches: Path):

@@ -31,12 +31,17 @@ LLM_CACHE = "peers_flashrag_llm_cache.jsonl.gz"      # FlashRAG's LLM answers by
                                                      # run anywhere repeats no finished call (crosscheck.sh seeds it)
 
 
+def write_gzip(path: Path, text: str) -> None:
+    """``text`` gzip-compressed with no time stamp in the header, so the same content gives the same bytes."""
+    with gzip.GzipFile(filename="", mode="wb", fileobj=path.open("wb"), mtime=0, compresslevel=9) as fh:
+        fh.write(text.encode("utf-8"))
+
+
 def write_llm_cache(cache_file: Path, out: Path) -> None:
     """The caching proxy's records without their requests (the key is the request's hash), compressed."""
     keep = ("key", "response", "t_start", "seconds", "loadavg_1min")
-    with gzip.open(out, "wt", encoding="utf-8", compresslevel=9) as fh:
-        fh.write("".join(json.dumps({k: r[k] for k in keep if k in r}, ensure_ascii=False) + "\n"
-                         for r in _jsonl(cache_file)))
+    write_gzip(out, "".join(json.dumps({k: r[k] for k in keep if k in r}, ensure_ascii=False) + "\n"
+                            for r in _jsonl(cache_file)))
 
 
 def _jsonl(path: Path) -> list:
@@ -72,8 +77,7 @@ def write_outputs(work: Path, out: Path, meta: dict) -> None:
     lines = [json.dumps({"meta": meta}, ensure_ascii=False)]
     for m in METHODS:
         lines += [json.dumps({"method": m, **r}, ensure_ascii=False) for r in _jsonl(work / f"flashrag_{m}.jsonl")]
-    with gzip.open(out, "wt", encoding="utf-8", compresslevel=9) as fh:
-        fh.write("\n".join(lines) + "\n")
+    write_gzip(out, "\n".join(lines) + "\n")
 
 
 def read_outputs(path: Path) -> tuple:
