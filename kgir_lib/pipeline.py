@@ -31,10 +31,11 @@ def dense_index(cfg: Config, dataset: Dataset, progress: bool = True, encoder=No
     """Dense index over the whole corpus with the profile's encoder (or ``encoder``); embeddings cached, the
     cache seeded from the committed embeddings when it lacks them (:mod:`kgir_lib.embedding_seed`). The profile's
     encoder also keeps every later call (questions, triple texts) in the run's cache
-    (:class:`~kgir_lib.retrieval.RememberedCalls`), so a rerun computing what a run before it computed loads
+    (:class:`~kgir_lib.encoder_calls.RememberedCalls`), so a rerun computing what a run before it computed loads
     no model."""
     from .embedding_seed import committed_dirs, seed_cache
-    from .retrieval import RememberedCalls, embedding_cache_file
+    from .encoder_calls import RememberedCalls
+    from .retrieval import embedding_cache_file
 
     cache_dir = cfg.run_dir / "cache" / "embeddings"
     enc = encoder or RememberedCalls(Encoder(cfg.embed_model, cfg.embed_batch_size, max_length=cfg.embed_max_length),

@@ -1,4 +1,4 @@
-"""The encoder's calls kept on disk (kgir_lib.retrieval.RememberedCalls): a rerun gets back, bit for bit, what the
+"""The encoder's calls kept on disk (kgir_lib.encoder_calls.RememberedCalls): a rerun gets back, bit for bit, what the
 same call computed, without loading the model; a damaged row is recomputed, never read."""
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from conftest import BagOfWordsEncoder
-from kgir_lib.retrieval import Encoder, RememberedCalls, _ENCODERS
+from kgir_lib.encoder_calls import RememberedCalls
+from kgir_lib.retrieval import Encoder, _ENCODERS
 
 
 class CountingEncoder(BagOfWordsEncoder):
