@@ -1,4 +1,4 @@
-"""Committed corpus embeddings that seed the embedding cache, so a fresh clone does not re-embed its corpora.
+"""Committed embeddings that seed the embedding cache, so a fresh clone does not re-embed its corpora.
 
 The dense index caches a corpus's embeddings in ``results/<profile>/cache/embeddings/`` (not committed).
 Embedding the sample's two corpora (2,730 passages) with MiniLM takes minutes on a busy 2-core CPU, which made
@@ -11,7 +11,16 @@ model it was made from, by any profile.
 They are stored as float32, as computed: rounded to float16 (half the size), 1 of 104 hotpotqa queries of the
 sample run got its top-10 in another order, which changes prompts and so misses the committed LLM answers.
 
-``python -m kgir_lib.embedding_seed --profile sample`` writes the files of a profile's datasets from its cache.
+The encoder's other calls of the main job (the questions, the triple texts of the edge weights, the entity names:
+:class:`kgir_lib.encoder_calls.RememberedCalls`) are committed the same way, as one SQLite file
+(``calls.sqlite``) that seeds a run's cache when the cache has none. Each call is stored under the exact list of
+texts it was given, so a stored vector is only ever read for the call that made it; with them a fresh clone's
+main job never loads the encoder (its library alone is seconds of CPU in every notebook), and gets the vectors
+the committed run got whatever its CPU.
+
+``python -m kgir_lib.embedding_seed --profile sample`` writes the files of a profile's datasets and its encoder
+calls from its cache: run it after the main job in a fresh clone (or with ``cache/`` moved aside), so the calls
+are the main job's and nothing else.
 """
 from __future__ import annotations
 
@@ -19,6 +28,7 @@ import argparse
 import hashlib
 import os
 import shutil
+import sqlite3
 import sys
 import warnings
 from pathlib import Path
@@ -79,7 +89,7 @@ def seed_cache(cache_file: Path, dirs: Iterable[Path]) -> Optional[Path]:
                           f"; not used (the corpus is embedded instead)", stacklevel=2)
             continue
         cache_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_file.with_name(f".{cache_file.stem}.{os.getpid()}.seed.npy")
+        tmp = cache_file.with_name(f".{cache_file.stem}.{os.getpid()}.seed{cache_file.suffix}")
         shutil.copyfile(src, tmp)
         os.replace(tmp, cache_file)
         # the cache's own checksum beside it (kgir_lib.retrieval.load_embeddings verifies it on every load)
@@ -89,8 +99,10 @@ def seed_cache(cache_file: Path, dirs: Iterable[Path]) -> Optional[Path]:
 
 
 def export_embeddings(cfg, datasets: Sequence[str]) -> list:
-    """Write the cached embeddings of ``datasets`` to ``results/<profile>/embeddings/`` with their checksums."""
+    """Write the cached embeddings of ``datasets`` and the encoder's calls (:data:`~kgir_lib.encoder_calls.CALLS_FILE`,
+    when the cache holds them) to ``results/<profile>/embeddings/`` with their checksums."""
     from .data import load_dataset
+    from .encoder_calls import CALLS_FILE
     from .retrieval import Encoder, embedding_cache_file
 
     out_dir = cfg.run_dir / SEED_DIR
@@ -107,6 +119,19 @@ def export_embeddings(cfg, datasets: Sequence[str]) -> list:
         shutil.copyfile(cached, dst)
         sums[dst.name] = _sha256(dst)
         written.append(dst)
+    calls = cfg.run_dir / "cache" / "embeddings" / CALLS_FILE
+    if calls.exists():
+        dst = out_dir / CALLS_FILE
+        tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+        tmp.unlink(missing_ok=True)
+        con = sqlite3.connect(calls)
+        try:
+            con.execute("VACUUM INTO ?", (str(tmp),))  # a compact copy, without the cache's free pages
+        finally:
+            con.close()
+        os.replace(tmp, dst)
+        sums[dst.name] = _sha256(dst)
+        written.append(dst)
     (out_dir / SUMS).write_text("".join(f"{d}  {n}\n" for n, d in sorted(sums.items())))
     return written
 
@@ -114,7 +139,8 @@ def export_embeddings(cfg, datasets: Sequence[str]) -> list:
 def main(argv=None) -> int:
     from .config import load_config
 
-    ap = argparse.ArgumentParser(description="Commit a profile's corpus embeddings (results/<profile>/embeddings/).")
+    ap = argparse.ArgumentParser(description="Commit a profile's corpus embeddings and encoder calls "
+                                             "(results/<profile>/embeddings/).")
     ap.add_argument("--profile", default="sample")
     args = ap.parse_args(argv)
     cfg = load_config(args.profile)

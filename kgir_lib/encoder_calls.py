@@ -15,6 +15,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+CALLS_FILE = "calls.sqlite"  # in a run's embedding cache, beside the corpus embeddings; committed for the main job
+                             # (kgir_lib.embedding_seed), so a fresh clone's main job loads no encoder
+
 
 class RememberedCalls:
     """An encoder whose calls are kept on disk: each call of :meth:`encode` is stored under the encoder's
