@@ -20,7 +20,9 @@ the committed run got whatever its CPU.
 
 ``python -m kgir_lib.embedding_seed --profile sample`` writes the files of a profile's datasets and its encoder
 calls from its cache: run it after the main job in a fresh clone (or with ``cache/`` moved aside), so the calls
-are the main job's and nothing else.
+are the main job's and nothing else. The test suite's notebooks (profile ``ci``, results in a temporary folder)
+have theirs in ``results/ci/embeddings/``: ``KGIR_TEST_RESULTS_DIR=DIR bash scripts/test.sh notebooks/*.ipynb``,
+then ``python -m kgir_lib.embedding_seed --profile ci --calls-only --from DIR/ci``.
 """
 from __future__ import annotations
 
@@ -98,28 +100,33 @@ def seed_cache(cache_file: Path, dirs: Iterable[Path]) -> Optional[Path]:
     return None
 
 
-def export_embeddings(cfg, datasets: Sequence[str]) -> list:
+def export_embeddings(cfg, datasets: Sequence[str], source: Optional[Path] = None, calls_only: bool = False) -> list:
     """Write the cached embeddings of ``datasets`` and the encoder's calls (:data:`~kgir_lib.encoder_calls.CALLS_FILE`,
-    when the cache holds them) to ``results/<profile>/embeddings/`` with their checksums."""
+    when the cache holds them) to ``results/<profile>/embeddings/`` with their checksums. ``source``: the run
+    directory whose cache is read (default the profile's own, ``cfg.run_dir``), e.g. the ``ci`` folder of a test run
+    kept with ``KGIR_TEST_RESULTS_DIR``; ``calls_only``: the calls alone (corpora another profile commits already)."""
     from .data import load_dataset
     from .encoder_calls import CALLS_FILE
     from .retrieval import Encoder, embedding_cache_file
 
+    cache = Path(source or cfg.run_dir) / "cache" / "embeddings"
     out_dir = cfg.run_dir / SEED_DIR
     out_dir.mkdir(parents=True, exist_ok=True)
     enc = Encoder(cfg.embed_model, cfg.embed_batch_size)
     sums = read_sums(out_dir)
     written = []
-    for name in datasets:
+    for name in [] if calls_only else datasets:
         ds = load_dataset(name, cfg.data_path)
-        cached = embedding_cache_file(cfg.run_dir / "cache" / "embeddings", enc, [p.content for p in ds.corpus.passages])
+        cached = embedding_cache_file(cache, enc, [p.content for p in ds.corpus.passages])
         if not cached.exists():
             raise FileNotFoundError(f"dataset {name!r}: no cached embeddings at {cached}; run notebook 02 first")
         dst = out_dir / cached.name
         shutil.copyfile(cached, dst)
         sums[dst.name] = _sha256(dst)
         written.append(dst)
-    calls = cfg.run_dir / "cache" / "embeddings" / CALLS_FILE
+    calls = cache / CALLS_FILE
+    if calls_only and not calls.exists():
+        raise FileNotFoundError(f"no encoder calls at {calls}: run the notebooks there first")
     if calls.exists():
         dst = out_dir / CALLS_FILE
         tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
@@ -142,9 +149,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Commit a profile's corpus embeddings and encoder calls "
                                              "(results/<profile>/embeddings/).")
     ap.add_argument("--profile", default="sample")
+    ap.add_argument("--from", dest="source", type=Path, default=None,
+                    help="the run directory whose cache is read (default: the profile's own), e.g. DIR/ci of "
+                         "`KGIR_TEST_RESULTS_DIR=DIR bash scripts/test.sh notebooks/*.ipynb`")
+    ap.add_argument("--calls-only", action="store_true", help="the encoder calls alone, no corpus embeddings")
     args = ap.parse_args(argv)
     cfg = load_config(args.profile)
-    for path in export_embeddings(cfg, list(dict.fromkeys(cfg.datasets))):
+    for path in export_embeddings(cfg, list(dict.fromkeys(cfg.datasets)), args.source, args.calls_only):
         print(path)
     return 0
 
