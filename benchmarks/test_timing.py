@@ -41,12 +41,16 @@ def load() -> float:
 
 
 def timed(cmd: list, cwd: Path = ROOT, env: dict | None = None, timeout: float = 3600) -> dict:
-    """Run ``cmd``; its wall seconds, exit code, output and the load average before and after."""
-    before = load()
+    """Run ``cmd``; its wall seconds, the CPU seconds of it and every process it waited for (user + system: what
+    a busy machine inflates least), exit code, output and the load average before and after."""
+    before, cpu0 = load(), os.times()
     t0 = time.perf_counter()
     out = subprocess.run(cmd, cwd=cwd, env=env, text=True, capture_output=True, timeout=timeout)
-    return {"seconds": time.perf_counter() - t0, "rc": out.returncode, "stdout": out.stdout, "stderr": out.stderr,
-            "load": (before, load())}
+    cpu1 = os.times()
+    cpu = (cpu1.children_user - cpu0.children_user) + (cpu1.children_system - cpu0.children_system)
+    return {"seconds": time.perf_counter() - t0, "cpu": cpu, "rc": out.returncode, "stdout": out.stdout,
+            "stderr": out.stderr, "load": (before, load()),
+            "failed": [ln.strip() for ln in out.stdout.splitlines() if ln.startswith(("FAILED", "ERROR"))]}
 
 
 def slowest(junit: Path, n: int = SLOWEST) -> list:
@@ -70,7 +74,7 @@ def tier(fast: bool) -> dict:
     """One tier of scripts/test.sh, with a JUnit report for the slowest tests."""
     with tempfile.TemporaryDirectory(prefix="kgir-timing-") as tmp:
         junit = Path(tmp) / "junit.xml"
-        cmd = ["bash", "scripts/test.sh"] + (["--fast"] if fast else []) + [f"--junitxml={junit}"]
+        cmd = ["bash", "scripts/test.sh"] + (["--fast"] if fast else []) + [f"--junitxml={junit}", "-rfE"]
         res = timed(cmd)
         res["slowest"] = slowest(junit) if junit.exists() else []
     res["command"] = "bash scripts/test.sh" + (" --fast" if fast else "")
@@ -119,14 +123,21 @@ def markdown(results: dict, command: str) -> str:
            f"Run {now} on {os.cpu_count()} CPU core(s), Python {platform.python_version()}. The machine may be shared "
            f"with other work: each figure carries the 1-minute load average before → after it, and a figure "
            f"measured under load is not an idle figure (on 2 cores, a load of 4 roughly doubles a wall time).", "",
-           "| what | command | wall time | exit | load avg (before → after) | result |", "|---|---|---|---|---|---|"]
+           "| what | command | wall time | CPU time | exit | load avg (before → after) | result |",
+           "|---|---|---|---|---|---|---|"]
     for name in STEPS:
         r = results.get(name)
         if r is None:
             continue
         extra = f" (warm-up run {r['warm_up']:.1f} s)" if "warm_up" in r else ""
-        out.append(f"| {name} | `{r['command']}` | **{r['seconds']:.1f} s**{extra} | {r['rc']} | "
+        out.append(f"| {name} | `{r['command']}` | **{r['seconds']:.1f} s**{extra} | {r['cpu']:.1f} s | {r['rc']} | "
                    f"{r['load'][0]:.2f} → {r['load'][1]:.2f} | {r['summary'].replace('|', '/')} |")
+    out += ["", "CPU time: user + system seconds of the command and every process it waited for (pytest's workers, "
+                "notebook kernels, subprocesses), on all cores together; on an idle 2-core machine a wall time is "
+                "at least half of it."]
+    for name in ("fast", "full"):
+        if results.get(name, {}).get("failed"):
+            out += ["", f"Failed in `{results[name]['command']}`:", ""] + [f"- `{f}`" for f in results[name]["failed"]]
     if "offline" in results:
         left = results["offline"]["left"]
         out += ["", f"The offline refusal left {'nothing' if not left else ', '.join(left)} under the clone's "
