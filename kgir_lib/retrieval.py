@@ -107,6 +107,8 @@ class Encoder:
         if self.backend not in ENCODER_BACKENDS:
             raise ValueError(f"encoder backend {self.backend!r}: choose from {ENCODER_BACKENDS}")
         self._key = (model, device, self.backend)
+        if model in _PACKAGED_MINILM:  # as when the model loaded here: the hub is never asked for it
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     @property
     def _model(self):
