@@ -33,7 +33,8 @@ else
 fi
 export KGIR_FIGURES_DIR="$KGIR_RESULTS_DIR/../figures"
 export MPLBACKEND=Agg
-workers=(-n "${KGIR_TEST_WORKERS:-2}" --dist loadgroup)
+workers=(-n "${KGIR_TEST_WORKERS:-2}" --dist loadgroup -p no:anyio)  # (no test uses anyio's plugin: a quarter second
+                                                                  # of every pytest process)
 # Test paths among the arguments (a file, a folder, file::test) replace the default selection (tests/, and the
 # notebooks in the whole suite): `bash scripts/test.sh --fast tests/test_data.py` collects that file alone.
 selection=(tests)
@@ -41,7 +42,7 @@ for arg in "$@"; do
   if [ -e "${arg%%::*}" ]; then selection=(); break; fi
 done
 if [ "$fast" = 1 ]; then
-  .venv/bin/python -m pytest -p no:cacheprovider "${workers[@]}" -m "not slow and not notebooks" \
+  .venv/bin/python -m pytest -p no:cacheprovider -p no:nbval "${workers[@]}" -m "not slow and not notebooks" \
     ${selection[@]+"${selection[@]}"} -q "$@"
   exit $?
 fi

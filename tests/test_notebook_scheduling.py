@@ -6,6 +6,7 @@ before it has not yet written.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -47,8 +48,9 @@ def test_under_two_workers_every_check_runs_on_one_worker_in_collection_order(tm
     (tmp_path / "test_other.py").write_text(body)  # collected first, and as many tests as the checks
     (tmp_path / CHECKS_FILE).write_text(body)
     (tmp_path / "test_fresh_clone.py").write_text(body.replace("range(12)", "range(1)"))
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "-q", str(tmp_path)],
-                          cwd=tmp_path, capture_output=True, text=True)
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # xdist alone: the other plugins cost a second a process
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "xdist", "-n", "2", "-q",
+                           str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     rows = [line.split() for line in log.read_text().splitlines()]
     checks = [(int(i), worker) for module, i, worker in rows if module == Path(CHECKS_FILE).stem]
