@@ -31,8 +31,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "benchmarks"
-PY_FILES = sorted(p for p in BENCH.rglob("*.py") if ".venv" not in p.parts and ".work" not in p.parts)
-SH_FILES = sorted(p for p in BENCH.rglob("*.sh") if ".venv" not in p.parts and ".work" not in p.parts)
+def _ours(p: Path) -> bool:
+    """Not inside a virtualenv (``.venv``, a peer's ``.venv-<peer>``) or a peer's work folder."""
+    return not any(part.startswith(".venv") or part == ".work" for part in p.parts)
+
+
+PY_FILES = sorted(p for p in BENCH.rglob("*.py") if _ours(p))
+SH_FILES = sorted(p for p in BENCH.rglob("*.sh") if _ours(p))
 TIMEOUT_S = 120
 
 
