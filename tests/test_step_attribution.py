@@ -253,7 +253,7 @@ def test_results_page_reading_of_the_local_attribution_quotes_its_table():
         f"by {rewrite['ΔR@5']:.1f} points (Holm p {_p(rewrite['p R@5 (Holm)'])})",
         f"so is the gold next hop's alone ({hop['ΔEM']:+.1f} EM, Holm p {_p(hop['p EM (Holm)'])}). Both together, "
         f"after the gold seeds, lift EM to {chain['EM']:.1f} ({chain['ΔEM']:+.1f} over the full method, Holm p {_p(chain['p EM (Holm)'])})",
-        f"alone to {ceiling['EM']:.1f} ({ceiling['ΔEM']:+.1f}, Holm p {_p(ceiling['p EM (Holm)'])})",
+        f"alone reach {ceiling['EM']:.1f} ({ceiling['ΔEM']:+.1f}, Holm p {_p(ceiling['p EM (Holm)'])})",
         f"names the bridge on {int(ours['3 rewrite names it'])} of {n} questions (the faithful rewrite: "
         f"{int(full['3 rewrite names it'])}) and gains {ours['ΔEM']:+.1f} EM (Holm p {_p(ours['p EM (Holm)'])})",
     ]
@@ -271,9 +271,11 @@ def test_results_page_reading_of_the_local_attribution_quotes_its_table():
                   f"{_p(everything['p EM (Holm)'])})")
     for phrase in quoted:
         assert phrase in readme, phrase
-    # the words around the numbers: the rewrite alone is within noise, the seeds change nothing
-    assert min(rewrite["p EM (Holm)"], hop["p EM (Holm)"]) >= 0.05 and row.loc["kgir_oracle_seeds", "ΔEM"] == 0
-    assert max(chain["p EM (Holm)"], ceiling["p EM (Holm)"], rewrite["p R@5 (Holm)"]) < 0.05
+    # the words around the numbers: the rewrite alone, the next hop alone and both together after the gold seeds are
+    # within noise, the seeds change nothing; the gold passages and the rewrite's recall pass Holm
+    assert min(rewrite["p EM (Holm)"], hop["p EM (Holm)"], chain["p EM (Holm)"]) >= 0.05
+    assert row.loc["kgir_oracle_seeds", "ΔEM"] == 0
+    assert max(ceiling["p EM (Holm)"], rewrite["p R@5 (Holm)"]) < 0.05
     assert min(hop["ΔEM"], ceiling["ΔEM"]) > 0  # the way hotpotqa's point too
 
 
