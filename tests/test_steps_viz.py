@@ -192,3 +192,16 @@ def test_a_hub_s_labels_do_not_overlap_and_the_panel_is_wide_and_legible():
     draw_step(ax, view, "G_Ans")
     assert f"drawn: {len(view.drawn(KEPT))} of the {len(sub.kept)} triples of G_Ans" in ax.get_title(loc="left")
     plt.close(fig)
+
+
+def test_a_long_question_as_title_wraps_instead_of_widening_the_panel():
+    """Notebook 03's further drawings are titled with their question: a long one wraps, so the panel stays as wide as
+    the others and its text legible on a 1280-px page."""
+    from kgir_lib import report
+
+    view = focus_view(subgraph(), max_edges=25)
+    fig, ax = steps_figure()
+    draw_step(ax, view, "mst", title="[musique_train] " + "Which county shares a border with the county " * 6 + "?")
+    assert all(len(line) <= 110 for line in ax.get_title(loc="left").split("\n"))
+    assert report.figure_text_px(report.figure_png(fig)) >= report.MIN_TEXT_PX
+    plt.close(fig)

@@ -10,6 +10,7 @@ entities are purple diamonds. Legends sit outside the axes; each title says what
 """
 from __future__ import annotations
 
+import textwrap
 from typing import Optional
 
 import networkx as nx
@@ -17,6 +18,8 @@ import networkx as nx
 from ..kg import Triple
 from .graph_draw import EDGE_FONT, FIGSIZE, LEGEND_FONT, NODE_FONT, NOTE_FONT, TITLE_FONT, place_labels, short_label
 from .steps_viz import KEPT, PRUNED, SEEDLESS, STEPS, FocusView, covers_G_q
+
+TITLE_CHARS = 110  # a panel's title wraps here (at TITLE_FONT, about the panel's width)
 
 __all__ = ["STEP_TITLES", "COLORS", "step_title", "step_legend", "draw_step", "steps_figure"]
 
@@ -103,8 +106,9 @@ def draw_step(ax, view: FocusView, step: str, title: Optional[str] = None, label
 
     ax.set_axis_off()
     head = title or step_title(view, step)
-    ax.set_title(head + (f"\n{view.panel_note(step)}" if view.triples else ""), fontsize=TITLE_FONT,
-                 loc="left")
+    head = "\n".join(textwrap.fill(line, TITLE_CHARS) for line in head.split("\n"))  # a long question wraps, so the
+    ax.set_title(head + (f"\n{view.panel_note(step)}" if view.triples else ""),   # panel is not widened past the page
+                 fontsize=TITLE_FONT, loc="left")
     empty = {"edges": 0, "kept": 0, "pruned": 0, "seedless": 0, "seeds": 0, "nodes": 0, "bridges": 0,
              "label clashes": 0}
     if not view.triples:
