@@ -39,6 +39,11 @@ def _crosscheck(path: Path) -> list:
     return [crosscheck_sentence(pd.read_csv(path))]
 
 
+def _kg2rag_crosscheck(path: Path) -> list:
+    from .eval.kg2rag_agreement import crosscheck_sentence
+    return [crosscheck_sentence(pd.read_csv(path))]
+
+
 def _claims(path: Path) -> list:
     from .eval.claims import claims_headline
     return claims_headline(pd.read_csv(path)).splitlines()
@@ -57,6 +62,7 @@ def _headroom(path: Path) -> list:
 # the functions a marker may name -> the block's lines from the table's path
 RENDERERS: dict = {
     "kgir_lib.eval.peer_agreement.crosscheck_sentence": _crosscheck,
+    "kgir_lib.eval.kg2rag_agreement.crosscheck_sentence": _kg2rag_crosscheck,
     "kgir_lib.eval.claims.claims_headline": _claims,
     "kgir_lib.eval.mechanism.funnel.funnel_sentence": _funnel,
     "kgir_lib.eval.mechanism.step_attribution.headroom_sentence": _headroom,
