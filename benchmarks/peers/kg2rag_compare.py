@@ -59,14 +59,15 @@ def read_jsonl(path: Path) -> list:
 
 
 def commit() -> str:
-    """The checkout's commit (short hash, ``+ uncommitted changes`` if the tree is dirty), or ``unknown``."""
+    """The checkout's commit (short hash, ``+ uncommitted changes`` if the code the suite side runs, ``kgir_lib/``
+    or ``benchmarks/``, differs from it), or ``unknown``."""
     import subprocess
 
     try:
         head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "--",
+                                "kgir_lib", "benchmarks"], capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return f"commit {head}{' + uncommitted changes' if dirty else ''}"

@@ -155,8 +155,9 @@ class KG2RAGCode(MethodBase):
         return {"seeds": hits_json(pl["seeds"]), "highly_related": exp.highly_related,
                 "expanded": hits_json(exp.added), "mentioned": org.mentioned,
                 "mentioned_relations": org.mentioned_relations, "path": org.path,
-                "candidates": [{"pids": c, "score": round(float(s), 6)}
-                               for c, s in zip(org.candidates, org.scores)][:20],
+                "n_candidates": len(org.candidates),
+                "candidates": [{"pids": dedup(c), "score": round(float(s), 6)}  # the first ten, each chunk once
+                               for c, s in zip(org.candidates, org.scores)][:10],
                 "organised_pids": hits_pids(org.kept), "final_pids": hits_pids(pl["final"]),
                 "context_pids": ctx, "reader_raw": raw}
 
