@@ -31,8 +31,16 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "benchmarks"
-PY_FILES = sorted(p for p in BENCH.rglob("*.py") if ".venv" not in p.parts and ".work" not in p.parts)
-SH_FILES = sorted(p for p in BENCH.rglob("*.sh") if ".venv" not in p.parts and ".work" not in p.parts)
+
+
+def _ignored(path: Path) -> bool:
+    """A file of a peer environment (``benchmarks/peers/.venv-<peer>/``, its site-packages and the authors' code
+    it checks out) or of a work folder (``.work/``): not the project's."""
+    return any(part.startswith(".venv") or part == ".work" for part in path.relative_to(BENCH).parts)
+
+
+PY_FILES = sorted(p for p in BENCH.rglob("*.py") if not _ignored(p))
+SH_FILES = sorted(p for p in BENCH.rglob("*.sh") if not _ignored(p))
 TIMEOUT_S = 120
 
 

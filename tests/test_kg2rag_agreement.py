@@ -125,13 +125,14 @@ def _load(name: str):
     return module
 
 
-def test_committed_report_rescored_against_this_codes_side(tmp_path):
+def test_committed_report_rescored_against_this_codes_side(tmp_path, monkeypatch):
     """``--rescore`` without a peer environment: this code's kg2rag_code on the first musique_train questions of
     the local profile (cache only from the committed response log, no LLM call) against upstream's lists as
     the committed CSV keeps them: every stage gets the class the committed report gave it."""
     committed = ROOT / "results" / "benchmarks" / "peers_kg2rag.csv"
     if not committed.exists():
         pytest.fail(f"{committed} is missing: run bash benchmarks/peers/kg2rag_crosscheck.sh")
+    monkeypatch.setenv("KGIR_LLM_CACHE_ONLY", "1")  # (the suite step sets it too: restored after the test)
     compare = _load("kg2rag_compare")
     compare.run_suite(tmp_path, "local", datasets=["musique_train"], limit=4, mst=False)
     out = tmp_path / "peers_kg2rag.md"
