@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import re
 import warnings
@@ -170,9 +171,25 @@ def _ident(record: dict, key: str, path: Path, i: int) -> str:
     return str(value)
 
 
-def _answer(record: dict, key: str, path: Path, i: int) -> str:
-    """A gold answer: a string or a number (kept as its text); null, lists and objects are refused."""
-    return str(_field(record, key, path, i, (str, int, float)))
+def _answer(record: dict, key: str, path: Path, i: int, name: str, qid: str) -> str:
+    """A gold answer: a string or a number (kept as its text). Refused, naming the dataset and the question,
+    because nothing could score against it: a missing field, null, a list or an object, an empty text, and a
+    NaN or infinite number (JSON's ``NaN`` token, which would otherwise become the answer "nan")."""
+    where = f" (dataset {name!r}, question {qid!r}): a question without a gold answer cannot be scored"
+    try:
+        value = _field(record, key, path, i, (str, int, float))
+    except DataError as exc:
+        raise DataError(f"{exc}{where}") from None
+    return _answer_text(value, f"{path}: record {i} field {key!r}", where)
+
+
+def _answer_text(value: object, what: str, where: str) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise DataError(f"{what} is {value!r} (not a number){where}")
+    text = str(value)
+    if not text.strip():
+        raise DataError(f"{what} is empty{where}")
+    return text
 
 
 def load_corpus(path: Path) -> Corpus:
@@ -208,14 +225,17 @@ def _musique_question(rec: dict, path: Path, i: int, corpus: Corpus, name: str) 
                 raise DataError(f"{path}: record {i}: supporting paragraph {title!r} is not in the corpus")
             if pid not in gold:
                 gold.append(pid)
+    qid = _ident(rec, "id", path, i)
     aliases = rec.get("answer_aliases") or []
     if not isinstance(aliases, list) or not all(isinstance(a, (str, int, float)) and not isinstance(a, bool)
                                                 for a in aliases):
         raise DataError(f"{path}: record {i} field 'answer_aliases' must be a list of strings")
-    answers = [_answer(rec, "answer", path, i)] + [str(a) for a in aliases]
+    where = f" (dataset {name!r}, question {qid!r}): an alias nothing could match"
+    answers = [_answer(rec, "answer", path, i, name, qid)] + [
+        _answer_text(a, f"{path}: record {i} field 'answer_aliases' entry {k}", where) for k, a in enumerate(aliases)]
     decomposition = rec.get("question_decomposition")
     chain = _chain(musique_gold, rec, passage_id, path, i)
-    return Question(_ident(rec, "id", path, i), _text(rec, "question", path, i, allow_empty=False),
+    return Question(qid, _text(rec, "question", path, i, allow_empty=False),
                     tuple(dict.fromkeys(answers)), tuple(gold), name,
                     len(decomposition) if isinstance(decomposition, list) and decomposition else None, *chain)
 
@@ -257,8 +277,10 @@ def _hotpot_question(rec: dict, path: Path, i: int, corpus: Corpus, name: str, b
         by[title] = pid
         if pid not in gold:
             gold.append(pid)
-    return Question(_ident(rec, "_id", path, i), _text(rec, "question", path, i, allow_empty=False),
-                    (_answer(rec, "answer", path, i),), tuple(gold), name, 2, *_chain(hotpot_gold, rec, by, path, i))
+    qid = _ident(rec, "_id", path, i)
+    return Question(qid, _text(rec, "question", path, i, allow_empty=False),
+                    (_answer(rec, "answer", path, i, name, qid),), tuple(gold), name, 2,
+                    *_chain(hotpot_gold, rec, by, path, i))
 
 
 def declares_no_gold(data_dir: Path, name: str) -> bool:

@@ -1,4 +1,4 @@
-"""Committed corpus embeddings that seed the embedding cache, so a fresh clone does not re-embed its corpora.
+"""Committed embeddings that seed the embedding cache, so a fresh clone does not re-embed its corpora.
 
 The dense index caches a corpus's embeddings in ``results/<profile>/cache/embeddings/`` (not committed).
 Embedding the sample's two corpora (2,730 passages) with MiniLM takes minutes on a busy 2-core CPU, which made
@@ -11,7 +11,18 @@ model it was made from, by any profile.
 They are stored as float32, as computed: rounded to float16 (half the size), 1 of 104 hotpotqa queries of the
 sample run got its top-10 in another order, which changes prompts and so misses the committed LLM answers.
 
-``python -m kgir_lib.embedding_seed --profile sample`` writes the files of a profile's datasets from its cache.
+The encoder's other calls of the main job (the questions, the triple texts of the edge weights, the entity names:
+:class:`kgir_lib.encoder_calls.RememberedCalls`) are committed the same way, as one SQLite file
+(``calls.sqlite``) that seeds a run's cache when the cache has none. Each call is stored under the exact list of
+texts it was given, so a stored vector is only ever read for the call that made it; with them a fresh clone's
+main job never loads the encoder (its library alone is seconds of CPU in every notebook), and gets the vectors
+the committed run got whatever its CPU.
+
+``python -m kgir_lib.embedding_seed --profile sample`` writes the files of a profile's datasets and its encoder
+calls from its cache: run it after the main job in a fresh clone (or with ``cache/`` moved aside), so the calls
+are the main job's and nothing else. The test suite's notebooks (profile ``ci``, results in a temporary folder)
+have theirs in ``results/ci/embeddings/``: ``KGIR_TEST_RESULTS_DIR=DIR bash scripts/test.sh notebooks/*.ipynb``,
+then ``python -m kgir_lib.embedding_seed --profile ci --calls-only --from DIR/ci``.
 """
 from __future__ import annotations
 
@@ -19,6 +30,7 @@ import argparse
 import hashlib
 import os
 import shutil
+import sqlite3
 import sys
 import warnings
 from pathlib import Path
@@ -79,7 +91,7 @@ def seed_cache(cache_file: Path, dirs: Iterable[Path]) -> Optional[Path]:
                           f"; not used (the corpus is embedded instead)", stacklevel=2)
             continue
         cache_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_file.with_name(f".{cache_file.stem}.{os.getpid()}.seed.npy")
+        tmp = cache_file.with_name(f".{cache_file.stem}.{os.getpid()}.seed{cache_file.suffix}")
         shutil.copyfile(src, tmp)
         os.replace(tmp, cache_file)
         # the cache's own checksum beside it (kgir_lib.retrieval.load_embeddings verifies it on every load)
@@ -88,23 +100,43 @@ def seed_cache(cache_file: Path, dirs: Iterable[Path]) -> Optional[Path]:
     return None
 
 
-def export_embeddings(cfg, datasets: Sequence[str]) -> list:
-    """Write the cached embeddings of ``datasets`` to ``results/<profile>/embeddings/`` with their checksums."""
+def export_embeddings(cfg, datasets: Sequence[str], source: Optional[Path] = None, calls_only: bool = False) -> list:
+    """Write the cached embeddings of ``datasets`` and the encoder's calls (:data:`~kgir_lib.encoder_calls.CALLS_FILE`,
+    when the cache holds them) to ``results/<profile>/embeddings/`` with their checksums. ``source``: the run
+    directory whose cache is read (default the profile's own, ``cfg.run_dir``), e.g. the ``ci`` folder of a test run
+    kept with ``KGIR_TEST_RESULTS_DIR``; ``calls_only``: the calls alone (corpora another profile commits already)."""
     from .data import load_dataset
+    from .encoder_calls import CALLS_FILE
     from .retrieval import Encoder, embedding_cache_file
 
+    cache = Path(source or cfg.run_dir) / "cache" / "embeddings"
     out_dir = cfg.run_dir / SEED_DIR
     out_dir.mkdir(parents=True, exist_ok=True)
     enc = Encoder(cfg.embed_model, cfg.embed_batch_size)
     sums = read_sums(out_dir)
     written = []
-    for name in datasets:
+    for name in [] if calls_only else datasets:
         ds = load_dataset(name, cfg.data_path)
-        cached = embedding_cache_file(cfg.run_dir / "cache" / "embeddings", enc, [p.content for p in ds.corpus.passages])
+        cached = embedding_cache_file(cache, enc, [p.content for p in ds.corpus.passages])
         if not cached.exists():
             raise FileNotFoundError(f"dataset {name!r}: no cached embeddings at {cached}; run notebook 02 first")
         dst = out_dir / cached.name
         shutil.copyfile(cached, dst)
+        sums[dst.name] = _sha256(dst)
+        written.append(dst)
+    calls = cache / CALLS_FILE
+    if calls_only and not calls.exists():
+        raise FileNotFoundError(f"no encoder calls at {calls}: run the notebooks there first")
+    if calls.exists():
+        dst = out_dir / CALLS_FILE
+        tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+        tmp.unlink(missing_ok=True)
+        con = sqlite3.connect(calls)
+        try:
+            con.execute("VACUUM INTO ?", (str(tmp),))  # a compact copy, without the cache's free pages
+        finally:
+            con.close()
+        os.replace(tmp, dst)
         sums[dst.name] = _sha256(dst)
         written.append(dst)
     (out_dir / SUMS).write_text("".join(f"{d}  {n}\n" for n, d in sorted(sums.items())))
@@ -114,11 +146,16 @@ def export_embeddings(cfg, datasets: Sequence[str]) -> list:
 def main(argv=None) -> int:
     from .config import load_config
 
-    ap = argparse.ArgumentParser(description="Commit a profile's corpus embeddings (results/<profile>/embeddings/).")
+    ap = argparse.ArgumentParser(description="Commit a profile's corpus embeddings and encoder calls "
+                                             "(results/<profile>/embeddings/).")
     ap.add_argument("--profile", default="sample")
+    ap.add_argument("--from", dest="source", type=Path, default=None,
+                    help="the run directory whose cache is read (default: the profile's own), e.g. DIR/ci of "
+                         "`KGIR_TEST_RESULTS_DIR=DIR bash scripts/test.sh notebooks/*.ipynb`")
+    ap.add_argument("--calls-only", action="store_true", help="the encoder calls alone, no corpus embeddings")
     args = ap.parse_args(argv)
     cfg = load_config(args.profile)
-    for path in export_embeddings(cfg, list(dict.fromkeys(cfg.datasets))):
+    for path in export_embeddings(cfg, list(dict.fromkeys(cfg.datasets)), args.source, args.calls_only):
         print(path)
     return 0
 

@@ -44,29 +44,55 @@ def kernel_env(env) -> dict:
 
 class QuietKernelManager(AsyncKernelManager):
     """:class:`AsyncKernelManager` over IPC sockets, without the SIGINT before its shutdown request, its kernel
-    drawing figures inline (:func:`kernel_env`)."""
+    drawing figures inline (:func:`kernel_env`).
+
+    The sockets live in a private folder ``$TMPDIR/kgir-kernel-*``, made when the kernel starts and removed with
+    the kernel's other resources (:meth:`_async_cleanup_resources`, which every way of shutting down reaches: the
+    public ``shutdown_kernel`` of :class:`AsyncKernelManager` is the base class's coroutine itself, so an override
+    of ``_async_shutdown_kernel`` would never run), or at once when the start fails."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self._ipc_dir = Path(tempfile.mkdtemp(prefix="kgir-kernel-"))
         self.transport = "ipc"
-        self.ip = str(self._ipc_dir / "kernel")
+        self._ipc_dir: Path | None = None
 
     async def _async_pre_start_kernel(self, **kw):
         kw["env"] = kernel_env(kw.get("env") or os.environ)
-        return await super()._async_pre_start_kernel(**kw)
+        if self._ipc_dir is None:
+            self._ipc_dir = Path(tempfile.mkdtemp(prefix="kgir-kernel-"))
+            self.ip = str(self._ipc_dir / "kernel")
+        try:
+            return await super()._async_pre_start_kernel(**kw)
+        except BaseException:
+            self._remove_ipc_dir()
+            raise
+
+    async def _async_start_kernel(self, **kw) -> None:
+        try:
+            await super()._async_start_kernel(**kw)
+        except BaseException:  # a kernel that never started is never shut down
+            self._remove_ipc_dir()
+            raise
 
     async def _async_interrupt_kernel(self) -> None:
         if self.shutting_down:
             return  # at shutdown the interrupt would only be logged as an error by an idle kernel
         await super()._async_interrupt_kernel()
 
-    async def _async_shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
         try:
-            await super()._async_shutdown_kernel(now=now, restart=restart)
+            await super()._async_cleanup_resources(restart=restart)
         finally:
             if not restart:
-                shutil.rmtree(self._ipc_dir, ignore_errors=True)
+                self._remove_ipc_dir()
+
+    def _remove_ipc_dir(self) -> None:
+        if self._ipc_dir is not None:
+            shutil.rmtree(self._ipc_dir, ignore_errors=True)
+            self._ipc_dir = None
+
+    start_kernel = _async_start_kernel  # (the base class binds these names to its own coroutines)
+    cleanup_resources = _async_cleanup_resources
 
 
 TIMING_KEYS = ("start_time", "end_time", "duration")

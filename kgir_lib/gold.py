@@ -35,9 +35,12 @@ of a name (:func:`bridge_aliases`) are the normalised name, the name without a p
 
 **The ideal rewrite** (:func:`ideal_rewrite`): the last sub-question with every ``#k`` replaced by hop k's
 gold answer -- what eq. 8's rewrite would write after resolving every hop before the last. MuSiQue writes some
-sub-questions as ``X >> relation`` (a knowledge-base relation); :func:`hop_question` turns those into a
-question by one template, :data:`RELATION_QUESTION` ("What is the <relation> of <X>?"; the "of" is left out
-when the relation ends with a preposition: "X >> instance of" -> "What is the instance of X?").
+sub-questions as ``X >> relation`` (a Wikidata relation); :func:`hop_question` words those as a question by the
+relation's own template in :data:`RELATION_QUESTIONS` ("X >> place of birth" -> "Where was X born?"; every
+relation of the shipped samples has one), and by :data:`RELATION_QUESTION` ("What is the <relation> of <X>?")
+for a relation the table does not know. A rewrite that names the final answer or one of its aliases
+(:func:`names_answer`) would hand the retrieval the answer, not the next hop: the oracle study variants treat it
+as not applied.
 """
 from __future__ import annotations
 
@@ -47,7 +50,54 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional, Sequence
 
-RELATION_QUESTION = "What is the {relation} of {subject}?"
+RELATION_QUESTION = "What is the {relation} of {subject}?"  # a relation RELATION_QUESTIONS does not word
+RELATION_QUESTIONS = {  # MuSiQue's Wikidata relations ("X >> relation") worded as questions about X
+    "applies to jurisdiction": "Which jurisdiction does {subject} apply to?",
+    "author": "Who is the author of {subject}?",
+    "award received": "Which award did {subject} receive?",
+    "capital": "What is the capital of {subject}?",
+    "capital of": "What is {subject} the capital of?",
+    "cast member": "Who was a cast member of {subject}?",
+    "child": "Who is a child of {subject}?",
+    "composer": "Who composed {subject}?",
+    "conflict": "Which conflict did {subject} take part in?",
+    "continent": "Which continent is {subject} on?",
+    "country": "Which country is {subject} in?",
+    "country of citizenship": "What is the country of citizenship of {subject}?",
+    "creator": "Who created {subject}?",
+    "crosses": "What does {subject} cross?",
+    "director": "Who directed {subject}?",
+    "educated at": "Where was {subject} educated?",
+    "employer": "Who was the employer of {subject}?",
+    "father": "Who is the father of {subject}?",
+    "followed by": "What followed {subject}?",
+    "follows": "What did {subject} follow?",
+    "instance of": "What is {subject} an instance of?",
+    "licensed to broadcast to": "Where is {subject} licensed to broadcast to?",
+    "located in or next to body of water": "Which body of water is {subject} located in or next to?",
+    "located in the administrative territorial entity": "Which administrative territorial entity is {subject} "
+                                                        "located in?",
+    "location": "What is the location of {subject}?",
+    "location of formation": "Where was {subject} formed?",
+    "manufacturer": "Who manufactured {subject}?",
+    "member of": "What was {subject} a member of?",
+    "member of political party": "Which political party was {subject} a member of?",
+    "member of sports team": "Which sports team was {subject} a member of?",
+    "mouth of the watercourse": "Where does {subject} flow into?",
+    "native language": "What is the native language of {subject}?",
+    "owned by": "Who owns {subject}?",
+    "part of": "What is {subject} part of?",
+    "performer": "Who performed {subject}?",
+    "place of birth": "Where was {subject} born?",
+    "place of death": "Where did {subject} die?",
+    "producer": "Who produced {subject}?",
+    "record label": "What is the record label of {subject}?",
+    "shares border with": "What shares a border with {subject}?",
+    "sibling": "Who is a sibling of {subject}?",
+    "spouse": "Who is the spouse of {subject}?",
+    "sport": "Which sport is {subject} associated with?",
+    "work location": "Where did {subject} work?",
+}
 REF = re.compile(r"#(\d+)")
 _PUNCT = set(string.punctuation)
 _SPLIT = re.compile(r"[-\u2010-\u2015/]")
@@ -212,19 +262,36 @@ def substitute(text: str, answers: Sequence[str]) -> Optional[str]:
     return REF.sub(lambda m: answers[int(m.group(1)) - 1], text)
 
 
+def relation_question(subject: str, relation: str) -> str:
+    """``X >> relation`` worded as a question: the relation's template in :data:`RELATION_QUESTIONS`, else
+    :data:`RELATION_QUESTION` (without its "of" after a relation that ends with a preposition)."""
+    template = RELATION_QUESTIONS.get(relation.lower())
+    if template:
+        return template.format(subject=subject)
+    text = RELATION_QUESTION.format(relation=relation, subject=subject)
+    if relation.lower().split()[-1:] and relation.lower().split()[-1] in _PREPOSITIONS:  # no "located in of X"
+        text = text.replace(f"{relation} of ", f"{relation} ", 1)
+    return text
+
+
 def hop_question(text: str) -> str:
-    """A sub-question as a question: ``X >> relation`` through :data:`RELATION_QUESTION`, else the text itself;
-    white space folded and dropped before punctuation, the first letter upper-cased, a final "?"."""
+    """A sub-question as a question: ``X >> relation`` through :func:`relation_question`, else the text itself;
+    white space folded and dropped before punctuation and a closing bracket, the first letter upper-cased, a
+    final "?"."""
     if ">>" in text:
         subject, relation = (" ".join(part.split()) for part in text.split(">>", 1))
-        text = RELATION_QUESTION.format(relation=relation, subject=subject.strip(" ,;:"))
-        if relation.lower().split()[-1:] and relation.lower().split()[-1] in _PREPOSITIONS:  # no "instance of of X"
-            text = text.replace(f"{relation} of ", f"{relation} ", 1)
-    text = re.sub(r"\s+([,.;:?!])", r"\1", " ".join(text.split())).rstrip(" .")
+        text = relation_question(subject.strip(" ,;:"), relation)
+    text = re.sub(r"\s+([,.;:?!)])", r"\1", " ".join(text.split())).rstrip(" .")
     if not text:
         return text
     text = text[0].upper() + text[1:]
     return text if text.endswith("?") else text + "?"
+
+
+def names_answer(text: Optional[str], answers: Sequence[str]) -> bool:
+    """Whether ``text`` names the final answer or one of its aliases (any alias of any of ``answers``, as whole
+    words after :func:`norm`)."""
+    return any(names(text, a) for answer in answers for a in bridge_aliases(answer))
 
 
 def ideal_rewrite(hops: Sequence[GoldHop]) -> Optional[str]:

@@ -29,12 +29,20 @@ _RERANKERS: dict = {}
 
 def dense_index(cfg: Config, dataset: Dataset, progress: bool = True, encoder=None) -> DenseIndex:
     """Dense index over the whole corpus with the profile's encoder (or ``encoder``); embeddings cached, the
-    cache seeded from the committed embeddings when it lacks them (:mod:`kgir_lib.embedding_seed`)."""
+    cache seeded from the committed embeddings when it lacks them (:mod:`kgir_lib.embedding_seed`). The profile's
+    encoder also keeps every later call (questions, triple texts) in the run's cache
+    (:class:`~kgir_lib.encoder_calls.RememberedCalls`), seeded like the corpus embeddings from the committed calls
+    of the main job, so a rerun computing what a run before it computed, or a fresh clone's main job, loads no
+    model."""
     from .embedding_seed import committed_dirs, seed_cache
+    from .encoder_calls import CALLS_FILE, RememberedCalls
     from .retrieval import embedding_cache_file
 
-    enc = encoder or Encoder(cfg.embed_model, cfg.embed_batch_size, max_length=cfg.embed_max_length)
     cache_dir = cfg.run_dir / "cache" / "embeddings"
+    if encoder is None:
+        seed_cache(cache_dir / CALLS_FILE, committed_dirs(cfg))
+    enc = encoder or RememberedCalls(Encoder(cfg.embed_model, cfg.embed_batch_size, max_length=cfg.embed_max_length),
+                                     cache_dir / CALLS_FILE)
     seed_cache(embedding_cache_file(cache_dir, enc, [p.content for p in dataset.corpus.passages]), committed_dirs(cfg))
     return DenseIndex(dataset.corpus.passages, enc, cache_dir, progress=progress)
 

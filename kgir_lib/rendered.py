@@ -44,6 +44,11 @@ def _kg2rag_crosscheck(path: Path) -> list:
     return [crosscheck_sentence(pd.read_csv(path))]
 
 
+def _flashrag(path: Path) -> list:
+    from .eval.peer_iterative import crosscheck_sentence
+    return [crosscheck_sentence(pd.read_csv(path, dtype={"qid": str}))]
+
+
 def _claims(path: Path) -> list:
     from .eval.claims import claims_headline
     return claims_headline(pd.read_csv(path)).splitlines()
@@ -59,13 +64,20 @@ def _headroom(path: Path) -> list:
     return _per_dataset(headroom_sentence)(path)
 
 
+def _rounds(path: Path) -> list:
+    from .eval.mechanism.calibration import natural_rounds_sentence
+    return _per_dataset(natural_rounds_sentence)(path)
+
+
 # the functions a marker may name -> the block's lines from the table's path
 RENDERERS: dict = {
     "kgir_lib.eval.peer_agreement.crosscheck_sentence": _crosscheck,
     "kgir_lib.eval.kg2rag_agreement.crosscheck_sentence": _kg2rag_crosscheck,
+    "kgir_lib.eval.peer_iterative.crosscheck_sentence": _flashrag,
     "kgir_lib.eval.claims.claims_headline": _claims,
     "kgir_lib.eval.mechanism.funnel.funnel_sentence": _funnel,
     "kgir_lib.eval.mechanism.step_attribution.headroom_sentence": _headroom,
+    "kgir_lib.eval.mechanism.calibration.natural_rounds_sentence": _rounds,
 }
 
 

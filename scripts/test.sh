@@ -6,6 +6,7 @@
 #   bash scripts/test.sh --fast   the unit tests only (no model load, no server, no notebook, no clone): for
 #                                 everyday work
 # Both run in parallel with pytest-xdist ($KGIR_TEST_WORKERS workers, default 2). Further arguments go to pytest.
+# Results go to a temporary folder removed at the end; KGIR_TEST_RESULTS_DIR=DIR writes them to DIR and keeps them.
 # The data first: the default data folder ($KGIR_DATA_DIR, else ../shared/data, else data/samples/, fetched
 # here when missing) must hold the verified samples, so no test is skipped for want of them.
 set -euo pipefail
@@ -18,12 +19,32 @@ fi
 bash scripts/setup.sh
 .venv/bin/python -m kgir_lib.data_sources ensure
 export KGIR_PROFILE=ci
-export KGIR_RESULTS_DIR="${KGIR_TEST_RESULTS_DIR:-$(mktemp -d)/results}"
+# The tests' results (the notebooks' tables, figures, traces, caches): KGIR_TEST_RESULTS_DIR keeps them there;
+# otherwise they go to a temporary folder removed when the tests end, however they end.
+if [ -n "${KGIR_TEST_RESULTS_DIR:-}" ]; then
+  export KGIR_RESULTS_DIR="$KGIR_TEST_RESULTS_DIR"
+  kept=1
+else
+  scratch=$(mktemp -d -t kgir-test-XXXXXX)
+  trap 'rm -rf "$scratch"' EXIT
+  trap 'exit 130' INT TERM
+  export KGIR_RESULTS_DIR="$scratch/results"
+  kept=0
+fi
 export KGIR_FIGURES_DIR="$KGIR_RESULTS_DIR/../figures"
 export MPLBACKEND=Agg
-workers=(-n "${KGIR_TEST_WORKERS:-2}" --dist loadgroup)
+workers=(-n "${KGIR_TEST_WORKERS:-2}" --dist loadgroup -p no:anyio)  # (no test uses anyio's plugin: a quarter second
+                                                                  # of every pytest process)
+# Test paths among the arguments (a file, a folder, file::test) replace the default selection (tests/, and the
+# notebooks in the whole suite): `bash scripts/test.sh --fast tests/test_data.py` collects that file alone.
+selection=(tests)
+for arg in "$@"; do
+  if [ -e "${arg%%::*}" ]; then selection=(); break; fi
+done
 if [ "$fast" = 1 ]; then
-  exec .venv/bin/python -m pytest -p no:cacheprovider "${workers[@]}" -m "not slow and not notebooks" tests -q "$@"
+  .venv/bin/python -m pytest -p no:cacheprovider -p no:nbval "${workers[@]}" -m "not slow and not notebooks" \
+    ${selection[@]+"${selection[@]}"} -q "$@"
+  exit $?
 fi
 # The ci profile's committed LLM answers: the notebooks replay them instead of running the model again (a request
 # the log does not hold is still sent to the model, so a changed prompt costs time, never a failure).
@@ -31,8 +52,12 @@ mkdir -p "$KGIR_RESULTS_DIR/ci"
 if [ -f results/ci/llm_responses.jsonl.gz ]; then
   cp results/ci/llm_responses.jsonl.gz "$KGIR_RESULTS_DIR/ci/"
 fi
-echo "test: notebook outputs under $KGIR_RESULTS_DIR"
+if [ "$kept" = 1 ]; then
+  echo "test: notebook outputs under $KGIR_RESULTS_DIR (kept)"
+fi
 shopt -s nullglob
-notebooks=(notebooks/[0-9][0-9]_*.ipynb)
-exec .venv/bin/python -m pytest -p no:cacheprovider "${workers[@]}" tests "${notebooks[@]}" \
+if [ ${#selection[@]} -gt 0 ]; then
+  selection+=(notebooks/[0-9][0-9]_*.ipynb)
+fi
+.venv/bin/python -m pytest -p no:cacheprovider "${workers[@]}" ${selection[@]+"${selection[@]}"} \
   --nbval-lax --nbval-current-env --nbval-cell-timeout=1800 -q "$@"

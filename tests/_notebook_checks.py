@@ -6,6 +6,8 @@ the notebooks' nbval cells, so they read the tables the notebooks have just writ
 run once). In a session without the notebooks (``pytest tests``) those tests skip. Under pytest-xdist the
 notebooks' cells and those checks form one unit of work, run by one worker in this order (:class:`NotebookScheduling`):
 the notebooks share one kernel per notebook and one results directory, and each reads what the one before it wrote.
+Every other test module is a unit of work of its own (its imports and module fixtures are paid by one worker, not by
+both), and the longest units start first, each on a worker of its own (:data:`FIRST`).
 """
 from __future__ import annotations
 
@@ -14,6 +16,10 @@ from pathlib import Path
 import pytest
 
 CHECKS_FILE = "test_notebook_tables.py"
+# The longest units of work, started first: the notebooks under nbval and the main job on a fresh clone each take
+# most of a worker's time, so a unit started after them would end the run late (measured in
+# results/benchmarks/tests.md). The other units follow largest first (xdist's order: by number of tests).
+FIRST = ("notebooks", "test_fresh_clone.py")  # a unit's name, or its module's file name
 
 
 def _is_nbval(item) -> bool:
@@ -33,27 +39,38 @@ class _NotebookFailures:
 
 
 def _unit_of_work(nodeid: str) -> str:
-    """The scope :class:`NotebookScheduling` gives a test: ``notebooks`` for a notebook cell or a table check,
-    an ``xdist_group`` name where the test carries one, else the test itself."""
-    path, _, rest = nodeid.partition("::")
+    """The scope :class:`NotebookScheduling` gives a test: ``notebooks`` for a notebook cell or a table check, else
+    its module (one worker imports it and builds its module-scoped fixtures, e.g. the rebuilt sample run of
+    ``test_pinned_tables.py``, the ``--help`` of every benchmark script)."""
+    path = nodeid.partition("::")[0]
     if path.endswith(".ipynb") or Path(path).name == CHECKS_FILE:
         return "notebooks"
-    return rest.rpartition("@")[2] if "@" in rest else nodeid
+    return path
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """Keep a notebook's cells, and the notebooks, on one worker and in order.
+    """Keep a notebook's cells, and the notebooks, on one worker and in order; a test module on one worker.
 
     pytest-xdist's ``loadgroup`` marks a group by a suffix it writes into the test ids, which pytest 9.2 no longer
     lets it write: every cell would go to whichever worker was free, and a cell sent to another worker runs in a
     kernel that never ran the cells before it. Here the unit of work is given by the test id itself
-    (:func:`_unit_of_work`); the largest unit, the notebooks, starts first, and every other test is its own unit.
+    (:func:`_unit_of_work`), and the units of :data:`FIRST` are handed out before all others.
     """
     from xdist.scheduler import LoadScopeScheduling
 
     class NotebookScheduling(LoadScopeScheduling):
+        _ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             return _unit_of_work(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            if not self._ordered:  # the queue is complete when the first unit is handed out
+                first = [scope for name in FIRST for scope in self.workqueue if name in (scope, Path(scope).name)]
+                for scope in reversed(first):
+                    self.workqueue.move_to_end(scope, last=False)
+                self._ordered = True
+            super()._assign_work_unit(node)
 
     return NotebookScheduling(config, log)
 

@@ -32,9 +32,21 @@ def pytest_report_header(config) -> str:
     return _missing_data() or f"data: {SHARED_DATA}"
 
 
+PEER_SETUP = "bash benchmarks/peers/setup.sh"  # the peer environment some tests need (README, "Tests")
+
+
+def peer_skips(skipped: list) -> list:
+    """The node ids of the skipped tests whose reason is the missing peer environment (:data:`PEER_SETUP`)."""
+    return sorted({r.nodeid for r in skipped if PEER_SETUP in str(getattr(r, "longrepr", ""))})
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     if _missing_data():  # also under -q, which hides the header
         terminalreporter.write_line(_missing_data(), yellow=True)
+    peers = peer_skips(terminalreporter.stats.get("skipped", []))
+    if peers:
+        terminalreporter.write_line(f"peer environment absent: {len(peers)} test(s) skipped; `{PEER_SETUP}` makes it "
+                                    f"and runs them: " + ", ".join(peers), yellow=True)
 
 
 class BagOfWordsEncoder:

@@ -31,16 +31,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "benchmarks"
+def _ours(p: Path) -> bool:
+    """Not inside a virtualenv (``.venv``, a peer's ``.venv-<peer>``) or a peer's work folder."""
+    return not any(part.startswith(".venv") or part == ".work" for part in p.parts)
 
 
-def _ignored(path: Path) -> bool:
-    """A file of a peer environment (``benchmarks/peers/.venv-<peer>/``, its site-packages and the authors' code
-    it checks out) or of a work folder (``.work/``): not the project's."""
-    return any(part.startswith(".venv") or part == ".work" for part in path.relative_to(BENCH).parts)
-
-
-PY_FILES = sorted(p for p in BENCH.rglob("*.py") if not _ignored(p))
-SH_FILES = sorted(p for p in BENCH.rglob("*.sh") if not _ignored(p))
+PY_FILES = sorted(p for p in BENCH.rglob("*.py") if _ours(p))
+SH_FILES = sorted(p for p in BENCH.rglob("*.sh") if _ours(p))
 TIMEOUT_S = 120
 
 

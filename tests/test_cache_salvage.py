@@ -3,6 +3,7 @@ command saves every row still readable into the response log before the file is 
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import nbformat
 import pytest
 
 from kgir_lib.llm import LLMCache, LLMCacheError
+from kgir_lib.llm.cache import salvage_rows
 from kgir_lib.llm.response_log import LOG_NAME, main as log_main, read_log, salvage
 
 REPO = Path(__file__).resolve().parents[1]
@@ -126,3 +128,50 @@ def test_salvage_report_counts_and_exit_codes():
     assert salvage_report({**base, "saved": 0}, Path("c"), Path("l"))[1] == 1
     assert salvage_report({**base, "saved": 0, "unreadable": 0}, Path("c"), Path("l")) == (
         ["salvaged 0 row(s) from c into l (3 rows in the log)"], 0)  # an intact, empty cache: nothing lost
+
+
+def test_a_reply_altered_through_sql_is_refused_by_reading_export_and_salvage(tmp_path, capsys):
+    """Each cache row carries a checksum of its request and reply: a reply changed through SQL after it was
+    written is an error when read or exported, and salvage saves every other row but never that one."""
+    path = tmp_path / "run" / "cache" / "llm.sqlite"
+    path.parent.mkdir(parents=True)
+    cache = LLMCache(path)
+    cache.put("a" * 64, "scripted:m", {"messages": [["user", "q1"]]}, "Paris", 3, 1, 0.5)
+    cache.put("b" * 64, "scripted:m", {"messages": [["user", "q2"]]}, "Rome", 3, 1, 0.5)
+    cache.insert_missing([("c" * 64, "scripted:m", "Oslo", 3, 1, 0.5)])  # an imported row is checked too
+    cache.close()
+    conn = sqlite3.connect(str(path))
+    conn.execute("UPDATE calls SET text = 'Berlin' WHERE key = ?", ("a" * 64,))
+    conn.execute("UPDATE calls SET text = 'Bergen' WHERE key = ?", ("c" * 64,))
+    conn.commit()
+    conn.close()
+    cache = LLMCache(path)
+    assert cache.get("b" * 64)["text"] == "Rome"
+    with pytest.raises(LLMCacheError, match=r"1 row\(s\) fail their checksum \(first key aaaaaaaaaaaa….*salvage"):
+        cache.get("a" * 64)
+    assert [r[0] for r in cache.rows()] == ["b" * 64] and cache.altered() == ["a" * 64, "c" * 64]
+    cache.close()
+    log = tmp_path / "run" / LOG_NAME
+    got = salvage(path, log)
+    assert got["saved"] == 1 and got["altered"] == ["a" * 64, "c" * 64]
+    assert [(row[0], row[2]) for row in read_log(log)] == [("b" * 64, "Rome")]
+    assert log_main(["salvage", str(got["moved_to"]), str(log)]) == 0
+    assert "2 row(s) fail their checksum" in capsys.readouterr().out
+
+
+def test_a_cache_made_before_rows_carried_checksums_is_read_and_gains_the_column(tmp_path):
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(str(path))
+    conn.execute("CREATE TABLE calls (key TEXT PRIMARY KEY, model TEXT NOT NULL, request TEXT NOT NULL, text TEXT "
+                 "NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, seconds REAL NOT "
+                 "NULL, created TEXT DEFAULT CURRENT_TIMESTAMP)")
+    conn.execute("INSERT INTO calls (key, model, request, text, prompt_tokens, completion_tokens, seconds) "
+                 "VALUES ('k', 'm', '{}', 'old', 1, 1, 0.1)")
+    conn.commit()
+    conn.close()
+    cache = LLMCache(path)
+    assert cache.get("k")["text"] == "old" and cache.rows() == [("k", "m", "old", 1, 1, 0.1)]
+    cache.put("n", "m", {}, "new", 1, 1, 0.1)
+    cache.close()
+    rows, lost, altered = salvage_rows(path)  # the old row has no checksum: read as it is
+    assert [r[0] for r in rows] == ["k", "n"] and lost == 0 and altered == []

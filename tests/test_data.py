@@ -340,6 +340,36 @@ def test_question_without_gold_refused_unless_declared(tmp_path):
         load_dataset("myset", d)
 
 
+@pytest.mark.parametrize("answer, needle", [
+    ("NaN", r"field 'answer' is nan \(not a number\)"),  # JSON's NaN token: once the answer "nan"
+    ("Infinity", r"field 'answer' is inf \(not a number\)"),
+    ('"  "', r"field 'answer' is empty"),
+    ("null", r"field 'answer' must be .* got null"),
+    (None, r"has no field 'answer'"),
+])
+@pytest.mark.parametrize("schema", ["musique", "hotpotqa"])
+def test_a_missing_or_nan_gold_answer_is_refused_naming_the_set_and_the_question(tmp_path, schema, answer, needle):
+    hotpot = lambda i: {"_id": f"h{i}", "question": "q?", "answer": "a", "supporting_facts": [["T", 0]],  # noqa: E731
+                        "context": [["T", ["body"]]]}
+    make = _musique_rec if schema == "musique" else hotpot
+    good, rec, qid = make(0), make(1), f"{'m' if schema == 'musique' else 'h'}1"
+    text = json.dumps(rec).replace('"answer": "a"', '"answer": __A__')  # the JSON token itself, e.g. NaN
+    text = text.replace(', "answer": __A__', "") if answer is None else text.replace("__A__", answer)
+    d = _make(tmp_path, "myset", f"[{json.dumps(good)}, {text}]", CORPUS)
+    with pytest.raises(DataError, match=rf"myset\.json: record 1 {needle}.*\(dataset 'myset', question '{qid}'\): "
+                                        rf"a question without a gold answer cannot be scored"):
+        load_dataset("myset", d)
+
+
+@pytest.mark.parametrize("alias, needle", [("NaN", "is nan"), ('""', "is empty")])
+def test_a_nan_or_empty_alias_is_refused_naming_the_set_and_the_question(tmp_path, alias, needle):
+    text = json.dumps(_musique_rec(1)).replace('"answer_aliases": ["alias"]', f'"answer_aliases": ["alias", {alias}]')
+    d = _make(tmp_path, "myset", f"[{json.dumps(_musique_rec(0))}, {text}]", CORPUS)
+    with pytest.raises(DataError, match=rf"record 1 field 'answer_aliases' entry 1 {needle}.*"
+                                        rf"\(dataset 'myset', question 'm1'\)"):
+        load_dataset("myset", d)
+
+
 def test_numeric_ids_and_answers_are_kept_as_text(tmp_path):
     rec = _musique_rec(0)
     rec["id"], rec["answer"] = 7, 1994

@@ -43,3 +43,27 @@ def test_a_wrong_or_missing_checksum_is_refused_with_a_warning_naming_the_file(t
     with pytest.warns(UserWarning, match="checksum missing"):
         assert seed_cache(cache, [tmp_path / "d"]) is None
     assert seed_cache(tmp_path / "cache" / "other.npy", [tmp_path / "c"]) is None  # no file of that name
+
+
+def test_the_encoder_calls_are_exported_whole_and_seed_a_cache_that_has_none(tmp_path, monkeypatch):
+    """``python -m kgir_lib.embedding_seed --calls-only --from RUN``: the calls a run's cache holds, compacted, with
+    their checksum, in the profile's committed folder; they seed a fresh run's cache and answer its calls."""
+    from conftest import BagOfWordsEncoder
+    from kgir_lib.config import load_config
+    from kgir_lib.embedding_seed import export_embeddings
+    from kgir_lib.encoder_calls import CALLS_FILE, RememberedCalls
+
+    kept = tmp_path / "kept" / "ci"  # a test run kept with KGIR_TEST_RESULTS_DIR
+    made = RememberedCalls(BagOfWordsEncoder(), kept / "cache" / "embeddings" / CALLS_FILE)
+    vectors = made.encode(["Which company merged with Compaq?", "Compaq"])
+    cfg = load_config("ci", results_dir=str(tmp_path / "results"))
+    written = export_embeddings(cfg, cfg.datasets, source=kept, calls_only=True)
+    committed = cfg.run_dir / "embeddings"
+    assert written == [committed / CALLS_FILE] and set(read_sums(committed)) == {CALLS_FILE}
+    fresh = tmp_path / "fresh" / CALLS_FILE
+    assert seed_cache(fresh, [committed]) == committed / CALLS_FILE
+    again = RememberedCalls(BagOfWordsEncoder(), fresh)
+    again.encoder.encode = None  # answered from the seed, or this fails
+    assert again.encode(["Which company merged with Compaq?", "Compaq"]).tobytes() == vectors.tobytes()
+    with pytest.raises(FileNotFoundError, match="no encoder calls"):
+        export_embeddings(cfg, cfg.datasets, source=tmp_path / "nothing", calls_only=True)

@@ -1,4 +1,5 @@
-"""The runner's kernel: no TCP warning, no KeyboardInterrupt at shutdown, no machine path in papermill metadata."""
+"""The runner's kernel: no TCP warning, no KeyboardInterrupt at shutdown, no machine path in papermill metadata,
+nothing left in ``$TMPDIR``."""
 from __future__ import annotations
 
 import os
@@ -82,7 +83,8 @@ def test_printed_text_split_into_several_stream_messages_is_stored_as_one(tmp_pa
 
 
 def test_a_run_prints_neither_kernel_warning_and_stores_no_absolute_output_path(tmp_path):
-    """Also: a figure is stored as a picture although the caller exported a non-inline backend (a test's Agg)."""
+    """Also: a figure is stored as a picture although the caller exported a non-inline backend (a test's Agg), and
+    the run leaves no file and no folder in its $TMPDIR (the kernel's socket folder is removed at shutdown)."""
     nbs = tmp_path / "nbs"
     nbs.mkdir()
     nb = nbformat.v4.new_notebook()
@@ -94,11 +96,17 @@ def test_a_run_prints_neither_kernel_warning_and_stores_no_absolute_output_path(
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (kgir)", "language": "python"}
     nbformat.write(nb, nbs / "00_probe.ipynb")
     (tmp_path / "data").symlink_to(default_data_dir().resolve())
+    private_tmp = tmp_path / "tmp"  # the run's own $TMPDIR: whatever it leaves there is found below
+    (private_tmp / "before").mkdir(parents=True)
+    (private_tmp / "before.txt").write_text("there before the run")
+    before = sorted(p.relative_to(private_tmp) for p in private_tmp.rglob("*"))
     env = {**os.environ, "KGIR_RESULTS_DIR": str(tmp_path / "results"), "KGIR_DATA_DIR": str(tmp_path / "data"),
-           "PYTHONPATH": str(PROJECT_ROOT), "MPLBACKEND": "Agg"}
+           "PYTHONPATH": str(PROJECT_ROOT), "MPLBACKEND": "Agg", "TMPDIR": str(private_tmp)}
     out = subprocess.run([sys.executable, "-m", "kgir_lib.runner", "--profile", "ci", "--notebooks-dir", str(nbs)],
                          cwd=tmp_path, env=env, text=True, capture_output=True, timeout=300)
     assert out.returncode == 0, out.stderr
+    after = sorted(p.relative_to(private_tmp) for p in private_tmp.rglob("*"))
+    assert after == before, f"the run left in $TMPDIR: {sorted(set(after) - set(before))}"  # folders and files
     console = out.stdout + out.stderr
     assert "without encryption" not in console and "KeyboardInterrupt" not in console, console
     done = nbformat.read(tmp_path / "results" / "ci" / "notebooks" / "00_probe.ipynb", as_version=4)

@@ -17,12 +17,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip("FlagEmbedding")
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+from kgir_lib.retrieval import DenseIndex, Encoder, Reranker
+from conftest import make_passage
 
-from kgir_lib.retrieval import DenseIndex, Encoder, Reranker  # noqa: E402
-from conftest import make_passage  # noqa: E402
+torch = transformers = None  # imported by the fixture below: collecting this module (every worker, every tier,
+                             # these tests selected or not) must not import FlagEmbedding, torch and transformers
+
+
+@pytest.fixture(scope="module", autouse=True)
+def libraries():
+    global torch, transformers
+    pytest.importorskip("FlagEmbedding")
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
 
 SENTENCES = [
     "Compaq was the largest supplier of personal computers in 1994.",

@@ -138,3 +138,28 @@ def test_the_venv_matches_the_pins(group):
         checked += 1
     if checked == 0:
         pytest.skip(f"no package of the {group} group is installed here")
+
+
+def test_the_editable_build_of_set_up_emits_no_warning(tmp_path):
+    """``pip install -e .`` (scripts/setup.sh) builds an editable wheel with setuptools; every warning it emits is
+    shown to the user at set-up (pip passes the backend's warnings on). Built here with warnings as errors: no
+    deprecated license table, no notice about the editable install's import finder; the license is an SPDX
+    expression in the metadata."""
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "kgir_lib", tmp_path / "kgir_lib", ignore=shutil.ignore_patterns("__pycache__"))
+    code = "from setuptools import build_meta; print(build_meta.build_editable('dist'))"
+    out = subprocess.run([sys.executable, "-W", "error", "-c", code], cwd=tmp_path, text=True, capture_output=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    wheel = tmp_path / "dist" / out.stdout.strip().splitlines()[-1]
+    with zipfile.ZipFile(wheel) as zf:
+        meta = zf.read("kgir_lib-0.1.0.dist-info/METADATA").decode()
+        assert "__editable__.kgir_lib-0.1.0.pth" in zf.namelist()  # a path entry, not an import finder
+    assert "License-Expression: MIT" in meta
+    assert int(re.search(r'requires = \["setuptools>=(\d+)"\]', (ROOT / "pyproject.toml").read_text()).group(1)) >= 77

@@ -21,10 +21,14 @@ def test_the_documents_render_each_table_the_account_quotes():
              for d in rendered.DOCUMENTS for b in rendered.blocks((PROJECT_ROOT / d).read_text(encoding="utf-8"), d)}
     assert found == {
         ("docs/results.md", "crosscheck_sentence", "results/benchmarks/peers_hipporag2.csv"),
+        ("docs/results.md", "crosscheck_sentence", "results/benchmarks/peers_flashrag.csv"),
+        ("docs/results.md", "crosscheck_sentence", "results/benchmarks/peers_kg2rag.csv"),
         ("README.md", "claims_headline", "results/local/tables/05_claims.csv"),
         ("docs/results.md", "headroom_sentence", "results/local/tables/04_step_attribution.csv"),
         ("docs/results.md", "funnel_sentence", "results/local/tables/04_bridge_funnel.csv"),
-        ("docs/results.md", "headroom_sentence", "results/sample/tables/04_step_attribution.csv")}
+        ("docs/results.md", "headroom_sentence", "results/sample/tables/04_step_attribution.csv"),
+        ("README.md", "natural_rounds_sentence", "results/local/tables/04_kgir_per_question.csv"),
+        ("docs/results.md", "natural_rounds_sentence", "results/local/tables/04_kgir_per_question.csv")}
 
 
 @pytest.fixture

@@ -213,10 +213,10 @@ def test_an_altered_cached_text_never_replaces_the_logged_row(tmp_path):
     good = {r[0]: r[2] for r in read_log(log)}[key]
     with sqlite3.connect(tmp_path / "a.sqlite") as con:
         con.execute("UPDATE calls SET text = 'silently altered' WHERE key = ?", (key,))
-    with pytest.raises(LogConflictError, match=f"another text.*1 key\\(s\\), first {key}"):
+    with pytest.raises(LLMCacheError, match=f"1 row\\(s\\) fail their checksum \\(first key {key[:12]}"):
         import_log(llm.cache, log)
     llm.cache.put("e" * 64, "m", {}, "a new answer", 1, 1, 0.1)
-    with pytest.raises(LogConflictError, match=f"first {key}.*log's rows were kept"):
+    with pytest.raises(LLMCacheError, match=f"first key {key[:12]}.*every other row was exported"):
         export_log(llm.cache, log)
     logged = {r[0]: r[2] for r in read_log(log)}
     assert logged[key] == good and logged["e" * 64] == "a new answer"  # nothing lost, nothing replaced

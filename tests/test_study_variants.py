@@ -14,10 +14,11 @@ import pytest
 
 from kgir_lib.config import PROJECT_ROOT
 from kgir_lib.data import Question
-from kgir_lib.gold import Bridge, GoldHop, bridge_aliases, hop_question, ideal_rewrite, substitute
+from kgir_lib.gold import (RELATION_QUESTIONS, Bridge, GoldHop, bridge_aliases, hop_question, ideal_rewrite,
+                            names_answer, substitute)
 from kgir_lib.kgir.loop import KGIRRAG
 from kgir_lib.kgir.rewrite import parse_bridge_rewrite, rewrite_requests, bridge_rewrite_requests
-from kgir_lib.kgir.study import STUDY_VARIANTS, StudyKGIRRAG, hop_entities, oracle_entities
+from kgir_lib.kgir.study import STUDY_VARIANTS, StudyKGIRRAG, hop_entities, oracle_entities, oracle_plan
 from kgir_lib.methods.reader import format_passages, reader_request
 from kgir_lib.registry import LABELS, build_method
 
@@ -75,6 +76,17 @@ def musique_q(tiny_dataset, pids):
 
 
 @pytest.fixture
+def named_q(tiny_dataset, pids):
+    """A MuSiQue-style question over the tiny corpus whose first sub-question names its paragraph's title (IBM)
+    and whose second names none (its "company" is a word of the graph, not a gold entity)."""
+    hops = (GoldHop("Who bought the PC business of IBM?", "Lenovo", pids["IBM"], "IBM"),
+            GoldHop("What kind of company is #1?", "Chinese technology company", pids["Lenovo"], "Lenovo"))
+    return Question("n1", "What kind of company bought the PC business of IBM?", ("Chinese technology company",),
+                    (pids["IBM"], pids["Lenovo"]), "tiny", 2, hops,
+                    (Bridge("Lenovo", bridge_aliases("Lenovo"), (pids["Lenovo"],)),))
+
+
+@pytest.fixture
 def hotpot_q(tiny_dataset, pids):
     """A HotpotQA-style comparison question: hops without sub-questions, no bridge."""
     return Question("h1", "Which was founded first, Dell or Apple?", ("Apple",), (pids["Dell"], pids["Apple"]),
@@ -119,29 +131,50 @@ def test_ideal_rewrite_of_hand_built_decompositions():
     assert ideal_rewrite(three[:2]) == "What is the country of citizenship of Johann Strauss II?"
     assert ideal_rewrite((h("Midway >> located in", "White County"), h("q", "Arkansas"),
                           h("Midway (near Pleasant Plains), #1 , #2 >> country", "U.S."))) == \
-        "What is the country of Midway (near Pleasant Plains), White County, Arkansas?"
-    assert hop_question("Rutgers University >> instance of") == "What is the instance of Rutgers University?"
+        "Which country is Midway (near Pleasant Plains), White County, Arkansas in?"
+    assert hop_question("Rutgers University >> instance of") == "What is Rutgers University an instance of?"
+    assert hop_question("Humboldt Peak (Colorado ) >> part of") == "What is Humboldt Peak (Colorado) part of?"
+    assert hop_question("#1 >> shares border with") == "What shares a border with #1?"
+    # a relation the table does not word: the generic template, without "of" after a final preposition
+    assert hop_question("Kassel >> twinned with") == "What is the twinned with Kassel?"
+    assert hop_question("Kassel >> mayor") == "What is the mayor of Kassel?"
     assert hop_question("how many publix stores are in North Carolina") == "How many publix stores are in North Carolina?"
     assert substitute("in #3", ["a", "b"]) is None
     assert ideal_rewrite((h("q", "a"),)) is None and ideal_rewrite((h("", ""), h("", ""))) is None
 
 
+def test_ideal_rewrite_naming_the_answer_is_not_applied(musique_q):
+    """A rewrite naming the final answer (or an alias: the part before a comma, as whole words) hands the
+    retrieval the answer: the oracle plan says so and gives no rewrite."""
+    assert names_answer("Where are the badlands located in North Dakota?", ["western North Dakota", "North Dakota"])
+    assert names_answer("Which entity is Consulate General of the United States, Frankfurt located in?",
+                        ["Frankfurt am Main", "Frankfurt"])
+    assert not names_answer("Which company merged with Compaq in 2002?", ["Hewlett-Packard", "HP"])
+    assert not names_answer("Who founded Dellwood?", ["Dell"])  # whole words only
+    hops = (musique_q.gold_hops[0], GoldHop("Which company merged with #1, later HP, in 2002?", "Hewlett-Packard",
+                                            "p", "Hewlett-Packard"))
+    plan = oracle_plan(dataclasses.replace(musique_q, gold_hops=hops), ("rewrite",))
+    assert plan["rewrite"] is None
+    assert plan["not_applied"] == {"rewrite": "the ideal rewrite names the final answer"}
+    assert oracle_plan(musique_q, ("rewrite",)) == {"parts": ["rewrite"], "not_applied": {}, "rewrite": IDEAL}
+
+
 def test_hop_entities_rule():
-    assert hop_entities(GoldHop("Hello Love >> performer", "Hank Snow", "p", "Hello Love (song)"), "", []) == \
+    assert hop_entities(GoldHop("Hello Love >> performer", "Hank Snow", "p", "Hello Love (song)"), "") == \
         ["Hello Love"]
-    assert hop_entities(GoldHop("#1 at the 1920 Summer Olympics >> country", "x", "p", "t"), "", []) == \
+    assert hop_entities(GoldHop("#1 at the 1920 Summer Olympics >> country", "x", "p", "t"), "") == \
         ["1920 Summer Olympics"]
-    assert hop_entities(GoldHop("Midway (near Pleasant Plains), #2 , #1 >> country", "x", "p", "t"), "", []) == \
+    assert hop_entities(GoldHop("Midway (near Pleasant Plains), #2 , #1 >> country", "x", "p", "t"), "") == \
         ["Midway (near Pleasant Plains)"]
-    assert hop_entities(GoldHop("#1 >> spouse", "x", "p", "t"), "", []) == []
-    # a sub-question naming its paragraph's title (here without the parenthesis), else the longest G_q entity
-    assert hop_entities(GoldHop("What river does Tekezé River turn into?", "x", "p", "Tekezé River (Africa)"), "",
-                        []) == ["Tekezé River"]
-    assert hop_entities(GoldHop("Who was the first president of #1 ?", "x", "p", "APA"), "",
-                        ["president", "first president", "APA"]) == ["first president"]
+    assert hop_entities(GoldHop("#1 >> spouse", "x", "p", "t"), "") == []
+    # a sub-question naming its paragraph's title (here without the parenthesis), nothing else: its other
+    # words ("first president") are no gold entity
+    assert hop_entities(GoldHop("What river does Tekezé River turn into?", "x", "p", "Tekezé River (Africa)"),
+                        "") == ["Tekezé River"]
+    assert hop_entities(GoldHop("Who was the first president of #1 ?", "x", "p", "APA"), "") == []
     # HotpotQA: the supporting title when the question names it, nothing else
-    assert hop_entities(GoldHop("", "", "p", "Compaq (company)"), "Who bought Compaq?", ["bought"]) == ["Compaq"]
-    assert hop_entities(GoldHop("", "", "p", "Presario"), "Who bought Compaq?", ["Compaq"]) == []
+    assert hop_entities(GoldHop("", "", "p", "Compaq (company)"), "Who bought Compaq?") == ["Compaq"]
+    assert hop_entities(GoldHop("", "", "p", "Presario"), "Who bought Compaq?") == []
 
 
 # ---------------------------------------------------------------- the oracles in the loop
@@ -167,29 +200,40 @@ def test_oracle_rewrite_only_in_round_one(tiny_workspace, musique_q):
     assert o.trace["rounds"][1]["query"] == IDEAL and "form" not in o.trace["rounds"][1]["rewrite"]
 
 
-def test_oracle_seeds_skip_ner_and_seed_the_gold_entities(tiny_workspace, musique_q):
+def test_oracle_seeds_skip_ner_and_seed_the_gold_entities(tiny_workspace, named_q):
+    ws = tiny_workspace(script())
+    calls = logged(ws)
+    [o] = build_method("kgir_oracle_seeds").run(ws, [named_q])
+    assert "kgir_ner" not in [c for c, _ in stages(calls)]
+    sub = o.trace["rounds"][0]["subgraph"]
+    # hop 1 names its paragraph's title; hop 2 names none
+    assert sub["E_q"] == sub["llm_entities"] == ["IBM"] and not sub["used_fallback"]
+    assert sub["seeds"] == ["IBM"] and o.trace["rounds"][0]["ner_raw"] is None
+    assert "ner" not in o.trace["rounds"][0]["usable"] and "kgir_ner" not in o.trace["llm"]
+    assert o.trace["oracle"]["seeds"] == [["IBM"]] and o.trace["oracle"]["not_applied"] == {}
+    full = KGIRRAG().run(tiny_workspace(script()), [named_q])[0].trace
+    assert "kgir_ner" in full["llm"] and full["rounds"][0]["ner_raw"]  # the full method asks NER: what the oracle replaces
+
+
+def test_oracle_seeds_with_no_gold_entity_run_ner_and_say_so(tiny_workspace, musique_q):
+    """Neither sub-question of the Fig. 6 chain names its paragraph's title: no gold entity, so NER runs as in
+    the full method and the trace says the oracle did not apply (no graph word stands in)."""
+    assert oracle_entities(musique_q) == []
     ws = tiny_workspace(script())
     calls = logged(ws)
     [o] = build_method("kgir_oracle_seeds").run(ws, [musique_q])
-    assert "kgir_ner" not in [c for c, _ in stages(calls)]
-    sub = o.trace["rounds"][0]["subgraph"]
-    # hop 1 names no title: its longest G_q entity, "1994"; hop 2 (its #1 aside): "2002"
-    assert sub["E_q"] == sub["llm_entities"] == ["1994", "2002"] and not sub["used_fallback"]
-    assert set(sub["seeds"]) == {"1994", "2002"} and o.trace["rounds"][0]["ner_raw"] is None
-    assert "ner" not in o.trace["rounds"][0]["usable"] and "kgir_ner" not in o.trace["llm"]
-    assert o.trace["oracle"]["seeds"] == [["1994", "2002"]] and o.trace["oracle"]["not_applied"] == {}
-    full = KGIRRAG().run(tiny_workspace(script()), [musique_q])[0].trace["rounds"][0]["subgraph"]
-    assert full["E_q"] == ["PC maker", "1994"]  # the NER reply, grounded: what the oracle replaces
+    assert ("kgir_ner", 1) in stages(calls)
+    assert o.trace["oracle"]["seeds"] == [None]
+    assert o.trace["oracle"]["not_applied"] == {"seeds": "the gold names no entity"}
 
 
-def test_oracle_seeds_are_not_grounded_in_a_later_query(tiny_workspace, musique_q, tiny_kg):
+def test_oracle_seeds_are_not_grounded_in_a_later_query(tiny_workspace, named_q):
     """Round 2's query is the rewrite; the gold entities are used as given, though it names neither."""
-    G_q = tiny_kg.triples_of([t.pid for t in tiny_kg.triples])
-    assert oracle_entities(musique_q, G_q) == ["1994", "2002"]
+    assert oracle_entities(named_q) == ["IBM"]
     ws = tiny_workspace(script(rewrite="Rewritten question: Who founded Dell?", reflect="Missing: x"))
-    [o] = build_method("kgir_oracle_seeds", max_iterations=2).run(ws, [musique_q])
+    [o] = build_method("kgir_oracle_seeds", max_iterations=2).run(ws, [named_q])
     r2 = o.trace["rounds"][1]
-    assert r2["query"] == "Who founded Dell?" and r2["subgraph"]["E_q"][:1] == ["1994"]
+    assert r2["query"] == "Who founded Dell?" and r2["subgraph"]["E_q"] == ["IBM"]
 
 
 def test_oracle_next_hop_reaches_the_reflection_and_the_reader(tiny_workspace, musique_q, pids, cfg):
@@ -237,14 +281,14 @@ def test_context_oracle_without_gold_runs_the_full_method(tiny_workspace, musiqu
                              ("kgir_final", 1)]
 
 
-def test_cumulative_oracles_combine_their_steps(tiny_workspace, musique_q, pids):
+def test_cumulative_oracles_combine_their_steps(tiny_workspace, named_q, pids):
     ws = tiny_workspace(script())
     calls = logged(ws)
-    [o] = build_method("kgir_oracle_seeds_rewrite_next_hop").run(ws, [musique_q])
+    [o] = build_method("kgir_oracle_seeds_rewrite_next_hop").run(ws, [named_q])
     assert stages(calls) == [("kgir_reflect", 1), ("kgir_final", 1)]
     r = o.trace["rounds"][0]
-    assert r["subgraph"]["E_q"] == ["1994", "2002"] and r["rewrite"]["question"] == IDEAL
-    assert r["reflection_passages"][0] == pids["Hewlett-Packard"]
+    assert r["subgraph"]["E_q"] == ["IBM"] and r["rewrite"]["question"] == "What kind of company is Lenovo?"
+    assert r["reflection_passages"][0] == pids["Lenovo"]
     assert o.trace["oracle"]["parts"] == ["seeds", "rewrite", "next_hop"]
 
 
@@ -372,6 +416,14 @@ def test_real_gold_chains():
     assert all(len(q.gold_hops) == q.hops and {h.pid for h in q.gold_hops} <= set(q.gold_pids) for q in mq)
     rewrites = [ideal_rewrite(q.gold_hops) for q in mq]
     assert all(r and r.endswith("?") and "#" not in r and ">>" not in r for r in rewrites)
+    # every knowledge-base relation of the shipped MuSiQue samples is worded by its own template
+    relations = {h.question.split(">>", 1)[1].strip().lower() for name in ("musique_train", "musique")
+                 for q in load_dataset(name, SHARED_DATA).questions for h in q.gold_hops if ">>" in h.question}
+    assert len(relations) == 44 and relations <= set(RELATION_QUESTIONS)
+    # two ideal rewrites name the answer (an alias enters the retrieval query): not applied
+    named = sorted(q.qid for q, r in zip(mq, rewrites) if names_answer(r, q.answers))
+    assert named == ["2hop__317733_558469", "2hop__42998_81842"]
+    assert sum(not oracle_entities(q) for q in mq) == 13  # no gold entity: the seeds oracle does not apply
     hp = load_dataset("hotpotqa", SHARED_DATA).questions
     assert all([h.pid for h in q.gold_hops] == list(q.gold_pids) and not any(h.question for h in q.gold_hops)
                for q in hp)

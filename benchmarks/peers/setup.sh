@@ -6,20 +6,24 @@
 #   kg2rag    ->  benchmarks/peers/.venv-kg2rag     (the authors' KG²RAG code, GitHub nju-websoft/KG2RAG at the
 #                 pinned commit below, checked out into .venv-kg2rag/src/KG2RAG; its code/requirements.txt pins
 #                 where they install, else the nearest: kg2rag-requirements.txt; used by kg2rag_crosscheck.sh)
+#   flashrag  ->  benchmarks/peers/.venv-flashrag   (FlashRAG, PyPI flashrag-dev==0.1.2, --no-deps, its dependencies
+#                 from flashrag-requirements.txt; tiktoken's o200k_base and cl100k_base files, which tiktoken would
+#                 download at first use, are taken from the litellm 1.73.1 wheel into .venv-flashrag/tiktoken_cache;
+#                 used by flashrag_crosscheck.sh)
 # hipporag and gritlm go in with --no-deps (their pins: torch 2.5.1 CUDA, vllm 0.6.6); the rest from
 # hipporag-requirements.txt. vllm is not installed: stubs/vllm (put on the path by the driver) gives the two
 # names HippoRAG.py imports at load time; the cross-check never calls them. README.md says what was left out.
 # KG²RAG's code is cloned from GitHub at the pinned commit; with no internet, KG2RAG_CHECKOUT names a local clone
 # (a work tree or a bare repository holding that commit) to clone from instead. The project holds none of it.
-# Usage: bash benchmarks/peers/setup.sh [hipporag|graphrag|kg2rag|--help]
+# Usage: bash benchmarks/peers/setup.sh [hipporag|graphrag|kg2rag|flashrag] [--help]
 # Knobs: PYTHON (default python3), KG2RAG_CHECKOUT (default: https://github.com/nju-websoft/KG2RAG).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PY=${PYTHON:-python3}
-peer=${1:-hipporag}
-for arg in "$@"; do  # --help anywhere (setup.sh kg2rag --help too) prints this header
+for arg in "$@"; do  # --help anywhere (setup.sh kg2rag --help): print this header, install nothing
   case "$arg" in -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 done
+peer=${1:-hipporag}
 case "$peer" in
   hipporag)
     VENV="$HERE/.venv-hipporag"
@@ -83,5 +87,43 @@ case "$peer" in
     rm -f "$VENV"/.peer-setup-*
     touch "$stamp"
     ;;
-  *) echo "unknown peer '$peer' (known: hipporag, graphrag, kg2rag)" >&2; exit 2 ;;
+  flashrag)
+    VENV="$HERE/.venv-flashrag"
+    stamp="$VENV/.peer-setup-$(cat "$HERE/setup.sh" "$HERE/flashrag-requirements.txt" | sha1sum | cut -c1-10)"
+    check() {
+      TIKTOKEN_CACHE_DIR="$VENV/tiktoken_cache" HF_HUB_OFFLINE=1 "$VENV/bin/python" -c "
+import tiktoken
+from flashrag.pipeline import IRCOTPipeline, IterativePipeline
+from flashrag.generator import OpenaiGenerator
+from flashrag.retriever import BaseRetriever
+print('peers: flashrag pipelines import: ok; tiktoken', tiktoken.encoding_for_model('gpt-4o').name, 'offline: ok')"
+    }
+    if [ -f "$stamp" ] && check >/dev/null 2>&1; then
+      echo "peers: $VENV is up to date"; exit 0
+    fi
+    [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+    pip="$VENV/bin/python -m pip"
+    echo "peers: installing the flashrag environment into $VENV"
+    $pip install -q -r "$HERE/flashrag-requirements.txt"
+    $pip install -q --no-deps flashrag-dev==0.1.2
+    tmp="$(mktemp -d)"
+    $pip download -q --no-deps litellm==1.73.1 -d "$tmp"
+    "$VENV/bin/python" - "$tmp" "$VENV/tiktoken_cache" <<'PYEOF'
+import hashlib, pathlib, sys, zipfile
+# tiktoken caches a file under the SHA-1 of its URL; the litellm wheel ships them under those names
+src, dst = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+dst.mkdir(parents=True, exist_ok=True)
+wheel = next(src.glob("litellm-*.whl"))
+with zipfile.ZipFile(wheel) as z:
+    for enc in ("o200k_base", "cl100k_base"):
+        name = hashlib.sha1(f"https://openaipublic.blob.core.windows.net/encodings/{enc}.tiktoken".encode()).hexdigest()
+        (dst / name).write_bytes(z.read(f"litellm/litellm_core_utils/tokenizers/{name}"))
+        print(f"peers: tiktoken {enc} -> {dst / name}")
+PYEOF
+    rm -rf "$tmp"
+    check
+    rm -f "$VENV"/.peer-setup-*
+    touch "$stamp"
+    ;;
+  *) echo "unknown peer '$peer' (known: hipporag, graphrag, kg2rag, flashrag)" >&2; exit 2 ;;
 esac

@@ -43,7 +43,9 @@ def main(argv=None) -> int:
     f = sub.add_parser("fetch", help="download, derive and verify the sample sets")
     f.add_argument("names", nargs="*", default=list(SAMPLE_SETS), help=f"sets (default: {' '.join(SAMPLE_SETS)})")
     f.add_argument("--target", type=Path, default=None, help="default: data/samples/ in the project")
-    f.add_argument("--cache", type=Path, default=None, help="upstream files (default: data/upstream/ in the project)")
+    f.add_argument("--cache", type=Path, default=None,
+                   help="GitHub upstream files (default: data/upstream/ in the project; the Hugging Face files go "
+                        "to the Hugging Face cache)")
     v = sub.add_parser("verify", help="check a data folder against the manifest")
     v.add_argument("dir", nargs="?", type=Path, default=None,
                    help="default: the suite's data folder ($KGIR_DATA_DIR, else ../shared/data, else data/samples/)")

@@ -1,16 +1,24 @@
 """Getting the data: one HTTP download, the samples fetched, derived and verified, HippoRAG 2's full sets.
 
-**Samples** (:func:`fetch_samples`): each upstream file the manifest names is downloaded once into the upstream
-cache (``data/upstream/<github|hf>/<repo>/<commit or revision>/<path>``), verbatim files checked by SHA-256
-before they are kept; a set is then built in ``<target>/.partial/<name>/`` (verbatim files copied, derived files
-written by :mod:`~kgir_lib.data_sources.derive`), checked against the manifest
+**Samples** (:func:`fetch_samples`): each upstream file the manifest names is downloaded once: GitHub's verbatim
+files into ``data/upstream/github/<repo>/<commit>/<path>``, each checked by its SHA-256 before it is kept; the
+Hugging Face release files through ``huggingface_hub`` into the Hugging Face cache
+(:mod:`~kgir_lib.data_sources.hub`). A set is then built in ``<target>/.partial/<name>/`` (verbatim files copied,
+derived files written by :mod:`~kgir_lib.data_sources.derive`), checked against the manifest
 (:func:`~kgir_lib.data_sources.checksums.check_set`), stamped, and only then renamed to ``<target>/<name>/``.
 Every file is written to ``<file>.part`` and renamed when whole, so a download or a run cut off midway leaves
 nothing that a later run takes as complete: a set folder exists only once it has passed every check.
 
+**Healing**: an upstream file that is refused is gone from its cache at the moment of refusal, so the next fetch
+(from the same host once it is fixed, or from another) downloads it again with no step by hand: a verbatim file
+whose SHA-256 differs is never kept, a cached one that no longer matches is downloaded again, and the release files
+a refused sample was derived from (their fields differ from the manifest's, a question is missing, the JSON is cut
+off) are removed from the Hugging Face cache (:func:`~kgir_lib.data_sources.hub.forget`). A fetch that fails
+leaves no folder it made behind (``data/samples/``, ``data/upstream/``' subfolders).
+
 **Offline**: one connection attempt with a short connect timeout, no retry loop; an unreachable host is a
 :class:`~kgir_lib.data.DataError` that names the two ways out (``KGIR_DATA_DIR``, or the fetch command on a
-machine with internet) within seconds.
+machine with internet) within seconds. With ``HF_HUB_OFFLINE=1`` the Hugging Face files come from its cache alone.
 """
 from __future__ import annotations
 
@@ -25,19 +33,12 @@ from ..config.fields import samples_dir
 from ..data import DataError
 from .checksums import check_set, file_sha256
 from .derive import derive
-from .sources import (FETCH_COMMAND, SAMPLE_SETS, STAMP, hf_url, manifest, set_digest, upstream_dir,
-                      upstream_of)
+from .errors import DownloadError, Unreachable
+from .hub import copy_out, forget, hub_file
+from .sources import FETCH_COMMAND, SAMPLE_SETS, STAMP, manifest, set_digest, upstream_dir, upstream_of
 
 CONNECT_S = 5.0   # an unreachable host fails within this (DNS failures at once)
 READ_S = 60.0     # a server that stops sending mid-file
-
-
-class DownloadError(DataError):
-    """A file could not be downloaded (HTTP error, connection broken off)."""
-
-
-class Unreachable(DownloadError):
-    """A host could not be reached (no internet, wrong base URL)."""
 
 
 def client(timeout_s: float = READ_S, connect_s: float = CONNECT_S):
@@ -91,7 +92,11 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def _cached(http, spec: dict, upstreams: dict, cache: Path, lines: list) -> Path:
-    """The upstream file of ``spec`` in the cache, downloaded if absent (a verbatim file's SHA-256 rechecked)."""
+    """The upstream file of ``spec``: a Hugging Face file from the Hub's cache (downloaded into it if absent), a
+    GitHub file from ``cache`` (downloaded if absent or if it no longer matches its pinned SHA-256)."""
+    if spec["source"] == "hf":
+        up = upstreams["hf"]
+        return hub_file(http, up["repo"], up["revision"], spec["path"], lines)
     url, rel = upstream_of(spec, upstreams)
     path = cache / rel
     sha = spec.get("sha256")
@@ -103,17 +108,18 @@ def _cached(http, spec: dict, upstreams: dict, cache: Path, lines: list) -> Path
 
 
 def _load_upstream(path: Path, url: str) -> object:
-    """A cached upstream JSON file; one that is not valid JSON is removed (a cut-off body) and refused."""
+    """A cached upstream JSON file; one that is not valid JSON (a cut-off body) is refused."""
     try:
         return json.loads(path.read_bytes())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        path.unlink(missing_ok=True)
-        raise DataError(f"{url} is not valid JSON ({exc}); the cached copy was removed, "
-                        f"run the command again") from None
+        raise DataError(f"{url} is not valid JSON ({exc})") from None
 
 
-def _build(http, name: str, entry: dict, upstreams: dict, folder: Path, cache: Path, lines: list) -> None:
-    """Write set ``name`` into ``folder``: verbatim files copied from the cache, derived files written."""
+def _build(http, name: str, entry: dict, upstreams: dict, folder: Path, cache: Path, lines: list,
+           used: list) -> None:
+    """Write set ``name`` into ``folder``: verbatim files copied from the cache, derived files written. ``used``
+    receives the cached files a derived set is read from, as they are opened (what :func:`_forget` removes
+    when the set is refused)."""
     for fname, spec in entry["files"].items():
         if "source" in spec:
             shutil.copyfile(_cached(http, spec, upstreams, cache, lines), folder / fname)
@@ -121,6 +127,7 @@ def _build(http, name: str, entry: dict, upstreams: dict, folder: Path, cache: P
         raw = {}
         for role, spec in entry["derived_from"].items():
             path = _cached(http, spec, upstreams, cache, lines)
+            used.append(path)
             raw[role] = _load_upstream(path, upstream_of(spec, upstreams)[0])
         source = upstream_of(entry["derived_from"]["questions"], upstreams)[0]
         files, absent = derive(name, entry, raw["questions"], raw["corpus"], source)
@@ -131,6 +138,20 @@ def _build(http, name: str, entry: dict, upstreams: dict, folder: Path, cache: P
                      + (f"all of them in {corpus_url}" if not absent else
                         f"{absent} of the passages are not in {corpus_url} (the sample's pool is its questions' "
                         f"paragraphs, so it is unaffected)"))
+
+
+def _forget(used: list, cache: Path) -> str:
+    """Remove the upstream files a refused set was derived from (they carry no checksum of their own, so one of
+    them is what differs); the sentence that says so."""
+    if not used:
+        return ""
+    for path in used:
+        if Path(path).is_relative_to(cache):
+            Path(path).unlink(missing_ok=True)
+        else:
+            forget(path)
+    return (f" The upstream files it was derived from were removed from their cache ({', '.join(map(str, used))}), "
+            f"so the next fetch downloads them again.")
 
 
 def is_complete(target: Path, name: str) -> bool:
@@ -159,7 +180,8 @@ def fetch_samples(names: Iterable[str] = SAMPLE_SETS, target: Optional[Path] = N
                   cache: Optional[Path] = None) -> list:
     """Download, derive and verify the sample sets ``names`` into ``target`` (default ``data/samples/``); lines
     saying what was done. Raises :class:`DataError`: a host unreachable (naming ``KGIR_DATA_DIR`` and the fetch
-    command), a download broken off, or data that does not match the manifest (naming set, field, question)."""
+    command), a download broken off, or data that does not match the manifest (naming set, field, question);
+    a refused upstream file is removed from its cache, and no folder this call made is left behind empty."""
     target, cache = Path(target or samples_dir()), Path(cache or upstream_dir())
     man = manifest()
     names = list(names)
@@ -167,11 +189,38 @@ def fetch_samples(names: Iterable[str] = SAMPLE_SETS, target: Optional[Path] = N
     if unknown:
         raise DataError(f"unknown sample set(s) {unknown}: the manifest has {sorted(man['sets'])}")
     lines: list = []
+    new = [_first_missing(target), _first_missing(cache)]
     try:
         _fetch(names, man, target, cache, lines)
-    finally:
+    except BaseException:
         shutil.rmtree(target / ".partial", ignore_errors=True)
+        _prune_empty(cache, keep=cache if new[1] is None else None)
+        for top in new:
+            if top is not None:
+                _prune_empty(top)
+        raise
+    shutil.rmtree(target / ".partial", ignore_errors=True)
     return lines
+
+
+def _first_missing(path: Path) -> Optional[Path]:
+    """The outermost folder of ``path`` (itself or an ancestor) that does not exist yet: what a fetch creates."""
+    path, top = Path(path).absolute(), None
+    while not path.exists():
+        top, path = path, path.parent
+    return top
+
+
+def _prune_empty(top: Path, keep: Optional[Path] = None) -> None:
+    """Remove every empty folder under ``top`` and ``top`` itself if empty (except ``keep``)."""
+    if not Path(top).is_dir():
+        return
+    for folder, _, _ in sorted(os.walk(top), key=lambda t: -len(t[0])):
+        if Path(folder) != keep:
+            try:
+                os.rmdir(folder)  # only when empty
+            except OSError:
+                pass
 
 
 def _fetch(names: list, man: dict, target: Path, cache: Path, lines: list) -> None:
@@ -180,20 +229,24 @@ def _fetch(names: list, man: dict, target: Path, cache: Path, lines: list) -> No
             entry, staging = man["sets"][name], target / ".partial" / name
             shutil.rmtree(staging, ignore_errors=True)  # what a killed run left
             staging.mkdir(parents=True)
+            used: list = []
             try:
-                _build(http, name, entry, man["upstreams"], staging, cache, lines)
+                _build(http, name, entry, man["upstreams"], staging, cache, lines, used)
                 ok, problems = check_set(staging, name, entry)
             except DownloadError as exc:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise type(exc)(offline_help(exc)) from None
+            except DataError as exc:  # a derivation refused (a question missing, a file cut off)
+                shutil.rmtree(staging, ignore_errors=True)
+                raise DataError(f"{exc}.{_forget(used, cache)}") from None
             except BaseException:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise
             if problems:
                 shutil.rmtree(staging, ignore_errors=True)
-                raise DataError(f"the downloaded {name} does not match the committed manifest (the upstream files "
-                                f"in {cache} may have changed; delete them to download again):\n  "
-                                + "\n  ".join(p.replace(f"{staging}{os.sep}", "") for p in problems))
+                raise DataError(f"the downloaded {name} does not match the committed manifest: the upstream "
+                                f"release may have changed, or the host served other files.{_forget(used, cache)}"
+                                f"\n  " + "\n  ".join(p.replace(f"{staging}{os.sep}", "") for p in problems))
             _stamp(staging, name)
             final = target / name
             if final.exists():
@@ -235,19 +288,20 @@ def ensure_samples(data_dir: Path, names: Iterable[str] = SAMPLE_SETS) -> list:
 
 def download_hipporag2(names: Iterable[str], target: Path, timeout_s: float = 10.0) -> list:
     """Fetch HippoRAG 2's full 1000-question release (``osunlp/HippoRAG_2``) from the Hugging Face hub, paper
-    scale (``scripts/paper.sh``). Files land in ``target/<name>/`` (the layout :func:`kgir_lib.data.load_dataset`
-    reads), through :func:`download` (whole files only). The endpoint is ``$KGIR_HF_ENDPOINT``, else
-    ``$HF_ENDPOINT``, else the public hub; where it cannot be reached this raises :class:`DataError` within
-    seconds. Plain HTTP, so ``HF_HUB_OFFLINE`` set by a model load elsewhere in the process does not interfere."""
-    repo, revision = manifest()["upstreams"]["hf"]["repo"], manifest()["upstreams"]["hf"]["revision"]
-    got = []
+    scale (``scripts/paper.sh``). The files come through ``huggingface_hub`` (its cache, offline mode, token and
+    endpoint: :mod:`~kgir_lib.data_sources.hub`) and are copied to ``target/<name>/`` (the layout
+    :func:`kgir_lib.data.load_dataset` reads), each whole or not at all. Where the hub cannot be reached this
+    raises :class:`DataError` within seconds."""
+    up = manifest()["upstreams"]["hf"]
+    got: list = []
     with client(timeout_s) as http:
         for name in names:
             for fname in (f"{name}.json", f"{name}_corpus.json"):
-                url = hf_url(repo, revision, fname)
                 try:
-                    got.append(download(http, url, Path(target) / name / fname))
+                    path = hub_file(http, up["repo"], up["revision"], fname, [], timeout_s)
                 except Unreachable as exc:
-                    raise DataError(f"could not reach the Hugging Face hub to download {repo} ({exc}). This machine "
-                                    f"may have no internet; use the samples in the data directory instead.") from None
+                    raise DataError(f"could not reach the Hugging Face hub to download {up['repo']} ({exc}). This "
+                                    f"machine may have no internet; use the samples in the data directory "
+                                    f"instead.") from None
+                got.append(copy_out(path, Path(target) / name / fname))
     return got

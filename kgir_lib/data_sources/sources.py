@@ -4,9 +4,10 @@
   verbatim, each checked by its SHA-256: ``musique_train`` (questions, corpus, the published gpt-3.5-turbo
   OpenIE) and HotpotQA's published query NER (``hotpotqa_queries.named_entity_output.tsv``).
 - **Hugging Face** (dataset ``osunlp/HippoRAG_2``, revision ``main``): HippoRAG 2's 1000-question ``musique`` and
-  ``hotpotqa`` sets; the samples are derived from them (:mod:`kgir_lib.data_sources.derive`). The revision is a
-  branch, not a commit: the commit could not be looked up where the manifest was made (no internet), so the
-  checksums of every field the suite reads are the guard against a changed upstream.
+  ``hotpotqa`` sets, downloaded through ``huggingface_hub`` into the Hugging Face cache
+  (:mod:`kgir_lib.data_sources.hub`); the samples are derived from them (:mod:`kgir_lib.data_sources.derive`).
+  The revision is a branch, not a commit: the commit could not be looked up where the manifest was made (no
+  internet), so the checksums of every field the suite reads are the guard against a changed upstream.
 
 Base URLs come from the environment, so a test (or a mirror) can stand in for either host:
 ``KGIR_HF_ENDPOINT`` (else ``HF_ENDPOINT``, else https://huggingface.co) and ``KGIR_GITHUB_RAW_URL`` (else
@@ -85,8 +86,8 @@ def github_url(repo: str, commit: str, path: str) -> str:
 
 
 def upstream_dir() -> Path:
-    """``data/upstream/`` in the project (git-ignored): raw upstream files as downloaded, so a rerun of fetch
-    does not download them again."""
+    """``data/upstream/`` in the project (git-ignored): the GitHub files as downloaded, so a rerun of fetch does
+    not download them again (the Hugging Face files are kept in the Hugging Face cache)."""
     return PROJECT_ROOT / "data" / "upstream"
 
 
@@ -107,7 +108,8 @@ def set_digest(entry: dict) -> str:
 
 
 def upstream_of(spec: dict, upstreams: dict) -> tuple:
-    """``(url, cache path relative to the upstream folder)`` of one upstream file of the manifest."""
+    """``(url, cache path relative to the upstream folder)`` of one upstream file of the manifest (the path of a
+    Hugging Face file is not used: those live in the Hugging Face cache)."""
     up = upstreams[spec["source"]]
     if spec["source"] == "github":
         return (github_url(up["repo"], up["commit"], spec["path"]),

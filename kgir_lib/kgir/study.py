@@ -19,16 +19,17 @@ method runs it, so the difference to the full method is what fixing that step bu
     "1920 Summer Olympics");
   * a natural-language sub-question: its supporting paragraph's title when the sub-question names it
     (:func:`kgir_lib.gold.named_form`: the whole title, without its parenthesised part, or before its comma),
-    else the longest entity of the round's ``G_q`` the sub-question (its ``#k`` removed) names as whole words
-    (:func:`kgir_lib.kgir.entity_matching.entities_in_question`);
+    nothing else (a word of the graph the sub-question happens to contain, "city" or "currency", is no gold
+    entity);
   * HotpotQA (no sub-questions): each supporting title the question names (``named_form``), nothing else.
 
-  A round for which the gold names no entity runs NER as the full method does (trace: ``oracle.seeds[t]``
-  is null).
+  A question whose gold names no entity runs NER as the full method does (trace: ``oracle.seeds[t]`` is null,
+  ``not_applied`` says "the gold names no entity"; ``04_step_attribution`` counts the questions it applied to).
 - ``oracle_rewrite``: round 1's rewrite ``q'_1`` is the ideal rewrite (:func:`kgir_lib.gold.ideal_rewrite`: the
   last sub-question with every ``#k`` replaced by hop k's gold answer); no rewrite call in round 1, ``D'_1`` is
   retrieved with it; later rounds rewrite as the full method. MuSiQue only: HotpotQA has no sub-questions, so
-  no honest ideal rewrite.
+  no honest ideal rewrite. An ideal rewrite that names the final answer or an alias of it
+  (:func:`kgir_lib.gold.names_answer`) is not applied: it would hand the retrieval the answer.
 - ``oracle_next_hop``: the gold next-hop passages (:func:`kgir_lib.gold.next_hop_pids` of the question's bridges:
   the passages of the hop after each bridge; HotpotQA bridge questions: the bridge's own paragraph) are put
   first in every round's reflection passages ``P_t``, which keep at most ``context_passages``; the reflection
@@ -63,12 +64,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import ClassVar, Iterable, Optional, Sequence
+from typing import ClassVar, Optional, Sequence
 
 from ..data import Question
-from ..gold import GoldHop, ideal_rewrite, named_form, next_hop_pids
+from ..gold import GoldHop, ideal_rewrite, named_form, names_answer, next_hop_pids
 from ..methods.base import MethodOutput, Workspace
-from .entity_matching import STOP_WORDS, entities_in_question
+from .entity_matching import STOP_WORDS
 from .loop import KGIRRAG, Variant
 from .rewrite import bridge_rewrite_requests, parse_bridge_rewrite
 from .rounds import LoopRound
@@ -114,24 +115,20 @@ def _clean(part: str) -> str:
     return " ".join(words).strip(" ,;:.")
 
 
-def hop_entities(hop: GoldHop, question: str, graph_entities: Iterable[str]) -> list:
-    """The entity strings one gold hop names (module docstring, ``oracle_seeds``); ``question`` is the
-    multi-hop question (read for HotpotQA hops, which have no sub-question), ``graph_entities`` those of ``G_q``."""
-    if not hop.question.strip():
-        form = named_form(hop.title, question)
-        return [form] if form else []
+def hop_entities(hop: GoldHop, question: str) -> list:
+    """The gold entity strings one hop names (module docstring, ``oracle_seeds``); ``question`` is the
+    multi-hop question (read for HotpotQA hops, which have no sub-question)."""
     if ">>" in hop.question:
         return [e for e in (_clean(p) for p in _REFS.split(hop.question.split(">>", 1)[0])) if re.search(r"\w", e)]
-    form = named_form(hop.title, hop.question)
-    return [form] if form else entities_in_question(_REFS.sub(" ", hop.question), graph_entities)[:1]
+    form = named_form(hop.title, hop.question if hop.question.strip() else question)
+    return [form] if form else []
 
 
-def oracle_entities(q: Question, G_q: Sequence) -> list:
+def oracle_entities(q: Question) -> list:
     """``E_q`` of the oracle seeds: :func:`hop_entities` of every gold hop, in hop order, without repeats."""
-    graph_entities = {e for t in G_q for e in (t.head, t.tail)}
     out: dict = {}
     for hop in q.gold_hops:
-        for e in hop_entities(hop, q.question, graph_entities):
+        for e in hop_entities(hop, q.question):
             out.setdefault(e.lower(), e)
     return list(out.values())
 
@@ -150,6 +147,9 @@ def oracle_plan(q: Question, parts: Sequence[str]) -> dict:
             plan["not_applied"]["rewrite"] = ("no sub-questions (HotpotQA): no ideal rewrite"
                                               if not any(h.question.strip() for h in q.gold_hops)
                                               else "fewer than two hops, or a #k reference to no earlier hop")
+        elif names_answer(plan["rewrite"], q.answers):
+            plan["rewrite"] = None
+            plan["not_applied"]["rewrite"] = "the ideal rewrite names the final answer"
     if "next_hop" in parts:
         plan["next_hop_pids"] = list(next_hop_pids(q.gold_bridges))
         if not plan["next_hop_pids"]:
@@ -191,7 +191,7 @@ class StudyKGIRRAG(KGIRRAG):
     def _given_entities(self, open_: Sequence[LoopState]) -> Optional[list]:
         if "seeds" not in self.spec.oracle:
             return None
-        return [lambda G_q, q=s.q: oracle_entities(q, G_q) for s in open_]
+        return [lambda G_q, q=s.q: oracle_entities(q) for s in open_]
 
     def _subgraphs(self, ws: Workspace, open_: Sequence[LoopState], rounds: Sequence[LoopRound]) -> list:
         subs = super()._subgraphs(ws, open_, rounds)

@@ -3,6 +3,13 @@
 Key = SHA-256 of the model id, the full messages and every sampling parameter,
 so a rerun with the same inputs costs nothing and a changed prompt or parameter
 misses. WAL mode and a busy timeout make it safe for two notebooks at once.
+
+Each row carries a checksum of its request and reply (:func:`row_checksum`). A row
+whose text or request was altered after it was written (through SQL, or by a
+damaged page that still reads) fails it: reading it is an error that says how to
+salvage the cache, and salvage and export refuse it, so it never reaches the
+committed response log. Rows written before the checksum existed have none; they
+are read as they are.
 """
 from __future__ import annotations
 
@@ -24,9 +31,19 @@ CREATE TABLE IF NOT EXISTS calls (
     prompt_tokens INTEGER NOT NULL,
     completion_tokens INTEGER NOT NULL,
     seconds REAL NOT NULL,
-    created TEXT DEFAULT CURRENT_TIMESTAMP
+    created TEXT DEFAULT CURRENT_TIMESTAMP,
+    checksum TEXT
 )
 """
+
+
+def row_checksum(key: str, request: str, text: str) -> str:
+    """The checksum of a cache row: the first 16 hex digits of SHA-256 over its key, stored request and reply."""
+    blob = f"{key}\n{request}\n{text}".encode("utf-8", "surrogatepass")
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+
 
 
 def cache_key(model: str, request_payload: dict) -> str:
@@ -84,6 +101,9 @@ class LLMCache:
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute("PRAGMA synchronous=NORMAL")
                 self._conn.execute(_SCHEMA)
+                columns = {row[1] for row in self._conn.execute("PRAGMA table_info(calls)")}
+                if "checksum" not in columns:  # a cache made before rows carried a checksum
+                    self._conn.execute("ALTER TABLE calls ADD COLUMN checksum TEXT")
                 self._conn.commit()
                 self._conn.execute("SELECT key, text, prompt_tokens, completion_tokens, seconds FROM calls LIMIT 1")
                 return
@@ -118,12 +138,14 @@ class LLMCache:
         try:
             with self._lock:
                 row = self._conn.execute(
-                    "SELECT text, prompt_tokens, completion_tokens, seconds FROM calls WHERE key=?", (key,)
-                ).fetchone()
+                    "SELECT text, prompt_tokens, completion_tokens, seconds, request, checksum FROM calls WHERE key=?",
+                    (key,)).fetchone()
         except sqlite3.DatabaseError as exc:
             raise self._db_error(exc, "reading") from exc
         if row is None:
             return None
+        if not _intact(key, row[4], row[0], row[5]):
+            raise self.altered_error([key], "it is not used")
         return {"text": row[0], "prompt_tokens": row[1], "completion_tokens": row[2], "seconds": row[3]}
 
     def put(self, key: str, model: str, request_payload: dict, text: str,
@@ -140,8 +162,9 @@ class LLMCache:
             with self._lock:
                 self._conn.execute(
                     "INSERT OR REPLACE INTO calls (key, model, request, text, prompt_tokens, completion_tokens,"
-                    " seconds) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (key, model, request, text, int(prompt_tokens), int(completion_tokens), float(seconds)),
+                    " seconds, checksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (key, model, request, text, int(prompt_tokens), int(completion_tokens), float(seconds),
+                     row_checksum(key, request, text)),
                 )
                 self._conn.commit()
         except sqlite3.DatabaseError as exc:
@@ -158,11 +181,26 @@ class LLMCache:
 
     # ------------------------------------------------------------------ bulk rows (the response log)
     def rows(self) -> list:
-        """Every call as ``(key, model, text, prompt_tokens, completion_tokens, seconds)``, sorted by key."""
+        """Every call that passes its checksum as ``(key, model, text, prompt_tokens, completion_tokens,
+        seconds)``, sorted by key (:meth:`altered` lists the others)."""
+        return [tuple(row[:6]) for row in self._scan() if _intact(row[0], row[6], row[2], row[7])]
+
+    def altered(self) -> list:
+        """The keys of the rows that fail their checksum (altered after they were written), sorted."""
+        return [row[0] for row in self._scan() if not _intact(row[0], row[6], row[2], row[7])]
+
+    def altered_error(self, keys: list, what: str) -> LLMCacheError:
+        """The error for rows that fail their checksum: how many, the first key, what was (not) done, and how
+        to salvage the cache."""
+        return LLMCacheError(f"LLM cache {self.path}: {len(keys)} row(s) fail their checksum (first key "
+                             f"{keys[0][:12]}…: altered after it was written); {what}; {salvage_advice(self.path)} "
+                             f"(salvage leaves those rows out, so their calls are asked again)")
+
+    def _scan(self) -> list:
         try:
             with self._lock:
-                return self._conn.execute("SELECT key, model, text, prompt_tokens, completion_tokens, seconds "
-                                          "FROM calls ORDER BY key").fetchall()
+                return self._conn.execute("SELECT key, model, text, prompt_tokens, completion_tokens, seconds, "
+                                          "request, checksum FROM calls ORDER BY key").fetchall()
         except sqlite3.DatabaseError as exc:
             raise self._db_error(exc, "reading every row") from exc
 
@@ -172,10 +210,11 @@ class LLMCache:
         try:
             with self._lock:
                 before = self._conn.total_changes
+                clean = [(k, m, self._scrub(t), int(p), int(c), float(s)) for k, m, t, p, c, s in rows]
                 self._conn.executemany(
                     "INSERT OR IGNORE INTO calls (key, model, request, text, prompt_tokens, completion_tokens,"
-                    " seconds) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [(k, m, request_note, self._scrub(t), int(p), int(c), float(s)) for k, m, t, p, c, s in rows])
+                    " seconds, checksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(k, m, request_note, t, p, c, s, row_checksum(k, request_note, t)) for k, m, t, p, c, s in clean])
                 self._conn.commit()
                 return self._conn.total_changes - before
         except sqlite3.DatabaseError as exc:
@@ -194,18 +233,24 @@ class LLMCache:
 
 
 def salvage_rows(path: Path | str) -> tuple:
-    """Every row of the cache file ``path`` that can still be read, as ``(key, model, text, prompt_tokens,
-    completion_tokens, seconds)`` sorted by key, and how many rows could not be read: a number when the
-    table's largest row id could be read, else ``None`` (the file is damaged where SQLite keeps the table's
-    extent, e.g. cut short: how many rows it held is unknown).
+    """Every row of the cache file ``path`` that can still be read and passes its checksum, as ``(key, model,
+    text, prompt_tokens, completion_tokens, seconds)`` sorted by key; how many rows could not be read: a number
+    when the table's largest row id could be read, else ``None`` (the file is damaged where SQLite keeps the
+    table's extent, e.g. cut short: how many rows it held is unknown); and the keys of the rows that fail their
+    checksum (altered after they were written: never salvaged).
 
     Rows are looked up one by one, by row id (up to the largest) and by key through the primary-key index,
     so a damaged page loses only the rows on it. A row whose fields have the wrong types is not kept."""
     conn = sqlite3.connect(str(path))  # (read only in effect: nothing is written)
     found: dict = {}
+    altered: set = set()
     lost: Optional[int] = 0
     columns = "key, model, text, prompt_tokens, completion_tokens, seconds"
     try:
+        if not _has_checksums(conn):
+            columns += ", NULL, NULL"
+        else:
+            columns += ", request, checksum"
         row_ids = _row_ids(conn)
         if row_ids is None:
             lost, row_ids = None, range(0)
@@ -216,13 +261,27 @@ def salvage_rows(path: Path | str) -> tuple:
                 except sqlite3.DatabaseError:
                     lost = None if lost is None else lost + (where == "rowid")
                     continue
-                if row is not None and _sound(row):
-                    found.setdefault(row[0], tuple(row))
+                if row is not None and _sound(row[:6]) and _intact(row[0], row[6], row[2], row[7]):
+                    found.setdefault(row[0], tuple(row[:6]))
+                elif row is not None and _sound(row[:6]):
+                    altered.add(row[0])
                 elif row is not None and lost is not None:
                     lost += where == "rowid"
     finally:
         conn.close()
-    return [found[k] for k in sorted(found)], lost
+    return [found[k] for k in sorted(found)], lost, sorted(altered)
+
+
+def _has_checksums(conn: sqlite3.Connection) -> bool:
+    try:
+        return "checksum" in {row[1] for row in conn.execute("PRAGMA table_info(calls)")}
+    except sqlite3.DatabaseError:
+        return False
+
+
+def _intact(key: str, request: Optional[str], text: str, stored: Optional[str]) -> bool:
+    """Whether a row passes its checksum (a row written before rows carried one has none, and passes)."""
+    return stored is None or (isinstance(request, str) and row_checksum(key, request, text) == stored)
 
 
 def _row_ids(conn: sqlite3.Connection) -> Optional[range]:

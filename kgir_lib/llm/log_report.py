@@ -20,6 +20,9 @@ def salvage_report(got: dict, cache_file: Path, log: Path) -> tuple:
                      "held, and how many are lost, is unknown")
     elif got["unreadable"]:
         lines.append(f"{got['unreadable']} row(s) could not be read")
+    if got.get("altered"):
+        lines.append(f"{len(got['altered'])} row(s) fail their checksum (altered after they were written) and were "
+                     f"not salvaged; those calls will be asked again (first key {got['altered'][0][:12]}…)")
     if got.get("declared") and got["size"] < got["declared"]:
         lines.append(f"the file was cut: it holds {got['size']:,} of the {got['declared']:,} bytes its header "
                      f"declares")

@@ -96,8 +96,13 @@ class LogConflictError(LLMCacheError):
 
 def export_log(cache: LLMCache, path: Path) -> int:
     """Merge every row of ``cache`` into the log at ``path`` (gzipped JSONL, sorted by key), atomically;
-    returns the rows of the log. See :func:`merge_into_log`."""
-    return merge_into_log(cache.rows(), path, source=f"LLM cache {cache.path}")
+    returns the rows of the log. See :func:`merge_into_log`. A cached row that fails its checksum is not
+    merged: the others are, then it is an :class:`~kgir_lib.llm.cache.LLMCacheError` naming it."""
+    total = merge_into_log(cache.rows(), path, source=f"LLM cache {cache.path}")
+    altered = cache.altered()
+    if altered:
+        raise cache.altered_error(altered, f"every other row was exported to {path}, those were not")
+    return total
 
 
 def merge_into_log(rows: Iterable[tuple], path: Path, source: str = "the cache") -> int:
@@ -222,6 +227,9 @@ def import_log(cache: LLMCache, path: Path) -> int:
                                 f"matches its checksum, so two logs were merged by hand); restore the log from "
                                 f"git (git checkout -- {path.name})")
     inserted = cache.insert_missing(rows, request_note=IMPORTED_NOTE)
+    altered = cache.altered()
+    if altered:
+        raise cache.altered_error(altered, f"the log {path} was imported around them")
     if inserted < len(rows):
         cached = {row[0]: row[2] for row in cache.rows()}
         conflicts = [row[0] for row in rows if cached.get(row[0], row[2]) != row[2]]
@@ -281,7 +289,9 @@ def salvage(cache_file: Path, log: Path, move: bool = True) -> dict:
     """Save every row of the damaged cache ``cache_file`` that is still readable into the response log ``log``
     (merged: a row already logged is kept, a conflicting text is reported, not taken), then move the damaged
     file (and its ``-wal`` / ``-shm``) aside to ``<name>.damaged`` so the next run starts a fresh cache, which
-    the log refills. Returns ``{"saved", "unreadable", "conflict", "log_rows", "moved_to", "size", "declared"}``:
+    the log refills. A row that fails its checksum (:func:`kgir_lib.llm.cache.row_checksum`) is left out and
+    reported. Returns ``{"saved", "unreadable", "altered", "conflict", "log_rows", "moved_to", "size",
+    "declared"}`` (``altered``: the keys of the rows left out for their checksum):
     ``unreadable`` is ``None`` when the table's extent could not be read (how many rows were lost is unknown),
     ``size`` and ``declared`` the file's bytes and those its SQLite header declares (fewer: the file was cut)."""
     cache_file, log = Path(cache_file), Path(log)
@@ -294,7 +304,7 @@ def salvage(cache_file: Path, log: Path, move: bool = True) -> dict:
                             f"header), so it holds no row to save; nothing was changed. If it is a damaged "
                             f"cache, move it away by hand: the response log refills a fresh one")
     size, declared = cache_file.stat().st_size, declared_size(cache_file)
-    rows, lost = salvage_rows(cache_file)
+    rows, lost, altered = salvage_rows(cache_file)
     conflict = ""
     try:
         total = merge_into_log(rows, log, source=f"the damaged cache {cache_file}")
@@ -308,8 +318,8 @@ def salvage(cache_file: Path, log: Path, move: bool = True) -> dict:
             if side.exists():
                 os.replace(side, moved.with_name(moved.name + suffix))
         os.replace(cache_file, moved)
-    return {"saved": len(rows), "unreadable": lost, "conflict": conflict, "log_rows": total, "moved_to": moved,
-            "size": size, "declared": declared}
+    return {"saved": len(rows), "unreadable": lost, "altered": altered, "conflict": conflict, "log_rows": total,
+            "moved_to": moved, "size": size, "declared": declared}
 
 
 def _free_name(path: Path) -> Path:

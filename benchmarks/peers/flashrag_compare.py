@@ -1,0 +1,216 @@
+"""The suite's side of the FlashRAG cross-check, and its report (main environment).
+
+    .venv/bin/python benchmarks/peers/flashrag_compare.py questions --work DIR [--profile local]
+    .venv/bin/python benchmarks/peers/flashrag_compare.py suite     --work DIR [--profile local]
+    .venv/bin/python benchmarks/peers/flashrag_compare.py report    --work DIR --llm-log F [--out ...md] [--command C]
+    .venv/bin/python benchmarks/peers/flashrag_compare.py rescore   --work DIR [--out ...md] [--command C]
+
+``questions``: the profile's questions of the dataset (``DIR/questions.jsonl``: qid and question only; FlashRAG's
+side sees no gold).
+
+``suite``: the suite's :class:`~kgir_lib.baselines.ircot.IRCoT` and :class:`~kgir_lib.baselines.iter_retgen.IterRetGen`
+on those questions, **cache only** (``KGIR_LLM_CACHE_ONLY=1``) from the committed response log
+``results/<profile>/llm_responses.jsonl.gz`` (copied into ``DIR/results/<profile>/``, so the repository's run
+directory is not touched): a request missing from the log is an error, never an LLM call. Writes
+``DIR/suite_ircot.jsonl`` and ``DIR/suite_iter_retgen.jsonl`` and, in ``DIR/suite.meta.json``, the LLM calls
+the run made (zero) and the cache hits.
+
+``report``: FlashRAG's records (``DIR/flashrag_ircot.jsonl``, ``DIR/flashrag_iter_retgen.jsonl``, from
+``flashrag_pipelines.py``) against the suite's, per method (:mod:`kgir_lib.eval.peer_iterative`), to ``--out``
+(markdown), its CSV (one row a method and question) and FlashRAG's records compressed beside them
+(``peers_flashrag_outputs.jsonl.gz``: they are not in the suite's response log). ``--llm-log``: the caching
+proxy's file, for the LLM seconds and calls of FlashRAG's side.
+
+``rescore``: the suite's side again (the ``suite`` step, this code, cache only) against FlashRAG's committed
+records (``peers_flashrag_outputs.jsonl.gz``): no peer environment, no server, no LLM call.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Optional
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+METHODS = ("ircot", "iter_retgen")
+
+
+def _jsonl(path: Path) -> list:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def _write_jsonl(path: Path, rows: list) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+
+def _commit() -> str:
+    """The checkout's commit (short hash, ``+ uncommitted changes`` if the tree is dirty), or ``unknown``."""
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"commit {head}{' + uncommitted changes' if dirty else ''}"
+
+
+def profile_questions(profile: str, dataset: str, results_dir: Path) -> list:
+    from kgir_lib.config import load_config
+    from kgir_lib.data import load_dataset, sample_questions
+
+    cfg = load_config(profile, results_dir=str(results_dir))
+    return sample_questions(load_dataset(dataset, cfg.data_path).questions, cfg.n_questions, cfg.seed)
+
+
+def write_questions(work: Path, profile: str, dataset: str) -> None:
+    qs = profile_questions(profile, dataset, work / "results")
+    _write_jsonl(work / "questions.jsonl", [{"qid": q.qid, "question": q.question} for q in qs])
+    print(f"questions: {len(qs)} of {dataset} (profile {profile}) -> {work / 'questions.jsonl'}")
+
+
+def open_suite(work: Path, profile: str, dataset: str):
+    """``(cfg, ws, questions)`` for a cache-only run in ``work/results`` seeded with the committed log."""
+    os.environ["KGIR_LLM_CACHE_ONLY"] = "1"
+    from kgir_lib.config import load_config
+    from kgir_lib.data import sample_questions
+    from kgir_lib.llm.response_log import LOG_NAME
+    from kgir_lib.pipeline import workspace
+
+    log = ROOT / "results" / profile / LOG_NAME
+    if not log.exists():
+        raise SystemExit(f"{log}: no committed response log for profile {profile!r}")
+    cfg = load_config(profile, results_dir=str(work / "results"))
+    target = cfg.run_dir / LOG_NAME
+    if not target.exists() or target.stat().st_size != log.stat().st_size:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(log, target)
+    ws = workspace(cfg, dataset, progress=False)
+    return cfg, ws, sample_questions(ws.dataset.questions, cfg.n_questions, cfg.seed)
+
+
+class RecordedSearch:
+    """The suite's dense search as a committed run recorded it (``peers_flashrag_suite_searches.jsonl.gz``): the same
+    ``search(queries, k)`` as :class:`kgir_lib.retrieval.DenseIndex`, with no encoder. A query or a ``k`` the record
+    does not hold is an error (this code asks what that run did not: run the ``suite`` step with the encoder)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.hits: dict = {}
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    r = json.loads(line)
+                    self.hits[(r["query"], int(r["k"]))] = [(p, float(s)) for p, s in r["hits"]]
+
+    def search(self, queries, k: int) -> list:
+        missing = [q for q in queries if (q, int(k)) not in self.hits]
+        if missing:
+            raise SystemExit(f"{self.path}: no recorded top-{k} search for {len(missing)} quer(ies), e.g. "
+                             f"{missing[0][:80]!r}; run the suite step with the encoder (no --recorded-searches)")
+        return [self.hits[(q, int(k))] for q in queries]
+
+
+def write_searches(work: Path, out: Path, k: int) -> None:
+    """Every dense search of the suite's side (``DIR/suite_*.jsonl``), once each, compressed."""
+    seen: dict = {}
+    for m in METHODS:
+        for r in _jsonl(work / f"suite_{m}.jsonl"):
+            for s in r["searches"]:
+                seen.setdefault(s["query"], s["hits"])
+    from flashrag_report import write_gzip
+
+    write_gzip(out, "".join(json.dumps({"query": q, "k": k, "hits": h}, ensure_ascii=False) + "\n"
+                            for q, h in seen.items()))
+
+
+def recorded_workspace(work: Path, profile: str, dataset: str, searches: Path):
+    """``(cfg, ws, questions)`` like :func:`open_suite`, with the dense search replayed from ``searches`` and no
+    graph (IRCoT and ITER-RETGEN read none): no encoder or model is loaded."""
+    os.environ["KGIR_LLM_CACHE_ONLY"] = "1"
+    from kgir_lib.config import load_config
+    from kgir_lib.data import load_dataset, sample_questions
+    from kgir_lib.kg import KnowledgeGraph
+    from kgir_lib.llm import build_llm
+    from kgir_lib.llm.response_log import LOG_NAME
+    from kgir_lib.methods.base import Workspace
+
+    log = ROOT / "results" / profile / LOG_NAME
+    cfg = load_config(profile, results_dir=str(work / "results"))
+    target = cfg.run_dir / LOG_NAME
+    if not target.exists() or target.stat().st_size != log.stat().st_size:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(log, target)
+    ds = load_dataset(dataset, cfg.data_path)
+    ws = Workspace(cfg=cfg, dataset=ds, llm=build_llm(cfg, progress=False), dense=RecordedSearch(searches),
+                   kg=KnowledgeGraph())
+    return cfg, ws, sample_questions(ds.questions, cfg.n_questions, cfg.seed)
+
+
+def run_suite(work: Path, profile: str, dataset: str, searches: Optional[Path] = None) -> None:
+    """The suite's IRCoT and ITER-RETGEN, cache only; their per-question records and the LLM calls made.
+    ``searches``: replay the dense search from that record instead of encoding the queries."""
+    from kgir_lib.baselines.ircot import IRCoT
+    from kgir_lib.baselines.iter_retgen import IterRetGen
+    from kgir_lib.eval.peer_iterative import suite_record
+    from kgir_lib.llm import CacheMissError
+
+    cfg, ws, questions = (recorded_workspace(work, profile, dataset, searches) if searches
+                          else open_suite(work, profile, dataset))
+    meta = {"code": _commit(), "profile": profile, "dataset": dataset, "model": cfg.llm_model,
+            "top_k": cfg.top_k, "context_passages": cfg.context_passages, "passage_chars": cfg.passage_chars,
+            "ircot_max_steps": cfg.ircot_max_steps, "iter_retgen_rounds": cfg.iter_retgen_rounds,
+            "dense_search": f"replayed from {searches.name}" if searches else "the suite's encoder and index"}
+    for key, method in (("ircot", IRCoT()), ("iter_retgen", IterRetGen())):
+        try:
+            outs = method.run(ws, questions)
+        except CacheMissError as exc:
+            raise SystemExit(f"{exc}\nThe committed response log does not hold this code's {method.name} "
+                             f"requests: rerun it on the '{profile}' profile (KGIR_PROFILE={profile} bash "
+                             f"scripts/main.sh) before comparing.") from None
+        _write_jsonl(work / f"suite_{key}.jsonl", [suite_record(key, q, o) for q, o in zip(questions, outs)])
+    stages = {name: {"calls": s.calls, "cache_hits": s.cache_hits} for name, s in ws.llm.usage.stages.items()}
+    meta["llm_stages"] = stages
+    meta["llm_calls_made"] = sum(s["calls"] - s["cache_hits"] for s in stages.values())
+    (work / "suite.meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
+    print(f"suite: IRCoT and ITER-RETGEN on {len(questions)} questions of {dataset} (profile {profile}, cache only: "
+          f"{meta['llm_calls_made']} LLM calls made) -> {work}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("step", choices=["questions", "suite", "report", "rescore"])
+    ap.add_argument("--work", type=Path, required=True)
+    ap.add_argument("--profile", default="local")
+    ap.add_argument("--dataset", default="musique_train")
+    ap.add_argument("--recorded-searches", type=Path, default=None,
+                    help="suite: replay the dense search from this record (no encoder load)")
+    ap.add_argument("--llm-log", type=Path, default=None, help="report: the caching proxy's file")
+    ap.add_argument("--wall", type=float, default=None, help="report: wall seconds of FlashRAG's run")
+    ap.add_argument("--out", type=Path, default=ROOT / "results" / "benchmarks" / "peers_flashrag.md")
+    ap.add_argument("--command", default="bash benchmarks/peers/flashrag_crosscheck.sh",
+                    help="the command shown in the report")
+    args = ap.parse_args()
+    if args.step == "questions":
+        write_questions(args.work, args.profile, args.dataset)
+    elif args.step == "suite":
+        run_suite(args.work, args.profile, args.dataset, args.recorded_searches)
+    else:
+        from flashrag_report import write_report
+
+        write_report(args.work, args.profile, args.dataset, args.out, args.command,
+                     llm_log=args.llm_log, wall=args.wall, rescore=args.step == "rescore")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    main()

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Cross-check of the suite's IRCoT and ITER-RETGEN against FlashRAG's own pipelines (PyPI flashrag-dev 0.1.2:
+# IRCOTPipeline, IterativePipeline) on musique_train, with the suite's retriever and LLM injected: the suite's
+# dense index (all-MiniLM-L6-v2, whole corpus, the local profile's top_k) behind search_server.py, and the local
+# profile's Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF behind python -m llama_cpp.server (greedy, repeat penalty 1.0)
+# through FlashRAG's OpenAI generator and a caching proxy (llm_cache_proxy.py).
+#   1. benchmarks/peers/setup.sh flashrag   the peer environment (benchmarks/peers/.venv-flashrag)
+#   2. flashrag_compare.py questions        the local profile's questions (qid, question; no gold)
+#   3. flashrag_compare.py suite            the suite's IRCoT and ITER-RETGEN, cache only from results/local's
+#                                           response log: no LLM call (a missing request is an error)
+#   4. servers on 127.0.0.1                 search_server.py (main env), llama_cpp.server (--n_threads N_THREADS),
+#                                           llm_cache_proxy.py (cache in the work folder: a rerun after a kill
+#                                           repeats no finished call)
+#   5. flashrag_pipelines.py                FlashRAG's IRCoT and ITER-RETGEN, question chunk by chunk (peer env)
+#   6. flashrag_compare.py report           results/benchmarks/peers_flashrag.md (+ .csv; FlashRAG's records as
+#                                           peers_flashrag_outputs.jsonl.gz; its LLM answers by request hash as
+#                                           peers_flashrag_llm_cache.jsonl.gz, which step 4 seeds the proxy's cache
+#                                           with when the work folder has none, so a fresh clone resumes the run;
+#                                           the suite side's dense searches as peers_flashrag_suite_searches.jsonl.gz)
+# Usage: bash benchmarks/peers/flashrag_crosscheck.sh [--help | --dry-run | --rescore]
+#   --help     print this header and exit
+#   --rescore  steps 2, 3 and a re-scored report only: the suite's side of this code (cache only) against
+#              FlashRAG's committed records (results/benchmarks/peers_flashrag_outputs.jsonl.gz); no peer
+#              environment, no server, no LLM call
+#   --dry-run  print the steps with the knobs' values and check their inputs; start nothing, write nothing
+# Knobs (environment): KGIR_DATA_DIR (default: the suite's), PEERS_WORK (default benchmarks/peers/.work/flashrag),
+# N_THREADS (llama.cpp threads, default 1), N_CTX (default 8192), MODEL (embedded GGUF name, default the local
+# profile's), QA_N (FlashRAG answers only the first QA_N questions, e.g. 3 for a smoke run; default all), CHUNK
+# (questions a chunk, default 10).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; }
+MODE=run
+case "${1:-}" in
+    -h|--help) usage; exit 0 ;;
+    --dry-run) MODE=dry ;;
+    --rescore) MODE=rescore ;;
+    "") ;;
+    *) echo "crosscheck: unknown argument '$1' (--help, --dry-run, --rescore)" >&2; exit 2 ;;
+esac
+cd "$ROOT"
+PY="${KGIR_PYTHON:-$ROOT/.venv/bin/python}"
+PEER_VENV="$ROOT/benchmarks/peers/.venv-flashrag"
+PEER_PY="$PEER_VENV/bin/python"
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+"$PY" -m kgir_lib.data_sources ensure >/dev/null  # the samples (fetched into data/samples/ when missing), verified
+export KGIR_DATA_DIR="${KGIR_DATA_DIR:-$("$PY" -c "from kgir_lib.config import default_data_dir; print(default_data_dir())")}"
+WORK="${PEERS_WORK:-$ROOT/benchmarks/peers/.work/flashrag}"
+MODEL="${MODEL:-$("$PY" -c "from kgir_lib.config import load_config; print(load_config('local').llm_model)")}"
+N_THREADS="${N_THREADS:-1}"
+N_CTX="${N_CTX:-8192}"
+QA_N="${QA_N:-}"
+CHUNK="${CHUNK:-10}"
+# the local profile's settings FlashRAG is run with: retrieval depth, loop lengths, generation budgets
+read -r TOPK STEPS ROUNDS TOK_IRCOT TOK_READER < <("$PY" -c "
+from kgir_lib.config import load_config
+c = load_config('local')
+print(c.top_k, c.ircot_max_steps, c.iter_retgen_rounds, c.max_tokens('ircot'), c.max_tokens('reader'))")
+if [ "$MODE" = dry ]; then
+    say() { printf 'crosscheck (dry run): %s\n' "$*"; }
+    missing=0
+    need() { if [ -e "$2" ]; then say "  ok      $1: $2"; else say "  MISSING $1: $2"; missing=1; fi; }
+    say "work folder $WORK; model $MODEL; N_THREADS=$N_THREADS N_CTX=$N_CTX QA_N=${QA_N:-all} CHUNK=$CHUNK"
+    say "FlashRAG settings from the local profile: top-k $TOPK, IRCoT max_iter $STEPS (thought budget $TOK_IRCOT" \
+        "tokens), ITER-RETGEN iter_num $ROUNDS (generation budget $TOK_READER tokens)"
+    need "main Python" "$PY"
+    need "shared data" "$KGIR_DATA_DIR/musique_train"
+    need "committed response log" "$ROOT/results/local/llm_responses.jsonl.gz"
+    for f in setup.sh flashrag_compare.py flashrag_report.py flashrag_pipelines.py search_server.py llm_cache_proxy.py; do
+        need "script" "$ROOT/benchmarks/peers/$f"
+    done
+    need "committed FlashRAG records (for --rescore)" "$ROOT/results/benchmarks/peers_flashrag_outputs.jsonl.gz"
+    if [ -x "$PEER_PY" ]; then say "  ok      peer environment: $PEER_PY"
+    else say "  absent  peer environment: $PEER_PY (step 1 would build it: bash benchmarks/peers/setup.sh flashrag)"; fi
+    say "steps: 1 setup.sh flashrag; 2 flashrag_compare.py questions; 3 flashrag_compare.py suite (cache only);" \
+        "4 search_server.py + llama_cpp.server + llm_cache_proxy.py; 5 flashrag_pipelines.py;" \
+        "6 flashrag_compare.py report -> results/benchmarks/peers_flashrag.md"
+    exit "$missing"
+fi
+mkdir -p "$WORK/logs"
+if [ "$MODE" = rescore ]; then
+    echo "crosscheck (re-score): the suite's IRCoT and ITER-RETGEN (cache only) against FlashRAG's committed records"
+    "$PY" benchmarks/peers/flashrag_compare.py questions --work "$WORK"
+    "$PY" benchmarks/peers/flashrag_compare.py suite --work "$WORK"
+    "$PY" benchmarks/peers/flashrag_compare.py rescore --work "$WORK" \
+        --command "bash benchmarks/peers/flashrag_crosscheck.sh --rescore"
+    exit 0
+fi
+
+bash benchmarks/peers/setup.sh flashrag
+"$PY" benchmarks/peers/flashrag_compare.py questions --work "$WORK"
+echo "crosscheck: the suite's IRCoT and ITER-RETGEN (cache only)"
+"$PY" benchmarks/peers/flashrag_compare.py suite --work "$WORK"
+
+free_port() { "$PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"; }
+wait_up() {  # pid url log
+    local t0; t0=$(date +%s)
+    until curl -sf "$2" >/dev/null; do
+        if ! kill -0 "$1" 2>/dev/null || [ $(($(date +%s) - t0)) -gt 300 ]; then
+            echo "crosscheck: server did not come up at $2 (log: $3)" >&2; return 1
+        fi
+        sleep 1
+    done
+}
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do { kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; } || true; done; return 0; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+SPORT=$(free_port)
+"$PY" benchmarks/peers/search_server.py --port "$SPORT" --profile local --dataset musique_train \
+    --results-dir "$WORK/results" >"$WORK/logs/search_server.log" 2>&1 &
+PIDS+=($!)
+GGUF="$("$PY" -c "from kgir_lib.llm.embedded import locate; print(locate('$MODEL'))")"
+LPORT=$(free_port); while [ "$LPORT" = "$SPORT" ]; do LPORT=$(free_port); done
+"$PY" -m llama_cpp.server --model "$GGUF" --model_alias "$MODEL" --host 127.0.0.1 --port "$LPORT" \
+    --n_threads "$N_THREADS" --n_threads_batch "$N_THREADS" --n_ctx "$N_CTX" --verbose false \
+    >"$WORK/logs/llama_server.log" 2>&1 &
+PIDS+=($!)
+PPORT=$(free_port); while [ "$PPORT" = "$SPORT" ] || [ "$PPORT" = "$LPORT" ]; do PPORT=$(free_port); done
+wait_up "${PIDS[0]}" "http://127.0.0.1:$SPORT/health" "$WORK/logs/search_server.log"
+wait_up "${PIDS[1]}" "http://127.0.0.1:$LPORT/v1/models" "$WORK/logs/llama_server.log"
+COMMITTED_CACHE="$ROOT/results/benchmarks/peers_flashrag_llm_cache.jsonl.gz"
+if [ ! -s "$WORK/llm_cache.jsonl" ] && [ -f "$COMMITTED_CACHE" ]; then  # resume from the committed answers
+    gzip -dc "$COMMITTED_CACHE" > "$WORK/llm_cache.jsonl"
+fi
+"$PY" benchmarks/peers/llm_cache_proxy.py --port "$PPORT" --upstream "http://127.0.0.1:$LPORT" \
+    --cache "$WORK/llm_cache.jsonl" >"$WORK/logs/proxy.log" 2>&1 &
+PIDS+=($!)
+wait_up "${PIDS[2]}" "http://127.0.0.1:$PPORT/v1/models" "$WORK/logs/proxy.log"
+
+echo "crosscheck: FlashRAG's IRCoT and ITER-RETGEN (LLM calls through the caching proxy: $WORK/llm_cache.jsonl)"
+TIKTOKEN_CACHE_DIR="$PEER_VENV/tiktoken_cache" "$PEER_PY" benchmarks/peers/flashrag_pipelines.py \
+    --questions "$WORK/questions.jsonl" --search-url "http://127.0.0.1:$SPORT" \
+    --llm-base-url "http://127.0.0.1:$PPORT/v1" --model "$MODEL" --out-dir "$WORK" --dataset musique_train \
+    --topk "$TOPK" --ircot-max-iter "$STEPS" --iter-num "$ROUNDS" --max-tokens-ircot "$TOK_IRCOT" \
+    --max-tokens-iter-retgen "$TOK_READER" --max-input-len "$N_CTX" --chunk "$CHUNK" ${QA_N:+--n "$QA_N"}
+cleanup; PIDS=()
+
+cmd="CHUNK=$CHUNK N_THREADS=$N_THREADS bash benchmarks/peers/flashrag_crosscheck.sh"
+[ -n "$QA_N" ] && cmd="QA_N=$QA_N $cmd"
+"$PY" benchmarks/peers/flashrag_compare.py report --work "$WORK" --llm-log "$WORK/llm_cache.jsonl" --command "$cmd"

@@ -1,0 +1,221 @@
+"""The FlashRAG cross-check report: ``results/benchmarks/peers_flashrag.md`` (+ ``.csv``, one row a method and
+question, and FlashRAG's records as ``peers_flashrag_outputs.jsonl.gz``).
+
+Called by ``flashrag_compare.py report`` (FlashRAG's records from the work folder, its run's cost from the caching
+proxy's file) or ``flashrag_compare.py rescore`` (FlashRAG's committed records and run cost); the suite's side is
+always the work folder's ``suite_*.jsonl`` of the ``suite`` step (this code, cache only). Measures and tests:
+:mod:`kgir_lib.eval.peer_iterative`.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import platform
+from pathlib import Path
+from typing import Optional
+
+import pandas as pd
+
+from kgir_lib.config import load_config
+from kgir_lib.data import load_dataset, sample_questions
+from kgir_lib.eval.metrics import best_em, best_f1
+from kgir_lib.eval.peer_iterative import (FAMILY, METHOD_NAMES, agreement, compare_question, crosscheck_sentence,
+                                          flashrag_side, merge_rule_table, paired_tests)
+from kgir_lib.methods.reader import parse_answer
+from kgir_lib.report import to_markdown
+
+METHODS = ("ircot", "iter_retgen")
+OUTPUTS = "peers_flashrag_outputs.jsonl.gz"
+SEARCHES = "peers_flashrag_suite_searches.jsonl.gz"   # the suite side's dense searches (a fast re-score replays them)
+LLM_CACHE = "peers_flashrag_llm_cache.jsonl.gz"      # FlashRAG's LLM answers by request hash: a rerun or a resumed
+                                                     # run anywhere repeats no finished call (crosscheck.sh seeds it)
+
+
+def write_gzip(path: Path, text: str) -> None:
+    """``text`` gzip-compressed with no time stamp in the header, so the same content gives the same bytes."""
+    with gzip.GzipFile(filename="", mode="wb", fileobj=path.open("wb"), mtime=0, compresslevel=9) as fh:
+        fh.write(text.encode("utf-8"))
+
+
+def write_llm_cache(cache_file: Path, out: Path) -> None:
+    """The caching proxy's records without their requests (the key is the request's hash), compressed."""
+    keep = ("key", "response", "t_start", "seconds", "loadavg_1min")
+    write_gzip(out, "".join(json.dumps({k: r[k] for k in keep if k in r}, ensure_ascii=False) + "\n"
+                            for r in _jsonl(cache_file)))
+
+
+def _jsonl(path: Path) -> list:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def llm_cost(cache_file: Path) -> dict:
+    """FlashRAG's LLM work from the caching proxy's file: calls, LLM seconds, tokens, mean load average."""
+    recs = _jsonl(cache_file) if cache_file.exists() else []
+    usage = [r["response"].get("usage") or {} for r in recs]
+    loads = [r["loadavg_1min"] for r in recs if r.get("loadavg_1min") is not None]
+    return {"calls": len(recs), "llm_seconds": round(sum(float(r["seconds"]) for r in recs), 1),
+            "prompt_tokens": sum(int(u.get("prompt_tokens") or 0) for u in usage),
+            "completion_tokens": sum(int(u.get("completion_tokens") or 0) for u in usage),
+            "finish_length": sum(r["response"]["choices"][0].get("finish_reason") == "length" for r in recs),
+            "mean_loadavg": round(sum(loads) / len(loads), 1) if loads else None}
+
+
+def wall_legs(work: Path) -> list:
+    """Wall seconds of each leg of FlashRAG's run (a killed run resumed is several legs): from the leg's start to its
+    last finished chunk (``flashrag_legs.jsonl``, written by ``flashrag_pipelines.py``), plus the legs an earlier
+    version of the script timed whole (``flashrag_wall_seconds.txt``, one number a leg)."""
+    spans: dict = {}
+    path = work / "flashrag_legs.jsonl"
+    for r in _jsonl(path) if path.exists() else []:
+        spans[r["leg_start"]] = max(spans.get(r["leg_start"], 0.0), float(r["t"]) - float(r["leg_start"]))
+    old = work / "flashrag_wall_seconds.txt"
+    return [float(x) for x in old.read_text().split()] + list(spans.values()) if old.exists() else list(spans.values())
+
+
+def write_outputs(work: Path, out: Path, meta: dict) -> None:
+    """FlashRAG's per-question records of both methods, compressed, with the run's meta as the first line."""
+    lines = [json.dumps({"meta": meta}, ensure_ascii=False)]
+    for m in METHODS:
+        lines += [json.dumps({"method": m, **r}, ensure_ascii=False) for r in _jsonl(work / f"flashrag_{m}.jsonl")]
+    write_gzip(out, "\n".join(lines) + "\n")
+
+
+def read_outputs(path: Path) -> tuple:
+    """``(meta, {method: [record, ...]})`` of a committed outputs file; a clear error if it is missing."""
+    if not path.exists():
+        raise SystemExit(f"{path}: no committed FlashRAG records to re-score against (run the whole cross-check: "
+                         f"bash benchmarks/peers/flashrag_crosscheck.sh)")
+    meta, recs = None, {m: [] for m in METHODS}
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            if "meta" in r:
+                meta = r["meta"]
+            elif r.get("method") in recs:
+                recs[r.pop("method")].append(r)
+            else:
+                raise SystemExit(f"{path}:{n}: a record with no known 'method' ({sorted(recs)})")
+    if meta is None:
+        raise SystemExit(f"{path}: no meta line (the run's settings and cost)")
+    return meta, recs
+
+
+def question_rows(questions: list, suite: dict, flashrag: dict) -> pd.DataFrame:
+    """One row a method and question both sides answered, in the profile's question order."""
+    rows = []
+    for m in METHODS:
+        s_by, f_by = {r["qid"]: r for r in suite[m]}, {r["qid"]: r for r in flashrag[m]}
+        for q in questions:
+            if q.qid in s_by and q.qid in f_by:
+                s, f = s_by[q.qid], f_by[q.qid]
+                row = compare_question(s, flashrag_side(m, f), q.answers, q.gold_pids)
+                # diagnostics, no LLM call: each side's answer read another way
+                if m == "ircot":
+                    row["EM_suite_cot_answer"] = 100.0 * best_em(s.get("cot_answer") or "", q.answers)
+                    row["F1_suite_cot_answer"] = 100.0 * best_f1(s.get("cot_answer") or "", q.answers)
+                row["EM_flashrag_suite_parser"] = 100.0 * best_em(parse_answer(f["pred"] or ""), q.answers)
+                rows.append({"method": m, "qid": q.qid, **row})
+    return pd.DataFrame(rows)
+
+
+def diagnostics(rows: pd.DataFrame) -> pd.DataFrame:
+    """The answers read another way (no LLM call): the suite's IRCoT chain-of-thought answer instead of its shared
+    reader's, FlashRAG's answer through the suite's reader parser (first line after the last 'Answer:')."""
+    out = []
+    for m, g in rows.groupby("method", sort=False):
+        name = METHOD_NAMES[m]
+        out.append({"method": name, "answer read as": "as each side reads it (the table above)",
+                    "EM suite": round(g["EM_suite"].mean(), 1), "EM FlashRAG": round(g["EM_flashrag"].mean(), 1)})
+        if "EM_suite_cot_answer" in g and g["EM_suite_cot_answer"].notna().any():
+            out.append({"method": name, "answer read as": "suite: its chain of thought's 'So the answer is' "
+                        "(no reader call)", "EM suite": round(g["EM_suite_cot_answer"].mean(), 1),
+                        "EM FlashRAG": None})
+        out.append({"method": name, "answer read as": "FlashRAG: its reply through the suite's reader parser",
+                    "EM suite": None, "EM FlashRAG": round(g["EM_flashrag_suite_parser"].mean(), 1)})
+    return pd.DataFrame(out)
+
+
+def _fmt_seconds(s: float) -> str:
+    return f"{s:,.0f} s ({s / 3600:.2f} h)"
+
+
+def write_report(work: Path, profile: str, dataset: str, out: Path, command: str, llm_log: Optional[Path] = None,
+                 wall: Optional[float] = None, rescore: bool = False) -> None:
+    cfg = load_config(profile, results_dir=str(work / "results"))
+    questions = sample_questions(load_dataset(dataset, cfg.data_path).questions, cfg.n_questions, cfg.seed)
+    suite = {m: _jsonl(work / f"suite_{m}.jsonl") for m in METHODS}
+    suite_meta = json.loads((work / "suite.meta.json").read_text(encoding="utf-8"))
+    outputs = out.parent / OUTPUTS
+    if rescore:
+        meta, flashrag = read_outputs(outputs)
+    else:
+        flashrag = {m: _jsonl(work / f"flashrag_{m}.jsonl") for m in METHODS}
+        meta = json.loads((work / "flashrag_meta.json").read_text(encoding="utf-8"))
+        legs = wall_legs(work)
+        meta["wall_seconds"] = wall if wall is not None else round(sum(legs), 1)
+        meta["legs"] = len(legs)
+        meta.update(llm_cost(llm_log or work / "llm_cache.jsonl"))
+    rows = question_rows(questions, suite, flashrag)
+    if rows.empty:
+        raise SystemExit(f"no question has both a suite and a FlashRAG record in {work}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    n = {m: int((rows["method"] == m).sum()) for m in METHODS}
+    tests, agree = paired_tests(rows), agreement(rows)
+    partial = "" if min(n.values()) >= len(questions) else (
+        f" **Partial run**: FlashRAG answered {n['ircot']} (IRCoT) and {n['iter_retgen']} (ITER-RETGEN) of the "
+        f"{len(questions)} questions before it was stopped; every measure below is over those questions only. "
+        f"The same command resumes it (every finished LLM call is in the proxy's cache).")
+    parts = ["# IRCoT and ITER-RETGEN: the suite's reimplementations against FlashRAG's pipelines\n",
+             f"Command: `{command}` (machine: {platform.machine()}, Python {platform.python_version()}).\n",
+             f"Dataset `{dataset}`, the `{profile}` profile's {len(questions)} questions, model "
+             f"{meta['model']} (both sides), retriever: the suite's dense index (all-MiniLM-L6-v2, whole corpus, "
+             f"top-{meta['topk']}). FlashRAG `flashrag-dev` {meta['flashrag']}: `IRCOTPipeline` (max_iter "
+             f"{meta['ircot_max_iter']}, {meta['max_tokens_ircot']} tokens a thought) and `IterativePipeline` "
+             f"(iter_num {meta['iter_num']}, {meta['max_tokens_iter_retgen']} tokens a generation), its own prompts, "
+             f"loops and answer parsing. Suite: the code at {suite_meta['code']}, run cache only from the committed "
+             f"response log ({suite_meta['llm_calls_made']} LLM calls made; dense search: "
+             f"{suite_meta.get('dense_search', 'the suite encoder and index')}); IRCoT {suite_meta['ircot_max_steps']} "
+             f"steps, ITER-RETGEN {suite_meta['iter_retgen_rounds']} rounds, the reader shown "
+             f"{suite_meta['context_passages']} passages of at most {suite_meta['passage_chars']} characters. "
+             f"Per-question rows: `{out.with_suffix('.csv').name}`; FlashRAG's records: `{OUTPUTS}`.{partial}\n"]
+    if rescore:
+        parts.append(f"**Re-scored.** FlashRAG was not run again: its answers and retrieved lists are read from the "
+                     f"committed `{OUTPUTS}`; the suite's side is this code's, cache only.\n")
+    parts += ["## FlashRAG's run\n",
+              f"- LLM: {meta['calls']:,} calls, {_fmt_seconds(meta['llm_seconds'])} of LLM time, "
+              f"{meta['prompt_tokens']:,} prompt and {meta['completion_tokens']:,} completion tokens, "
+              f"{meta['finish_length']} replies cut by the token budget; wall clock {_fmt_seconds(meta['wall_seconds'])}"
+              f" in {meta['legs']} leg(s) (a killed run resumes from the cache; a leg counts from its start to its "
+              f"last finished chunk, so the calls a killed leg finished after that are in the LLM time but not in the "
+              f"wall clock), one llama.cpp server under nice 15 on a 2-core CPU shared with other jobs (mean "
+              f"1-minute load average at a call's end: {meta['mean_loadavg']}).\n"]
+    parts += ["## Paired tests (suite − FlashRAG, same questions)\n",
+              f"One declared family a method ({', '.join(FAMILY)}), Holm inside it; EM by the exact McNemar test, F1 "
+              f"and Recall@5 by the exact sign-flip test (Monte Carlo with 100,000 assignments above 20 differing "
+              f"questions); 95 % paired bootstrap intervals. Both sides are scored by the suite's SQuAD rules.\n",
+              to_markdown(tests), "", "## Agreement, iterations and answers, per question\n",
+              "FlashRAG's final list is taken in FlashRAG's order (what its own evaluator reads): for IRCoT, once a "
+              "second retrieval is merged, the pool sorted by ascending score.\n",
+              to_markdown(agree), "", "## The answers read another way (no LLM call)\n", to_markdown(diagnostics(rows)),
+              "", f"In words: {crosscheck_sentence(rows)}\n"]
+    merges = merge_rule_table({"FlashRAG's IRCoT": [(r["qid"], r["searches"]) for r in flashrag["ircot"]],
+                               "the suite's IRCoT": [(r["qid"], r["searches"]) for r in suite["ircot"]]},
+                              {q.qid: q.gold_pids for q in questions})
+    parts += ["## IRCoT's list merging, on the same retrievals (no LLM call)\n",
+              f"Each side's recorded IRCoT retrievals merged by each rule, on the questions where that side retrieved "
+              f"more than once (elsewhere the three rules give the same list): FlashRAG's among the questions it "
+              f"answered, the suite's among all {len(suite['ircot'])}.\n", to_markdown(merges), ""]
+    notes = Path(__file__).resolve().parent / "flashrag_differences.md"
+    if notes.exists():
+        parts.append(notes.read_text(encoding="utf-8"))
+    rows.to_csv(out.with_suffix(".csv"), index=False)
+    out.write_text("\n".join(parts), encoding="utf-8")
+    if not rescore:
+        write_outputs(work, outputs, meta)
+        from flashrag_compare import write_searches
+
+        write_searches(work, out.parent / SEARCHES, int(suite_meta["top_k"]))
+        write_llm_cache(llm_log or work / "llm_cache.jsonl", out.parent / LLM_CACHE)
+    print(f"report{' (re-scored)' if rescore else ''}: {out}")

@@ -1,0 +1,285 @@
+"""kgir_lib.eval.peer_iterative (the FlashRAG cross-check's measures) and the FlashRAG tools in benchmarks/peers.
+
+Constructed inputs with exact expected values; the re-score of the committed cross-check runs in the main
+environment with no peer environment and no model (the suite's dense searches replayed from their record, the LLM
+answers from the committed response log). Checks that need the peer environment (benchmarks/peers/.venv-flashrag,
+made by `bash benchmarks/peers/setup.sh flashrag`) are skipped when it is absent.
+"""
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from kgir_lib.eval.peer_iterative import (MERGE_RULES, agreement, best_first, compare_question, crosscheck_sentence,
+                                          distribution, flashrag_side, merge_rule_table, merged_lists, paired_tests,
+                                          top_overlap)
+
+ROOT = Path(__file__).resolve().parents[1]
+PEERS = ROOT / "benchmarks" / "peers"
+PEER_PY = PEERS / ".venv-flashrag" / "bin" / "python"
+COMMITTED = ROOT / "results" / "benchmarks" / "peers_flashrag.csv"
+
+
+def _load(name: str):
+    if str(PEERS) not in sys.path:
+        sys.path.insert(0, str(PEERS))
+    spec = importlib.util.spec_from_file_location(name, PEERS / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+IRCOT_RECORD = {"qid": "q1", "question": "Q?", "thoughts": ["A is B.", "B is C. So the answer is: C."],
+                "iterations": 2, "searches": [{"query": "Q?", "hits": [["g1", 0.9], ["a", 0.5]]},
+                                              {"query": "A is B.", "hits": [["g2", 0.8], ["a", 0.6]]}],
+                # FlashRAG's merge: max score a passage, ascending
+                "final": [["a", 0.6], ["g2", 0.8], ["g1", 0.9]], "raw_pred": "A is B. B is C. So the answer is: C.",
+                "pred": "C."}
+
+
+def test_best_first_sorts_by_score_and_keeps_ties_in_list_order():
+    assert best_first([["a", 0.6], ["g2", 0.8], ["g1", 0.9]]) == ["g1", "g2", "a"]
+    assert best_first([["x", 0.5], ["y", 0.5], ["z", 0.7]]) == ["z", "x", "y"]
+    assert top_overlap(["a", "b", "c"], ["c", "d", "a"], 2) == 0.0
+    with pytest.raises(ValueError, match="'k'"):
+        top_overlap(["a"], ["a"], 0)
+
+
+def test_flashrag_side_reads_both_records():
+    side = flashrag_side("ircot", IRCOT_RECORD)
+    assert side == {"answer": "C.", "ranked": ["a", "g2", "g1"], "ranked_best_first": ["g1", "g2", "a"],
+                    "iterations": 2, "retrievals": 2, "marked": True}
+    it = flashrag_side("iter_retgen", {"pred": "Paris", "final": ["p", "q"], "iterations": 3,
+                                       "rounds": [{}, {}, {}]})
+    assert it == {"answer": "Paris", "ranked": ["p", "q"], "iterations": 3, "retrievals": 3}
+    with pytest.raises(ValueError, match="'hyde'"):
+        flashrag_side("hyde", {})
+
+
+def test_merge_rules_on_constructed_retrievals():
+    searches = IRCOT_RECORD["searches"]
+    lists = merged_lists(searches)
+    assert lists[MERGE_RULES[0]] == [p for p, _ in IRCOT_RECORD["final"]] == ["a", "g2", "g1"]   # FlashRAG's own
+    assert lists[MERGE_RULES[1]] == ["g1", "g2", "a"]
+    assert lists[MERGE_RULES[2]] == ["g1", "g2", "a"]                  # round-robin: 1st of each, then 2nd ...
+    three = [{"hits": [["x", 0.9], ["y", 0.8], ["z", 0.7]]}, {"hits": [["w", 0.5], ["x", 0.95]]}]
+    lists = merged_lists(three)
+    assert lists[MERGE_RULES[0]] == ["w", "z", "y", "x"] and lists[MERGE_RULES[1]] == ["x", "y", "z", "w"]
+    assert lists[MERGE_RULES[2]] == ["x", "w", "y", "z"]
+    one = merged_lists([{"hits": [["b", 0.9], ["a", 0.1]]}])            # a single retrieval is never sorted
+    assert one[MERGE_RULES[0]] == one[MERGE_RULES[1]] == one[MERGE_RULES[2]] == ["b", "a"]
+    table = merge_rule_table({"side": [("q1", three), ("q2", [{"hits": [["x", 1.0]]}])]},
+                             {"q1": ["w", "x"], "q2": ["x"]}, k=2).set_index("merge rule")
+    assert list(table["questions"]) == [1, 1, 1]                         # q2 retrieved once: left out
+    assert list(table["Recall@2"]) == [50.0, 50.0, 100.0]
+
+
+def _suite(answer="C", ranked=("g1", "g2", "b", "c", "d"), iterations=1):
+    return {"answer": answer, "ranked_pids": list(ranked), "iterations": iterations, "retrievals": iterations}
+
+
+def test_compare_question_exact_values():
+    row = compare_question(_suite(), flashrag_side("ircot", IRCOT_RECORD), ["C"], ["g1", "g2"])
+    assert row["EM_suite"] == row["EM_flashrag"] == 100.0 and row["answer_norm_same"]   # "C." normalises to "c"
+    assert row["R@5_suite"] == 100.0 and row["R@5_flashrag"] == 100.0   # three passages, both gold among them
+    assert row["top5_overlap"] == 0.4 and not row["top5_same_set"] and not row["top5_same_order"]
+    assert row["R@5_flashrag_best_first"] == 100.0 and row["top5_overlap_best_first"] == 0.4
+    assert (row["iterations_suite"], row["iterations_flashrag"]) == (1, 2)
+    assert row["flashrag_answer_marked"] and row["flashrag_list_merged"]
+    # FlashRAG's ascending order puts its worst passage first: at k=1 only the best-first pool finds gold
+    row1 = compare_question(_suite(), flashrag_side("ircot", IRCOT_RECORD), ["C"], ["g1", "g2"], k=1)
+    assert row1["R@1_flashrag"] == 0.0 and row1["R@1_flashrag_best_first"] == 50.0 and row1["R@1_suite"] == 50.0
+    wrong = compare_question(_suite(answer="the C river"), {**flashrag_side("ircot", IRCOT_RECORD),
+                                                             "answer": "A is B. B is C."}, ["C river"], ["g9"])
+    assert wrong["EM_suite"] == 100.0 and wrong["EM_flashrag"] == 0.0 and wrong["F1_flashrag"] == pytest.approx(
+        100 * 2 * (1 / 5) * (1 / 2) / (1 / 5 + 1 / 2))     # one shared token: precision 1/5, recall 1/2
+    assert wrong["answer_words_flashrag"] == 6 and wrong["R@5_suite"] == 0.0
+
+
+def _rows():
+    """Four IRCoT questions (suite right on three, FlashRAG on one) and two ITER-RETGEN ones."""
+    rows = []
+    for i, (em_s, em_f, r_s, r_f, same) in enumerate([(100, 0, 100, 50, False), (100, 0, 50, 50, True),
+                                                      (100, 100, 50, 0, False), (0, 0, 0, 0, True)]):
+        rows.append({"method": "ircot", "qid": f"q{i}", "EM_suite": em_s, "EM_flashrag": em_f, "F1_suite": em_s,
+                     "F1_flashrag": em_f, "R@5_suite": r_s, "R@5_flashrag": r_f, "top5_overlap": 1.0 if same else 0.6,
+                     "top5_same_set": same, "top5_same_order": same, "answer_norm_same": em_s == em_f,
+                     "iterations_suite": 1, "iterations_flashrag": 1 + i % 3, "retrievals_suite": 1,
+                     "retrievals_flashrag": 1 + i % 3, "answer_words_suite": 1, "answer_words_flashrag": 2 * i,
+                     "top5_overlap_best_first": 0.8, "R@5_flashrag_best_first": 50.0,
+                     "flashrag_list_merged": i % 3 > 0, "flashrag_answer_marked": i != 3})
+    for i in range(2):
+        rows.append({"method": "iter_retgen", "qid": f"q{i}", "EM_suite": 0, "EM_flashrag": 100, "F1_suite": 0,
+                     "F1_flashrag": 100, "R@5_suite": 50, "R@5_flashrag": 50, "top5_overlap": 0.8,
+                     "top5_same_set": False, "top5_same_order": False, "answer_norm_same": False,
+                     "iterations_suite": 3, "iterations_flashrag": 3, "retrievals_suite": 3, "retrievals_flashrag": 3,
+                     "answer_words_suite": 1, "answer_words_flashrag": 1})
+    return pd.DataFrame(rows)
+
+
+def test_paired_tests_exact_values_and_holm_inside_each_method():
+    t = paired_tests(_rows()).set_index(["method", "metric"])
+    em = t.loc[("IRCoT", "EM")]
+    assert (em["n"], em["suite"], em["flashrag"], em["suite − flashrag"]) == (4, 75.0, 25.0, 50.0)
+    assert em["detail"] == "suite only 2, FlashRAG only 0" and em["p"] == 0.5    # 2 * (1/2)^2
+    r5 = t.loc[("IRCoT", "R@5")]
+    assert r5["p"] == 0.5 and r5["detail"] == "2 questions differ"   # differences +50, +50: 2 of 4 sign sets as large
+    assert list(t.loc["IRCoT"]["p (Holm)"]) == [1.0, 1.0, 1.0]       # 3 x 0.5 capped at 1, step-down monotone
+    it = t.loc[("ITER-RETGEN", "EM")]
+    assert (it["suite"], it["flashrag"], it["p"]) == (0.0, 100.0, 0.5)
+    assert t.loc[("ITER-RETGEN", "R@5")]["p"] == 1.0                  # no difference at all
+
+
+def test_agreement_counts_and_distributions():
+    a = agreement(_rows()).set_index(["method", "measure"])
+    assert a.loc[("IRCoT", "final top-5 same set, % of questions"), "both"] == 50.0
+    assert a.loc[("IRCoT", "final top-5 overlap (FlashRAG's list in its order), mean %"), "both"] == 80.0
+    assert a.loc[("IRCoT", "  generations: questions"), "flashrag"] == "1: 2, 2: 1, 3: 1"
+    assert a.loc[("IRCoT", "LLM generations of the loop a question, mean"), "flashrag"] == 1.75
+    assert a.loc[("IRCoT", "FlashRAG's list sorted ascending (a second retrieval merged), % of questions"),
+                 "flashrag"] == 50.0
+    assert a.loc[("IRCoT", "thoughts reaching 'So the answer is:', % of questions"), "flashrag"] == 75.0
+    assert ("ITER-RETGEN", "Recall@5 of FlashRAG's pool best first") not in a.index
+    assert distribution(pd.Series([3, 1, 3])) == "1: 1, 3: 2"
+
+
+def test_crosscheck_sentence_words_the_rows():
+    text = crosscheck_sentence(_rows())
+    assert text == ("IRCoT: EM 75.0 (suite) against 25.0 (FlashRAG) on the same 4 questions (exact McNemar p = 0.5), "
+                    "Recall@5 50.0 against 25.0 (sign-flip p = 0.5), the same final top-5 passages on 2 of 4 "
+                    "questions; ITER-RETGEN: EM 0.0 (suite) against 100.0 (FlashRAG) on the same 2 questions (exact "
+                    "McNemar p = 0.5), Recall@5 50.0 against 50.0 (sign-flip p = 1), the same final top-5 passages "
+                    "on 0 of 2 questions.")
+    with pytest.raises(ValueError, match="lack"):
+        crosscheck_sentence(_rows().drop(columns=["top5_same_set"]))
+
+
+def test_search_server_request_and_response():
+    ss = _load("search_server")
+    assert ss.parse_search_request(b'{"queries": ["a", "b"], "k": 2}', 10) == (["a", "b"], 2)
+    for body, field in ((b'{"queries": "a", "k": 2}', "'queries'"), (b'{"queries": ["a"], "k": 0}', "'k'"),
+                        (b'{"queries": ["a"], "k": 11}', "'k'"), (b'{"queries": ["a"], "k": true}', "'k'"),
+                        (b"[", "not JSON")):
+        with pytest.raises(ValueError, match=field):
+            ss.parse_search_request(body, 10)
+    from kgir_lib.data import Passage
+
+    passages = {"p1": Passage("p1", "T", "text")}
+    assert ss.search_response([[("p1", 0.12345678)]], passages) == {"results": [[
+        {"id": "p1", "contents": "T\ntext", "title": "T", "text": "text", "score": 0.123457}]]}
+
+
+def test_cache_proxy_keys_loads_and_answers_from_its_cache(tmp_path):
+    cp = _load("llm_cache_proxy")
+    req = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.0}
+    assert cp.prepare(req) == {**req, "repeat_penalty": 1.0} and cp.prepare({**req, "repeat_penalty": 1.3})[
+        "repeat_penalty"] == 1.3
+    key = cp.request_key(cp.prepare(req))
+    assert key == cp.request_key(dict(reversed(list(cp.prepare(req).items()))))    # key order does not matter
+    cache = tmp_path / "c.jsonl"
+    cache.write_text(json.dumps({"key": key, "response": {"choices": [{"message": {"content": "yo"}}]}}) + "\n"
+                     + '{"key": "torn')                                            # a kill mid-write
+    proxy = cp.CachingProxy("http://127.0.0.1:9", cache, cache_only=True)
+    assert list(proxy.cache) == [key]
+    status, body = proxy.chat(json.dumps(req).encode())
+    assert status == 200 and json.loads(body)["choices"][0]["message"]["content"] == "yo" and proxy.hits == 1
+    status, _ = proxy.chat(json.dumps({**req, "temperature": 0.5}).encode())
+    assert status == 503                                                           # a miss is never forwarded
+    assert proxy.chat(b"not json")[0] == 400
+    cache.write_text('{"broken\n{"key": "k", "response": {}}\n')
+    with pytest.raises(ValueError, match="c.jsonl:1"):
+        cp.load_cache(cache)
+
+
+@pytest.mark.skipif(not COMMITTED.exists(), reason="the cross-check has not been committed yet")
+def test_rescore_reproduces_the_committed_cross_check_without_peer_environment(tmp_path):
+    """The re-score: this code's IRCoT and ITER-RETGEN, cache only from the committed response log (no LLM call),
+    their dense searches replayed from the committed record (no encoder), against FlashRAG's committed records,
+    give the committed per-question rows cell by cell."""
+    compare = _load("flashrag_compare")
+    report = _load("flashrag_report")
+    out = tmp_path / "benchmarks" / "peers_flashrag.md"
+    out.parent.mkdir()
+    (out.parent / report.OUTPUTS).write_bytes((COMMITTED.parent / report.OUTPUTS).read_bytes())
+    compare.run_suite(tmp_path / "work", "local", "musique_train", COMMITTED.parent / report.SEARCHES)
+    meta = json.loads((tmp_path / "work" / "suite.meta.json").read_text())
+    assert meta["llm_calls_made"] == 0 and meta["dense_search"].startswith("replayed")
+    report.write_report(tmp_path / "work", "local", "musique_train", out, "test", rescore=True)
+    assert out.with_suffix(".csv").read_text() == COMMITTED.read_text()
+    assert "**Re-scored.**" in out.read_text()
+
+
+def test_committed_outputs_name_their_run():
+    path = COMMITTED.parent / "peers_flashrag_outputs.jsonl.gz"
+    if not path.exists():
+        pytest.skip("the cross-check has not been committed yet")
+    meta, recs = _load("flashrag_report").read_outputs(path)
+    assert meta["flashrag"] == "0.1.2" and meta["model"] == "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M"
+    assert meta["calls"] > 0 and meta["llm_seconds"] > 0
+    rows = pd.read_csv(COMMITTED)
+    assert {m: int((rows["method"] == m).sum()) for m in ("ircot", "iter_retgen")} == {
+        m: len(recs[m]) for m in ("ircot", "iter_retgen")}
+
+
+def test_read_outputs_names_a_bad_file(tmp_path):
+    rep = _load("flashrag_report")
+    with pytest.raises(SystemExit, match="no committed FlashRAG records"):
+        rep.read_outputs(tmp_path / "none.jsonl.gz")
+    bad = tmp_path / "bad.jsonl.gz"
+    with gzip.open(bad, "wt") as fh:
+        fh.write(json.dumps({"method": "hyde"}) + "\n")
+    with pytest.raises(SystemExit, match="bad.jsonl.gz:1"):
+        rep.read_outputs(bad)
+
+
+def test_setup_flashrag_help_installs_nothing():
+    out = subprocess.run(["bash", str(PEERS / "setup.sh"), "flashrag", "--help"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and "flashrag" in out.stdout and "installing" not in out.stdout
+
+
+needs_peer = pytest.mark.skipif(not PEER_PY.exists(), reason="peer environment absent "
+                                                              "(bash benchmarks/peers/setup.sh flashrag)")
+
+
+@needs_peer
+def test_flashrag_ircot_template_becomes_one_user_message_without_previous_thoughts_in_the_peer_env():
+    code = r"""
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+os.environ["TIKTOKEN_CACHE_DIR"] = sys.argv[2]
+import flashrag_pipelines as fp
+assert fp.chunks(11, 5) == [(0, 5), (5, 11)] and fp.chunks(10, 5) == [(0, 5), (5, 10)]
+try:
+    fp.chunks(4, 1)
+except ValueError as e:
+    assert "'chunk'" in str(e)
+class A: pass
+a = A(); a.model = "local-gguf"; a.llm_base_url = "http://127.0.0.1:9/v1"; a.max_input_len = 8192
+a.dataset = "d"; a.topk = 2; a.search_url = "http://127.0.0.1:9"; a.ircot_max_iter = 3; a.iter_num = 3
+a.max_tokens_ircot = 64; a.max_tokens_iter_retgen = 32
+import pathlib, tempfile
+ircot, iterative, retriever = fp.build(a, pathlib.Path(tempfile.mkdtemp()))
+docs = [{"id": "p1", "contents": "T1\nfirst", "title": "T1", "text": "first"}]
+msg = ircot.prompt_template.get_string(question="Q?", retrieval_result=docs, previous_gen="Earlier thought.")
+it = iterative.prompt_template.get_string(question="Q?", retrieval_result=docs)
+print(json.dumps({"ircot": msg, "iter": it, "same_retriever": iterative.retriever is retriever,
+                  "max_iter": ircot.max_iter, "iter_num": iterative.iter_num}))
+"""
+    out = subprocess.run([str(PEER_PY), "-c", code, str(PEERS), str(PEERS / ".venv-flashrag" / "tiktoken_cache")],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    [m] = got["ircot"]
+    assert m["role"] == "user" and m["content"].endswith("Wikipedia Title: T1\nfirst\n\nQuestion: Q?\nThought:")
+    assert "Earlier thought." not in m["content"]          # FlashRAG's OpenAI path leaves previous thoughts out
+    assert [x["role"] for x in got["iter"]] == ["assistant", "user"]   # FlashRAG sends its system prompt as assistant
+    assert "Doc 1(Title: T1) first" in got["iter"][0]["content"] and got["iter"][1]["content"] == "Question: Q?"
+    assert got["same_retriever"] and (got["max_iter"], got["iter_num"]) == (3, 3)
