@@ -15,6 +15,7 @@ from .baselines.hyde import HyDE
 from .baselines.ircot import IRCoT
 from .baselines.iter_retgen import IterRetGen
 from .baselines.kg2rag import KG2RAG
+from .baselines.kg2rag_code import KG2RAGCode
 from .baselines.lightrag_method import LightRAGMethod
 from .baselines.naive import NaiveGen, NaiveRAG
 from .baselines.retrievers import BM25Retriever, DenseRetriever
@@ -42,6 +43,7 @@ METHODS: dict = {
     "kg2rag": _variant(KG2RAG, "full"),
     "kg2rag_no_expansion": _variant(KG2RAG, "no_expansion"),
     "kg2rag_no_organisation": _variant(KG2RAG, "no_organisation"),
+    "kg2rag_code": KG2RAGCode,  # KG²RAG as its authors' code runs it (benchmarks/peers/kg2rag_crosscheck.sh)
     "hipporag2": HippoRAG2,
     "kgir": _variant(KGIRRAG, "full"),
     "kgir_no_subgraph": _variant(KGIRRAG, "no_subgraph"),
@@ -60,6 +62,7 @@ LABELS: dict = {
     "naive_gen": "Naive Gen", "naive_rag": "Naive RAG", "bm25": "BM25", "dense": "Dense",
     "ircot": "IRCoT", "iter_retgen": "ITER-RETGEN", "hyde": "HyDE", "kg2rag": "KG²RAG",
     "kg2rag_no_expansion": "KG²RAG w/o expansion", "kg2rag_no_organisation": "KG²RAG w/o organisation",
+    "kg2rag_code": "KG²RAG (authors' code)",
     "hipporag2": "HippoRAG 2", "kgir": "KGIR-RAG", "kgir_no_subgraph": "KGIR-RAG w/o subgraph",
     "kgir_no_reflection": "KGIR-RAG w/o reflection", "kgir_no_rewrite": "KGIR-RAG w/o rewrite",
     "kgir_forced": "KGIR-RAG (forced rounds)", "lightrag": "LightRAG (hybrid; shared reader)",
@@ -74,7 +77,7 @@ STUDY_METHODS: list = [spec.key for spec in STUDY_VARIANTS.values()]
 # Notebook 05's order: the paper's groups (§3.3.1), the ablations, then LightRAG. Each run starts from
 # notebook 01's graph (Workspace.method_view), so the order changes no method's output.
 DEFAULT_METHODS: list = ["naive_gen", "naive_rag", "bm25", "dense", "ircot", "iter_retgen", "hyde",
-                         "kg2rag", "hipporag2", "kgir", "kg2rag_no_expansion", "kg2rag_no_organisation",
+                         "kg2rag", "kg2rag_code", "hipporag2", "kgir", "kg2rag_no_expansion", "kg2rag_no_organisation",
                          "kgir_no_subgraph", "kgir_no_reflection", "kgir_no_rewrite", "lightrag", "lightrag_naive"]
 
 

@@ -39,6 +39,11 @@ def _crosscheck(path: Path) -> list:
     return [crosscheck_sentence(pd.read_csv(path))]
 
 
+def _kg2rag_crosscheck(path: Path) -> list:
+    from .eval.kg2rag_agreement import crosscheck_sentence
+    return [crosscheck_sentence(pd.read_csv(path))]
+
+
 def _flashrag(path: Path) -> list:
     from .eval.peer_iterative import crosscheck_sentence
     return [crosscheck_sentence(pd.read_csv(path, dtype={"qid": str}))]
@@ -67,6 +72,7 @@ def _rounds(path: Path) -> list:
 # the functions a marker may name -> the block's lines from the table's path
 RENDERERS: dict = {
     "kgir_lib.eval.peer_agreement.crosscheck_sentence": _crosscheck,
+    "kgir_lib.eval.kg2rag_agreement.crosscheck_sentence": _kg2rag_crosscheck,
     "kgir_lib.eval.peer_iterative.crosscheck_sentence": _flashrag,
     "kgir_lib.eval.claims.claims_headline": _claims,
     "kgir_lib.eval.mechanism.funnel.funnel_sentence": _funnel,

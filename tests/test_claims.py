@@ -99,6 +99,25 @@ def test_paper_claims_carry_table_7_as_kgir_minus_the_variant():
     assert row[PAPER_COLUMN] == 8.9
 
 
+def test_kg2rag_claim_reads_both_kg2rags_in_one_family():
+    """The claim against KG²RAG is declared against the paper-following KG²RAG and the authors' code as one family:
+    on one dataset, 2 methods x 2 metrics = 4 tests, Holm over all of them; each method gets its own rows in the
+    headline and the summary."""
+    claim = next(c for c in PAPER_CLAIMS if c.other == "KG²RAG")
+    assert claim.others == ("KG²RAG", "KG²RAG (authors' code)")
+    scores = _scores({"KGIR-RAG": [100.0] * 8, "KG²RAG": [0.0] * 8, "KG²RAG (authors' code)": [100.0] * 7 + [0.0]})
+    t = claims_table(scores, [claim])
+    assert list(t["compared with"]) == ["KG²RAG"] * 2 + ["KG²RAG (authors' code)"] * 2
+    em = t[(t["compared with"] == "KG²RAG") & (t["metric"] == "EM") & (t["dataset"] == "musique_train")].iloc[0]
+    # Holm over the family's four p (2/256 twice, 2/128 twice): the smallest times 4
+    assert em["p"] == pytest.approx(2 / 256) and em["p (Holm)"] == pytest.approx(4 * 2 / 256)
+    assert mde_column(t) == "MDE (α = 0.05/4, power 0.8)"
+    head = claims_headline(t, ["musique_train"], [claim]).splitlines()
+    assert head[2].startswith("| KGIR-RAG ahead of KG²RAG, EM / F1 |")
+    assert head[3].startswith("| KGIR-RAG ahead of KG²RAG: against KG²RAG (authors' code), EM / F1 |")
+    assert len(claims_summary(t).splitlines()) == 2
+
+
 def test_table_7_stands_beside_musique_rows_only():
     scores = pd.concat([_scores({"KGIR-RAG": [1.0, 0.0], "KGIR-RAG w/o subgraph": [0.0, 0.0]}, d)
                         for d in ("musique", "musique_train", "hotpotqa")])
@@ -122,7 +141,7 @@ def test_summary_names_each_claim_once_with_its_numbers():
     scores = _scores({"KGIR-RAG": [100.0] * 4 + [0.0] * 4, "KGIR-RAG w/o subgraph": [0.0] * 8})
     text = claims_summary(claims_table(scores))
     lines = text.splitlines()
-    assert len(lines) == len(PAPER_CLAIMS)
+    assert len(lines) == sum(len(c.others) for c in PAPER_CLAIMS)  # one a compared method
     sub = next(line for line in lines if "evidence subgraph" in line)
     assert "musique_train: EM cannot tell (+50.0 [" in sub and "n=8" in sub  # 4 of 8: p(Holm) = 2 x 1/8
     assert sub.endswith("Paper (MuSiQue, Qwen2.5-72B): EM +4.2, F1 +4.8.")

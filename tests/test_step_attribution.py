@@ -14,7 +14,7 @@ from kgir_lib.data import passage_id
 from kgir_lib.eval.mechanism import step_attribution as sa
 from kgir_lib.eval.mechanism.tables import mechanism_tables
 from kgir_lib.llm.log_report import log_stats
-from kgir_lib.llm.response_log import logged_at, read_log
+from kgir_lib.llm.response_log import logged_at
 from kgir_lib.registry import STUDY_METHODS
 from kgir_lib.traces import trace_filename, write_jsonl
 
@@ -496,12 +496,15 @@ def test_a_step_with_no_gold_on_the_dataset_is_said_and_not_drawn():
 def test_results_page_cost_of_the_local_attribution_is_what_the_log_says():
     readme = " ".join((PROJECT_ROOT / "docs" / "results.md").read_text(encoding="utf-8").split())
     found = re.search(r"The study cost ([\d,]+) answers of the 1\.5B model in all, ([\d.]+) hours of LLM time "
-                      r"on two cores \(`python -m kgir_lib\.llm\.response_log stats (\S+) --since (\S+)`", readme)
+                      r"on two cores \(`python -m kgir_lib\.llm\.response_log stats (\S+) --since (\S+)` run on the "
+                      r"log as committed at (\w+)", readme)
     assert found, "docs/results.md: no cost sentence for the local step attribution"
     log = PROJECT_ROOT / found.group(3)
-    known = subprocess.run(["git", "-C", str(PROJECT_ROOT), "rev-parse", "--verify", "--quiet",
-                            f"{found.group(4)}^{{commit}}"], capture_output=True)
-    if known.returncode != 0:
-        pytest.skip(f"revision {found.group(4)} is not in this clone's history (a shallow clone)")
-    stats = log_stats(read_log(log), (r[0] for r in logged_at(log, found.group(4))))
+    for rev in (found.group(4), found.group(5)):
+        known = subprocess.run(["git", "-C", str(PROJECT_ROOT), "rev-parse", "--verify", "--quiet",
+                                f"{rev}^{{commit}}"], capture_output=True)
+        if known.returncode != 0:
+            pytest.skip(f"revision {rev} is not in this clone's history (a shallow clone)")
+    # the log as it stood after the study's last answers (later runs grow it), against the log before its first
+    stats = log_stats(logged_at(log, found.group(5)), (r[0] for r in logged_at(log, found.group(4))))
     assert (f"{stats['new']:,}", f"{stats['seconds'] / 3600:.1f}") == (found.group(1), found.group(2))

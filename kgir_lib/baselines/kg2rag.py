@@ -198,8 +198,8 @@ def plan_question(kg: KnowledgeGraph, adjacency: TripleAdjacency, seed_pids: Seq
     plan = {"seed_pids": list(seed_pids), "n_seed_triples": len(seed_triples), "n_triples": len(sub),
             "expanded_pids": [p for p in dedup(t.pid for t in sub) if p not in seed_set], "score": score}
     if organise:
-        edges = [(t, score.get(t.pid, 0.0)) for t in sub if t.pid in score]
-        plan["trees"] = [dfs_edges(tr) for tr in max_spanning_forest(edges)]
+        plan["edges"] = [(t, score.get(t.pid, 0.0)) for t in sub if t.pid in score]
+        plan["trees"] = [dfs_edges(tr) for tr in max_spanning_forest(plan["edges"])]
     return plan
 
 
@@ -277,7 +277,9 @@ class KG2RAG(MethodBase):
         t = np.asarray(ws.dense.encoder.encode([p[1] for p in pairs]))
         return [float(x) for x in np.sum(q * t, axis=1)]
 
-    def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
+    def plans(self, ws: Workspace, questions: Sequence[Question]) -> list:
+        """Steps 1-4 for every question (:func:`plan_question`, then the tree reranking and the budget), with no
+        LLM call but the seeds' extraction; each plan also holds its seeds' hits (``"hits"``)."""
         m, top_k, budget = self._settings(ws)
         texts = [q.question for q in questions]
         seeds = ws.dense.search(texts, top_k)
@@ -287,6 +289,8 @@ class KG2RAG(MethodBase):
         col = {p: i for i, p in enumerate(ws.dense.pids)}
         plans = [plan_question(kg, adjacency, hits_pids(hits), sims[qi], col, m,
                                self.variant != "no_organisation") for qi, hits in enumerate(seeds)]
+        for pl, hits in zip(plans, seeds):
+            pl["hits"] = hits
 
         if self.variant != "no_organisation":
             pairs = [(texts[qi], tree_triples_text(tr)) for qi, pl in enumerate(plans) for tr in pl["trees"]]
@@ -302,11 +306,17 @@ class KG2RAG(MethodBase):
             for pl in plans:
                 union = dedup(pl["seed_pids"] + pl["expanded_pids"])
                 pl["organised"] = sorted(union, key=lambda p: -pl["score"].get(p, 0.0))
+        return plans
 
+    def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
+        m, _, budget = self._settings(ws)
+        texts = [q.question for q in questions]
+        plans = self.plans(ws, questions)
         contexts = [context_of(ws, pl["organised"]) for pl in plans]
         answers = read(ws, texts, contexts, stage=f"{self.key}_reader")
         out = []
-        for q, hits, pl, ctx, (answer, res) in zip(questions, seeds, plans, contexts, answers):
+        for q, pl, ctx, (answer, res) in zip(questions, plans, contexts, answers):
+            hits = pl["hits"]
             usage = LLMUsage()
             usage.add(res)
             out.append(MethodOutput(q.qid, answer, final_ranking(ctx, pl["organised"] + pl["seed_pids"]),

@@ -34,9 +34,10 @@ from .perturb import check_fraction, perturbed_workspace, recording_workspace
 # KGIRRAG(variant=...) -> the row label of paper Table 7.
 KGIR_VARIANT_LABELS = {"full": "KGIR-RAG (full)", "no_subgraph": "w/o subgraph",
                        "no_reflection": "w/o reflection", "no_rewrite": "w/o rewrite"}
-# KG2RAG(variant=...) -> the row label of the KG²RAG report's Tables 3-4.
+# KG2RAG(variant=...) -> the row label of the KG²RAG report's Tables 3-4; "code": KG²RAG as its authors' code runs it
+# (registry key kg2rag_code), beside them in the same table.
 KG2RAG_VARIANT_LABELS = {"full": "KG²RAG (full)", "no_expansion": "w/o expansion",
-                         "no_organisation": "w/o organisation"}
+                         "no_organisation": "w/o organisation", "code": "as the authors' code runs it"}
 
 
 # Default values of each study (notebook 06 parameters override them; the profile's value is in each). A sweep of a

@@ -153,6 +153,7 @@ display(Markdown(cl.claims_headline(claims)))
 # | iterative | ITER-RETGEN | `iter_retgen.py` | T = `iter_retgen_rounds` rounds of retrieval with question + last generation |
 # | rewrite | HyDE | `hyde.py` | the LLM writes a hypothetical passage; retrieve with its embedding (averaged with the question's, as HyDE does) |
 # | KG | KG²RAG (+ w/o expansion, w/o organisation) | `kg2rag.py` | seeds → m-hop BFS over the global graph → per-component maximum spanning trees → DFS text → tree reranking → top-K budget |
+# | KG | KG²RAG (authors' code) | `kg2rag_code.py` | as the authors' code runs it: seeds → one hop over page titles → co-occurrence edges, trees largest component first → the trees' texts reranked → chunks grouped by title (checked against that code: `benchmarks/peers/kg2rag_crosscheck.sh`) |
 # | KG | HippoRAG 2 | `hipporag2.py` | personalized PageRank over a passage + phrase graph seeded by query-linked, LLM-filtered triples and dense passage scores |
 # | ours | KGIR-RAG (+ w/o subgraph, w/o reflection, w/o rewrite) | `kgir/loop.py` | evidence subgraph → rewrite → reflection, iterated (notebooks 03–04) |
 # | KG (peer system) | LightRAG (hybrid; *naive* as a check against Naive RAG) | `lightrag_method.py` | the `lightrag-hku` package's own retrieval (question keywords → entity and relationship vectors → their chunks) over its index of the graph pool (`lightrag_index`: the suite's triples, or its own extraction); **its context is read by the shared reader**, not by its answer prompt |

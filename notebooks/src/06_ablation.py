@@ -215,6 +215,8 @@ if len(reader_ctx):
 # With the shared reader showing the first `context_passages` passages, *w/o organisation* hands the
 # reader the seed passages in similarity order (Naive RAG's context), so it differs from the full
 # method in what organisation puts first; *w/o expansion* builds the trees over the seed passages only.
+# The last row is KG²RAG as its authors' code runs it (`kg2rag_code`): its difference from the full method is what
+# the code's rules change against the paper's on the same inputs.
 
 # %%
 kg2_per_q = pd.concat([ablation.variant_scores(ws_of(d), questions_of(d, cfg.n_questions), kg2rag_variant,

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Cross-check of the suite's two KG²RAGs against the authors' code (GitHub nju-websoft/KG2RAG at the commit pinned
+# in setup.sh) on the local profile's questions (all 100 musique_train and 84 hotpotqa), with the same inputs on
+# both sides: each question's seed chunks with their scores, the triples of every chunk, the page titles as the
+# entity set and the same reranker scores (the suite's: bge-reranker-large cannot be downloaded here). No LLM call:
+# the suite's graph and NER are read cache only from the committed response log; upstream's reader is not run.
+#   1. benchmarks/peers/setup.sh kg2rag     the peer environment (benchmarks/peers/.venv-kg2rag, the authors' code
+#                                           checked out in it: from GitHub, or from KG2RAG_CHECKOUT)
+#   2. kg2rag_compare.py suite              the shared inputs, kg2rag and kg2rag_code stage by stage, the score
+#                                           table, the weighted graphs of the spanning-tree check
+#   3. embed_server.py on 127.0.0.1         the suite's encoder, for any text the suite never scored
+#   4. kg2rag_upstream.py run               the authors' three post-processors, untouched, once per hash seed
+#                                           (PYTHONHASHSEED = 0 .. HASH_SEEDS-1), then once with the hash order taken
+#                                           out (--order insertion), and with one source of it taken out at a time
+#                                           (--order sets / views, SOURCE_SEEDS seeds); kg2rag_upstream.py mst:
+#                                           networkx's trees
+#   5. kg2rag_compare.py report             results/benchmarks/peers_kg2rag.md and .csv
+# Usage: bash benchmarks/peers/kg2rag_crosscheck.sh [--help | --dry-run | --rescore]
+#   --help     print this header and exit
+#   --rescore  steps 2 and a re-scored report only: this code's side against upstream's per-question lists in the
+#              committed results/benchmarks/peers_kg2rag.csv; no peer environment, no server, no LLM call (the
+#              spanning trees are compared with the main environment's networkx, and the report says so)
+#   --dry-run  print the steps with the knobs' values and check their inputs; start nothing, write nothing
+# Knobs (environment): KGIR_DATA_DIR (default: the suite's, ../shared/data or data/samples/), PEERS_WORK (default
+# benchmarks/peers/.work/kg2rag), PROFILE (default local), HASH_SEEDS (untouched upstream runs, default 5),
+# SOURCE_SEEDS (runs with only the module's sets, or only networkx's views, in insertion order; default 3),
+# KG2RAG_CHECKOUT (a local clone of the authors' repository for step 1, when GitHub cannot be reached).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; }
+MODE=run
+case "${1:-}" in
+    -h|--help) usage; exit 0 ;;
+    --dry-run) MODE=dry ;;
+    --rescore) MODE=rescore ;;
+    "") ;;
+    *) echo "crosscheck: unknown argument '$1' (--help, --dry-run, --rescore)" >&2; exit 2 ;;
+esac
+cd "$ROOT"
+PY="${KGIR_PYTHON:-$ROOT/.venv/bin/python}"
+VENV="$ROOT/benchmarks/peers/.venv-kg2rag"
+PEER_PY="$VENV/bin/python"
+CHECKOUT="$VENV/src/KG2RAG"
+WORK="${PEERS_WORK:-$ROOT/benchmarks/peers/.work/kg2rag}"
+PROFILE="${PROFILE:-local}"
+HASH_SEEDS="${HASH_SEEDS:-5}"
+SOURCE_SEEDS="${SOURCE_SEEDS:-3}"
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+if [ "$MODE" = dry ]; then
+    say() { printf 'crosscheck (dry run): %s\n' "$*"; }
+    missing=0
+    need() { if [ -e "$2" ]; then say "  ok      $1: $2"; else say "  MISSING $1: $2"; missing=1; fi; }
+    say "work folder $WORK; profile $PROFILE; HASH_SEEDS=$HASH_SEEDS SOURCE_SEEDS=$SOURCE_SEEDS;" \
+        "KG2RAG_CHECKOUT=${KG2RAG_CHECKOUT:-none (GitHub)}"
+    need "main Python" "$PY"
+    need "committed response log" "$ROOT/results/$PROFILE/llm_responses.jsonl.gz"
+    for f in setup.sh kg2rag-requirements.txt kg2rag_compare.py kg2rag_report.py kg2rag_upstream.py embed_server.py; do
+        need "script" "$ROOT/benchmarks/peers/$f"
+    done
+    if [ -x "$PEER_PY" ] && [ -d "$CHECKOUT/code" ]; then say "  ok      peer environment: $PEER_PY, code: $CHECKOUT"
+    else say "  absent  peer environment: $VENV (step 1 would build it: bash benchmarks/peers/setup.sh kg2rag)"; fi
+    say "steps: 1 setup.sh kg2rag; 2 kg2rag_compare.py suite; 3 embed_server.py; 4 kg2rag_upstream.py run" \
+        "(PYTHONHASHSEED 0..$((HASH_SEEDS - 1)), then --order insertion) + mst; 5 kg2rag_compare.py report" \
+        "-> results/benchmarks/peers_kg2rag.md"
+    exit "$missing"
+fi
+"$PY" -m kgir_lib.data_sources ensure >/dev/null  # the samples (fetched into data/samples/ when missing), verified
+export KGIR_DATA_DIR="${KGIR_DATA_DIR:-$("$PY" -c "from kgir_lib.config import default_data_dir; print(default_data_dir())")}"
+mkdir -p "$WORK/logs"
+if [ "$MODE" = rescore ]; then
+    echo "crosscheck (re-score): this code's side against upstream's lists in the committed CSV"
+    "$PY" benchmarks/peers/kg2rag_compare.py suite --work "$WORK" --profile "$PROFILE"
+    "$PY" benchmarks/peers/kg2rag_compare.py rescore --work "$WORK" --profile "$PROFILE" \
+        --command "bash benchmarks/peers/kg2rag_crosscheck.sh --rescore"
+    exit 0
+fi
+
+bash benchmarks/peers/setup.sh kg2rag
+echo "crosscheck: the suite's side (cache only)"
+"$PY" benchmarks/peers/kg2rag_compare.py suite --work "$WORK" --profile "$PROFILE"
+
+free_port() { "$PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"; }
+PID=""
+cleanup() { if [ -n "$PID" ]; then { kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; } || true; fi; return 0; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+EPORT=$(free_port)
+"$PY" benchmarks/peers/embed_server.py --port "$EPORT" --profile "$PROFILE" >"$WORK/logs/embed_server.log" 2>&1 &
+PID=$!
+t0=$(date +%s)
+until curl -sf "http://127.0.0.1:$EPORT/v1/models" >/dev/null; do
+    if ! kill -0 "$PID" 2>/dev/null || [ $(($(date +%s) - t0)) -gt 300 ]; then
+        echo "crosscheck: the embedding server did not come up (log: $WORK/logs/embed_server.log)" >&2; exit 1
+    fi
+    sleep 1
+done
+
+for dataset in $("$PY" -c "from kgir_lib.config import load_config; print(' '.join(load_config('$PROFILE').datasets))"); do
+    run_upstream() {  # out order [hash seed]
+        PYTHONHASHSEED="${3:-0}" "$PEER_PY" benchmarks/peers/kg2rag_upstream.py run --checkout "$CHECKOUT" \
+            --inputs "$WORK/$dataset/inputs.json.gz" --scores "$WORK/$dataset/scores.jsonl.gz" \
+            --embed-url "http://127.0.0.1:$EPORT/v1" --order "$2" --out "$1" 2> >(grep -v "nltk_data\|UnsupportedFieldAttributeWarning\|warnings.warn" >&2)
+    }
+    for seed in $(seq 0 $((HASH_SEEDS - 1))); do
+        run_upstream "$WORK/$dataset/upstream_seed$seed.jsonl" as-is "$seed"
+    done
+    for seed in $(seq 0 $((SOURCE_SEEDS - 1))); do  # one source of hash order at a time
+        run_upstream "$WORK/$dataset/upstream_sets$seed.jsonl" sets "$seed"
+        run_upstream "$WORK/$dataset/upstream_views$seed.jsonl" views "$seed"
+    done
+    run_upstream "$WORK/$dataset/upstream_insertion.jsonl" insertion
+    "$PEER_PY" benchmarks/peers/kg2rag_upstream.py mst --graphs "$WORK/$dataset/mst_graphs.jsonl.gz" \
+        --out "$WORK/$dataset/upstream_mst.jsonl"
+done
+cleanup; PID=""
+
+cmd="bash benchmarks/peers/setup.sh kg2rag && bash benchmarks/peers/kg2rag_crosscheck.sh"
+[ -n "${KG2RAG_CHECKOUT:-}" ] && cmd="KG2RAG_CHECKOUT=<a local clone> $cmd"
+[ "$HASH_SEEDS" != 5 ] && cmd="HASH_SEEDS=$HASH_SEEDS $cmd"
+[ "$SOURCE_SEEDS" != 3 ] && cmd="SOURCE_SEEDS=$SOURCE_SEEDS $cmd"
+"$PY" benchmarks/peers/kg2rag_compare.py report --work "$WORK" --profile "$PROFILE" --command "$cmd"
