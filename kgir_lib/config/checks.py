@@ -143,6 +143,7 @@ def validate(cfg: Config) -> None:
         raise ConfigError("parameter 'kg_llm_base_urls': 'kg_llm_model' on the openai backend needs its own base URL")
     for url in cfg.kg_llm_base_urls:
         check_url(url, "kg_llm_base_urls")
+    check_decomposition_readers(cfg)
     if not cfg.datasets:
         raise ConfigError("parameter 'datasets': needs at least one dataset name")
     if cfg.eval_methods is not None and not cfg.eval_methods:  # the keys: kgir_lib.registry.check_method_keys
@@ -150,6 +151,17 @@ def validate(cfg: Config) -> None:
     for key in cfg.to_dict():
         if "api_key" in key and key != "llm_api_key_env":
             raise ConfigError(f"parameter {key!r}: {_SECRET_HINT}")
+
+
+def check_decomposition_readers(cfg: Config) -> None:
+    """``decomposition_readers``: null, or distinct model names (each is found where the readers are built:
+    :func:`kgir_lib.eval.mechanism.loss_decomposition.reader_llms`)."""
+    readers = cfg.decomposition_readers
+    if readers is None:
+        return
+    if not readers or not all(isinstance(m, str) and m.strip() for m in readers) or len(set(readers)) < len(readers):
+        raise ConfigError(f"parameter 'decomposition_readers': give distinct model names, or null for the profile's "
+                          f"own model (got {readers!r})")
 
 
 def check_locations(cfg: Config) -> None:

@@ -127,6 +127,9 @@ class Config:
     # the datasets the step attribution covers, a filter on `datasets` (a run narrowed to other datasets covers
     # none of them); null: every dataset of the run
     attribution_datasets: Optional[list] = None
+    # notebook 04's loss decomposition: the models that re-read KGIR-RAG's final reader prompts, smallest first
+    # (embedded GGUF names on llamacpp; served model names on openai); null: the profile's own model only
+    decomposition_readers: Optional[list] = None
     study_n_questions: Optional[int] = 4  # questions a sweep point (null: n_questions)
     robustness_seeds: int = 3  # seeds a drop fraction (KG²RAG robustness)
     # reader context

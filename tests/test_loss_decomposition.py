@@ -1,0 +1,184 @@
+"""The loss decomposition (kgir_lib.eval.mechanism.loss_decomposition): KGIR-RAG's own final reader prompt,
+rebuilt from its trace exactly as the loop sent it, then re-read with one thing changed at a time.
+
+Known answers: the rebuilt prompts against the requests the loop and the gold-context oracle really sent on the
+tiny Fig. 6 workspace; the swap rule; the declared family and Holm; the passage cut; the sentence.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kgir_lib.config import ConfigError, load_config
+from kgir_lib.data import Passage
+from kgir_lib.eval.mechanism import loss_decomposition as ld
+from kgir_lib.eval.stats import holm, mcnemar_exact
+from kgir_lib.kgir.loop import KGIRRAG
+from kgir_lib.methods.reader import reader_request
+from kgir_lib.registry import build_method
+
+READS = {"reader": "Answer: HP"}
+
+
+def script(req):
+    return {"kgir_ner": '{"named_entities": ["PC maker", "1994"]}',
+            "kgir_rewrite": "Rewritten question: Which company merged with Compaq in 2002?",
+            "kgir_reflect": "Reasoning: enough.\nAnswer: Hewlett-Packard", "kgir_reflect_verdict": "Answer: HP",
+            "reader": "Answer: HP"}[req.prompt]
+
+
+def reader_calls(ws) -> list:
+    """Every reader request the workspace's LLM is sent, in order."""
+    sent: list = []
+    inner = ws.llm.generate
+
+    def generate(requests, stage="default", desc=None):
+        sent.extend(r for r in requests if r.prompt == "reader")
+        return inner(requests, stage=stage, desc=desc)
+    ws.llm.generate = generate
+    return sent
+
+
+def record(out) -> dict:
+    return {"qid": out.qid, "answer": out.answer, "trace": out.trace}
+
+
+@pytest.mark.parametrize("variant", ["full", "no_subgraph", "no_reflection"])
+def test_the_rebuilt_prompt_is_the_one_the_loop_sent(tiny_workspace, variant):
+    """(a) is KGIR-RAG's own reader request, byte for byte (so its answers come from the run's cache)."""
+    ws = tiny_workspace(script)
+    sent = reader_calls(ws)
+    [out] = KGIRRAG(variant=variant).run(ws, ws.dataset.questions[:1])
+    prompt = ld.final_prompt(record(out), ws.cfg.passage_chars)
+    passage = {p.pid: p for p in ws.dataset.corpus.passages}
+    rebuilt = reader_request(prompt.question, prompt.context(passage), ws.cfg.max_tokens("reader"))
+    assert [rebuilt.payload()] == [r.payload() for r in sent]
+    assert bool(prompt.triples) == (variant != "no_subgraph")
+
+
+def test_the_gold_only_prompt_is_the_gold_context_oracles(tiny_workspace):
+    """(d) is the step attribution's ceiling, the very same request."""
+    ws = tiny_workspace(script)
+    q = ws.dataset.questions[0]
+    [out] = KGIRRAG().run(tiny_workspace(script), [q])
+    sent = reader_calls(ws)
+    build_method("kgir_oracle_context").run(ws, [q])
+    prompts = ld.conditions(ld.final_prompt(record(out), ws.cfg.passage_chars), q.gold_pids)
+    passage = {p.pid: p for p in ws.dataset.corpus.passages}
+    d = prompts["gold_only"]
+    assert [reader_request(d.question, d.context(passage), ws.cfg.max_tokens("reader")).payload()] == \
+        [r.payload() for r in sent]
+    assert prompts["gold_uncut"].cut is None and prompts["gold_with_triples"].triples == prompts["as_run"].triples
+
+
+def test_swap_in_gold_keeps_budget_order_and_the_gold_already_there():
+    assert ld.swap_in_gold(["a", "b", "c", "d", "e"], ["b", "x", "y"]) == ["a", "b", "c", "x", "y"]
+    assert ld.swap_in_gold(["x", "a", "b"], ["x", "y"]) == ["x", "a", "y"]  # the lowest-ranked non-gold goes
+    assert ld.swap_in_gold(["a", "b"], ["a", "b"]) == ["a", "b"]  # nothing missing: unchanged
+    assert ld.swap_in_gold(["a"], ["x", "y", "z"]) == ["x", "y", "z"]  # gold beyond the budget is appended
+    assert ld.swap_in_gold([], ["x"]) == ["x"]
+
+
+def test_final_prompt_reads_the_last_reader_call_and_leaves_out_what_has_none():
+    rounds = [{"evidence_source": "subgraph", "evidence": "Triples:\n(A, r, B)", "final": None},
+              {"evidence_source": "passages", "evidence": "Passages:\n...", "evidence_pids": ["p1"],
+               "final": {"context_pids": ["p1", "p2"]}}]
+    rec = {"qid": "q", "trace": {"question": "Q?", "rounds": rounds, "gold_answers": ["B"], "gold_pids": ["p2"]}}
+    assert ld.final_prompt(rec, 600) == ld.ReaderPrompt("q", "Q?", "", ("p1", "p2"), 600)
+    rounds[1]["evidence_source"], rounds[1]["evidence"] = "subgraph", "Triples:\n(A, r, B)"
+    assert ld.final_prompt(rec, None).triples == "(A, r, B)"
+    no_reader = {"qid": "n", "trace": {"rounds": [{"final": None}], "gold_pids": ["p"]}}
+    no_gold = {"qid": "g", "trace": {"question": "?", "rounds": rounds, "gold_answers": ["x"], "gold_pids": []}}
+    prompts, answers, left = ld.prompts_of([rec, no_reader, no_gold], 600)
+    assert list(prompts) == ["q"] and answers == {"q": ("B",)}
+    assert left == {"no gold passages": 1, "no reader call": 1}
+
+
+def scored(em: dict) -> pd.DataFrame:
+    """A reader's scores: ``em`` maps condition -> list of 0/100 per question."""
+    rows = [{"qid": f"q{i}", "condition": c, "answer": "", "EM": float(v), "F1": float(v)}
+            for c, values in em.items() for i, v in enumerate(values)]
+    return pd.DataFrame(rows)
+
+
+SMALL = {"as_run": [0, 0, 0, 0, 100, 0], "retrieval_fixed": [100, 0, 0, 0, 100, 0],
+         "gold_with_triples": [100, 100, 0, 0, 0, 0], "gold_only": [100, 100, 100, 0, 0, 0],
+         "gold_uncut": [100, 100, 100, 100, 0, 0]}
+LARGE = {c: [100 - v if i == 5 else v for i, v in enumerate(values)] for c, values in SMALL.items()}
+
+
+def test_table_tests_every_step_and_the_reader_holm_over_the_declared_family():
+    table = ld.decomposition_table({"small": scored(SMALL), "large": scored(LARGE)}, "mq")
+    assert len(ld.family(["small", "large"])) == 13 == table[["p", "p vs first reader"]].notna().sum().sum()
+    small = table[table["reader"] == "small"].set_index("condition")
+    assert small["EM"].round(4).tolist() == [16.6667, 33.3333, 33.3333, 50.0, 66.6667]
+    assert small.loc["retrieval_fixed", "EM b/c"] == "1/0" and small.loc["gold_with_triples", "EM b/c"] == "1/1"
+    assert small.loc["retrieval_fixed", "ΔEM"] == pytest.approx(100 / 6)
+    assert small.loc["retrieval_fixed", "p"] == mcnemar_exact([1, 0, 0, 0, 1, 0], [0, 0, 0, 0, 1, 0]).p == 1.0
+    large = table[table["reader"] == "large"].set_index("condition")
+    assert large["EM b/c vs first reader"].tolist() == ["1/0"] * 5
+    assert large["ΔEM vs first reader"].round(4).tolist() == [16.6667] * 5
+    raw = [table.set_index(["reader", "condition"]).loc[(r, c), "p" if against == "previous" else "p vs first reader"]
+           for r, c, against in ld.family(["small", "large"])]
+    adjusted = dict(zip(ld.family(["small", "large"]), holm(raw)))
+    assert small.loc["gold_only", "p (Holm)"] == adjusted[("small", "gold_only", "previous")]
+    assert large.loc["as_run", "p vs first reader (Holm)"] == adjusted[("large", "as_run", "small")]
+    assert np.isnan(small.loc["as_run", "p"]) and np.isnan(small.loc["as_run", "p vs first reader"])
+
+
+def test_a_test_no_question_can_make_counts_as_p_one():
+    one = {c: [100] for c in ld.CONDITIONS}
+    table = ld.decomposition_table({"only": scored(one)}, "d")
+    assert table["p"].dropna().tolist() == [1.0] * 4 and table["p (Holm)"].dropna().tolist() == [1.0] * 4
+
+
+def test_sentence_adds_up_and_names_the_readers():
+    table = ld.decomposition_table({"small": scored(SMALL), "large": scored(LARGE)}, "mq")
+    text = ld.decomposition_sentence(table, "mq")
+    assert text == ("mq (n = 6, large): of the 50.0 EM points between KGIR-RAG's own prompt (33.3) and the uncut "
+                    "gold passages (83.3), retrieval accounts for +16.7, distractor passages for +0.0, triples for +16.7, "
+                    "the passage cut for +16.7; on the same prompts it gains +16.7 over small at (a) and +16.7 at "
+                    "(e).")
+    assert "gains" not in ld.decomposition_sentence(table, "mq", reader="small")
+
+
+def test_past_the_cut_reads_names_as_whole_words_in_the_cut_and_uncut_passage():
+    gold = [Passage("p1", "Iowa", "Iowa became a state in 1846. " + "Filler words. " * 50 + "James K. Polk was "
+                    "the president.")]
+    assert ld.past_the_cut(["James K. Polk"], gold, 200)
+    assert not ld.past_the_cut(["James K. Polk"], gold, None)  # uncut: seen
+    assert not ld.past_the_cut(["1846"], gold, 200)  # before the cut
+    assert not ld.past_the_cut(["Iowa"], gold, 1)  # the title is always shown
+    assert not ld.past_the_cut(["Zachary Taylor"], gold, 200)  # in no gold passage at all
+
+
+def test_decomposition_readers_are_checked(tmp_path):
+    cfg = load_config("ci", results_dir=str(tmp_path / "r"), decomposition_readers=["a", "b"])
+    assert cfg.decomposition_readers == ["a", "b"]
+    for bad in ([], ["a", "a"], ["a", ""]):
+        with pytest.raises(ConfigError, match="parameter 'decomposition_readers'"):
+            load_config("ci", results_dir=str(tmp_path / "r"), decomposition_readers=bad)
+    with pytest.raises(ValueError, match="parameter 'decomposition_readers': 'no-such-model' is not an embedded"):
+        ld.reader_llms(dataclasses.replace(cfg, llm_backend="llamacpp", decomposition_readers=["no-such-model"]),
+                       object())
+
+
+def test_the_figure_draws_each_readers_waterfall_with_a_legend():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    table = pd.concat([ld.decomposition_table({"small": scored(SMALL), "large": scored(LARGE)}, d)
+                       for d in ("mq", "hq")], ignore_index=True)
+    fig = ld.plot_decomposition(table)
+    ax = fig.axes[0]
+    assert len(ax.patches) == 2 * 6  # per reader: (a), four steps, (e)
+    assert [round(p.get_height(), 4) for p in ax.patches[:6]] == [16.6667, 16.6667, 0.0, 16.6667, 16.6667, 66.6667]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [
+        "(a) KGIR-RAG's own prompt", "a step's gain", "a step's loss", "(e) uncut gold passages"]
+    assert [a.get_title() for a in fig.axes] == ["mq (n = 6)", "hq (n = 6)"]
+    plt.close(fig)
