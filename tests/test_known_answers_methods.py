@@ -23,7 +23,8 @@ from kgir_lib.data import Corpus, Dataset, Passage, Question
 from kgir_lib.kg import KnowledgeGraph, Triple
 from kgir_lib.kgir.entity_matching import triple_text
 from kgir_lib.kgir.loop import KGIRRAG
-from kgir_lib.kgir.subgraph import compare_readings, evidence_subgraph, subgraph_row
+from kgir_lib.eval.algorithm1 import compare_readings, subgraph_row
+from kgir_lib.kgir.subgraph import evidence_subgraph
 from kgir_lib.methods.base import Workspace
 from kgir_lib.retrieval import DenseIndex
 

@@ -11,8 +11,9 @@ from kgir_lib.kg.mst import maximum_spanning_tree, seed_components
 from kgir_lib.kgir.entity_matching import (char_ngrams, entities_in_question, ground_entities, match_entities,
                                            ner_requests, ner_usable, ngram_similarity, parse_entities, seeds_of,
                                            singular, triple_matches)
+from kgir_lib.eval.algorithm1 import rebuild_subgraph, subgraph_row
 from kgir_lib.kgir.subgraph import (build_subgraphs, edge_weights, evidence_subgraph, format_triples, question_triples,
-                                    rebuild_subgraph, resolve_weighting, retrieve, seed_graph, subgraph_row)
+                                    resolve_weighting, retrieve, seed_graph)
 
 from conftest import BagOfWordsEncoder
 
@@ -435,7 +436,7 @@ def test_whole_triple_matching_of_a_description():
 
 def test_compare_readings_side_by_side(tiny_workspace, tiny_dataset):
     """Notebook 03's table: both readings on the same D_q, G_q and NER reply, no LLM call."""
-    from kgir_lib.kgir.subgraph import compare_readings
+    from kgir_lib.eval.algorithm1 import compare_readings
 
     ws = tiny_workspace(lambda req: '{"named_entities": ["Compaq"]}')
     (sub,), _ = build_subgraphs(ws, ["Who merged with Compaq in 2002?"], top_k=6)

@@ -6,7 +6,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from kgir_lib.kg import Triple
-from kgir_lib.kgir.subgraph import evidence_subgraph, rebuild_subgraph
+from kgir_lib.eval.algorithm1 import rebuild_subgraph
+from kgir_lib.kgir.subgraph import evidence_subgraph
 
 G_Q = [Triple("Compaq", "merged with", "Hewlett-Packard", "p1"), Triple("Hewlett-Packard", "acquired", "Compaq", "p1"),
        Triple("Hewlett-Packard", "based in", "Palo Alto", "p2")]

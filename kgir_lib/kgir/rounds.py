@@ -322,24 +322,3 @@ def loop_counts(traces: Sequence[dict]) -> dict:
         out["forced at cap"] += int(stopped == "forced_reader")
     out["rounds by number"] = dict(sorted(by_number.items()))
     return out
-
-
-def summarise_steps(df: "pd.DataFrame") -> "pd.Series":
-    """What each step of Algorithm 1 keeps over rows of :func:`subgraph_row` (a DataFrame, one question a row):
-    mean sizes of G_q, G_tmp and G_Ans, the share of tree edges the maximum spanning tree removes (eq. 7), the
-    seed-match rate (eq. 5), the triples kept from G_q, empty G_Ans, NER fallbacks, and how many gold passages
-    reach D_q and survive into G_tmp and G_Ans (notebook 03 §3)."""
-    import pandas as pd
-
-    g_dq = df["gold_in_D_q"].sum()
-    return pd.Series({
-        "questions": len(df), "mean |G_q|": df["G_q"].mean(), "mean |G_tmp|": df["G_tmp"].mean(),
-        "mean |G_Ans|": df["G_Ans"].mean(),
-        "MST removal %": 100 * df["pruned"].sum() / max(df["G_Ans"].sum() + df["pruned"].sum(), 1),
-        "seed-match %": 100 * df["seeded"].mean(),
-        "G_q -> G_Ans kept %": 100 * df["G_Ans"].sum() / max(df["G_q"].sum(), 1),
-        "empty G_Ans %": 100 * (df["G_Ans"] == 0).mean(), "NER fallback %": 100 * df["fallback"].mean(),
-        "gold in D_q %": 100 * g_dq / max(df["gold"].sum(), 1),
-        "gold survival G_tmp %": 100 * df["gold_in_G_tmp"].sum() / max(g_dq, 1),
-        "gold survival G_Ans %": 100 * df["gold_in_G_Ans"].sum() / max(g_dq, 1),
-    })
