@@ -11,10 +11,6 @@
   (:func:`kgir_lib.kgir.state.reflection_passages`). In the last allowed round the prompt tells
   the model it must answer (``final=True``); a question it still leaves open is stopped by the
   round cap and answered by the shared reader.
-- The bridge rewrite (a study variant, ours, not the paper's): :func:`bridge_rewrite_requests` /
-  :func:`parse_bridge_rewrite` (prompt ``kgir_bridge_rewrite``): the LLM first names the entity of the triples
-  that answers the hop the question depends on (``Bridge: ...``), then writes the question with that hop
-  replaced by it (``Question: ...``).
 - A reflection reply with no verdict line gets one more turn, :func:`verdict_request` (prompt
   ``kgir_reflect_verdict``, not in the paper): the reply stays in the conversation and the model is
   asked for the verdict line alone; :func:`with_verdict` combines the two replies.
@@ -130,48 +126,6 @@ def parse_rewrite(text: Optional[str]) -> Optional[str]:
         if _is_question(c):
             return c if c.endswith("?") else c.rstrip(".") + "?"
     return None
-
-
-# ---------------------------------------------------------------- the bridge rewrite (study variant, ours)
-_BRIDGE = re.compile(r"^\s*bridge(?:\s+entity)?\s*[:：]\s*(.*)$", re.I)
-_NO_BRIDGE = {"", "none", "n/a", "na", "unknown", "no bridge", "nothing", "null"}
-
-
-@dataclass(frozen=True)
-class BridgeRewrite:
-    """A parsed bridge-rewrite reply: the bridge entity it names (``None``: no usable ``Bridge:`` line, or
-    "none") and the rewritten question (``None``: malformed, the caller keeps the query)."""
-
-    bridge: Optional[str]
-    question: Optional[str]
-
-    @property
-    def malformed(self) -> bool:
-        return self.question is None
-
-
-def bridge_rewrite_requests(questions: Sequence[str], evidences: Sequence[str], histories: Sequence[Sequence[dict]],
-                            max_tokens: int = REWRITE_MAX_TOKENS) -> list:
-    """One bridge-rewrite request per question (prompt ``kgir_bridge_rewrite``): the same inputs as
-    :func:`rewrite_requests` (``q``, its history, the evidence), a two-line reply asked for."""
-    if not len(questions) == len(evidences) == len(histories):
-        raise ValueError("bridge_rewrite_requests: questions, evidences and histories differ in length")
-    return [chat("kgir_bridge_rewrite", {"question": q, "evidence": ev, "history": format_history(hist)},
-                 rstrip=True, max_tokens=max_tokens, stop=("\n\n", "\nTriples:"))
-            for q, ev, hist in zip(questions, evidences, histories)]
-
-
-def parse_bridge_rewrite(text: Optional[str]) -> BridgeRewrite:
-    """The bridge and the question of a bridge-rewrite reply; never raises.
-
-    The bridge is the first ``Bridge:`` line ("none", "unknown" or empty: no bridge). The question is read
-    from the other lines as :func:`parse_rewrite` reads a rewrite (``Question:`` / ``Rewritten question:``
-    markers, else the first line that is a question); none is a malformed reply."""
-    lines = (text or "").splitlines()
-    marked = [m.group(1) for m in (_BRIDGE.match(ln) for ln in lines) if m]
-    bridge = _strip(_clean_answer(marked[0])) if marked else None
-    question = parse_rewrite("\n".join(ln for ln in lines if not _BRIDGE.match(ln)))
-    return BridgeRewrite(None if bridge is None or bridge.lower() in _NO_BRIDGE else bridge, question)
 
 
 # ---------------------------------------------------------------- reflection (Fig. 5)

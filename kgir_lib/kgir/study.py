@@ -68,10 +68,11 @@ from typing import ClassVar, Optional, Sequence
 
 from ..data import Question
 from ..gold import GoldHop, ideal_rewrite, named_form, names_answer, next_hop_pids
+from ..llm.prompts import chat
 from ..methods.base import MethodOutput, Workspace
 from .entity_matching import STOP_WORDS
 from .loop import KGIRRAG, Variant
-from .rewrite import bridge_rewrite_requests, parse_bridge_rewrite
+from .rewrite import REWRITE_MAX_TOKENS, _clean_answer, _strip, format_history, parse_rewrite
 from .rounds import LoopRound
 from .state import LoopState
 
@@ -159,6 +160,48 @@ def oracle_plan(q: Question, parts: Sequence[str]) -> dict:
         if not q.gold_pids:
             plan["not_applied"]["context"] = "no gold passages"
     return plan
+
+
+# ---------------------------------------------------------------- the bridge rewrite (study variant, ours)
+_BRIDGE = re.compile(r"^\s*bridge(?:\s+entity)?\s*[:：]\s*(.*)$", re.I)
+_NO_BRIDGE = {"", "none", "n/a", "na", "unknown", "no bridge", "nothing", "null"}
+
+
+@dataclass(frozen=True)
+class BridgeRewrite:
+    """A parsed bridge-rewrite reply: the bridge entity it names (``None``: no usable ``Bridge:`` line, or
+    "none") and the rewritten question (``None``: malformed, the caller keeps the query)."""
+
+    bridge: Optional[str]
+    question: Optional[str]
+
+    @property
+    def malformed(self) -> bool:
+        return self.question is None
+
+
+def bridge_rewrite_requests(questions: Sequence[str], evidences: Sequence[str], histories: Sequence[Sequence[dict]],
+                            max_tokens: int = REWRITE_MAX_TOKENS) -> list:
+    """One bridge-rewrite request per question (prompt ``kgir_bridge_rewrite``): the same inputs as
+    :func:`rewrite_requests` (``q``, its history, the evidence), a two-line reply asked for."""
+    if not len(questions) == len(evidences) == len(histories):
+        raise ValueError("bridge_rewrite_requests: questions, evidences and histories differ in length")
+    return [chat("kgir_bridge_rewrite", {"question": q, "evidence": ev, "history": format_history(hist)},
+                 rstrip=True, max_tokens=max_tokens, stop=("\n\n", "\nTriples:"))
+            for q, ev, hist in zip(questions, evidences, histories)]
+
+
+def parse_bridge_rewrite(text: Optional[str]) -> BridgeRewrite:
+    """The bridge and the question of a bridge-rewrite reply; never raises.
+
+    The bridge is the first ``Bridge:`` line ("none", "unknown" or empty: no bridge). The question is read
+    from the other lines as :func:`parse_rewrite` reads a rewrite (``Question:`` / ``Rewritten question:``
+    markers, else the first line that is a question); none is a malformed reply."""
+    lines = (text or "").splitlines()
+    marked = [m.group(1) for m in (_BRIDGE.match(ln) for ln in lines) if m]
+    bridge = _strip(_clean_answer(marked[0])) if marked else None
+    question = parse_rewrite("\n".join(ln for ln in lines if not _BRIDGE.match(ln)))
+    return BridgeRewrite(None if bridge is None or bridge.lower() in _NO_BRIDGE else bridge, question)
 
 
 # ---------------------------------------------------------------------------- the variants
