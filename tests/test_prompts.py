@@ -15,7 +15,7 @@ import pytest
 
 from kgir_lib.data import Passage
 from kgir_lib.kg.extract import extraction_requests
-from kgir_lib.kgir.entity_matching import ner_requests
+from kgir_lib.kgir.seeds import ner_requests
 from kgir_lib.kgir.rewrite import reflection_requests, rewrite_requests
 from kgir_lib.llm.prompts import PROMPT_DIR, PromptError, chat, load_prompt, parse_prompt
 from kgir_lib.methods.reader import closed_book_request, reader_request

@@ -8,9 +8,9 @@ import pytest
 
 from kgir_lib.kg import KnowledgeGraph, Triple
 from kgir_lib.kg.mst import maximum_spanning_tree, seed_components
-from kgir_lib.kgir.entity_matching import (char_ngrams, entities_in_question, ground_entities, match_entities,
-                                           ner_requests, ner_usable, ngram_similarity, parse_entities, seeds_of,
-                                           singular, triple_matches)
+from kgir_lib.kgir.entity_matching import (char_ngrams, match_entities, ngram_similarity, seeds_of, singular,
+                                           triple_matches)
+from kgir_lib.kgir.seeds import entities_in_question, ground_entities, ner_requests, ner_usable, parse_entities
 from kgir_lib.eval.algorithm1 import rebuild_subgraph, subgraph_row
 from kgir_lib.kgir.subgraph import (build_subgraphs, edge_weights, evidence_subgraph, format_triples, question_triples,
                                     resolve_weighting, retrieve, seed_graph)

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from ..kgir.entity_matching import (content_tokens, ground_entities, match_entities, match_question, name_features,
-                                    normalize_name, _dice, _overlap)
+from ..kgir.entity_matching import _dice, _overlap, content_tokens, match_entities, name_features, normalize_name
+from ..kgir.seeds import ground_entities, match_question
 
 LABELS = ("same", "different")
 PAIR_COLUMNS = ("qid", "dataset", "question", "question_entity", "graph_entity", "label", "stratum", "rivals")

@@ -1,6 +1,7 @@
 """KGIR-RAG, the paper's method (§2.2-2.4, Algorithms 1-2).
 
-- :mod:`~kgir_lib.kgir.entity_matching`: NER(q) (eq. 4), grounding, the eq. 5 matching rules;
+- :mod:`~kgir_lib.kgir.seeds`: NER(q) (eq. 4), grounding, a question's seeds;
+- :mod:`~kgir_lib.kgir.entity_matching`: the eq. 5 matching rules;
 - :mod:`~kgir_lib.kgir.subgraph`: Algorithm 1, the evidence subgraph G_Ans (eqs. 2-7; the spanning trees are
   :mod:`kgir_lib.kg.mst`);
 - :mod:`~kgir_lib.kgir.rewrite`: Rewrite (eq. 8, Fig. 4) and Reflection (§2.4, Fig. 5), prompts and parsers;

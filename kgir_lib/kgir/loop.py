@@ -61,7 +61,7 @@ from ..data import Question
 from ..methods.base import MethodBase, MethodOutput, Workspace
 from ..methods.reader import answer_usable, format_passages, parse_answer, reader_request
 from ..progress import progress as tqdm  # one line per bar in executed notebooks
-from .entity_matching import ner_usable
+from .seeds import ner_usable
 from .rewrite import (evidence_block, parse_reflection, parse_rewrite, reflection_requests, rewrite_requests,
                       verdict_request, with_verdict)
 from .rounds import FinalCall, LoopRound, Verdict

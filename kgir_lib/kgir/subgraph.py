@@ -64,8 +64,8 @@ from ..config.checks import check_value
 from ..config.fields import GTMP_READINGS
 from ..kg import KnowledgeGraph, Triple
 from ..kg.mst import maximum_spanning_tree, seed_components
-from .entity_matching import (DEFAULT_MATCH_METHOD, DEFAULT_NGRAM_THRESHOLD, match_question, ner_requests,
-                              parse_entities, seeds_of, triple_text)
+from .entity_matching import DEFAULT_MATCH_METHOD, DEFAULT_NGRAM_THRESHOLD, seeds_of, triple_text
+from .seeds import match_question, ner_requests, parse_entities
 
 WEIGHTINGS = ("reranker", "cosine", "passage")
 

@@ -128,7 +128,7 @@ class CaseStudy:
         """NER entities (eq. 4), whether each occurs in the round's query (the NER guard) and was used, and the
         graph entities each matched (eq. 5). A fallback replaces the LLM's entities even when they occur in the
         question (none of them matched), so the two columns can differ."""
-        from ...kgir.entity_matching import ground_entities
+        from ...kgir.seeds import ground_entities
 
         r = self.round(round_no)
         rows = []
