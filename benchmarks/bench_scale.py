@@ -223,7 +223,7 @@ def run_level(passages, kg, questions, n_triples: int, dim: int, n_legacy: int, 
         scores = {p: s for p, s in h}
         G_q = question_triples(kg, [p for p, _ in h])
         return evidence_subgraph(q.question, h, G_q, ents[i],
-                                 lambda qq, ts: edge_weights(qq, ts, "passage", passage_scores=scores))
+                                 weight_fn=lambda qq, ts: edge_weights(qq, ts, "passage", passage_scores=scores))
     idx = list(range(len(questions)))
     res["kgir_algorithm1"] = summary(time_each(alg1, idx))
     subs = [alg1(i) for i in idx]

@@ -16,10 +16,10 @@ from kgir_lib.config import PROJECT_ROOT
 from kgir_lib.data import Question
 from kgir_lib.gold import (RELATION_QUESTIONS, Bridge, GoldHop, bridge_aliases, hop_question, ideal_rewrite,
                             names_answer, substitute)
-from kgir_lib.kgir.loop import KGIRRAG
 from kgir_lib.kgir.rewrite import rewrite_requests
-from kgir_lib.kgir.study import (STUDY_VARIANTS, StudyKGIRRAG, bridge_rewrite_requests, hop_entities, oracle_entities,
-                                 oracle_plan, parse_bridge_rewrite)
+from kgir_lib.kgir.study import (bridge_rewrite_requests, hop_entities, oracle_entities, oracle_plan,
+                                 parse_bridge_rewrite)
+from kgir_lib.kgir.variants import STUDY_VARIANTS, KGIRRAG, StudyKGIRRAG
 from kgir_lib.methods.reader import format_passages, reader_request
 from kgir_lib.registry import LABELS, build_method
 

@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 
 from ..config.fields import GTMP_READINGS
 from ..kg import Triple
-from ..kgir.subgraph import EvidenceSubgraph, WeightFn, _weight_fn, evidence_subgraph, resolve_weighting
+from ..kgir.subgraph import EvidenceSubgraph, WeightFn, evidence_subgraph, question_weight_fn, resolve_weighting
 
 
 _REBUILD_WEIGHTS: dict = {}  # rebuilds of one question that weigh the same triples reuse the same weights
@@ -40,9 +40,10 @@ def rebuild_subgraph(ws, sub: EvidenceSubgraph, *, n: Optional[int] = None, thre
     n = n or ws.cfg.ngram_n
     threshold = ws.cfg.ngram_threshold if threshold is None else threshold
     weighting = resolve_weighting(weighting or sub.weighting, ws.reranker)
-    weight_fn = _memo_weights(ws, weighting, _weight_fn(ws, sub.retrieved, weighting))
-    return evidence_subgraph(sub.question, sub.retrieved, sub.G_q, sub.llm_entities, weight_fn, n, threshold,
-                             weighting, reading=reading or sub.reading, method=method or ws.cfg.match_method)
+    weight_fn = _memo_weights(ws, weighting, question_weight_fn(ws, sub.retrieved, weighting))
+    return evidence_subgraph(sub.question, sub.retrieved, sub.G_q, sub.llm_entities, weight_fn=weight_fn, n=n,
+                             threshold=threshold, weighting=weighting, reading=reading or sub.reading,
+                             method=method or ws.cfg.match_method)
 
 
 def compare_readings(ws, subs: Sequence[EvidenceSubgraph], gold: Sequence[Sequence[str]],

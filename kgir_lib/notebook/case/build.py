@@ -52,7 +52,7 @@ def case_from_output(ws: Workspace, question: Question, output: MethodOutput) ->
 def run_case(ws: Workspace, question: Question, method: Any = None) -> CaseStudy:
     """Run KGIR-RAG (``method``, default the full method) on one question of ``ws`` with its full trace."""
     if method is None:
-        from ...kgir.loop import KGIRRAG
+        from ...kgir.variants import KGIRRAG
 
         method = KGIRRAG()
     [out] = method.run(ws, [question])
