@@ -1,8 +1,8 @@
 """One round of the KGIR-RAG loop as a typed record, and the tables read from KGIR-RAG traces.
 
 :class:`LoopRound` is the one shape of a round: the loop (:mod:`kgir_lib.kgir.loop`) fills it
-and writes it into the question's trace with :meth:`LoopRound.to_dict`; every reader (the case
-study, :mod:`kgir_lib.notebook.case.bridges`, :func:`trace_row`, :func:`usable_counts`,
+and writes it into the question's trace with :meth:`LoopRound.to_dict`; every reader (notebook
+07's case, :mod:`kgir_lib.notebook.case.bridges`, :func:`trace_row`, :func:`usable_counts`,
 :func:`kgir_lib.notebook.viz.render_trace`) reads it back with :meth:`LoopRound.from_dict`,
 which tolerates keys an older trace lacks.
 

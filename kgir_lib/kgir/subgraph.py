@@ -33,8 +33,8 @@ Choices the paper leaves open, made here and documented where they are made:
   motivates the MST as the step that removes the noise the adjacent edges bring; (2) the overview
   (§2.1: "extract the connected graph of the question's entities, then an MST weighted by
   relevance") and Algorithm 1 both describe it; (3) it reaches the second hop -- the bridge
-  entity's triples hang off the seed's neighbours, not the seed. Notebook 03 reports MST removal %
-  and gold-passage survival under both (:func:`kgir_lib.eval.algorithm1.compare_readings`).
+  entity's triples hang off the seed's neighbours, not the seed. Notebook 03 measures what each
+  reading removes and keeps (:func:`kgir_lib.eval.algorithm1.compare_readings`).
 - **edge weight** (:func:`edge_weights`): the cross-encoder reranker score of (question, triple
   text) when a reranker is configured (paper profile, bge-reranker-large, as in Algorithm 1);
   otherwise (``"cosine"``, the default without a reranker) the cosine similarity of the question
