@@ -55,6 +55,7 @@ from kgir_lib.eval import claims as cl
 from kgir_lib.eval import evaluate as ev
 from kgir_lib.eval.bootstrap import bootstrap_table
 from kgir_lib.eval.cost import extraction_cost_table as extraction_cost
+from kgir_lib.eval.cost import indexing_cost
 from kgir_lib.eval.mechanism.funnel import MATCH
 from kgir_lib.eval.mechanism.tables import mechanism_tables
 from kgir_lib.eval.metrics import mean_recall
@@ -554,7 +555,7 @@ def graph_at_05(s: Sample, d: str) -> Workspace:
 
 def indexing(s: Sample) -> pd.DataFrame:
     """Notebook 05's ``suite.indexing``; a regeneration makes no extraction call (every reply is in the log)."""
-    return pd.DataFrame([ev.indexing_cost(graph_at_05(s, d), extract_usage=Usage())
+    return pd.DataFrame([indexing_cost(graph_at_05(s, d), extract_usage=Usage())
                          for d in s.cfg.datasets]).set_index("dataset")
 
 
