@@ -25,7 +25,7 @@ from ...data import Question
 from ...llm import LLM, cache_key
 from ...llm.prompts import PROMPT_DIR
 from ...llm.response_log import logged_seconds
-from ...methods.base import MethodOutput, Workspace
+from ...methods.base import MethodBase, MethodOutput, Workspace
 
 # Config fields that cannot change a method's outputs (not part of the resume fingerprint). ``eval_methods``
 # (``attribution_methods``) says which methods notebook 05 (04) runs; since every run starts from notebook 01's
@@ -61,21 +61,18 @@ class StoredTimeLLM:
         return results
 
 
-def method_key(method: Any) -> str:
+def method_key(method: MethodBase) -> str:
     """The method's registry key (its trace folder), else its name made file-safe."""
-    key = getattr(method, "key", None)
-    return key or re.sub(r"[^A-Za-z0-9_.-]+", "_", str(getattr(method, "name", type(method).__name__))).strip("_")
+    return method.key or re.sub(r"[^A-Za-z0-9_.-]+", "_", method.name).strip("_")
 
 
-def method_label(method: Any, cfg) -> str:
-    """A method's row label in a run with config ``cfg``: its ``label(cfg)`` (:meth:`MethodBase.label`, which names
-    a setting that changes what the method is), else its ``name``, else its key."""
-    if callable(getattr(method, "label", None)):
-        return method.label(cfg)
-    return getattr(method, "name", None) or method_key(method)
+def method_label(method: MethodBase, cfg) -> str:
+    """A method's row label in a run with config ``cfg`` (:meth:`MethodBase.label`: its name, or what a setting
+    makes of it)."""
+    return method.label(cfg)
 
 
-def trace_path(cfg, method: Any, dataset: str) -> Path:
+def trace_path(cfg, method: MethodBase, dataset: str) -> Path:
     path = traces.trace_file(cfg.run_dir, method_key(method), dataset)
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
@@ -88,22 +85,15 @@ def _prompts_digest() -> str:
     return h.hexdigest()[:12]
 
 
-def _method_params(method: Any) -> dict:
-    if hasattr(method, "params") and callable(method.params):
-        return method.params()
-    return {k: v for k, v in vars(method).items()
-            if not k.startswith("_") and isinstance(v, (str, int, float, bool, type(None)))}
-
-
-def run_fingerprint(ws: Workspace, method: Any) -> str:
+def run_fingerprint(ws: Workspace, method: MethodBase) -> str:
     """What a trace file must match to be reused: config, method parameters, prompts, LLM and,
     for methods that read the KG, the KG's size and processed passages at the start of the run."""
     cfg = {k: v for k, v in ws.cfg.to_dict().items()
            if k not in _NEUTRAL_FIELDS and not k.startswith(_NEUTRAL_PREFIXES)}
-    parts = {"cfg": cfg, "method": type(method).__name__, "params": _method_params(method),
+    parts = {"cfg": cfg, "method": type(method).__name__, "params": method.params(),
              "prompts": _prompts_digest(), "llm": ws.llm.model_id, "dataset": ws.dataset.name,
              "corpus": len(ws.dataset.corpus)}
-    if getattr(method, "uses_kg", True):
+    if method.uses_kg:
         parts["kg"] = [len(ws.kg), hashlib.sha1("\n".join(sorted(ws.kg.extracted)).encode()).hexdigest()[:12]]
     return hashlib.sha1(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -118,13 +108,13 @@ def read_meta(path: Path) -> Optional[dict]:
     return traces.read_meta(path)
 
 
-def run_method(ws: Any, method: Any, questions: Sequence[Question], resume: bool = True,
+def run_method(ws: Workspace, method: MethodBase, questions: Sequence[Question], *, resume: bool = True,
                path: Optional[Path] = None) -> list:
     """Run ``method`` on ``questions`` of ``ws.dataset``; write and return the per-question outputs.
 
     Traces go to ``path`` (default ``traces/<method key>/<dataset>.trace.jsonl``), run facts
     (question ids, fingerprint, wall seconds, LLM usage by stage, and whatever the method's optional
-    ``run_meta()`` adds) to the ``.meta.json`` beside it. **Resume**: with ``resume=True``, a trace file whose meta lists exactly
+    :meth:`~kgir_lib.methods.base.MethodBase.run_meta` adds) to the ``.meta.json`` beside it. **Resume**: with ``resume=True``, a trace file whose meta lists exactly
     these question ids in this order and the same :func:`run_fingerprint` is read back
     instead of running again, and the passages that run extracted on demand (meta ``kg_on_demand``) are
     extracted into the shared graph again, from the cache, so later readers of the graph see what a run made
@@ -156,7 +146,7 @@ def run_method(ws: Any, method: Any, questions: Sequence[Question], resume: bool
     outputs = list(method.run(timed_ws, questions))
     wall = time.perf_counter() - t0
     if [o.qid for o in outputs] != qids:
-        raise ValueError(f"method {getattr(method, 'name', method)!r} returned outputs for "
+        raise ValueError(f"method {method.name!r} returned outputs for "
                          f"{[o.qid for o in outputs]} instead of the questions {qids}")
     for o in outputs:
         o.trace.setdefault("method", method_label(method, ws.cfg))
@@ -164,8 +154,8 @@ def run_method(ws: Any, method: Any, questions: Sequence[Question], resume: bool
     stages = {k: v for k, v in ws.llm.usage.since(snap).snapshot().items() if v.get("calls")}
     meta = {"method": method_label(method, ws.cfg), "key": method_key(method), "dataset": ws.dataset.name,
             "qids": qids, "fingerprint": fp, "wall_seconds": wall, "llm_model": ws.llm.model_id,
-            "stages": stages, "params": _method_params(method), "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "stages": stages, "params": method.params(), "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
             "run_id": uuid.uuid4().hex, "kg_on_demand": ws.on_demand(),
-            **(method.run_meta() if callable(getattr(method, "run_meta", None)) else {})}
+            **method.run_meta()}
     traces.write_meta(path, meta)  # atomic, after the traces (write_traces removed the stale one)
     return outputs

@@ -23,7 +23,7 @@ class SuiteResult:
     indexing: pd.DataFrame          # one row a dataset: the graph and its extraction cost
 
 
-def run_suite(cfg, llm: LLM, datasets: Sequence[str], method_keys: Sequence[str],
+def run_suite(cfg, llm: LLM, datasets: Sequence[str], method_keys: Sequence[str], *,
               n_questions: Optional[int] = None, seed: Optional[int] = None, resume: bool = True,
               method_kwargs: Optional[Mapping[str, dict]] = None, workspace_fn: Optional[Callable] = None,
               progress: bool = True) -> SuiteResult:
