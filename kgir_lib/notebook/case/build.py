@@ -4,7 +4,7 @@
   indexes and LLM cache; :func:`kgir_lib.pipeline.workspace`);
 - :func:`case_from_passages`: a free question over a small corpus the user supplies, through the public API
   (:class:`kgir_lib.api.KGIRPipeline`): its triples are extracted with the profile's LLM first (the offline
-  stage of §2.1), nothing stored;
+  stage of §2.1), nothing stored; :func:`case_from_pipeline` the same on a pipeline already indexed;
 - :func:`case_from_output`: trace -> case (rounds read by :meth:`LoopRound.from_dict`).
 
 :data:`FIGURE6_EXAMPLE` is the paper's own Fig. 6 question over a six-passage corpus written for this
@@ -66,7 +66,7 @@ def case_from_dataset(cfg: Config, dataset: str, qid: str, *, llm=None, method: 
     return run_case(ws, find_question(ws.dataset, qid), method)
 
 
-def free_passages(passages: Sequence) -> list:
+def checked_passages(passages: Sequence) -> list:
     """The notebook's ``free_passages`` as passages (:func:`kgir_lib.api.passages_of`), checked."""
     try:
         return passages_of(passages, "free_passages")
@@ -89,6 +89,39 @@ def free_gold_hops(decomposition: Sequence, passages: Sequence[Passage]) -> tupl
     return tuple(hops)
 
 
+def _free_question(question: str, answers: Sequence[str], decomposition: Sequence, passages: Sequence) -> Question:
+    """The free question as a :class:`Question` of the free dataset: its gold answers and, from ``decomposition``
+    (:func:`free_gold_hops` over ``passages``), its gold chain and passages; a CaseStudyError names a bad one."""
+    hops = free_gold_hops(decomposition, passages)
+    answers = tuple(str(a) for a in answers)
+    gold_pids = tuple(dict.fromkeys(h.pid for h in hops))
+    return Question(FREE_QID, question.strip(), answers, gold_pids, FREE_DATASET, len(hops) or None, hops,
+                    chain_bridges(hops, question.strip(), answers))
+
+
+def _checked(question: str, answers) -> tuple:
+    if not isinstance(question, str) or not question.strip():
+        raise CaseStudyError("parameter 'free_question': needs a non-empty question")
+    if answers is None:
+        answers = ()
+    if isinstance(answers, str):
+        answers = [answers]
+    if not isinstance(answers, (list, tuple)) or not all(isinstance(a, str) for a in answers):
+        raise CaseStudyError(f"parameter 'free_answers': a list of answer strings, got {answers!r}")
+    return question, answers
+
+
+def case_from_pipeline(rag: KGIRPipeline, question: str, answers: Sequence[str] = (), *,
+                       decomposition: Sequence = ()) -> CaseStudy:
+    """KGIR-RAG (the pipeline's method) on a free ``question`` over the passages the public API indexed
+    (:meth:`kgir_lib.api.KGIRPipeline.index`); ``answers`` and ``decomposition`` as :func:`case_from_passages`
+    reads them."""
+    question, answers = _checked(question, answers)
+    q = _free_question(question, answers, decomposition, rag.workspace.dataset.corpus.passages)
+    [out] = rag.answer([q])
+    return case_from_output(rag.workspace, q, out)
+
+
 def case_from_passages(cfg: Config, question: str, passages: Sequence, answers: Sequence[str] = (),
                        *, llm=None, encoder=None, method: Any = None, decomposition: Sequence = ()) -> CaseStudy:
     """KGIR-RAG (``method``, default the full method) on a free ``question`` over user-supplied ``passages``
@@ -101,20 +134,9 @@ def case_from_passages(cfg: Config, question: str, passages: Sequence, answers: 
     passages (as MuSiQue's are, §3.3.3), so the case reports Recall@k and marks them in what the reflection and
     the reader read; without one there are no gold passages and no Recall@k. KGIR-RAG itself reads no gold.
     """
-    if not isinstance(question, str) or not question.strip():
-        raise CaseStudyError("parameter 'free_question': needs a non-empty question")
-    if answers is None:
-        answers = ()
-    if isinstance(answers, str):
-        answers = [answers]
-    if not isinstance(answers, (list, tuple)) or not all(isinstance(a, str) for a in answers):
-        raise CaseStudyError(f"parameter 'free_answers': a list of answer strings, got {answers!r}")
-    ps = free_passages(passages)
-    hops = free_gold_hops(decomposition, ps)
-    answers = tuple(str(a) for a in answers)
-    gold_pids = tuple(dict.fromkeys(h.pid for h in hops))
-    q = Question(FREE_QID, question.strip(), answers, gold_pids, FREE_DATASET, len(hops) or None, hops,
-                 chain_bridges(hops, question.strip(), answers))
+    question, answers = _checked(question, answers)
+    ps = checked_passages(passages)
+    q = _free_question(question, answers, decomposition, ps)
     rag = KGIRPipeline(cfg, llm=llm, encoder=encoder, method=method).index(ps, name=FREE_DATASET)
     [out] = rag.answer([q])
     return case_from_output(rag.workspace, q, out)
