@@ -56,7 +56,9 @@ from kgir_lib.data import load_dataset, sample_questions
 from kgir_lib.notebook import narrative
 from kgir_lib.notebook.case.baselines import baseline_answers
 from kgir_lib.notebook.case.bridges import bridge_summary, find_bridge_cases
-from kgir_lib.notebook.case.build import FIGURE6_EXAMPLE, case_from_dataset, case_from_passages
+from kgir_lib import KGIRPipeline
+from kgir_lib.notebook.case.build import FIGURE6_EXAMPLE, case_from_dataset, case_from_pipeline, checked_passages
+from kgir_lib.notebook.case.records import FREE_DATASET
 from kgir_lib.notebook.case.choice import case_chain, case_chain_note, choose_case, gold_chain
 from kgir_lib.notebook.case.display import (display_case, draw_case, show_ner, show_reflections, show_retrieval,
                                             show_rewrites, show_subgraphs)
@@ -261,11 +263,12 @@ show(answers, "what every method answered")
 
 # %%
 example = FIGURE6_EXAMPLE
-free = case_from_passages(cfg, free_question or example["question"],
-                             free_passages if free_passages is not None else example["passages"],
-                             free_answers if free_answers is not None else
-                             (example["answers"] if free_question is None else ()), llm=llm,
-                             decomposition=example["decomposition"] if free_question is None else ())
+passages = checked_passages(free_passages if free_passages is not None else example["passages"])
+rag = KGIRPipeline(cfg, llm=llm).index(passages, name=FREE_DATASET)  # the public API (README)
+free = case_from_pipeline(rag, free_question or example["question"],
+                          free_answers if free_answers is not None else
+                          (example["answers"] if free_question is None else ()),
+                          decomposition=example["decomposition"] if free_question is None else ())
 print(f"extracted {len(free.ws.kg)} triples from {len(free.ws.dataset.corpus)} passages")
 show(free.ws.kg.to_frame(), "the triples extracted from the free passages", index=False)
 free_fig = display_case(free)
@@ -300,11 +303,10 @@ else:
 
 # %%
 from kgir_lib.notebook.case.choice import next_hop_reading
-from kgir_lib.registry import build_method
 
 if free_question is None and example["decomposition"]:
-    oracle_free = case_from_passages(cfg, example["question"], example["passages"], example["answers"], llm=llm,
-                                     method=build_method("kgir_oracle_rewrite"),
+    oracle_rag = KGIRPipeline(cfg, llm=llm, variant="oracle_rewrite").index(example["passages"], name=FREE_DATASET)
+    oracle_free = case_from_pipeline(oracle_rag, example["question"], example["answers"],
                                      decomposition=example["decomposition"])
     runs = {"run 1: KGIR-RAG (the model's rewrite)": free, "run 2: oracle rewrite (study variant)": oracle_free}
     both = next_hop_reading(runs, example["next_hop"]).set_index("run")
