@@ -56,6 +56,11 @@ def _headroom(path: Path) -> list:
     return _per_dataset(headroom_sentence)(path)
 
 
+def _rounds(path: Path) -> list:
+    from .eval.mechanism.calibration import natural_rounds_sentence
+    return _per_dataset(natural_rounds_sentence)(path)
+
+
 def _config_fields(path: Path) -> list:
     from .config.reference import fields_markdown
     return fields_markdown()
@@ -75,6 +80,7 @@ RENDERERS: dict = {
     "kgir_lib.eval.claims.claims_headline": _claims,
     "kgir_lib.eval.mechanism.funnel.funnel_sentence": _funnel,
     "kgir_lib.eval.mechanism.step_attribution.headroom_sentence": _headroom,
+    "kgir_lib.eval.mechanism.calibration.natural_rounds_sentence": _rounds,
 }
 
 

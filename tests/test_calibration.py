@@ -152,3 +152,21 @@ def test_shown_rows_rank_rows_without_a_weight_as_weight_zero():
     negative cosine weight -0.5."""
     gans = [["A", "r", "B", "p1", -0.5], ["C", "r", "D", "p2"], ["E", "r", "F", "p3", 0.5]]
     assert [x[3] for x in rf.shown_rows(rnd(gans=gans))] == ["p3", "p2", "p1"]
+
+
+def test_natural_rounds_sentence_counts_the_rounds_each_question_ran():
+    import pandas as pd
+
+    from kgir_lib.eval.mechanism.calibration import natural_rounds_sentence
+
+    rows = [("d", 1, "reflection")] * 18 + [("d", 2, "reflection"), ("d", 3, "forced_reader")]
+    rows += [("e", 1, "reflection"), ("e", 2, "reflection"), ("e", 2, "reflection")]
+    table = pd.DataFrame(rows, columns=["dataset", "iterations", "answered_by"])
+    assert natural_rounds_sentence(table, "d") == (
+        "d (n = 20): the loop goes past round 1 by itself on 2 of 20 questions (1 round: 18, 2 rounds: 1, 3 "
+        "rounds: 1; 1 answered by the reader after the last round); so what the step attribution and the loss "
+        "decomposition study is, in effect, one round (retrieve, build G_Ans, rewrite once, retrieve D'_1, reflect, "
+        "read): the iteration itself is exercised only by the forced rounds.")
+    assert natural_rounds_sentence(table, "e") == (
+        "e (n = 3): the loop goes past round 1 by itself on 2 of 3 questions (1 round: 1, 2 rounds: 2; 0 answered "
+        "by the reader after the last round).")

@@ -147,3 +147,21 @@ def plot_calibration(table: pd.DataFrame, ax=None):
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     return ax
 # pragma: no mutate end
+
+
+def natural_rounds_sentence(per_question: pd.DataFrame, dataset: str) -> str:
+    """How far the full method's loop runs by itself on ``dataset``, from notebook 04's per-question table
+    (``04_kgir_per_question``: each question's ``iterations`` and who answered), and what a study of the loop's
+    steps therefore covers."""
+    rows = per_question[per_question["dataset"] == dataset]
+    n, past = len(rows), int((rows["iterations"] > 1).sum())
+    forced = int((rows["answered_by"] == "forced_reader").sum())
+    counts = rows["iterations"].value_counts().sort_index()
+    spread = ", ".join(f"{int(k)} round{'s' if k > 1 else ''}: {int(v)}" for k, v in counts.items())
+    text = (f"{dataset} (n = {n}): the loop goes past round 1 by itself on {past} of {n} questions ({spread}; "
+            f"{forced} answered by the reader after the last round)")
+    if past <= n / 10:
+        text += ("; so what the step attribution and the loss decomposition study is, in effect, one round "
+                 "(retrieve, build G_Ans, rewrite once, retrieve D'_1, reflect, read): the iteration itself is "
+                 "exercised only by the forced rounds")
+    return text + "."
