@@ -30,7 +30,7 @@ from bench_prefix import Recorder, replay  # noqa: E402
 
 from kgir_lib.config import load_config  # noqa: E402
 from kgir_lib.data import SAMPLE_RESERVED, tuning_questions  # noqa: E402
-from kgir_lib.kgir.loop import KGIRRAG  # noqa: E402
+from kgir_lib.kgir.variants import KGIRRAG  # noqa: E402
 from kgir_lib.llm import LLM, LlamaCppBackend  # noqa: E402
 from kgir_lib.llm.backends import OpenAIBackend  # noqa: E402
 from kgir_lib.llm.llamacpp import embedded_model_path  # noqa: E402

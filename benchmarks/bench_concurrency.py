@@ -100,7 +100,7 @@ def run_once(label: str, concurrency: int, urls: list, args, work: Path, embeddi
     from kgir_lib.config import load_config
     from kgir_lib.data import sample_questions
     from kgir_lib.llm import build_llm
-    from kgir_lib.kgir.loop import KGIRRAG
+    from kgir_lib.kgir.variants import KGIRRAG
     from kgir_lib.pipeline import workspace
 
     results_dir = work / label

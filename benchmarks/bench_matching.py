@@ -74,7 +74,7 @@ def fig6_rows(chosen: tuple) -> pd.DataFrame:
         row = {"question entity": q, "graph entity": g}
         for method, th in (BEFORE, chosen):
             sim = ngram_similarity(q, g, method=method)
-            hit = bool(match_entities([q], [g], 3, th, method)[q])
+            hit = bool(match_entities([q], [g], 3, th, method=method)[q])
             row[f"{method}@{th}"] = f"{sim:.2f} ({'match' if hit else 'no match'})"
         rows.append(row)
     return pd.DataFrame(rows)
@@ -109,7 +109,7 @@ def hotpot_items(data: Path) -> list:
 def measure_hotpot(items: list) -> list:
     rows = []
     for method in SIMILARITIES:
-        full = [match_entities(ents, titles, 3, 0.0, method) if ents else {} for ents, titles, _ in items]
+        full = [match_entities(ents, titles, 3, 0.0, method=method) if ents else {} for ents, titles, _ in items]
         for th in THRESHOLDS:
             matched = correct = gold_all = seeded = 0
             for m, (_, _, gold) in zip(full, items):
@@ -150,8 +150,8 @@ def measure_musique(items: list) -> tuple:
     rows = []
     variants = 0
     for method in SIMILARITIES:
-        full = [(match_entities(ner, own, 3, 0.0, method), match_entities(ner, oth, 3, 0.0, method))
-                for ner, own, oth in items]
+        full = [(match_entities(ner, own, 3, 0.0, method=method),
+                 match_entities(ner, oth, 3, 0.0, method=method)) for ner, own, oth in items]
         for th in THRESHOLDS:
             variants = variants_hit = spurious = n_ents = 0
             for (m_own, m_oth), (ner, own, _) in zip(full, items):

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from kgir_lib.config import load_config  # noqa: E402
 from kgir_lib.data import SAMPLE_RESERVED, tuning_questions  # noqa: E402
 from kgir_lib.kg.extract import extract_triples  # noqa: E402
-from kgir_lib.kgir.loop import KGIRRAG  # noqa: E402
+from kgir_lib.kgir.variants import KGIRRAG  # noqa: E402
 from kgir_lib.llm import LLM, LlamaCppBackend  # noqa: E402
 from kgir_lib.pipeline import workspace  # noqa: E402
 from kgir_lib.report import to_markdown  # noqa: E402

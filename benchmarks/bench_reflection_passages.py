@@ -34,7 +34,7 @@ from kgir_lib.eval.mechanism import round_facts as rf  # noqa: E402
 from kgir_lib.eval.mechanism.reader_context import gold_in_context  # noqa: E402
 from kgir_lib.eval.metrics import best_em, best_f1  # noqa: E402
 from kgir_lib.eval.stats import mcnemar_exact, sign_flip_test  # noqa: E402
-from kgir_lib.kgir.loop import KGIRRAG  # noqa: E402
+from kgir_lib.kgir.variants import KGIRRAG  # noqa: E402
 from kgir_lib.llm import build_llm  # noqa: E402
 from kgir_lib.llm.response_log import export_run_cache  # noqa: E402
 from kgir_lib.pipeline import workspace  # noqa: E402

@@ -24,7 +24,7 @@ real retriever's would. Model time (encoding, reranker, LLM) is not in any numbe
 - BM25 top-10: rank_bm25's ``BM25Okapi.get_scores`` (the old path), the sparse postings of
   :class:`kgir_lib.retrieval.BM25Index` (same scores bit for bit) and bm25s (same tokens);
 - KGIR-RAG Algorithm 1 (:func:`kgir_lib.kgir.subgraph.evidence_subgraph`): G_q of the dense top-10, NER
-  replaced by the graph entities written in the question (:func:`kgir_lib.kgir.entity_matching.entities_in_question`,
+  replaced by the graph entities written in the question (:func:`kgir_lib.kgir.seeds.entities_in_question`,
   precomputed, so no LLM), n-gram matching, G_tmp, components, edge weights = the source passage's
   score (``"passage"``, no model), maximum spanning trees;
 - KG²RAG (:func:`kgir_lib.baselines.kg2rag.plan_question`): 1-hop expansion over the adjacency built once
@@ -64,7 +64,7 @@ from kgir_lib.config import default_data_dir  # noqa: E402
 from kgir_lib.data import Corpus, Passage, load_dataset  # noqa: E402
 from kgir_lib.kg import KnowledgeGraph, Triple  # noqa: E402
 from kgir_lib.kg.openie import import_openie  # noqa: E402
-from kgir_lib.kgir.entity_matching import entities_in_question  # noqa: E402
+from kgir_lib.kgir.seeds import entities_in_question  # noqa: E402
 from kgir_lib.kgir.subgraph import edge_weights, evidence_subgraph, question_triples  # noqa: E402
 from kgir_lib.retrieval import BM25Index, DenseIndex, tokenize  # noqa: E402
 
@@ -223,7 +223,7 @@ def run_level(passages, kg, questions, n_triples: int, dim: int, n_legacy: int, 
         scores = {p: s for p, s in h}
         G_q = question_triples(kg, [p for p, _ in h])
         return evidence_subgraph(q.question, h, G_q, ents[i],
-                                 lambda qq, ts: edge_weights(qq, ts, "passage", passage_scores=scores))
+                                 weight_fn=lambda qq, ts: edge_weights(qq, ts, "passage", passage_scores=scores))
     idx = list(range(len(questions)))
     res["kgir_algorithm1"] = summary(time_each(alg1, idx))
     subs = [alg1(i) for i in idx]

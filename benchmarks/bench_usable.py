@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from kgir_lib.config import load_config  # noqa: E402
 from kgir_lib.data import SAMPLE_RESERVED, tuning_questions  # noqa: E402
 from kgir_lib.kg.extract import extract_triples  # noqa: E402
-from kgir_lib.kgir.loop import KGIRRAG  # noqa: E402
+from kgir_lib.kgir.variants import KGIRRAG  # noqa: E402
 from kgir_lib.kgir.rounds import seed_match_rate, usable_table  # noqa: E402
 from kgir_lib.llm import build_llm  # noqa: E402
 from kgir_lib.pipeline import workspace  # noqa: E402
@@ -37,7 +37,7 @@ def seed_table(ws, qs):
     """Round-1 seed matching under several eq.-5 rules, on the cached NER replies."""
     import pandas as pd
 
-    from kgir_lib.kgir.subgraph import _weight_fn, build_subgraphs, evidence_subgraph
+    from kgir_lib.kgir.subgraph import build_subgraphs, evidence_subgraph, question_weight_fn
 
     subs, _ = build_subgraphs(ws, [q.question for q in qs])
     rules = {"dice 0.5 (old)": dict(method="dice", threshold=0.5, match_triples=False),
@@ -48,8 +48,9 @@ def seed_table(ws, qs):
     for label, kw in rules.items():
         n_llm = n_any = n_gold = 0
         for q, s in zip(qs, subs):
-            alt = evidence_subgraph(s.question, s.retrieved, s.G_q, s.llm_entities, _weight_fn(ws, s.retrieved, s.weighting),
-                                    ws.cfg.ngram_n, kw["threshold"], reading=ws.cfg.gtmp_reading,
+            alt = evidence_subgraph(s.question, s.retrieved, s.G_q, s.llm_entities,
+                                    weight_fn=question_weight_fn(ws, s.retrieved, s.weighting),
+                                    n=ws.cfg.ngram_n, threshold=kw["threshold"], reading=ws.cfg.gtmp_reading,
                                     method=kw["method"], match_triples=kw["match_triples"])
             n_llm += bool(alt.seeds) and not alt.used_fallback
             n_any += bool(alt.seeds)

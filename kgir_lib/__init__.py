@@ -1,5 +1,8 @@
 """kgir_lib: the helper library behind the KGIR-RAG / KG²RAG reproduction notebooks.
 
+The public API (:mod:`kgir_lib.api`): ``from kgir_lib import KGIRPipeline, load_example`` indexes a
+list of passages and answers questions with KGIR-RAG, each answer with its trace.
+
 Packages by layer (``kgir_lib/README.md``: the paper's sections mapped to modules, and the layers): ``config``
 (the one config object, profiles, run directory), ``data`` and ``llm`` (one batched, cached LLM interface),
 ``retrieval`` and ``kg`` (the knowledge graph), ``methods`` (what every method shares), ``kgir`` (KGIR-RAG,
@@ -15,3 +18,17 @@ import os as _os
 # first OpenMP runtime loads, so it is set here, before any model library is imported. On a small
 # shared CPU, spinning threads starve each other: SmolLM2 ran 3-10x slower under contention without it.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+__all__ = ["KGIRPipeline", "load_example"]  # the public API (kgir_lib.api)
+
+
+def __getattr__(name: str):
+    """The public API's names, imported on first use, so ``import kgir_lib.config`` stays light (the
+    package sits on the top layer of kgir_lib/README.md, above what it hands on)."""
+    if name == "KGIRPipeline":
+        from .api import KGIRPipeline
+        return KGIRPipeline
+    if name == "load_example":
+        from .data import load_example
+        return load_example
+    raise AttributeError(f"module 'kgir_lib' has no attribute {name!r}")

@@ -20,6 +20,7 @@ import random
 import re
 import warnings
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -372,3 +373,13 @@ def tuning_questions(questions: Sequence[Question], n: int = TUNED_ON, seed: int
     order = list(range(len(questions)))
     random.Random(seed).shuffle(order)
     return [questions[i] for i in order[SAMPLE_RESERVED:SAMPLE_RESERVED + n]]
+
+
+def load_example(name: str = "figure6") -> dict:
+    """A free-question example shipped as ``kgir_lib/examples/<name>.json``: question, answers, passages, and,
+    where the example knows them, its gold ``bridge`` entity, the ``next_hop`` passage titles and the gold
+    ``decomposition`` (hops ``{question, answer, support}``, ``support`` a passage title) (else None, [], [])."""
+    data = json.loads(resources.files("kgir_lib").joinpath("examples", f"{name}.json").read_text(encoding="utf-8"))
+    return {"question": data["question"], "answers": list(data["answers"]),
+            "passages": [tuple(p) for p in data["passages"]], "bridge": data.get("bridge"),
+            "next_hop": list(data.get("next_hop", [])), "decomposition": list(data.get("decomposition", []))}

@@ -74,7 +74,7 @@ def reranker(cfg: Config) -> Optional[Reranker]:
     return _RERANKERS[cfg.reranker_model]
 
 
-def workspace(cfg: Config, name, llm: Optional[LLM] = None, progress: bool = True, encoder=None,
+def workspace(cfg: Config, name, llm: Optional[LLM] = None, *, progress: bool = True, encoder=None,
               store: bool = True) -> Workspace:
     """Everything a method needs for dataset ``name`` (a name in the data directory, or a :class:`Dataset`).
 

@@ -20,8 +20,7 @@ from .baselines.lightrag_method import LightRAGMethod
 from .baselines.naive import NaiveGen, NaiveRAG
 from .baselines.retrievers import BM25Retriever, DenseRetriever
 from .config import ConfigError
-from .kgir.loop import KGIRRAG
-from .kgir.study import STUDY_VARIANTS, StudyKGIRRAG
+from .kgir.variants import STUDY_VARIANTS, VARIANTS, KGIRRAG, StudyKGIRRAG
 from .methods.base import Method
 
 
@@ -45,14 +44,13 @@ METHODS: dict = {
     "kg2rag_no_organisation": _variant(KG2RAG, "no_organisation"),
     "kg2rag_code": KG2RAGCode,  # KG²RAG as its authors' code runs it (benchmarks/peers/kg2rag_crosscheck.sh)
     "hipporag2": HippoRAG2,
-    "kgir": _variant(KGIRRAG, "full"),
-    "kgir_no_subgraph": _variant(KGIRRAG, "no_subgraph"),
-    "kgir_no_reflection": _variant(KGIRRAG, "no_reflection"),
-    "kgir_no_rewrite": _variant(KGIRRAG, "no_rewrite"),
-    "kgir_forced": _variant(KGIRRAG, "forced"),  # a study beside the method (notebook 06), not in notebook 05
+    # KGIR-RAG, its Table 7 ablations and the forced rounds (a study beside the method, notebook 06, not in
+    # notebook 05): the rows of kgir_lib.kgir.variants.VARIANTS that KGIRRAG runs
+    **{VARIANTS[v].key: _variant(KGIRRAG, v) for v in ("full", "no_subgraph", "no_reflection", "no_rewrite",
+                                                         "forced")},
     "lightrag": _variant(LightRAGMethod, "hybrid"),
     "lightrag_naive": _variant(LightRAGMethod, "naive"),  # a check of LightRAG's vector search against Naive RAG
-    # study variants of KGIR-RAG (notebook 04's step attribution; kgir_lib.kgir.study): oracles and two of ours
+    # study variants of KGIR-RAG (notebook 04's step attribution; kgir_lib.kgir.variants): oracles and two of ours
     **{spec.key: _variant(StudyKGIRRAG, v) for v, spec in STUDY_VARIANTS.items()},
 }
 
@@ -63,11 +61,9 @@ LABELS: dict = {
     "ircot": "IRCoT", "iter_retgen": "ITER-RETGEN", "hyde": "HyDE", "kg2rag": "KG²RAG",
     "kg2rag_no_expansion": "KG²RAG w/o expansion", "kg2rag_no_organisation": "KG²RAG w/o organisation",
     "kg2rag_code": "KG²RAG (authors' code)",
-    "hipporag2": "HippoRAG 2", "kgir": "KGIR-RAG", "kgir_no_subgraph": "KGIR-RAG w/o subgraph",
-    "kgir_no_reflection": "KGIR-RAG w/o reflection", "kgir_no_rewrite": "KGIR-RAG w/o rewrite",
-    "kgir_forced": "KGIR-RAG (forced rounds)", "lightrag": "LightRAG (hybrid; shared reader)",
+    "hipporag2": "HippoRAG 2", "lightrag": "LightRAG (hybrid; shared reader)",
     "lightrag_naive": "LightRAG (naive; shared reader)",
-    **{spec.key: spec.name for spec in STUDY_VARIANTS.values()},
+    **{row.key: row.name for row in VARIANTS.values()},  # KGIR-RAG and its variants: their table
 }
 # Notebook 04's step attribution (kgir_lib.eval.mechanism.step_attribution): the oracle variants, then ours.
 STUDY_METHODS: list = [spec.key for spec in STUDY_VARIANTS.values()]

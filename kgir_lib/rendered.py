@@ -1,4 +1,6 @@
-"""Text in ``README.md`` and ``docs/`` rendered from committed tables, so no number there is typed by hand.
+"""Text in ``README.md`` and ``docs/`` rendered from committed tables, so no number there is typed by hand, and
+from the one place a list is declared (every Config field with its help; every KGIR-RAG variant with its
+description), so no copy of it drifts.
 
 A rendered block follows a marker line that names the function rendering it and the table it reads::
 
@@ -24,7 +26,7 @@ import pandas as pd
 from .config import PROJECT_ROOT
 
 MARKER = re.compile(r"^(?P<indent> *)<!-- (?P<label>[^:>]+): (?P<function>[\w.]+) of (?P<table>\S+) -->$")
-DOCUMENTS = ("README.md", "docs/results.md")  # the project's documents that carry rendered blocks
+DOCUMENTS = ("README.md", "docs/results.md", "docs/operations.md")  # the documents that carry rendered blocks
 
 
 def _per_dataset(sentence: Callable[[pd.DataFrame, str], str], **read) -> Callable[[Path], list]:
@@ -69,8 +71,21 @@ def _rounds(path: Path) -> list:
     return _per_dataset(natural_rounds_sentence)(path)
 
 
-# the functions a marker may name -> the block's lines from the table's path
+def _config_fields(path: Path) -> list:
+    from .config.reference import fields_markdown
+    return fields_markdown()
+
+
+def _variants(path: Path) -> list:
+    from .kgir.variants import describe
+    return describe().splitlines()
+
+
+# the functions a marker may name -> the block's lines from the table's path (a table, or the module that declares
+# what is rendered: the Config fields, the KGIR-RAG variants)
 RENDERERS: dict = {
+    "kgir_lib.config.reference.fields_markdown": _config_fields,
+    "kgir_lib.kgir.variants.describe": _variants,
     "kgir_lib.eval.peer_agreement.crosscheck_sentence": _crosscheck,
     "kgir_lib.eval.kg2rag_agreement.crosscheck_sentence": _kg2rag_crosscheck,
     "kgir_lib.eval.peer_iterative.crosscheck_sentence": _flashrag,

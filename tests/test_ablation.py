@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -10,6 +12,7 @@ import pytest
 
 from kgir_lib.eval import ablation, perturb
 from kgir_lib.kg import KnowledgeGraph, Triple
+from kgir_lib.methods.base import MethodBase
 from kgir_lib.notebook import viz
 from kgir_lib.report import KGIR_ABLATION_DROPS
 
@@ -188,12 +191,15 @@ def test_study_grid_defaults_and_checks():
 
 
 # ----------------------------------------------------------------------------- runners (scripted LLM)
-class KGCounter:
+@dataclass
+class KGCounter(MethodBase):
     """A stand-in method: reads the KG of the top passages, answers how many triples it saw (1 LLM call)."""
 
-    def __init__(self, k=6, tag="x"):
-        self.k, self.tag = k, tag
-        self.name, self.key = "KG counter", "kg_counter"
+    k: int = 6
+    tag: str = "x"
+    name: ClassVar[str] = "KG counter"
+    key: ClassVar[str] = "kg_counter"
+    uses_kg: ClassVar[bool] = True
 
     def run(self, ws, questions):
         from kgir_lib.llm import ChatRequest

@@ -8,7 +8,7 @@ from kgir_lib.baselines.ircot import IRCoT
 from kgir_lib.baselines.iter_retgen import IterRetGen
 from kgir_lib.baselines.naive import NaiveGen, NaiveRAG
 from kgir_lib.config import load_config
-from kgir_lib.kgir.loop import KGIRRAG
+from kgir_lib.kgir.variants import KGIRRAG
 from kgir_lib.llm import LLM, ChatRequest, ChatResult, ScriptedBackend
 from kgir_lib.llm.core import infer_finish_reason
 from kgir_lib.methods.base import Workspace

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from kgir_lib.data import Dataset, Question
-from kgir_lib.kgir.loop import KGIRRAG, VARIANTS
+from kgir_lib.kgir.steps import hand_to_reader
+from kgir_lib.kgir.variants import KGIRRAG
 from kgir_lib.kgir.rewrite import (FINAL_NOTE, evidence_block, format_history, parse_reflection, parse_rewrite,
                                    reflection_requests, rewrite_requests, verdict_request, with_verdict)
 from kgir_lib.kgir.rounds import LoopRound, seed_match_rate, trace_row, usable_counts, usable_table
@@ -15,6 +16,7 @@ from kgir_lib.kgir.state import LoopState, ranked_list, reflection_passages
 from kgir_lib.traces import read_traces, write_traces
 
 Q_CASE = "Which company merged in 2002 with the top PC maker of 1994?"
+PAPER_KINDS = ("full", "no_subgraph", "no_reflection", "no_rewrite", "forced")  # the variants KGIRRAG runs
 REWRITE = "Which company did Compaq merge with in 2002?"
 
 
@@ -253,7 +255,7 @@ def test_no_rewrite_answers_from_first_subgraph(tiny_workspace, tiny_dataset):
 
 
 def test_names_and_validation():
-    assert {KGIRRAG(v).name for v in VARIANTS} == {"KGIR-RAG", "KGIR-RAG w/o subgraph",
+    assert {KGIRRAG(v).name for v in PAPER_KINDS} == {"KGIR-RAG", "KGIR-RAG w/o subgraph",
                                                    "KGIR-RAG w/o reflection", "KGIR-RAG w/o rewrite",
                                                    "KGIR-RAG (forced rounds)"}
     with pytest.raises(ValueError, match="variant"):
@@ -299,7 +301,7 @@ def test_a_reply_without_verdict_gets_one_verdict_turn(tiny_workspace, tiny_data
 
 
 def test_verdict_request_continues_the_conversation():
-    first = reflection_requests(["q?"], ["e"], [[]], ["p"], [False])[0]
+    first = reflection_requests(["q?"], ["e"], [[]], ["p"], final=[False])[0]
     req = verdict_request(first, "  Reasoning: e says nothing.\n", final=False)
     assert req.messages[:len(first.messages)] == first.messages
     assert req.messages[len(first.messages)] == ("assistant", "Reasoning: e says nothing.")
@@ -475,7 +477,7 @@ def test_request_builders():
     assert rw.messages[2] == ("assistant", "Rewritten question: What is the length of Mount Panorama Circuit?")
     assert parse_rewrite(rw.messages[2][1]) == "What is the length of Mount Panorama Circuit?"
     rf = reflection_requests(["q2?"], [evidence_block(passages_text="P\ntext\n\nP2\ntext2")], [[]], ["(none)"],
-                             [True], ["q?"])[0]
+                             final=[True], originals=["q?"])[0]
     assert [r for r, _ in rf.messages] == ["system"] + ["user", "assistant"] * 3 + ["user"]
     assert rf.messages[-1][1] == ("Passages:\nP\ntext\n\nP2\ntext2\nRetrieved passages:\n(none)\nOriginal question: q?\n"
                                   "Question: q2?\n" + REPLY_CUE + "\n" + FINAL_NOTE.rstrip())
@@ -485,13 +487,13 @@ def test_request_builders():
     assert (ex1.answerable, ex1.answer) == (True, "Alabama")
     assert (ex2.answerable, ex2.missing) == (False, "airports in Alabama")
     assert "To Kill a Mockingbird" in rf.messages[5][1]
-    not_final = reflection_requests(["q?"], ["e"], [[]], ["p"], [False])[0]
+    not_final = reflection_requests(["q?"], ["e"], [[]], ["p"], final=[False])[0]
     assert not_final.messages[-1][1].endswith("Question: q?\n" + REPLY_CUE)
     assert all(text.endswith(REPLY_CUE) for role, text in rf.messages[1:-1] if role == "user")
     with pytest.raises(ValueError):
         rewrite_requests(["a"], [], [])
     with pytest.raises(ValueError):
-        reflection_requests(["a"], ["e"], [[]], ["p"], [])
+        reflection_requests(["a"], ["e"], [[]], ["p"], final=[])
 
 
 def test_degenerate_detects_loops():
@@ -506,7 +508,7 @@ def test_round_record_round_trips_and_reads_old_traces(tiny_workspace, tiny_data
     from kgir_lib.kgir.rounds import LoopRound, trace_rounds
 
     ws = tiny_workspace(make_script(never))
-    for variant in VARIANTS:
+    for variant in PAPER_KINDS:
         [o] = KGIRRAG(variant=variant, max_iterations=2).run(ws, tiny_dataset.questions)
         rounds = json.loads(json.dumps(o.trace))["rounds"]
         back = [json.loads(json.dumps(LoopRound.from_dict(r).to_dict())) for r in rounds]
@@ -759,7 +761,9 @@ def test_a_reader_context_with_nothing_to_read_says_none(tiny_workspace):
     rounds = [LoopRound(iteration=1, query=q.question, retrieved=[], evidence_source="passages"),
               LoopRound(iteration=1, query=q.question, retrieved=[], evidence_source="passages")]
     pid = ws.dataset.corpus.passages[0].pid
-    KGIRRAG()._hand_to_reader(ws, states, rounds, [[], [pid]])
+    run = KGIRRAG().start(ws, len(states))
+    for s, r, passages in zip(states, rounds, [[], [pid]]):
+        hand_to_reader(run, s, r, passages)
     assert (states[0].final_context, states[0].final_pids) == ("(none)", [])
     p = ws.dataset.corpus.passages[0]
     assert states[1].final_pids == [pid] and states[1].final_context.startswith(p.title + "\n")

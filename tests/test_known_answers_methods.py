@@ -22,8 +22,9 @@ from kgir_lib.config import load_config
 from kgir_lib.data import Corpus, Dataset, Passage, Question
 from kgir_lib.kg import KnowledgeGraph, Triple
 from kgir_lib.kgir.entity_matching import triple_text
-from kgir_lib.kgir.loop import KGIRRAG
-from kgir_lib.kgir.subgraph import compare_readings, evidence_subgraph, subgraph_row
+from kgir_lib.kgir.variants import KGIRRAG
+from kgir_lib.eval.algorithm1 import compare_readings, subgraph_row
+from kgir_lib.kgir.subgraph import evidence_subgraph
 from kgir_lib.methods.base import Workspace
 from kgir_lib.retrieval import DenseIndex
 
@@ -76,7 +77,7 @@ G_Q = [Triple("Compaq", "merged with", "HP", "pA"),
 
 def hand_subgraph(question: str, entity: str):
     scores = dict(RETRIEVED)
-    return evidence_subgraph(question, RETRIEVED, G_Q, [entity], lambda q, ts: [scores[t.pid] for t in ts],
+    return evidence_subgraph(question, RETRIEVED, G_Q, [entity], weight_fn=lambda q, ts: [scores[t.pid] for t in ts],
                              weighting="passage")
 
 
@@ -108,12 +109,12 @@ def test_compare_readings_pools_removal_over_component_triples_and_gold_over_g_a
 def test_subgraph_row_seeded_means_a_matched_seed_even_when_the_tree_keeps_nothing():
     """A seed whose only triple is a self-loop: matched (seeded), but the spanning tree keeps no edge."""
     loop = [Triple("Compaq", "is", "Compaq", "p1")]
-    sub = evidence_subgraph("What is Compaq?", [("p1", 0.5)], loop, ["Compaq"], lambda q, ts: [1.0] * len(ts))
+    sub = evidence_subgraph("What is Compaq?", [("p1", 0.5)], loop, ["Compaq"], weight_fn=lambda q, ts: [1.0] * len(ts))
     assert sub.seeds == ["Compaq"] and sub.kept == [] and sub.pruned == loop
     row = subgraph_row(sub, ["p1"])
     assert (row["seeds"], row["G_Ans"], row["seeded"]) == (1, 0, True)
     # an entity that matched nothing (no fallback): E_q is not empty, yet no seed
-    none = evidence_subgraph("What is Acme?", [], loop, ["Acme"], lambda q, ts: [1.0] * len(ts),
+    none = evidence_subgraph("What is Acme?", [], loop, ["Acme"], weight_fn=lambda q, ts: [1.0] * len(ts),
                              fallback_on_no_match=False)
     assert none.E_q == ["Acme"] and subgraph_row(none)["seeded"] is False
 

@@ -16,7 +16,7 @@ from kgir_lib.config import ConfigError, load_config
 from kgir_lib.data import Passage
 from kgir_lib.eval.mechanism import loss_decomposition as ld
 from kgir_lib.eval.stats import holm, mcnemar_exact
-from kgir_lib.kgir.loop import KGIRRAG
+from kgir_lib.kgir.variants import KGIRRAG
 from kgir_lib.methods.reader import reader_request
 from kgir_lib.registry import build_method
 

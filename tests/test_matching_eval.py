@@ -24,7 +24,7 @@ ENTS = ["state", "United States", "States", "Publix", "Publix Super Markets", "C
 
 
 def names(method: str, q: str, threshold: float = 0.5) -> list:
-    return [e for e, _ in match_entities([q], ENTS, 3, threshold, method)[q]]
+    return [e for e, _ in match_entities([q], ENTS, 3, threshold, method=method)[q]]
 
 
 # ---------------------------------------------------------------- the rules on hand-made names

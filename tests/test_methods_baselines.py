@@ -292,7 +292,7 @@ def test_every_knob_is_a_config_field_and_a_parameter():
 def test_a_knob_is_checked_by_the_configs_rule_and_filled_from_the_profile(tiny_workspace):
     from kgir_lib.baselines.kg2rag import KG2RAG
     from kgir_lib.config import ConfigError
-    from kgir_lib.kgir.loop import KGIRRAG
+    from kgir_lib.kgir.variants import KGIRRAG
 
     ws = tiny_workspace(lambda req: "Answer: HP")
     for make, match in [(lambda: NaiveRAG(top_k=0),

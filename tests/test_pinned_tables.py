@@ -55,6 +55,7 @@ from kgir_lib.eval import claims as cl
 from kgir_lib.eval import evaluate as ev
 from kgir_lib.eval.bootstrap import bootstrap_table
 from kgir_lib.eval.cost import extraction_cost_table as extraction_cost
+from kgir_lib.eval.cost import indexing_cost
 from kgir_lib.eval.mechanism.funnel import MATCH
 from kgir_lib.eval.mechanism.tables import mechanism_tables
 from kgir_lib.eval.metrics import mean_recall
@@ -64,8 +65,9 @@ from kgir_lib.kg.extract import build_kg, update_kg
 from kgir_lib.kg.stats import table3
 from kgir_lib.kg.store import openie_file
 from kgir_lib.kgir.entity_matching import SIMILARITIES, triple_text
-from kgir_lib.kgir.rounds import STAGES, seed_match_rate, summarise_steps, trace_table, usable_table
-from kgir_lib.kgir.subgraph import build_subgraphs, compare_readings, rebuild_subgraph, subgraph_row
+from kgir_lib.eval.algorithm1 import compare_readings, rebuild_subgraph, subgraph_row, summarise_steps
+from kgir_lib.kgir.rounds import STAGES, seed_match_rate, trace_table, usable_table
+from kgir_lib.kgir.subgraph import build_subgraphs
 from kgir_lib.llm import LLM, LLMCache, Usage
 from kgir_lib.llm.response_log import import_log
 from kgir_lib.methods.base import Workspace
@@ -553,7 +555,7 @@ def graph_at_05(s: Sample, d: str) -> Workspace:
 
 def indexing(s: Sample) -> pd.DataFrame:
     """Notebook 05's ``suite.indexing``; a regeneration makes no extraction call (every reply is in the log)."""
-    return pd.DataFrame([ev.indexing_cost(graph_at_05(s, d), extract_usage=Usage())
+    return pd.DataFrame([indexing_cost(graph_at_05(s, d), extract_usage=Usage())
                          for d in s.cfg.datasets]).set_index("dataset")
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from kgir_lib.data import Passage
 from kgir_lib.kg.extract import extraction_requests
-from kgir_lib.kgir.entity_matching import ner_requests
+from kgir_lib.kgir.seeds import ner_requests
 from kgir_lib.kgir.rewrite import reflection_requests, rewrite_requests
 from kgir_lib.llm.prompts import PROMPT_DIR, PromptError, chat, load_prompt, parse_prompt
 from kgir_lib.methods.reader import closed_book_request, reader_request
@@ -47,7 +47,7 @@ def rendered() -> list:
             for fin in (False, True):
                 for orig in (None, "Original {q}?"):
                     add("kgir_reflect", f"q{i}-e{j}-final{fin}-orig{orig is not None}",
-                        reflection_requests([q], [ev], [hist], [CTX], [fin], [orig])[0])
+                        reflection_requests([q], [ev], [hist], [CTX], final=[fin], originals=[orig])[0])
         for name, vals in (("hyde", {"question": q}), ("iter_retgen", {"context": CTX, "question": q}),
                            ("ircot", {"context": CTX, "question": q, "cot": "(none)"}),
                            ("ircot", {"context": CTX, "question": q, "cot": "Step one. Step {two}."}),

@@ -49,7 +49,7 @@ def test_trim_is_the_anchored_regex_without_its_cost(text, leading, trailing, ou
 
 def test_long_runs_of_blanks_and_dots_parse_as_the_short_ones():
     """A looping model's run of blanks or dots used to make these regexes quadratic; the result is unchanged."""
-    from kgir_lib.kgir.entity_matching import parse_entities
+    from kgir_lib.kgir.seeds import parse_entities
 
     assert parse_answer("HP" + " ." * 20000) == "HP"
     assert parse_entities("Compaq" + " " * 20000 + "; HP") == ["Compaq", "HP"]

@@ -28,7 +28,9 @@ def test_the_documents_render_each_table_the_account_quotes():
         ("docs/results.md", "funnel_sentence", "results/local/tables/04_bridge_funnel.csv"),
         ("docs/results.md", "headroom_sentence", "results/sample/tables/04_step_attribution.csv"),
         ("README.md", "natural_rounds_sentence", "results/local/tables/04_kgir_per_question.csv"),
-        ("docs/results.md", "natural_rounds_sentence", "results/local/tables/04_kgir_per_question.csv")}
+        ("docs/results.md", "natural_rounds_sentence", "results/local/tables/04_kgir_per_question.csv"),
+        ("docs/results.md", "describe", "kgir_lib/kgir/variants.py"),
+        ("docs/operations.md", "fields_markdown", "kgir_lib/config/fields.py")}
 
 
 @pytest.fixture

@@ -143,7 +143,7 @@ def test_missing_log_imports_nothing_and_cache_only_still_refuses_misses(tmp_pat
 def test_build_llm_imports_the_run_log_once(cfg, monkeypatch):
     """A notebook run outside the runner (papermill or Jupyter) still starts from the committed log."""
     from kgir_lib.llm import build_llm
-    from kgir_lib.llm import response_log
+    from kgir_lib.llm.response_log import format as response_log
 
     src = LLMCache(cfg.path("tmp", "src.sqlite"))
     src.put("b" * 64, "scripted:x", {}, "logged", 1, 1, 0.1)

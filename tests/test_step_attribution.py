@@ -13,8 +13,8 @@ from kgir_lib.config import PROJECT_ROOT
 from kgir_lib.data import passage_id
 from kgir_lib.eval.mechanism import step_attribution as sa
 from kgir_lib.eval.mechanism.tables import mechanism_tables
-from kgir_lib.llm.log_report import log_stats
-from kgir_lib.llm.response_log import logged_at
+from kgir_lib.llm.response_log import log_stats
+from kgir_lib.llm.response_log import logged_at, read_log
 from kgir_lib.registry import STUDY_METHODS
 from kgir_lib.traces import trace_filename, write_jsonl
 

@@ -31,8 +31,9 @@ WEIGHT = {"merged with": 0.9, "acquired": 0.5, "based in": 0.8, "had office in":
 
 
 def subgraph(entities=("Compaq",), question="Which county is the company that merged with Compaq based in?"):
-    return evidence_subgraph(question, [], G_Q, list(entities), lambda q, ts: [WEIGHT[t.relation] for t in ts],
-                             threshold=0.8, method="overlap", reading="passages")
+    return evidence_subgraph(question, [], G_Q, list(entities),
+                             weight_fn=lambda q, ts: [WEIGHT[t.relation] for t in ts], threshold=0.8,
+                             method="overlap", reading="passages")
 
 
 def test_every_triple_is_classified_as_algorithm_1_left_it():
@@ -95,7 +96,8 @@ def test_nothing_to_draw_is_said_in_words():
 
 def test_pick_case_prefers_a_question_where_every_step_does_something():
     tree_only = evidence_subgraph("Where is Santa Clara County?", [], G_Q[4:6], ["Santa Clara County"],
-                                  lambda q, ts: [WEIGHT[t.relation] for t in ts], threshold=0.8, method="overlap")
+                                  weight_fn=lambda q, ts: [WEIGHT[t.relation] for t in ts], threshold=0.8,
+                                  method="overlap")
     assert not tree_only.pruned
     empty = subgraph(entities=["Eiffel Tower"], question="How tall is the Eiffel Tower?")
     subs, qids = {"a": [tree_only, empty], "b": [subgraph()]}, {"a": ["q1", "q2"], "b": ["q3"]}
@@ -159,7 +161,7 @@ def test_panels_merge_seeds_and_components_when_g_tmp_is_g_q():
     sub = subgraph()  # the passages reading: G_tmp is every triple of G_q
     assert covers_G_q(sub) and panels(sub) == ("G_q", "components", "mst", "G_Ans")
     star = evidence_subgraph("Which county is the company that merged with Compaq based in?", [], G_Q, ["Compaq"],
-                             lambda q, ts: [WEIGHT[t.relation] for t in ts], threshold=0.8, method="overlap",
+                             weight_fn=lambda q, ts: [WEIGHT[t.relation] for t in ts], threshold=0.8, method="overlap",
                              reading="seed_star")
     assert not covers_G_q(star) and panels(star) == STEPS
 
@@ -175,7 +177,7 @@ def test_a_hub_s_labels_do_not_overlap_and_the_panel_is_wide_and_legible():
     hub += [Triple(c, "is a member state of", "Euro", f"q{i}") for i, c in enumerate(countries[:6])]
     weights = {"adopted the currency": 0.6, "is a member state of": 0.4}
     sub = evidence_subgraph("Which currency did Finland use?", [], hub, ["Euro"],
-                            lambda q, ts: [weights[t.relation] for t in ts], threshold=0.8, method="overlap")
+                            weight_fn=lambda q, ts: [weights[t.relation] for t in ts], threshold=0.8, method="overlap")
     view = focus_view(sub, max_edges=25)
     fig, ax = steps_figure()
     drawn = draw_step(ax, view, "G_q")

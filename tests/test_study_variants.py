@@ -16,14 +16,16 @@ from kgir_lib.config import PROJECT_ROOT
 from kgir_lib.data import Question
 from kgir_lib.gold import (RELATION_QUESTIONS, Bridge, GoldHop, bridge_aliases, hop_question, ideal_rewrite,
                             names_answer, substitute)
-from kgir_lib.kgir.loop import KGIRRAG
-from kgir_lib.kgir.rewrite import parse_bridge_rewrite, rewrite_requests, bridge_rewrite_requests
-from kgir_lib.kgir.study import STUDY_VARIANTS, StudyKGIRRAG, hop_entities, oracle_entities, oracle_plan
+from kgir_lib.kgir.rewrite import rewrite_requests
+from kgir_lib.kgir.study import (bridge_rewrite_requests, hop_entities, oracle_entities, oracle_plan,
+                                 parse_bridge_rewrite)
+from kgir_lib.kgir.variants import STUDY_VARIANTS, KGIRRAG, StudyKGIRRAG
 from kgir_lib.methods.reader import format_passages, reader_request
 from kgir_lib.registry import LABELS, build_method
 
 from conftest import SHARED_DATA
-from _request_log import EXISTING_VARIANTS, load_fixture, record_requests, write_fixture
+from _request_log import (EVERY_KEY, EXISTING_VARIANTS, OUTPUTS, expand, intern, load_fixture, record_every,
+                          record_requests, write_fixture)
 
 IDEAL = "Which company merged with Compaq in 2002?"
 
@@ -93,31 +95,37 @@ def hotpot_q(tiny_dataset, pids):
                     "tiny", 2, (GoldHop("", "", pids["Dell"], "Dell"), GoldHop("", "", pids["Apple"], "Apple Inc.")), ())
 
 
-# ---------------------------------------------------------------- the paper's method is untouched
+# ---------------------------------------------------------------- the requests every variant sends
 def test_existing_variants_send_the_requests_they_sent_before(tiny_workspace, tiny_dataset):
     """Every request of KGIR-RAG and its Table 7 variants (three scripts, two questions), cache hits included,
     equals the one captured before the study variants were added: the committed response logs still answer them."""
     got = record_requests(tiny_workspace, tiny_dataset.questions[0])
-    if os.environ.get("KGIR_WRITE_REQUEST_FIXTURE"):
-        write_fixture(got)
     want = load_fixture()
-    assert sorted(got) == sorted(want) == sorted(f"{v}/{s}" for v in EXISTING_VARIANTS
-                                                 for s in ("answer", "missing_then_answer", "malformed"))
-    for key in want:
+    assert sorted(f"{v}/{s}" for v in EXISTING_VARIANTS for s in ("answer", "missing_then_answer", "malformed")) \
+        == sorted(got) == sorted(k for k in want if k != "every")
+    for key in got:
         assert got[key] == want[key], key
 
 
-def test_registry_keys_and_labels_say_oracle_or_ours():
-    keys = {spec.key for spec in STUDY_VARIANTS.values()}
-    assert keys == {"kgir_oracle_seeds", "kgir_oracle_rewrite", "kgir_oracle_next_hop", "kgir_oracle_context",
-                    "kgir_oracle_seeds_rewrite", "kgir_oracle_seeds_rewrite_next_hop", "kgir_bridge_rewrite",
-                    "kgir_all_passages"}
-    for key in keys:
-        m = build_method(key)
-        assert isinstance(m, StudyKGIRRAG) and m.key == key and m.name == LABELS[key]
-        assert ("oracle" in key) == ("oracle" in m.name.lower()) and ("oracle" in key or "(ours)" in m.name)
-    with pytest.raises(ValueError, match="variant"):
-        StudyKGIRRAG(variant="full")  # the paper's method is KGIRRAG's, not a study variant
+def test_every_variant_sends_the_recorded_requests_and_returns_the_recorded_traces(tiny_workspace, tiny_dataset,
+                                                                                   pids):
+    """Every KGIR-RAG registry key (the paper's method, Table 7, forced rounds, every study variant) under five
+    scripts, and the paper's method under eight settings, on five questions with and without gold: the requests
+    (in order, cache hits included) and what each run returned equal the recorded ones
+    (tests/fixtures/kgir_requests.json, kgir_outputs.json; the module docstring of tests/_request_log.py)."""
+    requests, outputs = record_every(tiny_workspace, tiny_dataset.questions[0], pids)
+    if os.environ.get("KGIR_WRITE_REQUEST_FIXTURE"):
+        write_fixture({**{k: v for k, v in load_fixture().items() if k != "every"}, "every": intern(requests)})
+        write_fixture(outputs, OUTPUTS)
+    want, want_out = expand(load_fixture()["every"]), load_fixture(OUTPUTS)
+    assert sorted(requests) == sorted(want) == sorted(want_out)
+    assert {k.split("/")[1] for k in requests if k.startswith("every/")} == set(EVERY_KEY) == \
+        {k for k in LABELS if k.startswith("kgir")}
+    kinds = {stage for log in requests.values() for stage, _ in log}
+    assert kinds == {"kgir_ner", "kgir_rewrite", "kgir_reflect", "kgir_reflect_verdict", "kgir_final"}
+    for key in want:
+        assert requests[key] == want[key], key
+        assert outputs[key] == want_out[key], key
 
 
 # ---------------------------------------------------------------- the gold chain read for each step

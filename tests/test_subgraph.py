@@ -8,11 +8,12 @@ import pytest
 
 from kgir_lib.kg import KnowledgeGraph, Triple
 from kgir_lib.kg.mst import maximum_spanning_tree, seed_components
-from kgir_lib.kgir.entity_matching import (char_ngrams, entities_in_question, ground_entities, match_entities,
-                                           ner_requests, ner_usable, ngram_similarity, parse_entities, seeds_of,
-                                           singular, triple_matches)
+from kgir_lib.kgir.entity_matching import (char_ngrams, match_entities, ngram_similarity, seeds_of, singular,
+                                           triple_matches)
+from kgir_lib.kgir.seeds import entities_in_question, ground_entities, ner_requests, ner_usable, parse_entities
+from kgir_lib.eval.algorithm1 import rebuild_subgraph, subgraph_row
 from kgir_lib.kgir.subgraph import (build_subgraphs, edge_weights, evidence_subgraph, format_triples, question_triples,
-                                    rebuild_subgraph, resolve_weighting, retrieve, seed_graph, subgraph_row)
+                                    resolve_weighting, retrieve, seed_graph)
 
 from conftest import BagOfWordsEncoder
 
@@ -217,11 +218,11 @@ WEIGHTS = {("Compaq", "was top PC maker of", "1994"): 0.9, ("Compaq", "is a", "P
 def test_evidence_subgraph_known_answer():
     g = _star_graph()
     q = "Which company merged in 2002 with the top PC maker of 1994?"
-    sub = evidence_subgraph(q, [("p1", 0.5)], g, ["Compaq"], fixed_weights(WEIGHTS))
+    sub = evidence_subgraph(q, [("p1", 0.5)], g, ["Compaq"], weight_fn=fixed_weights(WEIGHTS))
     # "Compaq" is not in the question -> grounding drops it -> fallback to graph entities in the question
     assert sub.used_fallback and sub.fallback_reason == "no_entities"
     assert sub.E_q == ["1994"]
-    sub = evidence_subgraph("Who merged with Compaq?", [("p1", 0.5)], g, ["Compaq"], fixed_weights(WEIGHTS),
+    sub = evidence_subgraph("Who merged with Compaq?", [("p1", 0.5)], g, ["Compaq"], weight_fn=fixed_weights(WEIGHTS),
                             reading="seed_star")
     assert not sub.used_fallback and sub.E_q == ["Compaq"] and sub.seeds == ["Compaq"]
     assert sub.G_tmp == g[:4]  # HP-PC supplier and Dell are not adjacent to the seed
@@ -238,9 +239,9 @@ def test_passages_reading_connects_the_retrieved_passages_and_prunes_cycles():
     """Reading "passages": G_tmp = every triple of G_q; the seed's component B_i reaches HP's other edge, and
     the MST drops the cycle edge (Compaq, is a, PC supplier) that the seed-star reading keeps."""
     g = _star_graph()
-    star = evidence_subgraph("Who merged with Compaq?", [], g, ["Compaq"], fixed_weights(WEIGHTS),
+    star = evidence_subgraph("Who merged with Compaq?", [], g, ["Compaq"], weight_fn=fixed_weights(WEIGHTS),
                              reading="seed_star")
-    sub = evidence_subgraph("Who merged with Compaq?", [], g, ["Compaq"], fixed_weights(WEIGHTS))
+    sub = evidence_subgraph("Who merged with Compaq?", [], g, ["Compaq"], weight_fn=fixed_weights(WEIGHTS))
     assert sub.reading == "passages" and sub.G_tmp == g
     assert [c.seeds for c in sub.components] == [["Compaq"]] and len(sub.components[0].triples) == 5
     # Kruskal: 0.9 C-1994, 0.8 HP-C, (0.6 parallel), 0.4 HP-PC supplier, (0.3 closes the cycle)
@@ -249,7 +250,8 @@ def test_passages_reading_connects_the_retrieved_passages_and_prunes_cycles():
     assert sub.removal == pytest.approx(2 / 5) and star.removal == pytest.approx(1 / 4)
     assert g[5] not in sub.weights  # Dell's component holds no seed: not weighted, not kept
     with pytest.raises(ValueError, match="G_tmp reading"):
-        evidence_subgraph("Who merged with Compaq?", [], g, ["Compaq"], fixed_weights(WEIGHTS), reading="both")
+        evidence_subgraph("Who merged with Compaq?", [], g, ["Compaq"], weight_fn=fixed_weights(WEIGHTS),
+                          reading="both")
 
 
 def test_config_default_reading_is_passages(cfg):
@@ -259,7 +261,7 @@ def test_config_default_reading_is_passages(cfg):
 def test_evidence_subgraph_disconnected_seeds_give_one_tree_each():
     g = _star_graph()
     sub = evidence_subgraph("Did Compaq and Michael Dell meet?", [], g, ["Compaq", "Michael Dell"],
-                            fixed_weights(WEIGHTS), threshold=0.5, method="dice")
+                            weight_fn=fixed_weights(WEIGHTS), threshold=0.5, method="dice")
     # "Dell" is a name variant of "Michael Dell" at Dice 0.5 (8 of 16 trigrams), so both seed one component
     assert [c.seeds for c in sub.components] == [["Compaq"], ["Michael Dell", "Dell"]]
     assert g[5] in sub.kept and g[3] in sub.pruned
@@ -268,18 +270,18 @@ def test_evidence_subgraph_disconnected_seeds_give_one_tree_each():
 
 def test_evidence_subgraph_no_matched_entity_is_empty():
     g = _star_graph()
-    sub = evidence_subgraph("Who painted the Mona Lisa?", [], g, ["Mona Lisa"], fixed_weights(WEIGHTS))
+    sub = evidence_subgraph("Who painted the Mona Lisa?", [], g, ["Mona Lisa"], weight_fn=fixed_weights(WEIGHTS))
     assert sub.E_q == [] and sub.used_fallback and sub.fallback_reason == "no_match"
     assert sub.G_tmp == g and sub.components == [] and sub.kept == [] and sub.pruned == []  # no seed, no B_i
     assert sub.evidence_pids() == []
-    sub = evidence_subgraph("Who painted the Mona Lisa?", [], g, ["Mona Lisa"], fixed_weights(WEIGHTS),
+    sub = evidence_subgraph("Who painted the Mona Lisa?", [], g, ["Mona Lisa"], weight_fn=fixed_weights(WEIGHTS),
                             fallback_on_no_match=False)
     assert sub.E_q == ["Mona Lisa"] and not sub.used_fallback and sub.kept == []
 
 
 def test_evidence_subgraph_tie_prefers_earlier_triple():
     g = [T("A", "r1", "B", "p1"), T("A", "r2", "B", "p2")]
-    sub = evidence_subgraph("What about A?", [], g, ["A"], lambda q, ts: [0.5] * len(ts))
+    sub = evidence_subgraph("What about A?", [], g, ["A"], weight_fn=lambda q, ts: [0.5] * len(ts))
     assert sub.kept == [g[0]] and sub.pruned == [g[1]]
 
 
@@ -369,7 +371,7 @@ def test_build_subgraphs_empty_and_bad_k(tiny_workspace):
 def test_subgraph_row_counts_each_step_and_gold_survival():
     g = _star_graph()
     sub = evidence_subgraph("Who merged with Compaq?", [("p1", 0.5), ("p2", 0.4), ("p4", 0.3)], g, ["Compaq"],
-                            fixed_weights(WEIGHTS), reading="seed_star")
+                            weight_fn=fixed_weights(WEIGHTS), reading="seed_star")
     row = subgraph_row(sub, ["p2", "p4", "p9"])
     assert row == {"D_q": 3, "G_q": 6, "E_q": 1, "fallback": False, "seeds": 1, "G_tmp": 4, "components": 1,
                    "G_Ans": 3, "pruned": 1, "seeded": True, "gold": 3, "gold_in_D_q": 2, "gold_in_G_tmp": 1,
@@ -383,7 +385,7 @@ def test_subgraph_row_counts_gold_in_g_tmp_from_g_tmp_s_own_sources():
     behind a G_Ans edge (p4's Dell triple holds no seed), and p9 was not retrieved."""
     g = _star_graph()
     sub = evidence_subgraph("Who merged with Compaq?", [("p1", 0.5), ("p3", 0.4), ("p4", 0.3)], g, ["Compaq"],
-                            fixed_weights(WEIGHTS))
+                            weight_fn=fixed_weights(WEIGHTS))
     row = subgraph_row(sub, ["p3", "p4", "p9"])
     assert (row["gold_in_D_q"], row["gold_in_G_tmp"], row["gold_in_G_Ans"]) == (2, 2, 1)
     assert (row["G_tmp"], row["G_Ans"], row["pruned"]) == (6, 3, 2)
@@ -425,17 +427,17 @@ def test_whole_triple_matching_of_a_description():
     1994): its head and tail become seeds, without the fallback (the Fig. 6 failure of the old matcher)."""
     g = _star_graph()
     q = "Which company merged in 2002 with the top PC maker of 1994?"
-    sub = evidence_subgraph(q, [], g, ["PC maker of 1994"], fixed_weights(WEIGHTS))
+    sub = evidence_subgraph(q, [], g, ["PC maker of 1994"], weight_fn=fixed_weights(WEIGHTS))
     assert not sub.used_fallback and sub.matched_by_triple == ["PC maker of 1994"]
     assert sub.seeds == ["1994", "Compaq"]
     assert ("Compaq", "was top PC maker of", "1994") in {(t.head, t.relation, t.tail) for t in sub.kept}
-    old = evidence_subgraph(q, [], g, ["PC maker of 1994"], fixed_weights(WEIGHTS), match_triples=False)
+    old = evidence_subgraph(q, [], g, ["PC maker of 1994"], weight_fn=fixed_weights(WEIGHTS), match_triples=False)
     assert old.used_fallback and old.fallback_reason == "no_match"
 
 
 def test_compare_readings_side_by_side(tiny_workspace, tiny_dataset):
     """Notebook 03's table: both readings on the same D_q, G_q and NER reply, no LLM call."""
-    from kgir_lib.kgir.subgraph import compare_readings
+    from kgir_lib.eval.algorithm1 import compare_readings
 
     ws = tiny_workspace(lambda req: '{"named_entities": ["Compaq"]}')
     (sub,), _ = build_subgraphs(ws, ["Who merged with Compaq in 2002?"], top_k=6)
@@ -456,7 +458,7 @@ def test_seed_star_tree_drops_the_edge_closing_a_cycle_through_shared_neighbours
     g = [T("Apple", "founded by", "Steve Jobs"), T("Apple", "based in", "Cupertino"),
          T("NeXT", "founded by", "Steve Jobs"), T("NeXT", "based in", "Cupertino")]
     w = {(t.head, t.relation, t.tail): x for t, x in zip(g, (0.9, 0.8, 0.7, 0.1))}
-    sub = evidence_subgraph("Did Apple and NeXT share a founder?", [], g, ["Apple", "NeXT"], fixed_weights(w),
+    sub = evidence_subgraph("Did Apple and NeXT share a founder?", [], g, ["Apple", "NeXT"], weight_fn=fixed_weights(w),
                             reading="seed_star")
     assert sorted(sub.seeds) == ["Apple", "NeXT"] and sub.G_tmp == g
     assert sub.kept == g[:3] and sub.pruned == [g[3]]  # the lightest edge of the 4-cycle

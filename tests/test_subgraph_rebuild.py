@@ -6,7 +6,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from kgir_lib.kg import Triple
-from kgir_lib.kgir.subgraph import evidence_subgraph, rebuild_subgraph
+from kgir_lib.eval.algorithm1 import rebuild_subgraph
+from kgir_lib.kgir.subgraph import evidence_subgraph
 
 G_Q = [Triple("Compaq", "merged with", "Hewlett-Packard", "p1"), Triple("Hewlett-Packard", "acquired", "Compaq", "p1"),
        Triple("Hewlett-Packard", "based in", "Palo Alto", "p2")]
@@ -26,7 +27,7 @@ def test_rebuilds_of_the_same_batch_encode_once_and_agree():
     ws = SimpleNamespace(cfg=SimpleNamespace(ngram_n=3, ngram_threshold=0.8, match_method="overlap"),
                          dense=SimpleNamespace(encoder=enc), reranker=None, dataset=SimpleNamespace(name="toy"))
     sub = evidence_subgraph("Who merged with Compaq?", [("p1", 0.9), ("p2", 0.5)], G_Q, ["Compaq"],
-                            lambda q, ts: [0.5] * len(ts), threshold=0.8, method="overlap")
+                            weight_fn=lambda q, ts: [0.5] * len(ts), threshold=0.8, method="overlap")
     a = rebuild_subgraph(ws, sub, threshold=0.9)
     calls = enc.calls
     b = rebuild_subgraph(ws, sub, threshold=0.95)  # the same seeds, so the same component triples

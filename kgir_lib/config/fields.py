@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import NamedTuple, Optional
 
@@ -32,116 +32,146 @@ class ConfigError(ValueError):
     """A profile or parameter is invalid; the message names the file or field."""
 
 
+def knob(default=MISSING, help: str = "", *, factory=None):
+    """A :class:`Config` field with its ``help`` in the field's metadata (``python -m kgir_lib.config`` lists
+    every field with its help, type and default; docs/operations.md renders that list)."""
+    if not help.strip():
+        raise ValueError("knob: every Config field says what it does (help)")
+    if factory is not None:
+        return field(default_factory=factory, metadata={"help": help})
+    return field(default=default, metadata={"help": help})
+
+
 @dataclass
 class Config:
-    """Every knob of the suite. Field names are the papermill parameter names."""
+    """Every knob of the suite. Field names are the papermill parameter names; each field's help is in its
+    metadata (:func:`knob`)."""
 
-    profile: str = "sample"
-    description: str = ""
+    profile: str = knob("sample", "the profile's name (kgir_lib/profiles/<name>.yaml) or YAML file; names the run "
+                                  "directory")
+    description: str = knob("", "what the profile is for, in words")
     # LLM (one interface, several backends: llamacpp | openai | vllm | scripted)
-    llm_backend: str = "llamacpp"
-    llm_model: str = "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M"
-    llm_model_path: Optional[str] = None
-    llm_base_urls: list = field(default_factory=list)
-    llm_api_key_env: str = "KGIR_LLM_API_KEY"
-    llm_json_mode: str = "llamacpp"  # llamacpp | vllm | openai | none
-    llm_max_concurrency: int = 1
-    llm_timeout_s: float = 120.0
-    llm_max_retries: int = 3
-    llm_retry_window_s: float = 30.0  # openai backend: no new attempt starts later than this after the first
-    llm_n_ctx: int = 4096
-    llm_n_threads: int = 2
-    llm_tensor_parallel_size: int = 1  # GPUs one vLLM server shards the model over (scripts/paper.sh starts it)
-    llm_seed: int = 0
-    temperature: float = 0.0
-    max_new_tokens: int = 192  # budget of any LLM stage without its own field below (e.g. free-form case-study calls)
+    llm_backend: str = knob("llamacpp", "the LLM backend: llamacpp (in process) | openai (a server) | vllm | "
+                                        "scripted (tests)")
+    llm_model: str = knob("Qwen2.5-Coder-0.5B-Instruct-Q4_K_M", "the LLM: an embedded GGUF name on llamacpp, the "
+                                                                "served model name on openai")
+    llm_model_path: Optional[str] = knob(None, "a GGUF file for llamacpp; null: the embedded model of llm_model")
+    llm_base_urls: list = knob(help="the openai backend's server URLs (one request stream each)", factory=list)
+    llm_api_key_env: str = knob("KGIR_LLM_API_KEY", "the environment variable the API key is read from (secrets "
+                                                    "only from the environment)")
+    llm_json_mode: str = knob("llamacpp", "how a JSON reply is constrained: llamacpp | vllm | openai | none")
+    llm_max_concurrency: int = knob(1, "requests in flight at once (openai backend)")
+    llm_timeout_s: float = knob(120.0, "seconds one request may take")
+    llm_max_retries: int = knob(3, "new attempts after a failed request")
+    llm_retry_window_s: float = knob(30.0, "openai backend: no new attempt starts later than this after the first")
+    llm_n_ctx: int = knob(4096, "llamacpp context length in tokens")
+    llm_n_threads: int = knob(2, "llamacpp CPU threads")
+    llm_tensor_parallel_size: int = knob(1, "GPUs one vLLM server shards the model over (scripts/paper.sh starts it)")
+    llm_seed: int = knob(0, "the LLM's sampling seed")
+    temperature: float = knob(0.0, "sampling temperature (0: greedy)")
+    max_new_tokens: int = knob(192, "budget of any LLM stage without its own field below (e.g. free-form "
+                                    "case-study calls)")
     # per-stage generation budgets (max new tokens). Paper values (paper.yaml) are large
     # enough never to cut a well-formed answer; usage tables count truncated completions (finish "length").
-    max_tokens_extract: int = 256        # KG extraction, one passage's triple list (KGIR-RAG §2.1)
-    max_tokens_ner: int = 64             # KGIR-RAG NER(q), eq. 4
-    max_tokens_rewrite: int = 64         # KGIR-RAG Rewrite, eq. 8
-    max_tokens_reflect: int = 192        # KGIR-RAG Reflection (CoT + verdict), §2.4
-    max_tokens_verdict: int = 32         # the reflection's verdict turn (format repair, not in the paper)
-    max_tokens_reader: int = 32          # the shared reader and closed-book answers
-    max_tokens_hyde: int = 128           # HyDE hypothetical passage
-    max_tokens_ircot: int = 64           # IRCoT: one reasoning sentence
-    max_tokens_iter_retgen: int = 96     # ITER-RETGEN generation of rounds 1..T-1
-    max_tokens_hipporag2_filter: int = 256  # HippoRAG 2 recognition-memory filter (JSON facts)
-    max_tokens_lightrag_extract: int = 1024  # LightRAG's own extraction, gleaning and summaries (native index)
+    max_tokens_extract: int = knob(256, "budget of KG extraction, one passage's triple list (KGIR-RAG §2.1)")
+    max_tokens_ner: int = knob(64, "budget of KGIR-RAG NER(q), eq. 4")
+    max_tokens_rewrite: int = knob(64, "budget of KGIR-RAG Rewrite, eq. 8")
+    max_tokens_reflect: int = knob(192, "budget of KGIR-RAG Reflection (CoT + verdict), §2.4")
+    max_tokens_verdict: int = knob(32, "budget of the reflection's verdict turn (format repair, not in the paper)")
+    max_tokens_reader: int = knob(32, "budget of the shared reader and closed-book answers")
+    max_tokens_hyde: int = knob(128, "budget of HyDE's hypothetical passage")
+    max_tokens_ircot: int = knob(64, "budget of IRCoT's reasoning sentence")
+    max_tokens_iter_retgen: int = knob(96, "budget of ITER-RETGEN's generation of rounds 1..T-1")
+    max_tokens_hipporag2_filter: int = knob(256, "budget of HippoRAG 2's recognition-memory filter (JSON facts)")
+    max_tokens_lightrag_extract: int = knob(1024, "budget of LightRAG's own extraction, gleaning and summaries "
+                                                  "(native index)")
     # retrieval
-    embed_model: str = "all-MiniLM-L6-v2"
-    embed_batch_size: int = 64
-    reranker_model: Optional[str] = None
-    embed_max_length: Optional[int] = None  # encoder input length in tokens; null: the encoder's default (paper §3.2:
-    #                                         BGE-M3 with inputs of up to 8192 tokens)
+    embed_model: str = knob("all-MiniLM-L6-v2", "the dense encoder (eq. 2)")
+    embed_batch_size: int = knob(64, "texts the encoder embeds at once")
+    reranker_model: Optional[str] = knob(None, "a cross-encoder reranker for Algorithm 1's edge weights; null: "
+                                               "cosine of question and triple text")
+    embed_max_length: Optional[int] = knob(None, "encoder input length in tokens; null: the encoder's default "
+                                                 "(paper §3.2: BGE-M3 with inputs of up to 8192 tokens)")
     # data
-    datasets: list = field(default_factory=lambda: ["musique", "hotpotqa", "musique_train"])
-    n_questions: Optional[int] = 8
-    allow_fewer_questions: bool = False  # a dataset with fewer questions than asked is an error unless true
-    seed: int = 0
+    datasets: list = knob(help="the datasets a run reads", factory=lambda: ["musique", "hotpotqa", "musique_train"])
+    n_questions: Optional[int] = knob(8, "questions a dataset (a seeded sample); null: every question")
+    allow_fewer_questions: bool = knob(False, "a dataset with fewer questions than asked is an error unless true")
+    seed: int = knob(0, "the question sample's seed")
     # KG extraction (notebook 01)
-    extract_max_passages: Optional[int] = 60
-    extract_datasets: list = field(default_factory=lambda: ["musique", "hotpotqa"])
+    extract_max_passages: Optional[int] = knob(60, "passages notebook 01 extracts a dataset (the extraction pool); "
+                                                   "null: every passage")
+    extract_datasets: list = knob(help="the datasets notebook 01 extracts with the LLM (the others import their "
+                                       "published OpenIE)", factory=lambda: ["musique", "hotpotqa"])
     # KGIR-RAG (paper §2.2-2.4)
-    top_k: int = 10                      # retrieval depth |D_q| of every method (eq. 2; KG²RAG's seed passages k);
-    #                                      also sizes notebook 01's extraction pool: the union of the sampled
-    #                                      questions' top_k passages (kgir_lib.kg.extract.extraction_pool), so
-    #                                      Algorithm 1 finds the triples of G_q already extracted
-    ngram_n: int = 3
-    ngram_threshold: float = 0.7         # eq. 5 threshold of match_method (results/benchmarks/matching.md)
-    match_method: str = "tokens"         # eq. 5 rule (MATCH_METHODS): "tokens" judged the same entity
-    #                                      best on hand-labelled pairs (highest recall at precision >= 90 %)
-    gtmp_reading: str = "passages"       # Algorithm 1 G_tmp: "passages" (connect D_q's entities) | "seed_star" (§2.2)
-    max_iterations: int = 3
-    max_evidence_triples: Optional[int] = 20  # G_Ans triples shown (heaviest first) to Rewrite, Reflection and the
-    #                                          reader; null: every triple (paper). A cap keeps a small model's prompt short
-    reflection_passages: str = "new"     # P_t of the reflection (§2.4): "new" (passages of D'_t not in D_t; the top of
-    #                                      D'_t only when none is new) | "all" (the top of D'_t)
-    kgir_answer_source: str = "reader"   # who writes the final answer: "reader" (the shared reader, over the evidence
-    #                                      the reflection read; one answer rule for every method) | "reflection" (Fig. 5)
-    reflect_prompt: str = "kgir_reflect"  # the reflection's prompt file: "kgir_reflect" (worded for small models) |
-    #                                      "kgir_reflect_paper" (Fig. 5 as published)
+    top_k: int = knob(10, "retrieval depth |D_q| of every method (eq. 2; KG²RAG's seed passages k); also sizes "
+                          "notebook 01's extraction pool: the union of the sampled questions' top_k passages "
+                          "(kgir_lib.kg.extract.extraction_pool), so Algorithm 1 finds the triples of G_q already "
+                          "extracted")
+    ngram_n: int = knob(3, "n of the character n-grams of the eq. 5 rules")
+    ngram_threshold: float = knob(0.7, "eq. 5 threshold of match_method (results/benchmarks/matching.md)")
+    match_method: str = knob("tokens", "eq. 5 rule (MATCH_METHODS): \"tokens\" judged the same entity best on "
+                                       "hand-labelled pairs (highest recall at precision >= 90 %)")
+    gtmp_reading: str = knob("passages", "Algorithm 1 G_tmp: \"passages\" (connect D_q's entities) | \"seed_star\" "
+                                         "(§2.2)")
+    max_iterations: int = knob(3, "KGIR-RAG's rounds T (Algorithm 2)")
+    max_evidence_triples: Optional[int] = knob(20, "G_Ans triples shown (heaviest first) to Rewrite, Reflection and "
+                                                   "the reader; null: every triple (paper). A cap keeps a small "
+                                                   "model's prompt short")
+    reflection_passages: str = knob("new", "P_t of the reflection (§2.4): \"new\" (passages of D'_t not in D_t; the "
+                                           "top of D'_t only when none is new) | \"all\" (the top of D'_t)")
+    kgir_answer_source: str = knob("reader", "who writes the final answer: \"reader\" (the shared reader, over the "
+                                             "evidence the reflection read; one answer rule for every method) | "
+                                             "\"reflection\" (Fig. 5)")
+    reflect_prompt: str = knob("kgir_reflect", "the reflection's prompt file: \"kgir_reflect\" (worded for small "
+                                               "models) | \"kgir_reflect_paper\" (Fig. 5 as published)")
     # A second LLM for KG extraction and question NER (paper §3.2: Qwen2.5-72B extracts triples and question
-    # entities for both reader LLMs). null: the reader LLM does both. Same backend, key and json mode as the reader.
-    kg_llm_model: Optional[str] = None
-    kg_llm_base_urls: list = field(default_factory=list)
+    # entities for both reader LLMs). Same backend, key and json mode as the reader.
+    kg_llm_model: Optional[str] = knob(None, "a second LLM for KG extraction and question NER (paper §3.2); null: "
+                                             "the reader LLM does both")
+    kg_llm_base_urls: list = knob(help="the second LLM's server URLs (openai backend)", factory=list)
     # baselines
-    kg2rag_m_hops: int = 1
-    kg2rag_budget: int = 10
-    ircot_max_steps: int = 3
-    iter_retgen_rounds: int = 3
+    kg2rag_m_hops: int = knob(1, "KG²RAG's graph expansion hops m")
+    kg2rag_budget: int = knob(10, "KG²RAG's context budget (passages)")
+    ircot_max_steps: int = knob(3, "IRCoT's reasoning steps")
+    iter_retgen_rounds: int = knob(3, "ITER-RETGEN's rounds T")
     # HippoRAG 2 (baselines/hipporag2.py; upstream defaults: linking_top_k 5, synonymy top 2047 at cosine >= 0.8)
-    hipporag2_synonymy: Optional[bool] = None  # synonymy edges; null: on for openai/vllm backends, off on CPU
-    hipporag2_link_top_k: int = 5              # facts linked to the question and phrase seeds kept
-    hipporag2_synonym_threshold: float = 0.8   # cosine a synonym must reach
-    hipporag2_synonym_top_k: int = 2047        # k of the phrase k-NN search for synonyms
-    lightrag_index: str = "suite_graph"  # LightRAG's index (baselines/lightrag_index.py): suite_graph | native
+    hipporag2_synonymy: Optional[bool] = knob(None, "HippoRAG 2's synonymy edges; null: on for openai/vllm backends, "
+                                                    "off on CPU")
+    hipporag2_link_top_k: int = knob(5, "HippoRAG 2: facts linked to the question and phrase seeds kept")
+    hipporag2_synonym_threshold: float = knob(0.8, "HippoRAG 2: cosine a synonym must reach")
+    hipporag2_synonym_top_k: int = knob(2047, "HippoRAG 2: k of the phrase k-NN search for synonyms")
+    lightrag_index: str = knob("suite_graph", "LightRAG's index (baselines/lightrag_index.py): suite_graph | native")
     # ablation / sensitivity / robustness studies (notebook 06)
-    ablation_datasets: list = field(default_factory=lambda: ["musique", "hotpotqa"])  # Table 7 and KG²RAG ablations
-    study_datasets: list = field(default_factory=lambda: ["musique_train"])  # sweeps and robustness
-    # methods of notebook 05 (registry keys of kgir_lib.registry.METHODS, checked there); null: every method
-    eval_methods: Optional[list] = None
-    # the study variants notebook 04 runs for its step attribution (keys of kgir_lib.registry.STUDY_METHODS: the
-    # oracles and two repairs of ours, never the paper's method); null: every one; []: none
-    attribution_methods: Optional[list] = None
-    # the datasets the step attribution covers, a filter on `datasets` (a run narrowed to other datasets covers
-    # none of them); null: every dataset of the run
-    attribution_datasets: Optional[list] = None
-    # notebook 04's loss decomposition: the models that re-read KGIR-RAG's final reader prompts, smallest first
-    # (embedded GGUF names on llamacpp; served model names on openai); null: the profile's own model only
-    decomposition_readers: Optional[list] = None
-    study_n_questions: Optional[int] = 4  # questions a sweep point (null: n_questions)
-    robustness_seeds: int = 3  # seeds a drop fraction (KG²RAG robustness)
+    ablation_datasets: list = knob(help="notebook 06: the datasets of Table 7 and KG²RAG's ablations",
+                                   factory=lambda: ["musique", "hotpotqa"])
+    study_datasets: list = knob(help="notebook 06: the datasets of the sweeps and the robustness study",
+                                factory=lambda: ["musique_train"])
+    eval_methods: Optional[list] = knob(None, "the methods of notebook 05 (registry keys of "
+                                              "kgir_lib.registry.METHODS, checked there); null: every method")
+    attribution_methods: Optional[list] = knob(None, "the study variants notebook 04 runs for its step attribution "
+                                                     "(keys of kgir_lib.registry.STUDY_METHODS: the oracles and two "
+                                                     "repairs of ours, never the paper's method); null: every one; "
+                                                     "[]: none")
+    attribution_datasets: Optional[list] = knob(None, "the datasets the step attribution covers, a filter on "
+                                                      "datasets (a run narrowed to other datasets covers none of "
+                                                      "them); null: every dataset of the run")
+    decomposition_readers: Optional[list] = knob(None, "notebook 04's loss decomposition: the models that re-read "
+                                                       "KGIR-RAG's final reader prompts, smallest first (embedded "
+                                                       "GGUF names on llamacpp; served model names on openai); "
+                                                       "null: the profile's own model only")
+    study_n_questions: Optional[int] = knob(4, "questions a sweep point (null: n_questions)")
+    robustness_seeds: int = knob(3, "seeds a drop fraction (KG²RAG robustness)")
     # reader context
-    context_passages: int = 5
-    passage_chars: Optional[int] = 600
+    context_passages: int = knob(5, "passages the shared reader reads beside a method's evidence (and P_t's size)")
+    passage_chars: Optional[int] = knob(600, "characters of a passage a prompt shows; null: the whole passage")
     # locations. Precedence: an explicit parameter, else $KGIR_DATA_DIR / $KGIR_RESULTS_DIR /
-    # $KGIR_FIGURES_DIR, else the profile's value, else the defaults below (the environment wins over a
+    # $KGIR_FIGURES_DIR, else the profile's value, else the defaults (the environment wins over a
     # profile, so the test suite's KGIR_RESULTS_DIR is never silently overridden by a profile).
-    data_dir: Optional[str] = None
-    results_dir: Optional[str] = None
-    figures_dir: Optional[str] = None
-    run_name: Optional[str] = None  # the run directory's name; null: the profile's (see profile_identity)
+    data_dir: Optional[str] = knob(None, "the data folder; null: $KGIR_DATA_DIR, else ../shared/data beside the "
+                                         "project, else data/samples/")
+    results_dir: Optional[str] = knob(None, "where run directories go; null: $KGIR_RESULTS_DIR, else results/")
+    figures_dir: Optional[str] = knob(None, "where figures go; null: $KGIR_FIGURES_DIR, else figures/")
+    run_name: Optional[str] = knob(None, "the run directory's name; null: the profile's (see profile_identity)")
 
     # ---- derived locations -------------------------------------------------
     @property

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from ..kgir.entity_matching import (content_tokens, ground_entities, match_entities, match_question, name_features,
-                                    normalize_name, _dice, _overlap)
+from ..kgir.entity_matching import _dice, _overlap, content_tokens, match_entities, name_features, normalize_name
+from ..kgir.seeds import ground_entities, match_question
 
 LABELS = ("same", "different")
 PAIR_COLUMNS = ("qid", "dataset", "question", "question_entity", "graph_entity", "label", "stratum", "rivals")
@@ -86,7 +86,8 @@ def trace_rounds_of_run(run_dir: Path, method_prefix: str = "kgir") -> list:
 
 def reproduced(rounds: Sequence[MatchRound], method: str, threshold: float, n: int = 3) -> int:
     """How many rounds give, recomputed under the rule the run used, exactly the recorded seeds and |G_q|."""
-    return sum(list(r.recorded_seeds) == match_question(r.question, r.llm_entities, r.G_q, n, threshold, method).seeds
+    return sum(list(r.recorded_seeds) == match_question(r.question, r.llm_entities, r.G_q, n, threshold=threshold,
+                                                        method=method).seeds
                and r.recorded_n_G_q == len(r.G_q) for r in rounds)
 
 
@@ -141,7 +142,7 @@ def read_pairs(path: Path) -> list:
 def predict(pair: LabelledPair, method: str, threshold: float, n: int = 3) -> bool:
     """Whether the rule matches the pair's question entity to its graph entity, among its round's rivals
     (which matter to the best-only rules only)."""
-    found = match_entities([pair.question_entity], (pair.graph_entity, *pair.rivals), n, threshold, method)
+    found = match_entities([pair.question_entity], (pair.graph_entity, *pair.rivals), n, threshold, method=method)
     return any(e == pair.graph_entity for e, _ in found[pair.question_entity])
 
 
@@ -180,9 +181,9 @@ def seed_rates(rounds: Sequence[MatchRound], method: str, threshold: float, n: i
         by_name = by_any = fallback = seeded = matched_ents = 0
         kinds = {"equal": 0, "contains": 0, "contained": 0, "other": 0}
         for r in rs:
-            m = match_question(r.question, r.llm_entities, r.G_q, n, threshold, method)
+            m = match_question(r.question, r.llm_entities, r.G_q, n, threshold=threshold, method=method)
             E_q = r.E_q
-            names = match_entities(E_q, r.graph_entities, n, threshold, method) if E_q else {}
+            names = match_entities(E_q, r.graph_entities, n, threshold, method=method) if E_q else {}
             by_name += any(names.values())
             by_any += (not m.used_fallback and bool(m.seeds))
             fallback += m.used_fallback

@@ -1,28 +1,23 @@
 """KGIR-RAG iterative query rewrite (paper §2.3, eq. 8, Fig. 4) and reflection (§2.4, Fig. 5).
 
 - ``q' = Rewrite(q, q_history, G_Ans)``: :func:`rewrite_requests` / :func:`parse_rewrite`
-  (prompt ``kgir_rewrite``): the LLM replaces the multi-hop part of the question
-  with facts from the evidence triples without changing its meaning.
+  (prompt ``kgir_rewrite``): the LLM replaces the multi-hop part of the question with facts from
+  the evidence triples without changing its meaning.
 - ``Reflection(q', G_Ans, q_history, P_t)``: :func:`reflection_requests` /
   :func:`parse_reflection` (prompt ``kgir_reflect``): chain of thought, then either
-  ``Answer: ...`` or ``Missing: ...``. ``P_t`` ("Retrieved passages") are, under the
-  rule ``"new"``, the passages of the rewritten question's retrieval ``D'_t`` that ``D_t`` did not
+  ``Answer: ...`` or ``Missing: ...``. ``P_t`` ("Retrieved passages") are, under the rule
+  ``"new"``, the passages of the rewritten question's retrieval ``D'_t`` that ``D_t`` did not
   hold (the top of ``D'_t`` when none is new), under ``"all"`` the top of ``D'_t``
   (:func:`kgir_lib.kgir.state.reflection_passages`). In the last allowed round the prompt tells
   the model it must answer (``final=True``); a question it still leaves open is stopped by the
   round cap and answered by the shared reader.
-- The bridge rewrite (a study variant, ours, not the paper's): :func:`bridge_rewrite_requests` /
-  :func:`parse_bridge_rewrite` (prompt ``kgir_bridge_rewrite``): the LLM first names the entity of the triples
-  that answers the hop the question depends on (``Bridge: ...``), then writes the question with that hop
-  replaced by it (``Question: ...``).
 - A reflection reply with no verdict line gets one more turn, :func:`verdict_request` (prompt
-  ``kgir_reflect_verdict``, not in the paper): the reply stays in the conversation and the model is
-  asked for the verdict line alone; :func:`with_verdict` combines the two replies.
+  ``kgir_reflect_verdict``, not in the paper): the reply stays in the conversation and the model
+  is asked for the verdict line alone; :func:`with_verdict` combines the two replies.
 
-Parsing is tolerant and never raises: a reply without a usable line is
-*malformed*, counted by the caller, and handled conservatively (a malformed
-rewrite keeps the previous question; a malformed reflection counts as "not
-answerable").
+Parsing is tolerant and never raises: a reply without a usable line is *malformed*, counted by
+the caller, and handled conservatively (a malformed rewrite keeps the previous question; a
+malformed reflection counts as "not answerable").
 """
 from __future__ import annotations
 
@@ -40,21 +35,27 @@ VERDICT_MAX_TOKENS = 32
 FINAL_NOTE = "This is the last round: give your best answer now (write \"Answer: ...\").\n"
 
 _REWRITE = re.compile(r"^\s*(?:rewritten|new|simpler)?\s*question\s*[:：]\s*(.*)$", re.I)
-_ANSWER = re.compile(r"^\s*(?:(?:so|thus|therefore|the|final|short)[\s,]+){0,3}answer\s*(?:is)?\s*[:：]\s*(.*)$", re.I)
-_MISSING = re.compile(r"^\s*(?:(?:the|still)\s+)?(?:missing(?:\s+information)?|information\s+missing|needed|need)"
+_ANSWER = re.compile(r"^\s*(?:(?:so|thus|therefore|the|final|short)[\s,]+){0,3}"
+                     r"answer\s*(?:is)?\s*[:：]\s*(.*)$", re.I)
+_MISSING = re.compile(r"^\s*(?:(?:the|still)\s+)?"
+                      r"(?:missing(?:\s+information)?|information\s+missing|needed|need)"
                       r"\s*[:：]\s*(.*)$", re.I)
-_QWORDS = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was", "were", "do",
-           "does", "did", "in", "on", "at", "from", "for", "of", "by", "can", "has", "have", "had", "name"}
+_QWORDS = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are",
+           "was", "were", "do", "does", "did", "in", "on", "at", "from", "for", "of", "by", "can",
+           "has", "have", "had", "name"}
 _REASON = re.compile(r"^\s*reasoning\s*[:：]\s*(.*)$", re.I)
-_NO_ANSWER = re.compile(r"^(?:unknown|none|n/?a|not (?:enough|sure|known|given|mentioned|available)|"
-                        r"cannot (?:be )?(?:answer|determine)|can't|insufficient|no (?:answer|information))\b", re.I)
+_NO_ANSWER = re.compile(r"^(?:unknown|none|n/?a|"
+                        r"not (?:enough|sure|known|given|mentioned|available)|"
+                        r"cannot (?:be )?(?:answer|determine)|can't|insufficient|"
+                        r"no (?:answer|information))\b", re.I)
+_MARKED_REWRITE = re.compile(r"^\s*rewritten\s+question\s*[:：]\s*(.*)$", re.I)
 
 
 def format_history(history: Sequence[dict], original: Optional[str] = None) -> str:
     """The rewrite history ``q_history`` as prompt lines (empty string when there is none).
 
-    Each entry is ``{"rewrite": str, "missing": str | None}``; ``original`` (the
-    user's question, shown to Reflection, which sees the rewritten one) comes first.
+    Each entry is ``{"rewrite": str, "missing": str | None}``; ``original`` (the user's question,
+    shown to Reflection, which sees the rewritten one) comes first.
     """
     lines = [f"Original question: {original}"] if original else []
     for i, h in enumerate(history, 1):
@@ -65,33 +66,37 @@ def format_history(history: Sequence[dict], original: Optional[str] = None) -> s
 
 
 def evidence_block(triples_text: Optional[str] = None, passages_text: Optional[str] = None) -> str:
-    """The evidence shown to Rewrite and Reflection: ``Triples:`` (G_Ans) or ``Passages:`` (w/o subgraph)."""
+    """The evidence shown to Rewrite and Reflection: ``Triples:`` (G_Ans) or ``Passages:`` (w/o
+    subgraph)."""
     if triples_text is not None:
         return f"Triples:\n{triples_text}"
     return f"Passages:\n{passages_text if passages_text is not None else '(none)'}"
 
 
 # ---------------------------------------------------------------- rewrite (eq. 8, Fig. 4)
-def rewrite_requests(questions: Sequence[str], evidences: Sequence[str], histories: Sequence[Sequence[dict]],
-                     max_tokens: int = REWRITE_MAX_TOKENS) -> list:
+def rewrite_requests(questions: Sequence[str], evidences: Sequence[str],
+                     histories: Sequence[Sequence[dict]], max_tokens: int = REWRITE_MAX_TOKENS,
+                     ) -> list:
     """One Rewrite request per question: original ``q``, its history and the evidence text (eq. 8).
 
-    ``evidences`` are evidence blocks from :func:`evidence_block`: the ``G_Ans``
-    triples, or (without the subgraph module) the most similar passages.
+    ``evidences`` are evidence blocks from :func:`evidence_block`: the ``G_Ans`` triples, or
+    (without the subgraph module) the most similar passages.
     """
     if not len(questions) == len(evidences) == len(histories):
         raise ValueError("rewrite_requests: questions, evidences and histories differ in length")
-    return [chat("kgir_rewrite", {"question": q, "evidence": ev, "history": format_history(hist)}, rstrip=True,
-                 max_tokens=max_tokens, stop=("\n\n", "\nTriples:"))
+    return [chat("kgir_rewrite", {"question": q, "evidence": ev, "history": format_history(hist)},
+                 rstrip=True, max_tokens=max_tokens, stop=("\n\n", "\nTriples:"))
             for q, ev, hist in zip(questions, evidences, histories)]
 
 
-def _strip(s: str) -> str:
+def strip_marks(s: str) -> str:
+    """``s`` without the quotes, asterisks and backticks a small model wraps a line in."""
     return trim(s, "\"'*`", "\"'*`")
 
 
 def degenerate(text: str, n: int = 3, max_repeats: int = 2) -> bool:
-    """True when some word ``n``-gram occurs more than ``max_repeats`` times (a small model looping)."""
+    """True when some word ``n``-gram occurs more than ``max_repeats`` times (a small model
+    looping)."""
     words = re.findall(r"\w+", text.lower())
     seen: dict = {}
     for i in range(len(words) - n + 1):
@@ -104,7 +109,9 @@ def degenerate(text: str, n: int = 3, max_repeats: int = 2) -> bool:
 
 def _is_question(line: str) -> bool:
     """A usable rewrite: 3-300 characters, not a copied triple, not looping, and a question."""
-    if not 3 <= len(line) <= 300 or line.startswith("(") or not re.search(r"\w", line) or degenerate(line):
+    if not 3 <= len(line) <= 300 or line.startswith("("):
+        return False
+    if not re.search(r"\w", line) or degenerate(line):
         return False
     first = re.split(r"\W+", line.lower(), maxsplit=1)[0]
     return line.endswith("?") or first in _QWORDS
@@ -113,65 +120,21 @@ def _is_question(line: str) -> bool:
 def parse_rewrite(text: Optional[str]) -> Optional[str]:
     """The rewritten question in a Rewrite reply, or ``None`` if the reply is unusable.
 
-    The prompt ends with ``Rewritten question:``, so the completion starts with
-    the rewrite. Taken, in this order: the first line marked ``Rewritten
-    question:``; else the first line that is a question (a ``Question:`` marker
-    is removed). A copied triple ``(h, r, t)``, a statement or a looping text
-    (:func:`degenerate`) is not a rewrite.
-    A '?' is appended when missing.
+    The prompt ends with ``Rewritten question:``, so the completion starts with the rewrite.
+    Taken, in this order: the first line marked ``Rewritten question:``; else the first line that
+    is a question (a ``Question:`` marker is removed). A copied triple ``(h, r, t)``, a statement
+    or a looping text (:func:`degenerate`) is not a rewrite. A '?' is appended when missing.
     """
     lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
-    marked = [m.group(1) for m in (re.match(r"^\s*rewritten\s+question\s*[:：]\s*(.*)$", ln, re.I) for ln in lines) if m]
-    candidates = [_strip(x) for x in marked]
+    marked = [m.group(1) for m in (_MARKED_REWRITE.match(ln) for ln in lines) if m]
+    candidates = [strip_marks(x) for x in marked]
     for ln in lines:
         m = _REWRITE.match(ln)
-        candidates.append(_strip(m.group(1) if m else ln))
+        candidates.append(strip_marks(m.group(1) if m else ln))
     for c in candidates:
         if _is_question(c):
             return c if c.endswith("?") else c.rstrip(".") + "?"
     return None
-
-
-# ---------------------------------------------------------------- the bridge rewrite (study variant, ours)
-_BRIDGE = re.compile(r"^\s*bridge(?:\s+entity)?\s*[:：]\s*(.*)$", re.I)
-_NO_BRIDGE = {"", "none", "n/a", "na", "unknown", "no bridge", "nothing", "null"}
-
-
-@dataclass(frozen=True)
-class BridgeRewrite:
-    """A parsed bridge-rewrite reply: the bridge entity it names (``None``: no usable ``Bridge:`` line, or
-    "none") and the rewritten question (``None``: malformed, the caller keeps the query)."""
-
-    bridge: Optional[str]
-    question: Optional[str]
-
-    @property
-    def malformed(self) -> bool:
-        return self.question is None
-
-
-def bridge_rewrite_requests(questions: Sequence[str], evidences: Sequence[str], histories: Sequence[Sequence[dict]],
-                            max_tokens: int = REWRITE_MAX_TOKENS) -> list:
-    """One bridge-rewrite request per question (prompt ``kgir_bridge_rewrite``): the same inputs as
-    :func:`rewrite_requests` (``q``, its history, the evidence), a two-line reply asked for."""
-    if not len(questions) == len(evidences) == len(histories):
-        raise ValueError("bridge_rewrite_requests: questions, evidences and histories differ in length")
-    return [chat("kgir_bridge_rewrite", {"question": q, "evidence": ev, "history": format_history(hist)},
-                 rstrip=True, max_tokens=max_tokens, stop=("\n\n", "\nTriples:"))
-            for q, ev, hist in zip(questions, evidences, histories)]
-
-
-def parse_bridge_rewrite(text: Optional[str]) -> BridgeRewrite:
-    """The bridge and the question of a bridge-rewrite reply; never raises.
-
-    The bridge is the first ``Bridge:`` line ("none", "unknown" or empty: no bridge). The question is read
-    from the other lines as :func:`parse_rewrite` reads a rewrite (``Question:`` / ``Rewritten question:``
-    markers, else the first line that is a question); none is a malformed reply."""
-    lines = (text or "").splitlines()
-    marked = [m.group(1) for m in (_BRIDGE.match(ln) for ln in lines) if m]
-    bridge = _strip(_clean_answer(marked[0])) if marked else None
-    question = parse_rewrite("\n".join(ln for ln in lines if not _BRIDGE.match(ln)))
-    return BridgeRewrite(None if bridge is None or bridge.lower() in _NO_BRIDGE else bridge, question)
 
 
 # ---------------------------------------------------------------- reflection (Fig. 5)
@@ -189,22 +152,25 @@ class Reflection:
         return asdict(self)
 
 
-def reflection_requests(questions: Sequence[str], evidences: Sequence[str], histories: Sequence[Sequence[dict]],
-                        passages: Sequence[str], final: Sequence[bool], originals: Optional[Sequence[str]] = None,
+def reflection_requests(questions: Sequence[str], evidences: Sequence[str],
+                        histories: Sequence[Sequence[dict]], passages: Sequence[str], *,
+                        final: Sequence[bool], originals: Optional[Sequence[str]] = None,
                         max_tokens: int = REFLECT_MAX_TOKENS, prompt: str = "kgir_reflect") -> list:
-    """One Reflection request per (rewritten) question: evidence, history and the round's passages ``P_t``.
+    """One Reflection request per (rewritten) question: evidence, history and the round's passages
+    ``P_t``.
 
     ``final[i]`` marks the last allowed round: the prompt then says the model must answer.
     ``originals[i]``, when it differs from ``questions[i]``, is shown as the original question.
-    ``prompt`` is the prompt file (``cfg.reflect_prompt``: ``kgir_reflect``, worded for small models, or
-    ``kgir_reflect_paper``, Fig. 5 as published).
+    ``prompt`` is the prompt file (``cfg.reflect_prompt``: ``kgir_reflect``, worded for small
+    models, or ``kgir_reflect_paper``, Fig. 5 as published).
     """
     n = len(questions)
     originals = list(originals) if originals is not None else [None] * n
     if not (len(evidences) == len(histories) == len(passages) == len(final) == len(originals) == n):
         raise ValueError("reflection_requests: the argument lists differ in length")
     out = []
-    for q, ev, hist, ps, fin, orig in zip(questions, evidences, histories, passages, final, originals):
+    for q, ev, hist, ps, fin, orig in zip(questions, evidences, histories, passages, final,
+                                          originals):
         hist_text = format_history(hist, orig if orig and orig != q else None)
         values = {"question": q, "evidence": ev, "passages": ps, "history": hist_text,
                   "final_note": FINAL_NOTE if fin else ""}
@@ -213,26 +179,28 @@ def reflection_requests(questions: Sequence[str], evidences: Sequence[str], hist
     return out
 
 
-def _clean_answer(s: str) -> str:
-    s = _strip(s.splitlines()[0] if s else "")
+def clean_answer(s: str) -> str:
+    """The first line of ``s`` without wrapping marks and a final full stop."""
+    s = strip_marks(s.splitlines()[0] if s else "")
     return trim(s, "", ".")
 
 
 def parse_reflection(text: Optional[str]) -> Reflection:
     """Parse a Reflection reply; never raises.
 
-    The verdict is the *first* ``Answer:`` or ``Missing:`` line (a small model may
-    ramble on). An empty answer or one that says it cannot answer ("unknown",
-    "not enough ...") counts as not answerable, with that text as the missing
-    information. A reply with neither line is malformed: not answerable, and the
-    missing information is unknown (``None``). The reasoning is the text before
-    the verdict (the prompt ends with ``Reasoning:``).
+    The verdict is the *first* ``Answer:`` or ``Missing:`` line (a small model may ramble on). An
+    empty answer or one that says it cannot answer ("unknown", "not enough ...") counts as not
+    answerable, with that text as the missing information. A reply with neither line is
+    malformed: not answerable, and the missing information is unknown (``None``). The reasoning
+    is the text before the verdict (the prompt ends with ``Reasoning:``).
     """
     text = (text or "").strip()
     lines = text.splitlines()
-    reasoning, verdict = [], None
+    reasoning = []
+    verdict = None
     for ln in lines:
-        ma, mm = _ANSWER.match(ln), _MISSING.match(ln)
+        ma = _ANSWER.match(ln)
+        mm = _MISSING.match(ln)
         if ma or mm:
             verdict = ("answer", ma.group(1)) if ma else ("missing", mm.group(1))
             break
@@ -242,7 +210,7 @@ def parse_reflection(text: Optional[str]) -> Reflection:
     if verdict is None:
         return Reflection(False, None, None, reason, malformed=True)
     kind, body = verdict
-    body = _clean_answer(body)
+    body = clean_answer(body)
     if kind == "answer":
         if body and not _NO_ANSWER.match(body):
             return Reflection(True, body, None, reason)
@@ -252,22 +220,24 @@ def parse_reflection(text: Optional[str]) -> Reflection:
 
 def verdict_request(request: ChatRequest, reply: str, final: bool = False,
                     max_tokens: int = VERDICT_MAX_TOKENS) -> ChatRequest:
-    """The verdict turn after a reflection reply without a verdict line (format repair, not in §2.4).
+    """The verdict turn after a reflection reply without a verdict line (format repair, not in
+    §2.4).
 
     The conversation is ``request``'s messages, then ``reply`` as the assistant turn, then the
-    ``kgir_reflect_verdict`` user turn asking for one ``Answer:`` or ``Missing:`` line (in the last
-    round, with the note that the model must answer).
+    ``kgir_reflect_verdict`` user turn asking for one ``Answer:`` or ``Missing:`` line (in the
+    last round, with the note that the model must answer).
     """
     ask = chat("kgir_reflect_verdict", {"final_note": FINAL_NOTE if final else ""}, rstrip=True)
-    messages = request.messages + (("assistant", (reply or "").strip() or "(no reply)"),) + ask.messages
+    said = ("assistant", (reply or "").strip() or "(no reply)")
+    messages = request.messages + (said,) + ask.messages
     return ChatRequest(messages=messages, max_tokens=max_tokens, temperature=request.temperature,
                        stop=("\n\n",), seed=request.seed, prompt="kgir_reflect_verdict")
 
 
 def with_verdict(first: Reflection, verdict_text: Optional[str]) -> Reflection:
-    """``first`` (a malformed reflection) completed by the verdict turn's reply: the verdict comes from
-    ``verdict_text`` and the reasoning from ``first``. Still malformed if the verdict turn has no
-    verdict line either."""
+    """``first`` (a malformed reflection) completed by the verdict turn's reply: the verdict comes
+    from ``verdict_text`` and the reasoning from ``first``. Still malformed if the verdict turn has
+    no verdict line either."""
     second = parse_reflection(verdict_text)
     if second.malformed:
         return first

@@ -1,19 +1,24 @@
 """One round of the KGIR-RAG loop as a typed record, and the tables read from KGIR-RAG traces.
 
-:class:`LoopRound` is the one shape of a round: the loop (:mod:`kgir_lib.kgir.loop`) fills it and
-writes it into the question's trace with :meth:`LoopRound.to_dict`; every reader (the case study,
-:mod:`kgir_lib.notebook.case.bridges`, :func:`trace_row`, :func:`usable_counts`,
-:func:`kgir_lib.notebook.viz.render_trace`) reads it back with :meth:`LoopRound.from_dict`, which tolerates keys an
-older trace lacks.
+:class:`LoopRound` is the one shape of a round: the loop (:mod:`kgir_lib.kgir.loop`) fills it
+and writes it into the question's trace with :meth:`LoopRound.to_dict`; every reader (notebook
+07's case, :mod:`kgir_lib.notebook.case.bridges`, :func:`trace_row`, :func:`usable_counts`,
+:func:`kgir_lib.notebook.viz.render_trace`) reads it back with :meth:`LoopRound.from_dict`,
+which tolerates keys an older trace lacks.
 
 Trace form of a round (keys of stages that did not run are absent)::
 
     iteration, query, retrieved [[pid, cosine]], usable {stage: bool}, truncated {stage: bool},
     ner_raw, subgraph (EvidenceSubgraph.to_dict), evidence_source, evidence, evidence_pids,
     evidence_triples, evidence_shown (G_Ans triples, and those shown under the profile's cap),
-    rewrite {raw, question, malformed, unchanged[, form, bridge]}, rewrite_retrieved, new_passages, reflection_passages,
+    rewrite {raw, question, malformed, unchanged[, form, bridge]}, rewrite_retrieved,
+    new_passages, reflection_passages,
     reflection {raw, final, answerable, answer, missing, reasoning, malformed[, verdict_raw]},
     final {raw, question, answer, forced, context_pids} (the shared reader's call of the round)
+
+``rewrite.form`` and ``rewrite.bridge`` are written only by a rewrite step other than eq. 8's
+prompt (its own name for how ``q'_t`` was made, and the bridge entity it named);
+``final.forced`` says the reader answered because the round cap was reached (Algorithm 2).
 """
 from __future__ import annotations
 
@@ -35,17 +40,18 @@ def _pairs(rows: Sequence) -> list:
 
 @dataclass
 class Verdict(Reflection):
-    """A round's reflection (Fig. 5) as the trace keeps it: the parsed verdict, the raw reply, whether it
-    was the last round, and the verdict turn's reply if there was one."""
+    """A round's reflection (Fig. 5) as the trace keeps it: the parsed verdict, the raw reply,
+    whether it was the last round, and the verdict turn's reply if there was one."""
 
     raw: str = ""
     final: bool = False
-    verdict_raw: Optional[str] = None  # the verdict turn's reply, when the first reply had no verdict line
+    verdict_raw: Optional[str] = None  # the verdict turn's reply (the first had no verdict line)
 
     @classmethod
     def from_dict(cls, d: dict) -> "Verdict":
-        return cls(answerable=bool(d.get("answerable")), answer=d.get("answer"), missing=d.get("missing"),
-                   reasoning=d.get("reasoning") or "", malformed=bool(d.get("malformed")), raw=d.get("raw") or "",
+        return cls(answerable=bool(d.get("answerable")), answer=d.get("answer"),
+                   missing=d.get("missing"), reasoning=d.get("reasoning") or "",
+                   malformed=bool(d.get("malformed")), raw=d.get("raw") or "",
                    final=bool(d.get("final")), verdict_raw=d.get("verdict_raw"))
 
     def to_dict(self) -> dict:
@@ -58,8 +64,9 @@ class Verdict(Reflection):
 
 @dataclass
 class FinalCall:
-    """A shared-reader call of the round: the answer after the reflection stopped (or was forced to), an
-    ablation's answer, or a forced-rounds round's answer; ``context_pids`` are the passages it read."""
+    """A shared-reader call of the round: the answer after the reflection stopped (or the round
+    cap was reached: ``forced``), an ablation's answer, or an answer read at every round;
+    ``context_pids`` are the passages it read."""
 
     raw: str
     question: str
@@ -69,38 +76,39 @@ class FinalCall:
 
     @classmethod
     def from_dict(cls, d: dict) -> "FinalCall":
-        return cls(d.get("raw") or "", d.get("question") or "", d.get("answer") or "", bool(d.get("forced")),
-                   list(d.get("context_pids") or []))
+        return cls(d.get("raw") or "", d.get("question") or "", d.get("answer") or "",
+                   bool(d.get("forced")), list(d.get("context_pids") or []))
 
 
 @dataclass
 class LoopRound:
-    """One round of the KGIR-RAG loop (§2.2-2.4): retrieval, subgraph, rewrite, reflection, final call."""
+    """One round of the KGIR-RAG loop (§2.2-2.4): retrieval, subgraph, rewrite, reflection,
+    reader."""
 
     iteration: int
     query: str
     retrieved: list                      # D_t: [(pid, cosine)], best first (eq. 2)
-    G_q: list = field(default_factory=list)  # triples of D_t (eq. 3); not in the trace (re-read from the KG)
+    G_q: list = field(default_factory=list)  # triples of D_t (eq. 3); the trace keeps its size only
     ner_raw: Optional[str] = None        # the LLM's NER reply (eq. 4)
-    subgraph: Optional[EvidenceSubgraph] = None  # NER, matches, seeds, G_tmp, components, weights, G_Ans
-    n_G_q: Optional[int] = None          # |G_q| and |G_tmp| as computed (the trace keeps G_Ans and the pruned
-    n_G_tmp: Optional[int] = None        # triples only, so a subgraph read back holds part of G_tmp)
-    evidence_source: Optional[str] = None  # "subgraph" or "passages" (what Rewrite and Reflection saw)
+    subgraph: Optional[EvidenceSubgraph] = None  # NER, matches, seeds, G_tmp, components, G_Ans
+    n_G_q: Optional[int] = None          # |G_q| and |G_tmp| as computed (the trace keeps G_Ans and
+    n_G_tmp: Optional[int] = None        # the pruned triples only: a subgraph read back holds part)
+    evidence_source: Optional[str] = None  # "subgraph" | "passages": what Rewrite, Reflection saw
     evidence: str = ""                   # that evidence text
     evidence_pids: list = field(default_factory=list)  # the passages of a "passages" evidence
-    evidence_triples: Optional[int] = None  # distinct G_Ans triples, and how many of them were shown
+    evidence_triples: Optional[int] = None  # distinct G_Ans triples, and how many were shown
     evidence_shown: Optional[int] = None    # (cfg.max_evidence_triples)
-    rewrite: Optional[str] = None        # q'_t (eq. 8); the previous query when the reply was malformed
+    rewrite: Optional[str] = None        # q'_t (eq. 8); the query kept when the reply was malformed
     rewrite_raw: Optional[str] = None    # None: no rewrite stage in this round
     rewrite_malformed: bool = False
     rewrite_unchanged: bool = False
-    rewrite_form: Optional[str] = None   # study variants: "oracle" (the ideal rewrite, no LLM call) or "bridge"
-    rewrite_bridge: Optional[str] = None  # (the two-field bridge rewrite, its Bridge line); None: the paper's rewrite
+    rewrite_form: Optional[str] = None   # a rewrite step's name for its form; None: eq. 8's prompt
+    rewrite_bridge: Optional[str] = None  # the bridge entity such a step named, if any
     rewrite_retrieved: list = field(default_factory=list)  # D'_t: [(pid, cosine)]
     new_passages: list = field(default_factory=list)  # passages of D'_t not in D_t
     reflection_passages: Optional[list] = None  # P_t, shown to Reflection
     reflection: Optional[Verdict] = None
-    final: Optional[FinalCall] = None    # the forced / ablation reader call, when there was one
+    final: Optional[FinalCall] = None    # the shared reader's call of the round, when there was one
     usable: dict = field(default_factory=dict)     # stage -> reply parsed as intended
     truncated: dict = field(default_factory=dict)  # stage -> reply cut at its token budget
 
@@ -146,6 +154,25 @@ class LoopRound:
             return "answer"
         return "malformed" if r.malformed else "missing"
 
+    # ------------------------------------------------------------------ what the steps record
+    def record_rewrite(self, raw: str, question: Optional[str], query: str, *,
+                       truncated: Optional[bool] = None, form: Optional[str] = None,
+                       bridge: Optional[str] = None) -> str:
+        """The round's ``q'_t``: ``question``, or the ``query`` kept when the reply had none (a
+        malformed reply). ``truncated`` is the reply's cut flag (``None``: no LLM reply, so no
+        usable rate either); ``form`` and ``bridge`` as in the module docstring. Returns
+        ``q'_t``."""
+        self.rewrite_raw = raw
+        self.rewrite = question or query
+        self.rewrite_malformed = question is None
+        self.rewrite_unchanged = self.rewrite.strip().lower() == query.strip().lower()
+        self.rewrite_form = form
+        self.rewrite_bridge = bridge
+        if truncated is not None:
+            self.usable["rewrite"] = question is not None
+            self.truncated["rewrite"] = truncated
+        return self.rewrite
+
     # ------------------------------------------------------------------ trace form
     def to_dict(self) -> dict:
         d: dict = {"iteration": self.iteration, "query": self.query,
@@ -155,13 +182,16 @@ class LoopRound:
             d["ner_raw"] = self.ner_raw
             d["subgraph"] = self.subgraph.to_dict()
         if self.evidence_source is not None:
-            d["evidence_source"], d["evidence"] = self.evidence_source, self.evidence
+            d["evidence_source"] = self.evidence_source
+            d["evidence"] = self.evidence
             if self.evidence_source == "passages":
                 d["evidence_pids"] = list(self.evidence_pids)
             else:
-                d["evidence_triples"], d["evidence_shown"] = self.evidence_triples, self.evidence_shown
+                d["evidence_triples"] = self.evidence_triples
+                d["evidence_shown"] = self.evidence_shown
         if self.rewrite_raw is not None:
-            d["rewrite"] = {"raw": self.rewrite_raw, "question": self.rewrite, "malformed": self.rewrite_malformed,
+            d["rewrite"] = {"raw": self.rewrite_raw, "question": self.rewrite,
+                            "malformed": self.rewrite_malformed,
                             "unchanged": self.rewrite_unchanged}
             if self.rewrite_form is not None:
                 d["rewrite"].update(form=self.rewrite_form, bridge=self.rewrite_bridge)
@@ -177,31 +207,38 @@ class LoopRound:
 
     @classmethod
     def from_dict(cls, r: dict, kg: Optional[KnowledgeGraph] = None) -> "LoopRound":
-        """A round back from its trace form; ``G_q`` is re-read from ``kg`` (the trace keeps its size only)."""
+        """A round back from its trace form; ``G_q`` is re-read from ``kg`` (the trace keeps its
+        size only)."""
         retrieved = _pairs(r.get("retrieved", []))
         G_q = kg.triples_of([p for p, _ in retrieved]) if kg is not None else []
-        sub_d = r.get("subgraph")
+        sub_d = r.get("subgraph") or {}
         rw = r.get("rewrite")
         rewritten = "rewrite_retrieved" in r or "reflection_passages" in r
+        shown = r.get("reflection_passages", r.get("new_passages", []))
         return cls(
-            iteration=int(r.get("iteration", 0)), query=r.get("query", ""), retrieved=retrieved, G_q=G_q,
-            ner_raw=r.get("ner_raw"), subgraph=EvidenceSubgraph.from_dict(sub_d, G_q) if sub_d else None,
-            n_G_q=(sub_d or {}).get("n_G_q"), n_G_tmp=(sub_d or {}).get("n_G_tmp"),
+            iteration=int(r.get("iteration", 0)), query=r.get("query", ""), retrieved=retrieved,
+            G_q=G_q, ner_raw=r.get("ner_raw"),
+            subgraph=EvidenceSubgraph.from_dict(sub_d, G_q) if sub_d else None,
+            n_G_q=sub_d.get("n_G_q"), n_G_tmp=sub_d.get("n_G_tmp"),
             evidence_source=r.get("evidence_source"), evidence=r.get("evidence", ""),
-            evidence_pids=list(r.get("evidence_pids") or []), evidence_triples=r.get("evidence_triples"),
-            evidence_shown=r.get("evidence_shown"),
-            rewrite=(rw or {}).get("question"), rewrite_raw=(rw or {}).get("raw") if rw is not None else None,
-            rewrite_malformed=bool((rw or {}).get("malformed")), rewrite_unchanged=bool((rw or {}).get("unchanged")),
+            evidence_pids=list(r.get("evidence_pids") or []),
+            evidence_triples=r.get("evidence_triples"), evidence_shown=r.get("evidence_shown"),
+            rewrite=(rw or {}).get("question"),
+            rewrite_raw=(rw or {}).get("raw") if rw is not None else None,
+            rewrite_malformed=bool((rw or {}).get("malformed")),
+            rewrite_unchanged=bool((rw or {}).get("unchanged")),
             rewrite_form=(rw or {}).get("form"), rewrite_bridge=(rw or {}).get("bridge"),
-            rewrite_retrieved=_pairs(r.get("rewrite_retrieved", [])), new_passages=list(r.get("new_passages", [])),
-            reflection_passages=list(r.get("reflection_passages", r.get("new_passages", []))) if rewritten else None,
+            rewrite_retrieved=_pairs(r.get("rewrite_retrieved", [])),
+            new_passages=list(r.get("new_passages", [])),
+            reflection_passages=list(shown) if rewritten else None,
             reflection=Verdict.from_dict(r["reflection"]) if r.get("reflection") else None,
             final=FinalCall.from_dict(r["final"]) if r.get("final") else None,
             usable=dict(r.get("usable") or {}), truncated=dict(r.get("truncated") or {}))
 
 
 def trace_rounds(trace: dict, kg: Optional[KnowledgeGraph] = None) -> list:
-    """The :class:`LoopRound` records of a KGIR-RAG trace (``MethodOutput.trace``, or a trace-file line)."""
+    """The :class:`LoopRound` records of a KGIR-RAG trace (``MethodOutput.trace``, or a trace-file
+    line)."""
     if "rounds" not in trace:
         trace = trace.get("trace") or {}
     return [LoopRound.from_dict(r, kg) for r in trace.get("rounds", [])]
@@ -209,10 +246,13 @@ def trace_rounds(trace: dict, kg: Optional[KnowledgeGraph] = None) -> list:
 
 # ---------------------------------------------------------------------- tables from traces
 def trace_row(trace: dict) -> dict:
-    """Loop facts of one question's trace: rounds, who answered, fallbacks and malformed replies, LLM use."""
+    """Loop facts of one question's trace: rounds, who answered, fallbacks and malformed replies,
+    LLM use."""
     rounds = trace_rounds(trace)
     llm = trace.get("llm", {})
     subs = [r.subgraph for r in rounds if r.subgraph is not None]
+    capped = [r.evidence_shown is not None and r.evidence_triples is not None
+              and r.evidence_shown < r.evidence_triples for r in rounds]
     return {
         "qid": trace.get("qid"),
         "iterations": trace.get("iterations_used", len(rounds)),
@@ -224,8 +264,7 @@ def trace_row(trace: dict) -> dict:
         "pruned_triples": sum(len(s.pruned) for s in subs),
         "rounds_with_seed": sum(bool(s.seeds) for s in subs),
         "subgraph_rounds": len(subs),
-        "evidence_capped_rounds": sum(r.evidence_shown is not None and r.evidence_triples is not None
-                                      and r.evidence_shown < r.evidence_triples for r in rounds),
+        "evidence_capped_rounds": sum(capped),
         "truncated": sum(s.get("truncated", 0) for s in llm.values()),
         "llm_calls": sum(s.get("calls", 0) for s in llm.values()),
         "prompt_tokens": sum(s.get("prompt_tokens", 0) for s in llm.values()),
@@ -261,18 +300,21 @@ def seed_match_rate(traces: Sequence[dict]) -> float:
 def usable_table(outputs: Sequence) -> "object":
     """Usable-output rates per stage (%), from outputs or traces: one row a stage.
 
-    ``reflect`` counts the first replies; ``reflect_verdict`` the verdict turns (sent only after a first
-    reply without a verdict line); the derived row ``reflect, after verdict turn`` the reflections the loop
-    could act on (outputs: every reflection; usable: first replies with a verdict plus verdict turns with one).
+    ``reflect`` counts the first replies; ``reflect_verdict`` the verdict turns (sent only after a
+    first reply without a verdict line); the derived row ``reflect, after verdict turn`` the
+    reflections the loop could act on (outputs: every reflection; usable: first replies with a
+    verdict plus verdict turns with one).
     """
     import pandas as pd
 
     traces = [o.trace if hasattr(o, "trace") else o for o in outputs]
     counts = usable_counts(traces)
-    first, turn = counts["reflect"], counts["reflect_verdict"]
-    counts = {**{st: c for st, c in counts.items() if st != "reader"}, REFLECT_AFTER_TURN: {
-        "outputs": first["outputs"], "usable": first["usable"] + turn["usable"], "truncated": turn["truncated"]},
-        "reader": counts["reader"]}
+    first = counts["reflect"]
+    turn = counts["reflect_verdict"]
+    after_turn = {"outputs": first["outputs"], "usable": first["usable"] + turn["usable"],
+                  "truncated": turn["truncated"]}
+    counts = {**{st: c for st, c in counts.items() if st != "reader"},
+              REFLECT_AFTER_TURN: after_turn, "reader": counts["reader"]}
     rows = []
     for st, c in counts.items():
         rate = 100.0 * c["usable"] / c["outputs"] if c["outputs"] else float("nan")
@@ -282,24 +324,30 @@ def usable_table(outputs: Sequence) -> "object":
 
 
 def trace_table(outputs: Sequence):
-    """:func:`trace_row` for every output, as a DataFrame (works on outputs read back from trace files)."""
+    """:func:`trace_row` for every output, as a DataFrame (works on outputs read back from trace
+    files)."""
     import pandas as pd
 
     return pd.DataFrame([trace_row(o.trace) for o in outputs])
 
 
+LOOP_COUNTS = ("questions", "rounds", "with seed", "without seed", "rewrite usable",
+               "rewrite malformed", "new passages", "no new passage", "answer", "missing",
+               "no verdict", "next round", "stopped by reflection", "forced at cap")
+
+
 def loop_counts(traces: Sequence[dict]) -> dict:
-    """What happened at each step of Algorithm 2 over KGIR-RAG traces, the numbers of notebook 04's loop diagram
-    (:func:`kgir_lib.notebook.viz.plot_loop`): ``questions``; ``rounds`` (rounds run in all) and ``rounds by
-    number`` (``{t: rounds t run}``); subgraph rounds ``with seed`` / ``without seed`` (an empty ``G_Ans``: the
-    passages of ``D_t`` stand in); rewrites ``rewrite usable`` / ``rewrite malformed`` (the query kept);
-    ``new passages`` / ``no new passage`` (rounds whose ``D'_t`` brought a passage ``D_t`` lacked, or not);
-    reflection verdicts ``answer`` / ``missing`` / ``no verdict`` (malformed); ``next round`` (questions sent on
-    with ``q'_t``); and what ended each question: ``stopped by reflection``, ``forced at cap``."""
-    out = {k: 0 for k in ("questions", "rounds", "with seed", "without seed", "rewrite usable", "rewrite malformed",
-                          "new passages", "no new passage", "answer", "missing", "no verdict", "next round",
-                          "stopped by reflection", "forced at cap")}
+    """What happened at each step of Algorithm 2 over KGIR-RAG traces, the numbers of notebook 04's
+    loop diagram (:func:`kgir_lib.notebook.viz.plot_loop`): ``questions``; ``rounds`` (rounds run
+    in all) and ``rounds by number`` (``{t: rounds t run}``); subgraph rounds ``with seed`` /
+    ``without seed`` (an empty ``G_Ans``: the passages of ``D_t`` stand in); rewrites ``rewrite
+    usable`` / ``rewrite malformed`` (the query kept); ``new passages`` / ``no new passage``
+    (rounds whose ``D'_t`` brought a passage ``D_t`` lacked, or not); reflection verdicts
+    ``answer`` / ``missing`` / ``no verdict`` (malformed); ``next round`` (questions sent on with
+    ``q'_t``); and what ended each question: ``stopped by reflection``, ``forced at cap``."""
+    out = {k: 0 for k in LOOP_COUNTS}
     by_number: dict = {}
+    verdict_row = {"answer": "answer", "missing": "missing", "malformed": "no verdict"}
     for tr in traces:
         trace = tr if "rounds" in tr else (tr.get("trace") or {})
         rounds = trace_rounds(trace)
@@ -309,37 +357,16 @@ def loop_counts(traces: Sequence[dict]) -> dict:
             by_number[r.iteration] = by_number.get(r.iteration, 0) + 1
             if r.subgraph is not None:
                 out["with seed" if r.subgraph.seeds else "without seed"] += 1
-            if r.rewrite_raw is not None or r.rewrite_form == "oracle":
+            if r.rewrite_raw is not None:
                 out["rewrite malformed" if r.rewrite_malformed else "rewrite usable"] += 1
             if r.reflection_passages is not None:
                 out["new passages" if r.new_passages else "no new passage"] += 1
             v = r.verdict()
             if v:
-                out[{"answer": "answer", "missing": "missing", "malformed": "no verdict"}[v]] += 1
+                out[verdict_row[v]] += 1
         out["next round"] += max(len(rounds) - 1, 0)
         stopped = trace.get("answered_by")
         out["stopped by reflection"] += int(stopped == "reflection")
         out["forced at cap"] += int(stopped == "forced_reader")
     out["rounds by number"] = dict(sorted(by_number.items()))
     return out
-
-
-def summarise_steps(df: "pd.DataFrame") -> "pd.Series":
-    """What each step of Algorithm 1 keeps over rows of :func:`subgraph_row` (a DataFrame, one question a row):
-    mean sizes of G_q, G_tmp and G_Ans, the share of tree edges the maximum spanning tree removes (eq. 7), the
-    seed-match rate (eq. 5), the triples kept from G_q, empty G_Ans, NER fallbacks, and how many gold passages
-    reach D_q and survive into G_tmp and G_Ans (notebook 03 §3)."""
-    import pandas as pd
-
-    g_dq = df["gold_in_D_q"].sum()
-    return pd.Series({
-        "questions": len(df), "mean |G_q|": df["G_q"].mean(), "mean |G_tmp|": df["G_tmp"].mean(),
-        "mean |G_Ans|": df["G_Ans"].mean(),
-        "MST removal %": 100 * df["pruned"].sum() / max(df["G_Ans"].sum() + df["pruned"].sum(), 1),
-        "seed-match %": 100 * df["seeded"].mean(),
-        "G_q -> G_Ans kept %": 100 * df["G_Ans"].sum() / max(df["G_q"].sum(), 1),
-        "empty G_Ans %": 100 * (df["G_Ans"] == 0).mean(), "NER fallback %": 100 * df["fallback"].mean(),
-        "gold in D_q %": 100 * g_dq / max(df["gold"].sum(), 1),
-        "gold survival G_tmp %": 100 * df["gold_in_G_tmp"].sum() / max(g_dq, 1),
-        "gold survival G_Ans %": 100 * df["gold_in_G_Ans"].sum() / max(g_dq, 1),
-    })

@@ -148,6 +148,11 @@ class MethodBase:
         value = getattr(self, param)
         return value if value is not None else getattr(ws.cfg, self.knobs[param])
 
+    def run_meta(self) -> dict:
+        """What a run of the method adds to its trace file's ``.meta.json`` (:func:`kgir_lib.eval.evaluate.run_method`);
+        none by default."""
+        return {}
+
     def params(self) -> dict:
         """The constructor parameters (part of the trace-resume fingerprint, :mod:`kgir_lib.eval.evaluate`)."""
         return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}

@@ -33,8 +33,8 @@ from IPython.display import Markdown, display
 
 from kgir_lib import report
 from kgir_lib.data import sample_questions
-from kgir_lib.kgir.rounds import summarise_steps
-from kgir_lib.kgir.subgraph import build_subgraphs, compare_readings, rebuild_subgraph, subgraph_row
+from kgir_lib.eval.algorithm1 import compare_readings, rebuild_subgraph, subgraph_row, summarise_steps
+from kgir_lib.kgir.subgraph import build_subgraphs
 from kgir_lib.notebook import narrative
 from kgir_lib.notebook.display import show, show_figure
 from kgir_lib.notebook.opening import open_notebook

@@ -30,7 +30,7 @@ import re
 import pandas as pd
 from IPython.display import Markdown, display
 
-from kgir_lib import report
+from kgir_lib import KGIRPipeline, report
 from kgir_lib.data import load_dataset, sample_questions
 from kgir_lib.eval.mechanism.funnel import NAMING_NOTES, STEPS
 from kgir_lib.eval.mechanism.tables import mechanism_tables
@@ -38,14 +38,14 @@ from kgir_lib.notebook import narrative
 from kgir_lib.notebook.case.baselines import baseline_answers
 from kgir_lib.notebook.case.bridge_viz import bridge_view
 from kgir_lib.notebook.case.bridges import bridge_summary, find_bridge_cases
-from kgir_lib.notebook.case.build import FIGURE6_EXAMPLE, case_from_dataset, case_from_passages
+from kgir_lib.notebook.case.build import FIGURE6_EXAMPLE, case_from_dataset, case_from_pipeline, checked_passages
 from kgir_lib.notebook.case.chain_draw import chain_steps, draw_chain
 from kgir_lib.notebook.case.choice import (INTERVENTIONS, WHOLE, case_chain, case_chain_note, chain_marks,
                                            choose_case, find_intervention, gold_bridge_names, gold_chain,
                                            next_hop_reading)
 from kgir_lib.notebook.case.display import (display_case, draw_case, show_ner, show_reflections, show_retrieval,
                                             show_rewrites, show_subgraphs)
-from kgir_lib.notebook.case.records import load_kgir_traces
+from kgir_lib.notebook.case.records import FREE_DATASET, load_kgir_traces
 from kgir_lib.notebook.display import show, show_figure
 from kgir_lib.notebook.opening import open_notebook
 from kgir_lib.registry import LABELS, build_method
@@ -165,15 +165,16 @@ show(answers, "what every method answered")
 
 # %%
 example = FIGURE6_EXAMPLE
-free = case_from_passages(cfg, free_question or example["question"],
-                             free_passages if free_passages is not None else example["passages"],
-                             free_answers if free_answers is not None else
-                             (example["answers"] if free_question is None else ()), llm=llm,
-                             decomposition=example["decomposition"] if free_question is None else ())
+passages = checked_passages(free_passages if free_passages is not None else example["passages"])
+rag = KGIRPipeline(cfg, llm=llm).index(passages, name=FREE_DATASET)  # the public API (README)
+free = case_from_pipeline(rag, free_question or example["question"],
+                          free_answers if free_answers is not None else
+                          (example["answers"] if free_question is None else ()),
+                          decomposition=example["decomposition"] if free_question is None else ())
 oracle_free = None
 if free_question is None and example["decomposition"]:
-    oracle_free = case_from_passages(cfg, example["question"], example["passages"], example["answers"], llm=llm,
-                                     method=build_method("kgir_oracle_rewrite"),
+    oracle_rag = KGIRPipeline(cfg, llm=llm, variant="oracle_rewrite").index(example["passages"], name=FREE_DATASET)
+    oracle_free = case_from_pipeline(oracle_rag, example["question"], example["answers"],
                                      decomposition=example["decomposition"])
     free_runs = {"run 1: KGIR-RAG (the model's rewrite)": free, "run 2: oracle rewrite (study variant)": oracle_free}
     both = next_hop_reading(free_runs, example["next_hop"]).set_index("run")

@@ -67,7 +67,7 @@ class ReaderPrompt:
     cut: Optional[int]
 
     def context(self, passage: Mapping[str, Passage]) -> str:
-        """The reader's context as KGIR-RAG writes it (:meth:`kgir_lib.kgir.loop.KGIRRAG._hand_to_reader`): the
+        """The reader's context as KGIR-RAG writes it (:func:`kgir_lib.kgir.steps.hand_to_reader`): the
         triples, then the passages, each cut to ``cut`` characters; ``(none)`` when both are empty."""
         parts = [self.triples] if self.triples else []
         if self.pids:

@@ -1,7 +1,7 @@
 """What each KGIR-RAG variant hands the reader: the gold passages in its final context (paper §2.4, Table 7).
 
 The variants of Table 7 answer through the same shared reader but give it different passages
-(:meth:`kgir_lib.kgir.loop.KGIRRAG._hand_to_reader`): the full method the passages of ``D'_t`` new to the
+(:func:`kgir_lib.kgir.steps.hand_to_reader`): the full method the passages of ``D'_t`` new to the
 round (§2.4's "new passages"; the top of ``D'_t`` when none is new), *w/o reflection* the top of ``D'_1``,
 *w/o rewrite* none beyond the passages that stand in for an empty ``G_Ans``. When the reflection stops in
 round 1, the full method and *w/o reflection* differ in nothing else, so an accuracy gap between them is

@@ -38,7 +38,8 @@ import pandas as pd
 
 from ...gold import Bridge
 from ...report import panel_order
-from ...kgir.study import PARTS, STUDY_VARIANTS
+from ...kgir.study import PARTS
+from ...kgir.variants import STUDY_VARIANTS
 from ..claims import ALPHA, POWER
 from ..metrics import best_em, best_f1, recall_at_k
 from ..stats import holm, mcnemar_exact, mde_mcnemar, sign_flip_test

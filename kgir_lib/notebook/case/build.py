@@ -2,9 +2,9 @@
 
 - :func:`case_from_dataset`: KGIR-RAG on one question of a dataset (the run's workspace, its KG,
   indexes and LLM cache; :func:`kgir_lib.pipeline.workspace`);
-- :func:`case_from_passages`: a free question over a small corpus the user supplies; its triples are
-  extracted with the profile's LLM first (the offline stage of §2.1), in a workspace built by the same
-  :func:`kgir_lib.pipeline.workspace` (nothing stored);
+- :func:`case_from_passages`: a free question over a small corpus the user supplies, through the public API
+  (:class:`kgir_lib.api.KGIRPipeline`): its triples are extracted with the profile's LLM first (the offline
+  stage of §2.1), nothing stored; :func:`case_from_pipeline` the same on a pipeline already indexed;
 - :func:`case_from_output`: trace -> case (rounds read by :meth:`LoopRound.from_dict`).
 
 :data:`FIGURE6_EXAMPLE` is the paper's own Fig. 6 question over a six-passage corpus written for this
@@ -12,27 +12,16 @@ suite, read from the package data file ``kgir_lib/examples/figure6.json``.
 """
 from __future__ import annotations
 
-import json
-from importlib import resources
 from typing import Any, Sequence
 
+from ...api import KGIRPipeline, passages_of
 from ...config import Config
-from ...data import Corpus, Dataset, Passage, Question, passage_id
+from ...data import Dataset, Passage, Question, load_example
 from ...eval.metrics import best_em, best_f1
 from ...gold import GoldHop, chain_bridges
 from ...kgir.rounds import trace_rounds
 from ...methods.base import MethodOutput, Workspace
 from .records import FREE_DATASET, FREE_QID, CaseStudy, CaseStudyError
-
-
-def load_example(name: str = "figure6") -> dict:
-    """A free-question example shipped as ``kgir_lib/examples/<name>.json``: question, answers, passages, and,
-    where the example knows them, its gold ``bridge`` entity, the ``next_hop`` passage titles and the gold
-    ``decomposition`` (hops ``{question, answer, support}``, ``support`` a passage title) (else None, [], [])."""
-    data = json.loads(resources.files("kgir_lib").joinpath("examples", f"{name}.json").read_text(encoding="utf-8"))
-    return {"question": data["question"], "answers": list(data["answers"]),
-            "passages": [tuple(p) for p in data["passages"]], "bridge": data.get("bridge"),
-            "next_hop": list(data.get("next_hop", [])), "decomposition": list(data.get("decomposition", []))}
 
 
 FIGURE6_EXAMPLE = load_example("figure6")
@@ -52,7 +41,7 @@ def case_from_output(ws: Workspace, question: Question, output: MethodOutput) ->
 def run_case(ws: Workspace, question: Question, method: Any = None) -> CaseStudy:
     """Run KGIR-RAG (``method``, default the full method) on one question of ``ws`` with its full trace."""
     if method is None:
-        from ...kgir.loop import KGIRRAG
+        from ...kgir.variants import KGIRRAG
 
         method = KGIRRAG()
     [out] = method.run(ws, [question])
@@ -69,7 +58,7 @@ def find_question(dataset: Dataset, qid: str) -> Question:
                          f"({len(dataset.questions)} questions, e.g. {some})")
 
 
-def case_from_dataset(cfg: Config, dataset: str, qid: str, llm=None, method: Any = None) -> CaseStudy:
+def case_from_dataset(cfg: Config, dataset: str, qid: str, *, llm=None, method: Any = None) -> CaseStudy:
     """KGIR-RAG on question ``qid`` of ``dataset`` (the run's workspace: its KG, indexes and LLM cache)."""
     from ...pipeline import workspace
 
@@ -77,39 +66,12 @@ def case_from_dataset(cfg: Config, dataset: str, qid: str, llm=None, method: Any
     return run_case(ws, find_question(ws.dataset, qid), method)
 
 
-def _passages(items: Sequence) -> list:
-    """User-supplied ``(title, text)`` pairs as :class:`Passage` objects, checked."""
-    if not isinstance(items, (list, tuple)):
-        raise CaseStudyError(f"parameter 'free_passages': a list of (title, text) pairs, got "
-                             f"{type(items).__name__}")
-    if not items:
-        raise CaseStudyError("parameter 'free_passages': give at least one (title, text) pair")
-    out, seen = [], set()
-    for i, item in enumerate(items):
-        if isinstance(item, dict):
-            item = (item.get("title"), item.get("text"))
-        if not isinstance(item, (list, tuple)) or len(item) != 2:
-            raise CaseStudyError(f"parameter 'free_passages': item {i} is not a (title, text) pair: {item!r}")
-        title, text = item
-        if not isinstance(title, str) or not isinstance(text, str) or not text.strip():
-            raise CaseStudyError(f"parameter 'free_passages': item {i} needs a string title and a non-empty text")
-        pid = passage_id(title, text)
-        if pid not in seen:
-            seen.add(pid)
-            out.append(Passage(pid, title, text))
-    return out
-
-
-def free_workspace(cfg: Config, question: Question, passages: Sequence[Passage], llm=None,
-                   encoder=None) -> Workspace:
-    """A Workspace over a user-supplied corpus (:func:`kgir_lib.pipeline.workspace`, KG in memory only),
-    with the triples of every passage extracted first (§2.1)."""
-    from ...pipeline import workspace
-
-    ds = Dataset(FREE_DATASET, [question], Corpus(list(passages)))
-    ws = workspace(cfg, ds, llm=llm, progress=False, encoder=encoder, store=False)
-    ws.ensure_kg([p.pid for p in ds.corpus.passages])
-    return ws
+def checked_passages(passages: Sequence) -> list:
+    """The notebook's ``free_passages`` as passages (:func:`kgir_lib.api.passages_of`), checked."""
+    try:
+        return passages_of(passages, "free_passages")
+    except ValueError as exc:
+        raise CaseStudyError(str(exc)) from None
 
 
 def free_gold_hops(decomposition: Sequence, passages: Sequence[Passage]) -> tuple:
@@ -127,18 +89,17 @@ def free_gold_hops(decomposition: Sequence, passages: Sequence[Passage]) -> tupl
     return tuple(hops)
 
 
-def case_from_passages(cfg: Config, question: str, passages: Sequence, answers: Sequence[str] = (),
-                       llm=None, encoder=None, method: Any = None, decomposition: Sequence = ()) -> CaseStudy:
-    """KGIR-RAG (``method``, default the full method) on a free ``question`` over user-supplied ``passages``
-    (``(title, text)`` pairs).
+def _free_question(question: str, answers: Sequence[str], decomposition: Sequence, passages: Sequence) -> Question:
+    """The free question as a :class:`Question` of the free dataset: its gold answers and, from ``decomposition``
+    (:func:`free_gold_hops` over ``passages``), its gold chain and passages; a CaseStudyError names a bad one."""
+    hops = free_gold_hops(decomposition, passages)
+    answers = tuple(str(a) for a in answers)
+    gold_pids = tuple(dict.fromkeys(h.pid for h in hops))
+    return Question(FREE_QID, question.strip(), answers, gold_pids, FREE_DATASET, len(hops) or None, hops,
+                    chain_bridges(hops, question.strip(), answers))
 
-    The passages' triples are extracted first with the profile's LLM (cached);
-    ``answers`` (gold answer and aliases, may be empty) score the final answer.
-    ``decomposition`` (:func:`free_gold_hops`) gives the question its gold chain, which the oracle study
-    variants read (``kgir_oracle_rewrite``: the ideal rewrite), and its gold passages, the hops' supporting
-    passages (as MuSiQue's are, §3.3.3), so the case reports Recall@k and marks them in what the reflection and
-    the reader read; without one there are no gold passages and no Recall@k. KGIR-RAG itself reads no gold.
-    """
+
+def _checked(question: str, answers) -> tuple:
     if not isinstance(question, str) or not question.strip():
         raise CaseStudyError("parameter 'free_question': needs a non-empty question")
     if answers is None:
@@ -147,11 +108,35 @@ def case_from_passages(cfg: Config, question: str, passages: Sequence, answers: 
         answers = [answers]
     if not isinstance(answers, (list, tuple)) or not all(isinstance(a, str) for a in answers):
         raise CaseStudyError(f"parameter 'free_answers': a list of answer strings, got {answers!r}")
-    ps = _passages(passages)
-    hops = free_gold_hops(decomposition, ps)
-    answers = tuple(str(a) for a in answers)
-    gold_pids = tuple(dict.fromkeys(h.pid for h in hops))
-    q = Question(FREE_QID, question.strip(), answers, gold_pids, FREE_DATASET, len(hops) or None, hops,
-                 chain_bridges(hops, question.strip(), answers))
-    ws = free_workspace(cfg, q, ps, llm=llm, encoder=encoder)
-    return run_case(ws, q, method)
+    return question, answers
+
+
+def case_from_pipeline(rag: KGIRPipeline, question: str, answers: Sequence[str] = (), *,
+                       decomposition: Sequence = ()) -> CaseStudy:
+    """KGIR-RAG (the pipeline's method) on a free ``question`` over the passages the public API indexed
+    (:meth:`kgir_lib.api.KGIRPipeline.index`); ``answers`` and ``decomposition`` as :func:`case_from_passages`
+    reads them."""
+    question, answers = _checked(question, answers)
+    q = _free_question(question, answers, decomposition, rag.workspace.dataset.corpus.passages)
+    [out] = rag.answer([q])
+    return case_from_output(rag.workspace, q, out)
+
+
+def case_from_passages(cfg: Config, question: str, passages: Sequence, answers: Sequence[str] = (),
+                       *, llm=None, encoder=None, method: Any = None, decomposition: Sequence = ()) -> CaseStudy:
+    """KGIR-RAG (``method``, default the full method) on a free ``question`` over user-supplied ``passages``
+    (``(title, text)`` pairs), through the public API (:class:`kgir_lib.api.KGIRPipeline`).
+
+    The passages' triples are extracted first with the profile's LLM (cached);
+    ``answers`` (gold answer and aliases, may be empty) score the final answer.
+    ``decomposition`` (:func:`free_gold_hops`) gives the question its gold chain, which the oracle study
+    variants read (``kgir_oracle_rewrite``: the ideal rewrite), and its gold passages, the hops' supporting
+    passages (as MuSiQue's are, §3.3.3), so the case reports Recall@k and marks them in what the reflection and
+    the reader read; without one there are no gold passages and no Recall@k. KGIR-RAG itself reads no gold.
+    """
+    question, answers = _checked(question, answers)
+    ps = checked_passages(passages)
+    q = _free_question(question, answers, decomposition, ps)
+    rag = KGIRPipeline(cfg, llm=llm, encoder=encoder, method=method).index(ps, name=FREE_DATASET)
+    [out] = rag.answer([q])
+    return case_from_output(rag.workspace, q, out)

@@ -94,7 +94,7 @@ class CaseStudy:
         in the order the reflection read them, then the reader's others. The reflection reads the evidence (the
         ``G_Ans`` triples shown; the passages of ``D_t`` standing in for an empty ``G_Ans``) and the round's
         passages ``P_t`` (§2.4); the reader (when the round called it) reads the same evidence and passages
-        (:meth:`kgir_lib.kgir.loop.KGIRRAG._hand_to_reader`), ``context_pids``. Gold passages are marked."""
+        (:func:`kgir_lib.kgir.steps.hand_to_reader`), ``context_pids``. Gold passages are marked."""
         r = self.round(round_no)
         reflection = list(dict.fromkeys(list(r.evidence_pids) + list(r.reflection_passages or [])))
         reader = list(r.final.context_pids) if r.final is not None else []
@@ -128,7 +128,7 @@ class CaseStudy:
         """NER entities (eq. 4), whether each occurs in the round's query (the NER guard) and was used, and the
         graph entities each matched (eq. 5). A fallback replaces the LLM's entities even when they occur in the
         question (none of them matched), so the two columns can differ."""
-        from ...kgir.entity_matching import ground_entities
+        from ...kgir.seeds import ground_entities
 
         r = self.round(round_no)
         rows = []

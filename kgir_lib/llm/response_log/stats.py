@@ -1,40 +1,40 @@
-"""What the response log's commands say (``python -m kgir_lib.llm.response_log salvage | stats``), as pure
-functions of their results: :func:`salvage_report` (rows saved, lost or of unknown number, a cut file, the exit
-code) and :func:`log_stats` / :func:`stats_report` (how many answers a log gained and at what pace).
-:mod:`kgir_lib.llm.response_log` reads and writes the log and re-exports these."""
+"""How many answers a response log gained and at what pace (``python -m kgir_lib.llm.response_log stats``): the
+log as committed at a git revision (:func:`logged_at`), the counts (:func:`log_stats`) and their words
+(:func:`stats_report`)."""
 from __future__ import annotations
 
 import math
 import statistics
+import subprocess
+import tempfile
 from pathlib import Path
 from typing import Iterable, Optional
 
-
-def salvage_report(got: dict, cache_file: Path, log: Path) -> tuple:
-    """``(lines, exit code)`` of :func:`kgir_lib.llm.response_log.salvage`'s result, in words: how many rows
-    were saved, how many could not be read (or that their number is unknown), whether the file was cut. Exit
-    code 1 when rows were lost and none could be saved; else 0."""
-    lines = [f"salvaged {got['saved']} row(s) from {cache_file} into {log} ({got['log_rows']} rows in the log)"]
-    if got["unreadable"] is None:
-        lines.append("the table of calls could not be read where SQLite keeps its extent, so how many rows the cache "
-                     "held, and how many are lost, is unknown")
-    elif got["unreadable"]:
-        lines.append(f"{got['unreadable']} row(s) could not be read")
-    if got.get("altered"):
-        lines.append(f"{len(got['altered'])} row(s) fail their checksum (altered after they were written) and were "
-                     f"not salvaged; those calls will be asked again (first key {got['altered'][0][:12]}…)")
-    if got.get("declared") and got["size"] < got["declared"]:
-        lines.append(f"the file was cut: it holds {got['size']:,} of the {got['declared']:,} bytes its header "
-                     f"declares")
-    lost = got["unreadable"] is None or got["unreadable"] > 0
-    if got["saved"] == 0 and lost:
-        lines.append("nothing could be salvaged: the rows of this cache are only in the response log (if they were "
-                     "exported) or must be asked again")
-        return lines, 1
-    return lines, 0
+from ..cache import LOG_NAME, LLMCacheError
+from .format import read_log
 
 
-# ---------------------------------------------------------------------------- the pace of a run
+def logged_at(path: Path, rev: str) -> list:
+    """The rows of the response log at ``path`` as committed at git revision ``rev`` (``[]`` if the log did
+    not exist then). A revision git does not know is an :class:`LLMCacheError` naming it."""
+    path = Path(path).resolve()
+    top = subprocess.run(["git", "-C", str(path.parent), "rev-parse", "--show-toplevel"],
+                         capture_output=True, text=True)
+    if top.returncode != 0:
+        raise LLMCacheError(f"response log {path}: not inside a git checkout, so --since {rev} has no meaning")
+    rel = path.relative_to(Path(top.stdout.strip()).resolve()).as_posix()
+    if subprocess.run(["git", "-C", top.stdout.strip(), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+                      capture_output=True).returncode != 0:
+        raise LLMCacheError(f"--since {rev}: not a git revision of {top.stdout.strip()}")
+    shown = subprocess.run(["git", "-C", top.stdout.strip(), "show", f"{rev}:{rel}"], capture_output=True)
+    if shown.returncode != 0:
+        return []
+    with tempfile.TemporaryDirectory() as tmp:
+        old = Path(tmp) / LOG_NAME
+        old.write_bytes(shown.stdout)
+        return list(read_log(old))
+
+
 def log_stats(rows: Iterable[tuple], since_keys: Iterable[str] = (), paused_over: Optional[float] = None) -> dict:
     """How many answers a log holds beyond an earlier one, and how long the model took for them.
 

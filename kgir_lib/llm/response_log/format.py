@@ -1,4 +1,5 @@
-"""The committed response log: the LLM cache as compact, deterministic, gzipped JSONL.
+"""The committed response log: the LLM cache as compact, deterministic, gzipped JSONL -- its format, and the
+sync of a run's cache with it.
 
 ``results/<profile>/llm_responses.jsonl.gz`` holds one line per cached call, sorted by
 request key::
@@ -28,18 +29,13 @@ import hashlib
 import io
 import json
 import math
-import os
-import subprocess
-import sys
-import tempfile
 import warnings
 import zlib
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-from ..traces import atomic_write_bytes, replace_surrogates
-from .cache import LOG_NAME, LLMCache, LLMCacheError, declared_size, salvage_rows
-from .log_report import log_stats, salvage_report, stats_report  # noqa: F401  (re-exported: the commands' words)
+from ...traces import atomic_write_bytes, replace_surrogates
+from ..cache import LOG_NAME, LLMCache, LLMCacheError
 
 FIELDS = ("key", "model", "text", "prompt_tokens", "completion_tokens", "seconds")
 SQLITE_MAX_INT = 2 ** 63 - 1
@@ -282,119 +278,3 @@ def export_run_cache(cfg, cache: Optional[LLMCache] = None) -> tuple:
     finally:
         if own:
             cache.close()
-
-
-# ---------------------------------------------------------------------------- a damaged cache
-def salvage(cache_file: Path, log: Path, move: bool = True) -> dict:
-    """Save every row of the damaged cache ``cache_file`` that is still readable into the response log ``log``
-    (merged: a row already logged is kept, a conflicting text is reported, not taken), then move the damaged
-    file (and its ``-wal`` / ``-shm``) aside to ``<name>.damaged`` so the next run starts a fresh cache, which
-    the log refills. A row that fails its checksum (:func:`kgir_lib.llm.cache.row_checksum`) is left out and
-    reported. Returns ``{"saved", "unreadable", "altered", "conflict", "log_rows", "moved_to", "size",
-    "declared"}`` (``altered``: the keys of the rows left out for their checksum):
-    ``unreadable`` is ``None`` when the table's extent could not be read (how many rows were lost is unknown),
-    ``size`` and ``declared`` the file's bytes and those its SQLite header declares (fewer: the file was cut)."""
-    cache_file, log = Path(cache_file), Path(log)
-    if not cache_file.is_file():
-        raise LLMCacheError(f"LLM cache {cache_file}: no such file")
-    with open(cache_file, "rb") as fh:
-        header = fh.read(16)
-    if header and header != SQLITE_HEADER:
-        raise LLMCacheError(f"LLM cache {cache_file}: not an SQLite file (its first bytes are not SQLite's "
-                            f"header), so it holds no row to save; nothing was changed. If it is a damaged "
-                            f"cache, move it away by hand: the response log refills a fresh one")
-    size, declared = cache_file.stat().st_size, declared_size(cache_file)
-    rows, lost, altered = salvage_rows(cache_file)
-    conflict = ""
-    try:
-        total = merge_into_log(rows, log, source=f"the damaged cache {cache_file}")
-    except LogConflictError as exc:
-        conflict, total = str(exc), sum(1 for _ in read_log(log))
-    moved = None
-    if move:
-        moved = _free_name(cache_file.with_name(cache_file.name + ".damaged"))
-        for suffix in ("-wal", "-shm"):
-            side = cache_file.with_name(cache_file.name + suffix)
-            if side.exists():
-                os.replace(side, moved.with_name(moved.name + suffix))
-        os.replace(cache_file, moved)
-    return {"saved": len(rows), "unreadable": lost, "altered": altered, "conflict": conflict, "log_rows": total,
-            "moved_to": moved, "size": size, "declared": declared}
-
-
-def _free_name(path: Path) -> Path:
-    n, candidate = 1, path
-    while candidate.exists():
-        n += 1
-        candidate = path.with_name(f"{path.name}.{n}")
-    return candidate
-
-
-# ---------------------------------------------------------------------------- the pace of a run
-def logged_at(path: Path, rev: str) -> list:
-    """The rows of the response log at ``path`` as committed at git revision ``rev`` (``[]`` if the log did
-    not exist then). A revision git does not know is an :class:`LLMCacheError` naming it."""
-    path = Path(path).resolve()
-    top = subprocess.run(["git", "-C", str(path.parent), "rev-parse", "--show-toplevel"],
-                         capture_output=True, text=True)
-    if top.returncode != 0:
-        raise LLMCacheError(f"response log {path}: not inside a git checkout, so --since {rev} has no meaning")
-    rel = path.relative_to(Path(top.stdout.strip()).resolve()).as_posix()
-    if subprocess.run(["git", "-C", top.stdout.strip(), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
-                      capture_output=True).returncode != 0:
-        raise LLMCacheError(f"--since {rev}: not a git revision of {top.stdout.strip()}")
-    shown = subprocess.run(["git", "-C", top.stdout.strip(), "show", f"{rev}:{rel}"], capture_output=True)
-    if shown.returncode != 0:
-        return []
-    with tempfile.TemporaryDirectory() as tmp:
-        old = Path(tmp) / LOG_NAME
-        old.write_bytes(shown.stdout)
-        return list(read_log(old))
-
-
-def main(argv: Optional[list] = None) -> int:
-    """``python -m kgir_lib.llm.response_log salvage <cache> <log> [--keep]`` or
-    ``python -m kgir_lib.llm.response_log stats <log> [--since REV] [--paused-over SECONDS]``."""
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="python -m kgir_lib.llm.response_log",
-                                 description="Save the readable rows of a damaged LLM cache into a response log, "
-                                             "or report how many answers a log gained and at what pace.")
-    sub = ap.add_subparsers(dest="command", required=True)
-    sv = sub.add_parser("salvage", help="merge every readable row of CACHE into LOG, then move CACHE aside")
-    sv.add_argument("cache", type=Path)
-    sv.add_argument("log", type=Path)
-    sv.add_argument("--keep", action="store_true", help="leave the damaged cache where it is")
-    st = sub.add_parser("stats", help="answers in LOG (new since a git revision) and the LLM seconds they took")
-    st.add_argument("log", type=Path)
-    st.add_argument("--since", metavar="REV", help="count as new only the answers not in the log at this revision")
-    st.add_argument("--paused-over", metavar="SECONDS", type=float,
-                    help="report apart the new answers that took longer (in flight while the run was paused)")
-    args = ap.parse_args(argv)
-    if args.command == "stats":
-        try:
-            since = [row[0] for row in logged_at(args.log, args.since)] if args.since else []
-            got = log_stats(read_log(args.log), since, args.paused_over)
-        except (LLMCacheError, OSError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        print(stats_report(got, args.since, args.paused_over))
-        return 0
-    try:
-        got = salvage(args.cache, args.log, move=not args.keep)
-    except LLMCacheError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    lines, code = salvage_report(got, args.cache, args.log)
-    print("; ".join(lines[:-1] if code else lines))
-    if code:
-        print(f"error: {lines[-1]}", file=sys.stderr)
-    if got["conflict"]:
-        print(f"note: {got['conflict']}", file=sys.stderr)
-    if got["moved_to"] is not None:
-        print(f"the damaged cache was moved to {got['moved_to']}: the next run starts a fresh cache from the log")
-    return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

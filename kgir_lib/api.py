@@ -1,0 +1,143 @@
+"""KGIR-RAG on your own passages: index a list of passages, answer questions, each answer with its
+trace (the public API, ``from kgir_lib import KGIRPipeline``)::
+
+    rag = KGIRPipeline("sample")                 # a profile: its LLM, encoder, settings and cache
+    rag.index([(title, text), ...])              # dense index and knowledge graph (§2.1)
+    for out in rag.answer(["a question?"]):      # Algorithm 2 (§2.2-2.4), one output a question
+        print(out.answer, out.trace["rounds"])
+
+:meth:`KGIRPipeline.index` builds a workspace over the passages (:func:`kgir_lib.pipeline.workspace`,
+the graph in memory only) and extracts the triples of every passage with the profile's LLM, the
+offline stage of §2.1; :meth:`KGIRPipeline.answer` runs KGIR-RAG (``variant``: a row of
+:data:`kgir_lib.kgir.variants.VARIANTS`, default the paper's method; or ``steps``: a composition of
+your own, :class:`kgir_lib.kgir.loop.Steps`) and returns one
+:class:`~kgir_lib.methods.base.MethodOutput` per question: the answer, the final ranked passages
+and the trace of every round. Every LLM call goes through the profile's cache, which starts from
+its committed response log (:func:`kgir_lib.llm.build_llm`), so a question the suite has already
+answered costs no model call.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional, Sequence, Union
+
+from .config import Config, load_config
+from .data import Corpus, Dataset, Passage, Question, load_example, passage_id
+from .kgir.loop import Loop, Steps, output
+from .kgir.variants import KEYS, STUDY_VARIANTS, KGIRRAG, StudyKGIRRAG
+from .methods.base import Workspace
+
+__all__ = ["KGIRPipeline", "load_example", "passages_of"]
+
+
+def passages_of(items: Sequence, parameter: str = "passages") -> list:
+    """``(title, text)`` pairs (or ``{"title", "text"}`` dicts, or :class:`~kgir_lib.data.Passage`
+    objects) as passages, in order, a passage given twice kept once; a ``ValueError`` names
+    ``parameter`` and the item that is unusable."""
+    if not isinstance(items, (list, tuple)):
+        raise ValueError(f"parameter {parameter!r}: a list of (title, text) pairs, got "
+                         f"{type(items).__name__}")
+    if not items:
+        raise ValueError(f"parameter {parameter!r}: give at least one (title, text) pair")
+    out = []
+    seen = set()
+    for i, item in enumerate(items):
+        if isinstance(item, Passage):
+            item = (item.title, item.text)
+        if isinstance(item, dict):
+            item = (item.get("title"), item.get("text"))
+        if not isinstance(item, (list, tuple)) or len(item) != 2:
+            raise ValueError(f"parameter {parameter!r}: item {i} is not a (title, text) pair: "
+                             f"{item!r}")
+        title, text = item
+        if not isinstance(title, str) or not isinstance(text, str) or not text.strip():
+            raise ValueError(f"parameter {parameter!r}: item {i} needs a string title and a "
+                             f"non-empty text")
+        pid = passage_id(title, text)
+        if pid not in seen:
+            seen.add(pid)
+            out.append(Passage(pid, title, text))
+    return out
+
+
+class KGIRPipeline:
+    """KGIR-RAG over a corpus you give it (module docstring).
+
+    ``profile``: a profile name or file, or a :class:`~kgir_lib.config.Config`; ``settings``:
+    Config fields that override the profile's. ``variant``: a row of
+    :data:`~kgir_lib.kgir.variants.VARIANTS` (``"full"``: the paper's method), or ``method``: a
+    KGIR-RAG method built with parameters of its own (:func:`kgir_lib.registry.build_method`);
+    ``steps``: a composition of your own (:class:`~kgir_lib.kgir.loop.Steps`, e.g. the paper's with another
+    retriever), run by the loop of Algorithm 2 with the variant's settings. ``llm`` and
+    ``encoder`` replace the profile's (default: :func:`kgir_lib.llm.build_llm`, with the profile's
+    cache and response log, and its dense encoder).
+    """
+
+    def __init__(self, profile: Union[str, Config] = "sample", *, variant: str = "full",
+                 method: Optional[KGIRRAG] = None, steps: Optional[Steps] = None, llm=None,
+                 encoder=None, **settings):
+        if isinstance(profile, Config):
+            self.cfg = replace(profile, **settings) if settings else profile
+        else:
+            self.cfg = load_config(profile, **settings)
+        if variant not in KEYS:
+            raise ValueError(f"parameter 'variant': unknown KGIR-RAG variant {variant!r} "
+                             f"(choose from {sorted(KEYS)})")
+        if method is not None and not isinstance(method, KGIRRAG):
+            raise ValueError(f"parameter 'method': a KGIR-RAG method (kgir_lib.registry.build_method"
+                             f"('kgir...')), got {type(method).__name__}")
+        if steps is not None and not isinstance(steps, Steps):
+            raise ValueError(f"parameter 'steps': a kgir_lib.kgir.loop.Steps, got "
+                             f"{type(steps).__name__}")
+        kind = StudyKGIRRAG if variant in STUDY_VARIANTS else KGIRRAG
+        self.method = method if method is not None else kind(variant=variant)
+        self.steps = steps
+        self._llm = llm
+        self._encoder = encoder
+        self.workspace: Optional[Workspace] = None
+
+    @property
+    def llm(self):
+        """The LLM every call goes through (built, with the profile's cache, on first use)."""
+        if self._llm is None:
+            from .llm import build_llm
+
+            self._llm = build_llm(self.cfg, progress=False)
+        return self._llm
+
+    def index(self, passages: Sequence, name: str = "passages") -> "KGIRPipeline":
+        """Index ``passages`` (``(title, text)`` pairs, :func:`passages_of`) as the dataset
+        ``name``: the dense index over them (eq. 2) and the triples of every passage, extracted
+        with the profile's LLM (§2.1). Returns the pipeline."""
+        from .pipeline import workspace
+
+        dataset = Dataset(name, [], Corpus(passages_of(passages)))
+        ws = workspace(self.cfg, dataset, llm=self.llm, progress=False, encoder=self._encoder,
+                       store=False)
+        ws.ensure_kg([p.pid for p in dataset.corpus.passages])
+        self.workspace = ws
+        return self
+
+    def answer(self, questions: Sequence[Union[str, Question]]) -> list:
+        """KGIR-RAG on ``questions`` (strings, or :class:`~kgir_lib.data.Question` objects when you
+        know their gold answers and chain) over the indexed passages: one
+        :class:`~kgir_lib.methods.base.MethodOutput` a question, in order (``answer``,
+        ``ranked_pids``, ``usage``, ``trace``). The questions join the indexed dataset's."""
+        if self.workspace is None:
+            raise ValueError("KGIRPipeline.answer: index(passages) first")
+        dataset = self.workspace.dataset
+        qs = [self._question(q, len(dataset.questions) + i) for i, q in enumerate(questions)]
+        dataset.questions.extend(qs)
+        if self.steps is None:
+            return self.method.run(self.workspace, qs)
+        run = self.method.start(self.workspace, len(qs))
+        self.method.stats = run.stats
+        states = Loop(self.steps).answer(run, qs, "KGIR-RAG (own steps)")
+        return [output(s, "KGIR-RAG (own steps)", "own steps") for s in states]
+
+    def _question(self, q: Union[str, Question], i: int) -> Question:
+        if isinstance(q, Question):
+            return q
+        if not isinstance(q, str) or not q.strip():
+            raise ValueError(f"parameter 'questions': item {i} is not a non-empty question: {q!r}")
+        return Question(f"q{i + 1}", q.strip(), (), (), self.workspace.dataset.name)

@@ -1,0 +1,228 @@
+"""The steps of KGIR-RAG (paper §2.2-2.4), each a small object with one public method.
+
+The loop of Algorithm 2 (:mod:`kgir_lib.kgir.loop`) is assembled from them
+(:class:`~kgir_lib.kgir.loop.Steps`); :data:`PAPER` is the paper's method. A step reads what it
+needs from the run (:class:`~kgir_lib.kgir.state.Run`: the workspace, the settings, the counters)
+and from the round records (:class:`~kgir_lib.kgir.rounds.LoopRound`), and records what it did
+there: its reply, whether the reply was usable or cut, the LLM usage of its stage. Every LLM step
+sends ONE batched ``generate`` call for all open questions.
+
+============================  ==========================================  ======================
+step                          what it does                                paper
+============================  ==========================================  ======================
+:class:`Retrieve`             dense top-k passages of each query          eq. 2
+:class:`NER`                  finds the seeds: ``E_q = NER(q)``           eq. 4 (Algorithm 1)
+:class:`Subgraph`             ``G_q``, matching, ``G_tmp``, trees,        eqs. 3, 5-7
+                              ``G_Ans``                                   (Algorithm 1)
+:class:`Rewrite`              ``q'_t = Rewrite(q, history, G_Ans_t)``     eq. 8, Fig. 4
+:class:`ReflectionPassages`   ``P_t``: what the reflection reads of D'_t  §2.4
+:class:`Reflect`              answer or ask for another round             §2.4, Fig. 5
+:class:`Read`                 the shared reader answers ``q``             §3.3.1
+============================  ==========================================  ======================
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from ..methods.reader import answer_usable, parse_answer, reader_request
+from .rewrite import (parse_reflection, parse_rewrite, reflection_requests, rewrite_requests,
+                      verdict_request, with_verdict)
+from .rounds import FinalCall, LoopRound, Verdict
+from .seeds import ner_requests, ner_usable, parse_entities
+from .state import LoopState, Run, reflection_passages
+from .subgraph import Seeds, graph_triples, retrieve, subgraphs_of
+
+
+class Retrieve:
+    """Dense retrieval (eq. 2): the top ``run.top_k`` passages of each query over the whole
+    corpus, as ``[(pid, cosine)]``, best first (one batched search)."""
+
+    def __call__(self, run: Run, queries: Sequence[str]) -> list:
+        return retrieve(run.ws, queries, run.top_k)
+
+
+class NER:
+    """Finds the seeds of Algorithm 1 by named-entity recognition (eq. 4): ONE batched NER call
+    for the open questions' current queries; the entities of each reply, to be grounded in the
+    query (:func:`~kgir_lib.kgir.seeds.match_question`). Records the reply in the round."""
+
+    def __call__(self, run: Run, states: Sequence[LoopState], rounds: Sequence[LoopRound]) -> list:
+        if not states:
+            return []
+        requests = ner_requests([s.query for s in states], run.cfg.max_tokens("ner"))
+        found = []
+        for s, res, r in zip(states, run.ws.llm.generate(requests, stage="kgir_ner"), rounds):
+            s.account("kgir_ner", res)
+            r.ner_raw = res.text
+            r.usable["ner"] = ner_usable(res.text, s.query)
+            r.truncated["ner"] = res.truncated
+            found.append(Seeds(parse_entities(res.text)))
+        return found
+
+
+class Subgraph:
+    """Builds the evidence subgraph ``G_Ans`` (Algorithm 1) of every open question from its
+    ``D_t``: ``G_q`` (passages the graph lacks are extracted first), then the seeds the ``seeds``
+    step finds, matched (eq. 5), ``G_tmp``, the components and their maximum spanning trees
+    (eqs. 6-7). Records the subgraph in the round and each ``G_Ans`` passage's best edge weight
+    in the state (the final ranked list)."""
+
+    def __call__(self, run: Run, states: Sequence[LoopState], rounds: Sequence[LoopRound],
+                 seeds) -> list:
+        retrieved = [list(r.retrieved) for r in rounds]
+        G_qs = graph_triples(run.ws, retrieved)
+        found = seeds(run, states, rounds)
+        subs = subgraphs_of(run.ws, [s.query for s in states], retrieved, G_qs, seeds=found,
+                            threshold=run.ngram_threshold, weighting=run.edge_weight)
+        for s, sub, r in zip(states, subs, rounds):
+            r.subgraph = sub
+            r.G_q = list(sub.G_q)
+            r.n_G_q = len(sub.G_q)
+            r.n_G_tmp = len(sub.G_tmp)
+            run.count("subgraphs")
+            run.count("ner_fallbacks", int(sub.used_fallback))
+            run.count("rounds_with_seed", int(bool(sub.seeds)))
+            s.keep_evidence_weights(sub.kept, sub.weights)
+        return subs
+
+
+class Rewrite:
+    """``q'_t = Rewrite(q, history, G_Ans_t)`` (eq. 8, Fig. 4): ONE call for the open questions,
+    each reading the round's evidence; a malformed reply keeps the query (counted,
+    ``rewrite_malformed``). Returns ``q'_t`` of each question, recorded in its round."""
+
+    def __call__(self, run: Run, states: Sequence[LoopState], rounds: Sequence[LoopRound]) -> list:
+        requests = rewrite_requests([s.q.question for s in states], [r.evidence for r in rounds],
+                                    [s.history for s in states],
+                                    max_tokens=run.cfg.max_tokens("rewrite"))
+        rewrites = []
+        for s, res, r in zip(states, run.ws.llm.generate(requests, stage="kgir_rewrite"), rounds):
+            s.account("kgir_rewrite", res)
+            parsed = parse_rewrite(res.text)
+            run.count("rewrite_malformed", int(parsed is None))
+            rewrites.append(r.record_rewrite(res.text, parsed, s.query, truncated=res.truncated))
+        return rewrites
+
+
+@dataclass(frozen=True)
+class ReflectionPassages:
+    """``P_t`` (§2.4): at most ``context_passages`` passages of ``D'_t`` under ``rule``
+    (:func:`~kgir_lib.kgir.state.reflection_passages`; ``None``: the profile's
+    ``reflection_passages``)."""
+
+    rule: Optional[str] = None
+
+    def __call__(self, run: Run, state: LoopState, first: Sequence[str],
+                 rewritten: Sequence[str]) -> list:
+        rule = self.rule or run.cfg.reflection_passages
+        return reflection_passages(first, rewritten, run.cfg.context_passages, rule)
+
+
+def reflection_verdicts(run: Run, states: Sequence[LoopState], rounds: Sequence[LoopRound],
+                        last: bool) -> list:
+    """Reflection (Fig. 5) of every open question in ONE call, reading the round's rewrite, its
+    evidence, the history and ``P_t``; then ONE verdict turn
+    (:func:`~kgir_lib.kgir.rewrite.verdict_request`) for the replies without a verdict line. The
+    verdicts are recorded in the rounds, with the usable rates of the first reply (``reflect``)
+    and of the verdict turn (``reflect_verdict``). ``last``: the prompt says the model must
+    answer."""
+    cfg = run.cfg
+    requests = reflection_requests([r.rewrite for r in rounds], [r.evidence for r in rounds],
+                                   [s.history for s in states],
+                                   [run.passages_text(r.reflection_passages) for r in rounds],
+                                   final=[last] * len(states),
+                                   originals=[s.q.question for s in states],
+                                   max_tokens=cfg.max_tokens("reflect"), prompt=cfg.reflect_prompt)
+    replies = run.ws.llm.generate(requests, stage="kgir_reflect")
+    verdicts = []
+    for s, res, r in zip(states, replies, rounds):
+        s.account("kgir_reflect", res)
+        verdict = parse_reflection(res.text)
+        run.count("reflection_malformed", int(verdict.malformed))
+        r.reflection = Verdict(**verdict.to_dict(), raw=res.text, final=last)
+        r.usable["reflect"] = not verdict.malformed
+        r.truncated["reflect"] = res.truncated
+        verdicts.append(verdict)
+    redo = [i for i, v in enumerate(verdicts) if v.malformed]
+    if not redo:
+        return verdicts
+    again = [verdict_request(requests[i], replies[i].text, last, cfg.max_tokens("verdict"))
+             for i in redo]
+    for i, res in zip(redo, run.ws.llm.generate(again, stage="kgir_reflect_verdict")):
+        states[i].account("kgir_reflect_verdict", res)
+        verdicts[i] = with_verdict(verdicts[i], res.text)
+        run.count("verdict_turns")
+        run.count("verdict_turns_malformed", int(verdicts[i].malformed))
+        r = rounds[i]
+        r.reflection = Verdict(**verdicts[i].to_dict(), raw=r.reflection.raw, final=last,
+                               verdict_raw=res.text)
+        r.usable["reflect_verdict"] = not verdicts[i].malformed
+        r.truncated["reflect_verdict"] = res.truncated
+    return verdicts
+
+
+def hand_to_reader(run: Run, state: LoopState, r: LoopRound, passages: Sequence[str]) -> None:
+    """Set the question's reader context: the round's evidence (``G_Ans`` triples, or the passages
+    that stand in for them), then ``passages`` not already in it."""
+    parts = [] if r.evidence_source == "passages" else [r.evidence.removeprefix("Triples:\n")]
+    pids = list(dict.fromkeys(list(r.evidence_pids) + list(passages)))
+    if pids:
+        parts.append(run.passages_text(pids))
+    state.final_context = "\n\n".join(parts) if parts else "(none)"
+    state.final_pids = pids
+
+
+class Reflect:
+    """Reflection (§2.4, Fig. 5) and what the loop does with it: a question whose reflection says
+    "answer" stops (answered by the shared reader from what the reflection read, or with the
+    reflection's own answer under the profile's ``kgir_answer_source`` "reflection"); in the last
+    round a question still open is handed to the shared reader (``answered_by``
+    ``forced_reader``); any other goes on with ``query = q'_t``. Returns the questions that go
+    on."""
+
+    def __call__(self, run: Run, states: Sequence[LoopState], rounds: Sequence[LoopRound],
+                 last: bool) -> list:
+        verdicts = reflection_verdicts(run, states, rounds, last)
+        still = []
+        for s, verdict, r in zip(states, verdicts, rounds):
+            if verdict.answerable:
+                s.answered_by = "reflection"
+                s.reflection_answer = verdict.answer
+                if run.cfg.kgir_answer_source == "reflection":
+                    s.answer = verdict.answer
+                    s.answer_source = "reflection"
+                else:
+                    hand_to_reader(run, s, r, r.reflection_passages)
+            elif last:
+                hand_to_reader(run, s, r, r.reflection_passages)
+                s.answered_by = "forced_reader"
+                run.count("forced_answers")
+            else:
+                s.go_on(r.rewrite, verdict.missing)
+                still.append(s)
+        return still
+
+
+class Read:
+    """The shared reader (the one answer prompt of every method): ONE call answering the original
+    question ``q`` of each state from its context (:func:`hand_to_reader`). Records the call in
+    the state's last round and returns the answers."""
+
+    def __call__(self, run: Run, states: Sequence[LoopState]) -> list:
+        if not states:
+            return []
+        max_tokens = run.cfg.max_tokens("reader")
+        requests = [reader_request(s.q.question, s.final_context, max_tokens) for s in states]
+        answers = []
+        for s, res in zip(states, run.ws.llm.generate(requests, stage="kgir_final")):
+            s.account("kgir_final", res)
+            answer = parse_answer(res.text)
+            r = s.rounds[-1]
+            r.final = FinalCall(raw=res.text, question=s.q.question, answer=answer,
+                                forced=s.answered_by == "forced_reader",
+                                context_pids=list(s.final_pids))
+            r.usable["reader"] = answer_usable(res.text)
+            r.truncated["reader"] = res.truncated
+            answers.append(answer)
+        return answers

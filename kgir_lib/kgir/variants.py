@@ -1,0 +1,234 @@
+"""KGIR-RAG as a method of the suite: every composition of its steps in one table.
+
+:data:`VARIANTS` declares, as data, each composition the suite runs: the paper's method, Table 7's
+ablations (§3.4), the forced rounds, and the study variants (oracles handed one step's gold, two
+repairs of ours); each row's ``description`` is the one description of that variant (notebooks
+and documents render it: :func:`describe`). :class:`KGIRRAG` runs a row of the paper's kinds,
+:class:`StudyKGIRRAG` one of the study's (the registry, :mod:`kgir_lib.registry`, builds both by
+key); :data:`STUDY_VARIANTS` are the rows notebook 04's step attribution compares with the full
+method.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Optional, Sequence
+
+from ..data import Question
+from ..methods.base import MethodBase, MethodOutput, Workspace
+from .loop import PAPER, Loop, Steps, output
+from .state import STAT_KEYS, Run
+from .steps import ReflectionPassages
+from .study import (PARTS, GoldContextFirst, GoldNextHopFirst, GoldSeeds, IdealRewrite, OracleNote,
+                    ReadEveryRound, RewriteNamingTheBridge, RoundAnswersNote)
+from .subgraph import resolve_weighting
+
+KINDS = ("method", "ablation", "rounds", "oracle", "ours")  # what a row is, in words: KIND_WORDS
+KIND_WORDS = {"method": "the paper's method", "ablation": "a Table 7 ablation (§3.4)",
+              "rounds": "a study of the rounds, beside the method",
+              "oracle": "an oracle: one step handed the gold (a study, not the paper's method)",
+              "ours": "a repair of ours, beside the paper's method"}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One composition of KGIR-RAG: its display ``name``, registry ``key``, ``kind``
+    (:data:`KINDS`), what it runs (a :class:`~kgir_lib.kgir.loop.Loop` over its steps, or another
+    composition with an ``answer`` method), what it adds to each question's trace (``note``), and
+    its ``description``."""
+
+    name: str
+    key: str
+    kind: str
+    composition: Any
+    description: str
+    note: Optional[Any] = None
+
+    @property
+    def steps(self) -> Steps:
+        return self.composition.steps
+
+    @property
+    def oracle(self) -> tuple:
+        """The steps this composition hands the gold (:data:`~kgir_lib.kgir.study.PARTS`), in the
+        funnel's order."""
+        s = self.steps
+        steps = (self.composition, s.seeds, s.rewrite, s.passages)
+        parts = {getattr(x, "part", None) for x in steps}
+        return tuple(p for p in PARTS if p in parts)
+
+
+def _oracle(name: str, key: str, description: str, composition: Any = None, **steps) -> Variant:
+    """A row whose composition (default: the loop over the paper's steps with ``steps`` replaced)
+    hands steps the gold, with the trace's ``oracle`` record."""
+    composition = composition or Loop(replace(PAPER, **steps))
+    variant = Variant(name, key, "oracle", composition, description)
+    return replace(variant, note=OracleNote(variant.oracle))
+
+
+_SEEDS = GoldSeeds(PAPER.seeds)
+_REWRITE = IdealRewrite(PAPER.rewrite)
+_NEXT_HOP = GoldNextHopFirst(PAPER.passages)
+
+VARIANTS: dict = {
+    "full": Variant(
+        "KGIR-RAG", "kgir", "method", Loop(PAPER),
+        "The paper's method (§2.2-2.4, Algorithms 1-2): dense retrieval, the evidence subgraph "
+        "G_Ans from NER seeds, the rewrite q'_t, the rewritten question's retrieval D'_t, the "
+        "reflection over P_t; the shared reader words the answer."),
+    "no_subgraph": Variant(
+        "KGIR-RAG w/o subgraph", "kgir_no_subgraph", "ablation",
+        Loop(replace(PAPER, seeds=None, subgraph=None)),
+        "No NER and no subgraph: the context_passages most similar passages of D_t stand in for "
+        "G_Ans_t (Table 7, w/o subgraph)."),
+    "no_reflection": Variant(
+        "KGIR-RAG w/o reflection", "kgir_no_reflection", "ablation",
+        Loop(replace(PAPER, reflect=None)),
+        "One round: rewrite once with the subgraph, retrieve once, answer: the reader answers from "
+        "G_Ans_1 and the top of D'_1 (Table 7, w/o reflection)."),
+    "no_rewrite": Variant(
+        "KGIR-RAG w/o rewrite", "kgir_no_rewrite", "ablation",
+        Loop(replace(PAPER, rewrite=None, reflect=None)),
+        "One round, no rewrite: the reader answers from G_Ans_1 alone (Table 7, w/o rewrite)."),
+    "forced": Variant(
+        "KGIR-RAG (forced rounds)", "kgir_forced", "rounds",
+        Loop(replace(PAPER, reflect=ReadEveryRound())),
+        "Every round runs and the reflection's stop is ignored; the shared reader answers after "
+        "every round (round_answers), so the answer after T = 1, 2, 3 rounds is read off one run: "
+        "what iteration adds when a small model stops early. Not the paper's method.",
+        note=RoundAnswersNote()),
+    "oracle_seeds": _oracle(
+        "KGIR-RAG + oracle seeds", "kgir_oracle_seeds",
+        "In every round E_q is the gold entities the question's gold chain names (a X >> relation "
+        "hop's subject, a sub-question's paragraph title when it names it, on HotpotQA the "
+        "supporting titles the question names), matched to G_q by the profile's eq. 5 rule as "
+        "given (not grounded in the round's query); no NER call. A question whose gold names no "
+        "entity runs NER as the full method.", seeds=_SEEDS),
+    "oracle_rewrite": _oracle(
+        "KGIR-RAG + oracle rewrite", "kgir_oracle_rewrite",
+        "Round 1's rewrite q'_1 is the ideal rewrite: the last sub-question with every #k replaced "
+        "by hop k's gold answer (a X >> relation hop worded by its relation's template), written "
+        "without an LLM call; D'_1 is retrieved with it and later rounds rewrite as the full "
+        "method. MuSiQue only: HotpotQA has no sub-questions, so no honest ideal rewrite; an "
+        "ideal rewrite that names the final answer or an alias of it is not applied.",
+        rewrite=_REWRITE),
+    "oracle_next_hop": _oracle(
+        "KGIR-RAG + oracle next hop", "kgir_oracle_next_hop",
+        "The gold next-hop passages (the passage of the hop after each bridge; for a HotpotQA "
+        "bridge question the bridge's own paragraph) are put first in every round's reflection "
+        "passages P_t, which keep at most context_passages; the reflection and the reader read "
+        "them.", passages=_NEXT_HOP),
+    "oracle_context": _oracle(
+        "Oracle context (gold passages, shared reader)", "kgir_oracle_context",
+        "The shared reader answers q from the question's gold passages alone, in order: one "
+        "reader call, no retrieval, so no recall: the reader's ceiling. A question without gold "
+        "passages runs the full method.", GoldContextFirst(Loop(PAPER))),
+    "oracle_seeds_rewrite": _oracle(
+        "KGIR-RAG + oracle seeds + rewrite", "kgir_oracle_seeds_rewrite",
+        "The oracle seeds and the oracle rewrite together: the waterfall's second step from the "
+        "full method towards the ceiling.", seeds=_SEEDS, rewrite=_REWRITE),
+    "oracle_seeds_rewrite_next_hop": _oracle(
+        "KGIR-RAG + oracle seeds + rewrite + next hop", "kgir_oracle_seeds_rewrite_next_hop",
+        "The oracle seeds, rewrite and next hop together: the waterfall's third step.",
+        seeds=_SEEDS, rewrite=_REWRITE, passages=_NEXT_HOP),
+    "bridge_rewrite": Variant(
+        "KGIR-RAG + bridge rewrite (ours)", "kgir_bridge_rewrite", "ours",
+        Loop(replace(PAPER, rewrite=RewriteNamingTheBridge())),
+        "The rewrite first names the entity of G_Ans that answers the hop the question depends "
+        "on, then substitutes it (prompt kgir_bridge_rewrite); a reply without a question is "
+        "malformed, counted, and keeps the query, as the paper's rewrite does."),
+    "all_passages": Variant(
+        "KGIR-RAG + reflection reads all of D'_t (ours)", "kgir_all_passages", "ours",
+        Loop(replace(PAPER, passages=ReflectionPassages(rule="all"))),
+        "The full method with P_t the top of D'_t, new or not (reflection_passages \"all\"; "
+        "benchmarks/bench_reflection_passages.py measures it against \"new\")."),
+}
+# The rows notebook 04's step attribution compares with the full method: the oracles, then ours.
+STUDY_VARIANTS: dict = {v: row for v, row in VARIANTS.items() if row.kind in ("oracle", "ours")}
+KEYS = {v: row.key for v, row in VARIANTS.items()}
+
+
+def describe(keys: Optional[Sequence[str]] = None) -> str:
+    """The variants' descriptions as a Markdown list, one item a registry key of ``keys`` (default:
+    every row), in the table's order: name, kind, description."""
+    rows = [row for row in VARIANTS.values() if keys is None or row.key in keys]
+    return "\n".join(f"- *{row.name}* (`{row.key}`, {KIND_WORDS[row.kind]}): {row.description}"
+                     for row in rows)
+
+
+# ---------------------------------------------------------------- the methods
+@dataclass
+class KGIRRAG(MethodBase):
+    """KGIR-RAG and its variants of the paper's kinds (:data:`VARIANTS`): ``variant`` names the
+    row.
+
+    ``max_iterations``, ``top_k`` and ``ngram_threshold`` default (``None``) to the profile's values
+    (:meth:`~kgir_lib.methods.base.MethodBase.setting`, read once when a run starts: the
+    :class:`~kgir_lib.kgir.state.Run`); ``edge_weight`` is ``"auto"`` (reranker if configured,
+    else cosine of question and triple text), ``"reranker"``, ``"cosine"`` or ``"passage"``;
+    ``passages_when_empty``: an empty ``G_Ans`` hands its round the best passages of ``D_t``.
+    """
+
+    variant: str = "full"
+    max_iterations: Optional[int] = None
+    top_k: Optional[int] = None
+    ngram_threshold: Optional[float] = None
+    edge_weight: Optional[str] = None
+    passages_when_empty: bool = True
+    knobs = {"max_iterations": "max_iterations", "top_k": "top_k",
+             "ngram_threshold": "ngram_threshold"}
+    kinds: ClassVar[tuple] = ("method", "ablation", "rounds")  # the rows this class runs
+
+    def __post_init__(self) -> None:
+        known = [v for v, row in VARIANTS.items() if row.kind in self.kinds]
+        if self.variant not in known:
+            raise ValueError(f"unknown {type(self).__name__} variant {self.variant!r} "
+                             f"(choose from {sorted(known)})")
+        super().__post_init__()
+        resolve_weighting(self.edge_weight, None)  # validates the name
+        self.stats: dict = {}
+
+    @property
+    def spec(self) -> Variant:
+        return VARIANTS[self.variant]
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def key(self) -> str:
+        return self.spec.key
+
+    @property
+    def uses_kg(self) -> bool:  # (evaluate.run_fingerprint: only then does the KG matter)
+        return self.spec.steps.subgraph is not None
+
+    def start(self, ws: Workspace, n_questions: int) -> Run:
+        """The run of ``n_questions`` in ``ws``: every setting resolved once, the counters zero."""
+        return Run(ws=ws, top_k=self.setting(ws, "top_k"),
+                   ngram_threshold=self.setting(ws, "ngram_threshold"),
+                   max_iterations=int(self.setting(ws, "max_iterations")),
+                   edge_weight=self.edge_weight, passages_when_empty=self.passages_when_empty,
+                   stats={"questions": n_questions, **dict.fromkeys(STAT_KEYS, 0)})
+
+    def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
+        """Answer every question with the row's composition; one :class:`MethodOutput` per
+        question, in order."""
+        run = self.start(ws, len(questions))
+        self.stats = run.stats
+        states = self.spec.composition.answer(run, list(questions), self.name)
+        return [self._output(s) for s in states]
+
+    def _output(self, state) -> MethodOutput:
+        out = output(state, self.name, self.variant)
+        if self.spec.note is not None:
+            out.trace.update(self.spec.note(state))
+        return out
+
+
+@dataclass
+class StudyKGIRRAG(KGIRRAG):
+    """KGIR-RAG's study variants (:data:`STUDY_VARIANTS`): oracles handed one step's gold, and two
+    repairs of ours; never the paper's method, which is :class:`KGIRRAG`'s."""
+
+    kinds: ClassVar[tuple] = ("oracle", "ours")
