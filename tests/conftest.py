@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from pathlib import Path
 
@@ -63,6 +64,20 @@ class BagOfWordsEncoder:
                 out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.where(norms == 0, 1, norms)
+
+
+@pytest.fixture(autouse=True)
+def _kgir_environment_restored():
+    """Every test leaves the ``KGIR_*`` variables as it found them.
+
+    The runner sets some in its own process (``--regenerate`` sets ``KGIR_LLM_CACHE_ONLY=1`` for its kernels);
+    a test that calls it in-process must not turn every later subprocess on the same worker into a cache-only run.
+    """
+    before = {k: v for k, v in os.environ.items() if k.startswith("KGIR_")}
+    yield
+    for k in [k for k in os.environ if k.startswith("KGIR_") and k not in before]:
+        del os.environ[k]
+    os.environ.update(before)
 
 
 @pytest.fixture

@@ -199,10 +199,11 @@ def test_cache_proxy_keys_loads_and_answers_from_its_cache(tmp_path):
 
 
 @pytest.mark.skipif(not COMMITTED.exists(), reason="the cross-check has not been committed yet")
-def test_rescore_reproduces_the_committed_cross_check_without_peer_environment(tmp_path):
+def test_rescore_reproduces_the_committed_cross_check_without_peer_environment(tmp_path, monkeypatch):
     """The re-score: this code's IRCoT and ITER-RETGEN, cache only from the committed response log (no LLM call),
     their dense searches replayed from the committed record (no encoder), against FlashRAG's committed records,
     give the committed per-question rows cell by cell."""
+    monkeypatch.setenv("KGIR_LLM_CACHE_ONLY", "")  # the re-score sets it in this process; restored afterwards
     compare = _load("flashrag_compare")
     report = _load("flashrag_report")
     out = tmp_path / "benchmarks" / "peers_flashrag.md"
