@@ -413,6 +413,18 @@ def test_a_field_written_twice_in_a_profile_is_an_error_naming_it(tmp_path):
         load_config(path)
 
 
+def test_decomposition_datasets_narrow_the_runs_datasets_and_change_no_method_run():
+    from kgir_lib.eval.evaluate.run import _NEUTRAL_FIELDS
+    sample = load_config("sample")
+    assert sample.decomposition_datasets is None and sample.decomposition_scope == sample.datasets
+    cfg = load_config("sample", datasets=["hotpotqa", "musique_train"], decomposition_datasets=["musique_train"])
+    assert cfg.decomposition_scope == ["musique_train"]
+    assert load_config("sample", decomposition_datasets=[]).decomposition_scope == []
+    assert "decomposition_datasets" in _NEUTRAL_FIELDS  # a notebook-04 selection: no method's output depends on it
+    with pytest.raises(ConfigError, match="decomposition_datasets.*list of strings"):
+        load_config("sample", decomposition_datasets=5)
+
+
 def test_attribution_datasets_narrow_the_runs_datasets():
     sample = load_config("sample")
     assert sample.attribution_datasets is None and sample.attribution_scope == sample.datasets  # every one

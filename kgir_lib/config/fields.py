@@ -159,6 +159,9 @@ class Config:
                                                        "KGIR-RAG's final reader prompts, smallest first (embedded "
                                                        "GGUF names on llamacpp; served model names on openai); "
                                                        "null: the profile's own model only")
+    decomposition_datasets: Optional[list] = knob(None, "the datasets the loss decomposition covers, a filter on "
+                                                        "datasets like attribution_datasets; null: every dataset "
+                                                        "of the run")
     study_n_questions: Optional[int] = knob(4, "questions a sweep point (null: n_questions)")
     robustness_seeds: int = knob(3, "seeds a drop fraction (KG²RAG robustness)")
     # reader context
@@ -202,6 +205,14 @@ class Config:
         if self.attribution_datasets is None:
             return list(self.datasets)
         return [d for d in self.datasets if d in self.attribution_datasets]
+
+    @property
+    def decomposition_scope(self) -> list:
+        """The run's datasets the loss decomposition covers: ``datasets`` in their order, narrowed to
+        ``decomposition_datasets`` unless that is null."""
+        if self.decomposition_datasets is None:
+            return list(self.datasets)
+        return [d for d in self.datasets if d in self.decomposition_datasets]
 
     def path(self, *parts: str) -> Path:
         """A path inside the run directory; parent folders are created."""

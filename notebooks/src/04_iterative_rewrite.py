@@ -38,6 +38,7 @@ from kgir_lib import report
 from kgir_lib.data import sample_questions
 from kgir_lib.eval import evaluate as ev
 from kgir_lib.eval.mechanism import calibration, forced_rounds, funnel
+from kgir_lib.eval.mechanism import loss_decomposition as decomposition
 from kgir_lib.eval.mechanism import step_attribution as attribution
 from kgir_lib.eval.mechanism.bridges import load_bridges
 from kgir_lib.eval.mechanism.tables import mechanism_tables, read_run
@@ -159,7 +160,29 @@ if len(attr):
                                for d in report.panel_order(attr["dataset"].unique()))))
 
 # %% [markdown]
-# ## 5. The run in numbers
+# ## 5. Where are the answers lost: retrieval, distractors or the reader?
+#
+# The oracle context of §4 fixes retrieval, removes the distractor passages and drops the triples all at once, so its
+# gain cannot be booked to any one of them. The **loss decomposition** takes KGIR-RAG's own final reader prompt of
+# every question (the same triples, passage budget and order) and has the reader answer it again with one thing
+# changed at a time: (a) as it was; (b) the missing gold passages swapped in for the lowest-ranked others (retrieval
+# fixed, the prompt's shape kept); (c) the gold passages only, the triples kept (distractors removed); (d) the gold
+# passages only (the ceiling of §4); (e) as (d) with the gold passages uncut (what `passage_chars` costs). Each
+# prompt is read by every model of `decomposition_readers`, smallest first, on the same prompts: the reader-capacity
+# axis. The bars are EM; each step is the rise or fall from the bar before.
+
+# %%
+dec_runs = {d: (results[d]["ws"], results[d]["questions"], results[d]["outputs"])
+            for d in cfg.decomposition_scope if d in results}
+decomp, decomp_cut, decomp_answers, decomp_left = decomposition.loss_decomposition(cfg, llm, dec_runs)
+print("readers:", ", ".join(decomposition.reader_llms(cfg, llm)), "| datasets:", ", ".join(dec_runs) or "none")
+if len(decomp):
+    show_figure(decomposition.plot_decomposition(decomp), cfg, "04_loss_decomposition")
+    display(Markdown("\n".join(f"- {decomposition.decomposition_sentence(decomp, d)}"
+                               for d in report.panel_order(decomp["dataset"].unique()))))
+
+# %% [markdown]
+# ## 6. The run in numbers
 #
 # EM and F1 (SQuAD normalisation, best over the gold answer and its aliases, ×100), Recall@5 of the final ranked list
 # beside single-step dense retrieval with the original question on the same questions, the rounds a question used and
@@ -199,6 +222,9 @@ show(metrics[["n", "EM", "F1", "R@5", "dense R@5", "rounds / q", "by reflection 
 #   scores measure mostly its first round. §2 shows what a second round can do when it happens.
 # * The funnel names the step where this model's chain breaks; the oracles of §4 say what repairing each step would
 #   be worth: a step whose oracle adds little is not where the accuracy is lost, whatever the funnel's count there.
+# * The loss decomposition of §5 books the gap to the gold passages step by step on the loop's own prompt:
+#   retrieval, the distractor passages, the triples, the passage cut, and what a larger reader adds on the same
+#   prompts.
 # * The paper's LLM is Qwen2.5-72B; the numbers here are a small model's (printed at the top). Notebook 05 compares
 #   every method with the same LLM; notebook 06 runs the Table 7 ablations.
 
@@ -209,7 +235,7 @@ show(metrics[["n", "EM", "F1", "R@5", "dense R@5", "rounds / q", "by reflection 
 # the end). Traces: `results/<profile>/traces/kgir/<dataset>.trace.jsonl` (and one folder per study variant); saved
 # tables in `results/<profile>/tables/`: `04_kgir_metrics`, `04_kgir_usage_by_stage`, `04_kgir_usable_outputs`,
 # `04_bridge_funnel`, `04_forced_rounds`, `04_oracle_stop`, `04_reflection_calibration`, `04_step_attribution`,
-# `04_kgir_per_question`; figures in `figures/<profile>/`.
+# `04_loss_decomposition`, `04_passage_cut`, `04_kgir_per_question`; figures in `figures/<profile>/`.
 #
 # ### How the loop is built (`kgir_lib/kgir/loop.py`, class `KGIRRAG`; prompts in `kgir_lib/prompts/kgir_*.txt`)
 #
@@ -436,6 +462,41 @@ if len(attr):
                       + report.model_note(cfg, short=True))
 else:
     print("No study variant ran (attribution_methods or attribution_datasets leave none).")
+
+# %% [markdown]
+# ### The loss decomposition: every condition and every test
+#
+# **The prompts** (`kgir_lib/eval/mechanism/loss_decomposition.py`): each question's final reader prompt is read off
+# its trace (the triples of `G_Ans` or the passages standing in for them, then the passages the reflection read), and
+# changed one thing at a time; conditions (b)-(e) never call the retriever, the loop or the reflection. A question
+# without gold passages, or whose answer no reader call wrote, is left out and counted below.
+#
+# **The table** (`04_loss_decomposition`): a row per reader and condition, EM and F1 on the same questions, each
+# condition against the one above (McNemar's exact test), and every reader after the first against the first on the
+# same prompts. The family is declared in the module before the run, per dataset: four adjacent tests per reader and
+# five reader tests per further reader (13 with two readers), Holm within it. **The cut** (`04_passage_cut`): per
+# dataset, how many questions have a gold passage longer than `passage_chars`, and whose gold answer or gold bridge is
+# named in a gold passage only past the cut (whole-word match on the normalised aliases).
+
+# %%
+if len(decomp):
+    show(decomp.drop(columns=["label"]).set_index(["dataset", "reader", "condition"]),
+         "loss decomposition: KGIR-RAG's own reader prompt, changed one thing at a time",
+         notes=decomposition.COLUMN_NOTES)
+    report.save_table(decomp.set_index(["dataset", "reader", "condition"]).round(4), cfg, "04_loss_decomposition",
+                      "Loss decomposition: KGIR-RAG's final reader prompt re-read (a) as run, (b) with the missing "
+                      "gold passages swapped in, (c) gold passages and triples, (d) gold passages only, (e) gold "
+                      "passages uncut, by every reader of decomposition_readers on the same prompts; McNemar's exact "
+                      "test against the condition above and against the first reader, Holm within each dataset's "
+                      "declared family. " + report.model_note(cfg, short=True))
+    show(decomp_cut.set_index("dataset"), "what the passage cut hides from the gold passages")
+    report.save_table(decomp_cut.set_index("dataset"), cfg, "04_passage_cut",
+                      "Gold passages and the passage cut: questions with a gold passage longer than passage_chars, "
+                      "and whose gold answer or gold bridge is named in a gold passage only past the cut.")
+    print("left out:", "; ".join(f"{d}: " + ", ".join(f"{k} {v}" for k, v in left.items())
+                                 for d, left in decomp_left.items()))
+else:
+    print("No dataset of this run is in decomposition_datasets.")
 
 # %% [markdown]
 # ### Per question
