@@ -71,6 +71,11 @@ def _rounds(path: Path) -> list:
     return _per_dataset(natural_rounds_sentence)(path)
 
 
+def _decomposition(path: Path) -> list:
+    from .eval.mechanism.loss_decomposition import decomposition_sentence
+    return _per_dataset(decomposition_sentence)(path)
+
+
 def _config_fields(path: Path) -> list:
     from .config.reference import fields_markdown
     return fields_markdown()
@@ -93,6 +98,7 @@ RENDERERS: dict = {
     "kgir_lib.eval.mechanism.funnel.funnel_sentence": _funnel,
     "kgir_lib.eval.mechanism.step_attribution.headroom_sentence": _headroom,
     "kgir_lib.eval.mechanism.calibration.natural_rounds_sentence": _rounds,
+    "kgir_lib.eval.mechanism.loss_decomposition.decomposition_sentence": _decomposition,
 }
 
 

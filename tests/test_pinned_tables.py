@@ -518,6 +518,27 @@ def mech(frame: str, index: list, digits: int, datasets: str = "datasets") -> Ca
     return build
 
 
+def decomposed(s: Sample) -> tuple:
+    """Notebook 04's loss decomposition: every reader of ``decomposition_readers`` answers from the response log
+    only (a reader the log lacks is an error, never a model load), over KGIR-RAG's committed traces."""
+    from kgir_lib.eval.mechanism.loss_decomposition import loss_decomposition
+
+    cfg = s.shared.config("04_iterative_rewrite", RUN.parent)
+    readers = {m: s.llm if m == cfg.llm_model else
+               LLM(ReplayOnly(f"{cfg.llm_backend}:{m}"), s.llm.cache, progress=False, cache_only=True)
+               for m in cfg.decomposition_readers or [cfg.llm_model]}
+    runs = {d: (SimpleWs(cfg, s.datasets[d]), s.questions[d], s.outputs("kgir", d)) for d in cfg.decomposition_scope}
+    return loss_decomposition(cfg, readers, runs)
+
+
+def t_loss_decomposition(s: Sample, name: str) -> pd.DataFrame:
+    return decomposed(s)[0].set_index(["dataset", "reader", "condition"]).round(4)
+
+
+def t_passage_cut(s: Sample, name: str) -> pd.DataFrame:
+    return decomposed(s)[1].set_index("dataset")
+
+
 # ---------------------------------------------------------------- notebook 05
 def t_qa(s: Sample, name: str) -> pd.DataFrame:
     assert name == "05_table4_5_qa_" + "".join(c if c.isalnum() or c in "-_." else "_" for c in s.cfg.llm_model)
@@ -779,6 +800,8 @@ REBUILT: dict = {
     "04_oracle_stop": Pin(mech("oracle_stop", ["dataset"], 2)),
     "04_reflection_calibration": Pin(mech("calibration", ["method", "dataset", "round"], 2)),
     "04_step_attribution": Pin(mech("step_attribution", ["dataset", "key"], 4)),
+    "04_loss_decomposition": Pin(t_loss_decomposition),
+    "04_passage_cut": Pin(t_passage_cut),
     "05_table4_5_qa_*": Pin(t_qa),
     "05_answer_form": Pin(t_answer_form),
     "05_table6_recall": Pin(t_recall),

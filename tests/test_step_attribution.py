@@ -392,7 +392,7 @@ def test_single_step_oracles_in_the_sentence_and_the_figure():
     assert "the ideal rewrite 100.0 (n = 3, +66.7, p(Holm) " in sa.headroom_sentence(short, "d")
     none = sa.step_attribution_table({**runs, "kgir_oracle_next_hop": [
         record("z9", variant="oracle_next_hop", oracle={"parts": ["next_hop"], "not_applied": {}})]}, BRIDGES, "d", 5)
-    assert "the gold next hop (no question answered by both)" in sa.headroom_sentence(none, "d")
+    assert "the answer-bearing gold next hop (no question answered by both)" in sa.headroom_sentence(none, "d")
     fig = sa.plot_headroom(t)
     [ax] = fig.axes
     assert [x.get_text() for x in ax.get_xticklabels()] == ["full", "gold\ncontext", "rewrite\nalone"]
@@ -477,8 +477,11 @@ def test_a_step_with_no_gold_on_the_dataset_is_said_and_not_drawn():
                                  "gold given: next hop": 20, "gold given: context": -1}}
     assert sa.headroom_sentence(t, "hp") == (
         "hp (n = 40): EM of the full method 25.0; oracle seeds 30.0 (+5.0), + the gold next hop 40.0 (+10.0; gold "
-        "given on 20 of 40); one step alone: the gold next hop 35.0 (+10.0, p(Holm) 1; gold given on 20 of 40); "
-        "no gold for the ideal rewrite on any question here (those variants ran as the full method).")
+        "given on 20 of 40); one step alone: the answer-bearing gold next hop 35.0 (+10.0, "
+        "p(Holm) 1; gold given on 20 of 40); no gold for the ideal rewrite on any question here, so of "
+        "the family's 23 declared tests 3 cannot differ by construction (a variant with nothing but that step ran "
+        "as the full method) and 3 repeat another variant's.")
+    assert sa.inert_tests(t, "hp") == (3, 3)  # oracle rewrite = the full method; seeds + rewrite = oracle seeds
     fig = sa.plot_headroom(t)
     [ax] = fig.axes
     assert [x.get_text() for x in ax.get_xticklabels()] == ["full", "+ seeds", "+ next\nhop", "next hop\nalone"]

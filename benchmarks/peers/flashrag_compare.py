@@ -205,10 +205,13 @@ def main() -> None:
     elif args.step == "suite":
         run_suite(args.work, args.profile, args.dataset, args.recorded_searches)
     else:
-        from flashrag_report import write_report
+        from flashrag_report import SEARCHES, write_report
 
         write_report(args.work, args.profile, args.dataset, args.out, args.command,
                      llm_log=args.llm_log, wall=args.wall, rescore=args.step == "rescore")
+        if args.step == "report":  # the suite's searches recorded beside the report, so a re-score needs no encoder
+            top_k = json.loads((args.work / "suite.meta.json").read_text(encoding="utf-8"))["top_k"]
+            write_searches(args.work, args.out.parent / SEARCHES, int(top_k))
 
 
 if __name__ == "__main__":

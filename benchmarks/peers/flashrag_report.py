@@ -214,8 +214,5 @@ def write_report(work: Path, profile: str, dataset: str, out: Path, command: str
     out.write_text("\n".join(parts), encoding="utf-8")
     if not rescore:
         write_outputs(work, outputs, meta)
-        from flashrag_compare import write_searches
-
-        write_searches(work, out.parent / SEARCHES, int(suite_meta["top_k"]))
         write_llm_cache(llm_log or work / "llm_cache.jsonl", out.parent / LLM_CACHE)
     print(f"report{' (re-scored)' if rescore else ''}: {out}")

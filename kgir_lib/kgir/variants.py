@@ -116,7 +116,9 @@ VARIANTS: dict = {
         "The gold next-hop passages (the passage of the hop after each bridge; for a HotpotQA "
         "bridge question the bridge's own paragraph) are put first in every round's reflection "
         "passages P_t, which keep at most context_passages; the reflection and the reader read "
-        "them.", passages=_NEXT_HOP),
+        "them. On a two-hop question the next hop's passage is the one that holds the answer, so "
+        "this hands over the answer-bearing passage: a context oracle, not a retrieval fix.",
+        passages=_NEXT_HOP),
     "oracle_context": _oracle(
         "Oracle context (gold passages, shared reader)", "kgir_oracle_context",
         "The shared reader answers q from the question's gold passages alone, in order: one "

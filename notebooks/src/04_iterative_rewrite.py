@@ -174,8 +174,9 @@ if len(attr):
 # %%
 dec_runs = {d: (results[d]["ws"], results[d]["questions"], results[d]["outputs"])
             for d in cfg.decomposition_scope if d in results}
-decomp, decomp_cut, decomp_answers, decomp_left = decomposition.loss_decomposition(cfg, llm, dec_runs)
-print("readers:", ", ".join(decomposition.reader_llms(cfg, llm)), "| datasets:", ", ".join(dec_runs) or "none")
+readers = decomposition.reader_llms(cfg, llm)
+decomp, decomp_cut, decomp_answers, decomp_left = decomposition.loss_decomposition(cfg, readers, dec_runs)
+print("readers:", ", ".join(readers), "| datasets:", ", ".join(dec_runs) or "none")
 if len(decomp):
     show_figure(decomposition.plot_decomposition(decomp), cfg, "04_loss_decomposition")
     display(Markdown("\n".join(f"- {decomposition.decomposition_sentence(decomp, d)}"

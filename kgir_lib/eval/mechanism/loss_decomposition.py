@@ -294,12 +294,12 @@ def reader_llms(cfg, llm) -> dict:
     return out
 
 
-def loss_decomposition(cfg, llm, runs: Mapping[str, tuple]) -> tuple:
-    """The decomposition of a run: ``runs`` is ``{dataset: (workspace, questions, KGIR-RAG outputs)}``.
+def loss_decomposition(cfg, readers: Mapping[str, object], runs: Mapping[str, tuple]) -> tuple:
+    """The decomposition of a run: ``readers`` is ``{model: LLM}`` in the declared order (:func:`reader_llms`),
+    ``runs`` is ``{dataset: (workspace, questions, KGIR-RAG outputs)}``.
     Returns ``(table, cut table, answers, left out)``: :func:`decomposition_table` of every dataset, one
     :func:`cut_table` row a dataset, every reader's answer to every prompt (``dataset, reader, qid, condition,
     answer, EM, F1``) and, per dataset, the questions left out (:func:`prompts_of`)."""
-    readers = reader_llms(cfg, llm)
     tables, cuts, answers, left_out = [], [], [], {}
     for dataset, (ws, questions, outputs) in runs.items():
         records = [{"qid": o.qid, "answer": o.answer, "trace": o.trace} for o in outputs]

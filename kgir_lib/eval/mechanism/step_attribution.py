@@ -57,7 +57,8 @@ FAMILY = tuple((key, m) for key in ROWS for m in METRICS)  # one family per data
 NO_RECALL = (CEILING,)  # retrieves nothing: its R@5 is not a test
 FAMILY_SIZE = sum(1 for key, m in FAMILY if not (m == "R@5" and key in NO_RECALL))  # the tests Holm adjusts for
 # how headroom_sentence names the variants beside the waterfall
-IN_WORDS = {"kgir_oracle_rewrite": "the ideal rewrite", "kgir_oracle_next_hop": "the gold next hop",
+IN_WORDS = {"kgir_oracle_rewrite": "the ideal rewrite",
+            "kgir_oracle_next_hop": "the answer-bearing gold next hop",
             "kgir_bridge_rewrite": "the bridge rewrite", "kgir_all_passages": "the reflection reading all of D'_t"}
 KINDS = {REFERENCE: "the paper's method", **{k: "oracle" for k in (*CUMULATIVE, *SINGLE, CEILING)},
          **{k: "ours" for k in OURS}}
@@ -260,8 +261,38 @@ def headroom_sentence(table: pd.DataFrame, dataset: str) -> str:
         text += "; ours: " + ", ".join(f"{IN_WORDS[r['key']]} {_versus(r, full)}" for r in ours)
     if no_gold:
         names = " or ".join(PART_WORDS[p] for p in no_gold)
-        text += f"; no gold for {names} on any question here (those variants ran as the full method)"
+        text += f"; no gold for {names} on any question here"
+        same, repeat = inert_tests(table, dataset)
+        text += (f", so of the family's {FAMILY_SIZE} declared tests {same} cannot differ by construction (a "
+                 f"variant with nothing but that step ran as the full method) and {repeat} repeat another variant's")
     return text + "."
+
+
+def _effective(table: pd.DataFrame, dataset: str, key: str) -> tuple:
+    """The oracle steps of ``key`` that had gold on some question of ``dataset`` (a step with none ran as the
+    variant without it)."""
+    row = _row(table, dataset, key)
+    return tuple(p for p in ADDS.get(key, ()) if not _no_gold(row, (p,)))
+
+
+def inert_tests(table: pd.DataFrame, dataset: str) -> tuple:
+    """``(cannot differ, repeated)``: how many tests of the dataset's declared family (:data:`FAMILY`) compare
+    the full method with a variant that is, by construction, the full method (every step it hands the gold had
+    gold on no question), and how many repeat an earlier variant's tests (its steps with gold are that
+    variant's). Counted over the oracles that ran; a row of ours changes a step for every question."""
+    same = repeat = 0
+    seen: dict = {}
+    for key in ROWS:
+        if key not in ADDS or _row(table, dataset, key) is None:
+            continue
+        tests = sum(1 for k, m in FAMILY if k == key and not (m == "R@5" and key in NO_RECALL))
+        steps = _effective(table, dataset, key)
+        if not steps:
+            same += tests
+        elif steps in seen and steps != ADDS[key]:
+            repeat += tests
+        seen.setdefault(steps, key)
+    return same, repeat
 
 
 def _versus(row: pd.Series, full: pd.Series) -> str:
