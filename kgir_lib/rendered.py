@@ -62,7 +62,7 @@ def _funnel(path: Path) -> list:
 
 
 def _headroom(path: Path) -> list:
-    from .eval.mechanism.step_attribution import headroom_sentence
+    from .eval.mechanism.headroom import headroom_sentence
     return _per_dataset(headroom_sentence)(path)
 
 
@@ -96,7 +96,7 @@ RENDERERS: dict = {
     "kgir_lib.eval.peer_iterative.crosscheck_sentence": _flashrag,
     "kgir_lib.eval.claims.claims_headline": _claims,
     "kgir_lib.eval.mechanism.funnel.funnel_sentence": _funnel,
-    "kgir_lib.eval.mechanism.step_attribution.headroom_sentence": _headroom,
+    "kgir_lib.eval.mechanism.headroom.headroom_sentence": _headroom,
     "kgir_lib.eval.mechanism.calibration.natural_rounds_sentence": _rounds,
     "kgir_lib.eval.mechanism.loss_decomposition.decomposition_sentence": _decomposition,
 }

@@ -123,16 +123,16 @@ def _attribution(datasets) -> pd.DataFrame:
 
 
 def test_the_headroom_figure_has_its_panels_in_one_order_and_every_style_in_its_legend():
-    from kgir_lib.eval.mechanism import step_attribution as sa
+    from kgir_lib.eval.mechanism import headroom as hr
 
     titles = []
     for order in (["hotpotqa", "musique_train"], ["musique_train", "hotpotqa"]):
-        fig = sa.plot_headroom(_attribution(order))
+        fig = hr.plot_headroom(_attribution(order))
         titles.append([ax.get_title(loc="left").split(" (")[0] for ax in fig.axes])
         legend = [t.get_text() for t in fig.legends[0].get_texts()]
         assert legibility_problem(report.figure_png(fig)) == ""
         plt.close(fig)
     assert titles[0] == titles[1] == ["musique_train", "hotpotqa"]
     for style in ("full", "rise", "ceiling", "ours", "baseline"):
-        assert sa.STYLES[style]["label"] in legend
-    assert sa.STYLES["alone"]["label"] not in legend  # no single-step oracle drawn: no legend entry for one
+        assert hr.STYLES[style]["label"] in legend
+    assert hr.STYLES["alone"]["label"] not in legend  # no single-step oracle drawn: no legend entry for one

@@ -698,17 +698,28 @@ def t_bridge_summary(s: Sample, name: str) -> pd.DataFrame:
     return bridge_summary(find_bridge_cases(load_kgir_traces(s.cfg)))
 
 
+def case_question(s: Sample) -> tuple:
+    """``(dataset, qid, intervention)`` of notebook 07's case: the question the model's run took furthest, or, when
+    that run completes the chain on no question, the question the smallest study variant completes it on."""
+    from kgir_lib.notebook.case.choice import find_intervention
+
+    choice = case_choice(s)
+    found = None if choice.full or not len(choice.table) else find_intervention(s.cfg.run_dir, s.cfg.datasets,
+                                                                               gold_chain_of(s), choice.table)
+    return (found.dataset, found.qid, found) if found else (choice.dataset, choice.qid, None)
+
+
 def case(s: Sample, name: str):
     """Notebook 07's case (``case_from_dataset``: KGIR-RAG run again on the chosen question, every call a cache
     hit), read from the committed KGIR-RAG trace of that question; the table's name must be the chosen case's."""
     from kgir_lib.notebook.case.build import case_from_output
 
-    choice = case_choice(s)
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{choice.dataset}_{choice.qid}")
-    assert name.endswith(f"_{safe}"), f"{name}: notebook 07 now chooses {choice.dataset} {choice.qid}"
-    ws = s.workspace(choice.dataset)
-    [q] = [q for q in s.datasets[choice.dataset].questions if q.qid == choice.qid]
-    [out] = [o for o in s.outputs("kgir", choice.dataset) if o.qid == q.qid]
+    dataset, qid, _ = case_question(s)
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{dataset}_{qid}")
+    assert name.endswith(f"_{safe}"), f"{name}: notebook 07 now chooses {dataset} {qid}"
+    ws = s.workspace(dataset)
+    [q] = [q for q in s.datasets[dataset].questions if q.qid == qid]
+    [out] = [o for o in s.outputs("kgir", dataset) if o.qid == q.qid]
     ws.kg_for([p for r in out.trace["rounds"] for key in ("retrieved", "rewrite_retrieved")
                for p, _ in r.get(key) or []])
     return case_from_output(Workspace(cfg=s.cfg, dataset=ws.dataset, llm=None, dense=None, kg=ws.kg), q, out)
@@ -719,13 +730,10 @@ def t_case_chain(s: Sample, name: str) -> pd.DataFrame:
     run completes the chain on no question, in the smallest study variant that does (each read from its committed
     trace of the question)."""
     from kgir_lib.notebook.case.build import case_from_output
-    from kgir_lib.notebook.case.choice import case_chain, find_intervention
+    from kgir_lib.notebook.case.choice import case_chain
     from kgir_lib.registry import LABELS
 
-    choice = case_choice(s)
-    found = None if choice.full else find_intervention(s.cfg.run_dir, s.cfg.datasets,
-                                                       gold_chain_of(s), choice.table)
-    dataset, qid = (found.dataset, found.qid) if found else (choice.dataset, choice.qid)
+    dataset, qid, found = case_question(s)
     ws = s.workspace(dataset)
     [q] = [q for q in s.datasets[dataset].questions if q.qid == qid]
     runs = {"KGIR-RAG as the model runs it": "kgir"}

@@ -11,6 +11,7 @@ import pytest
 
 from kgir_lib.config import PROJECT_ROOT
 from kgir_lib.data import passage_id
+from kgir_lib.eval.mechanism import headroom as hr
 from kgir_lib.eval.mechanism import step_attribution as sa
 from kgir_lib.eval.mechanism.tables import mechanism_tables
 from kgir_lib.llm.response_log import log_stats
@@ -101,12 +102,12 @@ def test_funnel_steps_each_variant_passes(table):
 
 
 def test_headroom_sentence(table):
-    assert sa.headroom_sentence(table, "d") == (
+    assert hr.headroom_sentence(table, "d") == (
         "d (n = 6): EM of the full method 16.7; oracle seeds 33.3 (+16.7; gold given on 5 of 6); the shared reader "
         "over the gold passages "
         "alone 100.0 (+83.3); ours: the bridge rewrite 16.7 (+0.0, p(Holm) 1).")
     with pytest.raises(ValueError, match="no 'kgir' row"):
-        sa.headroom_sentence(table, "other")
+        hr.headroom_sentence(table, "other")
 
 
 def test_headroom_figure(table):
@@ -115,16 +116,16 @@ def test_headroom_figure(table):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig = sa.plot_headroom(table)
+    fig = hr.plot_headroom(table)
     [ax] = fig.axes
     assert [t.get_text() for t in ax.get_xticklabels()] == ["full", "+ seeds", "gold\ncontext", "bridge\nrewrite"]
     assert [round(p.get_height(), 4) for p in ax.patches] == [16.6667, 16.6667, 100.0, 16.6667]
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert any("no published KGIR-RAG EM" in t for t in legend)
-    assert legend[:4] == [sa.STYLES[k]["label"] for k in ("full", "rise", "ceiling", "ours")]  # every style drawn
-    assert sa.STYLES["baseline"]["label"] in legend  # the dotted line at the full method's EM is named
+    assert legend[:4] == [hr.STYLES[k]["label"] for k in ("full", "rise", "ceiling", "ours")]  # every style drawn
+    assert hr.STYLES["baseline"]["label"] in legend  # the dotted line at the full method's EM is named
     plt.close(fig)
-    fig = sa.plot_headroom(table, published_em={"d": 40.0})
+    fig = hr.plot_headroom(table, published_em={"d": 40.0})
     assert "KGIR-RAG EM as published" in [t.get_text() for t in fig.legends[0].get_texts()]
     plt.close(fig)
 
@@ -199,8 +200,8 @@ def test_notebook_04_flow_on_the_tiny_workspace(tmp_path, cfg, tiny_dataset, tin
     attr = mechanism_tables(cfg.run_dir, ["tiny"], data_dir=tmp_path / "data")["step_attribution"]
     assert attr["key"].tolist() == ["kgir", *sa.ROWS] and (attr["n"] == 1).all()
     assert attr.set_index("key").loc["kgir_oracle_context", "EM"] == 100.0  # the gold passages hold the answer
-    assert sa.headroom_sentence(attr, "tiny").startswith("tiny (n = 1): EM of the full method ")
-    sa.plot_headroom(attr)
+    assert hr.headroom_sentence(attr, "tiny").startswith("tiny (n = 1): EM of the full method ")
+    hr.plot_headroom(attr)
 
 
 def _p(value: float) -> str:
@@ -327,7 +328,7 @@ def test_cumulative_oracles_finite_mde_holm_ranks_and_the_level_known_values():
     no_common = sa.step_attribution_table(runs, bridges, "d", n_ctx=5).set_index("key").loc["kgir_oracle_rewrite"]
     assert np.isnan(no_common[sa.MDE_COLUMN]) and np.isnan(no_common["p EM"]) and np.isnan(no_common["EM"])
     assert t.loc["kgir_oracle_seeds", ["5 answer correct", "next hop read"]].tolist() == [30, 40]
-    assert sa.headroom_sentence(t.reset_index(), "d") == (
+    assert hr.headroom_sentence(t.reset_index(), "d") == (
         "d (n = 40): EM of the full method 25.0; oracle seeds 75.0 (+50.0), + the ideal rewrite 85.0 (+10.0), "
         "+ the gold next hop 90.0 (+5.0); ours: the reflection reading all of D'_t 25.0 (+0.0, p(Holm) 1).")
 
@@ -363,8 +364,8 @@ def test_headroom_sentence_without_oracles_and_with_both_repairs():
     runs = {"kgir": full_run(), "kgir_bridge_rewrite": bridge_run(),
             "kgir_all_passages": [dict(r, trace=dict(r["trace"], variant="all_passages")) for r in full_run()]}
     t = sa.step_attribution_table(runs, BRIDGES, "d", n_ctx=5)
-    assert sa.headroom_sentence(t[t["key"] == "kgir"], "d") == "d (n = 6): EM of the full method 16.7."
-    assert sa.headroom_sentence(t, "d") == (
+    assert hr.headroom_sentence(t[t["key"] == "kgir"], "d") == "d (n = 6): EM of the full method 16.7."
+    assert hr.headroom_sentence(t, "d") == (
         "d (n = 6): EM of the full method 16.7; ours: the bridge rewrite 16.7 (+0.0, p(Holm) 1), "
         "the reflection reading all of D'_t 16.7 (+0.0, p(Holm) 1).")
 
@@ -385,15 +386,15 @@ def test_single_step_oracles_in_the_sentence_and_the_figure():
     runs = {"kgir": full_run(), "kgir_oracle_rewrite": rewrite, "kgir_oracle_context": context_run()}
     t = sa.step_attribution_table(runs, BRIDGES, "d", n_ctx=5)
     # 5 tests made (rewrite 3, context 2) of the declared 23: the rewrite's McNemar 2/0 gives p 0.5, Holm raises it to 1
-    assert sa.headroom_sentence(t, "d") == (
+    assert hr.headroom_sentence(t, "d") == (
         "d (n = 6): EM of the full method 16.7; the shared reader over the gold passages alone 100.0 (+83.3); "
         "one step alone: the ideal rewrite 50.0 (+33.3, p(Holm) 1; gold given on 4 of 6).")
     short = sa.step_attribution_table({**runs, "kgir_oracle_rewrite": rewrite[:3]}, BRIDGES, "d", n_ctx=5)
-    assert "the ideal rewrite 100.0 (n = 3, +66.7, p(Holm) " in sa.headroom_sentence(short, "d")
+    assert "the ideal rewrite 100.0 (n = 3, +66.7, p(Holm) " in hr.headroom_sentence(short, "d")
     none = sa.step_attribution_table({**runs, "kgir_oracle_next_hop": [
         record("z9", variant="oracle_next_hop", oracle={"parts": ["next_hop"], "not_applied": {}})]}, BRIDGES, "d", 5)
-    assert "the answer-bearing gold next hop (no question answered by both)" in sa.headroom_sentence(none, "d")
-    fig = sa.plot_headroom(t)
+    assert "the answer-bearing gold next hop (no question answered by both)" in hr.headroom_sentence(none, "d")
+    fig = hr.plot_headroom(t)
     [ax] = fig.axes
     assert [x.get_text() for x in ax.get_xticklabels()] == ["full", "gold\ncontext", "rewrite\nalone"]
     assert [round(b.get_height(), 4) for b in ax.patches] == [16.6667, 100.0, 50.0]
@@ -415,13 +416,13 @@ def test_a_cumulative_oracle_without_its_predecessor_names_every_step_it_adds():
             "kgir_oracle_seeds_rewrite_next_hop": _forty(set(q[:36]), "oracle_seeds_rewrite_next_hop",
                                                          ["seeds", "rewrite", "next_hop"])}
     t = sa.step_attribution_table(runs, {x: (COMPAQ,) for x in q}, "d", n_ctx=5)
-    assert sa.headroom_sentence(t, "d") == (
+    assert hr.headroom_sentence(t, "d") == (
         "d (n = 40): EM of the full method 25.0; oracle seeds + the ideal rewrite 85.0 (+60.0), "
         "+ the gold next hop 90.0 (+5.0).")
     only_next = t[t["key"] != "kgir_oracle_seeds_rewrite"]
-    sentence = sa.headroom_sentence(only_next, "d")
+    sentence = hr.headroom_sentence(only_next, "d")
     assert "; oracle seeds + the ideal rewrite + the gold next hop 90.0 (+65.0)." in sentence
-    fig = sa.plot_headroom(t)
+    fig = hr.plot_headroom(t)
     assert [x.get_text() for x in fig.axes[0].get_xticklabels()] == ["full", "+ seeds\n+ rewrite", "+ next\nhop"]
     assert [round(b.get_height(), 4) for b in fig.axes[0].patches] == [25.0, 60.0, 5.0]
     plt.close(fig)
@@ -475,25 +476,25 @@ def test_a_step_with_no_gold_on_the_dataset_is_said_and_not_drawn():
                                 "gold given: next hop": -1, "gold given: context": -1},
         "kgir_oracle_next_hop": {"oracle applied": 20, "gold given: seeds": -1, "gold given: rewrite": -1,
                                  "gold given: next hop": 20, "gold given: context": -1}}
-    assert sa.headroom_sentence(t, "hp") == (
+    assert hr.headroom_sentence(t, "hp") == (
         "hp (n = 40): EM of the full method 25.0; oracle seeds 30.0 (+5.0), + the gold next hop 40.0 (+10.0; gold "
         "given on 20 of 40); one step alone: the answer-bearing gold next hop 35.0 (+10.0, "
         "p(Holm) 1; gold given on 20 of 40); no gold for the ideal rewrite on any question here, so of "
         "the family's 23 declared tests 3 cannot differ by construction (a variant with nothing but that step ran "
         "as the full method) and 3 repeat another variant's.")
-    assert sa.inert_tests(t, "hp") == (3, 3)  # oracle rewrite = the full method; seeds + rewrite = oracle seeds
-    fig = sa.plot_headroom(t)
+    assert hr.inert_tests(t, "hp") == (3, 3)  # oracle rewrite = the full method; seeds + rewrite = oracle seeds
+    fig = hr.plot_headroom(t)
     [ax] = fig.axes
     assert [x.get_text() for x in ax.get_xticklabels()] == ["full", "+ seeds", "+ next\nhop", "next hop\nalone"]
     assert [round(b.get_height(), 4) for b in ax.patches] == [25.0, 5.0, 10.0, 35.0]
     assert "no gold here for: rewrite" in [x.get_text() for x in ax.texts]
     plt.close(fig)
     # without the seeds row the rewrite is still named nowhere: the first rise is the seeds and the next hop
-    sentence = sa.headroom_sentence(t[t["key"] != "kgir_oracle_seeds"], "hp")
+    sentence = hr.headroom_sentence(t[t["key"] != "kgir_oracle_seeds"], "hp")
     assert "; oracle seeds 30.0 (+5.0), + the gold next hop 40.0" in sentence
     both = t[~t["key"].isin(["kgir_oracle_seeds", "kgir_oracle_seeds_rewrite"])]
     assert "; oracle seeds + the gold next hop 40.0 (+15.0; gold given: next hop on 20 of 40);" in \
-        sa.headroom_sentence(both, "hp")
+        hr.headroom_sentence(both, "hp")
 
 @pytest.mark.skipif(not (PROJECT_ROOT / ".git").exists(), reason="not a git checkout: the log's history is git's")
 def test_results_page_cost_of_the_local_attribution_is_what_the_log_says():

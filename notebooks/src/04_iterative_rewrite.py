@@ -37,7 +37,7 @@ from IPython.display import Markdown, display
 from kgir_lib import report
 from kgir_lib.data import sample_questions
 from kgir_lib.eval import evaluate as ev
-from kgir_lib.eval.mechanism import calibration, forced_rounds, funnel
+from kgir_lib.eval.mechanism import calibration, forced_rounds, funnel, headroom
 from kgir_lib.eval.mechanism import loss_decomposition as decomposition
 from kgir_lib.eval.mechanism import step_attribution as attribution
 from kgir_lib.eval.mechanism.bridges import load_bridges
@@ -155,8 +155,8 @@ for name in progress(attr_datasets, desc="study variants"):
 attr = mechanism_tables(cfg.run_dir, list(results), data_dir=cfg.data_path,
                         context_passages=cfg.context_passages)["step_attribution"]
 if len(attr):
-    show_figure(attribution.plot_headroom(attr), cfg, "04_headroom")
-    display(Markdown("\n".join(f"- {attribution.headroom_sentence(attr, d)}"
+    show_figure(headroom.plot_headroom(attr), cfg, "04_headroom")
+    display(Markdown("\n".join(f"- {headroom.headroom_sentence(attr, d)}"
                                for d in report.panel_order(attr["dataset"].unique()))))
 
 # %% [markdown]
