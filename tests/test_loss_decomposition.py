@@ -182,3 +182,21 @@ def test_the_figure_draws_each_readers_waterfall_with_a_legend():
         "(a) KGIR-RAG's own prompt", "a step's gain", "a step's loss", "(e) uncut gold passages"]
     assert [a.get_title() for a in fig.axes] == ["mq (n = 6)", "hq (n = 6)"]
     plt.close(fig)
+
+
+def test_the_results_page_states_the_local_cut_the_family_size_and_the_datasets_covered():
+    import re
+
+    from kgir_lib.config import PROJECT_ROOT
+
+    text = " ".join((PROJECT_ROOT / "docs" / "results.md").read_text(encoding="utf-8").split())
+    section = text[text.index("## Where the answers are lost: the local run"):text.index("## Beside the peers")]
+    local = load_config("local")
+    assert f"`passage_chars`, {local.passage_chars} on `local`" in section
+    size = int(re.search(r"family of (\d+) tests", section).group(1))
+    assert size == len(ld.family(local.decomposition_readers))
+    covered = local.decomposition_scope
+    if covered == ["musique_train"]:
+        assert "covers musique_train's questions" in section and "hotpotqa's reader calls are still running" in section
+    else:
+        assert "covers musique_train" not in section  # the sentence goes when the decomposition covers every dataset
