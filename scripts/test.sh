@@ -38,9 +38,18 @@ workers=(-n "${KGIR_TEST_WORKERS:-2}" --dist loadgroup -p no:anyio)  # (no test 
 # Test paths among the arguments (a file, a folder, file::test) replace the default selection (tests/, and the
 # notebooks in the whole suite): `bash scripts/test.sh --fast tests/test_data.py` collects that file alone.
 selection=(tests)
+only_notebooks=1
 for arg in "$@"; do
-  if [ -e "${arg%%::*}" ]; then selection=(); break; fi
+  if [ -e "${arg%%::*}" ]; then
+    selection=()
+    case "${arg%%::*}" in *.ipynb) ;; *) only_notebooks=0 ;; esac
+  fi
 done
+# Notebooks alone: tests/conftest.py, whose scheduler keeps a notebook's cells on one worker (they share a kernel),
+# is not loaded, so they run in one process.
+if [ ${#selection[@]} -eq 0 ] && [ "$only_notebooks" = 1 ]; then
+  workers=(-p no:xdist -p no:anyio)
+fi
 if [ "$fast" = 1 ]; then
   .venv/bin/python -m pytest -p no:cacheprovider -p no:nbval "${workers[@]}" -m "not slow and not notebooks" \
     ${selection[@]+"${selection[@]}"} -q "$@"
