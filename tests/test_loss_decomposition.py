@@ -200,3 +200,44 @@ def test_the_results_page_states_the_local_cut_the_family_size_and_the_datasets_
         assert "covers musique_train's questions" in section and "hotpotqa's reader calls are still running" in section
     else:
         assert "covers musique_train" not in section  # the sentence goes when the decomposition covers every dataset
+
+
+def test_the_local_reading_quotes_its_tables():
+    """Every number of the results page's reading of the local decomposition, against the committed tables."""
+    import re
+
+    from kgir_lib.config import PROJECT_ROOT
+
+    run = PROJECT_ROOT / "results" / "local" / "tables"
+    if not (run / "04_loss_decomposition.csv").exists():
+        pytest.skip("the local decomposition is not committed")
+    text = " ".join((PROJECT_ROOT / "docs" / "results.md").read_text(encoding="utf-8").split())
+    section = text[text.index("On musique_train the loss is retrieval's"):text.index("## Beside the peers")]
+    t = pd.read_csv(run / "04_loss_decomposition.csv")
+    t = t[t["dataset"] == "musique_train"].set_index(["reader", "condition"])
+    small, large = list(dict.fromkeys(t.index.get_level_values("reader")))
+    fixed = re.search(r"turns (\d+) wrong answers of the 1\.5B right and no right one wrong \(\+([\d.]+) EM, Holm p "
+                      r"([\d.]+)\), and (\d+) of the 0\.5B's \((\d+/\d+), Holm p ([\d.]+)\)", section)
+    row = t.loc[(large, "retrieval_fixed")]
+    assert row["EM b/c"] == f"{fixed.group(1)}/0" and f"{row['ΔEM']:.1f}" == fixed.group(2)
+    assert f"{row['p (Holm)']:.4f}" == fixed.group(3)
+    row = t.loc[(small, "retrieval_fixed")]
+    assert row["EM b/c"] == fixed.group(5) == f"{fixed.group(4)}/0" and f"{row['p (Holm)']:.4f}" == fixed.group(6)
+    distract = re.search(r"changes nothing \((\d+/\d+) for the 1\.5B\)", section)
+    assert t.loc[(large, "gold_with_triples"), "EM b/c"] == distract.group(1)
+    assert t.loc[(large, "gold_with_triples"), "ΔEM"] == 0
+    later = t.loc[[(r, c) for r in (small, large) for c in ("gold_only", "gold_uncut")]]
+    assert (later["p (Holm)"] >= 0.05).all()  # "a few points that Holm does not separate from noise"
+    vs = t.loc[large]
+    assert (vs["ΔEM vs first reader"] > 0).all() and (vs["p vs first reader (Holm)"] >= 0.05).all()
+    cut = pd.read_csv(run / "04_passage_cut.csv").set_index("dataset").loc["musique_train"]
+    quoted = re.search(r"longer than the (\d+) characters on (\d+) of the (\d+) questions, but the gold answer lies "
+                       r"only past the cut on (\d+) and a gold bridge on (\d+)", section)
+    assert quoted.groups() == tuple(str(int(cut[c])) for c in (
+        "passage_chars", "gold passage longer than the cut", "questions", "answer only past the cut",
+        "bridge only past the cut"))
+    attr = pd.read_csv(run / "04_step_attribution.csv").set_index(["dataset", "key"])
+    share = re.search(r"of the (\d+) points the gold passages alone add over the full method, (\d+) are retrieval's",
+                      section)
+    assert share.group(1) == f"{attr.loc[('musique_train', 'kgir_oracle_context'), 'ΔEM']:.0f}"
+    assert share.group(2) == f"{t.loc[(large, 'retrieval_fixed'), 'ΔEM']:.0f}"

@@ -30,7 +30,10 @@ def test_the_documents_render_each_table_the_account_quotes():
         ("README.md", "natural_rounds_sentence", "results/local/tables/04_kgir_per_question.csv"),
         ("docs/results.md", "natural_rounds_sentence", "results/local/tables/04_kgir_per_question.csv"),
         ("docs/results.md", "describe", "kgir_lib/kgir/variants.py"),
-        ("docs/operations.md", "fields_markdown", "kgir_lib/config/fields.py")}
+        ("docs/operations.md", "fields_markdown", "kgir_lib/config/fields.py"),
+        ("README.md", "decomposition_sentence", "results/local/tables/04_loss_decomposition.csv"),
+        ("docs/results.md", "decomposition_sentence", "results/local/tables/04_loss_decomposition.csv"),
+        ("docs/results.md", "decomposition_sentence", "results/sample/tables/04_loss_decomposition.csv")}
 
 
 @pytest.fixture

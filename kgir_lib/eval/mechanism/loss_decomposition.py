@@ -173,6 +173,8 @@ COLUMN_NOTES = {
     "p (Holm)": "p adjusted by Holm within the dataset's declared family (every test of this table's dataset)",
     "ΔEM vs first reader": "EM minus the first reader's on the same prompts",
     "EM b/c vs first reader": "questions only this reader got right / only the first reader did",
+    "p vs first reader": "McNemar's exact test of this reader against the first reader on the same prompts",
+    "p vs first reader (Holm)": "that p adjusted by Holm within the dataset's declared family",
 }
 
 
