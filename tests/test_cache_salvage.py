@@ -64,6 +64,7 @@ def test_check_integrity_names_the_salvage_command(tmp_path):
             in str(exc.value))
 
 
+@pytest.mark.slow  # starts notebook kernels or loads a model: the whole suite's
 def test_a_damaged_cache_stops_the_run_and_salvage_recovers_the_readable_rows(tmp_path):
     run = tmp_path / "results" / "ci"
     cache = run / "cache" / "llm.sqlite"

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from kgir_lib.config import PROJECT_ROOT, default_data_dir
 from kgir_lib.execution import tidy_output_notebook
@@ -82,6 +83,7 @@ def test_printed_text_split_into_several_stream_messages_is_stored_as_one(tmp_pa
     assert outputs[0]["text"] == "musique_train: 100\nhotpotqa: 84\n"
 
 
+@pytest.mark.slow  # starts notebook kernels or loads a model: the whole suite's
 def test_a_run_prints_neither_kernel_warning_and_stores_no_absolute_output_path(tmp_path):
     """Also: a figure is stored as a picture although the caller exported a non-inline backend (a test's Agg), and
     the run leaves no file and no folder in its $TMPDIR (the kernel's socket folder is removed at shutdown)."""

@@ -95,6 +95,7 @@ def reference_cls(folder, texts, max_length=512):
     return np.stack(out)
 
 
+@pytest.mark.slow  # starts notebook kernels or loads a model: the whole suite's
 def test_bge_m3_path_shapes_normalisation_batching(tiny_models):
     enc_dir, _ = tiny_models
     enc = Encoder(enc_dir, batch_size=2, device="cpu")

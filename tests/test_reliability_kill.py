@@ -17,6 +17,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 WORKER = textwrap.dedent('''
@@ -125,6 +127,7 @@ def cache_rows(results: Path) -> int:
         con.close()
 
 
+@pytest.mark.slow  # starts notebook kernels or loads a model: the whole suite's
 def test_killed_runs_resume_to_the_results_of_an_uninterrupted_run(tmp_path):
     clean = result(run(tmp_path, tmp_path / "clean"))
     assert clean["kg"] and all(len(clean[k]) == 3 for k in ("naive_rag", "kg2rag", "ircot"))

@@ -84,6 +84,7 @@ cfg.path("probe.json").write_text(json.dumps({"profile": cfg.profile, "top_k": c
 """
 
 
+@pytest.mark.slow  # starts notebook kernels or loads a model: the whole suite's
 def test_runs_notebooks_in_order_with_parameters(tmp_path):
     nbs = tmp_path / "nbs"
     nbs.mkdir()
@@ -222,6 +223,7 @@ cfg.path("probe.json").write_text(json.dumps({
 """
 
 
+@pytest.mark.slow  # starts notebook kernels or loads a model: the whole suite's
 def test_runner_injects_every_parameter_resolves_relative_dirs_and_exports_the_log(tmp_path):
     """Notebook-only parameters reach the kernel; relative KGIR_* dirs are resolved against the runner's
     directory, not the kernel's (notebooks/); the response log is written after each notebook, even a failed one."""

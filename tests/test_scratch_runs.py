@@ -62,6 +62,7 @@ def snapshot(folder: Path) -> dict:
     return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow  # starts notebook kernels or loads a model: the whole suite's
 def test_a_run_with_parameters_writes_a_scratch_directory_from_the_committed_log(tmp_path):
     reference = tmp_path / "results" / "ci"
     seed = LLMCache(tmp_path / "seed.sqlite")

@@ -40,6 +40,7 @@ def leaks(tmp_path: Path, out: subprocess.CompletedProcess) -> list:
     return found + [name for name, text in (("stdout", out.stdout), ("stderr", out.stderr)) if FAKE_KEY in text]
 
 
+@pytest.mark.slow  # starts notebook kernels or loads a model: the whole suite's
 def test_a_401_that_echoes_the_authorization_header_leaks_nowhere(make_fake, tmp_path):
     server = make_fake(plan=["echo401"], models=[MODEL])
     nbs = tmp_path / "nbs"
