@@ -188,7 +188,8 @@ def test_tokenize():
 
 
 @pytest.mark.slow
-def test_real_minilm_loads_offline_and_embeds():
+def test_real_minilm_loads_offline_and_embeds(monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # as a user's shell has it: the suite sets it itself
     enc = Encoder("all-MiniLM-L6-v2")
     assert os.environ.get("HF_HUB_OFFLINE") == "1"  # set for the packaged model: the hub is never asked
     emb = enc.encode(["Paris is the capital of France.", "What is the capital of France?",
