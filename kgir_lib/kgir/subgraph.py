@@ -29,9 +29,9 @@ Choices the paper leaves open, made here and documented where they are made:
   7's MST(e) for e ∈ E_q). **Default ``"passages"``**: (1) it is the reading under which eqs. 6-7
   do any work -- a union of stars is already connected around each seed and its spanning tree can
   drop only parallel edges, edges between two seeds and edges that close a cycle through a
-  neighbour two seeds share (notebook 03 §3b measures what each reading prunes), whereas the paper
-  motivates the MST as the step that removes the noise the adjacent edges bring; (2) the overview
-  (§2.1: "extract the connected graph of the question's entities, then an MST weighted by
+  neighbour two seeds share (notebook 03's audit measures what each reading prunes), whereas the
+  paper motivates the MST as the step that removes the noise the adjacent edges bring; (2) the
+  overview (§2.1: "extract the connected graph of the question's entities, then an MST weighted by
   relevance") and Algorithm 1 both describe it; (3) it reaches the second hop -- the bridge
   entity's triples hang off the seed's neighbours, not the seed. Notebook 03 measures what each
   reading removes and keeps (:func:`kgir_lib.eval.algorithm1.compare_readings`).
