@@ -125,6 +125,7 @@ def _load(name: str):
     return module
 
 
+@pytest.mark.slow  # embeds the local questions with MiniLM (a model load): no encoder calls are committed for local
 def test_committed_report_rescored_against_this_codes_side(tmp_path, monkeypatch):
     """``--rescore`` without a peer environment: this code's kg2rag_code on the first musique_train questions of
     the local profile (cache only from the committed response log, no LLM call) against upstream's lists as
