@@ -273,7 +273,7 @@ def test_a_fetch_killed_mid_download_leaves_no_file_a_rerun_takes_as_complete(tm
         proc = subprocess.Popen([sys.executable, "-c", code], env=env)
         part = cached.with_name(cached.name + ".part")
         deadline = time.monotonic() + 20
-        while not (part.is_file() and part.stat().st_size >= 200_000) and time.monotonic() < deadline:
+        while not (part.is_file() and part.stat().st_size > 0) and time.monotonic() < deadline:  # bytes on disk
             time.sleep(0.05)
         proc.kill()
         proc.wait(timeout=10)
