@@ -213,6 +213,7 @@ def test_the_local_reading_quotes_its_tables():
         pytest.skip("the local decomposition is not committed")
     text = " ".join((PROJECT_ROOT / "docs" / "results.md").read_text(encoding="utf-8").split())
     section = text[text.index("On musique_train the loss is retrieval's"):text.index("## Beside the peers")]
+    assert "hotpotqa" in section
     t = pd.read_csv(run / "04_loss_decomposition.csv")
     t = t[t["dataset"] == "musique_train"].set_index(["reader", "condition"])
     small, large = list(dict.fromkeys(t.index.get_level_values("reader")))
@@ -236,7 +237,30 @@ def test_the_local_reading_quotes_its_tables():
     assert quoted.groups() == tuple(str(int(cut[c])) for c in (
         "passage_chars", "gold passage longer than the cut", "questions", "answer only past the cut",
         "bridge only past the cut"))
+    hot = pd.read_csv(run / "04_loss_decomposition.csv")
+    hot = hot[hot["dataset"] == "hotpotqa"].set_index(["reader", "condition"])
+    quoted = re.search(r"turn (\d+) wrong answers of the 1\.5B right and (\d+) right one wrong \(\+([\d.]+) EM, Holm p "
+                       r"([\d.]+)\)", section)
+    row = hot.loc[(large, "retrieval_fixed")]
+    assert row["EM b/c"] == f"{quoted.group(1)}/{quoted.group(2)}" and f"{row['ΔEM']:.1f}" == quoted.group(3)
+    assert f"{row['p (Holm)']:.4f}" == quoted.group(4)
+    ceiling = re.search(r"the 1\.5B answers ([\d.]+), above the ([\d.]+) of the gold passages alone .* dropping the "
+                        r"triples loses ([\d.]+) points \((\d+/\d+), not significant\)", section)
+    assert ceiling.group(1) == f"{hot.loc[(large, 'retrieval_fixed'), 'EM']:.1f}"
+    assert ceiling.group(2) == f"{hot.loc[(large, 'gold_only'), 'EM']:.1f}"
+    assert ceiling.group(3) == f"{-hot.loc[(large, 'gold_only'), 'ΔEM']:.1f}"
+    assert ceiling.group(4) == hot.loc[(large, "gold_only"), "EM b/c"] and hot.loc[(large, "gold_only"), "p (Holm)"] >= 0.05
     attr = pd.read_csv(run / "04_step_attribution.csv").set_index(["dataset", "key"])
+    assert ceiling.group(2) == f"{attr.loc[('hotpotqa', 'kgir_oracle_context'), 'EM']:.1f}"  # the attribution's ceiling
+    hcut = pd.read_csv(run / "04_passage_cut.csv").set_index("dataset").loc["hotpotqa"]
+    longer = re.search(r"a gold passage is longer than the cut on (\d+) of (\d+)\)", section)
+    assert longer.groups() == (str(int(hcut["gold passage longer than the cut"])), str(int(hcut["questions"])))
+    assert hcut["answer only past the cut"] == 0 and hcut["bridge only past the cut"] == 0  # "hides ... of no question"
+    small_swap = re.search(r"The 0\.5B gains less from the same swap \((\d+/\d+), Holm p ([\d.]+)\)", section)
+    assert small_swap.group(1) == hot.loc[(small, "retrieval_fixed"), "EM b/c"]
+    assert small_swap.group(2) == f"{hot.loc[(small, 'retrieval_fixed'), 'p (Holm)']:.2f}"
+    lead = hot.loc[large, "ΔEM vs first reader"]
+    assert lead.idxmax() == "retrieval_fixed" and (hot.loc[large, "p vs first reader (Holm)"] >= 0.05).all()
     share = re.search(r"of the (\d+) points the gold passages alone add over the full method, (\d+) are retrieval's",
                       section)
     assert share.group(1) == f"{attr.loc[('musique_train', 'kgir_oracle_context'), 'ΔEM']:.0f}"
