@@ -284,3 +284,10 @@ print(json.dumps({"ircot": msg, "iter": it, "same_retriever": iterative.retrieve
     assert [x["role"] for x in got["iter"]] == ["assistant", "user"]   # FlashRAG sends its system prompt as assistant
     assert "Doc 1(Title: T1) first" in got["iter"][0]["content"] and got["iter"][1]["content"] == "Question: Q?"
     assert got["same_retriever"] and (got["max_iter"], got["iter_num"]) == (3, 3)
+
+
+def test_a_p_below_the_kept_decimals_reads_as_such_never_as_zero():
+    from kgir_lib.eval.peer_iterative import _p_text
+
+    assert _p_text(0.0) == "< 0.0001" and _p_text(0.00004) == "< 0.0001"
+    assert _p_text(0.0123) == "= 0.012" and _p_text(1.0) == "= 1"
