@@ -189,7 +189,8 @@ def write_report(work: Path, profile: str, dataset: str, out: Path, command: str
               f"{meta['finish_length']} replies cut by the token budget; wall clock {_fmt_seconds(meta['wall_seconds'])}"
               f" in {meta['legs']} leg(s) (a killed run resumes from the cache; a leg counts from its start to its "
               f"last finished chunk, so the calls a killed leg finished after that are in the LLM time but not in the "
-              f"wall clock), one llama.cpp server under nice 15 on a 2-core CPU shared with other jobs (mean "
+              f"wall clock), one llama.cpp server on a 2-core CPU that other jobs may share (the legs differ in "
+              f"niceness and threads; mean "
               f"1-minute load average at a call's end: {meta['mean_loadavg']}).\n"]
     parts += ["## Paired tests (suite − FlashRAG, same questions)\n",
               f"One declared family a method ({', '.join(FAMILY)}), Holm inside it; EM by the exact McNemar test, F1 "
