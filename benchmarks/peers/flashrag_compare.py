@@ -37,6 +37,7 @@ from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # peer_run, beside this script
 
 METHODS = ("ircot", "iter_retgen")
 
@@ -80,20 +81,11 @@ def write_questions(work: Path, profile: str, dataset: str) -> None:
 
 def open_suite(work: Path, profile: str, dataset: str):
     """``(cfg, ws, questions)`` for a cache-only run in ``work/results`` seeded with the committed log."""
-    os.environ["KGIR_LLM_CACHE_ONLY"] = "1"
-    from kgir_lib.config import load_config
     from kgir_lib.data import sample_questions
-    from kgir_lib.llm.response_log import LOG_NAME
     from kgir_lib.pipeline import workspace
+    from peer_run import cache_only_config
 
-    log = ROOT / "results" / profile / LOG_NAME
-    if not log.exists():
-        raise SystemExit(f"{log}: no committed response log for profile {profile!r}")
-    cfg = load_config(profile, results_dir=str(work / "results"))
-    target = cfg.run_dir / LOG_NAME
-    if not target.exists() or target.stat().st_size != log.stat().st_size:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(log, target)
+    cfg = cache_only_config(work, profile)
     ws = workspace(cfg, dataset, progress=False)
     return cfg, ws, sample_questions(ws.dataset.questions, cfg.n_questions, cfg.seed)
 

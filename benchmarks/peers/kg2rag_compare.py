@@ -33,13 +33,12 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
-import shutil
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # peer_run, beside this script
 
 
 def write_jsonl(path: Path, rows: list) -> None:
@@ -75,19 +74,9 @@ def commit() -> str:
 
 def open_run(work: Path, profile: str):
     """The profile's config for a cache-only run in ``work/results`` seeded with the committed response log."""
-    os.environ["KGIR_LLM_CACHE_ONLY"] = "1"
-    from kgir_lib.config import load_config
-    from kgir_lib.llm.response_log import LOG_NAME
+    from peer_run import cache_only_config
 
-    log = ROOT / "results" / profile / LOG_NAME
-    if not log.exists():
-        raise SystemExit(f"{log}: no committed response log for profile {profile!r}")
-    cfg = load_config(profile, results_dir=str(work / "results"))
-    target = cfg.run_dir / LOG_NAME
-    if not target.exists() or target.stat().st_size != log.stat().st_size:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(log, target)
-    return cfg
+    return cache_only_config(work, profile)
 
 
 def open_dataset(cfg, dataset: str, llm):
