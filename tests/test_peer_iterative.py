@@ -287,7 +287,7 @@ print(json.dumps({"ircot": msg, "iter": it, "same_retriever": iterative.retrieve
 
 
 def test_a_p_below_the_kept_decimals_reads_as_such_never_as_zero():
-    from kgir_lib.eval.peer_iterative import _p_text
+    from kgir_lib.eval.peer_iterative import p_value
 
-    assert _p_text(0.0) == "< 0.0001" and _p_text(0.00004) == "< 0.0001"
-    assert _p_text(0.0123) == "= 0.012" and _p_text(1.0) == "= 1"
+    assert p_value(0.0) == "< 0.0001" and p_value(0.00004) == "< 0.0001"
+    assert p_value(0.0123) == "0.012" and p_value(1.0) == "1"

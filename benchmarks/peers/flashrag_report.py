@@ -20,7 +20,7 @@ from kgir_lib.config import load_config
 from kgir_lib.data import load_dataset, sample_questions
 from kgir_lib.eval.metrics import best_em, best_f1
 from kgir_lib.eval.peer_iterative import (FAMILY, METHOD_NAMES, agreement, compare_question, crosscheck_sentence,
-                                          flashrag_side, merge_rule_table, paired_tests)
+                                          flashrag_side, merge_rule_table, p_value, paired_tests)
 from kgir_lib.methods.reader import parse_answer
 from kgir_lib.report import to_markdown
 
@@ -29,14 +29,6 @@ OUTPUTS = "peers_flashrag_outputs.jsonl.gz"
 SEARCHES = "peers_flashrag_suite_searches.jsonl.gz"   # the suite side's dense searches (a fast re-score replays them)
 LLM_CACHE = "peers_flashrag_llm_cache.jsonl.gz"      # FlashRAG's LLM answers by request hash: a rerun or a resumed
                                                      # run anywhere repeats no finished call (crosscheck.sh seeds it)
-
-
-def shown_p(tests: pd.DataFrame) -> pd.DataFrame:
-    """The tests as the report shows them: a p kept at 4 decimals that rounds to 0 reads "< 0.0001"."""
-    out = tests.copy()
-    for col in ("p", "p (Holm)"):
-        out[col] = [("< 0.0001" if float(p) < 0.0001 else f"{float(p):.2g}") for p in out[col]]
-    return out
 
 
 def write_gzip(path: Path, text: str) -> None:
@@ -204,7 +196,7 @@ def write_report(work: Path, profile: str, dataset: str, out: Path, command: str
               f"One declared family a method ({', '.join(FAMILY)}), Holm inside it; EM by the exact McNemar test, F1 "
               f"and Recall@5 by the exact sign-flip test (Monte Carlo with 100,000 assignments above 20 differing "
               f"questions); 95 % paired bootstrap intervals. Both sides are scored by the suite's SQuAD rules.\n",
-              to_markdown(shown_p(tests)), "", "## Agreement, iterations and answers, per question\n",
+              to_markdown(tests.assign(**{c: tests[c].map(p_value) for c in ("p", "p (Holm)")})), "", "## Agreement, iterations and answers, per question\n",
               "FlashRAG's final list is taken in FlashRAG's order (what its own evaluator reads): for IRCoT, once a "
               "second retrieval is merged, the pool sorted by ascending score.\n",
               to_markdown(agree), "", "## The answers read another way (no LLM call)\n", to_markdown(diagnostics(rows)),

@@ -215,10 +215,15 @@ def distribution(values: pd.Series) -> str:
     return ", ".join(f"{int(v)}: {int(c)}" for v, c in counts.items())
 
 
-def _p_text(p: float) -> str:
-    """A p-value as the sentence gives it: :func:`paired_tests` keeps 4 decimals, so a p below 0.0001 reads as such,
-    never as 0 (a sign-flip p is at least 1 / (1 + the assignments drawn))."""
-    return "< 0.0001" if p < 0.0001 else f"= {p:.2g}"
+def p_value(p: float) -> str:
+    """A p-value as the report and its sentence show it: :func:`paired_tests` keeps 4 decimals, so a p below 0.0001
+    reads "< 0.0001", never 0 (a sign-flip p is at least 1 / (1 + the assignments drawn))."""
+    return "< 0.0001" if p < 0.0001 else f"{p:.2g}"
+
+
+def _p_clause(p: float) -> str:
+    shown = p_value(p)
+    return f"p {shown}" if shown.startswith("<") else f"p = {shown}"
 
 
 def crosscheck_sentence(rows: pd.DataFrame) -> str:
@@ -236,7 +241,7 @@ def crosscheck_sentence(rows: pd.DataFrame) -> str:
         name = METHOD_NAMES.get(method, method)
         em, r5 = tests.loc[(name, "EM")], tests.loc[(name, "R@5")]
         parts.append(f"{name}: EM {em['suite']:.1f} (suite) against {em['flashrag']:.1f} (FlashRAG) on the same "
-                     f"{int(em['n'])} questions (exact McNemar p {_p_text(em['p'])}), Recall@5 {r5['suite']:.1f} against "
-                     f"{r5['flashrag']:.1f} (sign-flip p {_p_text(r5['p'])}), the same final top-5 passages on "
+                     f"{int(em['n'])} questions (exact McNemar {_p_clause(em['p'])}), Recall@5 {r5['suite']:.1f} against "
+                     f"{r5['flashrag']:.1f} (sign-flip {_p_clause(r5['p'])}), the same final top-5 passages on "
                      f"{int(g['top5_same_set'].astype(bool).sum())} of {len(g)} questions")
     return "; ".join(parts) + "."
