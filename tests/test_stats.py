@@ -1,4 +1,5 @@
 """Exact paired tests, Holm and minimum detectable effects, checked against hand-computed values."""
+import itertools
 import math
 
 import numpy as np
@@ -39,6 +40,18 @@ def test_sign_flip_tiny_vectors_by_hand():
     # zeros dropped; +-.5 +-.2 +-.4 with observed .5 - .2 + .4 = .7: |S| >= .7 for 1.1, .7, -.7, -1.1
     assert sign_flip_test([0.5, 0.0, -0.2, 0.4]) == pytest.approx(4 / 8)
     assert sign_flip_test([0, 0]) == 1.0
+
+
+def test_sign_flip_exact_counts_every_sign_assignment():
+    """The exact branch against the definition: every row of the 2^m sign matrix, its |sum| at least the observed
+    |sum| (random differences, ties included by repeating values)."""
+    rng = np.random.default_rng(7)
+    for m in range(1, 11):
+        d = rng.choice([-1.0, 0.5, 1 / 3, 2.0, -0.25], size=m) * rng.choice([1.0, 1.5], size=m)
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=m)))
+        tol = 1e-9 * max(1.0, float(np.abs(d).sum()))
+        expected = float((np.abs(signs @ d) >= abs(d.sum()) - tol).mean())
+        assert sign_flip_test(d) == pytest.approx(expected, abs=1e-12), d
 
 
 def test_sign_flip_seven_in_one_direction_is_the_sign_test():
@@ -84,6 +97,25 @@ def test_mde_mcnemar_monotone_and_bounded():
     assert 0 < large < small <= 0.3
     assert small * 100 == pytest.approx(round(small * 100))  # a multiple of 1/n
     assert mde_mcnemar(20, 0.05) == float("inf")  # one discordant question cannot reach 80 % power
+
+
+def test_mcnemar_power_is_the_rejection_chance_summed_over_the_discordant_count():
+    """The power from its definition, term by term: D ~ Binomial(n, discordance) discordant questions, each
+    favouring the first method with probability pi; the test rejects at b <= lo or b >= D - lo, lo the largest b
+    with 2 P(Bin(D, 1/2) <= b) <= alpha."""
+    for n, disc, k, alpha in [(30, 0.4, 6, 0.05), (84, 0.25, 9, 0.0125), (12, 1.0, 5, 0.05)]:
+        pi = 0.5 + (k / n) / (2 * disc)
+        power = 0.0
+        for D in range(1, n + 1):
+            rejecting = [b for b in range(D + 1)
+                         if 2 * sum(math.comb(D, j) for j in range(b + 1)) / 2 ** D <= alpha]
+            if not rejecting:
+                continue
+            lo = max(rejecting)
+            hits = [b for b in range(D + 1) if b <= lo or b >= D - lo]
+            p_reject = sum(math.comb(D, b) * pi ** b * (1 - pi) ** (D - b) for b in hits)
+            power += math.comb(n, D) * disc ** D * (1 - disc) ** (n - D) * p_reject
+        assert _mcnemar_power(n, disc, k / n, alpha) == pytest.approx(power, rel=1e-9, abs=1e-12)
 
 
 def test_mde_paired_normal_formula():

@@ -23,7 +23,7 @@ direction, give a bootstrap interval that excludes 0 at any level, while the exa
 """
 from __future__ import annotations
 
-import itertools
+import functools
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -74,6 +74,15 @@ def mcnemar_exact(a: Sequence[float], b: Sequence[float]) -> McNemar:
     return McNemar(only_a, only_b, p)
 
 
+def _signed_sums(d: np.ndarray) -> np.ndarray:
+    """All 2^m sums of ``d`` with each element's sign chosen freely, built one element at a time (the m-by-2^m
+    sign matrix is never made)."""
+    sums = np.zeros(1)
+    for x in d:
+        sums = np.concatenate((sums + x, sums - x))
+    return sums
+
+
 def sign_flip_test(d: Sequence[float], n_resamples: int = N_RESAMPLES, seed: int = 0,
                    exact_max: int = EXACT_MAX) -> float:
     """Two-sided paired sign-flip permutation p-value of the per-question differences ``d`` (module docstring).
@@ -94,9 +103,7 @@ def sign_flip_test(d: Sequence[float], n_resamples: int = N_RESAMPLES, seed: int
     observed = abs(d.sum())
     tol = 1e-9 * max(1.0, float(np.abs(d).sum()))
     if m <= exact_max:
-        signs = np.array(list(itertools.product((1.0, -1.0), repeat=m)))
-        sums = np.abs(signs @ d)
-        return float((sums >= observed - tol).sum() / sums.size)
+        return float((np.abs(_signed_sums(d)) >= observed - tol).sum() / 2.0 ** m)
     rng = np.random.default_rng(seed)
     hits, left = 0, n_resamples
     while left:  # in chunks, so memory stays small at n = 1000 questions
@@ -121,24 +128,31 @@ def holm(pvalues: Sequence[float]) -> np.ndarray:
     return out
 
 
+@functools.lru_cache(maxsize=None)
+def _mcnemar_rejection_bound(discordant: int, alpha: float) -> int:
+    """The largest b at which the exact two-sided McNemar test rejects among ``discordant`` discordant
+    questions at level ``alpha`` (it rejects when b <= bound or b >= discordant - bound); -1 when no b does."""
+    ks = np.arange(discordant + 1)
+    crit = ks[2.0 * binom.cdf(ks, discordant, 0.5) <= alpha]
+    return int(crit.max()) if crit.size else -1
+
+
 def _mcnemar_power(n: int, discordance: float, delta: float, alpha: float) -> float:
     """Power of the exact two-sided McNemar test at level ``alpha`` with ``n`` questions, a share
-    ``discordance`` of discordant questions and a true EM difference ``delta`` (fractions)."""
+    ``discordance`` of discordant questions and a true EM difference ``delta`` (fractions): the chance of
+    rejecting, summed over the number of discordant questions D ~ Binomial(n, discordance)."""
     if discordance <= 0 or delta > discordance:
         return 0.0
     pi = 0.5 + delta / (2.0 * discordance)  # P(a discordant question favours the first method)
     D = np.arange(n + 1)
     weights = binom.pmf(D, n, discordance)
+    bounds = np.array([_mcnemar_rejection_bound(int(d), alpha) for d in D])
+    used = (D > 0) & (weights >= 1e-12) & (bounds >= 0)
+    d, lo = D[used], bounds[used]
+    reject = binom.cdf(lo, d, pi) + binom.sf(d - lo - 1, d, pi)
     power = 0.0
-    for Dn, w in zip(D, weights):
-        if Dn == 0 or w < 1e-12:
-            continue
-        ks = np.arange(Dn + 1)
-        crit = ks[2.0 * binom.cdf(ks, Dn, 0.5) <= alpha]
-        if crit.size == 0:
-            continue
-        lo = int(crit.max())  # reject when b <= lo or b >= Dn - lo
-        power += w * (binom.cdf(lo, Dn, pi) + binom.sf(Dn - lo - 1, Dn, pi))
+    for w, r in zip(weights[used], reject):
+        power += w * r
     return float(power)
 
 
