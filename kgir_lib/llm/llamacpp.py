@@ -67,16 +67,29 @@ class LlamaCppBackend:
         self.json_mode = json_mode
         self.n_ctx = n_ctx
         self.reuse_prefix = reuse_prefix
-        self._llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, flash_attn=flash_attn,
-                          verbose=False)
-        self._formatter = self._prefix_formatter()
+        self._settings = dict(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed,
+                              flash_attn=flash_attn, verbose=False)
+        self._loaded = None  # the model, loaded at the first request: a run answered from the cache loads none
+        self._formatter = None
         self._anchor: tuple = ()  # the prefix whose keys and values fill the context's first positions
         self.prefix_hits = 0  # requests that evaluated only their suffix
-        # free the model before interpreter shutdown (llama-cpp-python's __del__ fails late in teardown)
-        self._finalizer = weakref.finalize(self, self._llm.close)
+        self._finalizer = None
+
+    @property
+    def _llm(self):
+        """The llama.cpp model, loaded on first use."""
+        if self._loaded is None:
+            from llama_cpp import Llama
+
+            self._loaded = Llama(**self._settings)
+            # free the model before interpreter shutdown (llama-cpp-python's __del__ fails late in teardown)
+            self._finalizer = weakref.finalize(self, self._loaded.close)
+            self._formatter = self._prefix_formatter()
+        return self._loaded
 
     def close(self) -> None:
-        self._finalizer()
+        if self._finalizer is not None:
+            self._finalizer()
 
     def _ntok(self, text: str) -> list:
         return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
@@ -118,11 +131,12 @@ class LlamaCppBackend:
 
     def prefix_tokens(self, msgs: list) -> tuple:
         """The tokens of every turn but the last, as they open the full prompt (() when there is none)."""
+        llm = self._llm  # loaded first: the formatter comes with the model
         if self._formatter is None or len(msgs) < 2:
             return ()
 
         def tokens(messages: list) -> list:
-            return self._llm.tokenize(self._formatter(messages=messages).prompt.encode("utf-8"),
+            return llm.tokenize(self._formatter(messages=messages).prompt.encode("utf-8"),
                                       add_bos=True, special=True)
 
         head, full = tokens(msgs[:-1]), tokens(msgs)
