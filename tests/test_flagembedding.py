@@ -20,6 +20,8 @@ import pytest
 from kgir_lib.retrieval import DenseIndex, Encoder, Reranker
 from conftest import make_passage
 
+pytestmark = pytest.mark.slow  # imports torch, transformers and FlagEmbedding and builds models: the whole suite's
+
 torch = transformers = None  # imported by the fixture below: collecting this module (every worker, every tier,
                              # these tests selected or not) must not import FlagEmbedding, torch and transformers
 
@@ -95,7 +97,6 @@ def reference_cls(folder, texts, max_length=512):
     return np.stack(out)
 
 
-@pytest.mark.slow  # starts notebook kernels or loads a model: the whole suite's
 def test_bge_m3_path_shapes_normalisation_batching(tiny_models):
     enc_dir, _ = tiny_models
     enc = Encoder(enc_dir, batch_size=2, device="cpu")

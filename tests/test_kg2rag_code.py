@@ -223,6 +223,7 @@ QUESTIONS = ["Where was Title A born, in Paris?", "Which war is part of Title C?
              "Title B and Title D: which river?"]
 
 
+@pytest.mark.slow  # runs the authors' code in the peer environment
 @pytest.mark.skipif(not (PEER_PY.exists() and CHECKOUT.exists()),
                     reason="peer environment absent (bash benchmarks/peers/setup.sh kg2rag)")
 @pytest.mark.parametrize("wiring", ["hotpotqa", "musique"])

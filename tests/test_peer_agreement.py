@@ -135,7 +135,12 @@ def test_upstream_driver_reads_musique_and_names_bad_records(tmp_path):
         up.load_questions(path)
 
 
-needs_peer = pytest.mark.skipif(not PEER_PY.exists(), reason="peer environment absent (bash benchmarks/peers/setup.sh)")
+def needs_peer(test):
+    """Runs in the peer environment (a second interpreter importing the peer's library): the whole suite's tier,
+    skipped when the environment is absent."""
+    absent = pytest.mark.skipif(not PEER_PY.exists(), reason="peer environment absent "
+                                                             "(bash benchmarks/peers/setup.sh)")
+    return pytest.mark.slow(absent(test))
 
 
 @needs_peer

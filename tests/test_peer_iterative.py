@@ -246,8 +246,12 @@ def test_setup_flashrag_help_installs_nothing():
     assert out.returncode == 0 and "flashrag" in out.stdout and "installing" not in out.stdout
 
 
-needs_peer = pytest.mark.skipif(not PEER_PY.exists(), reason="peer environment absent "
-                                                              "(bash benchmarks/peers/setup.sh flashrag)")
+def needs_peer(test):
+    """Runs in the peer environment (a second interpreter importing the peer's library): the whole suite's tier,
+    skipped when the environment is absent."""
+    absent = pytest.mark.skipif(not PEER_PY.exists(), reason="peer environment absent "
+                                                             "(bash benchmarks/peers/setup.sh flashrag)")
+    return pytest.mark.slow(absent(test))
 
 
 @needs_peer
