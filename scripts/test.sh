@@ -33,6 +33,11 @@ else
 fi
 export KGIR_FIGURES_DIR="$KGIR_RESULTS_DIR/../figures"
 export MPLBACKEND=Agg
+# Compiled modules are kept (in .venv/pycache, outside the checkout) even when PYTHONDONTWRITEBYTECODE is set: without
+# them every pytest worker, notebook kernel and subprocess compiles the library and rewrites the tests' asserts again,
+# about 4 s of CPU a process.
+unset PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-$PWD/.venv/pycache}"
 workers=(-n "${KGIR_TEST_WORKERS:-2}" --dist loadgroup -p no:anyio)  # (no test uses anyio's plugin: a quarter second
                                                                   # of every pytest process)
 # Test paths among the arguments (a file, a folder, file::test) replace the default selection (tests/, and the
