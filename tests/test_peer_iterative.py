@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 import pandas as pd
 import pytest
@@ -174,6 +175,41 @@ def test_search_server_request_and_response():
     passages = {"p1": Passage("p1", "T", "text")}
     assert ss.search_response([[("p1", 0.12345678)]], passages) == {"results": [[
         {"id": "p1", "contents": "T\ntext", "title": "T", "text": "text", "score": 0.123457}]]}
+
+
+def test_search_server_answers_over_http_with_400_naming_the_field_and_404_elsewhere():
+    """The search server's routes through the shared JSON handler, on a real socket."""
+    import threading
+    import urllib.error
+    import urllib.request
+    from http.server import HTTPServer
+
+    from kgir_lib.data import Passage
+
+    ss = _load("search_server")
+    passages = {"p1": Passage("p1", "T", "text"), "p2": Passage("p2", "U", "más")}
+    handler = ss.make_handler(lambda queries, k: [[("p2", 0.9), ("p1", 0.5)][:k] for _ in queries], passages)
+    server = HTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+
+    def call(path: str, body: Optional[bytes] = None) -> tuple:
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url + path, data=body), timeout=10) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    try:
+        assert call("/health") == (200, {"passages": 2})
+        status, out = call("/search", b'{"queries": ["q"], "k": 1}')
+        assert status == 200 and [d["id"] for d in out["results"][0]] == ["p2"] and out["results"][0][0]["text"] == "más"
+        status, out = call("/search", b'{"queries": ["q"], "k": 3}')
+        assert status == 400 and "'k'" in out["error"]["message"]
+        assert call("/search", b"[1]")[0] == 400 and call("/nowhere")[0] == 404
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_cache_proxy_keys_loads_and_answers_from_its_cache(tmp_path):

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import argparse
 import base64
-import json
-from http.server import BaseHTTPRequestHandler, HTTPServer
+import sys
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # json_endpoint, beside this script
+from json_endpoint import json_handler, json_object, serve  # noqa: E402
 
 
 def embedding_response(vectors: np.ndarray, model: str, encoding_format: str = "float") -> dict:
@@ -33,12 +36,7 @@ def embedding_response(vectors: np.ndarray, model: str, encoding_format: str = "
 
 def parse_request(body: bytes) -> tuple:
     """``(texts, model, encoding_format)`` of a request body; ``ValueError`` naming the bad field."""
-    try:
-        req = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"request body is not JSON ({exc})") from None
-    if not isinstance(req, dict):
-        raise ValueError("request body must be a JSON object")
+    req = json_object(body)
     texts = req.get("input")
     if isinstance(texts, str):
         texts = [texts]
@@ -48,34 +46,12 @@ def parse_request(body: bytes) -> tuple:
 
 
 def make_handler(encode):
-    class Handler(BaseHTTPRequestHandler):
-        def _send(self, code: int, payload: dict) -> None:
-            body = json.dumps(payload).encode("utf-8")
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(body: bytes) -> dict:
+        texts, model, fmt = parse_request(body)
+        return embedding_response(encode(texts), model, fmt)
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            if self.path.rstrip("/").endswith("/models"):
-                self._send(200, {"object": "list", "data": [{"id": "embedder", "object": "model"}]})
-            else:
-                self._send(404, {"error": {"message": f"no route {self.path}"}})
-
-        def do_POST(self) -> None:  # noqa: N802
-            if not self.path.rstrip("/").endswith("/embeddings"):
-                self._send(404, {"error": {"message": f"no route {self.path}"}})
-                return
-            try:
-                texts, model, fmt = parse_request(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                self._send(200, embedding_response(encode(texts), model, fmt))
-            except ValueError as exc:
-                self._send(400, {"error": {"message": str(exc)}})
-
-        def log_message(self, *args) -> None:  # quiet: thousands of batches
-            pass
-    return Handler
+    return json_handler(get={"/models": lambda: {"object": "list", "data": [{"id": "embedder", "object": "model"}]}},
+                        post={"/embeddings": answer})
 
 
 def main() -> None:
@@ -88,9 +64,7 @@ def main() -> None:
 
     cfg = load_config(args.profile)
     enc = Encoder(cfg.embed_model, cfg.embed_batch_size)
-    server = HTTPServer(("127.0.0.1", args.port), make_handler(enc.encode))
-    print(f"embed_server: {cfg.embed_model} on http://127.0.0.1:{args.port}/v1", flush=True)
-    server.serve_forever()
+    serve(make_handler(enc.encode), args.port, f"embed_server: {cfg.embed_model} on http://127.0.0.1:{args.port}/v1")
 
 
 if __name__ == "__main__":

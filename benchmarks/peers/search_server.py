@@ -14,23 +14,18 @@ document fields; ``contents`` is the suite's ``Passage.content``). ``GET /health
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # json_endpoint, beside this script
+from json_endpoint import json_handler, json_object, serve  # noqa: E402
 
 
 def parse_search_request(body: bytes, max_k: int) -> tuple:
     """``(queries, k)`` of a request body; ``ValueError`` naming the bad field."""
-    try:
-        req = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"request body is not JSON ({exc})") from None
-    if not isinstance(req, dict):
-        raise ValueError("request body must be a JSON object")
+    req = json_object(body)
     queries = req.get("queries")
     if not isinstance(queries, list) or not all(isinstance(q, str) for q in queries):
         raise ValueError("field 'queries': expected a list of strings")
@@ -48,35 +43,11 @@ def search_response(hits: Sequence[Sequence[tuple]], passages: Mapping) -> dict:
 
 
 def make_handler(search: Callable, passages: Mapping):
-    class Handler(BaseHTTPRequestHandler):
-        def _send(self, code: int, payload: dict) -> None:
-            body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(body: bytes) -> dict:
+        queries, k = parse_search_request(body, len(passages))
+        return search_response(search(queries, k) if queries else [], passages)
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            if self.path.rstrip("/").endswith("/health"):
-                self._send(200, {"passages": len(passages)})
-            else:
-                self._send(404, {"error": {"message": f"no route {self.path}"}})
-
-        def do_POST(self) -> None:  # noqa: N802
-            if not self.path.rstrip("/").endswith("/search"):
-                self._send(404, {"error": {"message": f"no route {self.path}"}})
-                return
-            try:
-                queries, k = parse_search_request(self.rfile.read(int(self.headers.get("Content-Length", 0))),
-                                                  len(passages))
-                self._send(200, search_response(search(queries, k) if queries else [], passages))
-            except ValueError as exc:
-                self._send(400, {"error": {"message": str(exc)}})
-
-        def log_message(self, *args) -> None:  # quiet
-            pass
-    return Handler
+    return json_handler(get={"/health": lambda: {"passages": len(passages)}}, post={"/search": answer})
 
 
 def main() -> None:
@@ -96,10 +67,9 @@ def main() -> None:
     ds = load_dataset(args.dataset, cfg.data_path)
     index = dense_index(cfg, ds, progress=False)
     passages = {p.pid: p for p in ds.corpus.passages}
-    server = HTTPServer(("127.0.0.1", args.port), make_handler(index.search, passages))
-    print(f"search_server: {args.dataset} ({len(passages)} passages, {cfg.embed_model}) on "
-          f"http://127.0.0.1:{args.port}/search", flush=True)
-    server.serve_forever()
+    serve(make_handler(index.search, passages), args.port,
+          f"search_server: {args.dataset} ({len(passages)} passages, {cfg.embed_model}) on "
+          f"http://127.0.0.1:{args.port}/search")
 
 
 if __name__ == "__main__":
