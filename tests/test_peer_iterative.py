@@ -212,6 +212,19 @@ def test_search_server_answers_over_http_with_400_naming_the_field_and_404_elsew
         server.server_close()
 
 
+def test_records_round_trip_plain_and_compressed_with_reproducible_bytes(tmp_path):
+    rec = _load("records")
+    rows = [{"qid": "q1", "hits": [["p1", 0.5]]}, {"qid": "q2", "text": "más"}]
+    for name in ("a.jsonl", "sub/a.jsonl.gz"):
+        rec.write_jsonl(tmp_path / name, rows)
+        assert rec.read_jsonl(tmp_path / name) == rows
+    first = (tmp_path / "sub/a.jsonl.gz").read_bytes()
+    rec.write_jsonl(tmp_path / "sub/b.jsonl.gz", rows)
+    assert (tmp_path / "sub/b.jsonl.gz").read_bytes() == first  # no time stamp in the gzip header
+    (tmp_path / "blank.jsonl").write_text('{"a": 1}\n\n{"a": 2}\n', encoding="utf-8")
+    assert rec.read_jsonl(tmp_path / "blank.jsonl") == [{"a": 1}, {"a": 2}]
+
+
 def test_cache_proxy_keys_loads_and_answers_from_its_cache(tmp_path):
     cp = _load("llm_cache_proxy")
     req = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.0}

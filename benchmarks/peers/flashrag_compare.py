@@ -27,7 +27,6 @@ records (``peers_flashrag_outputs.jsonl.gz``): no peer environment, no server, n
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import shutil
@@ -37,32 +36,11 @@ from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # peer_run, beside this script
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # peer_run and records, beside this script
+from peer_run import checkout_commit  # noqa: E402
+from records import read_jsonl, write_gzip, write_jsonl  # noqa: E402
 
 METHODS = ("ircot", "iter_retgen")
-
-
-def _jsonl(path: Path) -> list:
-    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
-
-
-def _write_jsonl(path: Path, rows: list) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-
-
-def _commit() -> str:
-    """The checkout's commit (short hash, ``+ uncommitted changes`` if the tree is dirty), or ``unknown``."""
-    import subprocess
-
-    try:
-        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return f"commit {head}{' + uncommitted changes' if dirty else ''}"
 
 
 def profile_questions(profile: str, dataset: str, results_dir: Path) -> list:
@@ -75,7 +53,7 @@ def profile_questions(profile: str, dataset: str, results_dir: Path) -> list:
 
 def write_questions(work: Path, profile: str, dataset: str) -> None:
     qs = profile_questions(profile, dataset, work / "results")
-    _write_jsonl(work / "questions.jsonl", [{"qid": q.qid, "question": q.question} for q in qs])
+    write_jsonl(work / "questions.jsonl", [{"qid": q.qid, "question": q.question} for q in qs])
     print(f"questions: {len(qs)} of {dataset} (profile {profile}) -> {work / 'questions.jsonl'}")
 
 
@@ -98,11 +76,8 @@ class RecordedSearch:
     def __init__(self, path: Path):
         self.path = path
         self.hits: dict = {}
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    r = json.loads(line)
-                    self.hits[(r["query"], int(r["k"]))] = [(p, float(s)) for p, s in r["hits"]]
+        for r in read_jsonl(path):
+            self.hits[(r["query"], int(r["k"]))] = [(p, float(s)) for p, s in r["hits"]]
 
     def search(self, queries, k: int) -> list:
         missing = [q for q in queries if (q, int(k)) not in self.hits]
@@ -116,11 +91,9 @@ def write_searches(work: Path, out: Path, k: int) -> None:
     """Every dense search of the suite's side (``DIR/suite_*.jsonl``), once each, compressed."""
     seen: dict = {}
     for m in METHODS:
-        for r in _jsonl(work / f"suite_{m}.jsonl"):
+        for r in read_jsonl(work / f"suite_{m}.jsonl"):
             for s in r["searches"]:
                 seen.setdefault(s["query"], s["hits"])
-    from flashrag_report import write_gzip
-
     write_gzip(out, "".join(json.dumps({"query": q, "k": k, "hits": h}, ensure_ascii=False) + "\n"
                             for q, h in seen.items()))
 
@@ -158,7 +131,7 @@ def run_suite(work: Path, profile: str, dataset: str, searches: Optional[Path] =
 
     cfg, ws, questions = (recorded_workspace(work, profile, dataset, searches) if searches
                           else open_suite(work, profile, dataset))
-    meta = {"code": _commit(), "profile": profile, "dataset": dataset, "model": cfg.llm_model,
+    meta = {"code": checkout_commit(), "profile": profile, "dataset": dataset, "model": cfg.llm_model,
             "top_k": cfg.top_k, "context_passages": cfg.context_passages, "passage_chars": cfg.passage_chars,
             "ircot_max_steps": cfg.ircot_max_steps, "iter_retgen_rounds": cfg.iter_retgen_rounds,
             "dense_search": f"replayed from {searches.name}" if searches else "the suite's encoder and index"}
@@ -169,7 +142,7 @@ def run_suite(work: Path, profile: str, dataset: str, searches: Optional[Path] =
             raise SystemExit(f"{exc}\nThe committed response log does not hold this code's {method.name} "
                              f"requests: rerun it on the '{profile}' profile (KGIR_PROFILE={profile} bash "
                              f"scripts/main.sh) before comparing.") from None
-        _write_jsonl(work / f"suite_{key}.jsonl", [suite_record(key, q, o) for q, o in zip(questions, outs)])
+        write_jsonl(work / f"suite_{key}.jsonl", [suite_record(key, q, o) for q, o in zip(questions, outs)])
     stages = {name: {"calls": s.calls, "cache_hits": s.cache_hits} for name, s in ws.llm.usage.stages.items()}
     meta["llm_stages"] = stages
     meta["llm_calls_made"] = sum(s["calls"] - s["cache_hits"] for s in stages.values())

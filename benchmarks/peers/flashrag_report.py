@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import platform
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -24,6 +25,9 @@ from kgir_lib.eval.peer_iterative import (FAMILY, METHOD_NAMES, agreement, compa
 from kgir_lib.methods.reader import parse_answer
 from kgir_lib.report import to_markdown
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # records, beside this script
+from records import read_jsonl, write_gzip  # noqa: E402
+
 METHODS = ("ircot", "iter_retgen")
 OUTPUTS = "peers_flashrag_outputs.jsonl.gz"
 SEARCHES = "peers_flashrag_suite_searches.jsonl.gz"   # the suite side's dense searches (a fast re-score replays them)
@@ -31,26 +35,16 @@ LLM_CACHE = "peers_flashrag_llm_cache.jsonl.gz"      # FlashRAG's LLM answers by
                                                      # run anywhere repeats no finished call (crosscheck.sh seeds it)
 
 
-def write_gzip(path: Path, text: str) -> None:
-    """``text`` gzip-compressed with no time stamp in the header, so the same content gives the same bytes."""
-    with gzip.GzipFile(filename="", mode="wb", fileobj=path.open("wb"), mtime=0, compresslevel=9) as fh:
-        fh.write(text.encode("utf-8"))
-
-
 def write_llm_cache(cache_file: Path, out: Path) -> None:
     """The caching proxy's records without their requests (the key is the request's hash), compressed."""
     keep = ("key", "response", "t_start", "seconds", "loadavg_1min")
     write_gzip(out, "".join(json.dumps({k: r[k] for k in keep if k in r}, ensure_ascii=False) + "\n"
-                            for r in _jsonl(cache_file)))
-
-
-def _jsonl(path: Path) -> list:
-    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+                            for r in read_jsonl(cache_file)))
 
 
 def llm_cost(cache_file: Path) -> dict:
     """FlashRAG's LLM work from the caching proxy's file: calls, LLM seconds, tokens, mean load average."""
-    recs = _jsonl(cache_file) if cache_file.exists() else []
+    recs = read_jsonl(cache_file) if cache_file.exists() else []
     usage = [r["response"].get("usage") or {} for r in recs]
     loads = [r["loadavg_1min"] for r in recs if r.get("loadavg_1min") is not None]
     return {"calls": len(recs), "llm_seconds": round(sum(float(r["seconds"]) for r in recs), 1),
@@ -66,7 +60,7 @@ def wall_legs(work: Path) -> list:
     version of the script timed whole (``flashrag_wall_seconds.txt``, one number a leg)."""
     spans: dict = {}
     path = work / "flashrag_legs.jsonl"
-    for r in _jsonl(path) if path.exists() else []:
+    for r in read_jsonl(path) if path.exists() else []:
         spans[r["leg_start"]] = max(spans.get(r["leg_start"], 0.0), float(r["t"]) - float(r["leg_start"]))
     old = work / "flashrag_wall_seconds.txt"
     return [float(x) for x in old.read_text().split()] + list(spans.values()) if old.exists() else list(spans.values())
@@ -76,7 +70,7 @@ def write_outputs(work: Path, out: Path, meta: dict) -> None:
     """FlashRAG's per-question records of both methods, compressed, with the run's meta as the first line."""
     lines = [json.dumps({"meta": meta}, ensure_ascii=False)]
     for m in METHODS:
-        lines += [json.dumps({"method": m, **r}, ensure_ascii=False) for r in _jsonl(work / f"flashrag_{m}.jsonl")]
+        lines += [json.dumps({"method": m, **r}, ensure_ascii=False) for r in read_jsonl(work / f"flashrag_{m}.jsonl")]
     write_gzip(out, "\n".join(lines) + "\n")
 
 
@@ -145,13 +139,13 @@ def write_report(work: Path, profile: str, dataset: str, out: Path, command: str
                  wall: Optional[float] = None, rescore: bool = False) -> None:
     cfg = load_config(profile, results_dir=str(work / "results"))
     questions = sample_questions(load_dataset(dataset, cfg.data_path).questions, cfg.n_questions, cfg.seed)
-    suite = {m: _jsonl(work / f"suite_{m}.jsonl") for m in METHODS}
+    suite = {m: read_jsonl(work / f"suite_{m}.jsonl") for m in METHODS}
     suite_meta = json.loads((work / "suite.meta.json").read_text(encoding="utf-8"))
     outputs = out.parent / OUTPUTS
     if rescore:
         meta, flashrag = read_outputs(outputs)
     else:
-        flashrag = {m: _jsonl(work / f"flashrag_{m}.jsonl") for m in METHODS}
+        flashrag = {m: read_jsonl(work / f"flashrag_{m}.jsonl") for m in METHODS}
         meta = json.loads((work / "flashrag_meta.json").read_text(encoding="utf-8"))
         legs = wall_legs(work)
         meta["wall_seconds"] = wall if wall is not None else round(sum(legs), 1)

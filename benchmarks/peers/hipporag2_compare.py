@@ -38,30 +38,9 @@ from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # peer_run, beside this script
-
-
-def _jsonl(path: Path) -> list:
-    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
-
-
-def _write_jsonl(path: Path, rows: list) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-
-
-def _commit() -> str:
-    """The checkout's commit (short hash, ``+changes`` if the tree is dirty), or ``unknown``."""
-    import subprocess
-
-    try:
-        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return f"commit {head}{' + uncommitted changes' if dirty else ''}"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # peer_run and records, beside this script
+from peer_run import checkout_commit  # noqa: E402
+from records import read_jsonl, write_jsonl  # noqa: E402
 
 
 def open_suite(work: Path, profile: str, dataset: str):
@@ -111,9 +90,9 @@ def run_suite(work: Path, profile: str, dataset: str, trace: Optional[Path]) -> 
                              f"rerun HippoRAG 2 on the '{profile}' profile (KGIR_PROFILE={profile} bash "
                              f"scripts/main.sh), or pass the trace file of a run (SUITE_TRACE=...).") from None
     rows = suite_rows(questions, outs)
-    _write_jsonl(work / "suite.jsonl", rows)
-    (work / "suite.meta.json").write_text(json.dumps({"trace": str(trace) if trace else None, "code": _commit()}))
-    _write_jsonl(work / "inject.jsonl", [{"qid": r["qid"], "kept": r["kept"]} for r in rows])
+    write_jsonl(work / "suite.jsonl", rows)
+    (work / "suite.meta.json").write_text(json.dumps({"trace": str(trace) if trace else None, "code": checkout_commit()}))
+    write_jsonl(work / "inject.jsonl", [{"qid": r["qid"], "kept": r["kept"]} for r in rows])
     method = HippoRAG2()
     hg, fact_emb = method.graph(ws, ws.kg)
     edges = [[a.removeprefix("entity:"), b.removeprefix("entity:"), float(d["weight"])]
@@ -126,7 +105,7 @@ def run_suite(work: Path, profile: str, dataset: str, trace: Optional[Path]) -> 
 
     cands, _ = link_facts(hg, fact_emb, ws.dense.embed_queries([q.question for q in questions]),
                           method.settings(ws)["link_top_k"])
-    _write_jsonl(work / "suite_links.jsonl", [{"qid": q.qid, "candidates": [list(f) for f in c]}
+    write_jsonl(work / "suite_links.jsonl", [{"qid": q.qid, "candidates": [list(f) for f in c]}
                                               for q, c in zip(questions, cands)])
     print(f"suite: {len(rows)} questions of {dataset} (profile {profile}, "
           f"{'from ' + str(trace) if trace else 'cache only'}) -> {work / 'suite.jsonl'}")
@@ -139,13 +118,13 @@ def run_seeded(work: Path, profile: str, dataset: str, synonymy: bool) -> None:
     from kgir_lib.baselines.hipporag2 import HippoRAG2
 
     cfg, ws, questions = open_suite(work, profile, dataset)
-    upstream = {r["qid"]: r for r in _jsonl(work / "upstream.jsonl")}
+    upstream = {r["qid"]: r for r in read_jsonl(work / "upstream.jsonl")}
     qs = [q for q in questions if q.qid in upstream]
     kept = [upstream[q.qid].get("kept", []) for q in qs]
     for name, syn in (("suite_seeded", False), ("suite_seeded_synonymy", True))[:2 if synonymy else 1]:
         method = HippoRAG2(synonymy=syn)
         rankings, missing = method.rank_given_facts(ws, qs, kept)
-        _write_jsonl(work / f"{name}.jsonl", [{"qid": q.qid, "ranking": [p for p, _ in r], "missing_facts": m}
+        write_jsonl(work / f"{name}.jsonl", [{"qid": q.qid, "ranking": [p for p, _ in r], "missing_facts": m}
                                               for q, r, m in zip(qs, rankings, missing)])
         hg = method.graph(ws, ws.kg)[0]
         (work / f"{name}.meta.json").write_text(json.dumps({"synonym_edges": hg.n_synonym_edges,

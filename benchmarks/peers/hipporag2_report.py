@@ -14,6 +14,7 @@ from __future__ import annotations
 import gzip
 import json
 import platform
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -25,6 +26,9 @@ from kgir_lib.eval.peer_agreement import (UPSTREAM_SCORES, Side, compare_questio
                                           pids_of_docs, rescore_question, seeded_agreement, side_by_side, summary,
                                           top_overlap)
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # records, beside this script
+from records import read_jsonl  # noqa: E402
+
 # Measures of the committed run that a re-score cannot recompute (they need upstream's ranked passages, facts or
 # its environment), carried into the re-scored CSV under their names, with the committed run named in
 # ``upstream_record``.
@@ -33,12 +37,8 @@ CARRIED = ("injected_top5", "injected_top5_same_order", "seeded_top5", "seeded_t
            "injected_missing_facts")
 
 
-def _jsonl(path: Path) -> list:
-    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
-
-
 def _by_qid(path: Path) -> dict:
-    return {r["qid"]: r for r in _jsonl(path)} if path.exists() else {}
+    return {r["qid"]: r for r in read_jsonl(path)} if path.exists() else {}
 
 
 def _edges(path: Path) -> tuple:
@@ -116,7 +116,7 @@ def _suite_code(work: Path) -> str:
 
 
 def _suite_filter(work: Path) -> str:
-    rows = _jsonl(work / "suite.jsonl")
+    rows = read_jsonl(work / "suite.jsonl")
     bad = sum(str(r.get("filter", "")).startswith("malformed") for r in rows)
     return (f"{bad} malformed of {len(rows)}, {sum(int(r.get('unmatched') or 0) for r in rows)} reply items "
             f"that matched no candidate")

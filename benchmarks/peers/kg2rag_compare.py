@@ -38,38 +38,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # peer_run, beside this script
-
-
-def write_jsonl(path: Path, rows: list) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-    if str(path).endswith(".gz"):
-        with gzip.open(path, "wt", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-
-
-def read_jsonl(path: Path) -> list:
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        return [json.loads(x) for x in fh if x.strip()]
-
-
-def commit() -> str:
-    """The checkout's commit (short hash, ``+ uncommitted changes`` if the code the suite side runs, ``kgir_lib/``
-    or ``benchmarks/``, differs from it), or ``unknown``."""
-    import subprocess
-
-    try:
-        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "--",
-                                "kgir_lib", "benchmarks"], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return f"commit {head}{' + uncommitted changes' if dirty else ''}"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # peer_run and records, beside this script
+from peer_run import checkout_commit  # noqa: E402
+from records import write_jsonl  # noqa: E402
 
 
 def open_run(work: Path, profile: str):
@@ -211,7 +182,7 @@ def run_suite(work: Path, profile: str, datasets=None, limit=None, mst: bool = T
         write_jsonl(out / "suite_mst.jsonl", suite_trees(graphs))
         print(f"suite: {dataset}: {len(questions)} questions, {len(index.facts)} chunks with triples, "
               f"{len(table)} scored texts -> {out}")
-    (work / "suite.meta.json").write_text(json.dumps({"profile": profile, "code": commit()}), encoding="utf-8")
+    (work / "suite.meta.json").write_text(json.dumps({"profile": profile, "code": checkout_commit()}), encoding="utf-8")
 
 
 def _key(index, pid: str) -> str:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 import platform
+import sys
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from kgir_lib.baselines.kg2rag_code import UPSTREAM, UPSTREAM_COMMIT
@@ -23,16 +23,11 @@ from kgir_lib.eval.kg2rag_agreement import (BUG, INPUT, STAGES, agreement_rate, 
                                             question_row, stage_summary)
 from kgir_lib.report import to_markdown
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # records, beside this script
+from records import read_jsonl  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 UP_COLS = {f"up_{s}": s for s in STAGES} | {f"ins_{s}": s for s in STAGES}
-
-
-def _jsonl(path: Path) -> list:
-    import gzip
-
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        return [json.loads(x) for x in fh if x.strip()]
 
 
 def _join(pids) -> str:
@@ -72,10 +67,10 @@ def upstream_lists(work: Path, dataset: str) -> pd.DataFrame:
     runs = sorted((work / dataset).glob("upstream_seed*.jsonl"), key=lambda p: int(p.stem.split("seed")[1]))
     if not runs or not (work / dataset / "upstream_insertion.jsonl").exists():
         raise SystemExit(f"{work / dataset}: no upstream records (run kg2rag_upstream.py first)")
-    recs = {p.stem: {r["qid"]: r for r in _jsonl(p)} for p in runs}
-    partial = {mode: [{r["qid"]: r for r in _jsonl(p)} for p in sorted((work / dataset).glob(f"upstream_{mode}[0-9]*.jsonl"))]
+    recs = {p.stem: {r["qid"]: r for r in read_jsonl(p)} for p in runs}
+    partial = {mode: [{r["qid"]: r for r in read_jsonl(p)} for p in sorted((work / dataset).glob(f"upstream_{mode}[0-9]*.jsonl"))]
                for mode in ("sets", "views")}
-    ins = {r["qid"]: r for r in _jsonl(work / dataset / "upstream_insertion.jsonl")}
+    ins = {r["qid"]: r for r in read_jsonl(work / dataset / "upstream_insertion.jsonl")}
     first = recs[runs[0].stem]
 
     def pids(rec: dict, stage: str):
@@ -117,7 +112,7 @@ def question_rows(work: Path, upstream: pd.DataFrame, context: int) -> pd.DataFr
     :func:`upstream_lists` or the committed CSV's columns), agreement and causes."""
     rows = []
     for dataset, part in upstream.groupby("dataset", sort=False):
-        suite = {r["qid"]: r for r in _jsonl(work / dataset / "suite.jsonl")}
+        suite = {r["qid"]: r for r in read_jsonl(work / dataset / "suite.jsonl")}
         for u in part.to_dict("records"):
             s = suite.get(str(u["qid"]))
             if s is None:
@@ -146,10 +141,10 @@ def mst_rows(work: Path, datasets, upstream_mst: bool) -> tuple:
 
     rows, version = [], f"networkx {nx.__version__} (main environment)"
     for d in datasets:
-        graphs = {g["id"]: g for g in _jsonl(work / d / "mst_graphs.jsonl.gz")}
-        suite = {r["id"]: r for r in _jsonl(work / d / "suite_mst.jsonl")}
+        graphs = {g["id"]: g for g in read_jsonl(work / d / "mst_graphs.jsonl.gz")}
+        suite = {r["id"]: r for r in read_jsonl(work / d / "suite_mst.jsonl")}
         if upstream_mst:
-            theirs = {r["id"]: r["kept"] for r in _jsonl(work / d / "upstream_mst.jsonl")}
+            theirs = {r["id"]: r["kept"] for r in read_jsonl(work / d / "upstream_mst.jsonl")}
             version = "networkx 2.5.1 (the peer environment, upstream's pin)"
         else:
             theirs = {}
@@ -220,7 +215,7 @@ def write_report(work: Path, profile: str, out: Path, command: str, rescore: boo
         record = committed["upstream_record"].iloc[0] if "upstream_record" in committed else "the committed run"
         total = len(upstream)
         have = {(d, str(r["qid"])) for d in dict.fromkeys(upstream["dataset"]) if (work / d / "suite.jsonl").exists()
-                for r in _jsonl(work / d / "suite.jsonl")}
+                for r in read_jsonl(work / d / "suite.jsonl")}
         upstream = upstream[[(d, q) in have for d, q in zip(upstream["dataset"], upstream["qid"])]]
         if upstream.empty:
             raise SystemExit(f"{work}: no suite record for any question of {csv} (run the 'suite' step first)")

@@ -38,11 +38,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-
-def _read_jsonl(path: Path) -> list:
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        return [json.loads(x) for x in fh if x.strip()]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # records, beside this script
+from records import read_jsonl  # noqa: E402
 
 
 def sha(text: str) -> str:
@@ -173,7 +170,7 @@ def run(args) -> None:
         inp = json.load(fh)
     table = {}
     if args.scores and args.scores.exists():
-        for r in _read_jsonl(args.scores):
+        for r in read_jsonl(args.scores):
             table[(r["q"], r["t"])] = float(r["s"])
     chunks_index, doc2kg, ents, texts = build_inputs(inp)
     dataset, k = inp["wiring"], int(inp["top_k"])
@@ -210,7 +207,7 @@ def mst(args) -> None:
     import networkx as nx
 
     out = []
-    for g in _read_jsonl(args.graphs):
+    for g in read_jsonl(args.graphs):
         G = nx.MultiGraph()
         for i, (u, v, w) in enumerate(g["edges"]):
             G.add_edge(u, v, weight=float(w), idx=i)

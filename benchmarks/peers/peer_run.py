@@ -10,6 +10,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def checkout_commit() -> str:
+    """The checkout's commit (short hash, ``+ uncommitted changes`` if the code the suite side runs, ``kgir_lib/``
+    or ``benchmarks/``, differs from it), or ``unknown``."""
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "--",
+                                "kgir_lib", "benchmarks"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"commit {head}{' + uncommitted changes' if dirty else ''}"
+
+
 def cache_only_config(work: Path, profile: str):
     """``profile``'s config writing under ``work/results``, whose response log is the committed one."""
     os.environ["KGIR_LLM_CACHE_ONLY"] = "1"
