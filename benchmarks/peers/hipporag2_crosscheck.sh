@@ -28,17 +28,10 @@
 # LLM requests; default: run the suite's HippoRAG 2 cache only).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; }
-DRY=0
-case "${1:-}" in
-    -h|--help) usage; exit 0 ;;
-    --dry-run) DRY=1 ;;
-    --rescore) DRY=2 ;;
-    "") ;;
-    *) echo "crosscheck: unknown argument '$1' (--help, --dry-run, --rescore)" >&2; exit 2 ;;
-esac
-cd "$ROOT"
 PY="${KGIR_PYTHON:-$ROOT/.venv/bin/python}"
+source "$ROOT/benchmarks/peers/crosscheck_lib.sh"
+crosscheck_mode "$@"
+cd "$ROOT"
 PEER_PY="$ROOT/benchmarks/peers/.venv-hipporag/bin/python"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 "$PY" -m kgir_lib.data_sources ensure >/dev/null  # the samples (fetched into data/samples/ when missing), verified
@@ -51,7 +44,7 @@ MAX_NEW_TOKENS="${MAX_NEW_TOKENS:-256}"
 SYNONYMY="${SYNONYMY:-0}"
 QA_N="${QA_N:-}"
 SUITE_TRACE="${SUITE_TRACE:-}"
-if [ "$DRY" = 1 ]; then
+if [ "$MODE" = dry ]; then
     say_step() { printf 'crosscheck (dry run): %s\n' "$*"; }
     missing=0
     need() {  # what path
@@ -75,7 +68,7 @@ if [ "$DRY" = 1 ]; then
 fi
 mkdir -p "$WORK/logs"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
-if [ "$DRY" = 2 ]; then
+if [ "$MODE" = rescore ]; then
     echo "crosscheck (re-score): the suite's HippoRAG 2 (cache only) against the committed upstream scores"
     "$PY" benchmarks/peers/hipporag2_compare.py suite --work "$WORK"
     "$PY" benchmarks/peers/hipporag2_compare.py rescore --work "$WORK" \
@@ -89,27 +82,11 @@ syn_flag=""; [ "$SYNONYMY" = 1 ] && syn_flag="--synonymy"
 echo "crosscheck: the suite's HippoRAG 2 (cache only)"
 "$PY" benchmarks/peers/hipporag2_compare.py suite --work "$WORK" ${SUITE_TRACE:+--trace "$SUITE_TRACE"}
 
-free_port() { "$PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"; }
-wait_up() {  # pid url log
-    local t0; t0=$(date +%s)
-    until curl -sf "$2" >/dev/null; do
-        if ! kill -0 "$1" 2>/dev/null || [ $(($(date +%s) - t0)) -gt 300 ]; then
-            echo "crosscheck: server did not come up at $2 (log: $3)" >&2; return 1
-        fi
-        sleep 1
-    done
-}
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do { kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; } || true; done; return 0; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-EPORT=$(free_port)
+free_port EPORT
 "$PY" benchmarks/peers/embed_server.py --port "$EPORT" --profile local >"$WORK/logs/embed_server.log" 2>&1 &
 PIDS+=($!)
 GGUF="$("$PY" -c "from kgir_lib.llm.embedded import locate; print(locate('$MODEL'))")"
-LPORT=$(free_port)
-while [ "$LPORT" = "$EPORT" ]; do LPORT=$(free_port); done
+free_port LPORT
 "$PY" -m llama_cpp.server --model "$GGUF" --model_alias "$MODEL" --host 127.0.0.1 --port "$LPORT" \
     --n_threads "$N_THREADS" --n_threads_batch "$N_THREADS" --n_ctx "$N_CTX" --verbose false \
     >"$WORK/logs/llama_server.log" 2>&1 &
@@ -132,7 +109,7 @@ if [ "$SYNONYMY" = 1 ]; then
     echo "crosscheck: upstream with synonymy edges (retrieval only; the same filter requests: cache hits)"
     run_upstream "$WORK/upstream_synonymy.jsonl" 0.8 --no-qa
 fi
-cleanup; PIDS=()
+stop_servers
 
 "$PY" benchmarks/peers/hipporag2_compare.py seeded --work "$WORK" $syn_flag
 cmd="bash benchmarks/peers/hipporag2_crosscheck.sh"

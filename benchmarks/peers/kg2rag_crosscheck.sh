@@ -27,17 +27,10 @@
 # KG2RAG_CHECKOUT (a local clone of the authors' repository for step 1, when GitHub cannot be reached).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; }
-MODE=run
-case "${1:-}" in
-    -h|--help) usage; exit 0 ;;
-    --dry-run) MODE=dry ;;
-    --rescore) MODE=rescore ;;
-    "") ;;
-    *) echo "crosscheck: unknown argument '$1' (--help, --dry-run, --rescore)" >&2; exit 2 ;;
-esac
-cd "$ROOT"
 PY="${KGIR_PYTHON:-$ROOT/.venv/bin/python}"
+source "$ROOT/benchmarks/peers/crosscheck_lib.sh"
+crosscheck_mode "$@"
+cd "$ROOT"
 VENV="$ROOT/benchmarks/peers/.venv-kg2rag"
 PEER_PY="$VENV/bin/python"
 CHECKOUT="$VENV/src/KG2RAG"
@@ -79,21 +72,10 @@ bash benchmarks/peers/setup.sh kg2rag
 echo "crosscheck: the suite's side (cache only)"
 "$PY" benchmarks/peers/kg2rag_compare.py suite --work "$WORK" --profile "$PROFILE"
 
-free_port() { "$PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"; }
-PID=""
-cleanup() { if [ -n "$PID" ]; then { kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; } || true; fi; return 0; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-EPORT=$(free_port)
+free_port EPORT
 "$PY" benchmarks/peers/embed_server.py --port "$EPORT" --profile "$PROFILE" >"$WORK/logs/embed_server.log" 2>&1 &
-PID=$!
-t0=$(date +%s)
-until curl -sf "http://127.0.0.1:$EPORT/v1/models" >/dev/null; do
-    if ! kill -0 "$PID" 2>/dev/null || [ $(($(date +%s) - t0)) -gt 300 ]; then
-        echo "crosscheck: the embedding server did not come up (log: $WORK/logs/embed_server.log)" >&2; exit 1
-    fi
-    sleep 1
-done
+PIDS+=($!)
+wait_up "${PIDS[0]}" "http://127.0.0.1:$EPORT/v1/models" "$WORK/logs/embed_server.log"
 
 for dataset in $("$PY" -c "from kgir_lib.config import load_config; print(' '.join(load_config('$PROFILE').datasets))"); do
     run_upstream() {  # out order [hash seed]
@@ -112,7 +94,7 @@ for dataset in $("$PY" -c "from kgir_lib.config import load_config; print(' '.jo
     "$PEER_PY" benchmarks/peers/kg2rag_upstream.py mst --graphs "$WORK/$dataset/mst_graphs.jsonl.gz" \
         --out "$WORK/$dataset/upstream_mst.jsonl"
 done
-cleanup; PID=""
+stop_servers
 
 cmd="bash benchmarks/peers/setup.sh kg2rag && bash benchmarks/peers/kg2rag_crosscheck.sh"
 [ -n "${KG2RAG_CHECKOUT:-}" ] && cmd="KG2RAG_CHECKOUT=<a local clone> $cmd"

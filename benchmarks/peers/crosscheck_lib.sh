@@ -1,0 +1,55 @@
+# What the cross-check scripts share (sourced, not run): their one argument, and the servers they start on
+# 127.0.0.1 (free ports, waiting for a server to answer, stopping every server however the script ends).
+# The caller sets ROOT and PY (the main environment's Python) first.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then  # run, not sourced (as with --help): say what it is
+    sed -n '1,3p' "$0" | sed 's/^# \{0,1\}//'
+    echo "The scripts: bash benchmarks/peers/{hipporag2,kg2rag,flashrag}_crosscheck.sh --help"
+    [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]
+    exit $?
+fi
+
+# Reads the script's argument into MODE (run, dry or rescore); --help prints the script's header and exits.
+crosscheck_mode() {
+    local script="${BASH_SOURCE[1]}"
+    MODE=run
+    case "${1:-}" in
+        -h|--help) sed -n '2,/^set -euo/p' "$script" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --dry-run) MODE=dry ;;
+        --rescore) MODE=rescore ;;
+        "") ;;
+        *) echo "crosscheck: unknown argument '$1' (--help, --dry-run, --rescore)" >&2; exit 2 ;;
+    esac
+}
+
+# free_port NAME: sets the variable NAME to a free port on 127.0.0.1, none handed out before by this script.
+PORTS_GIVEN=" "
+free_port() {
+    local port
+    while :; do
+        port=$("$PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+        [[ "$PORTS_GIVEN" == *" $port "* ]] || break
+    done
+    PORTS_GIVEN+="$port "
+    printf -v "$1" '%s' "$port"
+}
+
+# wait_up PID URL LOG: until URL answers; fails when the server exits or takes more than 300 s.
+wait_up() {
+    local t0; t0=$(date +%s)
+    until curl -sf "$2" >/dev/null; do
+        if ! kill -0 "$1" 2>/dev/null || [ $(($(date +%s) - t0)) -gt 300 ]; then
+            echo "crosscheck: server did not come up at $2 (log: $3)" >&2; return 1
+        fi
+        sleep 1
+    done
+}
+
+# The servers started (PIDS+=($!) after each); stop_servers stops them, and runs on every exit.
+PIDS=()
+stop_servers() {
+    for p in "${PIDS[@]}"; do { kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; } || true; done
+    PIDS=()
+    return 0
+}
+trap stop_servers EXIT
+trap 'exit 130' INT TERM
