@@ -10,7 +10,7 @@ fi
 
 # Reads the script's argument into MODE (run, dry or rescore); --help prints the script's header and exits.
 crosscheck_mode() {
-    local script="${BASH_SOURCE[1]}"
+    local script="${BASH_SOURCE[1]:-$0}"
     MODE=run
     case "${1:-}" in
         -h|--help) sed -n '2,/^set -euo/p' "$script" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
