@@ -29,17 +29,10 @@
 # (questions a chunk, default 10).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; }
-MODE=run
-case "${1:-}" in
-    -h|--help) usage; exit 0 ;;
-    --dry-run) MODE=dry ;;
-    --rescore) MODE=rescore ;;
-    "") ;;
-    *) echo "crosscheck: unknown argument '$1' (--help, --dry-run, --rescore)" >&2; exit 2 ;;
-esac
-cd "$ROOT"
 PY="${KGIR_PYTHON:-$ROOT/.venv/bin/python}"
+source "$ROOT/benchmarks/peers/crosscheck_lib.sh"
+crosscheck_mode "$@"
+cd "$ROOT"
 PEER_VENV="$ROOT/benchmarks/peers/.venv-flashrag"
 PEER_PY="$PEER_VENV/bin/python"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
@@ -92,32 +85,17 @@ bash benchmarks/peers/setup.sh flashrag
 echo "crosscheck: the suite's IRCoT and ITER-RETGEN (cache only)"
 "$PY" benchmarks/peers/flashrag_compare.py suite --work "$WORK"
 
-free_port() { "$PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"; }
-wait_up() {  # pid url log
-    local t0; t0=$(date +%s)
-    until curl -sf "$2" >/dev/null; do
-        if ! kill -0 "$1" 2>/dev/null || [ $(($(date +%s) - t0)) -gt 300 ]; then
-            echo "crosscheck: server did not come up at $2 (log: $3)" >&2; return 1
-        fi
-        sleep 1
-    done
-}
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do { kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; } || true; done; return 0; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-SPORT=$(free_port)
+free_port SPORT
 "$PY" benchmarks/peers/search_server.py --port "$SPORT" --profile local --dataset musique_train \
     --results-dir "$WORK/results" >"$WORK/logs/search_server.log" 2>&1 &
 PIDS+=($!)
 GGUF="$("$PY" -c "from kgir_lib.llm.embedded import locate; print(locate('$MODEL'))")"
-LPORT=$(free_port); while [ "$LPORT" = "$SPORT" ]; do LPORT=$(free_port); done
+free_port LPORT
 "$PY" -m llama_cpp.server --model "$GGUF" --model_alias "$MODEL" --host 127.0.0.1 --port "$LPORT" \
     --n_threads "$N_THREADS" --n_threads_batch "$N_THREADS" --n_ctx "$N_CTX" --verbose false \
     >"$WORK/logs/llama_server.log" 2>&1 &
 PIDS+=($!)
-PPORT=$(free_port); while [ "$PPORT" = "$SPORT" ] || [ "$PPORT" = "$LPORT" ]; do PPORT=$(free_port); done
+free_port PPORT
 wait_up "${PIDS[0]}" "http://127.0.0.1:$SPORT/health" "$WORK/logs/search_server.log"
 wait_up "${PIDS[1]}" "http://127.0.0.1:$LPORT/v1/models" "$WORK/logs/llama_server.log"
 COMMITTED_CACHE="$ROOT/results/benchmarks/peers_flashrag_llm_cache.jsonl.gz"
@@ -135,7 +113,7 @@ TIKTOKEN_CACHE_DIR="$PEER_VENV/tiktoken_cache" "$PEER_PY" benchmarks/peers/flash
     --llm-base-url "http://127.0.0.1:$PPORT/v1" --model "$MODEL" --out-dir "$WORK" --dataset musique_train \
     --topk "$TOPK" --ircot-max-iter "$STEPS" --iter-num "$ROUNDS" --max-tokens-ircot "$TOK_IRCOT" \
     --max-tokens-iter-retgen "$TOK_READER" --max-input-len "$N_CTX" --chunk "$CHUNK" ${QA_N:+--n "$QA_N"}
-cleanup; PIDS=()
+stop_servers
 
 cmd="CHUNK=$CHUNK N_THREADS=$N_THREADS bash benchmarks/peers/flashrag_crosscheck.sh"
 [ -n "$QA_N" ] && cmd="QA_N=$QA_N $cmd"
