@@ -148,6 +148,9 @@ def test_agreement_counts_and_distributions():
                  "flashrag"] == 50.0
     assert a.loc[("IRCoT", "thoughts reaching 'So the answer is:', % of questions"), "flashrag"] == 75.0
     assert ("ITER-RETGEN", "Recall@5 of FlashRAG's pool best first") not in a.index
+    same = a.loc[("IRCoT", "F1 on the 2 questions with the same final top-5 set, mean")]   # q1 and q3
+    assert (same["suite"], same["flashrag"]) == (50.0, 0.0)
+    assert not any("same final top-5 set, mean" in m for m in a.loc["ITER-RETGEN"].index)   # none the same
     assert distribution(pd.Series([3, 1, 3])) == "1: 1, 3: 2"
 
 

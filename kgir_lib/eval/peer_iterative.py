@@ -161,6 +161,10 @@ def agreement(rows: pd.DataFrame, k: int = 5) -> pd.DataFrame:
                 both=round(100 * g[f"top{k}_overlap_best_first"].mean(), 1))
             add(f"Recall@{k} of FlashRAG's pool best first", flashrag=round(float(g[f"R@{k}_flashrag_best_first"].mean()), 1))
         add("answers equal after SQuAD normalisation, %", both=round(100 * g["answer_norm_same"].mean(), 1))
+        same = g[g[f"top{k}_same_set"].astype(bool)]  # the same passages retrieved: F1 apart is the reading's
+        if len(same):
+            add(f"F1 on the {len(same)} questions with the same final top-{k} set, mean",
+                round(float(same["F1_suite"].mean()), 1), round(float(same["F1_flashrag"].mean()), 1))
         add("LLM generations of the loop a question, mean", round(g["iterations_suite"].mean(), 2),
             round(g["iterations_flashrag"].mean(), 2))
         add("  generations: questions", distribution(g["iterations_suite"]), distribution(g["iterations_flashrag"]))
