@@ -26,14 +26,14 @@ def test_peer_skips_are_the_tests_skipped_for_the_peer_environment():
 
 @pytest.mark.slow
 def test_the_test_script_removes_its_results_and_names_the_peer_skips(tmp_path):
-    """``bash scripts/test.sh --fast`` on the peer-agreement tests (a path argument: that file alone is collected),
-    with a private ``$TMPDIR``: its temporary results folder is gone afterwards, and the summary names the tests
-    the peer environment would run."""
+    """``bash scripts/test.sh`` on the peer-agreement tests (whole-suite tests: they run the peer's interpreter; a
+    path argument collects that file alone), with a private ``$TMPDIR``: its temporary results folder is gone
+    afterwards, and the summary names the tests the peer environment would run."""
     private = tmp_path / "tmp"
     private.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("KGIR_TEST_RESULTS_DIR", "PYTEST_XDIST_WORKER")}
     env.update(TMPDIR=str(private), KGIR_TEST_WORKERS="0")  # (one process: no worker to start)
-    out = subprocess.run(["bash", "scripts/test.sh", "--fast", "tests/test_peer_agreement.py", "-k", "peer_env"],
+    out = subprocess.run(["bash", "scripts/test.sh", "tests/test_peer_agreement.py", "-k", "peer_env"],
                          cwd=ROOT, env=env, text=True, capture_output=True, timeout=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert not list(private.glob("kgir-test-*")), "scripts/test.sh left its results folder"
