@@ -246,7 +246,7 @@ def serve(tree: dict, truncate: Optional[dict] = None, unframed: Optional[dict] 
           flaky: Optional[dict] = None) -> Iterator[UpstreamServer]:
     """A running :class:`UpstreamServer` over ``tree`` (stopped on exit)."""
     server = UpstreamServer(tree, truncate, unframed, stall, commit, hf_cache, flaky)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield server

@@ -379,13 +379,13 @@ def test_dropped_connection_is_retried(make_fake):
 
 
 def test_a_trickling_server_cannot_hold_past_the_deadline(make_fake):
-    """Old behaviour: the timeout was per read, so one byte every 0.2 s held a 1 s timeout for the whole
-    ~200-byte answer (~40 s). Now each attempt ends at its total deadline."""
-    server = make_fake(plan=["trickle", "trickle"], trickle_s=0.2)
+    """Old behaviour: the timeout was per read, so one byte every 0.1 s held a 0.5 s timeout for the whole
+    ~200-byte answer (~20 s). Now each attempt ends at its total deadline."""
+    server = make_fake(plan=["trickle", "trickle"], trickle_s=0.1)
     with pytest.raises(LLMError, match="deadline"):
-        run_all(backend([server.url], max_retries=1, timeout_s=1.0), [ChatRequest.chat(None, "x")])
+        run_all(backend([server.url], max_retries=1, timeout_s=0.5), [ChatRequest.chat(None, "x")])
     assert len(server.seen) == 2
-    # each attempt hung up after about 1 s of 0.2 s bytes, far from the whole answer
+    # each attempt hung up after about 0.5 s of 0.1 s bytes, far from the whole answer
     assert len(server.trickled) >= 1 and max(server.trickled) < server.trickle_total // 4
 
 

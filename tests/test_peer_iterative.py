@@ -193,7 +193,7 @@ def test_search_server_answers_over_http_with_400_naming_the_field_and_404_elsew
     passages = {"p1": Passage("p1", "T", "text"), "p2": Passage("p2", "U", "más")}
     handler = ss.make_handler(lambda queries, k: [[("p2", 0.9), ("p1", 0.5)][:k] for _ in queries], passages)
     server = HTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}"
 
     def call(path: str, body: Optional[bytes] = None) -> tuple:
