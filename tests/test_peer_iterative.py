@@ -20,7 +20,7 @@ import pytest
 
 from kgir_lib.eval.peer_iterative import (MERGE_RULES, agreement, best_first, compare_question, crosscheck_sentence,
                                           distribution, flashrag_side, merge_rule_table, merged_lists, paired_tests,
-                                          top_overlap)
+                                          reading_split, top_overlap)
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = ROOT / "benchmarks" / "peers"
@@ -152,6 +152,62 @@ def test_agreement_counts_and_distributions():
     assert (same["suite"], same["flashrag"]) == (50.0, 0.0)
     assert not any("same final top-5 set, mean" in m for m in a.loc["ITER-RETGEN"].index)   # none the same
     assert distribution(pd.Series([3, 1, 3])) == "1: 1, 3: 2"
+
+
+def test_reading_split_tables_the_three_readings_and_tests_the_reread_against_the_run():
+    rows = _rows()
+    it = rows["method"] == "iter_retgen"
+    rows.loc[it, "EM_suite_reread"] = [100.0, 0.0]
+    rows.loc[it, "F1_suite_reread"] = [100.0, 50.0]
+    rows.loc[rows.index[it][0], "top5_same_set"] = True
+    table, test = reading_split(rows)
+    t = table.set_index("ITER-RETGEN read by")
+    assert list(t["n"]) == [2, 2, 2] and list(t["EM"]) == [0.0, 50.0, 100.0] and list(t["F1"]) == [0.0, 75.0, 100.0]
+    assert list(t["F1, same top-5 set"]) == [0.0, 100.0, 100.0] and list(t["n same top-5 set"]) == [1, 1, 1]
+    assert (test["F1 re-read"], test["F1 as run"], test["re-read − as run"], test["questions differ"]) == (
+        75.0, 0.0, 75.0, 2)
+    assert test["p"] == 0.5   # differences +100, +50: 2 of the 4 sign assignments as large
+    with pytest.raises(ValueError, match="re-read"):
+        reading_split(_rows())
+
+
+def test_the_reading_step_reads_each_last_retrieval_whole_writes_its_answers_and_then_makes_no_call(
+        tmp_path, monkeypatch, make_llm):
+    """``flashrag_compare.py reading`` with a scripted model: every passage of the last round's retrieval is in the
+    prompt, whole and in order; the answers go beside the report with the call count; a second run makes no call."""
+    import kgir_lib.llm
+    from kgir_lib.config import load_config
+    from kgir_lib.data import load_dataset
+
+    cfg = load_config("local")
+    ds = load_dataset("musique_train", cfg.data_path)
+    pids = [p.pid for p in ds.corpus.passages[:12]]
+    prompts = []
+
+    def script(req):
+        prompts.append(req.messages[-1][1])
+        return "Answer: Paris"
+
+    monkeypatch.setattr(kgir_lib.llm, "build_llm", lambda cfg, **kw: make_llm(script))
+    work = tmp_path / "work"
+    work.mkdir()
+    records = [{"qid": f"q{i}", "question": f"Question {i}?",
+                "searches": [{"query": "x", "hits": [[p, 0.1] for p in pids[:3]]},
+                             {"query": "y", "hits": [[p, 1.0 - j / 10] for j, p in enumerate(pids[i:i + 10])]}]}
+               for i in range(2)]
+    (work / "suite_iter_retgen.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "benchmarks" / "peers_flashrag.md"
+    compare, report = _load("flashrag_compare"), _load("flashrag_report")
+    compare.run_reading(work, "local", "musique_train", out)
+    meta, answers = report.read_reading(out.parent / report.READING)
+    assert answers == {"q0": "Paris", "q1": "Paris"} and meta["calls_made"] == 2 and meta["passage_chars"] is None
+    assert meta["context_passages"] == cfg.top_k == 10
+    whole = {p.pid: p for p in ds.corpus.passages}
+    for i, prompt in enumerate(prompts):
+        at = [prompt.index(whole[p].text) for p in pids[i:i + 10]]   # every passage, whole, in retrieval order
+        assert at == sorted(at)
+    compare.run_reading(work, "local", "musique_train", out)
+    assert len(prompts) == 2   # complete: no second call
 
 
 def test_crosscheck_sentence_words_the_rows():

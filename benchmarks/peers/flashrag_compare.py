@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/peers/flashrag_compare.py questions --work DIR [--profile local]
     .venv/bin/python benchmarks/peers/flashrag_compare.py suite     --work DIR [--profile local]
+    .venv/bin/python benchmarks/peers/flashrag_compare.py reading   --work DIR [--out ...md]
     .venv/bin/python benchmarks/peers/flashrag_compare.py report    --work DIR --llm-log F [--out ...md] [--command C]
     .venv/bin/python benchmarks/peers/flashrag_compare.py rescore   --work DIR [--out ...md] [--command C]
 
@@ -20,6 +21,11 @@ the run made (zero) and the cache hits.
 (markdown), its CSV (one row a method and question) and FlashRAG's records compressed beside them
 (``peers_flashrag_outputs.jsonl.gz``: they are not in the suite's response log). ``--llm-log``: the caching
 proxy's file, for the LLM seconds and calls of FlashRAG's side.
+
+``reading``: ITER-RETGEN's last round read again by the suite's reader over the same final retrieval, shown as
+FlashRAG shows it (every retrieved passage, whole): one LLM call a question, with the profile's model, cached in
+``DIR/reading`` (a killed run resumes). The answers go beside the report (``peers_flashrag_reading.jsonl.gz``), so
+the report, a re-score and a fresh clone read them with no call; with that file complete the step makes none.
 
 ``rescore``: the suite's side again (the ``suite`` step, this code, cache only) against FlashRAG's committed
 records (``peers_flashrag_outputs.jsonl.gz``): no peer environment, no server, no LLM call.
@@ -151,9 +157,50 @@ def run_suite(work: Path, profile: str, dataset: str, searches: Optional[Path] =
           f"{meta['llm_calls_made']} LLM calls made) -> {work}")
 
 
+def run_reading(work: Path, profile: str, dataset: str, out: Path) -> None:
+    """The ``reading`` step (module docstring): the suite's shared reader over each question's last ITER-RETGEN
+    retrieval (``DIR/suite_iter_retgen.jsonl``, from the ``suite`` step), every passage of it whole."""
+    import time
+    from dataclasses import replace
+
+    from flashrag_report import READING
+
+    from kgir_lib.config import load_config
+    from kgir_lib.data import load_dataset
+    from kgir_lib.kg import KnowledgeGraph
+    from kgir_lib.llm import build_llm
+    from kgir_lib.methods.base import Workspace
+    from kgir_lib.methods.context import read
+
+    target = out.parent / READING
+    records = read_jsonl(work / "suite_iter_retgen.jsonl")
+    done = {r["qid"] for r in read_jsonl(target)[1:]} if target.exists() else set()
+    if records and {r["qid"] for r in records} <= done:
+        print(f"reading: every question already read again ({target}); no LLM call")
+        return
+    base = load_config(profile)
+    cfg = replace(load_config(profile, results_dir=str(work / "reading"), context_passages=base.top_k),
+                  passage_chars=None)  # (load_config takes None for "not given")
+    os.environ.pop("KGIR_LLM_CACHE_ONLY", None)  # this step asks the model (the suite step ran cache only)
+    ws = Workspace(cfg=cfg, dataset=load_dataset(dataset, cfg.data_path), llm=build_llm(cfg), dense=None,
+                   kg=KnowledgeGraph())
+    contexts = [[p for p, _ in r["searches"][-1]["hits"]][: cfg.context_passages] for r in records]
+    t0 = time.time()
+    answered = read(ws, [r["question"] for r in records], contexts, stage="iter_retgen_reader")
+    stage = ws.llm.usage.stages["iter_retgen_reader"]
+    meta = {"model": cfg.llm_model, "context_passages": cfg.context_passages, "passage_chars": cfg.passage_chars,
+            "calls": stage.calls, "calls_made": stage.calls - stage.cache_hits, "llm_seconds": round(stage.seconds, 1),
+            "prompt_tokens": stage.prompt_tokens, "truncated": stage.truncated,
+            "wall_seconds": round(time.time() - t0, 1)}
+    write_jsonl(target, [{"meta": meta}] + [{"qid": r["qid"], "context_pids": c, "answer": a, "raw": res.text}
+                                            for r, c, (a, res) in zip(records, contexts, answered)])
+    print(f"reading: {len(records)} questions read again over {cfg.context_passages} whole passages "
+          f"({meta['calls_made']} LLM calls made) -> {target}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("step", choices=["questions", "suite", "report", "rescore"])
+    ap.add_argument("step", choices=["questions", "suite", "reading", "report", "rescore"])
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--profile", default="local")
     ap.add_argument("--dataset", default="musique_train")
@@ -169,6 +216,8 @@ def main() -> None:
         write_questions(args.work, args.profile, args.dataset)
     elif args.step == "suite":
         run_suite(args.work, args.profile, args.dataset, args.recorded_searches)
+    elif args.step == "reading":
+        run_reading(args.work, args.profile, args.dataset, args.out)
     else:
         from flashrag_report import SEARCHES, write_report
 

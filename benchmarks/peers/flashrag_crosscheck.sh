@@ -12,7 +12,9 @@
 #                                           llm_cache_proxy.py (cache in the work folder: a rerun after a kill
 #                                           repeats no finished call)
 #   5. flashrag_pipelines.py                FlashRAG's IRCoT and ITER-RETGEN, question chunk by chunk (peer env)
-#   6. flashrag_compare.py report           results/benchmarks/peers_flashrag.md (+ .csv; FlashRAG's records as
+#   6. flashrag_compare.py reading          ITER-RETGEN's last round read again over whole passages (one LLM call
+#                                           a question, in process; none when the committed answers are complete)
+#   7. flashrag_compare.py report           results/benchmarks/peers_flashrag.md (+ .csv; FlashRAG's records as
 #                                           peers_flashrag_outputs.jsonl.gz; its LLM answers by request hash as
 #                                           peers_flashrag_llm_cache.jsonl.gz, which step 4 seeds the proxy's cache
 #                                           with when the work folder has none, so a fresh clone resumes the run;
@@ -67,7 +69,7 @@ if [ "$MODE" = dry ]; then
     else say "  absent  peer environment: $PEER_PY (step 1 would build it: bash benchmarks/peers/setup.sh flashrag)"; fi
     say "steps: 1 setup.sh flashrag; 2 flashrag_compare.py questions; 3 flashrag_compare.py suite (cache only);" \
         "4 search_server.py + llama_cpp.server + llm_cache_proxy.py; 5 flashrag_pipelines.py;" \
-        "6 flashrag_compare.py report -> results/benchmarks/peers_flashrag.md"
+        "6 flashrag_compare.py reading; 7 flashrag_compare.py report -> results/benchmarks/peers_flashrag.md"
     exit "$missing"
 fi
 mkdir -p "$WORK/logs"
@@ -115,6 +117,8 @@ TIKTOKEN_CACHE_DIR="$PEER_VENV/tiktoken_cache" "$PEER_PY" benchmarks/peers/flash
     --max-tokens-iter-retgen "$TOK_READER" --max-input-len "$N_CTX" --chunk "$CHUNK" ${QA_N:+--n "$QA_N"}
 stop_servers
 
+echo "crosscheck: ITER-RETGEN's last round read again over whole passages (LLM calls unless committed)"
+"$PY" benchmarks/peers/flashrag_compare.py reading --work "$WORK"
 cmd="CHUNK=$CHUNK N_THREADS=$N_THREADS bash benchmarks/peers/flashrag_crosscheck.sh"
 [ -n "$QA_N" ] && cmd="QA_N=$QA_N $cmd"
 "$PY" benchmarks/peers/flashrag_compare.py report --work "$WORK" --llm-log "$WORK/llm_cache.jsonl" --command "$cmd"

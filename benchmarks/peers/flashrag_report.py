@@ -21,7 +21,7 @@ from kgir_lib.config import load_config
 from kgir_lib.data import load_dataset, sample_questions
 from kgir_lib.eval.metrics import best_em, best_f1
 from kgir_lib.eval.peer_iterative import (FAMILY, METHOD_NAMES, agreement, compare_question, crosscheck_sentence,
-                                          flashrag_side, merge_rule_table, p_value, paired_tests)
+                                          flashrag_side, merge_rule_table, p_value, paired_tests, reading_split)
 from kgir_lib.methods.reader import parse_answer
 from kgir_lib.report import to_markdown
 
@@ -30,6 +30,7 @@ from records import read_jsonl, write_gzip  # noqa: E402
 
 METHODS = ("ircot", "iter_retgen")
 OUTPUTS = "peers_flashrag_outputs.jsonl.gz"
+READING = "peers_flashrag_reading.jsonl.gz"         # ITER-RETGEN's last round read again over whole passages
 SEARCHES = "peers_flashrag_suite_searches.jsonl.gz"   # the suite side's dense searches (a fast re-score replays them)
 LLM_CACHE = "peers_flashrag_llm_cache.jsonl.gz"      # FlashRAG's LLM answers by request hash: a rerun or a resumed
                                                      # run anywhere repeats no finished call (crosscheck.sh seeds it)
@@ -96,8 +97,20 @@ def read_outputs(path: Path) -> tuple:
     return meta, recs
 
 
-def question_rows(questions: list, suite: dict, flashrag: dict) -> pd.DataFrame:
-    """One row a method and question both sides answered, in the profile's question order."""
+def read_reading(path: Path) -> tuple:
+    """``(meta, {qid: answer})`` of the committed re-read of ITER-RETGEN's last round (``READING``); ``(None, {})``
+    when there is none."""
+    if not path.exists():
+        return None, {}
+    recs = read_jsonl(path)
+    if not recs or "meta" not in recs[0]:
+        raise SystemExit(f"{path}:1: no meta line (the re-read's settings and cost)")
+    return recs[0]["meta"], {r["qid"]: r["answer"] for r in recs[1:]}
+
+
+def question_rows(questions: list, suite: dict, flashrag: dict, reread: Optional[dict] = None) -> pd.DataFrame:
+    """One row a method and question both sides answered, in the profile's question order; ``reread`` (qid ->
+    answer): ITER-RETGEN's last round read again over whole passages, scored beside."""
     rows = []
     for m in METHODS:
         s_by, f_by = {r["qid"]: r for r in suite[m]}, {r["qid"]: r for r in flashrag[m]}
@@ -110,6 +123,9 @@ def question_rows(questions: list, suite: dict, flashrag: dict) -> pd.DataFrame:
                     row["EM_suite_cot_answer"] = 100.0 * best_em(s.get("cot_answer") or "", q.answers)
                     row["F1_suite_cot_answer"] = 100.0 * best_f1(s.get("cot_answer") or "", q.answers)
                 row["EM_flashrag_suite_parser"] = 100.0 * best_em(parse_answer(f["pred"] or ""), q.answers)
+                if m == "iter_retgen" and reread and q.qid in reread:
+                    row["EM_suite_reread"] = 100.0 * best_em(reread[q.qid], q.answers)
+                    row["F1_suite_reread"] = 100.0 * best_f1(reread[q.qid], q.answers)
                 rows.append({"method": m, "qid": q.qid, **row})
     return pd.DataFrame(rows)
 
@@ -129,6 +145,25 @@ def diagnostics(rows: pd.DataFrame) -> pd.DataFrame:
         out.append({"method": name, "answer read as": "FlashRAG: its reply through the suite's reader parser",
                     "EM suite": None, "EM FlashRAG": round(g["EM_flashrag_suite_parser"].mean(), 1)})
     return pd.DataFrame(out)
+
+
+def reading_section(rows: pd.DataFrame, meta: dict) -> list:
+    """The report's lines on ITER-RETGEN's reading: the F1 gap split into context and the rest
+    (:func:`kgir_lib.eval.peer_iterative.reading_split`)."""
+    table, test = reading_split(rows)
+    return ["## ITER-RETGEN's F1 gap: the context, or the reading itself (LLM calls)\n",
+            f"The suite's last round (the shared reader) read again by the same model over the same final retrieval, "
+            f"now shown as FlashRAG shows it: all {meta['context_passages']} retrieved passages, whole. Only the "
+            f"context changes, so what moves F1 toward FlashRAG's is the context's share of the gap, and what stays "
+            f"is the prompt's and the answer's (items 1, 2 and 4 below). {meta['calls_made']} calls made of "
+            f"{meta['calls']} ({_fmt_seconds(meta['llm_seconds'])} of LLM time, {meta['prompt_tokens']:,} prompt "
+            f"tokens, {meta['truncated']} replies cut by the token budget); the answers are committed as "
+            f"`{READING}`, so the report and a re-score read them with no call (`flashrag_compare.py reading`).\n",
+            to_markdown(table), "",
+            f"The one test declared for this check (a family of one, so no Holm): the re-read's F1 against the suite's "
+            f"as run on the same {test['n']} questions, exact sign-flip, {test['questions differ']} questions differ: "
+            f"{test['F1 re-read']} against {test['F1 as run']}, a difference of {test['re-read − as run']} "
+            f"(95 % paired bootstrap interval {test['95% CI']}), p = {p_value(test['p'])}.\n"]
 
 
 def _fmt_seconds(s: float) -> str:
@@ -151,7 +186,8 @@ def write_report(work: Path, profile: str, dataset: str, out: Path, command: str
         meta["wall_seconds"] = wall if wall is not None else round(sum(legs), 1)
         meta["legs"] = len(legs)
         meta.update(llm_cost(llm_log or work / "llm_cache.jsonl"))
-    rows = question_rows(questions, suite, flashrag)
+    reading_meta, reread = read_reading(out.parent / READING)
+    rows = question_rows(questions, suite, flashrag, reread)
     if rows.empty:
         raise SystemExit(f"no question has both a suite and a FlashRAG record in {work}")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -202,6 +238,8 @@ def write_report(work: Path, profile: str, dataset: str, out: Path, command: str
               f"Each side's recorded IRCoT retrievals merged by each rule, on the questions where that side retrieved "
               f"more than once (elsewhere the three rules give the same list): FlashRAG's among the questions it "
               f"answered, the suite's among all {len(suite['ircot'])}.\n", to_markdown(merges), ""]
+    if reread:
+        parts += reading_section(rows, reading_meta)
     notes = Path(__file__).resolve().parent / "flashrag_differences.md"
     if notes.exists():
         parts.append(notes.read_text(encoding="utf-8"))

@@ -213,6 +213,35 @@ def merge_rule_table(retrievals: Mapping[str, Sequence[Sequence[Mapping]]], gold
     return pd.DataFrame(out)
 
 
+def reading_split(rows: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> tuple:
+    """ITER-RETGEN's F1 gap split into the context and the rest (``benchmarks/peers/flashrag_differences.md``, item
+    5). ``rows``: :func:`compare_question` rows with ``EM_suite_reread`` and ``F1_suite_reread``, the suite's last
+    round read again over the same final retrieval shown as FlashRAG shows it (every retrieved passage, whole).
+    Returns ``(table, test)``: EM and F1 of the suite as run, of the re-read and of FlashRAG, over the ITER-RETGEN
+    questions with a re-read and over those whose final top-5 sets are the same; and the one declared test, the
+    re-read's F1 against the suite's as run (exact sign-flip; a family of one, so no Holm) with its paired
+    bootstrap 95 % interval."""
+    g = rows[rows["method"] == "iter_retgen"]
+    g = g[g["F1_suite_reread"].notna()] if "F1_suite_reread" in g else g.iloc[0:0]
+    if g.empty:
+        raise ValueError("reading_split: no ITER-RETGEN row has a re-read answer (F1_suite_reread)")
+    same = g["top5_same_set"].astype(bool).to_numpy()
+    reads = {"the suite as run: 5 passages of at most 600 characters": "suite",
+             "the suite's reader over every retrieved passage, whole (FlashRAG's context)": "suite_reread",
+             "FlashRAG": "flashrag"}
+    table = pd.DataFrame([{"ITER-RETGEN read by": name, "n": int(len(g)), "EM": round(float(g[f"EM_{c}"].mean()), 1),
+                           "F1": round(float(g[f"F1_{c}"].mean()), 1), "n same top-5 set": int(same.sum()),
+                           "F1, same top-5 set": (round(float(g[f"F1_{c}"].to_numpy(float)[same].mean()), 1)
+                                                  if same.any() else None)}
+                          for name, c in reads.items()])
+    reread, base = g["F1_suite_reread"].to_numpy(float), g["F1_suite"].to_numpy(float)
+    diff, lo, hi = paired_bootstrap(reread, base, n_boot=n_boot, seed=seed)
+    test = {"n": int(len(g)), "F1 re-read": round(float(reread.mean()), 1), "F1 as run": round(float(base.mean()), 1),
+            "re-read − as run": round(diff, 1), "95% CI": f"[{lo:.1f}, {hi:.1f}]",
+            "questions differ": int((reread != base).sum()), "p": round(sign_flip_test(reread - base), 4)}
+    return table, test
+
+
 def distribution(values: pd.Series) -> str:
     """``"1: 60, 2: 25, 3: 15"``: how many questions took each value."""
     counts = values.astype(int).value_counts().sort_index()
