@@ -36,18 +36,23 @@ def pytest_report_header(config) -> str:
 PEER_SETUP = "bash benchmarks/peers/setup.sh"  # the peer environment some tests need (README, "Tests")
 
 
-def peer_skips(skipped: list) -> list:
-    """The node ids of the skipped tests whose reason is the missing peer environment (:data:`PEER_SETUP`)."""
-    return sorted({r.nodeid for r in skipped if PEER_SETUP in str(getattr(r, "longrepr", ""))})
+def peer_skips(skipped: list) -> dict:
+    """The skipped tests whose reason is a missing peer environment, by the command that makes it (:data:`PEER_SETUP`
+    and the peer's name, as the skip reason gives it): ``{command: [node id, ...]}``."""
+    found: dict = {}
+    for r in skipped:
+        m = re.search(re.escape(PEER_SETUP) + r"(?: [a-z0-9]+)?", str(getattr(r, "longrepr", "")))
+        if m:
+            found.setdefault(m.group(0), set()).add(r.nodeid)
+    return {cmd: sorted(ids) for cmd, ids in sorted(found.items())}
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
     if _missing_data():  # also under -q, which hides the header
         terminalreporter.write_line(_missing_data(), yellow=True)
-    peers = peer_skips(terminalreporter.stats.get("skipped", []))
-    if peers:
-        terminalreporter.write_line(f"peer environment absent: {len(peers)} test(s) skipped; `{PEER_SETUP}` makes it "
-                                    f"and runs them: " + ", ".join(peers), yellow=True)
+    for cmd, ids in peer_skips(terminalreporter.stats.get("skipped", [])).items():
+        terminalreporter.write_line(f"peer environment absent: {len(ids)} test(s) skipped; `{cmd}` makes it and runs "
+                                    f"them: " + ", ".join(ids), yellow=True)
 
 
 class BagOfWordsEncoder:

@@ -139,7 +139,7 @@ def needs_peer(test):
     """Runs in the peer environment (a second interpreter importing the peer's library): the whole suite's tier,
     skipped when the environment is absent."""
     absent = pytest.mark.skipif(not PEER_PY.exists(), reason="peer environment absent "
-                                                             "(bash benchmarks/peers/setup.sh)")
+                                                             "(bash benchmarks/peers/setup.sh hipporag)")
     return pytest.mark.slow(absent(test))
 
 

@@ -19,9 +19,11 @@ def test_peer_skips_are_the_tests_skipped_for_the_peer_environment():
     reports = [SimpleNamespace(nodeid="tests/a.py::t1", longrepr=("a.py", 3, f"Skipped: peer environment absent "
                                                                             f"({PEER_SETUP})")),
                SimpleNamespace(nodeid="tests/b.py::t2", longrepr=("b.py", 9, "Skipped: no samples")),
-               SimpleNamespace(nodeid="tests/a.py::t1", longrepr=("a.py", 3, f"Skipped: ({PEER_SETUP})"))]
-    assert peer_skips(reports) == ["tests/a.py::t1"]
-    assert peer_skips([]) == []
+               SimpleNamespace(nodeid="tests/a.py::t1", longrepr=("a.py", 3, f"Skipped: ({PEER_SETUP})")),
+               SimpleNamespace(nodeid="tests/c.py::t3", longrepr=("c.py", 5, f"Skipped: peer environment absent "
+                                                                            f"({PEER_SETUP} kg2rag)"))]
+    assert peer_skips(reports) == {PEER_SETUP: ["tests/a.py::t1"], f"{PEER_SETUP} kg2rag": ["tests/c.py::t3"]}
+    assert peer_skips([]) == {}
 
 
 @pytest.mark.slow
@@ -41,5 +43,5 @@ def test_the_test_script_removes_its_results_and_names_the_peer_skips(tmp_path):
     if PEER_PY.exists():
         assert summary == []
     else:
-        assert len(summary) == 1 and f"`{PEER_SETUP}`" in summary[0] and "2 test(s) skipped" in summary[0]
+        assert len(summary) == 1 and f"`{PEER_SETUP} hipporag`" in summary[0] and "2 test(s) skipped" in summary[0]
         assert "test_ppr_matches_upstreams_igraph_prpack_in_the_peer_env" in summary[0]
