@@ -316,7 +316,8 @@ def test_rescore_reproduces_the_committed_cross_check_without_peer_environment(t
     report = _load("flashrag_report")
     out = tmp_path / "benchmarks" / "peers_flashrag.md"
     out.parent.mkdir()
-    (out.parent / report.OUTPUTS).write_bytes((COMMITTED.parent / report.OUTPUTS).read_bytes())
+    for name in (report.OUTPUTS, report.READING):  # FlashRAG's records, the re-read of ITER-RETGEN's last round
+        (out.parent / name).write_bytes((COMMITTED.parent / name).read_bytes())
     compare.run_suite(tmp_path / "work", "local", "musique_train", COMMITTED.parent / report.SEARCHES)
     meta = json.loads((tmp_path / "work" / "suite.meta.json").read_text())
     assert meta["llm_calls_made"] == 0 and meta["dense_search"].startswith("replayed")
