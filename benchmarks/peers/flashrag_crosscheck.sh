@@ -61,7 +61,8 @@ if [ "$MODE" = dry ]; then
     need "main Python" "$PY"
     need "shared data" "$KGIR_DATA_DIR/musique_train"
     need "committed response log" "$ROOT/results/local/llm_responses.jsonl.gz"
-    for f in setup.sh flashrag_compare.py flashrag_report.py flashrag_pipelines.py search_server.py llm_cache_proxy.py; do
+    for f in setup.sh flashrag_compare.py flashrag_report.py flashrag_pipelines.py search_server.py json_endpoint.py llm_cache_proxy.py \
+             peer_run.py records.py; do
         need "script" "$ROOT/benchmarks/peers/$f"
     done
     need "committed FlashRAG records (for --rescore)" "$ROOT/results/benchmarks/peers_flashrag_outputs.jsonl.gz"

@@ -55,7 +55,8 @@ if [ "$MODE" = dry ]; then
     need "main Python" "$PY"
     need "shared data" "$KGIR_DATA_DIR/musique_train"
     need "committed response log" "$ROOT/results/local/llm_responses.jsonl.gz"
-    for f in setup.sh hipporag2_compare.py hipporag2_report.py hipporag2_upstream.py embed_server.py; do
+    for f in setup.sh hipporag2_compare.py hipporag2_report.py hipporag2_upstream.py embed_server.py \
+             json_endpoint.py peer_run.py records.py; do
         need "script" "$ROOT/benchmarks/peers/$f"
     done
     [ -n "$SUITE_TRACE" ] && need "suite trace" "$SUITE_TRACE"

@@ -47,7 +47,8 @@ if [ "$MODE" = dry ]; then
         "KG2RAG_CHECKOUT=${KG2RAG_CHECKOUT:-none (GitHub)}"
     need "main Python" "$PY"
     need "committed response log" "$ROOT/results/$PROFILE/llm_responses.jsonl.gz"
-    for f in setup.sh kg2rag-requirements.txt kg2rag_compare.py kg2rag_report.py kg2rag_upstream.py embed_server.py; do
+    for f in setup.sh kg2rag-requirements.txt kg2rag_compare.py kg2rag_report.py kg2rag_upstream.py embed_server.py \
+             json_endpoint.py peer_run.py records.py; do
         need "script" "$ROOT/benchmarks/peers/$f"
     done
     if [ -x "$PEER_PY" ] && [ -d "$CHECKOUT/code" ]; then say "  ok      peer environment: $PEER_PY, code: $CHECKOUT"
