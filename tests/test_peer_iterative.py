@@ -20,7 +20,7 @@ import pytest
 
 from kgir_lib.eval.peer_iterative import (MERGE_RULES, agreement, best_first, compare_question, crosscheck_sentence,
                                           distribution, flashrag_side, merge_rule_table, merged_lists, paired_tests,
-                                          reading_split, top_overlap)
+                                          p_clause, reading_split, top_overlap)
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = ROOT / "benchmarks" / "peers"
@@ -208,6 +208,10 @@ def test_the_reading_step_reads_each_last_retrieval_whole_writes_its_answers_and
         assert at == sorted(at)
     compare.run_reading(work, "local", "musique_train", out)
     assert len(prompts) == 2   # complete: no second call
+
+
+def test_a_p_in_a_sentence_never_reads_p_equals_less_than():
+    assert (p_clause(0.28), p_clause(0.00001), p_clause(0.0001)) == ("p = 0.28", "p < 0.0001", "p = 0.0001")
 
 
 def test_crosscheck_sentence_words_the_rows():

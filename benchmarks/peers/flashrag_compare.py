@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Optional
@@ -43,7 +42,7 @@ from typing import Optional
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # peer_run and records, beside this script
-from peer_run import checkout_commit  # noqa: E402
+from peer_run import cache_only_config, checkout_commit  # noqa: E402
 from records import read_jsonl, write_gzip, write_jsonl  # noqa: E402
 
 METHODS = ("ircot", "iter_retgen")
@@ -67,7 +66,6 @@ def open_suite(work: Path, profile: str, dataset: str):
     """``(cfg, ws, questions)`` for a cache-only run in ``work/results`` seeded with the committed log."""
     from kgir_lib.data import sample_questions
     from kgir_lib.pipeline import workspace
-    from peer_run import cache_only_config
 
     cfg = cache_only_config(work, profile)
     ws = workspace(cfg, dataset, progress=False)
@@ -107,20 +105,12 @@ def write_searches(work: Path, out: Path, k: int) -> None:
 def recorded_workspace(work: Path, profile: str, dataset: str, searches: Path):
     """``(cfg, ws, questions)`` like :func:`open_suite`, with the dense search replayed from ``searches`` and no
     graph (IRCoT and ITER-RETGEN read none): no encoder or model is loaded."""
-    os.environ["KGIR_LLM_CACHE_ONLY"] = "1"
-    from kgir_lib.config import load_config
     from kgir_lib.data import load_dataset, sample_questions
     from kgir_lib.kg import KnowledgeGraph
     from kgir_lib.llm import build_llm
-    from kgir_lib.llm.response_log import LOG_NAME
     from kgir_lib.methods.base import Workspace
 
-    log = ROOT / "results" / profile / LOG_NAME
-    cfg = load_config(profile, results_dir=str(work / "results"))
-    target = cfg.run_dir / LOG_NAME
-    if not target.exists() or target.stat().st_size != log.stat().st_size:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(log, target)
+    cfg = cache_only_config(work, profile)
     ds = load_dataset(dataset, cfg.data_path)
     ws = Workspace(cfg=cfg, dataset=ds, llm=build_llm(cfg, progress=False), dense=RecordedSearch(searches),
                    kg=KnowledgeGraph())
@@ -163,7 +153,7 @@ def run_reading(work: Path, profile: str, dataset: str, out: Path) -> None:
     import time
     from dataclasses import replace
 
-    from flashrag_report import READING
+    from flashrag_report import READING, read_reading
 
     from kgir_lib.config import load_config
     from kgir_lib.data import load_dataset
@@ -174,13 +164,11 @@ def run_reading(work: Path, profile: str, dataset: str, out: Path) -> None:
 
     target = out.parent / READING
     records = read_jsonl(work / "suite_iter_retgen.jsonl")
-    done = {r["qid"] for r in read_jsonl(target)[1:]} if target.exists() else set()
-    if records and {r["qid"] for r in records} <= done:
+    if records and {r["qid"] for r in records} <= set(read_reading(target)[1]):
         print(f"reading: every question already read again ({target}); no LLM call")
         return
-    base = load_config(profile)
-    cfg = replace(load_config(profile, results_dir=str(work / "reading"), context_passages=base.top_k),
-                  passage_chars=None)  # (load_config takes None for "not given")
+    cfg = load_config(profile, results_dir=str(work / "reading"))
+    cfg = replace(cfg, context_passages=cfg.top_k, passage_chars=None)  # FlashRAG's context: every hit, whole
     os.environ.pop("KGIR_LLM_CACHE_ONLY", None)  # this step asks the model (the suite step ran cache only)
     ws = Workspace(cfg=cfg, dataset=load_dataset(dataset, cfg.data_path), llm=build_llm(cfg), dense=None,
                    kg=KnowledgeGraph())

@@ -21,7 +21,8 @@ from kgir_lib.config import load_config
 from kgir_lib.data import load_dataset, sample_questions
 from kgir_lib.eval.metrics import best_em, best_f1
 from kgir_lib.eval.peer_iterative import (FAMILY, METHOD_NAMES, agreement, compare_question, crosscheck_sentence,
-                                          flashrag_side, merge_rule_table, p_value, paired_tests, reading_split)
+                                          flashrag_side, merge_rule_table, p_clause, p_value, paired_tests,
+                                          reading_split)
 from kgir_lib.methods.reader import parse_answer
 from kgir_lib.report import to_markdown
 
@@ -163,7 +164,7 @@ def reading_section(rows: pd.DataFrame, meta: dict) -> list:
             f"The one test declared for this check (a family of one, so no Holm): the re-read's F1 against the suite's "
             f"as run on the same {test['n']} questions, exact sign-flip, {test['questions differ']} questions differ: "
             f"{test['F1 re-read']} against {test['F1 as run']}, a difference of {test['re-read − as run']} "
-            f"(95 % paired bootstrap interval {test['95% CI']}), p = {p_value(test['p'])}.\n"]
+            f"(95 % paired bootstrap interval {test['95% CI']}), {p_clause(test['p'])}.\n"]
 
 
 def _fmt_seconds(s: float) -> str:
@@ -226,7 +227,8 @@ def write_report(work: Path, profile: str, dataset: str, out: Path, command: str
               f"One declared family a method ({', '.join(FAMILY)}), Holm inside it; EM by the exact McNemar test, F1 "
               f"and Recall@5 by the exact sign-flip test (Monte Carlo with 100,000 assignments above 20 differing "
               f"questions); 95 % paired bootstrap intervals. Both sides are scored by the suite's SQuAD rules.\n",
-              to_markdown(tests.assign(**{c: tests[c].map(p_value) for c in ("p", "p (Holm)")})), "", "## Agreement, iterations and answers, per question\n",
+              to_markdown(tests.assign(**{c: tests[c].map(p_value) for c in ("p", "p (Holm)")})), "",
+              "## Agreement, iterations and answers, per question\n",
               "FlashRAG's final list is taken in FlashRAG's order (what its own evaluator reads): for IRCoT, once a "
               "second retrieval is merged, the pool sorted by ascending score.\n",
               to_markdown(agree), "", "## The answers read another way (no LLM call)\n", to_markdown(diagnostics(rows)),

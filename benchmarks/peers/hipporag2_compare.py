@@ -39,7 +39,7 @@ from typing import Optional
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # peer_run and records, beside this script
-from peer_run import checkout_commit  # noqa: E402
+from peer_run import cache_only_config, checkout_commit  # noqa: E402
 from records import read_jsonl, write_jsonl  # noqa: E402
 
 
@@ -47,7 +47,6 @@ def open_suite(work: Path, profile: str, dataset: str):
     """``(cfg, ws, questions)`` for a cache-only run in ``work/results`` seeded with the committed log."""
     from kgir_lib.data import sample_questions
     from kgir_lib.pipeline import workspace
-    from peer_run import cache_only_config
 
     cfg = cache_only_config(work, profile)
     ws = workspace(cfg, dataset, progress=False)

@@ -39,15 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # peer_run and records, beside this script
-from peer_run import checkout_commit  # noqa: E402
+from peer_run import cache_only_config, checkout_commit  # noqa: E402
 from records import write_jsonl  # noqa: E402
-
-
-def open_run(work: Path, profile: str):
-    """The profile's config for a cache-only run in ``work/results`` seeded with the committed response log."""
-    from peer_run import cache_only_config
-
-    return cache_only_config(work, profile)
 
 
 def open_dataset(cfg, dataset: str, llm):
@@ -147,7 +140,7 @@ def run_suite(work: Path, profile: str, datasets=None, limit=None, mst: bool = T
     from kgir_lib.baselines.kg2rag_code_chunks import code_setting
     from kgir_lib.llm import build_llm
 
-    cfg = open_run(work, profile)
+    cfg = cache_only_config(work, profile)
     llm = build_llm(cfg, progress=False)
     for dataset in datasets or cfg.datasets:
         if dataset not in cfg.datasets:

@@ -254,7 +254,8 @@ def p_value(p: float) -> str:
     return "< 0.0001" if p < 0.0001 else f"{p:.2g}"
 
 
-def _p_clause(p: float) -> str:
+def p_clause(p: float) -> str:
+    """``p = 0.28``, or ``p < 0.0001`` (:func:`p_value`): a p as a sentence says it."""
     shown = p_value(p)
     return f"p {shown}" if shown.startswith("<") else f"p = {shown}"
 
@@ -274,7 +275,7 @@ def crosscheck_sentence(rows: pd.DataFrame) -> str:
         name = METHOD_NAMES.get(method, method)
         em, r5 = tests.loc[(name, "EM")], tests.loc[(name, "R@5")]
         parts.append(f"{name}: EM {em['suite']:.1f} (suite) against {em['flashrag']:.1f} (FlashRAG) on the same "
-                     f"{int(em['n'])} questions (exact McNemar {_p_clause(em['p'])}), Recall@5 {r5['suite']:.1f} against "
-                     f"{r5['flashrag']:.1f} (sign-flip {_p_clause(r5['p'])}), the same final top-5 passages on "
+                     f"{int(em['n'])} questions (exact McNemar {p_clause(em['p'])}), Recall@5 {r5['suite']:.1f} against "
+                     f"{r5['flashrag']:.1f} (sign-flip {p_clause(r5['p'])}), the same final top-5 passages on "
                      f"{int(g['top5_same_set'].astype(bool).sum())} of {len(g)} questions")
     return "; ".join(parts) + "."

@@ -136,8 +136,7 @@ class LlamaCppBackend:
             return ()
 
         def tokens(messages: list) -> list:
-            return llm.tokenize(self._formatter(messages=messages).prompt.encode("utf-8"),
-                                      add_bos=True, special=True)
+            return llm.tokenize(self._formatter(messages=messages).prompt.encode("utf-8"), add_bos=True, special=True)
 
         head, full = tokens(msgs[:-1]), tokens(msgs)
         n = 0
