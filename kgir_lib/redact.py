@@ -3,8 +3,9 @@
 The API key lives in the environment only (the variable named by ``llm_api_key_env``). What a server
 sends back can quote it (a 401 body echoing the request's ``Authorization`` header), and a URL can carry
 ``user:password@``. :func:`redact` removes from a text the key's value, anything after ``Authorization``
-or ``Bearer``, ``key=value`` pairs whose name says secret, and URL credentials; every message that quotes a
-server or a URL passes through it. :func:`secret_name` tells which parameter names must never be echoed.
+or ``Bearer``, ``key=value`` pairs whose name says secret, and URL credentials (:func:`mask_url`, the one
+helper for every URL printed: ``user:password@`` becomes ``***@``); every message that quotes a server or a URL
+passes through it. :func:`secret_name` tells which parameter names must never be echoed.
 """
 from __future__ import annotations
 
@@ -21,9 +22,20 @@ _PATTERNS = (
     # name=value or "name": "value" where the name says secret (api_key, access_token, x-api-key, password)
     re.compile(r"(?i)([\"']?[\w-]*(?:api[_-]?key|token|secret|password|passwd)[\"']?\s*[:=]\s*[\"']?)"
                r"[^\"'&,;\s}]+"),
-    # URL credentials: scheme://user:password@host
-    re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@"),
 )
+# URL credentials: scheme://user:password@host, or user:password@host written without a scheme
+_URL_CREDENTIALS = (re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/\s@]+@"),
+                    re.compile(r"(^|[\s\[\"',(=])[^/\s@\[\]\"',(=:]+:[^/\s@\[\]\"',]+@"))
+
+
+def mask_url(text: str) -> str:
+    """``text`` (a URL, a list of URLs, or a message quoting them) with the ``user:password@`` part of every URL
+    replaced by ``***@``: ``http://user:sk-1@host:8000/v1`` becomes ``http://***@host:8000/v1``, and
+    ``user:sk-1@host`` (no scheme) becomes ``***@host``. The one helper for every URL a script or the runner
+    prints (``python -m kgir_lib.redact URL...`` for the shell scripts)."""
+    for pattern in _URL_CREDENTIALS:
+        text = pattern.sub(lambda m: m.group(1) + MASK + "@", text)
+    return text
 
 
 def redact(text: str, secrets: Iterable[Optional[str]] = ()) -> str:
@@ -33,8 +45,8 @@ def redact(text: str, secrets: Iterable[Optional[str]] = ()) -> str:
         if value and len(value) >= 4:
             text = text.replace(value, MASK)
     for pattern in _PATTERNS:
-        text = pattern.sub(lambda m: m.group(1) + MASK + ("@" if m.group(0).endswith("@") else ""), text)
-    return text
+        text = pattern.sub(lambda m: m.group(1) + MASK, text)
+    return mask_url(text)
 
 
 SECRET_PART_CHARS = 16  # longer than any word of an environment variable's name (OPENROUTERAPIKEY is 16)
@@ -69,3 +81,9 @@ def secret_name(name: str) -> bool:
     if lowered == "max_new_tokens" or lowered.startswith("max_tokens_"):
         return False
     return any(word in lowered for word in _SECRET_WORDS)
+
+
+if __name__ == "__main__":  # python -m kgir_lib.redact URL...: the URLs as a script may print them
+    import sys
+
+    print(" ".join(mask_url(arg) for arg in sys.argv[1:]))

@@ -103,7 +103,7 @@ else
     fi
     if [ -n "${KGIR_LLM_URLS:-}" ]; then
         URL_ARGS+=(-p llm_base_urls "[${KGIR_LLM_URLS}]")
-        say "using the running server(s) $KGIR_LLM_URLS"
+        say "using the running server(s) $("$PY" -m kgir_lib.redact "$KGIR_LLM_URLS")"  # user:password@ masked
     else
         serve main "$MODEL" "${KGIR_TENSOR_PARALLEL:-$TP}" || exit 2
         URL_ARGS+=(-p llm_base_urls "[$SERVED_URL]")

@@ -71,6 +71,20 @@ def test_a_second_extraction_model_without_a_server_or_gpus_for_it_stops_before_
     assert "starting" not in out.stdout
 
 
+@needs_data
+def test_a_server_url_with_a_user_and_key_is_echoed_masked_and_refused_before_any_network(tmp_path):
+    """KGIR_LLM_URLS with ``user:key@`` used to be printed as given; now paper.sh prints it with the credentials
+    masked (kgir_lib.redact), and the runner refuses it when it reads its parameters, before any request."""
+    fake = "sk-kgirpaper-Q8wX3vN5pL2mZq7R"  # in no environment variable: only the masking can hide it
+    urls = f"http://user:{fake}@127.0.0.1:9/v1,user:{fake}@127.0.0.1:10/v1"
+    out = script(tmp_path, KGIR_PROFILE="rehearsal", KGIR_LLM_URLS=urls)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "paper.sh: using the running server(s) http://***@127.0.0.1:9/v1,***@127.0.0.1:10/v1" in out.stdout
+    assert "holds a user name or password" in out.stderr or "is not an http(s) URL" in out.stderr, out.stderr
+    assert fake not in out.stdout + out.stderr
+    assert "starting" not in out.stdout and "serves" not in out.stdout  # no server started, none asked
+
+
 @pytest.mark.slow
 @needs_data
 def test_the_rehearsal_profile_end_to_end_with_llama_cpp_server_standing_in_for_vllm(tmp_path):

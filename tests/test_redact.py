@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgir_lib.redact import MASK, env_secrets, looks_like_secret, redact, secret_name
+from kgir_lib.redact import MASK, env_secrets, looks_like_secret, mask_url, redact, secret_name
 
 
 def test_a_secret_of_four_characters_is_masked_and_a_shorter_one_is_not():
@@ -50,3 +50,26 @@ def test_env_secrets_reads_only_the_variables_that_are_set(monkeypatch):
 ])
 def test_a_pasted_key_is_told_from_a_variable_name_at_the_boundaries(name, expected):
     assert looks_like_secret(name) is expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("http://user:sk-1234@host:8000/v1", f"http://{MASK}@host:8000/v1"),
+    ("[http://u:p@a:1/v1, https://b@c/v1]", f"[http://{MASK}@a:1/v1, https://{MASK}@c/v1]"),
+    ("user:sk-1234@127.0.0.1:9/v1", f"{MASK}@127.0.0.1:9/v1"),          # no scheme
+    ("'user:sk-1234@127.0.0.1:9/v1' is not", f"'{MASK}@127.0.0.1:9/v1' is not"),
+    ("http://u:p,q@h/v1", f"http://{MASK}@h/v1"),                       # a comma inside the password
+    ("http://host:8000/v1, http://other:8001/v1", "http://host:8000/v1, http://other:8001/v1"),
+    ("write to bob@example.org at 12:30", "write to bob@example.org at 12:30"),
+])
+def test_mask_url_masks_the_user_and_password_of_every_url_and_nothing_else(text, expected):
+    assert mask_url(text) == expected
+    assert redact(text) == expected
+
+
+def test_the_shell_scripts_mask_through_the_module(tmp_path):
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "kgir_lib.redact", "http://u:sk-kgirtest-77@h:1/v1,http://x:2/v1"],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout == f"http://{MASK}@h:1/v1,http://x:2/v1\n"

@@ -16,6 +16,7 @@ from kgir_lib.config import ConfigError, load_config, start_run
 
 REPO = Path(__file__).resolve().parents[1]
 FAKE_KEY = "sk-kgirtest-Zq7RQ8wX3vN5pL2m"
+OTHER_KEY = "sk-kgirother-Hn4Kd9Wq2Lp6Rt3Y"  # set in no variable: only URL masking hides it
 MODEL = "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M"  # the ci profile's llm_model, listed by the fake server
 
 PROBE = """
@@ -65,6 +66,8 @@ def test_a_401_that_echoes_the_authorization_header_leaks_nowhere(make_fake, tmp
 @pytest.mark.parametrize("args", [
     ["-p", "llm_backend", "openai", "-p", "llm_base_urls", f"[http://user:{FAKE_KEY}@127.0.0.1:9/v1]"],
     ["-p", "llm_base_urls", f"http://{FAKE_KEY}@127.0.0.1:9/v1"],
+    ["-p", "llm_base_urls", f"[user:{OTHER_KEY}@127.0.0.1:9/v1]"],   # no scheme, a key in no variable
+    ["-p", "llm_base_urls", f"[http://user:{OTHER_KEY}@127.0.0.1:9/v1]"],
     ["-p", "llm_api_key", "{" + FAKE_KEY],          # not YAML, and not a field
     ["-p", "api_token", "[" + FAKE_KEY],
     ["-p", "llm_api_key_env", "{" + FAKE_KEY],
@@ -77,6 +80,8 @@ def test_refused_parameters_never_echo_the_secret(tmp_path, args):
     assert "error: parameter" in out.stderr and "Traceback" not in out.stderr
     assert leaks(tmp_path, out) == []
     assert "SKRELFOURUPPER0123456789" not in out.stdout + out.stderr
+    assert OTHER_KEY not in out.stdout + out.stderr
+    assert not [p for p in tmp_path.rglob("*") if p.is_file() and OTHER_KEY.encode() in p.read_bytes()]
 
 
 def test_a_key_pasted_as_the_variable_name_reaches_no_config_or_notebook(tmp_path):

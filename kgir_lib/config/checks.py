@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Optional
 from urllib.parse import urlsplit
 
-from ..redact import SECRET_PART_CHARS, SECRET_PART_DIGITS, looks_like_secret, redact, secret_name
+from ..redact import SECRET_PART_CHARS, SECRET_PART_DIGITS, looks_like_secret, mask_url, redact, secret_name
 from .fields import _FIELDS, _SECRET_HINT, CHOICES, Config, ConfigError, _field_kind, builtin_profiles, field_range
 
 
@@ -195,17 +195,17 @@ def check_url(url: str, field: str = "llm_base_urls") -> None:
     written into every config dump and notebook; the key comes from the environment)."""
     parts = urlsplit(url)
     if "@" in parts.netloc:
-        raise ConfigError(f"parameter {field!r}: {redact(url)!r} holds a user name or password; a URL "
+        raise ConfigError(f"parameter {field!r}: {mask_url(url)!r} holds a user name or password; a URL "
                           f"with credentials is refused (it would be written into configs and notebooks). "
                           f"{_SECRET_HINT}")
     if parts.scheme not in ("http", "https"):
-        raise ConfigError(f"parameter {field!r}: {url!r} is not an http(s) URL")
+        raise ConfigError(f"parameter {field!r}: {mask_url(url)!r} is not an http(s) URL")
     try:
         host, _ = parts.hostname, parts.port  # .port raises on a port that is not a number
     except ValueError as exc:
-        raise ConfigError(f"parameter {field!r}: {url!r} has a bad port ({exc})") from None
+        raise ConfigError(f"parameter {field!r}: {mask_url(url)!r} has a bad port ({exc})") from None
     if not host:
-        raise ConfigError(f"parameter {field!r}: {url!r} names no host (e.g. http://localhost:8000/v1)")
+        raise ConfigError(f"parameter {field!r}: {mask_url(url)!r} names no host (e.g. http://localhost:8000/v1)")
 
 
 def check_model_path(cfg: Config) -> None:
