@@ -160,7 +160,9 @@ def test_a_reply_altered_through_sql_is_refused_by_reading_export_and_salvage(tm
     assert "2 row(s) fail their checksum" in capsys.readouterr().out
 
 
-def test_a_cache_made_before_rows_carried_checksums_is_read_and_gains_the_column(tmp_path):
+def test_a_cache_made_before_rows_carried_checksums_gains_the_column_and_its_rows_are_refused(tmp_path):
+    """A row without a checksum used to be read as it was (and exported with a fresh one); now it is refused,
+    naming the cache and the upgrade command, until that command gives it one."""
     path = tmp_path / "old.sqlite"
     conn = sqlite3.connect(str(path))
     conn.execute("CREATE TABLE calls (key TEXT PRIMARY KEY, model TEXT NOT NULL, request TEXT NOT NULL, text TEXT "
@@ -171,8 +173,11 @@ def test_a_cache_made_before_rows_carried_checksums_is_read_and_gains_the_column
     conn.commit()
     conn.close()
     cache = LLMCache(path)
-    assert cache.get("k")["text"] == "old" and cache.rows() == [("k", "m", "old", 1, 1, 0.1)]
+    with pytest.raises(LLMCacheError, match=r"old\.sqlite: 1 row\(s\) fail their checksum \(first key k…: it has "
+                                            r"no checksum.*python -m kgir_lib\.llm\.upgrade .*--accept-unchecked"):
+        cache.get("k")
     cache.put("n", "m", {}, "new", 1, 1, 0.1)
+    assert cache.rows() == [("n", "m", "new", 1, 1, 0.1)] and cache.altered() == ["k"]
     cache.close()
-    rows, lost, altered = salvage_rows(path)  # the old row has no checksum: read as it is
-    assert [r[0] for r in rows] == ["k", "n"] and lost == 0 and altered == []
+    rows, lost, altered = salvage_rows(path)  # the old row has no checksum: not salvaged
+    assert [r[0] for r in rows] == ["n"] and lost == 0 and altered == ["k"]

@@ -123,8 +123,8 @@ def test_a_log_whose_last_line_is_cut_drops_that_line_only(tmp_path):
 
 
 def test_a_log_holding_one_key_twice_with_two_texts_blames_the_log(tmp_path):
-    rows = [{"key": "a" * 64, "model": "m", "text": t, "checksum": checksum("a" * 64, t), "prompt_tokens": 1,
-             "completion_tokens": 1, "seconds": 0.1} for t in ("one", "two")]
+    rows = [{"key": "a" * 64, "model": "m", "text": t, "checksum": checksum("a" * 64, "m", t, 1, 1, 0.1),
+             "prompt_tokens": 1, "completion_tokens": 1, "seconds": 0.1} for t in ("one", "two")]
     log = tmp_path / "llm_responses.jsonl.gz"
     log.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
     cache = LLMCache(tmp_path / "fresh.sqlite")
@@ -176,7 +176,8 @@ def test_a_log_damaged_mid_stream_is_an_error_naming_the_file(tmp_path):
                                             ("seconds", "NaN"), ("prompt_tokens", str(2 ** 70)),
                                             ("completion_tokens", "1e30")])
 def test_a_log_row_with_a_bad_count_is_refused_at_import_naming_file_and_line(tmp_path, field, literal):
-    good = {"key": "a" * 64, "model": "m", "text": "t", "prompt_tokens": 1, "completion_tokens": 1, "seconds": 0.1}
+    good = {"key": "a" * 64, "model": "m", "text": "t", "prompt_tokens": 1, "completion_tokens": 1, "seconds": 0.1,
+            "checksum": checksum("a" * 64, "m", "t", 1, 1, 0.1)}
     bad = json.dumps({**good, "key": "b" * 64}).replace(f'"{field}": {json.dumps(good[field])}',
                                                          f'"{field}": {literal}')
     log = tmp_path / "llm_responses.jsonl.gz"
@@ -195,12 +196,15 @@ def _records(path) -> list:
     return [json.loads(x) for x in gzip.decompress(path.read_bytes()).decode().splitlines()]
 
 
-def test_every_row_carries_a_checksum_over_key_and_text(tmp_path):
+def test_every_row_carries_a_checksum_over_every_field(tmp_path):
     log = tmp_path / "log.jsonl.gz"
     export_log(fill(tmp_path / "a.sqlite").cache, log)
     recs = _records(log)
-    assert all(r["checksum"] == checksum(r["key"], r["text"]) and len(r["checksum"]) == 16 for r in recs)
-    assert checksum("k", "a") != checksum("k", "b") and checksum("k", "a") != checksum("j", "a")
+    fields = ("key", "model", "text", "prompt_tokens", "completion_tokens", "seconds")
+    assert all(r["checksum"] == checksum(*(r[f] for f in fields)) and len(r["checksum"]) == 16 for r in recs)
+    base = ("k", "m", "a", 1, 2, 0.5)
+    for i, other in enumerate(("j", "n", "b", 2, 3, 0.25)):  # each field, changed alone, changes the checksum
+        assert checksum(*base[:i], other, *base[i + 1:]) != checksum(*base)
 
 
 def test_an_altered_cached_text_never_replaces_the_logged_row(tmp_path):
@@ -230,16 +234,15 @@ def test_an_altered_log_row_is_refused_naming_file_and_line(tmp_path):
     rec["text"] = "edited by hand"
     lines[3] = json.dumps(rec, sort_keys=True)
     log.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
-    with pytest.raises(LLMCacheError, match=rf"log\.jsonl\.gz: line 4 \(key {rec['key']}\): the text does not "
-                                            "match the row's checksum"):
+    with pytest.raises(LLMCacheError, match=rf"log\.jsonl\.gz: line 4 \(key {rec['key']}\): the row does not "
+                                            "match its checksum"):
         import_log(LLMCache(tmp_path / "fresh.sqlite"), log)
 
 
 @pytest.mark.parametrize("profile", ["sample", "local"])
 def test_committed_logs_import_and_reexport_with_checksums_and_the_same_rows(tmp_path, profile):
-    """A committed log, written before the checksum existed (local) or with it (sample), imports as it is; the
-    normal export path writes every row's checksum without changing a row or the order; a second export gives
-    the same bytes."""
+    """A committed log imports as it is; the normal export path writes the same rows and checksums in the same
+    order: the same bytes, and a second export too."""
     committed = REPO / "results" / profile / LOG_NAME
     old = _records(committed)
     cache = LLMCache(tmp_path / "c.sqlite")
@@ -251,12 +254,12 @@ def test_committed_logs_import_and_reexport_with_checksums_and_the_same_rows(tmp
     def bare(rows):
         return [{k: v for k, v in r.items() if k != "checksum"} for r in rows]
 
-    assert bare(new) == bare(old)
-    assert all(r["checksum"] == o["checksum"] for r, o in zip(new, old) if "checksum" in o)
-    assert all(r["checksum"] == checksum(r["key"], r["text"]) for r in new)
-    first = log.read_bytes()
+    fields = ("key", "model", "text", "prompt_tokens", "completion_tokens", "seconds")
+    assert bare(new) == bare(old) and new == old
+    assert all(r["checksum"] == checksum(*(r[f] for f in fields)) for r in new)
+    assert log.read_bytes() == committed.read_bytes()
     export_log(cache, log)
-    assert log.read_bytes() == first
+    assert log.read_bytes() == committed.read_bytes()
 
 
 def _rows(seconds: dict) -> list:

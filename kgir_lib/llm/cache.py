@@ -4,12 +4,14 @@ Key = SHA-256 of the model id, the full messages and every sampling parameter,
 so a rerun with the same inputs costs nothing and a changed prompt or parameter
 misses. WAL mode and a busy timeout make it safe for two notebooks at once.
 
-Each row carries a checksum of its request and reply (:func:`row_checksum`). A row
-whose text or request was altered after it was written (through SQL, or by a
-damaged page that still reads) fails it: reading it is an error that says how to
-salvage the cache, and salvage and export refuse it, so it never reaches the
-committed response log. Rows written before the checksum existed have none; they
-are read as they are.
+Each row carries a checksum of every field it stores: key, model, request, reply,
+token counts and seconds (:func:`row_checksum`). A row altered after it was written
+(through SQL, or by a damaged page that still reads) fails it: reading it is an
+error that says how to salvage the cache, and salvage and export refuse it, so it
+never reaches the committed response log. A row without a checksum, or with the
+older one that covered key, request and reply only, is refused the same way (its
+token counts were never checked): ``python -m kgir_lib.llm.upgrade <cache>`` gives
+an old cache's rows the checksum, once, and says what it rewrote.
 """
 from __future__ import annotations
 
@@ -37,14 +39,51 @@ CREATE TABLE IF NOT EXISTS calls (
 """
 
 
-def row_checksum(key: str, request: str, text: str) -> str:
-    """The checksum of a cache row: the first 16 hex digits of SHA-256 over its key, stored request and reply."""
+def row_checksum(key: str, model: str, request: str, text: str, prompt_tokens: int, completion_tokens: int,
+                 seconds: float) -> str:
+    """The checksum of a cache row: the first 16 hex digits of SHA-256 over every field it stores (its key,
+    model, stored request, reply, token counts and seconds, as one JSON list: no field can bleed into the next)."""
+    blob = json.dumps([key, model, request, text, int(prompt_tokens), int(completion_tokens), float(seconds)],
+                      ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def older_row_checksum(key: str, request: str, text: str) -> str:
+    """The checksum rows carried before it covered the model, token counts and seconds (key, request and reply
+    only): recognised so that such a row is named as old (to upgrade) rather than as altered."""
     blob = f"{key}\n{request}\n{text}".encode("utf-8", "surrogatepass")
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
+UPGRADE = "python -m kgir_lib.llm.upgrade"  # the command that gives old caches and logs the current checksum
 
 
+def row_state(key: str, model: str, text: str, prompt_tokens: int, completion_tokens: int, seconds: float,
+              request: Optional[str], stored: Optional[str]) -> str:
+    """Whether a cache row passes its checksum: ``"ok"``; ``"none"`` (it has no checksum); ``"older"`` (it has
+    the older checksum over key, request and reply only: written before the checksum covered the token counts);
+    ``"altered"`` (it fails it: changed after it was written). Arguments in the order of :meth:`LLMCache._scan`."""
+    if stored is None:
+        return "none"
+    if not isinstance(request, str) or not isinstance(text, str):
+        return "altered"
+    try:
+        if row_checksum(key, model, request, text, prompt_tokens, completion_tokens, seconds) == stored:
+            return "ok"
+    except (TypeError, ValueError, OverflowError):
+        return "altered"
+    return "older" if older_row_checksum(key, request, text) == stored else "altered"
+
+
+def state_words(state: str, path: Path | str) -> str:
+    """Why a row in ``state`` (:func:`row_state`) is refused, and what to do, in words."""
+    if state == "none":
+        return (f"it has no checksum, so none of its fields can be checked; if the cache predates checksums and "
+                f"you trust it, give its rows one with `{UPGRADE} {path} --accept-unchecked`")
+    if state == "older":
+        return (f"its checksum is the older one over key, request and reply only (its token counts are unchecked); "
+                f"upgrade the cache once with `{UPGRADE} {path}`")
+    return "altered after it was written"
 
 def cache_key(model: str, request_payload: dict) -> str:
     """SHA-256 of the model id and the request payload (``surrogatepass``: a prompt quoting a lone surrogate
@@ -138,15 +177,16 @@ class LLMCache:
         try:
             with self._lock:
                 row = self._conn.execute(
-                    "SELECT text, prompt_tokens, completion_tokens, seconds, request, checksum FROM calls WHERE key=?",
+                    "SELECT model, text, prompt_tokens, completion_tokens, seconds, request, checksum FROM calls "
+                    "WHERE key=?",
                     (key,)).fetchone()
         except sqlite3.DatabaseError as exc:
             raise self._db_error(exc, "reading") from exc
         if row is None:
             return None
-        if not _intact(key, row[4], row[0], row[5]):
+        if row_state(key, *row) != "ok":
             raise self.altered_error([key], "it is not used")
-        return {"text": row[0], "prompt_tokens": row[1], "completion_tokens": row[2], "seconds": row[3]}
+        return {"text": row[1], "prompt_tokens": row[2], "completion_tokens": row[3], "seconds": row[4]}
 
     def put(self, key: str, model: str, request_payload: dict, text: str,
             prompt_tokens: int, completion_tokens: int, seconds: float) -> None:
@@ -164,7 +204,7 @@ class LLMCache:
                     "INSERT OR REPLACE INTO calls (key, model, request, text, prompt_tokens, completion_tokens,"
                     " seconds, checksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (key, model, request, text, int(prompt_tokens), int(completion_tokens), float(seconds),
-                     row_checksum(key, request, text)),
+                     row_checksum(key, model, request, text, prompt_tokens, completion_tokens, seconds)),
                 )
                 self._conn.commit()
         except sqlite3.DatabaseError as exc:
@@ -183,18 +223,28 @@ class LLMCache:
     def rows(self) -> list:
         """Every call that passes its checksum as ``(key, model, text, prompt_tokens, completion_tokens,
         seconds)``, sorted by key (:meth:`altered` lists the others)."""
-        return [tuple(row[:6]) for row in self._scan() if _intact(row[0], row[6], row[2], row[7])]
+        return [tuple(row[:6]) for row in self._scan() if row_state(*row) == "ok"]
 
     def altered(self) -> list:
-        """The keys of the rows that fail their checksum (altered after they were written), sorted."""
-        return [row[0] for row in self._scan() if not _intact(row[0], row[6], row[2], row[7])]
+        """The keys of the rows that fail their checksum (altered after they were written) or have none (or
+        only the older one, :func:`row_state`), sorted."""
+        return [row[0] for row in self._scan() if row_state(*row) != "ok"]
 
     def altered_error(self, keys: list, what: str) -> LLMCacheError:
-        """The error for rows that fail their checksum: how many, the first key, what was (not) done, and how
-        to salvage the cache."""
+        """The error for rows that fail or lack their checksum: how many, the first key and why it is refused,
+        what was (not) done, and how to salvage (an altered row) or upgrade (a row without the checksum) the
+        cache."""
+        try:
+            with self._lock:
+                row = self._conn.execute("SELECT key, model, text, prompt_tokens, completion_tokens, seconds, "
+                                         "request, checksum FROM calls WHERE key=?", (keys[0],)).fetchone()
+        except sqlite3.DatabaseError:
+            row = None
+        state = row_state(*row) if row is not None else "altered"
+        advice = (f"{salvage_advice(self.path)} (salvage leaves those rows out, so their calls are asked again)"
+                  if state == "altered" else "nothing of such a row is trusted")
         return LLMCacheError(f"LLM cache {self.path}: {len(keys)} row(s) fail their checksum (first key "
-                             f"{keys[0][:12]}…: altered after it was written); {what}; {salvage_advice(self.path)} "
-                             f"(salvage leaves those rows out, so their calls are asked again)")
+                             f"{keys[0][:12]}…: {state_words(state, self.path)}); {what}; {advice}")
 
     def _scan(self) -> list:
         try:
@@ -214,7 +264,8 @@ class LLMCache:
                 self._conn.executemany(
                     "INSERT OR IGNORE INTO calls (key, model, request, text, prompt_tokens, completion_tokens,"
                     " seconds, checksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(k, m, request_note, t, p, c, s, row_checksum(k, request_note, t)) for k, m, t, p, c, s in clean])
+                    [(k, m, request_note, t, p, c, s, row_checksum(k, m, request_note, t, p, c, s))
+                     for k, m, t, p, c, s in clean])
                 self._conn.commit()
                 return self._conn.total_changes - before
         except sqlite3.DatabaseError as exc:
@@ -237,7 +288,7 @@ def salvage_rows(path: Path | str) -> tuple:
     text, prompt_tokens, completion_tokens, seconds)`` sorted by key; how many rows could not be read: a number
     when the table's largest row id could be read, else ``None`` (the file is damaged where SQLite keeps the
     table's extent, e.g. cut short: how many rows it held is unknown); and the keys of the rows that fail their
-    checksum (altered after they were written: never salvaged).
+    checksum or have none (:func:`row_state`: never salvaged).
 
     Rows are looked up one by one, by row id (up to the largest) and by key through the primary-key index,
     so a damaged page loses only the rows on it. A row whose fields have the wrong types is not kept."""
@@ -261,7 +312,7 @@ def salvage_rows(path: Path | str) -> tuple:
                 except sqlite3.DatabaseError:
                     lost = None if lost is None else lost + (where == "rowid")
                     continue
-                if row is not None and _sound(row[:6]) and _intact(row[0], row[6], row[2], row[7]):
+                if row is not None and _sound(row[:6]) and row_state(*row) == "ok":
                     found.setdefault(row[0], tuple(row[:6]))
                 elif row is not None and _sound(row[:6]):
                     altered.add(row[0])
@@ -277,11 +328,6 @@ def _has_checksums(conn: sqlite3.Connection) -> bool:
         return "checksum" in {row[1] for row in conn.execute("PRAGMA table_info(calls)")}
     except sqlite3.DatabaseError:
         return False
-
-
-def _intact(key: str, request: Optional[str], text: str, stored: Optional[str]) -> bool:
-    """Whether a row passes its checksum (a row written before rows carried one has none, and passes)."""
-    return stored is None or (isinstance(request, str) and row_checksum(key, request, text) == stored)
 
 
 def _row_ids(conn: sqlite3.Connection) -> Optional[range]:

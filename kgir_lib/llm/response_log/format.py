@@ -14,10 +14,13 @@ fresh cache from it (rows already cached are left alone), so a run continues on
 a new machine, and ``--regenerate`` (cache only) rebuilds every table from it.
 :func:`export_log` merges the cache into it atomically (gzip with a zero timestamp,
 sorted keys: the same rows give the same bytes, and a longer run gives a small diff).
-Each row carries a :func:`checksum` over its key and text: an altered row is an
+Each row carries a :func:`checksum` over every field it stores (key, model, text,
+token counts and seconds; the key is the hash of the request): an altered row is an
 error at import, and a row already logged is never replaced by another text (a
-conflict is an error naming the key). Logs written before the checksum existed
-import as they are and gain it at their next export.
+conflict is an error naming the key). A row without a checksum, or with the older one
+over key and text only, is refused too, naming the file and line: ``python -m
+kgir_lib.llm.upgrade <log>`` gives an old log's rows the checksum, once, and says
+what it rewrote.
 
 The runner (:mod:`kgir_lib.runner`) imports the log before the first notebook and
 exports it after every notebook, so a crash still leaves a log of what was done.
@@ -35,7 +38,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from ...traces import atomic_write_bytes, replace_surrogates
-from ..cache import LOG_NAME, LLMCache, LLMCacheError
+from ..cache import LOG_NAME, UPGRADE, LLMCache, LLMCacheError
 
 FIELDS = ("key", "model", "text", "prompt_tokens", "completion_tokens", "seconds")
 SQLITE_MAX_INT = 2 ** 63 - 1
@@ -64,10 +67,29 @@ def cache_path(cfg) -> Path:
     return cfg.path("cache", "llm.sqlite")
 
 
-def checksum(key: str, text: str) -> str:
-    """The ``checksum`` of a log row: the first 16 hex digits of SHA-256 over its key and text, so a row
-    whose text was altered (in the log, or in the cache it was exported from) is caught."""
+def checksum(key: str, model: str, text: str, prompt_tokens: int, completion_tokens: int, seconds: float) -> str:
+    """The ``checksum`` of a log row: the first 16 hex digits of SHA-256 over every field it stores (key,
+    model, text, token counts, seconds, as one JSON list), so a row whose text or token counts were altered (in
+    the log, or in the cache it was exported from) is caught."""
+    blob = json.dumps([key, model, text, int(prompt_tokens), int(completion_tokens), float(seconds)],
+                      ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def older_checksum(key: str, text: str) -> str:
+    """The checksum log rows carried before it covered the model, token counts and seconds (key and text only):
+    recognised so that such a row is named as old (to upgrade) rather than as altered."""
     return hashlib.sha256(f"{key}\n{text}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def record_state(rec: dict) -> str:
+    """Whether a parsed log record passes its checksum: ``"ok"``, ``"none"`` (no checksum), ``"older"`` (the
+    older checksum over key and text only) or ``"altered"`` (it fails it)."""
+    if rec.get("checksum") is None:
+        return "none"
+    if rec["checksum"] == checksum(*(rec[f] for f in FIELDS)):
+        return "ok"
+    return "older" if rec["checksum"] == older_checksum(rec["key"], rec["text"]) else "altered"
 
 
 SECONDS_DIGITS = 3  # a call's seconds as the log keeps them (milliseconds)
@@ -82,7 +104,7 @@ def logged_seconds(seconds) -> float:
 def _line(row: tuple) -> str:
     rec = dict(zip(FIELDS, row))
     rec["seconds"] = logged_seconds(rec["seconds"])
-    rec["checksum"] = checksum(rec["key"], rec["text"])
+    rec["checksum"] = checksum(*(rec[f] for f in FIELDS))
     return json.dumps(rec, sort_keys=True, ensure_ascii=False)
 
 
@@ -136,7 +158,7 @@ def merge_into_log(rows: Iterable[tuple], path: Path, source: str = "the cache")
     return len(merged)
 
 
-def read_log(path: Path) -> Iterator[tuple]:
+def read_log(path: Path, accept_older: bool = False) -> Iterator[tuple]:
     """The rows of a response log as ``(key, model, text, prompt_tokens, completion_tokens, seconds)``.
 
     A bad line raises :class:`LLMCacheError` naming the file and line; a log torn by a
@@ -145,6 +167,10 @@ def read_log(path: Path) -> Iterator[tuple]:
     no response at all (an empty file, or a stream without one record) is an :class:`LLMCacheError` naming
     it: a log is only ever written with rows (:func:`merge_into_log`), so it was emptied or truncated, and
     reading it as "no answers yet" would send every request to the server and export over it.
+
+    Every row must pass its checksum (:func:`record_state`). ``accept_older``: a row without one, or with the older
+    one, is read too (only for counting the rows of a log as committed at an earlier revision, never to fill a
+    cache).
     """
     path = Path(path)
     lines, torn = [], False
@@ -160,7 +186,7 @@ def read_log(path: Path) -> Iterator[tuple]:
                             f"restore it from git (git checkout -- {path.name})") from None
     if lines and not lines[-1].endswith("\n"):
         try:
-            _row(lines[-1], path, len(lines))
+            parse_record(lines[-1], path, len(lines))
         except LLMCacheError:
             lines.pop()  # a torn last line
             torn = True
@@ -174,12 +200,35 @@ def read_log(path: Path) -> Iterator[tuple]:
                       f"({len(lines)} lines)", stacklevel=2)
     for n, line in enumerate(lines, 1):
         if line.strip():
-            yield _row(line, path, n)
+            yield _row(line, path, n, accept_older)
 
 
-def _row(line: str, path: Path, n: int) -> tuple:
-    """One log line as a row; its ``checksum``, if it has one (logs written before it existed have none), must
-    match its key and text. Lone surrogates in the text become U+FFFD, as in the cache."""
+def _row(line: str, path: Path, n: int, accept_older: bool = False) -> tuple:
+    """One log line as a row; its ``checksum`` must match every field (a row without one, or with the older one
+    over key and text only, is refused: :func:`record_state`). Lone surrogates in the text become U+FFFD, as in
+    the cache."""
+    rec = parse_record(line, path, n)
+    state = record_state(rec)
+    if state != "ok" and not (accept_older and state in ("none", "older")):
+        raise LLMCacheError(f"response log {path}: line {n} (key {rec['key']}): {_STATE_WORDS[state]}"
+                            .replace("<log>", str(path)))
+    return (rec["key"], rec["model"], replace_surrogates(rec["text"])[0], rec["prompt_tokens"],
+            rec["completion_tokens"], rec["seconds"])
+
+
+_STATE_WORDS = {
+    "altered": "the row does not match its checksum (its key, model, text, token counts or seconds were altered); "
+               "restore the log from git (git checkout -- <log>)",
+    "none": "the row has no checksum, so none of its fields can be checked, and it is refused; if the log predates "
+            f"checksums and you trust it, give its rows one with `{UPGRADE} <log> --accept-unchecked`",
+    "older": "the row carries the older checksum over key and text only (its token counts are unchecked), and it is "
+             f"refused; upgrade the log once with `{UPGRADE} <log>`",
+}
+
+
+def parse_record(line: str, path: Path, n: int) -> dict:
+    """One log line as its record, every field checked for its type and range (not its checksum: :func:`_row`
+    and the upgrade do that); a bad line is an :class:`LLMCacheError` naming the file and line."""
     try:
         rec = json.loads(line)
         row = tuple(rec[f] for f in FIELDS)
@@ -188,12 +237,6 @@ def _row(line: str, path: Path, n: int) -> tuple:
     key, model, text, ptok, ctok, secs = row
     if not (isinstance(key, str) and isinstance(model, str) and isinstance(text, str)):
         raise LLMCacheError(f"response log {path}: line {n}: 'key', 'model' and 'text' must be strings")
-    if "checksum" in rec and rec["checksum"] != checksum(key, text):
-        raise LLMCacheError(f"response log {path}: line {n} (key {key}): the text does not match the row's "
-                            f"checksum (the row was altered); restore the log from git (git checkout -- "
-                            f"{path.name})")
-    text = replace_surrogates(text)[0]
-    row = (key, model, text, ptok, ctok, secs)
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (ptok, ctok, secs)):
         raise LLMCacheError(f"response log {path}: line {n}: token counts and seconds must be numbers")
     for name, value in (("prompt_tokens", ptok), ("completion_tokens", ctok), ("seconds", secs)):
@@ -203,7 +246,7 @@ def _row(line: str, path: Path, n: int) -> tuple:
             what = ("a finite number >= 0" if name == "seconds" else
                     f"a finite whole number between 0 and {SQLITE_MAX_INT}")
             raise LLMCacheError(f"response log {path}: line {n}: {name!r} must be {what}, got {value!r}")
-    return row
+    return rec
 
 
 def import_log(cache: LLMCache, path: Path) -> int:

@@ -16,7 +16,8 @@ from .format import read_log
 
 def logged_at(path: Path, rev: str) -> list:
     """The rows of the response log at ``path`` as committed at git revision ``rev`` (``[]`` if the log did
-    not exist then). A revision git does not know is an :class:`LLMCacheError` naming it."""
+    not exist then; its rows may predate the current checksum, they are only counted). A revision git does not
+    know is an :class:`LLMCacheError` naming it."""
     path = Path(path).resolve()
     top = subprocess.run(["git", "-C", str(path.parent), "rev-parse", "--show-toplevel"],
                          capture_output=True, text=True)
@@ -32,7 +33,7 @@ def logged_at(path: Path, rev: str) -> list:
     with tempfile.TemporaryDirectory() as tmp:
         old = Path(tmp) / LOG_NAME
         old.write_bytes(shown.stdout)
-        return list(read_log(old))
+        return list(read_log(old, accept_older=True))  # it may predate the checksum; only its keys count
 
 
 def log_stats(rows: Iterable[tuple], since_keys: Iterable[str] = (), paused_over: Optional[float] = None) -> dict:
