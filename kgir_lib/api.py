@@ -12,13 +12,20 @@ offline stage of §2.1; :meth:`KGIRPipeline.answer` runs KGIR-RAG (``variant``: 
 :data:`kgir_lib.kgir.variants.VARIANTS`, default the paper's method; or ``steps``: a composition of
 your own, :class:`kgir_lib.kgir.loop.Steps`) and returns one
 :class:`~kgir_lib.methods.base.MethodOutput` per question: the answer, the final ranked passages
-and the trace of every round. Every LLM call goes through the profile's cache, which starts from
-its committed response log (:func:`kgir_lib.llm.build_llm`), so a question the suite has already
+and the trace of every round. Every LLM call goes through the pipeline's own cache, which starts from the
+profile's committed response log (read, never written), so a question the suite has already
 answered costs no model call.
+
+The pipeline keeps its run folder (LLM cache, embeddings) in a cache folder of its own, outside the
+repository: ``cache_dir``, else ``$KGIR_CACHE_DIR``, else ``$XDG_CACHE_HOME/kgir``, else
+``~/.cache/kgir`` (:func:`kgir_lib.config.fields.api_cache_dir`). What you index never reaches the
+profile's run folder (``results/<profile>/``), whose cache the runner exports into the committed
+response log; only ``use_profile_cache=True`` writes there.
 """
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Optional, Sequence, Union
 
 from .config import Config, load_config
@@ -69,17 +76,29 @@ class KGIRPipeline:
     KGIR-RAG method built with parameters of its own (:func:`kgir_lib.registry.build_method`);
     ``steps``: a composition of your own (:class:`~kgir_lib.kgir.loop.Steps`, e.g. the paper's with another
     retriever), run by the loop of Algorithm 2 with the variant's settings. ``llm`` and
-    ``encoder`` replace the profile's (default: :func:`kgir_lib.llm.build_llm`, with the profile's
-    cache and response log, and its dense encoder).
+    ``encoder`` replace the profile's (default: :func:`kgir_lib.llm.build_llm` on the pipeline's run folder,
+    its cache filled from the profile's committed response log, and the profile's dense encoder).
+    ``cache_dir``: where the pipeline's run folder lives (default
+    :func:`~kgir_lib.config.fields.api_cache_dir`, outside the repository); ``use_profile_cache=True``: the
+    profile's own run folder instead (``results/<profile>/``: its LLM cache, which the runner exports into
+    the committed response log).
     """
 
     def __init__(self, profile: Union[str, Config] = "sample", *, variant: str = "full",
                  method: Optional[KGIRRAG] = None, steps: Optional[Steps] = None, llm=None,
-                 encoder=None, **settings):
+                 encoder=None, cache_dir: Union[str, Path, None] = None, use_profile_cache: bool = False,
+                 **settings):
         if isinstance(profile, Config):
             self.cfg = replace(profile, **settings) if settings else profile
         else:
             self.cfg = load_config(profile, **settings)
+        self._committed_log = None  # the profile's committed response log, read into the pipeline's own cache
+        if not use_profile_cache:
+            from .config.fields import api_cache_dir
+            from .llm.cache import LOG_NAME
+
+            self._committed_log = self.cfg.reference_dir / LOG_NAME
+            self.cfg = replace(self.cfg, results_dir=str(api_cache_dir(cache_dir)))
         if variant not in KEYS:
             raise ValueError(f"parameter 'variant': unknown KGIR-RAG variant {variant!r} "
                              f"(choose from {sorted(KEYS)})")
@@ -98,10 +117,17 @@ class KGIRPipeline:
 
     @property
     def llm(self):
-        """The LLM every call goes through (built, with the profile's cache, on first use)."""
+        """The LLM every call goes through (built on first use, with the pipeline's cache)."""
         if self._llm is None:
-            from .llm import build_llm
+            from .llm import LLMCache, build_llm
+            from .llm.response_log import cache_path, import_log
 
+            if self._committed_log is not None:  # read only: nothing of this pipeline is written there
+                cache = LLMCache(cache_path(self.cfg))
+                try:
+                    import_log(cache, self._committed_log)
+                finally:
+                    cache.close()
             self._llm = build_llm(self.cfg, progress=False)
         return self._llm
 

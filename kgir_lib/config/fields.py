@@ -22,7 +22,7 @@ import dataclasses
 import os
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Union
 
 PROFILE_DIR = Path(__file__).resolve().parent.parent / "profiles"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -256,6 +256,19 @@ def samples_dir() -> Path:
 def default_results_dir() -> Path:
     env = os.environ.get("KGIR_RESULTS_DIR")
     return Path(env) if env else PROJECT_ROOT / "results"
+
+
+def api_cache_dir(cache_dir: Optional[Union[str, Path]] = None) -> Path:
+    """The folder where the public API (:class:`kgir_lib.api.KGIRPipeline`) keeps its run folders, one a profile,
+    outside the repository: ``cache_dir``, else ``$KGIR_CACHE_DIR``, else ``$XDG_CACHE_HOME/kgir``, else
+    ``~/.cache/kgir``. The results folder of the profiles' committed runs is refused, naming ``cache_dir``."""
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    folder = Path(cache_dir or os.environ.get("KGIR_CACHE_DIR") or
+                  (Path(xdg) / "kgir" if xdg else Path.home() / ".cache" / "kgir")).expanduser()
+    if folder.resolve() in {default_results_dir().resolve(), (PROJECT_ROOT / "results").resolve()}:
+        raise ValueError(f"parameter 'cache_dir': {folder} is the results folder of the profiles' committed runs; "
+                         f"give another folder, or use_profile_cache=True to write into the profile's run")
+    return folder
 
 
 def default_figures_dir() -> Path:
