@@ -128,6 +128,12 @@ def start_run(cfg: Config, notebook: str) -> Path:
     (``data_dir``, ``results_dir``, ``figures_dir``) are recorded as null: they say where this machine keeps
     the files, not what was computed, and the same run on another machine must write the same record."""
     path = cfg.path("config", f"{notebook}.yaml")
-    values = {**cfg.to_dict(), **dict.fromkeys(LOCATION_ENV)}
-    path.write_text(yaml.safe_dump(values, sort_keys=True))
+    path.write_text(config_record(cfg))
     return path
+
+
+def config_record(cfg: Config) -> str:
+    """The text :func:`start_run` writes: every field of ``cfg`` as sorted YAML, the locations as null. A committed
+    run's records are this text for the profile as it stands (``tests/test_committed_configs.py``), so a profile
+    edited after its run fails a fast test instead of surfacing as a changed file in the next ``--regenerate``."""
+    return yaml.safe_dump({**cfg.to_dict(), **dict.fromkeys(LOCATION_ENV)}, sort_keys=True)
