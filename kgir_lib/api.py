@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional, Sequence, Union
 
-from .config import Config, load_config
+from .config import NULL, Config, load_config
 from .data import Corpus, Dataset, Passage, Question, load_example, passage_id
 from .kgir.loop import Loop, Steps, output
 from .kgir.variants import KEYS, STUDY_VARIANTS, KGIRRAG, StudyKGIRRAG
@@ -79,7 +79,8 @@ class KGIRPipeline:
         if isinstance(profile, Config):
             self.cfg = replace(profile, **settings) if settings else profile
         else:
-            self.cfg = load_config(profile, **settings)
+            # a setting given as None is an explicit null (passage_chars=None: the whole passage), not "keep"
+            self.cfg = load_config(profile, **{k: NULL if v is None else v for k, v in settings.items()})
         if variant not in KEYS:
             raise ValueError(f"parameter 'variant': unknown KGIR-RAG variant {variant!r} "
                              f"(choose from {sorted(KEYS)})")
