@@ -28,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from .config import Config, load_config
+from .config import NULL, Config, load_config
 from .data import Corpus, Dataset, Passage, Question, load_example, passage_id
 from .kgir.loop import Loop, Steps, output
 from .kgir.variants import KEYS, STUDY_VARIANTS, KGIRRAG, StudyKGIRRAG
@@ -91,7 +91,8 @@ class KGIRPipeline:
         if isinstance(profile, Config):
             self.cfg = replace(profile, **settings) if settings else profile
         else:
-            self.cfg = load_config(profile, **settings)
+            # a setting given as None is an explicit null (passage_chars=None: the whole passage), not "keep"
+            self.cfg = load_config(profile, **{k: NULL if v is None else v for k, v in settings.items()})
         self._committed_log = None  # the profile's committed response log, read into the pipeline's own cache
         if not use_profile_cache:
             from .config.fields import api_cache_dir

@@ -45,8 +45,8 @@ import sys
 import time
 from pathlib import Path
 
-from .config import PROJECT_ROOT, ConfigError, load_config, profile_identity
-from .config.fields import LOCATION_ENV
+from .config import NULL, PROJECT_ROOT, ConfigError, load_config, profile_identity
+from .config.fields import _FIELDS, LOCATION_ENV, _field_kind
 from .data import DataError, load_dataset
 from .data_sources import ensure_samples
 from .preflight import QuestionShortfall, ServerError, check_question_counts, check_servers, shortfalls
@@ -105,7 +105,14 @@ def split_params(params: dict) -> tuple:
 
 
 def _normalise(name: str, value: object) -> object:
-    """``n_boot`` written as ``1e3`` (YAML reads it as text) is the number; a numeric ``qid`` is its text."""
+    """``n_boot`` written as ``1e3`` (YAML reads it as text) is the number; a numeric ``qid`` is its text; a
+    config field given as ``null`` is the explicit null (:data:`~kgir_lib.config.NULL`: papermill's ``None``
+    would keep the profile's value), refused for a field that may not be null."""
+    if value is None and name in _FIELDS and name != "profile":
+        if not _field_kind(name)[1]:
+            raise ConfigError(f"parameter {name!r}: must not be null (only a field whose help says 'null: ...' "
+                              f"may be)")
+        return NULL
     if name == "n_boot" and isinstance(value, str):
         try:
             number = float(value)
@@ -198,7 +205,7 @@ def resolve_paths(profile: str, params: dict, cwd: Path | None = None) -> str:
             os.environ[env] = os.path.abspath(base / Path(value).expanduser())
     for name in PATH_PARAMS:
         value = params.get(name)
-        if isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
+        if isinstance(value, str) and value and value != NULL and not Path(value).expanduser().is_absolute():
             params[name] = os.path.abspath(base / Path(value).expanduser())
     if profile.endswith(".yaml") and not Path(profile).expanduser().is_absolute():
         profile = os.path.abspath(base / Path(profile).expanduser())

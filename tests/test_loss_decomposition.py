@@ -139,9 +139,11 @@ def test_sentence_adds_up_and_names_the_readers():
     table = ld.decomposition_table({"small": scored(SMALL), "large": scored(LARGE)}, "mq")
     text = ld.decomposition_sentence(table, "mq")
     assert text == ("mq (n = 6, large): of the 50.0 EM points between KGIR-RAG's own prompt (33.3) and the uncut "
-                    "gold passages (83.3), retrieval accounts for +16.7, distractor passages for +0.0, triples for +16.7, "
-                    "the passage cut for +16.7; on the same prompts it gains +16.7 over small at (a) and +16.7 at "
+                    "gold passages (83.3), in this order the missing gold passages swapped in (retrieved-but-withheld "
+                    "and never-retrieved alike) add +16.7, the distractor passages removed +0.0, the triples removed "
+                    "+16.7, the cut lifted +16.7; on the same prompts it gains +16.7 over small at (a) and +16.7 at "
                     "(e).")
+    assert "accounts" not in text
     assert "gains" not in ld.decomposition_sentence(table, "mq", reader="small")
 
 

@@ -7,12 +7,12 @@
 
 This package only hands the names on; it sits below everything it configures.
 """
-from .fields import (PROFILE_DIR, PROJECT_ROOT, RANGES, Config, ConfigError, Range, builtin_profiles,
+from .fields import (NULL, PROFILE_DIR, PROJECT_ROOT, RANGES, Config, ConfigError, Range, builtin_profiles,
                      default_data_dir, default_figures_dir, default_results_dir, field_range, samples_dir,
                      shared_data_dir)
 from .profiles import load_config, profile_identity, start_run
 
-__all__ = ["Config", "ConfigError", "load_config", "start_run", "profile_identity", "builtin_profiles",
+__all__ = ["Config", "ConfigError", "NULL", "load_config", "start_run", "profile_identity", "builtin_profiles",
            "default_data_dir", "samples_dir", "shared_data_dir", "default_results_dir", "default_figures_dir",
            "PROJECT_ROOT", "PROFILE_DIR",
            "RANGES", "Range", "field_range"]

@@ -16,7 +16,8 @@ from typing import Any, Optional
 from urllib.parse import urlsplit
 
 from ..redact import SECRET_PART_CHARS, SECRET_PART_DIGITS, looks_like_secret, mask_url, redact, secret_name
-from .fields import _FIELDS, _SECRET_HINT, CHOICES, Config, ConfigError, _field_kind, builtin_profiles, field_range
+from .fields import (_FIELDS, _SECRET_HINT, CHOICES, NULL, Config, ConfigError, _field_kind, builtin_profiles,
+                     field_range)
 
 
 def _list_of_str(name: str) -> bool:
@@ -40,6 +41,8 @@ def coerce(name: str, value: Any, where: str = "") -> Any:
 def _coerce(name: str, value: Any, where: str) -> Any:
     kind, nullable = _field_kind(name)
     label = f"parameter {name!r}{where}"
+    if value == NULL and (nullable or kind != "str"):  # the explicit null (fields.NULL); a text field keeps it
+        value = None
     if value is None:
         if nullable:
             return None

@@ -32,6 +32,12 @@ class ConfigError(ValueError):
     """A profile or parameter is invalid; the message names the file or field."""
 
 
+# The text that sets a nullable field to null where ``None`` already means "keep the profile's value": a papermill
+# parameter, an ``open_notebook`` or ``load_config`` override (``passage_chars="null"``: the whole passage). The
+# runner turns ``-p NAME null`` into it; a field that may not be null refuses it, naming the field.
+NULL = "null"
+
+
 def knob(default=MISSING, help: str = "", *, factory=None):
     """A :class:`Config` field with its ``help`` in the field's metadata (``python -m kgir_lib.config`` lists
     every field with its help, type and default; docs/operations.md renders that list)."""

@@ -2,7 +2,8 @@
 
 A profile is a YAML file in ``kgir_lib/profiles/`` (``sample``, ``ci``, ``local``, ``rehearsal``, ``paper``,
 ``paper_llama3``), optionally ``extends``-ing another. Papermill parameters override single fields; ``None``
-means "keep the profile's value". The effective config is written into the run directory by :func:`start_run`.
+means "keep the profile's value", the text ``"null"`` sets a nullable field to null. The effective config is
+written into the run directory by :func:`start_run`.
 """
 from __future__ import annotations
 
@@ -99,6 +100,10 @@ def _read_profile(name: str, seen: tuple = (), base: Optional[Path] = None) -> d
 
 def load_config(profile: Optional[str | os.PathLike] = None, **overrides: Any) -> Config:
     """Build the effective config: profile YAML, then non-None ``overrides``.
+
+    ``None`` keeps the profile's value (a notebook's parameters default to it); the text ``"null"``
+    (:data:`~kgir_lib.config.fields.NULL`) sets a nullable field to null (``passage_chars="null"``: the whole
+    passage), and is refused, naming the field, for a field that may not be null.
 
     ``profile``: a profile name or the path of a profile file (``str`` or ``Path``, ending in ``.yaml``);
     ``None`` reads ``$KGIR_PROFILE`` (the test suite sets ``ci``), else ``sample``.

@@ -39,6 +39,7 @@ from kgir_lib.data import sample_questions
 from kgir_lib.eval import evaluate as ev
 from kgir_lib.eval.mechanism import calibration, forced_rounds, funnel, headroom
 from kgir_lib.eval.mechanism import loss_decomposition as decomposition
+from kgir_lib.eval.mechanism import missing_gold, rewrite_form
 from kgir_lib.eval.mechanism import step_attribution as attribution
 from kgir_lib.eval.mechanism.bridges import load_bridges
 from kgir_lib.eval.mechanism.tables import mechanism_tables, read_run
@@ -90,12 +91,26 @@ show_figure(plot_loop(counts, f"KGIR-RAG's loop (Algorithm 2) in this run: {', '
 # question's **next hop** (the passage that answers the hop after the bridge, from the dataset's gold chain) that no
 # earlier retrieval had held (`kgir_lib.notebook.iteration.find_iteration`). The paper's method goes first; when its
 # reflection never sends a question round far enough, the round comes from the **forced-rounds** study variant
-# (`kgir_forced`: every round runs whatever the reflection says), and the sentence says so. Below: every round's
-# query and rewrite, then the round's two retrievals side by side, before and after its rewrite.
+# (`kgir_forced`: every round runs whatever the reflection says), and the sentence says so. First, how often the
+# rewrite changes the question at all: every round's rewrite counted by its form against the question it rewrites
+# (`kgir_lib.eval.mechanism.rewrite_form`: identical, a surface edit such as a typo fix, naming an entity of `G_Ans`
+# or the gold bridge the question lacks). Below: every round's query and rewrite, then the round's two retrievals
+# side by side, before and after its rewrite.
 
 # %%
 for name, r in progress(results.items(), desc="forced rounds"):
     r["forced"] = ev.run_method(r["ws"], build_method("kgir_forced"), r["questions"], resume=resume)
+forms = pd.concat([rewrite_form.form_table([o.to_json() for o in r[key]], load_bridges(name, cfg.data_path), name,
+                                           method)
+                   for method, key in (("kgir", "outputs"), ("kgir_forced", "forced"))
+                   for name, r in ((n, results[n]) for n in report.panel_order(results))], ignore_index=True)
+report.save_table(forms.set_index(["method", "dataset", "round"]), cfg, "04_rewrite_form",
+                  "What each round's rewrite did to the question it rewrites, from the traces: identical (case, "
+                  "punctuation and spacing aside), names a gold bridge or a shown G_Ans entity it lacks, a surface "
+                  f"edit (at most {rewrite_form.SURFACE_EDITS} token edits), or another rewording; per method "
+                  "(the paper's loop, and every round forced), dataset and round.")
+display(Markdown("\n".join(f"- {rewrite_form.form_sentence(forms, d, m)} ({m})"
+                            for m in ("kgir", "kgir_forced") for d in report.panel_order(results))))
 gold_bridges = {name: load_bridges(name, cfg.data_path) for name in results}
 example = iteration.find_iteration(read_run(cfg.run_dir, list(results), methods=tuple(iteration.RUN_LABELS)),
                                    gold_bridges)
@@ -169,11 +184,22 @@ if len(attr):
 # fixed, the prompt's shape kept); (c) the gold passages only, the triples kept (distractors removed); (d) the gold
 # passages only (the ceiling of §4); (e) as (d) with the gold passages uncut (what `passage_chars` costs). Each
 # prompt is read by every model of `decomposition_readers`, smallest first, on the same prompts: the reader-capacity
-# axis. The bars are EM; each step is the rise or fall from the bar before.
+# axis. The bars are EM; each step is the rise or fall from the bar before. First, from the traces alone: where
+# the gold passages that (b) swaps in were. A passage the loop retrieved and its context rule did not show (the
+# reader reads `G_Ans`'s triples and the *new* passages of `D'_t`, never `D_1` itself) is withheld, not missed, so
+# the step (a) → (b) mixes the context rule with retrieval; the sentences say how many of each.
 
 # %%
 dec_runs = {d: (results[d]["ws"], results[d]["questions"], results[d]["outputs"])
             for d in cfg.decomposition_scope if d in results}
+where = pd.concat([missing_gold.missing_gold_table([o.to_json() for o in results[d]["outputs"]], d,
+                                                   cfg.context_passages) for d in report.panel_order(results)],
+                  ignore_index=True)
+report.save_table(where.set_index("dataset"), cfg, "04_missing_gold_where",
+                  "The gold passages missing from KGIR-RAG's final reader prompt, by where they were: in the first "
+                  "retrieval D_1 (and in its top n, the reader's passage budget), only in a later round's D'_t, or "
+                  "in no retrieval of the loop. From the traces, no model call.")
+display(Markdown("\n".join(f"- {missing_gold.missing_gold_sentence(where, d)}" for d in where["dataset"])))
 readers = decomposition.reader_llms(cfg, llm)
 decomp, decomp_cut, decomp_answers, decomp_left = decomposition.loss_decomposition(cfg, readers, dec_runs)
 print("readers:", ", ".join(readers), "| datasets:", ", ".join(dec_runs) or "none")

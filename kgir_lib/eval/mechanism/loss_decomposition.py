@@ -54,6 +54,12 @@ LABELS = {
 STEPS = {"retrieval_fixed": "retrieval", "gold_with_triples": "distractor passages", "gold_only": "triples",
          "gold_uncut": "the passage cut"}
 STAGE = "loss_decomposition"
+# each step in the sentence's words: what it does, not what it "accounts for" (a step's gain depends on the order,
+# and (b) restores withheld and never-retrieved gold passages at once: kgir_lib.eval.mechanism.loss_orders)
+IN_ORDER = {"retrieval_fixed": "the missing gold passages swapped in (retrieved-but-withheld and never-retrieved "
+                               "alike)",
+            "gold_with_triples": "the distractor passages removed", "gold_only": "the triples removed",
+            "gold_uncut": "the cut lifted"}
 
 
 @dataclass(frozen=True)
@@ -261,11 +267,11 @@ def decomposition_sentence(table: pd.DataFrame, dataset: str, reader: Optional[s
     reader = reader or readers[-1]
     mine = rows[rows["reader"] == reader].set_index("condition")
     total = mine.loc["gold_uncut", "EM"] - mine.loc["as_run", "EM"]
-    parts = ", ".join(f"{STEPS[c]}{' accounts' if i == 0 else ''} for {_pts(mine.loc[c, 'ΔEM'])}"
+    parts = ", ".join(f"{IN_ORDER[c]}{' add' if i == 0 else ''} {_pts(mine.loc[c, 'ΔEM'])}"
                       for i, c in enumerate(CONDITIONS[1:]))
     text = (f"{dataset} (n = {int(mine.loc['as_run', 'n'])}, {reader}): of the {total:.1f} EM points between "
             f"KGIR-RAG's own prompt ({mine.loc['as_run', 'EM']:.1f}) and the uncut gold passages "
-            f"({mine.loc['gold_uncut', 'EM']:.1f}), {parts}")
+            f"({mine.loc['gold_uncut', 'EM']:.1f}), in this order {parts}")
     if reader != readers[0]:
         gain = mine.loc["as_run", "ΔEM vs first reader"]
         ceiling = mine.loc["gold_uncut", "ΔEM vs first reader"]

@@ -1,0 +1,235 @@
+"""Where the gold passages missing from KGIR-RAG's final reader prompt were (kgir_lib.eval.mechanism.missing_gold),
+the rewrite's form (kgir_lib.eval.mechanism.rewrite_form), and the split, two-order loss decomposition
+(kgir_lib.eval.mechanism.loss_orders): exact values on hand-made traces, the declared family, and the committed
+sample tables rebuilt from the committed traces."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kgir_lib.eval.mechanism import loss_decomposition as ld
+from kgir_lib.eval.mechanism import loss_orders as lo
+from kgir_lib.eval.mechanism import missing_gold as mg
+from kgir_lib.eval.mechanism import rewrite_form as rwf
+from kgir_lib.gold import Bridge
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def rnd(query, retrieved, rewrite=None, rewrite_retrieved=(), context=None, shown=(), malformed=False):
+    out = {"query": query, "retrieved": [[p, 0.5] for p in retrieved], "evidence_source": "subgraph",
+           "evidence": "Triples:\n(A, r, B)", "evidence_shown": [list(r) for r in shown]}
+    if rewrite is not None:
+        out["rewrite"] = {"question": None if malformed else rewrite, "malformed": malformed}
+        out["rewrite_retrieved"] = [[p, 0.5] for p in rewrite_retrieved]
+    if context is not None:
+        out["final"] = {"answer": "x", "context_pids": list(context)}
+    return out
+
+
+def record(qid, gold, rounds, question="q?", answers=("x",)):
+    return {"qid": qid, "answer": "x", "trace": {"qid": qid, "question": question, "gold_pids": list(gold),
+                                                 "gold_answers": list(answers), "rounds": rounds}}
+
+
+# one question, two rounds: g1 in D_1 (rank 2), g2 only in round 1's D'_1, g3 nowhere, g4 shown
+TWO_ROUNDS = record("q1", ["g1", "g2", "g3", "g4"], [
+    rnd("q?", ["x1", "g1", "x2", "x3", "x4", "x5", "g4"], "q2?", ["g2", "x6"]),
+    rnd("q2?", ["g2", "x6"], "q2?", ["x7"], context=["x6", "g4", "x7"]),
+])
+
+
+def test_where_missing_counts_each_missing_gold_passage_by_where_it_was():
+    assert mg.retrieved(TWO_ROUNDS) == ["x1", "g1", "x2", "x3", "x4", "x5", "g4", "g2", "x6", "x7"]
+    assert mg.where_missing(TWO_ROUNDS) == {"g1": mg.IN_D1, "g2": mg.IN_LATER, "g3": mg.NEVER}
+    assert (mg.d1_rank(TWO_ROUNDS, "g1"), mg.d1_rank(TWO_ROUNDS, "g2")) == (2, 0)
+    no_reader = record("q2", ["g1"], [rnd("q?", ["g1"], "q?", ["x1"])])
+    assert mg.where_missing(no_reader) == {} and mg.where_missing(record("q3", [], TWO_ROUNDS["trace"]["rounds"])) == {}
+
+
+def test_the_table_and_its_sentence():
+    late = record("q4", ["g5", "g6"], [rnd("q?", ["x1", "x2", "x3", "x4", "x5", "x6", "g5"], "r?", ["g6"],
+                                           context=["g6"])])
+    shown = record("q5", ["g7"], [rnd("q?", ["g7"], "r?", ["g7"], context=["g7"])])
+    table = mg.missing_gold_table([TWO_ROUNDS, late, shown, record("q6", [], [])], "ds", n=5)
+    row = table.iloc[0].to_dict()
+    assert row == {"dataset": "ds", "questions": 3, "gold passages": 7, "in the prompt": 3, "missing": 4,
+                   mg.IN_D1: 2, "of which in D_1's top n": 1, mg.IN_LATER: 1, mg.NEVER: 1,
+                   "questions missing gold": 2, "questions: every missing passage retrieved": 1,
+                   "questions: a missing passage never retrieved": 1, "top k": 7, "n": 5}
+    assert mg.missing_gold_sentence(table, "ds") == (
+        "ds: of the 4 gold passages missing from KGIR-RAG's final reader prompt (2 of 3 questions), 2 were in the "
+        "first retrieval D_1's top 7 (1 in its top 5), 1 only in a later round's D'_t, and 1 in no retrieval; on 1 "
+        "of the 2 questions every missing passage had been retrieved.")
+
+
+# ---------------------------------------------------------------------------- the rewrite's form
+BRIDGE = Bridge("Compaq", ("compaq",), ("p2",))
+
+
+@pytest.mark.parametrize("query, rewrite, malformed, shown, form", [
+    ("Who founded the top PC maker?", "who founded the top PC maker", False, (), rwf.IDENTICAL),
+    ("Which consitutional court?", "Which constitutional court?", False, (), rwf.SURFACE),
+    ("Which court ruled in 1994?", "Which court ruled?", False, (), rwf.SURFACE),
+    ("Who founded the top PC maker?", "Who founded Compaq?", False, (), rwf.BRIDGE),
+    ("Who founded the top PC maker?", "Who founded Dell?", False, (("Dell", "is", "PC maker"),), rwf.ENTITY),
+    ("Who founded the top PC maker?", "Which person started the biggest computer firm?", False, (), rwf.OTHER),
+    ("Who founded the top PC maker?", "", True, (), rwf.MALFORMED),
+])
+def test_each_form(query, rewrite, malformed, shown, form):
+    r = rnd(query, ["p1"], rewrite, ["p2"], shown=shown, malformed=malformed)
+    assert rwf.rewrite_form(r, (BRIDGE,)) == form
+
+
+def test_token_edits_and_normalise():
+    assert rwf.normalise(" Who's  THE maker?! ") == "who s the maker"
+    assert rwf.token_edits("a b c d", "a x c") == 2 and rwf.token_edits("a b", "a b") == 0
+    assert rwf.token_edits("", "a b") == 2
+    assert rwf.rewrite_form(rnd("q?", ["p"])) == ""  # no rewrite call
+
+
+def test_the_form_table_counts_per_round_and_over_every_round():
+    records = [
+        record("q1", ["g"], [rnd("Who founded the top PC maker?", ["p"], "Who founded Compaq?", ["p2"]),
+                             rnd("Who founded Compaq?", ["p2"], "who founded compaq", ["p3"], context=["p3"])]),
+        record("q2", ["g"], [rnd("Which consitutional court?", ["p"], "Which constitutional court?", ["p"],
+                                 context=["p"])]),
+    ]
+    table = rwf.form_table(records, {"q1": (BRIDGE,), "q2": ()}, "ds")
+    any_row = table[table["round"] == "any"].iloc[0]
+    assert [int(any_row[c]) for c in ("rewrites", *rwf.FORMS)] == [3, 0, 1, 1, 0, 1, 0]
+    assert (int(any_row[rwf.NAMES_ENTITY]), int(any_row[rwf.BRIDGE_ROUNDS]), int(any_row[rwf.NAMES_BRIDGE])) == \
+        (0, 2, 1)
+    assert list(table["round"]) == ["1", "2", "any"] and list(table["rewrites"]) == [2, 1, 3]
+    assert rwf.form_sentence(table, "ds") == (
+        "ds: of the 3 rewrites, 1 left the question identical (case, punctuation and spacing aside), 1 made a "
+        "surface edit of at most 2 words naming nothing new, 0 reworded it naming nothing new, 0 named a G_Ans "
+        "entity it lacked and 1 the gold bridge (0 malformed).")
+
+
+# ---------------------------------------------------------------------------- the split and the two orders
+def test_restore_withheld_keeps_b_positions_for_the_retrieved_gold_only():
+    pids = ["a", "b", "c", "d", "e"]
+    assert ld.swap_in_gold(pids, ["b", "x", "y"]) == ["a", "b", "c", "x", "y"]
+    assert lo.restore_withheld(pids, ["b", "x", "y"], found={"a", "b", "c", "d", "e", "y"}) == ["a", "b", "c", "d", "y"]
+    assert lo.restore_withheld(pids, ["b", "x", "y"], found={"x"}) == ["a", "b", "c", "x", "e"]
+    assert lo.restore_withheld(["a"], ["x", "y"], found={"y"}) == ["a", "y"]  # (b) appended it: kept when found
+    assert lo.restore_withheld(["a"], ["x", "y"], found=set()) == ["a"]
+
+
+def test_the_ten_conditions_of_one_question():
+    prompt = ld.ReaderPrompt("q1", "q?", "Triples", ("x6", "g4", "x7"), 400)
+    found = set(mg.retrieved(TWO_ROUNDS))
+    c = lo.order_conditions(prompt, ["g1", "g2", "g3", "g4"], found)
+    assert tuple(c) == lo.ALL and len(lo.ALL) == 10 and lo.NEW == (
+        "withheld_restored", "as_run_uncut", "uncut_no_triples", "uncut_gold_in_prompt", "uncut_plus_never_retrieved")
+    assert c["retrieval_fixed"].pids == ("g1", "g4", "g2", "g3")
+    assert c["withheld_restored"].pids == ("g1", "g4", "g2")  # g3 was never retrieved: not added
+    assert (c["as_run_uncut"].cut, c["as_run_uncut"].triples, c["as_run_uncut"].pids) == (None, "Triples",
+                                                                                           prompt.pids)
+    assert (c["uncut_no_triples"].triples, c["uncut_no_triples"].pids) == ("", prompt.pids)
+    assert c["uncut_gold_in_prompt"].pids == ("g4",) and c["uncut_plus_never_retrieved"].pids == ("g3", "g4")
+    assert c["gold_uncut"].pids == ("g1", "g2", "g3", "g4") and c["gold_uncut"].cut is None
+
+
+def test_the_family_is_declared_with_both_orders_and_the_reader_tests():
+    fam = lo.family(["small", "large"])
+    assert len(fam) == lo.family_size(["small", "large"]) == 30 and len(set(fam)) == 30
+    assert ("small", "forward", "withheld_restored", "previous") in fam
+    assert ("large", "reverse", "gold_uncut", "previous") in fam and ("large", "", "as_run_uncut", "small") in fam
+    assert lo.family_size(["one"]) == 10
+    assert lo.STEPS["forward"]["withheld_restored"] == lo.CONTEXT_RULE == lo.STEPS["reverse"]["gold_uncut"]
+    assert lo.STEPS["reverse"]["as_run_uncut"] == lo.CUT == lo.STEPS["forward"]["gold_uncut"]
+
+
+def scored_answers(em: dict) -> pd.DataFrame:
+    """``{condition: [EM of q1, q2, ...]}`` as score_answers' rows."""
+    rows = [{"qid": f"q{i}", "condition": c, "answer": "", "EM": 100.0 * v, "F1": 100.0 * v}
+            for c, vs in em.items() for i, v in enumerate(vs)]
+    return pd.DataFrame(rows)
+
+
+def test_the_table_the_fix_effects_and_the_sentence():
+    base = [0, 0, 0, 0]
+    em = {c: base for c in lo.ALL}
+    em.update({"withheld_restored": [1, 1, 0, 0], "retrieval_fixed": [1, 1, 1, 0], "gold_with_triples": [1, 1, 1, 0],
+               "gold_only": [1, 1, 1, 0], "gold_uncut": [1, 1, 1, 1], "as_run_uncut": [0, 0, 0, 1],
+               "uncut_no_triples": [0, 0, 0, 1], "uncut_gold_in_prompt": [0, 0, 0, 1],
+               "uncut_plus_never_retrieved": [0, 0, 1, 1]})
+    table = lo.orders_table({"r": scored_answers(em)}, "ds")
+    assert len(table) == 12
+    fwd = table[table["order"] == "forward"].set_index("condition")
+    assert list(fwd["ΔEM"].fillna(0)) == [0, 50, 25, 0, 0, 25] and fwd.loc["withheld_restored", "EM b/c"] == "2/0"
+    assert fwd.loc["withheld_restored", "p"] == pytest.approx(0.5)
+    ps = [p for p in table["p"] if pd.notna(p)]
+    from kgir_lib.eval.stats import holm
+
+    assert list(table["p (Holm)"].dropna()) == pytest.approx(list(holm(ps)))
+    effects = lo.fix_effects(table, "ds", "r").set_index("fix")
+    assert effects.loc[lo.CONTEXT_RULE, ["forward", "reverse"]].tolist() == [50.0, 50.0]
+    assert effects.loc[lo.CUT, ["forward", "reverse"]].tolist() == [25.0, 25.0]
+    assert effects.loc[lo.RETRIEVAL, ["forward", "reverse", "low", "high"]].tolist() == [25.0, 25.0, 25.0, 25.0]
+    assert lo.orders_sentence(table, "ds", "r").startswith(
+        "ds (n = 4, r): from KGIR-RAG's own prompt (0.0) to the uncut gold passages (100.0): the context rule adds "
+        "+50.0 in this order, +50.0 in the reverse; retrieval adds +25.0")
+    from kgir_lib.eval.claims import ALPHA, POWER
+    from kgir_lib.eval.stats import mde_mcnemar
+
+    # 4 questions, 2 discordant, level ALPHA / 10 (one reader's family): no difference is detectable
+    assert fwd.loc["withheld_restored", lo.MDE_COLUMN] == 100 * mde_mcnemar(4, 0.5, ALPHA / 10, POWER) == np.inf
+    assert np.isnan(fwd.loc["as_run", lo.MDE_COLUMN])
+
+
+# ---------------------------------------------------------------------------- the committed tables
+def committed_tables(profile: str) -> tuple:
+    from kgir_lib import report
+    from kgir_lib.config import load_config
+    from kgir_lib.eval.mechanism.bridges import load_bridges
+    from kgir_lib.eval.mechanism.tables import read_run
+
+    cfg = load_config(profile)
+    names = report.panel_order(cfg.datasets)
+    runs = read_run(REPO / "results" / profile, names, methods=("kgir", "kgir_forced"))
+    if len(runs) < 2 * len(names):
+        pytest.skip(f"the {profile} traces are not on disk (rebuilt by --regenerate)")
+    where = pd.concat([mg.missing_gold_table(runs[("kgir", d)], d, cfg.context_passages) for d in names],
+                      ignore_index=True)
+    forms = pd.concat([rwf.form_table(runs[(m, d)], load_bridges(d, cfg.data_path), d, m)
+                       for m in ("kgir", "kgir_forced") for d in names], ignore_index=True)
+    return where, forms
+
+
+@pytest.mark.parametrize("profile", ["sample", "local"])
+def test_the_committed_tables_are_the_traces_counts(profile):
+    """The committed 04_missing_gold_where and 04_rewrite_form, cell by cell, from the run's traces (the sample's
+    are committed; the local run's are rebuilt from its committed response log by --regenerate)."""
+    tables = REPO / "results" / profile / "tables"
+    where, forms = committed_tables(profile)
+    pd.testing.assert_frame_equal(pd.read_csv(tables / "04_missing_gold_where.csv"), where, check_dtype=False)
+    pd.testing.assert_frame_equal(pd.read_csv(tables / "04_rewrite_form.csv", dtype={"round": str}), forms,
+                                  check_dtype=False)
+
+
+@pytest.mark.parametrize("profile", ["sample", "local"])
+def test_the_committed_tables_add_up(profile):
+    """Without the traces: each table's own arithmetic (the missing passages are split by where they were; the
+    forms add up to the rewrites; the 'any' row is the sum of the rounds)."""
+    tables = REPO / "results" / profile / "tables"
+    if not (tables / "04_missing_gold_where.csv").exists():
+        pytest.skip(f"no committed 04_missing_gold_where for {profile}")
+    where = pd.read_csv(tables / "04_missing_gold_where.csv")
+    assert (where["missing"] == where[list(mg.WHERE)].sum(axis=1)).all()
+    assert (where["gold passages"] == where["missing"] + where["in the prompt"]).all()
+    assert (where[mg.TOP_N] <= where[mg.IN_D1]).all()
+    assert (where["questions missing gold"] == where["questions: every missing passage retrieved"]
+            + where["questions: a missing passage never retrieved"]).all()
+    forms = pd.read_csv(tables / "04_rewrite_form.csv", dtype={"round": str})
+    assert (forms["rewrites"] == forms[list(rwf.FORMS)].sum(axis=1)).all()
+    for _, g in forms.groupby(["method", "dataset"]):
+        rounds, total = g[g["round"] != "any"], g[g["round"] == "any"].iloc[0]
+        assert (rounds.drop(columns=["method", "dataset", "round"]).sum() == total.drop(
+            ["method", "dataset", "round"])).all()
