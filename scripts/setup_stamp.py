@@ -5,9 +5,9 @@ sentence-transformers take seconds to import). It reads files only:
 
 - **the stamp** ``<venv>/.kgir-setup.json``, written by set-up when it has installed everything and its self-check
   passed: a SHA-256 of what decides what set-up installs (``pyproject.toml``, ``scripts/setup.sh``,
-  ``scripts/models.txt``, ``kgir_lib/llm/build.py``), the llama.cpp build tag (its version and the CMake flags
-  chosen for this CPU, or ``$KGIR_LLAMA_CMAKE_ARGS``) and the Python version. A change to any of them means set-up
-  must run again;
+  ``scripts/models.txt``, ``scripts/torch_wheel.py``, ``kgir_lib/llm/build.py``), the llama.cpp build tag (its
+  version and the CMake flags chosen for this CPU, or ``$KGIR_LLAMA_CMAKE_ARGS``) and the Python version. A change
+  to any of them means set-up must run again;
 - **what is installed**: every package ``pyproject.toml`` pins with ``==`` in the groups set-up installs (core,
   ``cpu``, ``dev``, ``peers``) and every model package of ``scripts/models.txt`` must have its
   ``<name>-<version>.dist-info`` folder in the environment's ``site-packages`` (a local version label such as
@@ -31,7 +31,8 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-INPUTS = ("pyproject.toml", "scripts/setup.sh", "scripts/models.txt", "kgir_lib/llm/build.py")
+INPUTS = ("pyproject.toml", "scripts/setup.sh", "scripts/models.txt", "scripts/torch_wheel.py",
+          "kgir_lib/llm/build.py")
 GROUPS = ("cpu", "dev", "peers")  # pyproject.toml's extras set-up installs, besides the core dependencies
 STAMP = ".kgir-setup.json"
 _PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*==\s*([^\s;#]+)")
@@ -112,7 +113,7 @@ def problems(venv: Path, root: Path = ROOT) -> list:
     want = expected(root)
     changed = [key for key in want if stamp.get(key) != want[key]]
     if changed:
-        what = {"inputs_sha256": "pyproject.toml, scripts/setup.sh, scripts/models.txt or kgir_lib/llm/build.py",
+        what = {"inputs_sha256": f"{', '.join(INPUTS[:-1])} or {INPUTS[-1]}",
                 "llama_cpp_build": "the llama.cpp version or build flags", "python": "the Python version"}
         return [f"{' and '.join(what[k] for k in changed)} changed since set-up last ran"]
     return missing(venv, root)

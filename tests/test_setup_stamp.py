@@ -68,7 +68,8 @@ def test_a_changed_pyproject_or_a_missing_stamp_means_set_up_runs_again(tmp_path
     text = (root / "pyproject.toml").read_text()
     (root / "pyproject.toml").write_text(text.replace('"scipy==1.17.1"', '"scipy==1.17.2"'))
     assert setup_stamp.problems(venv, root) == [
-        "pyproject.toml, scripts/setup.sh, scripts/models.txt or kgir_lib/llm/build.py changed since set-up last ran"]
+        "pyproject.toml, scripts/setup.sh, scripts/models.txt, scripts/torch_wheel.py or kgir_lib/llm/build.py "
+        "changed since set-up last ran"]
     (venv / setup_stamp.STAMP).unlink()
     assert "has no set-up stamp" in setup_stamp.problems(venv, root)[0]
 
