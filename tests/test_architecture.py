@@ -31,7 +31,7 @@ from kgir_lib.registry import METHODS, STUDY_METHODS, build_method
 
 REPO = Path(__file__).resolve().parents[1]
 KGIR = REPO / "kgir_lib" / "kgir"
-PAPER_MODULES = ("loop", "steps", "subgraph", "seeds", "entity_matching", "state", "rounds", "rewrite")
+PAPER_MODULES = ("loop", "steps", "contract", "subgraph", "seeds", "entity_matching", "state", "rounds", "rewrite")
 # the words a module of the paper's method never uses (the word "forced" alone stays: it is the vocabulary of the
 # round cap of Algorithm 2, which the committed traces keep: answered_by "forced_reader", final.forced and
 # "forced at cap"; the forced-rounds study is "forced rounds" and its round_answers)

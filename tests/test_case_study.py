@@ -332,7 +332,7 @@ def test_free_question_with_the_oracle_rewrite(cfg, make_llm):
                                 encoder=BagOfWordsEncoder(), method=build_method("kgir_oracle_rewrite"),
                                 decomposition=ex["decomposition"])
     r = oracle.rounds[0]
-    assert (r.rewrite, r.rewrite_form) == ("Which company did Compaq merge with in 2002?", "oracle")
+    assert (r.rewrite, r.rewrite_note.get("form")) == ("Which company did Compaq merge with in 2002?", "oracle")
     titles = {p.pid: p.title for p in oracle.ws.dataset.corpus.passages}
     assert [titles[p] for p in oracle.gold_pids] == ["Compaq", "Hewlett-Packard"]  # the hops' supports are gold
     assert set(oracle.recall) == {"R@2", "R@5"} and model.gold_pids == [] and model.recall == {}

@@ -8,8 +8,11 @@ The paper's method:
   spanning trees are :mod:`kgir_lib.kg.mst`);
 - :mod:`~kgir_lib.kgir.rewrite`: Rewrite (eq. 8, Fig. 4) and Reflection (§2.4, Fig. 5), prompts
   and parsers;
+- :mod:`~kgir_lib.kgir.contract`: what each kind of step is handed and returns (one protocol a
+  kind), checked as the loop runs;
 - :mod:`~kgir_lib.kgir.steps`: the steps, each an object with one public method (retrieve, find
-  the seeds, build the subgraph, rewrite, choose P_t, reflect, read);
+  the seeds, build the subgraph, shape the evidence, rewrite, retrieve q'_t, choose P_t, reflect,
+  read);
 - :mod:`~kgir_lib.kgir.loop`: the loop of Algorithm 2 over a composition of steps, the paper's
   (``PAPER``) and Table 7's ablations;
 - :mod:`~kgir_lib.kgir.state`: a run's settings and counters, one question's state between

@@ -5,8 +5,10 @@ For every open question, round ``t = 1 .. max_iterations``::
     query_1 = q
     D_t     = Retrieve(query_t)                          eq. 2
     G_Ans_t = Subgraph(query_t, D_t; seeds = NER)        Algorithm 1          [kgir_ner]
-    q'_t    = Rewrite(q, history, G_Ans_t)               eq. 8                [kgir_rewrite]
-    D'_t    = Retrieve(q'_t);  P_t = ReflectionPassages(D_t, D'_t)
+    E_t     = ShapeEvidence(G_Ans_t, D_t)                what the prompts show
+    q'_t    = Rewrite(q, history, E_t)                   eq. 8                [kgir_rewrite]
+    D'_t    = RetrieveRewritten(q'_t)                    eq. 2 again
+    P_t     = ReflectionPassages(D_t, D'_t)
     verdict = Reflect(q'_t, G_Ans_t, history, P_t)       Fig. 5               [kgir_reflect]
     answer  -> stop;  missing -> history += (q'_t, missing), query_{t+1} = q'_t
 
@@ -14,8 +16,10 @@ then the shared reader (``Read``) answers ``q`` for every question handed to it
 [``kgir_final``]. In the last round the reflection prompt says it must answer; a question it
 still leaves open is answered by the shared reader (``answered_by`` ``forced_reader``).
 
-:class:`Steps` holds one object per step (:mod:`kgir_lib.kgir.steps`); :data:`PAPER` is the
-paper's method. A step left out (``None``) is one of Table 7's ablations (§3.4): without the
+:class:`Steps` holds one object per step (:mod:`kgir_lib.kgir.steps`), each of a kind written in
+:mod:`kgir_lib.kgir.contract`: the loop records what a step returns and hands it on, and a step
+that returns anything else stops the run with an error naming it. :data:`PAPER` is the paper's
+method. A step left out (``None``) is one of Table 7's ablations (§3.4): without the
 subgraph (no ``seeds``, no ``subgraph``) the ``context_passages`` best passages of ``D_t`` stand in
 for ``G_Ans_t``; without the reflection the loop runs one round and the reader answers from
 ``G_Ans_1`` and the top of ``D'_1``; without the rewrite (and so without the reflection) it
@@ -56,42 +60,66 @@ in :mod:`kgir_lib.kgir.rounds`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Optional, Protocol, Sequence
 
 from ..data import Question
 from ..methods.base import MethodOutput
 from ..progress import progress as tqdm  # one line per bar in executed notebooks
-from .rewrite import evidence_block
+from .contract import (CheckedSeeds, EvidenceStep, PassagesStep, Ranked, ReadStep, ReflectStep,
+                       RetrieveStep, RewriteRetrievalStep, Rewritten, RewriteStep, SeedsStep,
+                       SubgraphStep, checked, checked_passages, checked_states)
 from .rounds import LoopRound
 from .state import LoopState, Run
-from .steps import (NER, Read, Reflect, ReflectionPassages, Retrieve, Rewrite, Subgraph,
-                    hand_to_reader)
-from .subgraph import EvidenceSubgraph, format_triples
+from .steps import (NER, Read, Reflect, ReflectionPassages, Retrieve, RetrieveRewritten, Rewrite,
+                    ShapeEvidence, Subgraph, hand_to_reader)
+from .subgraph import EvidenceSubgraph
 
 
 @dataclass(frozen=True)
 class Steps:
-    """The steps one composition of KGIR-RAG runs, each an object with one public method
-    (:mod:`kgir_lib.kgir.steps`); ``None`` leaves a step out (Table 7, module docstring)."""
+    """The steps one composition of KGIR-RAG runs, each an object with one public method whose
+    kind is a protocol of :mod:`kgir_lib.kgir.contract`; ``None`` leaves a step out (Table 7,
+    module docstring)."""
 
-    retrieve: Any = Retrieve()
-    seeds: Any = NER()
-    subgraph: Any = Subgraph()
-    rewrite: Any = Rewrite()
-    passages: Any = ReflectionPassages()
-    reflect: Any = Reflect()
-    read: Any = Read()
+    retrieve: RetrieveStep = Retrieve()
+    seeds: Optional[SeedsStep] = NER()
+    subgraph: Optional[SubgraphStep] = Subgraph()
+    rewrite: Optional[RewriteStep] = Rewrite()
+    passages: PassagesStep = ReflectionPassages()
+    reflect: Optional[ReflectStep] = Reflect()
+    read: ReadStep = Read()
+    evidence: EvidenceStep = ShapeEvidence()
+    rewrite_retrieval: RewriteRetrievalStep = RetrieveRewritten()
 
     def __post_init__(self) -> None:
         if (self.seeds is None) != (self.subgraph is None):
             raise ValueError("Steps: the subgraph and its seeds go together (both or neither)")
         if self.rewrite is None and self.reflect is not None:
             raise ValueError("Steps: the reflection reads the rewrite: no reflection without it")
-        if self.retrieve is None or self.passages is None or self.read is None:
-            raise ValueError("Steps: retrieve, passages and read are part of every composition")
+        always = ("retrieve", "passages", "read", "evidence", "rewrite_retrieval")
+        missing = [name for name in always if getattr(self, name) is None]
+        if missing:
+            raise ValueError(f"Steps: {', '.join(missing)}: part of every composition")
+        for name, step in vars(self).items():
+            if step is not None and not callable(step):
+                raise ValueError(f"Steps: step {name!r} is a {type(step).__name__}, not a step "
+                                 f"(an object called with the run and its inputs)")
 
 
 PAPER = Steps()  # the paper's method (§2.2-2.4)
+
+
+class Composition(Protocol):
+    """What a composition of steps runs: the loop over its :class:`~kgir_lib.kgir.loop.Steps`
+    (:class:`~kgir_lib.kgir.loop.Loop`), or anything that answers questions with them."""
+
+    @property
+    def steps(self) -> Steps:
+        ...
+
+    def answer(self, run: Run, questions: Sequence[Question],
+               label: str = ...) -> list[LoopState]:
+        ...
 
 
 @dataclass(frozen=True)
@@ -100,7 +128,8 @@ class Loop:
 
     steps: Steps = PAPER
 
-    def answer(self, run: Run, questions: Sequence[Question], label: str = "KGIR-RAG") -> list:
+    def answer(self, run: Run, questions: Sequence[Question],
+               label: str = "KGIR-RAG") -> list[LoopState]:
         """Every question through the loop: one :class:`~kgir_lib.kgir.state.LoopState` each, in
         order (``label`` names the progress bar)."""
         steps = self.steps
@@ -114,34 +143,41 @@ class Loop:
                 break
             bar.update(1)
             rounds = self._retrieve(run, open_, t)                                  # D_t, eq. 2
-            subs = [None] * len(open_)
-            if steps.subgraph is not None:                                          # Algorithm 1
-                subs = steps.subgraph(run, open_, rounds, steps.seeds)
-            for sub, r in zip(subs, rounds):
-                self._evidence(run, sub, r)
+            subs: list[Optional[EvidenceSubgraph]] = [None] * len(open_)
+            if steps.subgraph is not None and steps.seeds is not None:              # Algorithm 1
+                found = steps.subgraph(run, open_, rounds, CheckedSeeds(steps.seeds))
+                subs = list(checked("subgraph", steps.subgraph, found, len(open_)))
+                self._record_subgraphs(run, open_, rounds, subs)
+            shown = steps.evidence(run, open_, rounds, subs)
+            for r, ev in zip(rounds, checked("evidence", steps.evidence, shown, len(open_))):
+                r.record_evidence(ev.source, ev.text, ev.pids, triples=ev.triples,
+                                  shown=ev.shown)
             if steps.rewrite is None:                               # w/o rewrite: answer now
                 for s, r in zip(open_, rounds):
                     hand_to_reader(run, s, r, [])
                 break
-            steps.rewrite(run, open_, rounds)                                       # q'_t, eq. 8
-            self._rewrite_retrieval(run, open_, rounds)                             # D'_t, P_t
+            rewrites = self._rewrite(run, open_, rounds)                            # q'_t, eq. 8
+            self._rewrite_retrieval(run, open_, rounds, rewrites)                   # D'_t, P_t
             if steps.reflect is None:                               # w/o reflection: answer now
                 n = run.cfg.context_passages
                 for s, r in zip(open_, rounds):
                     hand_to_reader(run, s, r, [p for p, _ in r.rewrite_retrieved[:n]])
                 break
-            open_ = steps.reflect(run, open_, rounds, t == T)                       # Fig. 5
+            going = steps.reflect(run, open_, rounds, t == T)                       # Fig. 5
+            open_ = checked_states(steps.reflect, going, open_)
         bar.close()
         finals = [s for s in states if s.answer is None and s.final_context is not None]
-        for s, answer in zip(finals, steps.read(run, finals)):
+        answers = checked("read", steps.read, steps.read(run, finals), len(finals))
+        for s, answer in zip(finals, answers):
             s.answer = answer
             s.answered_by = s.answered_by or "reader"
         return states
 
     # ------------------------------------------------------------------ the loop's own records
-    def _retrieve(self, run: Run, open_: Sequence[LoopState], t: int) -> list:
+    def _retrieve(self, run: Run, open_: Sequence[LoopState], t: int) -> list[LoopRound]:
         """``D_t`` for every open question (one batched search); a new round record each."""
-        D = self.steps.retrieve(run, [s.query for s in open_])
+        step = self.steps.retrieve
+        D = checked("retrieve", step, step(run, [s.query for s in open_]), len(open_))
         rounds = []
         for s, d in zip(open_, D):
             r = LoopRound(iteration=t, query=s.query, retrieved=[(p, float(x)) for p, x in d])
@@ -152,39 +188,49 @@ class Loop:
         return rounds
 
     @staticmethod
-    def _evidence(run: Run, sub: Optional[EvidenceSubgraph], r: LoopRound) -> None:
-        """What Rewrite, Reflection and the reader see, recorded in the round: ``G_Ans`` triples
-        (heaviest first, up to ``max_evidence_triples``), or the best passages of ``D_t``
-        (without the subgraph; an empty ``G_Ans`` with ``passages_when_empty``)."""
-        cap = run.cfg.max_evidence_triples
-        if sub is None or (not sub.kept and run.passages_when_empty):
-            if sub is not None:
-                run.count("empty_subgraph_rounds")
-            r.evidence_source = "passages"
-            r.evidence_pids = [p for p, _ in r.retrieved[:run.cfg.context_passages]]
-            r.evidence = evidence_block(passages_text=run.passages_text(r.evidence_pids))
-            return
-        distinct = list(dict.fromkeys((t.head, t.relation, t.tail) for t in sub.ranked_evidence()))
-        r.evidence_source = "subgraph"
-        r.evidence_pids = []
-        r.evidence_triples = len(distinct)
-        r.evidence_shown = len(distinct) if cap is None else min(cap, len(distinct))
-        run.count("evidence_capped_rounds", int(r.evidence_shown < r.evidence_triples))
-        r.evidence = evidence_block(format_triples(sub.ranked_evidence(), cap))
+    def _record_subgraphs(run: Run, open_: Sequence[LoopState], rounds: Sequence[LoopRound],
+                          subs: Sequence[Optional[EvidenceSubgraph]]) -> None:
+        """Each ``G_Ans`` in its round, counted; its passages' best edge weights in the state
+        (the final ranked list)."""
+        for s, sub, r in zip(open_, subs, rounds):
+            assert sub is not None
+            r.record_subgraph(sub)
+            run.count("subgraphs")
+            run.count("ner_fallbacks", int(sub.used_fallback))
+            run.count("rounds_with_seed", int(bool(sub.seeds)))
+            s.keep_evidence_weights(sub.kept, sub.weights)
+
+    def _rewrite(self, run: Run, open_: Sequence[LoopState],
+                 rounds: Sequence[LoopRound]) -> list[str]:
+        """``q'_t`` of every open question, from what the rewrite step returns, recorded in the
+        rounds; a rewrite without a question keeps the query."""
+        step = self.steps.rewrite
+        assert step is not None
+        done = checked("rewrite", step, step(run, open_, rounds), len(open_))
+        out = []
+        for s, r, w in zip(open_, rounds, done):
+            if isinstance(w, str):
+                w = Rewritten(w)
+            out.append(r.record_rewrite(w.raw, w.question, s.query, truncated=w.truncated,
+                                        note=w.note))
+        return out
 
     def _rewrite_retrieval(self, run: Run, open_: Sequence[LoopState],
-                           rounds: Sequence[LoopRound]) -> None:
-        """``D'_t`` for every rewritten question (one batched search) and the reflection's
-        passages ``P_t``, recorded in the rounds."""
+                           rounds: Sequence[LoopRound], rewrites: Sequence[str]) -> None:
+        """``D'_t`` for every rewritten question (the ``rewrite_retrieval`` step) and the
+        reflection's passages ``P_t`` (the ``passages`` step), recorded in the rounds."""
         n = run.cfg.context_passages
-        found = self.steps.retrieve(run, [r.rewrite for r in rounds])
+        step = self.steps.rewrite_retrieval
+        found: list[Ranked] = checked("rewrite_retrieval", step,
+                                      step(run, open_, rewrites, self.steps.retrieve), len(open_))
         for s, d2, r in zip(open_, found, rounds):
             first = [p for p, _ in r.retrieved]
             second = [p for p, _ in d2]
             s.rewrite_retrievals.append(second)
             r.rewrite_retrieved = [(p, float(x)) for p, x in d2]
             r.new_passages = [p for p in second if p not in set(first)][:n]
-            r.reflection_passages = self.steps.passages(run, s, first, second)
+            shown = self.steps.passages(run, s, first, second)
+            r.reflection_passages = checked_passages(self.steps.passages, shown)
 
 
 def output(state: LoopState, name: str, variant: str) -> MethodOutput:

@@ -11,13 +11,13 @@ Trace form of a round (keys of stages that did not run are absent)::
     iteration, query, retrieved [[pid, cosine]], usable {stage: bool}, truncated {stage: bool},
     ner_raw, subgraph (EvidenceSubgraph.to_dict), evidence_source, evidence, evidence_pids,
     evidence_triples, evidence_shown (G_Ans triples, and those shown under the profile's cap),
-    rewrite {raw, question, malformed, unchanged[, form, bridge]}, rewrite_retrieved,
+    rewrite {raw, question, malformed, unchanged[, the step's note]}, rewrite_retrieved,
     new_passages, reflection_passages,
     reflection {raw, final, answerable, answer, missing, reasoning, malformed[, verdict_raw]},
     final {raw, question, answer, forced, context_pids} (the shared reader's call of the round)
 
-``rewrite.form`` and ``rewrite.bridge`` are written only by a rewrite step other than eq. 8's
-prompt (its own name for how ``q'_t`` was made, and the bridge entity it named);
+A rewrite step other than eq. 8's prompt may add its own words on how ``q'_t`` was made (its
+``note``, :class:`~kgir_lib.kgir.contract.Rewritten`) to the ``rewrite`` record;
 ``final.forced`` says the reader answered because the round cap was reached (Algorithm 2).
 """
 from __future__ import annotations
@@ -32,6 +32,7 @@ from .subgraph import EvidenceSubgraph
 STAGES = ("kgir_ner", "kgir_rewrite", "kgir_reflect", "kgir_reflect_verdict", "kgir_final")
 USABLE_STAGES = ("ner", "rewrite", "reflect", "reflect_verdict", "reader")
 REFLECT_AFTER_TURN = "reflect, after verdict turn"
+_REWRITE_KEYS = ("raw", "question", "malformed", "unchanged")  # the rest of a rewrite: its note
 
 
 def _pairs(rows: Sequence) -> list:
@@ -102,8 +103,7 @@ class LoopRound:
     rewrite_raw: Optional[str] = None    # None: no rewrite stage in this round
     rewrite_malformed: bool = False
     rewrite_unchanged: bool = False
-    rewrite_form: Optional[str] = None   # a rewrite step's name for its form; None: eq. 8's prompt
-    rewrite_bridge: Optional[str] = None  # the bridge entity such a step named, if any
+    rewrite_note: dict = field(default_factory=dict)  # a rewrite step's own words on q'_t
     rewrite_retrieved: list = field(default_factory=list)  # D'_t: [(pid, cosine)]
     new_passages: list = field(default_factory=list)  # passages of D'_t not in D_t
     reflection_passages: Optional[list] = None  # P_t, shown to Reflection
@@ -154,20 +154,35 @@ class LoopRound:
             return "answer"
         return "malformed" if r.malformed else "missing"
 
-    # ------------------------------------------------------------------ what the steps record
+    # ------------------------------------------------------------------ what the loop records
+    def record_subgraph(self, sub: EvidenceSubgraph) -> None:
+        """The round's ``G_Ans`` (Algorithm 1) and the sizes of ``G_q`` and ``G_tmp``."""
+        self.subgraph = sub
+        self.G_q = list(sub.G_q)
+        self.n_G_q = len(sub.G_q)
+        self.n_G_tmp = len(sub.G_tmp)
+
+    def record_evidence(self, source: str, text: str, pids: Sequence[str], *,
+                        triples: Optional[int] = None, shown: Optional[int] = None) -> None:
+        """What Rewrite, Reflection and the reader see of the round
+        (:class:`~kgir_lib.kgir.contract.Evidence`)."""
+        self.evidence_source = source
+        self.evidence = text
+        self.evidence_pids = list(pids)
+        self.evidence_triples = triples
+        self.evidence_shown = shown
+
     def record_rewrite(self, raw: str, question: Optional[str], query: str, *,
-                       truncated: Optional[bool] = None, form: Optional[str] = None,
-                       bridge: Optional[str] = None) -> str:
+                       truncated: Optional[bool] = None, note: Optional[dict] = None) -> str:
         """The round's ``q'_t``: ``question``, or the ``query`` kept when the reply had none (a
         malformed reply). ``truncated`` is the reply's cut flag (``None``: no LLM reply, so no
-        usable rate either); ``form`` and ``bridge`` as in the module docstring. Returns
-        ``q'_t``."""
+        usable rate either); ``note``: the rewrite step's own words, written into the trace's
+        ``rewrite`` record (module docstring). Returns ``q'_t``."""
         self.rewrite_raw = raw
         self.rewrite = question or query
         self.rewrite_malformed = question is None
         self.rewrite_unchanged = self.rewrite.strip().lower() == query.strip().lower()
-        self.rewrite_form = form
-        self.rewrite_bridge = bridge
+        self.rewrite_note = dict(note or {})
         if truncated is not None:
             self.usable["rewrite"] = question is not None
             self.truncated["rewrite"] = truncated
@@ -193,8 +208,7 @@ class LoopRound:
             d["rewrite"] = {"raw": self.rewrite_raw, "question": self.rewrite,
                             "malformed": self.rewrite_malformed,
                             "unchanged": self.rewrite_unchanged}
-            if self.rewrite_form is not None:
-                d["rewrite"].update(form=self.rewrite_form, bridge=self.rewrite_bridge)
+            d["rewrite"].update(self.rewrite_note)
         if self.reflection_passages is not None:
             d["rewrite_retrieved"] = [[p, round(float(s), 6)] for p, s in self.rewrite_retrieved]
             d["new_passages"] = list(self.new_passages)
@@ -227,7 +241,7 @@ class LoopRound:
             rewrite_raw=(rw or {}).get("raw") if rw is not None else None,
             rewrite_malformed=bool((rw or {}).get("malformed")),
             rewrite_unchanged=bool((rw or {}).get("unchanged")),
-            rewrite_form=(rw or {}).get("form"), rewrite_bridge=(rw or {}).get("bridge"),
+            rewrite_note={k: v for k, v in (rw or {}).items() if k not in _REWRITE_KEYS},
             rewrite_retrieved=_pairs(r.get("rewrite_retrieved", [])),
             new_passages=list(r.get("new_passages", [])),
             reflection_passages=list(shown) if rewritten else None,

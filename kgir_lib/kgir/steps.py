@@ -1,10 +1,12 @@
 """The steps of KGIR-RAG (paper §2.2-2.4), each a small object with one public method.
 
 The loop of Algorithm 2 (:mod:`kgir_lib.kgir.loop`) is assembled from them
-(:class:`~kgir_lib.kgir.loop.Steps`); :data:`PAPER` is the paper's method. A step reads what it
-needs from the run (:class:`~kgir_lib.kgir.state.Run`: the workspace, the settings, the counters)
-and from the round records (:class:`~kgir_lib.kgir.rounds.LoopRound`), and records what it did
-there: its reply, whether the reply was usable or cut, the LLM usage of its stage. Every LLM step
+(:class:`~kgir_lib.kgir.loop.Steps`); :data:`~kgir_lib.kgir.loop.PAPER` is the paper's method.
+What each kind of step is handed and returns is written in :mod:`kgir_lib.kgir.contract`: a step
+returns its result and the loop records it in the round (:class:`~kgir_lib.kgir.rounds.LoopRound`).
+A step reads what it needs from the run (:class:`~kgir_lib.kgir.state.Run`: the workspace, the
+settings, the counters) and from the round records; it writes there only its own trace detail
+(its reply, whether the reply was usable or cut) and the LLM usage of its stage. Every LLM step
 sends ONE batched ``generate`` call for all open questions.
 
 ============================  ==========================================  ======================
@@ -14,7 +16,9 @@ step                          what it does                                paper
 :class:`NER`                  finds the seeds: ``E_q = NER(q)``           eq. 4 (Algorithm 1)
 :class:`Subgraph`             ``G_q``, matching, ``G_tmp``, trees,        eqs. 3, 5-7
                               ``G_Ans``                                   (Algorithm 1)
+:class:`ShapeEvidence`        what Rewrite, Reflection, the reader see    §2.3-2.4
 :class:`Rewrite`              ``q'_t = Rewrite(q, history, G_Ans_t)``     eq. 8, Fig. 4
+:class:`RetrieveRewritten`    ``D'_t``: the retrieval of ``q'_t``         §2.3
 :class:`ReflectionPassages`   ``P_t``: what the reflection reads of D'_t  §2.4
 :class:`Reflect`              answer or ask for another round             §2.4, Fig. 5
 :class:`Read`                 the shared reader answers ``q``             §3.3.1
@@ -26,19 +30,21 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ..methods.reader import answer_usable, parse_answer, reader_request
-from .rewrite import (parse_reflection, parse_rewrite, reflection_requests, rewrite_requests,
-                      verdict_request, with_verdict)
+from .contract import Evidence, Ranked, RetrieveStep, Rewritten, SeedsStep
+from .rewrite import (evidence_block, parse_reflection, parse_rewrite, reflection_requests,
+                      rewrite_requests, verdict_request, with_verdict)
 from .rounds import FinalCall, LoopRound, Verdict
 from .seeds import ner_requests, ner_usable, parse_entities
 from .state import LoopState, Run, reflection_passages
-from .subgraph import Seeds, graph_triples, retrieve, subgraphs_of
+from .subgraph import (EvidenceSubgraph, Seeds, format_triples, graph_triples, retrieve,
+                       subgraphs_of)
 
 
 class Retrieve:
     """Dense retrieval (eq. 2): the top ``run.top_k`` passages of each query over the whole
     corpus, as ``[(pid, cosine)]``, best first (one batched search)."""
 
-    def __call__(self, run: Run, queries: Sequence[str]) -> list:
+    def __call__(self, run: Run, queries: Sequence[str]) -> list[Ranked]:
         return retrieve(run.ws, queries, run.top_k)
 
 
@@ -47,7 +53,8 @@ class NER:
     for the open questions' current queries; the entities of each reply, to be grounded in the
     query (:func:`~kgir_lib.kgir.seeds.match_question`). Records the reply in the round."""
 
-    def __call__(self, run: Run, states: Sequence[LoopState], rounds: Sequence[LoopRound]) -> list:
+    def __call__(self, run: Run, states: Sequence[LoopState],
+                 rounds: Sequence[LoopRound]) -> list[Seeds]:
         if not states:
             return []
         requests = ner_requests([s.query for s in states], run.cfg.max_tokens("ner"))
@@ -65,44 +72,73 @@ class Subgraph:
     """Builds the evidence subgraph ``G_Ans`` (Algorithm 1) of every open question from its
     ``D_t``: ``G_q`` (passages the graph lacks are extracted first), then the seeds the ``seeds``
     step finds, matched (eq. 5), ``G_tmp``, the components and their maximum spanning trees
-    (eqs. 6-7). Records the subgraph in the round and each ``G_Ans`` passage's best edge weight
-    in the state (the final ranked list)."""
+    (eqs. 6-7). Returns one :class:`~kgir_lib.kgir.subgraph.EvidenceSubgraph` a question (the
+    loop records it in the round)."""
 
     def __call__(self, run: Run, states: Sequence[LoopState], rounds: Sequence[LoopRound],
-                 seeds) -> list:
+                 seeds: SeedsStep) -> list[EvidenceSubgraph]:
         retrieved = [list(r.retrieved) for r in rounds]
         G_qs = graph_triples(run.ws, retrieved)
         found = seeds(run, states, rounds)
-        subs = subgraphs_of(run.ws, [s.query for s in states], retrieved, G_qs, seeds=found,
+        return subgraphs_of(run.ws, [s.query for s in states], retrieved, G_qs, seeds=found,
                             threshold=run.ngram_threshold, weighting=run.edge_weight)
-        for s, sub, r in zip(states, subs, rounds):
-            r.subgraph = sub
-            r.G_q = list(sub.G_q)
-            r.n_G_q = len(sub.G_q)
-            r.n_G_tmp = len(sub.G_tmp)
-            run.count("subgraphs")
-            run.count("ner_fallbacks", int(sub.used_fallback))
-            run.count("rounds_with_seed", int(bool(sub.seeds)))
-            s.keep_evidence_weights(sub.kept, sub.weights)
-        return subs
+
+
+class ShapeEvidence:
+    """What Rewrite, Reflection and the reader see of each round (§2.3-2.4): the ``G_Ans``
+    triples, heaviest first, up to the profile's ``max_evidence_triples``; or the
+    ``context_passages`` best passages of ``D_t`` (without the subgraph, or an empty ``G_Ans``
+    with the run's ``passages_when_empty``). Counts ``empty_subgraph_rounds`` and
+    ``evidence_capped_rounds``."""
+
+    def __call__(self, run: Run, states: Sequence[LoopState], rounds: Sequence[LoopRound],
+                 subgraphs: Sequence[Optional[EvidenceSubgraph]]) -> list[Evidence]:
+        cap = run.cfg.max_evidence_triples
+        shown = []
+        for sub, r in zip(subgraphs, rounds):
+            if sub is None or (not sub.kept and run.passages_when_empty):
+                if sub is not None:
+                    run.count("empty_subgraph_rounds")
+                pids = [p for p, _ in r.retrieved[:run.cfg.context_passages]]
+                text = evidence_block(passages_text=run.passages_text(pids))
+                shown.append(Evidence("passages", text, pids))
+                continue
+            ranked = sub.ranked_evidence()
+            distinct = len(dict.fromkeys((t.head, t.relation, t.tail) for t in ranked))
+            n = distinct if cap is None else min(cap, distinct)
+            run.count("evidence_capped_rounds", int(n < distinct))
+            text = evidence_block(format_triples(ranked, cap))
+            shown.append(Evidence("subgraph", text, [], triples=distinct, shown=n))
+        return shown
 
 
 class Rewrite:
     """``q'_t = Rewrite(q, history, G_Ans_t)`` (eq. 8, Fig. 4): ONE call for the open questions,
-    each reading the round's evidence; a malformed reply keeps the query (counted,
-    ``rewrite_malformed``). Returns ``q'_t`` of each question, recorded in its round."""
+    each reading the round's evidence; a reply without a question is malformed (counted,
+    ``rewrite_malformed``; the loop keeps the query). Returns each question's
+    :class:`~kgir_lib.kgir.contract.Rewritten`."""
 
-    def __call__(self, run: Run, states: Sequence[LoopState], rounds: Sequence[LoopRound]) -> list:
+    def __call__(self, run: Run, states: Sequence[LoopState],
+                 rounds: Sequence[LoopRound]) -> list[Rewritten]:
         requests = rewrite_requests([s.q.question for s in states], [r.evidence for r in rounds],
                                     [s.history for s in states],
                                     max_tokens=run.cfg.max_tokens("rewrite"))
         rewrites = []
-        for s, res, r in zip(states, run.ws.llm.generate(requests, stage="kgir_rewrite"), rounds):
+        for s, res in zip(states, run.ws.llm.generate(requests, stage="kgir_rewrite")):
             s.account("kgir_rewrite", res)
             parsed = parse_rewrite(res.text)
             run.count("rewrite_malformed", int(parsed is None))
-            rewrites.append(r.record_rewrite(res.text, parsed, s.query, truncated=res.truncated))
+            rewrites.append(Rewritten(parsed, res.text, truncated=res.truncated))
         return rewrites
+
+
+class RetrieveRewritten:
+    """``D'_t`` (§2.3): the rewritten questions ``q'_t`` retrieved as the queries are, by the
+    composition's ``retrieve`` step (one batched search)."""
+
+    def __call__(self, run: Run, states: Sequence[LoopState], rewrites: Sequence[str],
+                 retrieve: RetrieveStep) -> list[Ranked]:
+        return retrieve(run, rewrites)
 
 
 @dataclass(frozen=True)
@@ -114,7 +150,7 @@ class ReflectionPassages:
     rule: Optional[str] = None
 
     def __call__(self, run: Run, state: LoopState, first: Sequence[str],
-                 rewritten: Sequence[str]) -> list:
+                 rewritten: Sequence[str]) -> list[str]:
         rule = self.rule or run.cfg.reflection_passages
         return reflection_passages(first, rewritten, run.cfg.context_passages, rule)
 
@@ -182,7 +218,7 @@ class Reflect:
     on."""
 
     def __call__(self, run: Run, states: Sequence[LoopState], rounds: Sequence[LoopRound],
-                 last: bool) -> list:
+                 last: bool) -> list[LoopState]:
         verdicts = reflection_verdicts(run, states, rounds, last)
         still = []
         for s, verdict, r in zip(states, verdicts, rounds):
@@ -209,7 +245,7 @@ class Read:
     question ``q`` of each state from its context (:func:`hand_to_reader`). Records the call in
     the state's last round and returns the answers."""
 
-    def __call__(self, run: Run, states: Sequence[LoopState]) -> list:
+    def __call__(self, run: Run, states: Sequence[LoopState]) -> list[str]:
         if not states:
             return []
         max_tokens = run.cfg.max_tokens("reader")

@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence, Union
 
 from ..data import Question
 from ..gold import GoldHop, ideal_rewrite, named_form, names_answer, next_hop_pids
 from ..llm.prompts import chat
 from .entity_matching import STOP_WORDS
-from .loop import Loop
+from .contract import (PassagesStep, ReadStep, RewriteStep, Rewritten, SeedsStep, checked)
+from .loop import Loop, Steps
 from .rewrite import REWRITE_MAX_TOKENS, clean_answer, format_history, parse_rewrite, strip_marks
 from .rounds import LoopRound
 from .state import LoopState, Run
@@ -118,10 +119,11 @@ class GoldSeeds:
     round's query), with no NER call; a question whose gold names no entity asks ``ner`` (the
     paper's step). Records, per round, the gold entities used or ``None``."""
 
-    ner: Any
+    ner: SeedsStep
     part = "seeds"
 
-    def __call__(self, run: Run, states: Sequence[LoopState], rounds: Sequence[LoopRound]) -> list:
+    def __call__(self, run: Run, states: Sequence[LoopState],
+                 rounds: Sequence[LoopRound]) -> list[Seeds]:
         gold = [oracle_entities(s.q) for s in states]
         asked = [i for i, g in enumerate(gold) if not g]
         found = iter(self.ner(run, [states[i] for i in asked], [rounds[i] for i in asked]))
@@ -139,21 +141,22 @@ class IdealRewrite:
     later rounds, and questions it does not apply to, rewrite with ``rewrite`` (the paper's step,
     or another)."""
 
-    rewrite: Any
+    rewrite: RewriteStep
     part = "rewrite"
 
-    def __call__(self, run: Run, states: Sequence[LoopState], rounds: Sequence[LoopRound]) -> list:
-        out: list = [None] * len(states)
+    def __call__(self, run: Run, states: Sequence[LoopState],
+                 rounds: Sequence[LoopRound]) -> list[Union[Rewritten, str]]:
+        out: list[Union[Rewritten, str, None]] = [None] * len(states)
         for i, (s, r) in enumerate(zip(states, rounds)):
             ideal = gold_rewrite(s.q)[0] if r.iteration == 1 else None
-            if ideal:
-                out[i] = r.record_rewrite("", ideal, s.query, form="oracle")
+            if ideal:  # the trace's rewrite record keeps a null bridge beside the form
+                out[i] = Rewritten(ideal, note={"form": "oracle", "bridge": None})
         rest = [i for i, x in enumerate(out) if x is None]
         if rest:
             done = self.rewrite(run, [states[i] for i in rest], [rounds[i] for i in rest])
-            for i, q2 in zip(rest, done):
+            for i, q2 in zip(rest, checked("rewrite", self.rewrite, done, len(rest))):
                 out[i] = q2
-        return out
+        return [x for x in out if x is not None]
 
 
 @dataclass(frozen=True)
@@ -161,11 +164,11 @@ class GoldNextHopFirst:
     """The gold next-hop passages (:func:`kgir_lib.gold.next_hop_pids`) first in ``P_t``, which
     keeps at most ``context_passages``; the rest as ``passages`` (the paper's rule) chooses."""
 
-    passages: Any
+    passages: PassagesStep
     part = "next_hop"
 
     def __call__(self, run: Run, state: LoopState, first: Sequence[str],
-                 rewritten: Sequence[str]) -> list:
+                 rewritten: Sequence[str]) -> list[str]:
         shown = self.passages(run, state, first, rewritten)
         gold = list(next_hop_pids(state.q.gold_bridges))
         if not gold:
@@ -180,14 +183,15 @@ class GoldContextFirst:
     loop) first. Answers in question order."""
 
     rest: Loop
-    read: Any = Read()
+    read: ReadStep = Read()
     part = "context"
 
     @property
-    def steps(self):
+    def steps(self) -> Steps:
         return self.rest.steps
 
-    def answer(self, run: Run, questions: Sequence[Question], label: str = "KGIR-RAG") -> list:
+    def answer(self, run: Run, questions: Sequence[Question],
+               label: str = "KGIR-RAG") -> list[LoopState]:
         gold = [q for q in questions if q.gold_pids]
         loop = {s.q.qid: s for s in self.rest.answer(run, [q for q in questions if not q.gold_pids],
                                                          label)}
@@ -282,20 +286,21 @@ class RewriteNamingTheBridge:
     counts replies without a usable ``Bridge:`` line) and keeps the query, as the paper's rewrite
     does."""
 
-    def __call__(self, run: Run, states: Sequence[LoopState], rounds: Sequence[LoopRound]) -> list:
+    def __call__(self, run: Run, states: Sequence[LoopState],
+                 rounds: Sequence[LoopRound]) -> list[Rewritten]:
         requests = bridge_rewrite_requests([s.q.question for s in states],
                                            [r.evidence for r in rounds],
                                            [s.history for s in states],
                                            max_tokens=run.cfg.max_tokens("rewrite"))
         rewrites = []
-        for s, res, r in zip(states, run.ws.llm.generate(requests, stage="kgir_rewrite"), rounds):
+        for s, res in zip(states, run.ws.llm.generate(requests, stage="kgir_rewrite")):
             s.account("kgir_rewrite", res)
             parsed = parse_bridge_rewrite(res.text)
             run.count("rewrite_malformed", int(parsed.malformed))
             run.count("bridge_missing", int(parsed.bridge is None))
-            rewrites.append(r.record_rewrite(res.text, parsed.question, s.query,
-                                             truncated=res.truncated, form="bridge",
-                                             bridge=parsed.bridge))
+            note = {"form": "bridge", "bridge": parsed.bridge}
+            rewrites.append(Rewritten(parsed.question, res.text, truncated=res.truncated,
+                                      note=note))
         return rewrites
 
 
@@ -307,10 +312,10 @@ class ReadEveryRound:
     (``round_answers``), every question goes on to the next round, and the answer is the last
     round's."""
 
-    read: Any = Read()
+    read: ReadStep = Read()
 
     def __call__(self, run: Run, states: Sequence[LoopState], rounds: Sequence[LoopRound],
-                 last: bool) -> list:
+                 last: bool) -> list[LoopState]:
         verdicts = reflection_verdicts(run, states, rounds, last)
         for s, r in zip(states, rounds):
             hand_to_reader(run, s, r, r.reflection_passages)

@@ -11,12 +11,12 @@ method.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Optional, Sequence
+from typing import Callable, ClassVar, Optional, Sequence
 
 from ..data import Question
 from ..methods.base import MethodBase, MethodOutput, Workspace
-from .loop import PAPER, Loop, Steps, output
-from .state import STAT_KEYS, Run
+from .loop import PAPER, Composition, Loop, Steps, output
+from .state import STAT_KEYS, LoopState, Run
 from .steps import ReflectionPassages
 from .study import (PARTS, GoldContextFirst, GoldNextHopFirst, GoldSeeds, IdealRewrite, OracleNote,
                     ReadEveryRound, RewriteNamingTheBridge, RoundAnswersNote)
@@ -39,9 +39,9 @@ class Variant:
     name: str
     key: str
     kind: str
-    composition: Any
+    composition: Composition
     description: str
-    note: Optional[Any] = None
+    note: Optional[Callable[[LoopState], dict]] = None
 
     @property
     def steps(self) -> Steps:
@@ -57,7 +57,8 @@ class Variant:
         return tuple(p for p in PARTS if p in parts)
 
 
-def _oracle(name: str, key: str, description: str, composition: Any = None, **steps) -> Variant:
+def _oracle(name: str, key: str, description: str, composition: Optional[Composition] = None,
+            **steps) -> Variant:
     """A row whose composition (default: the loop over the paper's steps with ``steps`` replaced)
     hands steps the gold, with the trace's ``oracle`` record."""
     composition = composition or Loop(replace(PAPER, **steps))
@@ -181,13 +182,17 @@ class KGIRRAG(MethodBase):
     kinds: ClassVar[tuple] = ("method", "ablation", "rounds")  # the rows this class runs
 
     def __post_init__(self) -> None:
+        self.check_variant()
+        super().__post_init__()
+        resolve_weighting(self.edge_weight, None)  # validates the name
+        self.stats: dict = {}
+
+    def check_variant(self) -> None:
+        """A ``ValueError`` unless ``variant`` names a row of the kinds this class runs."""
         known = [v for v, row in VARIANTS.items() if row.kind in self.kinds]
         if self.variant not in known:
             raise ValueError(f"unknown {type(self).__name__} variant {self.variant!r} "
                              f"(choose from {sorted(known)})")
-        super().__post_init__()
-        resolve_weighting(self.edge_weight, None)  # validates the name
-        self.stats: dict = {}
 
     @property
     def spec(self) -> Variant:
@@ -234,3 +239,4 @@ class StudyKGIRRAG(KGIRRAG):
     repairs of ours; never the paper's method, which is :class:`KGIRRAG`'s."""
 
     kinds: ClassVar[tuple] = ("oracle", "ours")
+
