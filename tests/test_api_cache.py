@@ -25,7 +25,7 @@ from kgir_lib.llm.response_log import LOG_NAME, export_run_cache, sync_run_cache
 
 from conftest import SHARED_DATA, BagOfWordsEncoder
 
-MARKER = "Blueheronsecret"
+MARKER = "Blue" + "heron" + "secret"  # built here, so this file itself does not hold it
 MEMO = [("Memo", f"{MARKER} Memo: the merger code is kept in the blue drawer.")]
 
 
