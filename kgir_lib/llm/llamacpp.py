@@ -67,8 +67,8 @@ class LlamaCppBackend:
         self.json_mode = json_mode
         self.n_ctx = n_ctx
         self.reuse_prefix = reuse_prefix
-        self._settings = dict(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed,
-                              flash_attn=flash_attn, verbose=False)
+        self._settings: dict[str, Any] = dict(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed,
+                                              flash_attn=flash_attn, verbose=False)
         self._loaded: Any = None  # the model, loaded at the first request: a run answered from the cache loads none
         self._formatter = None
         self._anchor: tuple = ()  # the prefix whose keys and values fill the context's first positions

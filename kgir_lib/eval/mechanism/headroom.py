@@ -220,7 +220,7 @@ def plot_headroom(table: pd.DataFrame, published_em: Optional[Mapping[str, float
         ax.set_xlim(-0.6, max(x - 0.4, width - 0.6))  # every panel the same bar width
         ax.set_ylabel("EM (×100)", fontsize=FONT)
         ax.set_title(f"{ds} (n = {int(_present(table, ds, REFERENCE)['n'])})", fontsize=FONT + 1, loc="left")
-    handles = []
+    handles: list[Line2D | Patch] = []
     for key in STYLE_ORDER:
         if key not in drawn:
             continue
