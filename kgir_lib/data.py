@@ -22,7 +22,7 @@ import warnings
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from .gold import GoldError, hotpot_gold, musique_gold
 
@@ -89,7 +89,8 @@ def passage_id(title: str, text: str) -> str:
 
 
 def _find(data_dir: Path, name: str, suffix: str) -> Path:
-    """``<data_dir>/<name>/<name><suffix>`` or ``<data_dir>/<name><suffix>``; else a DataError naming what is missing."""
+    """``<data_dir>/<name>/<name><suffix>`` or ``<data_dir>/<name><suffix>``; else a DataError naming what is
+    missing."""
     candidates = (data_dir / name / f"{name}{suffix}", data_dir / f"{name}{suffix}")
     for cand in candidates:
         if cand.is_file():
@@ -134,7 +135,7 @@ def _load_json(path: Path) -> object:
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-def _field(record: dict, key: str, path: Path, i: int, kind: type | tuple | None = None) -> object:
+def _field(record: dict, key: str, path: Path, i: int, kind: type | tuple | None = None) -> Any:
     """``record[key]``; a DataError naming the file, record and field if it is missing or of the wrong type."""
     if not isinstance(record, dict):
         raise DataError(f"{path}: record {i} is not a JSON object")
@@ -322,7 +323,8 @@ def load_dataset(name: str, data_dir: Optional[Path] = None) -> Dataset:
     by_title: dict = {}
     for p in corpus.passages:
         by_title.setdefault(p.title, []).append(p.pid)
-    questions, seen = [], {}
+    questions: list = []
+    seen: dict = {}  # question id -> its record
     for i, rec in enumerate(raw):
         if isinstance(rec, dict) and "paragraphs" in rec:
             q = _musique_question(rec, qpath, i, corpus, name)

@@ -87,8 +87,9 @@ def seed_cache(cache_file: Path, dirs: Iterable[Path]) -> Optional[Path]:
             continue
         expected = read_sums(folder).get(src.name)
         if expected is None or _sha256(src) != expected:
-            warnings.warn(f"committed embeddings {src}: checksum {'missing from ' + SUMS if expected is None else 'mismatch'}"
-                          f"; not used (the corpus is embedded instead)", stacklevel=2)
+            problem = "missing from " + SUMS if expected is None else "mismatch"
+            warnings.warn(f"committed embeddings {src}: checksum {problem}; not used (the corpus is embedded instead)",
+                          stacklevel=2)
             continue
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache_file.with_name(f".{cache_file.stem}.{os.getpid()}.seed{cache_file.suffix}")

@@ -47,11 +47,11 @@ def drawn_font_sizes(fig) -> list:
             sizes.append(float(prop.get_size_in_points()))
         return original(self, gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
 
-    RendererAgg.draw_text = recording
+    RendererAgg.draw_text = recording  # type: ignore[method-assign]  # (for this one savefig, restored below)
     try:
         fig.savefig(io.BytesIO(), format="png", dpi=FIGURE_DPI, bbox_inches="tight")
     finally:
-        RendererAgg.draw_text = original
+        RendererAgg.draw_text = original  # type: ignore[method-assign]
     return sizes
 
 

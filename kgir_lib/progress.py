@@ -44,9 +44,9 @@ class _DisplayFile:
     """A file-like target for tqdm that keeps one display output per bar and rewrites it."""
 
     def __init__(self) -> None:
-        self._handle = None
+        self._handle: Any = None  # IPython's DisplayHandle of the bar, once shown
         self._text = ""
-        self._shown = None
+        self._shown: Optional[str] = None
 
     def write(self, s: str) -> int:
         if s.strip("\n") == "":

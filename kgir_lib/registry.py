@@ -21,7 +21,7 @@ from .baselines.naive import NaiveGen, NaiveRAG
 from .baselines.retrievers import BM25Retriever, DenseRetriever
 from .config import ConfigError
 from .kgir.variants import STUDY_VARIANTS, VARIANTS, KGIRRAG, StudyKGIRRAG
-from .methods.base import Method
+from .methods.base import MethodBase
 
 
 def _variant(cls, variant: str):
@@ -77,7 +77,7 @@ DEFAULT_METHODS: list = ["naive_gen", "naive_rag", "bm25", "dense", "ircot", "it
                          "kgir_no_subgraph", "kgir_no_reflection", "kgir_no_rewrite", "lightrag", "lightrag_naive"]
 
 
-def build_method(name: str, **kw) -> Method:
+def build_method(name: str, **kw) -> MethodBase:
     """The method registered as ``name`` (a key of :data:`METHODS`), with constructor overrides ``kw``."""
     if name not in METHODS:
         raise KeyError(f"unknown method {name!r} (known: {', '.join(METHODS)})")
@@ -106,8 +106,4 @@ def method_label(key: str, cfg) -> str:
     method = build_method(key)
     return method.label(cfg) if hasattr(method, "label") else LABELS[key]
 
-
-def method_labels(cfg, keys: Optional[Iterable[str]] = None) -> dict:
-    """``{key: row label}`` under ``cfg`` (:func:`method_label`) for ``keys`` (default: every registry key)."""
-    return {k: method_label(k, cfg) for k in (METHODS if keys is None else keys)}
 

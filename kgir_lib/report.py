@@ -245,7 +245,7 @@ def shown(path) -> str:
     return str(p)
 
 
-class ShownPath(type(Path())):
+class ShownPath(type(Path())):  # type: ignore[misc]  # this OS's concrete path class (Path itself: Python 3.12+)
     """A path whose repr is :func:`shown` (what a notebook prints when a cell ends with it)."""
 
     def __repr__(self) -> str:
@@ -331,8 +331,3 @@ def save_figure(fig, cfg, name: str) -> Path:
         tmp.write_bytes(data)
         os.replace(tmp, path)
     return ShownPath(path)
-
-
-def load_table(cfg, name: str) -> Optional[pd.DataFrame]:
-    path = cfg.run_dir / "tables" / f"{name}.csv"
-    return pd.read_csv(path, index_col=0) if path.exists() else None

@@ -17,7 +17,7 @@ import os
 import re
 import warnings
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional, Protocol, Sequence
 
 import numpy as np
 from .progress import progress as tqdm  # one line per bar in executed notebooks
@@ -64,6 +64,22 @@ def default_encoder_backend(model: str) -> str:
     if "bge-m3" in str(model).lower() and importlib.util.find_spec("FlagEmbedding") is not None:
         return "bge-m3"
     return "sentence-transformers"
+
+
+class TextEncoder(Protocol):
+    """What :class:`DenseIndex` reads of an encoder: :class:`Encoder`, one whose calls are kept
+    (:class:`~kgir_lib.encoder_calls.RememberedCalls`), or a stand-in of the tests."""
+
+    @property
+    def model_name(self) -> str: ...
+
+    @property
+    def batch_size(self) -> int: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 def _load_bge_m3(model: str, device: Optional[str], batch_size: int):
@@ -161,7 +177,7 @@ def corpus_fingerprint(model: str, texts: Sequence[str]) -> str:
     return h.hexdigest()[:20]
 
 
-def embedding_cache_file(cache_dir: Path, encoder: "Encoder", texts: Sequence[str]) -> Path:
+def embedding_cache_file(cache_dir: Path, encoder: TextEncoder, texts: Sequence[str]) -> Path:
     """Where :class:`DenseIndex` caches the embeddings of ``texts``: keyed by the model (+ backend when not the
     default) and the corpus fingerprint."""
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", encoder.model_name)
@@ -212,7 +228,7 @@ def load_embeddings(path: Path, rows: int) -> Optional[np.ndarray]:
 class DenseIndex:
     """Cosine top-k over passage embeddings (paper eq. 2)."""
 
-    def __init__(self, passages: Sequence[Passage], encoder: Encoder, cache_dir: Optional[Path] = None,
+    def __init__(self, passages: Sequence[Passage], encoder: TextEncoder, cache_dir: Optional[Path] = None,
                  progress: bool = True):
         self.passages = list(passages)
         self.pids = [p.pid for p in self.passages]
@@ -220,11 +236,12 @@ class DenseIndex:
         texts = [p.content for p in self.passages]
         path = embedding_cache_file(cache_dir, encoder, texts) if cache_dir is not None else None
         self.cache_path = path
-        self.embeddings = load_embeddings(path, len(texts)) if path is not None else None
-        if self.embeddings is None:
-            self.embeddings = self._encode_batches(texts, progress)
+        embeddings = load_embeddings(path, len(texts)) if path is not None else None
+        if embeddings is None:
+            embeddings = self._encode_batches(texts, progress)
             if path is not None:
-                save_embeddings(path, self.embeddings)
+                save_embeddings(path, embeddings)
+        self.embeddings: np.ndarray = embeddings
         self._query_cache: dict = {}
 
     def _encode_batches(self, texts: list, progress: bool) -> np.ndarray:
@@ -318,7 +335,8 @@ class BM25Index:
             idx = np.asarray(idx, dtype=np.int64)
             tf = np.array([bm.doc_freqs[i][term] for i in idx], dtype=np.float64)
             # the expression and operation order of BM25Okapi.get_scores, on the nonzero entries
-            out[term] = (idx, (bm.idf.get(term) or 0) * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len[idx] / bm.avgdl))))
+            out[term] = (idx, (bm.idf.get(term) or 0)
+                         * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len[idx] / bm.avgdl))))
         return out
 
     def scores(self, query: str) -> np.ndarray:
@@ -375,7 +393,7 @@ class Reranker:
 
             on_cpu = device == "cpu" or (device is None and not _cuda_available())
             self._flag = FlagReranker(location, use_fp16=not on_cpu, devices=device, batch_size=batch_size)
-            self._ce = None
+            self._ce: Any = None  # sentence-transformers' CrossEncoder, used when FlagEmbedding is absent
         except ImportError:
             from sentence_transformers import CrossEncoder
 

@@ -103,7 +103,8 @@ def trace_filename(dataset: str) -> str:
 
 
 def trace_file(run_dir: Path, method_key: str, dataset: str) -> Path:
-    """Where a method's traces of a dataset live in a run directory: ``<run>/traces/<method key>/<dataset>.trace.jsonl``."""
+    """Where a method's traces of a dataset live in a run directory:
+    ``<run>/traces/<method key>/<dataset>.trace.jsonl``."""
     return Path(run_dir) / "traces" / method_key / trace_filename(dataset)
 
 

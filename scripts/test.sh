@@ -5,6 +5,8 @@
 #                                 "ci", results in a temporary directory so the committed results are untouched)
 #   bash scripts/test.sh --fast   the unit tests only (no model load, no server, no notebook, no clone): for
 #                                 everyday work
+# Both tiers lint and type-check the library first (ruff, then mypy: rules and strictness in pyproject.toml), and a
+# finding fails the run before any test; test paths among the arguments (a rerun of one file) skip that.
 # Both run in parallel with pytest-xdist ($KGIR_TEST_WORKERS workers, default 2). Further arguments go to pytest.
 # Results go to a temporary folder removed at the end; KGIR_TEST_RESULTS_DIR=DIR writes them to DIR and keeps them.
 # The data first: the default data folder ($KGIR_DATA_DIR, else ../shared/data, else data/samples/, fetched
@@ -54,6 +56,11 @@ done
 # is not loaded, so they run in one process.
 if [ ${#selection[@]} -eq 0 ] && [ "$only_notebooks" = 1 ]; then
   workers=(-p no:xdist -p no:anyio)
+fi
+# The default selection (no test path given): the library's lint and type check first, in both tiers.
+if [ ${#selection[@]} -gt 0 ]; then
+  .venv/bin/python -m ruff check kgir_lib
+  .venv/bin/python -m mypy kgir_lib
 fi
 if [ "$fast" = 1 ]; then
   .venv/bin/python -m pytest -p no:cacheprovider -p no:nbval "${workers[@]}" -m "not slow and not notebooks" \

@@ -265,10 +265,11 @@ def test_robustness_scope_read_perturbs_only_what_was_read(tiny_workspace, tiny_
     assert list(runs["triples"]) == [n_read, n_read - round(0.5 * n_read)]
 
 
-def test_run_variants_rows(tiny_workspace, tiny_dataset):
+def test_variant_means_rows(tiny_workspace, tiny_dataset):
     ws = tiny_workspace(echo)
-    df = ablation.run_variants(ws, tiny_dataset.questions, lambda v: KGCounter(k=int(v), tag=v), ["6", "1"],
-                               {"6": "six"})
+    df = ablation.variant_means(ablation.variant_scores(ws, tiny_dataset.questions,
+                                                        lambda v: KGCounter(k=int(v), tag=v), ["6", "1"],
+                                                        {"6": "six"}))
     assert list(df["variant"]) == ["6", "1"] and list(df["label"]) == ["six", "1"]
     assert list(df["dataset"]) == ["tiny", "tiny"]
 
@@ -341,5 +342,5 @@ def test_variant_scores_one_row_a_question_and_variant(tiny_workspace, tiny_data
     assert len(per_q) == 2 * len(qs)
     assert list(per_q.columns[:4]) == ["dataset", "variant", "label", "qid"]
     assert list(per_q["qid"][: len(qs)]) == [q.qid for q in qs]
-    means = ablation.run_variants(ws, qs, lambda v: KGCounter(k=int(v), tag=v), ["6", "1"], {"6": "six"})
+    means = ablation.variant_means(per_q)
     assert list(means["EM"]) == list(per_q.groupby("variant", sort=False)["EM"].mean())

@@ -13,9 +13,11 @@ from kgir_lib.kgir.subgraph import EvidenceSubgraph
 from kgir_lib.notebook.case import display as case_display
 from kgir_lib.notebook.case.baselines import baseline_answers, default_baselines
 from kgir_lib.notebook.case.bridges import bridge_entities, bridge_summary, find_bridge_cases
-from kgir_lib.notebook.case.build import case_from_passages, find_question, load_example, run_case
+from kgir_lib.api import KGIRPipeline
+from kgir_lib.notebook.case.build import (case_from_pipeline, checked_passages, find_question, load_example,
+                                          run_case)
 from kgir_lib.notebook.case.display import display_case, repeated_rounds
-from kgir_lib.notebook.case.records import CaseStudyError, load_kgir_traces
+from kgir_lib.notebook.case.records import FREE_DATASET, CaseStudyError, load_kgir_traces
 from kgir_lib.traces import write_traces
 
 REWRITE_1 = "Which company merged in 2002 with Compaq?"
@@ -43,6 +45,14 @@ def fig6_script(req) -> str:
     if req.prompt == "reader" and "(Hewlett-Packard, merged with, Compaq)" in user:  # KGIR-RAG's round-2 evidence
         return "Answer: Hewlett-Packard"
     return "Answer: unknown"
+
+
+def free_case(cfg, question, passages, answers=(), *, llm, method=None, decomposition=()):
+    """A free question over user-supplied passages, as notebook 07 runs it: the passages checked, indexed through the
+    public API, then the case."""
+    rag = KGIRPipeline(cfg, llm=llm, encoder=BagOfWordsEncoder(), method=method)
+    rag.index(checked_passages(passages), name=FREE_DATASET)
+    return case_from_pipeline(rag, question, answers, decomposition=decomposition)
 
 
 @pytest.fixture
@@ -153,13 +163,13 @@ def test_bridge_entities():
     assert bridge_entities("q", None, g) == []
 
 
-def test_case_from_passages_extracts_and_answers(cfg, make_llm):
+def test_a_free_case_extracts_and_answers(cfg, make_llm):
     passages = [("Compaq", "Compaq was the largest supplier of personal computers in 1994."),
                 ("Hewlett-Packard", "In 2002 Hewlett-Packard merged with Compaq."),
                 ("Apple", "Apple released the Macintosh in 1984.")]
     llm = make_llm(fig6_script)
-    case = case_from_passages(cfg, "Which company merged in 2002 with the top PC maker of 1994?", passages,
-                                 ["Hewlett-Packard", "HP"], llm=llm, encoder=BagOfWordsEncoder())
+    case = free_case(cfg, "Which company merged in 2002 with the top PC maker of 1994?", passages,
+                     ["Hewlett-Packard", "HP"], llm=llm)
     assert case.dataset == "free" and case.qid == "free"
     assert len(case.ws.kg) == 3 and case.ws.kg.extracted == {p.pid for p in case.ws.dataset.corpus.passages}
     assert llm.usage.stages["extract"].calls == 3
@@ -167,8 +177,8 @@ def test_case_from_passages_extracts_and_answers(cfg, make_llm):
     assert case.recall == {}  # no gold passages for a free question
     # a rerun costs no new LLM call (cache)
     llm2 = make_llm(fig6_script)
-    again = case_from_passages(cfg, "Which company merged in 2002 with the top PC maker of 1994?", passages,
-                                  ["Hewlett-Packard", "HP"], llm=llm2, encoder=BagOfWordsEncoder())
+    again = free_case(cfg, "Which company merged in 2002 with the top PC maker of 1994?", passages,
+                      ["Hewlett-Packard", "HP"], llm=llm2)
     assert llm2.usage.total().cache_hits == llm2.usage.total().calls
     assert again.answer == case.answer
 
@@ -176,16 +186,15 @@ def test_case_from_passages_extracts_and_answers(cfg, make_llm):
 @pytest.mark.parametrize("bad,match", [([], "at least one"), ([("t",)], "item 0"), ([("t", "  ")], "non-empty"),
                                        ([("t", 3)], "non-empty"), (5, "a list of .title, text. pairs, got int"),
                                        ("text", "got str")])
-def test_free_passages_are_checked(cfg, make_llm, bad, match):
+def test_free_passages_are_checked(bad, match):
     with pytest.raises(CaseStudyError, match="parameter 'free_passages': .*" + match):
-        case_from_passages(cfg, "q?", bad, llm=make_llm(fig6_script), encoder=BagOfWordsEncoder())
+        checked_passages(bad)
 
 
 @pytest.mark.parametrize("bad", [5, ["HP", 3], {"HP"}])
 def test_free_answers_are_checked(cfg, make_llm, bad):
     with pytest.raises(CaseStudyError, match="parameter 'free_answers': a list of answer strings"):
-        case_from_passages(cfg, "q?", [("t", "x")], answers=bad, llm=make_llm(fig6_script),
-                           encoder=BagOfWordsEncoder())
+        free_case(cfg, "q?", [("t", "x")], answers=bad, llm=make_llm(fig6_script))
 
 
 def test_unknown_qid_names_it(tiny_dataset):
@@ -327,10 +336,9 @@ def test_free_question_with_the_oracle_rewrite(cfg, make_llm):
     assert ex["decomposition"][1] == {"question": "Which company did #1 merge with in 2002?",
                                       "answer": "Hewlett-Packard", "support": "Hewlett-Packard"}
     llm = make_llm(fig6_script)
-    model = case_from_passages(cfg, ex["question"], ex["passages"], ex["answers"], llm=llm, encoder=BagOfWordsEncoder())
-    oracle = case_from_passages(cfg, ex["question"], ex["passages"], ex["answers"], llm=llm,
-                                encoder=BagOfWordsEncoder(), method=build_method("kgir_oracle_rewrite"),
-                                decomposition=ex["decomposition"])
+    model = free_case(cfg, ex["question"], ex["passages"], ex["answers"], llm=llm)
+    oracle = free_case(cfg, ex["question"], ex["passages"], ex["answers"], llm=llm,
+                       method=build_method("kgir_oracle_rewrite"), decomposition=ex["decomposition"])
     r = oracle.rounds[0]
     assert (r.rewrite, r.rewrite_note.get("form")) == ("Which company did Compaq merge with in 2002?", "oracle")
     titles = {p.pid: p.title for p in oracle.ws.dataset.corpus.passages}
@@ -348,8 +356,8 @@ def test_free_question_with_the_oracle_rewrite(cfg, make_llm):
         ["the gold (oracle)", 1, True]
     assert table.loc["model", "rewrite by"] == "the model" and table.loc["model", "round-1 rewrite"] == REWRITE_1
     with pytest.raises(CaseStudyError, match="decomposition.*'HP Inc'"):
-        case_from_passages(cfg, ex["question"], ex["passages"], llm=llm, encoder=BagOfWordsEncoder(),
-                           decomposition=[{"question": "q", "answer": "a", "support": "HP Inc"}])
+        free_case(cfg, ex["question"], ex["passages"], llm=llm,
+                  decomposition=[{"question": "q", "answer": "a", "support": "HP Inc"}])
 
 
 def test_reading_frame_puts_what_the_reflection_and_the_reader_read_side_by_side(fig6_case):

@@ -136,7 +136,7 @@ def test_the_label_says_when_lightrag_reads_the_suite_graph():
     from types import SimpleNamespace
 
     from kgir_lib.config import load_config
-    from kgir_lib.registry import method_label, method_labels
+    from kgir_lib.registry import method_label
 
     suite, native = SimpleNamespace(lightrag_index="suite_graph"), SimpleNamespace(lightrag_index="native")
     assert method_label("lightrag", suite) == "LightRAG (hybrid; suite graph; shared reader)"
@@ -145,8 +145,8 @@ def test_the_label_says_when_lightrag_reads_the_suite_graph():
     assert build_method("lightrag", index="native").label(suite) == LABELS["lightrag"]  # its own knob wins
     for profile in ("sample", "local"):
         cfg = load_config(profile)
-        assert cfg.lightrag_index == "suite_graph" and "suite graph" in method_labels(cfg)["lightrag"]
-    assert method_labels(suite, ["kgir"]) == {"kgir": "KGIR-RAG"}  # the other methods keep their names
+        assert cfg.lightrag_index == "suite_graph" and "suite graph" in method_label("lightrag", cfg)
+    assert method_label("kgir", suite) == "KGIR-RAG"  # the other methods keep their names
 
 
 def test_readme_names_lightrags_index_as_the_local_rows_do():

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from kgir_lib import report
-from kgir_lib.registry import DEFAULT_METHODS, method_labels
+from kgir_lib.registry import DEFAULT_METHODS, method_label
 from kgir_lib.report import KGIR_ABLATION_DATASETS
 
 PCT = (0.0, 100.0)
@@ -198,7 +198,7 @@ def _ours(df: pd.DataFrame, metric: str) -> dict:
 def check_05(cfg) -> None:
     config_written(cfg, "05_eval")
     n = n_questions(cfg)
-    labels = list(method_labels(cfg, profile_methods(cfg)).values())
+    labels = [method_label(k, cfg) for k in profile_methods(cfg)]
     qa = table(cfg, f"05_table4_5_qa_{_safe(cfg.llm_model)}")
     assert set(labels) <= set(qa["method"]), f"methods without a row: {set(labels) - set(qa['method'])}"
     assert any(f"ours ({cfg.llm_model}, n={n})" in c for c in qa.columns), "our column group names model and n"

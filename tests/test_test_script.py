@@ -1,8 +1,10 @@
-"""scripts/test.sh itself: it leaves no temporary results behind, and its summary names the tests that skipped for
-want of the peer environment (``bash benchmarks/peers/setup.sh``)."""
+"""scripts/test.sh itself: it lints and type-checks the library before the tests, it leaves no temporary results
+behind, and its summary names the tests that skipped for want of the peer environment
+(``bash benchmarks/peers/setup.sh``)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,6 +26,55 @@ def test_peer_skips_are_the_tests_skipped_for_the_peer_environment():
                                                                             f"({PEER_SETUP} kg2rag)"))]
     assert peer_skips(reports) == {PEER_SETUP: ["tests/a.py::t1"], f"{PEER_SETUP} kg2rag": ["tests/c.py::t3"]}
     assert peer_skips([]) == {}
+
+
+FAKE_PYTHON = """#!/usr/bin/env bash
+echo "$*" >> "$CALLS"
+case "$*" in *"$FAIL_ON"*) exit 1 ;; esac
+"""
+
+
+def run_test_script(tmp_path: Path, *args: str, fail_on: str = "no such call") -> tuple[int, list[str]]:
+    """scripts/test.sh in a copy of the checkout's layout whose set-up does nothing and whose ``.venv/bin/python``
+    records its arguments (and fails when they hold ``fail_on``): its exit code and the calls, in order."""
+    root = tmp_path / "checkout"
+    (root / "scripts").mkdir(parents=True)
+    shutil.copy(ROOT / "scripts" / "test.sh", root / "scripts" / "test.sh")
+    (root / "scripts" / "setup.sh").write_text("exit 0\n")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_one.py").write_text("")
+    python = root / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(FAKE_PYTHON)
+    python.chmod(0o755)
+    calls = tmp_path / "calls.txt"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KGIR_", "PYTEST_"))}
+    env.update(CALLS=str(calls), FAIL_ON=fail_on, TMPDIR=str(tmp_path))
+    out = subprocess.run(["bash", "scripts/test.sh", *args], cwd=root, env=env, text=True, capture_output=True,
+                         timeout=60)
+    return out.returncode, calls.read_text().splitlines() if calls.exists() else []
+
+
+@pytest.mark.parametrize("tier", [["--fast"], []])
+def test_both_tiers_lint_and_type_check_the_library_before_the_tests(tmp_path, tier):
+    code, calls = run_test_script(tmp_path, *tier)
+    assert code == 0
+    assert calls[:3] == ["-m kgir_lib.data_sources ensure", "-m ruff check kgir_lib", "-m mypy kgir_lib"]
+    assert calls[3].startswith("-m pytest ") and len(calls) == 4
+
+
+@pytest.mark.parametrize("failing", ["ruff check", "mypy"])
+def test_a_lint_or_type_finding_fails_the_run_before_any_test(tmp_path, failing):
+    code, calls = run_test_script(tmp_path, "--fast", fail_on=failing)
+    assert code != 0
+    assert calls[-1].startswith(f"-m {failing}") and not any("pytest" in c for c in calls)
+
+
+def test_a_test_path_runs_that_file_alone_without_the_lint(tmp_path):
+    code, calls = run_test_script(tmp_path, "--fast", "tests/test_one.py")
+    assert code == 0
+    assert calls[0] == "-m kgir_lib.data_sources ensure" and len(calls) == 2
+    assert calls[1].startswith("-m pytest ") and calls[1].endswith("tests/test_one.py")
 
 
 @pytest.mark.slow

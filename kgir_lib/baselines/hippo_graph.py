@@ -258,7 +258,7 @@ def synonym_pairs(phrases: Sequence[str], mat: np.ndarray, threshold: float, top
     return [(phrases[a], phrases[b], s) for (a, b), s in sorted(pairs.items())]
 
 
-def phrase_seed_weights(facts: Sequence[tuple], scores: Sequence[float], phrase_passages: dict,
+def phrase_seed_weights(facts: Sequence[tuple], scores: Sequence[float] | np.ndarray, phrase_passages: dict,
                         top_k: Optional[int] = None) -> dict:
     """HippoRAG 2's phrase seeds: fact score / #passages of the phrase, averaged over the facts naming it.
 

@@ -206,7 +206,7 @@ class HippoRAG2(MethodBase):
     def _filter(self, ws: Workspace, texts: Sequence[str], cands: list) -> list:
         """Recognition memory: ONE batched call; per question ``(kept indices, info, ChatResult|None)``."""
         todo = [i for i, c in enumerate(cands) if c]
-        out = [([], {"filter": "no_candidates"}, None) for _ in cands]
+        out: list[tuple] = [([], {"filter": "no_candidates"}, None) for _ in cands]
         if not self.recognition_filter:
             return [(list(range(len(c))), {"filter": "disabled"}, None) for c in cands]
         import json
@@ -239,7 +239,9 @@ class HippoRAG2(MethodBase):
         cands, cand_scores = link_facts(hg, fact_emb, q_emb, st["link_top_k"])
         filtered = self._filter(ws, texts, cands)
 
-        rankings, infos, seeds = [None] * len(texts), [None] * len(texts), {}
+        rankings: list = [None] * len(texts)  # each question's, filled below
+        infos: list = [None] * len(texts)
+        seeds: dict = {}
         for qi, (kept, info, _) in enumerate(filtered):
             facts = [hg.facts[cand_scores[qi][i][0]] for i in kept]
             scores = [cand_scores[qi][i][1] for i in kept]
@@ -300,7 +302,7 @@ class HippoRAG2(MethodBase):
         contexts = [context_of(ws, [p for p, _ in r]) for r in rankings]
         answers = read(ws, texts, contexts, stage="hipporag2_reader")
         out = []
-        for q, r, ctx, info, (kept, _, fres), (answer, res) in zip(questions, rankings, contexts, infos,
+        for q, r, ctx, info, (_, _, fres), (answer, res) in zip(questions, rankings, contexts, infos,
                                                                     filtered, answers):
             usage = LLMUsage()
             if fres is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from ..data import Question
 from ..llm import ChatRequest, LLMUsage
@@ -76,9 +76,9 @@ class IRCoT(MethodBase):
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
         k, steps = int(self.setting(ws, "top_k")), int(self.setting(ws, "max_steps"))
         texts = [q.question for q in questions]
-        state = [{"retrievals": [{"query": t, "hits": h}], "cot": [], "raw": [], "stop": None,
-                  "cot_answer": None, "usage": LLMUsage()}
-                 for t, h in zip(texts, ws.dense.search(texts, k))]
+        state: list[dict[str, Any]] = [{"retrievals": [{"query": t, "hits": h}], "cot": [], "raw": [], "stop": None,
+                                        "cot_answer": None, "usage": LLMUsage()}
+                                       for t, h in zip(texts, ws.dense.search(texts, k))]
         for _ in range(steps):
             open_ = [i for i, s in enumerate(state) if s["stop"] is None]
             if not open_:

@@ -54,7 +54,7 @@ class IterRetGen(MethodBase):
         rounds, k = int(self.setting(ws, "rounds")), int(self.setting(ws, "top_k"))
         texts = [q.question for q in questions]
         usages = [LLMUsage() for _ in questions]
-        log = [[] for _ in questions]
+        log: list[list[dict]] = [[] for _ in questions]
         queries = list(texts)
         for t in range(1, rounds + 1):
             hits = ws.dense.search(queries, k)
@@ -62,7 +62,6 @@ class IterRetGen(MethodBase):
             if t < rounds:
                 results = ws.llm.generate([self._request(ws, q, c) for q, c in zip(texts, contexts)],
                                           stage="iter_retgen_generate")
-                answers = [None] * len(texts)
             else:
                 answered = read(ws, texts, contexts, stage="iter_retgen_reader")
                 answers, results = [a for a, _ in answered], [r for _, r in answered]

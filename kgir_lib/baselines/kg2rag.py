@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -195,7 +195,7 @@ def plan_question(kg: KnowledgeGraph, adjacency: TripleAdjacency, seed_pids: Seq
     sub = expand(adjacency, seed_triples, m)
     score = {p: float(sims_row[col[p]]) for p in dedup([*seed_pids, *(t.pid for t in sub)]) if p in col}
     seed_set = set(seed_pids)
-    plan = {"seed_pids": list(seed_pids), "n_seed_triples": len(seed_triples), "n_triples": len(sub),
+    plan: dict[str, Any] = {"seed_pids": list(seed_pids), "n_seed_triples": len(seed_triples), "n_triples": len(sub),
             "expanded_pids": [p for p in dedup(t.pid for t in sub) if p not in seed_set], "score": score}
     if organise:
         plan["edges"] = [(t, score.get(t.pid, 0.0)) for t in sub if t.pid in score]
@@ -241,12 +241,12 @@ class KG2RAG(MethodBase):
         if self.variant not in VARIANTS:
             raise ValueError(f"KG2RAG: unknown variant {self.variant!r} (known: {sorted(VARIANTS)})")
 
-    @property
-    def name(self) -> str:  # the display name of the variant (class-level table VARIANTS)
+    @property  # (a read-only view of the class-level name the base class declares)
+    def name(self) -> str:  # type: ignore[override]  # the display name of the variant (class-level table VARIANTS)
         return VARIANTS[self.variant]
 
-    @property
-    def key(self) -> str:  # the registry key of the variant (class-level table KEYS)
+    @property  # (a read-only view of the class-level key the base class declares)
+    def key(self) -> str:  # type: ignore[override]  # the registry key of the variant (class-level table KEYS)
         return KEYS[self.variant]
 
     def _settings(self, ws: Workspace) -> tuple:

@@ -128,7 +128,7 @@ async def parse_stats(outputs: Sequence[str]) -> dict:
     from lightrag.prompt import PROMPTS
 
     tup, done = PROMPTS["DEFAULT_TUPLE_DELIMITER"], PROMPTS["DEFAULT_COMPLETION_DELIMITER"]
-    out = Counter()
+    out: Counter[str] = Counter()
     for i, text in enumerate(outputs):
         nodes, edges = await _process_extraction_result(text or "", f"chunk-{i}", 0, "benchmark", tup, done,
                                                         warn_on_missing_completion_delimiter=False)

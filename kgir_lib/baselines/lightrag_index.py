@@ -19,10 +19,11 @@ published graph covers the corpus, all 1,890 passages.
   ``lightrag_extract``, ``lightrag_gleaning``, ``lightrag_summary``).
 
 **Cache.** ``<run>/cache/lightrag/<dataset>/<mode>/``: LightRAG's storages (``store/<workspace>/``, a LightRAG
-workspace of its own per build) and ``index.json`` (the fingerprint, counts and the build's LLM cost), written last. The fingerprint covers the mode, the pool,
-the suite graph of the pool (``suite_graph``) or the LLM and its budgets (``native``), the encoder, the
-tokenizer and LightRAG's version: a different pool (another base graph or other questions) rebuilds the index; a
-build cut short has no ``index.json`` and is rebuilt, its LLM calls answered by the suite's cache.
+workspace of its own per build) and ``index.json`` (the fingerprint, counts and the build's LLM cost), written
+last. The fingerprint covers the mode, the pool, the suite graph of the pool (``suite_graph``) or the LLM and its
+budgets (``native``), the encoder, the tokenizer and LightRAG's version: a different pool (another base graph or
+other questions) rebuilds the index; a build cut short has no ``index.json`` and is rebuilt, its LLM calls
+answered by the suite's cache.
 
 **LightRAG's settings** are passed explicitly from ``lightrag.constants`` (its defaults), so LightRAG's
 environment variables (``TOP_K``, ``MAX_GLEANING``, ...) and any ``.env`` file cannot change them; its own
@@ -39,7 +40,7 @@ import time
 import uuid
 from collections import Counter
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from ..config.fields import LIGHTRAG_INDEXES as INDEX_MODES
 from ..llm import LLMUsage
@@ -138,7 +139,9 @@ class LightRAGIndex:
 
         self.ws, self.mode, self.pool = ws, mode, list(pool)
         self.directory = index_dir(ws.cfg, ws.dataset.name, mode)
-        self.payload, self.sources, self.drops = None, None, {}
+        self.payload: Any = None  # the suite graph as LightRAG's custom KG, and where each record came from
+        self.sources: Any = None
+        self.drops: dict = {}
         if mode == "suite_graph":
             self.payload, self.sources, self.drops = custom_kg(ws.kg, self.pool, ws.dataset.corpus,
                                                                normalize_entity_name, GRAPH_FIELD_SEP)
@@ -152,7 +155,7 @@ class LightRAGIndex:
         self.fingerprint = _digest(parts)
         self.manifest: dict = {}
         self.built = False  # whether open() built the index (else it was read from the cache)
-        self.rag = None
+        self.rag: Any = None  # the LightRAG instance, once open
         self.loop: Optional[LoopThread] = None
 
     def extractor_id(self) -> str:
@@ -303,6 +306,8 @@ class LightRAGIndex:
         data (entities, relationships, chunks) and the context string it would hand its own LLM."""
         from lightrag import QueryParam
 
+        if self.loop is None:
+            raise RuntimeError(f"the LightRAG index {self.directory} is not open (open() it first)")
         return self.loop.run(self.rag.aquery_llm(question, QueryParam(only_need_context=True, **param)))
 
     def close(self) -> None:

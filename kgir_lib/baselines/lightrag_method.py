@@ -157,7 +157,7 @@ class LightRAGMethod(MethodBase):
         return {"lightrag_index": self.index_manifest} if self.index_manifest else {}
 
     @property
-    def name(self) -> str:
+    def name(self) -> str:  # type: ignore[override]  # (a read-only view of the class-level name: VARIANTS)
         return VARIANTS[self.variant]
 
     def label(self, cfg) -> str:
@@ -170,7 +170,7 @@ class LightRAGMethod(MethodBase):
         return f"LightRAG ({self.variant}; {INDEX_LABELS[index]}; shared reader)"
 
     @property
-    def key(self) -> str:
+    def key(self) -> str:  # type: ignore[override]  # (a read-only view of the class-level key: KEYS)
         return KEYS[self.variant]
 
     def _keywords(self, ws: Workspace, index, questions: Sequence[Question]) -> list:
@@ -238,7 +238,7 @@ class LightRAGMethod(MethodBase):
         stage = "lightrag_reader" if self.variant == "hybrid" else "lightrag_naive_reader"
         answers = answer_batch(ws.llm, [q.question for q in questions], contexts, stage=stage,
                                max_tokens=ws.cfg.max_tokens("reader"))
-        out = []
+        out: list[MethodOutput] = []
         for q, (ranked, ctx), (_, kres), trace, (answer, res) in zip(questions, retrieved, keywords, traces, answers):
             usage = LLMUsage()
             if kres is not None:
@@ -258,7 +258,7 @@ def keyword_counts(dataset: str, records: Sequence[Mapping]) -> dict:
     keyword resolved them (the question as low-level keyword, or no context)."""
     infos = [((r.get("trace") or {}).get("keywords") or {}) for r in records]
     status = Counter(i.get("status") for i in infos if i)
-    fallback = Counter(i.get("fallback") for i in infos if i.get("fallback"))
+    fallback: Counter = Counter(i.get("fallback") for i in infos if i.get("fallback"))
     unusable = status["empty"] + status["malformed"]
     return {"dataset": dataset, "questions": len(records), **{s: status[s] for s in KEYWORD_STATUSES},
             "unusable %": 100.0 * unusable / len(records) if records else float("nan"),

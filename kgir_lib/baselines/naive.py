@@ -25,7 +25,8 @@ class NaiveGen(MethodBase):
     uses_kg = False
 
     def run(self, ws: Workspace, questions: Sequence[Question]) -> list:
-        results = ws.llm.generate([closed_book_request(q.question, ws.cfg.max_tokens("reader")) for q in questions], stage="naive_gen")
+        results = ws.llm.generate([closed_book_request(q.question, ws.cfg.max_tokens("reader")) for q in questions],
+                                  stage="naive_gen")
         out = []
         for q, res in zip(questions, results):
             usage = LLMUsage()

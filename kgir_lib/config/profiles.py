@@ -111,7 +111,7 @@ def load_config(profile: Optional[str | os.PathLike] = None, **overrides: Any) -
     """
     if isinstance(profile, os.PathLike):
         profile = os.fspath(profile)
-    profile = profile or os.environ.get("KGIR_PROFILE") or "sample"
+    profile = str(profile or os.environ.get("KGIR_PROFILE") or "sample")
     values = _read_profile(profile)
     for key, env in LOCATION_ENV.items():  # the environment wins over a profile's location
         if os.environ.get(env):

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from ..data import DataError, _find
 from .sources import SAMPLE_SETS, manifest
@@ -76,7 +76,8 @@ def record_fields(schema: str, rec: dict) -> dict:
 
 def _fields_of(schema: str, records: list, where: Path) -> tuple:
     """``(ids, {field: [value per record]})``; a record without a field the suite reads is a DataError."""
-    ids, values = [], {f: [] for f in FIELDS[schema]}
+    ids: list = []
+    values: dict = {f: [] for f in FIELDS[schema]}
     for i, rec in enumerate(records):
         try:
             ids.append(str(rec[ID_KEY[schema]]))
@@ -104,7 +105,7 @@ def set_checksums(schema: str, records: list, corpus: list, where: Path = Path("
             "corpus": {"titles": checksum(titles), "texts": checksum(texts)}}
 
 
-def _read_json(path: Path) -> object:
+def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_bytes())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -193,7 +194,8 @@ def check_set(data_dir: Path, name: str, entry: dict | None = None) -> tuple:
 def verify_dir(data_dir: Path, names: Iterable[str] = SAMPLE_SETS) -> list:
     """Check every set of ``names`` in ``data_dir`` (:func:`check_set`); summary lines, else one
     :class:`DataError` naming, for each set, each field that differs and its first question."""
-    lines, problems = [], []
+    lines: list = []
+    problems: list = []
     for name in names:
         ok, bad = check_set(Path(data_dir), name)
         lines, problems = lines + ok, problems + bad

@@ -56,7 +56,7 @@ def passages(schema: str, records: list) -> list:
     return out
 
 
-def select(name: str, entry: dict, upstream: list, source: str) -> list:
+def select(name: str, entry: dict, upstream: object, source: str) -> list:
     """The manifest's questions from the upstream records, in the manifest's order; HotpotQA's paragraph-level
     ones reduced. A question the upstream file lacks is a :class:`DataError` naming the set and the first id."""
     if not isinstance(upstream, list):

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from ..methods.base import Method, Workspace
+from ..methods.base import MethodBase, Workspace
 from ..registry import build_method
 from ..report import KGIR_ABLATION_DATASETS, KGIR_ABLATION_DROPS
 from ..traces import trace_filename
@@ -42,7 +42,7 @@ KG2RAG_VARIANT_LABELS = {"full": "KG²RAG (full)", "no_expansion": "w/o expansio
 
 # Default values of each study (notebook 06 parameters override them; the profile's value is in each). A sweep of a
 # method's knob is keyed by the knob's one name (its constructor parameter, kgir_lib.methods.base.MethodBase.knobs).
-GRID = {
+GRID: dict[str, Any] = {
     "drop_fractions": (0.05, 0.10),            # KG²RAG report Table 6
     "kg2rag": {
         "top_k": (5, 10, 15, 20),              # seed passages k (report Fig. 5; paper default 10)
@@ -102,7 +102,7 @@ def study_grid(drop_fractions: Optional[Sequence] = None, kg2rag: Optional[Mappi
 STUDY_TRACE_DIR = "06_ablation"  # traces/06_ablation/<run>/<dataset>.trace.jsonl: apart from notebooks 04/05's traces
 
 
-def study_trace_path(ws: Workspace, method: Method, run: str) -> Path:
+def study_trace_path(ws: Workspace, method: MethodBase, run: str) -> Path:
     """Where a study run's traces go: ``traces/06_ablation/<method key>-<run>/<dataset>.trace.jsonl``.
 
     Sweep points and perturbed graphs must not overwrite the method's own trace
@@ -116,7 +116,7 @@ def study_trace_path(ws: Workspace, method: Method, run: str) -> Path:
     return ws.cfg.path("traces", STUDY_TRACE_DIR, name, trace_filename(ws.dataset.name))
 
 
-def run_and_score(ws: Workspace, questions: Sequence, method: Method, path: Optional[Path] = None,
+def run_and_score(ws: Workspace, questions: Sequence, method: MethodBase, path: Optional[Path] = None,
                   resume: bool = True) -> tuple:
     """Run ``method`` (:func:`kgir_lib.eval.evaluate.run_method`, traces at ``path``) and score it.
 
@@ -130,7 +130,7 @@ def run_and_score(ws: Workspace, questions: Sequence, method: Method, path: Opti
     return outputs, mean_scores(score(outputs, list(questions)))
 
 
-def variant_scores(ws: Workspace, questions: Sequence, factory: Callable[[str], Method],
+def variant_scores(ws: Workspace, questions: Sequence, factory: Callable[[str], MethodBase],
                    variants: Sequence[str], labels: Optional[Mapping[str, str]] = None) -> pd.DataFrame:
     """One row per (variant, question): ``factory(variant)`` run on ``questions`` of ``ws.dataset`` and scored
     (:func:`kgir_lib.eval.evaluate.score`), with ``dataset``, ``variant`` and ``label`` columns in front.
@@ -161,13 +161,6 @@ def variant_means(per_question: pd.DataFrame) -> pd.DataFrame:
                          for (d, v), part in per_question.groupby(["dataset", "variant"], sort=False)])
 
 
-def run_variants(ws: Workspace, questions: Sequence, factory: Callable[[str], Method],
-                 variants: Sequence[str], labels: Optional[Mapping[str, str]] = None) -> pd.DataFrame:
-    """One row per variant: ``factory(variant)`` run and scored on ``questions`` of ``ws.dataset``
-    (:func:`variant_means` of :func:`variant_scores`)."""
-    return variant_means(variant_scores(ws, questions, factory, variants, labels))
-
-
 def variant_intervals(per_question: pd.DataFrame, full: str = "full", metrics: Sequence[str] = ("EM", "F1"),
                       n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Paired bootstrap 95 % CI of each variant minus ``full`` (Table 7's sign: a drop is negative), per dataset.
@@ -191,7 +184,7 @@ def variant_intervals(per_question: pd.DataFrame, full: str = "full", metrics: S
                          "CI hi": turned["CI lo"]})
 
 
-def sweep(ws: Workspace, questions: Sequence, factory: Callable[[Any], Method], values: Iterable[Any],
+def sweep(ws: Workspace, questions: Sequence, factory: Callable[[Any], MethodBase], values: Iterable[Any],
           param: str = "value") -> pd.DataFrame:
     """Sensitivity study: one row per parameter value, ``factory(value)`` run and scored on ``questions``.
 
@@ -212,7 +205,7 @@ def sweep(ws: Workspace, questions: Sequence, factory: Callable[[Any], Method], 
     return df
 
 
-def robustness_runs(ws: Workspace, questions: Sequence, factory: Callable[[], Method],
+def robustness_runs(ws: Workspace, questions: Sequence, factory: Callable[[], MethodBase],
                     fractions: Sequence[float], seeds: Sequence[int], scope: str = "read") -> pd.DataFrame:
     """One row per (fraction, seed): the method on a graph with that share of triples dropped.
 
@@ -239,7 +232,7 @@ def robustness_runs(ws: Workspace, questions: Sequence, factory: Callable[[], Me
     _, scores = run_and_score(rec_ws, questions, method, study_trace_path(ws, method, "drop=0"),
                               resume=scope != "read")
     passages = list(dict.fromkeys(read)) if scope == "read" else None
-    n0 = len(ws.kg.subset(passages)) if scope == "read" else len(ws.method_view().kg)
+    n0 = len(ws.kg.subset(passages)) if passages is not None else len(ws.method_view().kg)
     rows = [{"dataset": ws.dataset.name, "fraction": 0.0, "seed": seeds[0], "triples": n0, **scores}]
     for fraction in fractions[1:]:
         for seed in seeds:
@@ -264,7 +257,7 @@ def summarise_seeds(runs: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd.
     return out.reset_index()
 
 
-def robustness(ws: Workspace, questions: Sequence, factory: Callable[[], Method],
+def robustness(ws: Workspace, questions: Sequence, factory: Callable[[], MethodBase],
                fractions: Sequence[float] = (0.0, 0.05, 0.10), seeds: Sequence[int] = (0, 1, 2),
                scope: str = "read") -> pd.DataFrame:
     """KG²RAG report Table 6: scores with 5 % / 10 % of triples dropped, mean and std over ``seeds``.
@@ -284,7 +277,7 @@ def ablation_table(results: pd.DataFrame, full: str = "full",
     """Paper Table 7 beside ours: EM/F1 of each variant, our change against ``full``, the paper's drop.
 
     ``results`` has one row per (dataset, variant) with ``EM`` and ``F1`` (as from
-    :func:`run_variants`). Our columns: ``EM``, ``F1``, ``ΔEM (ours)``, ``ΔF1
+    :func:`variant_means`). Our columns: ``EM``, ``F1``, ``ΔEM (ours)``, ``ΔF1
     (ours)``. The paper's drops (KGIR-RAG Table 7, MuSiQue, Qwen2.5-72B) go beside
     the ``paper_datasets`` rows (MuSiQue's dev and train samples) in their own labelled
     columns; other datasets leave them empty. ``paper_drops=None`` omits the paper's columns

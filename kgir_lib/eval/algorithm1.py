@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+import pandas as pd
+
 from ..config.fields import GTMP_READINGS
 from ..kg import Triple
 from ..kgir.subgraph import EvidenceSubgraph, WeightFn, evidence_subgraph, question_weight_fn, resolve_weighting
@@ -47,15 +49,13 @@ def rebuild_subgraph(ws, sub: EvidenceSubgraph, *, n: Optional[int] = None, thre
 
 
 def compare_readings(ws, subs: Sequence[EvidenceSubgraph], gold: Sequence[Sequence[str]],
-                     readings: Sequence[str] = GTMP_READINGS) -> "object":
+                     readings: Sequence[str] = GTMP_READINGS) -> pd.DataFrame:
     """Both ``G_tmp`` readings side by side, one row a reading, over ``subs``:
 
     ``G_tmp``, ``component triples`` and ``G_Ans`` (sums), ``MST removal %`` (pruned / component
     triples, pooled), ``gold in D_q`` and ``gold in G_Ans`` (gold passages that are the source of a
     triple), and ``gold survival %`` = gold in G_Ans / gold in D_q. No LLM call.
     """
-    import pandas as pd
-
     rows = []
     for reading in readings:
         tot = {"G_tmp": 0, "component triples": 0, "G_Ans": 0, "gold in D_q": 0, "gold in G_Ans": 0}
@@ -93,14 +93,11 @@ def subgraph_row(sub: EvidenceSubgraph, gold_pids: Sequence[str] = ()) -> dict:
     }
 
 
-
-def summarise_steps(df: "pd.DataFrame") -> "pd.Series":
+def summarise_steps(df: pd.DataFrame) -> pd.Series:
     """What each step of Algorithm 1 keeps over rows of :func:`subgraph_row` (a DataFrame, one question a row):
     mean sizes of G_q, G_tmp and G_Ans, the share of tree edges the maximum spanning tree removes (eq. 7), the
     seed-match rate (eq. 5), the triples kept from G_q, empty G_Ans, NER fallbacks, and how many gold passages
     reach D_q and survive into G_tmp and G_Ans (notebook 03 §3)."""
-    import pandas as pd
-
     g_dq = df["gold_in_D_q"].sum()
     return pd.Series({
         "questions": len(df), "mean |G_q|": df["G_q"].mean(), "mean |G_tmp|": df["G_tmp"].mean(),

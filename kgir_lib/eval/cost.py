@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import pandas as pd
 
@@ -149,9 +149,11 @@ def measured_extraction(cfg, dataset: str, passages: Optional[Sequence[str]] = N
     ds = load_dataset(dataset, cfg.data_path)
     reqs = extraction_requests([ds.corpus[p] for p in passages if p in ds.corpus], cfg.max_tokens("extract"))
     own = cache is None
-    cache = LLMCache(cfg.run_dir / "cache" / "llm.sqlite") if own else cache
+    if cache is None:
+        cache = LLMCache(cfg.run_dir / "cache" / "llm.sqlite")
     model_id = f"{cfg.llm_backend}:{cfg.llm_model}"
-    out = {"dataset": dataset, "passages": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
+    out: dict[str, Any] = {"dataset": dataset, "passages": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                           "seconds": 0.0}
     try:
         for req in reqs:
             hit = cache.get(cache_key(model_id, req.payload()))

@@ -147,8 +147,8 @@ def stage_summary(rows: pd.DataFrame) -> pd.DataFrame:
     out = []
     for side, side_label in SIDES.items():
         for stage in STAGES:
-            def mean(col: str) -> float:
-                c = f"{side}_{stage}_{col}"
+            def mean(col: str, prefix: str = f"{side}_{stage}_") -> float:  # this side and stage, bound now
+                c = prefix + col
                 if c not in rows:
                     return np.nan
                 vals = rows[c].dropna().astype(float)

@@ -7,7 +7,7 @@ holds what ``benchmarks/bench_matching.py`` and the tests need to measure that, 
   ablations) as a :class:`MatchRound` -- the round's question, its NER entities and the graph entities of
   its ``G_q``, re-read from the run's KG and the round's retrieved passages;
 - :func:`loose_candidates`: the loose union of rules the labelled fixture was sampled from;
-- :func:`read_pairs`, :func:`pair_scores`, :func:`fixture_table`: the labelled fixture
+- :func:`read_pairs`, :func:`fixture_table`: the labelled fixture
   (``tests/fixtures/matching_pairs.tsv``) and precision / recall of each rule on it (recall over the pairs
   labelled ``same``), also weighted by the sampling rate of each stratum (:func:`pair_weights`);
   :func:`choose_rule` picks the rule (highest recall at precision >= :data:`MIN_PRECISION`);
@@ -144,12 +144,6 @@ def predict(pair: LabelledPair, method: str, threshold: float, n: int = 3) -> bo
     (which matter to the best-only rules only)."""
     found = match_entities([pair.question_entity], (pair.graph_entity, *pair.rivals), n, threshold, method=method)
     return any(e == pair.graph_entity for e, _ in found[pair.question_entity])
-
-
-def pair_scores(pairs: Sequence[LabelledPair], method: str, threshold: float) -> dict:
-    """Precision and recall (%, recall over the pairs labelled ``same``) and F1 of one rule on ``pairs``,
-    with the counts they come from (``tp``, ``fp``, ``fn``)."""
-    return _scores_of([predict(p, method, threshold) for p in pairs], pairs)
 
 
 # ---------------------------------------------------------------------------- seed-match rates on traces

@@ -95,7 +95,7 @@ def summarise(predictions: Sequence[str], answers: Sequence[Sequence[str]],
         raise ValueError(f"predictions ({len(predictions)}) and answers ({len(answers)}) differ in length")
     if (rankings is None) != (golds is None):
         raise ValueError("Recall@k needs both rankings and golds")
-    if rankings is not None and not len(rankings) == len(golds) == len(predictions):
+    if rankings is not None and golds is not None and not len(rankings) == len(golds) == len(predictions):
         raise ValueError(f"rankings ({len(rankings)}), golds ({len(golds)}) and predictions "
                          f"({len(predictions)}) differ in length")
     n = max(len(predictions), 1)

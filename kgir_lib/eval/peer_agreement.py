@@ -96,12 +96,13 @@ def compare_question(suite: Side, upstream: Side, golds: Sequence[str], gold_pid
            "fallback_suite": bool(suite.fallback), "fallback_upstream": bool(upstream.fallback),
            "answer_suite": suite.answer, "answer_upstream": upstream.answer}
     both = suite.answer is not None and upstream.answer is not None
-    row["answer_exact_same"] = suite.answer.strip() == upstream.answer.strip() if both else np.nan
-    row["answer_norm_same"] = (normalize_answer(suite.answer) == normalize_answer(upstream.answer)
+    answer_s, answer_u = suite.answer or "", upstream.answer or ""  # (read only when both answered)
+    row["answer_exact_same"] = answer_s.strip() == answer_u.strip() if both else np.nan
+    row["answer_norm_same"] = (normalize_answer(answer_s) == normalize_answer(answer_u)
                                if both else np.nan)
-    for name, side in (("suite", suite), ("upstream", upstream)):
-        row[f"EM_{name}"] = 100.0 * best_em(side.answer, golds) if both else np.nan
-        row[f"F1_{name}"] = 100.0 * best_f1(side.answer, golds) if both else np.nan
+    for name, side, answer in (("suite", suite, answer_s), ("upstream", upstream, answer_u)):
+        row[f"EM_{name}"] = 100.0 * best_em(answer, golds) if both else np.nan
+        row[f"F1_{name}"] = 100.0 * best_f1(answer, golds) if both else np.nan
         for r in (2, 5):
             row[f"R@{r}_{name}"] = 100.0 * recall_at_k(side.ranked, gold_pids, r)
     for r in (2, 5):
@@ -135,14 +136,15 @@ def rescore_question(suite: Side, upstream: Mapping, golds: Sequence[str], gold_
     answer_up = None if answer_up is None or (isinstance(answer_up, float) and np.isnan(answer_up)) else str(answer_up)
     cs, ks = {fact_key(f) for f in suite.candidates}, {fact_key(f) for f in suite.kept}
     both = suite.answer is not None and answer_up is not None
+    answer_s, answer_u = suite.answer or "", answer_up or ""  # (read only when both answered)
     row = {"n_kept_suite": len(ks), "n_kept_upstream": int(upstream["n_kept_upstream"]),
            "all_kept_suite": bool(cs) and ks == cs, "all_kept_upstream": bool(upstream["all_kept_upstream"]),
            "fallback_suite": bool(suite.fallback), "fallback_upstream": bool(upstream["fallback_upstream"]),
            "answer_suite": suite.answer, "answer_upstream": answer_up,
-           "answer_exact_same": suite.answer.strip() == answer_up.strip() if both else np.nan,
-           "answer_norm_same": normalize_answer(suite.answer) == normalize_answer(answer_up) if both else np.nan,
-           "EM_suite": 100.0 * best_em(suite.answer, golds) if both else np.nan,
-           "F1_suite": 100.0 * best_f1(suite.answer, golds) if both else np.nan,
+           "answer_exact_same": answer_s.strip() == answer_u.strip() if both else np.nan,
+           "answer_norm_same": normalize_answer(answer_s) == normalize_answer(answer_u) if both else np.nan,
+           "EM_suite": 100.0 * best_em(answer_s, golds) if both else np.nan,
+           "F1_suite": 100.0 * best_f1(answer_s, golds) if both else np.nan,
            "EM_upstream": float(upstream["EM_upstream"]) if both else np.nan,
            "F1_upstream": float(upstream["F1_upstream"]) if both else np.nan}
     for r in (2, 5):

@@ -16,7 +16,7 @@ declared family per method (:data:`FAMILY`) with Holm inside it, effect = suite 
 """
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -147,19 +147,21 @@ def agreement(rows: pd.DataFrame, k: int = 5) -> pd.DataFrame:
     for method, g in rows.groupby("method", sort=False):
         name = METHOD_NAMES.get(method, method)
 
-        def add(measure: str, suite=None, flashrag=None, both=None) -> None:
-            out.append({"method": name, "measure": measure, "suite": suite, "flashrag": flashrag, "both": both,
-                        "n": len(g)})
+        def add(measure: str, suite=None, flashrag=None, both=None, *,
+                method_name: str = name, n: int = len(g)) -> None:  # this method's name and n, bound now
+            out.append({"method": method_name, "measure": measure, "suite": suite, "flashrag": flashrag, "both": both,
+                        "n": n})
         add(f"final top-{k} overlap (FlashRAG's list in its order), mean %",
             both=round(100 * g[f"top{k}_overlap"].mean(), 1))
         add(f"final top-{k} same set, % of questions", both=round(100 * g[f"top{k}_same_set"].mean(), 1))
         add(f"final top-{k} same order, % of questions", both=round(100 * g[f"top{k}_same_order"].mean(), 1))
         if f"top{k}_overlap_best_first" in g and g[f"top{k}_overlap_best_first"].notna().any():
-            add(f"FlashRAG's list sorted ascending (a second retrieval merged), % of questions",
+            add("FlashRAG's list sorted ascending (a second retrieval merged), % of questions",
                 flashrag=round(100 * g["flashrag_list_merged"].astype(bool).mean(), 1))
             add(f"final top-{k} overlap, FlashRAG's pool best first, mean %",
                 both=round(100 * g[f"top{k}_overlap_best_first"].mean(), 1))
-            add(f"Recall@{k} of FlashRAG's pool best first", flashrag=round(float(g[f"R@{k}_flashrag_best_first"].mean()), 1))
+            add(f"Recall@{k} of FlashRAG's pool best first",
+                flashrag=round(float(g[f"R@{k}_flashrag_best_first"].mean()), 1))
         add("answers equal after SQuAD normalisation, %", both=round(100 * g["answer_norm_same"].mean(), 1))
         same = g[g[f"top{k}_same_set"].astype(bool)]  # the same passages retrieved: F1 apart is the reading's
         if len(same):
@@ -198,8 +200,8 @@ def merged_lists(searches: Sequence[Mapping]) -> dict:
             MERGE_RULES[2]: interleave([[p for p, _ in s["hits"]] for s in searches])}
 
 
-def merge_rule_table(retrievals: Mapping[str, Sequence[Sequence[Mapping]]], gold: Mapping[str, Sequence[str]],
-                     k: int = 5) -> pd.DataFrame:
+def merge_rule_table(retrievals: Mapping[str, Sequence[tuple[str, Sequence[Mapping]]]],
+                     gold: Mapping[str, Sequence[str]], k: int = 5) -> pd.DataFrame:
     """Recall@``k`` of each merge rule on the same recorded retrievals, no LLM call: one line a side (``retrievals``:
     side -> each question's searches) and rule, over that side's questions with more than one retrieval (where the
     rules can differ); ``gold``: qid -> gold pids, the searches lists keyed by ``qid``."""
@@ -275,7 +277,8 @@ def crosscheck_sentence(rows: pd.DataFrame) -> str:
         name = METHOD_NAMES.get(method, method)
         em, r5 = tests.loc[(name, "EM")], tests.loc[(name, "R@5")]
         parts.append(f"{name}: EM {em['suite']:.1f} (suite) against {em['flashrag']:.1f} (FlashRAG) on the same "
-                     f"{int(em['n'])} questions (exact McNemar {p_clause(em['p'])}), Recall@5 {r5['suite']:.1f} against "
-                     f"{r5['flashrag']:.1f} (sign-flip {p_clause(r5['p'])}), the same final top-5 passages on "
-                     f"{int(g['top5_same_set'].astype(bool).sum())} of {len(g)} questions")
+                     f"{int(em['n'])} questions (exact McNemar {p_clause(em['p'])}), "
+                     f"Recall@5 {r5['suite']:.1f} against {r5['flashrag']:.1f} (sign-flip {p_clause(r5['p'])}), "
+                     f"the same final top-5 passages on {int(g['top5_same_set'].astype(bool).sum())} "
+                     f"of {len(g)} questions")
     return "; ".join(parts) + "."

@@ -54,7 +54,8 @@ def _keep_by_hash(triples: Sequence, fraction: float, seed: int) -> list:
     stable however the graph grows (``hash`` of a str is not stable across
     processes; CRC-32 is).
     """
-    kept, seen = [], {}
+    kept = []
+    seen: dict = {}  # triple -> how many times it came before
     for t in triples:
         key = (t.head, t.relation, t.tail, t.pid)
         seen[key] = seen.get(key, -1) + 1  # repeated triples get distinct draws

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import binom, norm
 
 EXACT_MAX = 20
@@ -47,7 +48,7 @@ class McNemar:
         return self.b + self.c
 
 
-def _binary(x: Sequence[float], name: str) -> np.ndarray:
+def _binary(x: ArrayLike, name: str) -> np.ndarray:
     arr = np.asarray(x, dtype=float)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
@@ -56,7 +57,7 @@ def _binary(x: Sequence[float], name: str) -> np.ndarray:
     return arr
 
 
-def mcnemar_exact(a: Sequence[float], b: Sequence[float]) -> McNemar:
+def mcnemar_exact(a: ArrayLike, b: ArrayLike) -> McNemar:
     """Exact two-sided McNemar test of paired 0/1 scores ``a[i]``, ``b[i]`` (EM of two methods on question i).
 
     EM may be given as 0/1 or 0/100. p = min(1, 2 P(X <= min(b, c))), X ~ Binomial(b + c, 1/2); p = 1 when
@@ -83,7 +84,7 @@ def _signed_sums(d: np.ndarray) -> np.ndarray:
     return sums
 
 
-def sign_flip_test(d: Sequence[float], n_resamples: int = N_RESAMPLES, seed: int = 0,
+def sign_flip_test(d: ArrayLike, n_resamples: int = N_RESAMPLES, seed: int = 0,
                    exact_max: int = EXACT_MAX) -> float:
     """Two-sided paired sign-flip permutation p-value of the per-question differences ``d`` (module docstring).
 

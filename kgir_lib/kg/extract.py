@@ -196,7 +196,7 @@ def build_kg(cfg, ds: Dataset, llm: Optional[LLM], dense=None) -> KGBuild:
     in_pool = set(pool)
     by_pid = {p: c for p, c in drops_of(kg).items() if p in in_pool}
     record_drops(sub, by_pid)
-    drops: Counter = Counter()
+    drops = Counter()
     for c in by_pid.values():
         drops.update(c)
     return KGBuild(ds.name, "llm", sub, drops, pool, report, len(kg.extracted))

@@ -8,9 +8,8 @@ triples.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Iterable
 
-import networkx as nx
 import pandas as pd
 
 COLUMNS = ["head", "relation", "tail", "pid"]
@@ -29,7 +28,7 @@ class Triple:
 
 
 class KnowledgeGraph:
-    """Triples with provenance, the set of processed passages, and a networkx view."""
+    """Triples with provenance and the set of processed passages."""
 
     def __init__(self, triples: Iterable[Triple] = (), extracted: Iterable[str] = ()):
         self._by_pid: dict = {}
@@ -37,7 +36,6 @@ class KnowledgeGraph:
             self._by_pid.setdefault(pid, [])
         for t in triples:
             self._by_pid.setdefault(t.pid, []).append(t)
-        self._nx: Optional[nx.MultiGraph] = None
 
     # ---- content -------------------------------------------------------------
     @property
@@ -73,14 +71,12 @@ class KnowledgeGraph:
     def add(self, pid: str, triples: Iterable[Triple]) -> None:
         """Record passage ``pid`` as processed with ``triples`` (replacing any earlier ones)."""
         self._by_pid[pid] = [t for t in triples if t.pid == pid]
-        self._nx = None
 
     def remove(self, pids: Iterable[str]) -> int:
         """Forget passages and their triples; returns how many triples were removed."""
         n = 0
         for pid in pids:
             n += len(self._by_pid.pop(pid, []))
-        self._nx = None
         return n
 
     def subset(self, pids: Iterable[str]) -> "KnowledgeGraph":
@@ -88,15 +84,6 @@ class KnowledgeGraph:
         return KnowledgeGraph(self.triples_of(keep), keep)
 
     # ---- views ---------------------------------------------------------------
-    def to_networkx(self) -> nx.MultiGraph:
-        """Undirected multigraph: entities are nodes, each triple an edge with its relation and pid."""
-        if self._nx is None:
-            g = nx.MultiGraph()
-            for t in self.triples:
-                g.add_edge(t.head, t.tail, relation=t.relation, pid=t.pid, triple=t)
-            self._nx = g
-        return self._nx
-
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([(t.head, t.relation, t.tail, t.pid) for t in self.triples], columns=COLUMNS)
 

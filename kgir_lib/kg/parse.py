@@ -126,7 +126,7 @@ def _walk(obj: Any, drops: Counter, depth: int = 0) -> Iterator[list]:
         keys = {str(k).casefold(): v for k, v in obj.items()}
         triple_keys = [next((k for k in names if k in keys), None) for names in (_HEAD_KEYS, _REL_KEYS, _TAIL_KEYS)]
         if all(triple_keys):
-            yield [keys[k] for k in triple_keys]
+            yield [keys[k] for k in triple_keys if k]  # (all three found)
             return
         lists = [keys[k] for k in _LIST_KEYS if k in keys]
         if lists:

@@ -31,7 +31,7 @@ import warnings
 import weakref
 from collections import Counter
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Mapping, Optional, TypeVar
 
 import pandas as pd
 
@@ -137,7 +137,8 @@ def _clean(kg: KnowledgeGraph, directory: Path) -> KnowledgeGraph:
             clean, n = replace_surrogates(value)
             total += n
             parts.append(clean)
-        triples.append(Triple(*parts, t.pid))
+        head, relation, tail = parts
+        triples.append(Triple(head, relation, tail, t.pid))
     if not total:
         return kg
     REPLACED["kg_store"] += total
@@ -194,7 +195,10 @@ def load_base(directory: Path) -> Optional[list]:
 
 
 # ---------------------------------------------------------------------------- reading
-def _read_json(path: Path, kind: type) -> object:
+_J = TypeVar("_J")  # the JSON type a file must hold
+
+
+def _read_json(path: Path, kind: type[_J]) -> _J:
     if not path.exists():
         raise KGStoreError(f"{path}: missing (the KG folder is incomplete; rebuild it with notebook 01)")
     try:

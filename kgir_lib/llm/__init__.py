@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Callable, Optional
+from typing import Callable, Optional, cast
 
 from .backends import OpenAIBackend, ScriptedBackend, VLLMBackend
 from .cache import LLMCache, LLMCacheError, cache_key
@@ -12,9 +12,9 @@ from .llamacpp import LlamaCppBackend, smollm2_gguf_path
 from .parsing import extract_json
 from .router import RoutedLLM
 
-__all__ = ["LLM", "ChatRequest", "ChatResult", "Usage", "LLMUsage", "LLMCache", "LLMCacheError", "LLMError", "CacheMissError",
-           "build_llm", "build_backend", "extract_json", "cache_key", "smollm2_gguf_path", "ScriptedBackend",
-           "OpenAIBackend", "LlamaCppBackend", "VLLMBackend", "RoutedLLM"]
+__all__ = ["LLM", "ChatRequest", "ChatResult", "Usage", "LLMUsage", "LLMCache", "LLMCacheError", "LLMError",
+           "CacheMissError", "build_llm", "build_backend", "extract_json", "cache_key", "smollm2_gguf_path",
+           "ScriptedBackend", "OpenAIBackend", "LlamaCppBackend", "VLLMBackend", "RoutedLLM"]
 
 _BACKENDS: dict = {}
 
@@ -60,4 +60,4 @@ def build_llm(cfg, script: Optional[Callable] = None, progress: bool = True) -> 
     kg_cfg = dataclasses.replace(cfg, llm_model=cfg.kg_llm_model, llm_model_path=None,
                                  llm_base_urls=list(cfg.kg_llm_base_urls) or list(cfg.llm_base_urls))
     other = LLM(build_backend(kg_cfg, script), cache, progress=progress, cache_only=cache_only_mode())
-    return RoutedLLM(main, other)
+    return cast(LLM, RoutedLLM(main, other))  # (an LLM: its own generate, every other attribute the main LLM's)

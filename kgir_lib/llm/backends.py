@@ -300,7 +300,8 @@ class VLLMBackend:  # pragma: no cover - needs a GPU and the vllm package
         try:
             from vllm import LLM as VLLM
         except ImportError as exc:
-            raise LLMError("the vllm backend needs the vllm package on a GPU server (pip install 'kgir_lib[gpu]')") from exc
+            raise LLMError("the vllm backend needs the vllm package on a GPU server "
+                           "(pip install 'kgir_lib[gpu]')") from exc
         self.model_id = f"vllm:{model_id}"
         self.json_mode = json_mode
         self._engine = VLLM(model=model_id, **engine_kw)

@@ -81,7 +81,8 @@ def _package_files(package: str, suffix: str, hint: str) -> list[Path]:
     try:
         files = md.files(package) or []
     except md.PackageNotFoundError:
-        raise EmbeddedModelError(f"embedded model part missing: package {package!r} is not installed ({hint})") from None
+        raise EmbeddedModelError(f"embedded model part missing: package {package!r} is not installed "
+                                 f"({hint})") from None
     found = sorted(Path(f.locate()) for f in files if str(f).endswith(suffix))
     if not found or not all(p.exists() for p in found):
         raise EmbeddedModelError(f"package {package!r} is installed but holds no {suffix} file ({hint})")
@@ -109,7 +110,8 @@ def assemble(model: EmbeddedModel, cache_dir: Optional[Path] = None) -> Path:
         except ValueError:
             seen = {}
         st = target.stat()
-        if seen.get("sha256") == model.sha256 and seen.get("size") == st.st_size and seen.get("mtime_ns") == st.st_mtime_ns:
+        if (seen.get("sha256") == model.sha256 and seen.get("size") == st.st_size
+                and seen.get("mtime_ns") == st.st_mtime_ns):
             return target
     parts = part_paths(model)
     cache_dir.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 import weakref
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from .core import ChatRequest, ChatResult, LLMError
 
@@ -56,7 +56,7 @@ class LlamaCppBackend:
                  n_threads: int = 2, json_mode: str = "llamacpp", seed: int = 0, reuse_prefix: bool = True,
                  flash_attn: bool = True):
         try:
-            from llama_cpp import Llama
+            from llama_cpp import Llama  # noqa: F401 (here only to fail early; the model loads on first use)
         except ImportError as exc:
             raise LLMError("the llamacpp backend needs llama-cpp-python (pip install llama-cpp-python)") from exc
         path = Path(model_path) if model_path else embedded_model_path(model_id)
@@ -67,13 +67,13 @@ class LlamaCppBackend:
         self.json_mode = json_mode
         self.n_ctx = n_ctx
         self.reuse_prefix = reuse_prefix
-        self._settings = dict(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed,
-                              flash_attn=flash_attn, verbose=False)
-        self._loaded = None  # the model, loaded at the first request: a run answered from the cache loads none
+        self._settings: dict[str, Any] = dict(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed,
+                                              flash_attn=flash_attn, verbose=False)
+        self._loaded: Any = None  # the model, loaded at the first request: a run answered from the cache loads none
         self._formatter = None
         self._anchor: tuple = ()  # the prefix whose keys and values fill the context's first positions
         self.prefix_hits = 0  # requests that evaluated only their suffix
-        self._finalizer = None
+        self._finalizer: Optional[weakref.finalize] = None
 
     @property
     def _llm(self):

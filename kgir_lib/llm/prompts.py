@@ -26,7 +26,6 @@ from pathlib import Path
 from .core import ChatRequest
 
 PROMPT_DIR = Path(__file__).resolve().parent.parent / "prompts"  # kgir_lib/prompts/*.txt
-ROLES = ("system", "user", "assistant")
 _SECTION = re.compile(r"^\[(system|user|assistant)\]\s*$")
 _HEADER = re.compile(r"^#\s*(\w+):\s*(.*)$")
 

@@ -23,6 +23,8 @@ def _child(model_path: str) -> int:
 
     llm = Llama(model_path=model_path, n_ctx=256, n_threads=2, verbose=False)
     out = llm.create_completion("The capital of France is", max_tokens=1, temperature=0.0)
+    if not isinstance(out, dict):  # (not streamed: one response)
+        raise TypeError(f"selfcheck: llama.cpp returned {type(out).__name__}, not one completion")
     print(f"selfcheck: one token from {Path(model_path).name}: {out['choices'][0]['text']!r}")
     llm.close()
     return 0

@@ -12,7 +12,7 @@ method finds, not about prompt wording.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Hashable, Iterable, Optional, Sequence
 
 from ..data import Question
 from ..llm import LLMUsage
@@ -20,7 +20,7 @@ from .base import MethodOutput, Workspace
 from .reader import answer_batch, format_passages
 
 
-def dedup(pids: Sequence[str]) -> list:
+def dedup(pids: Iterable[Hashable]) -> list:
     """``pids`` in order, each once."""
     return list(dict.fromkeys(pids))
 

@@ -13,10 +13,10 @@ everywhere:
 * **wide tables split, keys in every block**: more than ``max_cols`` columns, or a table too wide for a 1024-px page
   (:func:`least_width_px` against :data:`TABLE_PX`: no column falls off a projected page), are shown in blocks
   of about equal width (by top-level group for grouped columns, so a published group stays together), or
-  transposed when the table has few rows. Every block repeats the row keys: the index, or, for a table with a plain 0, 1, 2, ...
-  index, its leading text columns that tell the rows apart (:func:`key_columns`: ``dataset``, ``qid``), which
-  become the row labels. A block after the first leaves out the rows that hold no value in it (a published
-  column group has numbers for a few methods only) and says so;
+  transposed when the table has few rows. Every block repeats the row keys: the index, or, for a table with a plain
+  0, 1, 2, ... index, its leading text columns that tell the rows apart (:func:`key_columns`: ``dataset``,
+  ``qid``), which become the row labels. A block after the first leaves out the rows that hold no value in it (a
+  published column group has numbers for a few methods only) and says so;
 * **long tables cut**: more than ``max_rows`` rows show the first ``max_rows``, with a line saying how many
   there are and where the whole table is saved (``full``: the path :func:`kgir_lib.report.save_table` returned);
 * **text readable**: a line break in a cell is a line break; long text wraps at about ``wrap`` characters and
@@ -80,7 +80,8 @@ def is_p_value(column) -> bool:
     return name == "p" or name.startswith(("p ", "p(")) or " p vs " in f" {name}"
 
 
-def tidy(df: pd.DataFrame, digits: Union[int, Mapping[str, int]] = 1, drop_empty_published: bool = True) -> pd.DataFrame:
+def tidy(df: pd.DataFrame, digits: Union[int, Mapping[str, int]] = 1,
+         drop_empty_published: bool = True) -> pd.DataFrame:
     """``df`` with floats rounded, runtime columns and empty published columns dropped (module docstring).
 
     ``digits``: decimals for every float column, or ``{column: decimals}`` with the others at 1. A float
@@ -154,7 +155,8 @@ def blocks(df: pd.DataFrame, max_cols: int = 10, transpose_rows: int = 3, fits=N
         return [df.T]
     if isinstance(df.columns, pd.MultiIndex):
         groups = [[c for c in df.columns if c[0] == g] for g in dict.fromkeys(df.columns.get_level_values(0))]
-        out, cur = [], []
+        out: list = []
+        cur: list = []
         for cols in groups:
             if cur and not ok(df[cur + cols]):
                 out.append(df[cur])
@@ -166,7 +168,7 @@ def blocks(df: pd.DataFrame, max_cols: int = 10, transpose_rows: int = 3, fits=N
         if cur:
             out.append(df[cur])
     else:
-        out = None
+        out = []  # (no cut found yet)
         for k in range(-(-n // max_cols), n + 1):
             parts = [df.iloc[:, a:b] for a, b in _cuts(n, k)]
             if all(ok(p) for p in parts):
@@ -199,7 +201,7 @@ def notes_markdown(df: pd.DataFrame, notes: Optional[Mapping[str, str]]) -> str:
 def _lines(v, wrap: int) -> list:
     if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
         return []
-    if isinstance(v, (float, np.floating)) and float(v).is_integer() and abs(v) < 1e15:
+    if isinstance(v, (float, np.floating)) and float(v).is_integer() and abs(float(v)) < 1e15:
         v = int(v)  # a count in a column of mixed quantities (a transposed table) shows no ".0"
     lines = []
     for raw in str(v).split("\n"):
@@ -309,7 +311,7 @@ class Table:
 def show(df: Union[pd.DataFrame, pd.Series], caption: Optional[str] = None, *,
          digits: Union[int, Mapping[str, int]] = 1, max_cols: int = 10, wrap: int = 40,
          drop_empty_published: bool = True, index: bool = True, max_rows: int = MAX_ROWS,
-         full=None, notes: Optional[Mapping[str, str]] = None, max_px: float = None) -> None:
+         full=None, notes: Optional[Mapping[str, str]] = None, max_px: Optional[float] = None) -> None:
     """Display ``df`` the suite's way (module docstring), with ``caption`` above its first block.
 
     ``index=False`` leaves out the row labels (a plain 0, 1, 2, ... says nothing); a table split into blocks

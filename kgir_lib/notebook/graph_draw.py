@@ -10,7 +10,7 @@ page, and its smallest text (an edge label) still stands at least 12 px high the
 from __future__ import annotations
 
 import textwrap
-from typing import Sequence
+from typing import Any, Sequence
 
 import networkx as nx
 
@@ -88,12 +88,13 @@ def place_labels(ax, node_texts: dict, edge_texts: list, pos: dict, node_px: flo
     to_data = ax.transData.inverted()
     placed: list = []
     markers = []
-    for n, (x, y) in pos.items():
+    for x, y in pos.values():
         cx, cy = ax.transData.transform((x, y))
         markers.append(Bbox.from_extents(cx - node_px, cy - node_px, cx + node_px, cy + node_px))
 
     def best(text, spots, avoid_markers):
-        choice, least = None, None
+        choice: Any = None  # (spot, box) of the least overlap so far
+        least = None
         for spot in spots:
             text.set_position(spot)
             box = text.get_window_extent(renderer).expanded(1.04, 1.1)

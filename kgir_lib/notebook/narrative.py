@@ -89,7 +89,8 @@ def algorithm1_settings(cfg) -> str:
     return "\n".join([
         f"**Algorithm 1 in this run** (profile `{cfg.profile}`, LLM `{cfg.llm_model}`):",
         "",
-        f"* step 1, `top_k`: D_q holds the {cfg.top_k} passages most similar to the question (eq. 2, `{cfg.embed_model}`);",
+        f"* step 1, `top_k`: D_q holds the {cfg.top_k} passages most similar to the question "
+        f"(eq. 2, `{cfg.embed_model}`);",
         f"* steps 3-4, eq. 5: {matching_rule(cfg)}",
         f"* step 4, `gtmp_reading`: {gtmp_text(cfg.gtmp_reading)};",
         f"* step 6, edge weights: {weighting_text(cfg)}.",

@@ -54,9 +54,10 @@ def _style(view: FocusView, step: str, t: Triple) -> Optional[dict]:
             return {"color": COLORS["outside"], "style": "solid", "width": 1.0}
         return {"color": COLORS["component"], "style": "solid", "width": 2.0}
     if step == "mst":
-        return {KEPT: {"color": COLORS["kept"], "style": "solid", "width": 3.0},
-                PRUNED: {"color": COLORS["pruned"], "style": "dashed", "width": 2.0},
-                SEEDLESS: {"color": COLORS["seedless"], "style": "dotted", "width": 1.4}}.get(cls)
+        styles: dict[Optional[str], dict] = {KEPT: {"color": COLORS["kept"], "style": "solid", "width": 3.0},
+                                             PRUNED: {"color": COLORS["pruned"], "style": "dashed", "width": 2.0},
+                                             SEEDLESS: {"color": COLORS["seedless"], "style": "dotted", "width": 1.4}}
+        return styles.get(cls)
     if step == "G_Ans":
         return {"color": COLORS["kept"], "style": "solid", "width": 3.0} if cls == KEPT else None
     raise ValueError(f"unknown step {step!r} (choose from {STEPS})")

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import AbstractSet, Optional, Sequence
 
 import networkx as nx
 
@@ -133,7 +133,7 @@ def _induced(triples: Sequence[Triple], nodes: set) -> list:
 
 
 def _seed_neighbourhood(comp_triples: Sequence[Triple], seeds: Sequence[str], pruned: set,
-                        budget: int, must: set = frozenset()) -> list:
+                        budget: int, must: AbstractSet[str] = frozenset()) -> list:
     """Entities of the seed components, nearest the seeds first, while the induced triples fit ``budget``.
 
     Grows from the seeds through adjacent entities; among the entities at the same distance the one that
@@ -304,7 +304,7 @@ def edge_table(view: FocusView, titles: Optional[dict] = None, gold: Sequence[st
     import pandas as pd
 
     reasons = prune_reasons(view.sub)
-    verdict = {KEPT: "kept in G_Ans", SEEDLESS: "component without a seed"}
+    verdict: dict[Optional[str], str] = {KEPT: "kept in G_Ans", SEEDLESS: "component without a seed"}
     rows = []
     for t in view.triples:
         cls = view.classes.get(t)

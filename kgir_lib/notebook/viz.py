@@ -176,7 +176,7 @@ def plot_sweep(ax, df: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), titl
     With ``n_questions`` the title says what the points stand on: at n questions one question moves EM by
     100 / n points, so a step smaller than that is no change at all."""
     markers = "osD^v"
-    for j, (dataset, part) in enumerate(df.groupby("dataset", sort=False)):
+    for dataset, part in df.groupby("dataset", sort=False):
         for i, m in enumerate(metrics):
             if m in part:
                 xs, ys = part["value"].astype(float), part[m]
@@ -199,7 +199,7 @@ def plot_robustness(ax, summary: pd.DataFrame, metrics: Sequence[str] = ("EM", "
                     runs: Optional[pd.DataFrame] = None, n_questions: Optional[int] = None) -> None:
     """The mean over seeds against the share of triples dropped; with ``runs`` (one row a seed) every seed's
     score is drawn as a dot beside it, so the spread is seen as what it is, a handful of runs."""
-    for i, (dataset, part) in enumerate(summary.groupby("dataset", sort=False)):
+    for dataset, part in summary.groupby("dataset", sort=False):
         for j, m in enumerate(metrics):
             if f"{m} mean" not in part:
                 continue
@@ -236,7 +236,7 @@ def loop_box_lines(counts: dict) -> list:
         [f"usable: {c['rewrite usable']}", f"malformed: {c['rewrite malformed']}", "(query kept)"],
         [f"new passages: {c['new passages']}", f"none new: {c['no new passage']}", "(top of D'_t", "stands in)"],
         [f"answer: {c['answer']}", f"missing: {c['missing']}", f"no verdict: {c['no verdict']}"],
-        [f"after an answer: {c['stopped by reflection']}", f"forced at the", f"round cap: {c['forced at cap']}"],
+        [f"after an answer: {c['stopped by reflection']}", "forced at the", f"round cap: {c['forced at cap']}"],
     ]
 
 
@@ -294,9 +294,9 @@ def plot_loop(counts: dict, title: str = "", width: float = 9.5):
     ax.annotate("", xy=(x_to, top_y - 0.03), xytext=(x_to, y_mid), arrowprops={**arrow, "color": loop, "lw": 2.2})
     ax.text(x_from - 0.12, y_mid - 0.08, f"missing, rounds left:\nnext round with q'_t ({counts['next round']}×)",
             ha="right", va="top", fontsize=11, color="#a63603")
-    ax.text(col[0], bottom_y + box_h, textwrap.fill("Boxes: this run's rounds (a round counts once in each step it "
-                                                     "ran). Arrows: rounds passing on (questions into the first and out "
-                                                     "of the last step).", 26),
+    legend = ("Boxes: this run's rounds (a round counts once in each step it ran). Arrows: rounds passing on "
+              "(questions into the first and out of the last step).")
+    ax.text(col[0], bottom_y + box_h, textwrap.fill(legend, 26),
             ha="left", va="top", fontsize=10.5, color="#444444")
     if title:
         ax.text(0.15, height - 0.15, textwrap.fill(title, 95), ha="left", va="top", fontsize=12)

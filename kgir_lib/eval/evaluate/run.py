@@ -18,7 +18,7 @@ import time
 import uuid
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, cast
 
 from ... import traces
 from ...data import Question
@@ -114,8 +114,9 @@ def run_method(ws: Workspace, method: MethodBase, questions: Sequence[Question],
 
     Traces go to ``path`` (default ``traces/<method key>/<dataset>.trace.jsonl``), run facts
     (question ids, fingerprint, wall seconds, LLM usage by stage, and whatever the method's optional
-    :meth:`~kgir_lib.methods.base.MethodBase.run_meta` adds) to the ``.meta.json`` beside it. **Resume**: with ``resume=True``, a trace file whose meta lists exactly
-    these question ids in this order and the same :func:`run_fingerprint` is read back
+    :meth:`~kgir_lib.methods.base.MethodBase.run_meta` adds) to the ``.meta.json`` beside it. **Resume**: with
+    ``resume=True``, a trace file whose meta lists exactly these question ids in this order and the same
+    :func:`run_fingerprint` is read back
     instead of running again, and the passages that run extracted on demand (meta ``kg_on_demand``) are
     extracted into the shared graph again, from the cache, so later readers of the graph see what a run made
     here would have left, and the meta's row label is brought up to date (:func:`method_label`; it is not in
@@ -140,7 +141,7 @@ def run_method(ws: Workspace, method: MethodBase, questions: Sequence[Question],
             if meta.get("kg_on_demand") and ws.ensure_kg is not None:
                 ws.ensure_kg(meta["kg_on_demand"])  # the shared graph as if the run had been made here
             return outputs
-    timed_ws = replace(ws, llm=StoredTimeLLM(ws.llm))
+    timed_ws = replace(ws, llm=cast(LLM, StoredTimeLLM(ws.llm)))  # (an LLM: its own generate, the rest delegated)
     snap = ws.llm.usage.snapshot()
     t0 = time.perf_counter()
     outputs = list(method.run(timed_ws, questions))

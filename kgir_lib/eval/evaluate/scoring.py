@@ -14,7 +14,8 @@ from ...methods.base import MethodOutput
 from ..metrics import best_em, best_f1, recall_at_k
 
 METRICS = ("EM", "F1", "R@2", "R@5")
-USAGE = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "seconds", "truncated")  # LLMUsage fields in score()
+# LLMUsage fields in score()
+USAGE = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "seconds", "truncated")
 SEEDS = ("subgraph_rounds", "rounds_with_seed")  # KGIR-RAG evidence-subgraph rounds, and those with >= 1 seed (eq. 5)
 
 
@@ -60,7 +61,7 @@ def _seed_rounds(trace: dict) -> dict:
 
 def mean_scores(df: pd.DataFrame) -> dict:
     """Means of the metric and usage columns of a :func:`score` frame (NaN-skipping), plus ``n``."""
-    out = {"n": int(len(df))}
+    out: dict[str, float] = {"n": int(len(df))}
     for c in (*METRICS, *USAGE):
         if c in df:
             out[c] = float(df[c].mean()) if len(df) else float("nan")

@@ -39,7 +39,9 @@ def run_suite(cfg, llm: LLM, datasets: Sequence[str], method_keys: Sequence[str]
 
     check_method_keys(method_keys, "methods")
     if workspace_fn is None:
-        from ...pipeline import workspace as workspace_fn
+        from ...pipeline import workspace
+
+        workspace_fn = workspace
     n = cfg.n_questions if n_questions is None else n_questions
     seed = cfg.seed if seed is None else seed
     kw = dict(method_kwargs or {})
@@ -59,7 +61,7 @@ def run_suite(cfg, llm: LLM, datasets: Sequence[str], method_keys: Sequence[str]
             outputs = run_method(ws, method, questions, resume=resume)
             elapsed = time.perf_counter() - t0
             meta = read_meta(path) or {}
-            resumed = bool(before) and before.get("run_id") == meta.get("run_id")
+            resumed = bool(before and before.get("run_id") == meta.get("run_id"))
             df = score(outputs, questions)
             df.insert(0, "method", label)
             df.insert(0, "key", key)

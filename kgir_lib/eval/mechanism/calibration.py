@@ -165,9 +165,9 @@ def plot_calibration(table: pd.DataFrame, title: str = "", order=None):
     for name, color in OUTCOMES:
         share = 100 * counts[name].to_numpy(dtype=float) / total
         ax.barh(y, share, left=left, color=color, label=name, height=0.75)
-        for yi, l, w, n in zip(y, left, share, counts[name]):
+        for yi, x0, w, n in zip(y, left, share, counts[name]):
             if n and w >= 4:
-                ax.text(l + w / 2, yi, str(int(n)), ha="center", va="center", fontsize=FONT, color="white",
+                ax.text(x0 + w / 2, float(yi), str(int(n)), ha="center", va="center", fontsize=FONT, color="white",
                         weight="bold")
         left += share
     ax.set_yticks(y, labels=[f"{d}, round {t} (n = {n})" for d, t, n in

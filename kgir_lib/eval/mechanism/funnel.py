@@ -205,7 +205,8 @@ def weakest_step(table: pd.DataFrame, round_: str = "any") -> pd.DataFrame:
         i = int(g["% of previous step"].astype(float).fillna(101.0).to_numpy().argmin())
         before = int(g.loc[i - 1, "n"]) if i > 0 else int(g.loc[i, "questions"])
         rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))),
-                     "questions": int(g.loc[i, "questions"]), "breaks at": g.loc[i, "step"], "passed the step before": before, "passed it": int(g.loc[i, "n"]),
+                     "questions": int(g.loc[i, "questions"]), "breaks at": g.loc[i, "step"],
+                     "passed the step before": before, "passed it": int(g.loc[i, "n"]),
                      "% of previous step": float(g.loc[i, "% of previous step"])})
     return pd.DataFrame(rows, columns=[*keys, *WEAKEST_COLUMNS])
 
@@ -313,11 +314,11 @@ def bridge_naming_table(records_by_method: Mapping[str, Sequence[Mapping]], brid
     ``reference`` (paired by question; ``b``: only ``reference`` names it, ``c``: only this method).
     ``baseline``: ``{qid: the question's dense top-k}`` for HyDE; ``questions``: ``{qid: Question}``
     (question text and gold answers, which the baselines' traces lack)."""
-    def row(m: str, r: Mapping) -> dict:
+    def question_row(m: str, r: Mapping) -> dict:
         q = rf.qid_of(r)
         return naming_row(m, r, bridges[q], (baseline or {}).get(q), (questions or {}).get(q))
 
-    per = {m: pd.DataFrame([row(m, r) for r in recs if bridges.get(rf.qid_of(r))])
+    per = {m: pd.DataFrame([question_row(m, r) for r in recs if bridges.get(rf.qid_of(r))])
            for m, recs in records_by_method.items()}
     ref = per.get(reference)
     rows = []

@@ -7,7 +7,7 @@ tests of the declared family it makes inert are counted (:func:`inert_tests`).
 """
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import pandas as pd
 
@@ -19,6 +19,14 @@ from .step_attribution import (ADDS, CEILING, CUMULATIVE, FAMILY, FAMILY_SIZE, G
 def _row(table: pd.DataFrame, dataset: str, key: str) -> Optional[pd.Series]:
     sub = table[(table["dataset"] == dataset) & (table["key"] == key)]
     return None if sub.empty else sub.iloc[0]
+
+
+def _present(table: pd.DataFrame, dataset: str, key: str) -> pd.Series:
+    """:func:`_row` of a row the table holds (listed by :func:`_layout`, or the full method's)."""
+    row = _row(table, dataset, key)
+    if row is None:
+        raise ValueError(f"the headroom table has no {key!r} row for dataset {dataset!r}")
+    return row
 
 
 def _no_gold(row: Optional[pd.Series], parts: Sequence[str]) -> bool:
@@ -67,7 +75,7 @@ def headroom_sentence(table: pd.DataFrame, dataset: str) -> str:
     parts, prev = [], float(full["EM"])
     steps, alone, no_gold = _layout(table, dataset)
     for i, (key, added) in enumerate(steps):
-        r = _row(table, dataset, key)
+        r = _present(table, dataset, key)
         name = " + ".join(PART_WORDS[p] for p in added)
         parts.append(f"{name if i == 0 else '+ ' + name} {r['EM']:.1f} ({r['EM'] - prev:+.1f}{_given(r, added)})")
         prev = float(r["EM"])
@@ -167,10 +175,10 @@ def plot_headroom(table: pd.DataFrame, published_em: Optional[Mapping[str, float
         rises = {k: "\n".join(f"+ {PART_LABELS[p]}".replace("next ", "next\n") for p in added) for k, added in steps}
         seq = [k for k in (REFERENCE, *rises, CEILING) if _row(table, ds, k) is not None]
         ours = [k for k in OURS if _row(table, ds, k) is not None]
-        base = float(_row(table, ds, REFERENCE)["EM"])
+        base = float(_present(table, ds, REFERENCE)["EM"])
         x, prev = 0, 0.0
         for k in seq:
-            em = float(_row(table, ds, k)["EM"])
+            em = float(_present(table, ds, k)["EM"])
             step = k in CUMULATIVE
             style = ("rise" if em >= prev else "fall") if step else "full" if k == REFERENCE else "ceiling"
             ax.bar(x, em - prev if step else em, bottom=prev if step else 0.0, color=STYLES[style]["color"])
@@ -181,11 +189,11 @@ def plot_headroom(table: pd.DataFrame, published_em: Optional[Mapping[str, float
             ax.text(x, em + 1, f"{em:.1f}", ha="center", fontsize=FONT)
             prev = em if k != CEILING else prev
             x += 1
-        ticks = list(range(len(seq)))
+        ticks: list[float] = list(range(len(seq)))
         for group, style in ((alone, "alone"), (ours, "ours")):
             x += 0.6 if group else 0
             for k in group:
-                em = float(_row(table, ds, k)["EM"])
+                em = float(_present(table, ds, k)["EM"])
                 ax.bar(x, em, color="white", edgecolor=STYLES[style]["edgecolor"], hatch=STYLES[style].get("hatch"),
                        linewidth=1.5)
                 drawn.add(style)
@@ -211,8 +219,8 @@ def plot_headroom(table: pd.DataFrame, published_em: Optional[Mapping[str, float
         ax.set_ylim(0, min(100.0, top * 1.2 + 6))  # EM's scale, cut above the tallest bar or line
         ax.set_xlim(-0.6, max(x - 0.4, width - 0.6))  # every panel the same bar width
         ax.set_ylabel("EM (×100)", fontsize=FONT)
-        ax.set_title(f"{ds} (n = {int(_row(table, ds, REFERENCE)['n'])})", fontsize=FONT + 1, loc="left")
-    handles = []
+        ax.set_title(f"{ds} (n = {int(_present(table, ds, REFERENCE)['n'])})", fontsize=FONT + 1, loc="left")
+    handles: list[Line2D | Patch] = []
     for key in STYLE_ORDER:
         if key not in drawn:
             continue
@@ -234,7 +242,7 @@ def plot_headroom(table: pd.DataFrame, published_em: Optional[Mapping[str, float
 
 
 # Every style the waterfall can draw, and the legend's words for it (in the legend's order).
-STYLES = {
+STYLES: dict[str, dict[str, Any]] = {
     "full": {"color": "tab:blue", "label": "KGIR-RAG as the model runs it (full)"},
     "rise": {"color": "tab:green", "label": "a cumulative oracle: what its step adds"},
     "fall": {"color": "tab:red", "label": "a cumulative oracle step that lowers EM"},

@@ -323,7 +323,8 @@ def loss_decomposition(cfg, readers: Mapping[str, object], runs: Mapping[str, tu
     columns = ["dataset", "reader", "qid", "condition", "answer", "EM", "F1"]
     return (pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=COLUMNS),
             pd.concat(cuts, ignore_index=True) if cuts else pd.DataFrame(),
-            pd.concat(answers, ignore_index=True).reindex(columns=columns) if answers else pd.DataFrame(columns=columns),
+            (pd.concat(answers, ignore_index=True).reindex(columns=columns) if answers
+             else pd.DataFrame(columns=columns)),
             left_out)
 
 
@@ -372,8 +373,8 @@ def plot_decomposition(table: pd.DataFrame):
         ax.set_ylabel("EM (×100)", fontsize=12)
         ax.set_ylim(0, min(100.0, float(rows["EM"].max()) * 1.2 + 8))
         ax.set_title(f"{ds} (n = {int(rows['n'].iloc[0])})", fontsize=13)
-    handles = [Patch(color="tab:blue", label="(a) KGIR-RAG's own prompt"), Patch(color="tab:green", label="a step's gain"),
-               Patch(color="tab:red", label="a step's loss"),
+    handles = [Patch(color="tab:blue", label="(a) KGIR-RAG's own prompt"),
+               Patch(color="tab:green", label="a step's gain"), Patch(color="tab:red", label="a step's loss"),
                Patch(facecolor="none", edgecolor="black", label="(e) uncut gold passages")]
     fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=12, frameon=False)
     fig.suptitle("Where the answers are lost: the same prompts changed one thing at a time", fontsize=13)

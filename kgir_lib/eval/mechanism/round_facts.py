@@ -22,7 +22,6 @@ from typing import Mapping, Optional, Sequence
 
 
 LEGACY_EVIDENCE_CAP = 20  # the fixed cap of the loop before it became a profile field
-KGIR_KEYS = ("kgir", "kgir_no_subgraph", "kgir_no_reflection", "kgir_no_rewrite", "kgir_forced")
 
 
 def trace_of(record: Mapping) -> Mapping:

@@ -22,12 +22,13 @@ their traces beside the full method's (``kgir``) and says, per dataset, what eac
 - ``oracle applied``: the questions whose trace says every oracle step of the variant applied (the others ran
   the missing step as the full method), and per step (``gold given: <step>``, :data:`GIVEN`) the questions that
   step had its gold on. A step with gold on no question of a dataset (the ideal rewrite on HotpotQA, which has no
-  sub-questions) leaves its variant the full method's requests: :func:`kgir_lib.eval.mechanism.headroom.headroom_sentence` and
-  :func:`~kgir_lib.eval.mechanism.headroom.plot_headroom` say it has no gold there instead of drawing it as a step that adds nothing.
+  sub-questions) leaves its variant the full method's requests:
+  :func:`kgir_lib.eval.mechanism.headroom.headroom_sentence` and :func:`~kgir_lib.eval.mechanism.headroom.plot_headroom`
+  say it has no gold there instead of drawing it as a step that adds nothing.
 
-:mod:`kgir_lib.eval.mechanism.headroom` reads the table: :func:`~kgir_lib.eval.mechanism.headroom.plot_headroom` draws the waterfall (full method -> each cumulative oracle -> the gold-context ceiling,
-with the single-step oracles and our two repairs apart), :func:`headroom_sentence` says it in one sentence from
-the table.
+:mod:`kgir_lib.eval.mechanism.headroom` reads the table: :func:`~kgir_lib.eval.mechanism.headroom.plot_headroom`
+draws the waterfall (full method -> each cumulative oracle -> the gold-context ceiling, with the single-step
+oracles and our two repairs apart), :func:`headroom_sentence` says it in one sentence from the table.
 """
 from __future__ import annotations
 
@@ -99,7 +100,8 @@ def question_scores(records: Sequence[Mapping]) -> pd.DataFrame:
         answers, gold = rf.golds(r)
         answer = rf.final_answer(r)
         no_retrieval = bool(rf.trace_of(r).get("no_retrieval"))
-        rows.append({"qid": rf.qid_of(r), "EM": 100.0 * best_em(answer, answers), "F1": 100.0 * best_f1(answer, answers),
+        rows.append({"qid": rf.qid_of(r), "EM": 100.0 * best_em(answer, answers),
+                     "F1": 100.0 * best_f1(answer, answers),
                      "R@5": np.nan if no_retrieval else 100.0 * recall_at_k(list(r.get("ranked_pids") or []), gold, 5)})
     return pd.DataFrame(rows, columns=["qid", *METRICS])
 
@@ -155,7 +157,8 @@ def step_attribution_table(runs: Mapping[str, Sequence[Mapping]], bridges: Mappi
         raise ValueError(f"step_attribution_table: no {REFERENCE!r} traces for dataset {dataset!r}")
     labels = dict(labels or {})
     ref = question_scores(runs[REFERENCE]).set_index("qid")
-    rows, tests = [], []
+    rows: list[dict] = []
+    tests: list[tuple[int, str]] = []  # (row, metric) of each test made
     for key in (REFERENCE, *[k for k in ROWS if k in runs]):
         scores = question_scores(runs[key]).set_index("qid")
         both = scores.index.intersection(ref.index)
@@ -178,7 +181,7 @@ def step_attribution_table(runs: Mapping[str, Sequence[Mapping]], bridges: Mappi
     adjusted = holm([rows[i][f"p {m}"] for i, m in tests] + [1.0] * (FAMILY_SIZE - len(tests)))
     for (i, m), p in zip(tests, adjusted):
         rows[i][f"p {m} (Holm)"] = float(p)
-    for i, row in enumerate(rows[1:], 1):
+    for row in rows[1:]:
         em = question_scores(runs[row["key"]]).set_index("qid")["EM"].reindex(ref.index).dropna()
         if len(em) and tests:
             d = float((em != ref.loc[em.index, "EM"]).mean())

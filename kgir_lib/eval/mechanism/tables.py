@@ -3,16 +3,16 @@
 :func:`mechanism_tables` reads ``traces/<method>/<dataset>.trace.jsonl`` of a run directory and the
 datasets' gold bridges, and returns the tables of :mod:`kgir_lib.eval.mechanism.funnel`,
 :mod:`kgir_lib.eval.mechanism.calibration`, :mod:`kgir_lib.eval.mechanism.forced_rounds` and
-:mod:`kgir_lib.eval.mechanism.rewrite_retrieval` and :mod:`kgir_lib.eval.mechanism.reader_context`. A trace file that is missing makes the tables that need it
-empty (``sources`` says which files were read). The funnel, calibration and rewrite-retrieval tables, computed
-from the traces of both loops, carry a ``method`` column (``kgir``, and ``kgir_forced`` when a forced-rounds run
-exists); the forced-rounds and oracle-stop tables come from ``kgir_forced`` alone, the ranked-list rules
-compare ``kgir`` with ``kgir_no_rewrite``, the reader-context table pairs each Table 7 variant with ``kgir``, and the
-step attribution (:mod:`kgir_lib.eval.mechanism.step_attribution`) compares each study variant with ``kgir``.
+:mod:`kgir_lib.eval.mechanism.rewrite_retrieval` and :mod:`kgir_lib.eval.mechanism.reader_context`. A trace file
+that is missing makes the tables that need it empty (``sources`` says which files were read). The funnel,
+calibration and rewrite-retrieval tables, computed from the traces of both loops, carry a ``method`` column
+(``kgir``, and ``kgir_forced`` when a forced-rounds run exists); the forced-rounds and oracle-stop tables come from
+``kgir_forced`` alone, the ranked-list rules compare ``kgir`` with ``kgir_no_rewrite``, the reader-context table pairs
+each Table 7 variant with ``kgir``, and the step attribution (:mod:`kgir_lib.eval.mechanism.step_attribution`)
+compares each study variant with ``kgir``.
 """
 from __future__ import annotations
 
-from dataclasses import fields
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -36,7 +36,7 @@ READ = (*LOOP_METHODS, "kgir_no_subgraph", "kgir_no_reflection", "kgir_no_rewrit
         *STUDY_ROWS)
 TABLES = ("sources", "funnel", "bridge_naming", "calibration", "oracle_stop", "forced_rounds", "rewrite_retrieval",
           "ranked_list_rules", "reader_context", "step_attribution")
-_CONTEXT_PASSAGES = next(f.default for f in fields(Config) if f.name == "context_passages")
+_CONTEXT_PASSAGES = Config.context_passages  # the field's default (a dataclass keeps it as the class attribute)
 # The trace files each table is read from (a table is empty when none of them exists; :func:`empty_note`)
 NEEDS = {"funnel": LOOP_METHODS, "calibration": LOOP_METHODS, "rewrite_retrieval": LOOP_METHODS,
          "forced_rounds": ("kgir_forced",), "oracle_stop": ("kgir_forced",), "bridge_naming": NAMING_METHODS,
@@ -113,7 +113,7 @@ def mechanism_tables(run_dir: Path, datasets: Sequence[str], data_dir: Optional[
     runs = read_run(run_dir, datasets)
     sources = pd.DataFrame([{"method": m, "dataset": ds, "questions": len(runs.get((m, ds), [])),
                              "read": (m, ds) in runs} for m in READ for ds in datasets])
-    out = {k: [] for k in TABLES if k != "sources"}
+    out: dict[str, list] = {k: [] for k in TABLES if k != "sources"}
     agreement = []
     for ds in datasets:
         if not any(d == ds for _, d in runs):

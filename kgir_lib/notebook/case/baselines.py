@@ -40,7 +40,8 @@ def baseline_answers(case: CaseStudy, methods: Optional[Iterable[str]] = None, r
             continue
         hit = next((traced[k] for k in (label, getattr(method, "key", None), name) if k in traced), None)
         if hit is not None:
-            rows.append(_answer_row(label, *hit, q, "trace"))
+            answer, ranked_pids = hit
+            rows.append(_answer_row(label, answer, ranked_pids, q, "trace"))
         elif run_missing:
             [out] = method.run(case.ws, [q])
             rows.append(_answer_row(label, out.answer, out.ranked_pids, q, "run"))
@@ -54,7 +55,7 @@ def _method_of(record: dict, path: Path) -> str:
 
 def traced_answers(cfg: Config, dataset: str, qid: str) -> dict:
     """``{method: (answer, ranked_pids)}`` for question ``qid`` from the run's trace files."""
-    out = {}
+    out: dict[str, tuple] = {}
     for path in trace_files(cfg):
         if trace_dataset(path) != dataset:
             continue

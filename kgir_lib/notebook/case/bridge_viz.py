@@ -90,7 +90,8 @@ def bridge_view(case, max_edges: int = 30, max_context: int = 25, max_hops: int 
     answer_texts = [case.answer, *case.gold_answers]
     path = list(dict.fromkeys(t for b in bridges for t in shortest_chain(r1.G_Ans, [s for s in seeds if s != b], b)))
     named = sorted({e for t in all_ans for e in (t.head, t.tail) if e not in bridges and _names_any(e, answer_texts)})
-    hops = [p for p in (shortest_chain(all_ans, bridges, e) for e in named) if 0 < len(p) <= max_hops] if bridges else []
+    hops = ([p for p in (shortest_chain(all_ans, bridges, e) for e in named) if 0 < len(p) <= max_hops]
+            if bridges else [])
     answer_edges = [t for t in min(hops, key=len, default=[]) if t not in path]
     answers = [e for e in named if any(e in (t.head, t.tail) for t in answer_edges)]
     focus = set(seeds) | set(bridges) | {e for t in path + answer_edges for e in (t.head, t.tail)}
@@ -133,7 +134,8 @@ def draw_bridge(ax, view: BridgeView, title: Optional[str] = None, label_width: 
         ax.set_title(title, fontsize=TITLE_FONT, loc="left")
     triples = view.triples
     if not triples:
-        ax.text(0.0, 0.5, textwrap.fill(view.note, 90), ha="left", va="center", transform=ax.transAxes, fontsize=NOTE_FONT)
+        ax.text(0.0, 0.5, textwrap.fill(view.note, 90), ha="left", va="center", transform=ax.transAxes,
+                fontsize=NOTE_FONT)
         return {"edges": 0, "path": 0, "answer": 0, "context": 0}
     g = nx.Graph()
     g.add_edges_from((t.head, t.tail) for t in triples)
@@ -160,11 +162,12 @@ def draw_bridge(ax, view: BridgeView, title: Optional[str] = None, label_width: 
     labels = {(t.head, t.tail): short_label(t.relation, label_width) for t in view.path + view.answer_edges}
     edge_texts = [(u, v, ax.text(*pos[u], text, fontsize=EDGE_FONT, ha="center", va="center", bbox=box, zorder=3))
                   for (u, v), text in labels.items()]
-    ax.legend(handles=_legend(view), loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=LEGEND_FONT,
-              frameon=False, labelspacing=0.9)
+    ax.legend(handles=_legend(view), loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+              fontsize=LEGEND_FONT, frameon=False, labelspacing=0.9)
     ax.margins(0.1)
     place_labels(ax, node_texts, edge_texts, pos)
-    return {"edges": len(triples), "path": len(view.path), "answer": len(view.answer_edges), "context": len(view.context)}
+    return {"edges": len(triples), "path": len(view.path), "answer": len(view.answer_edges),
+            "context": len(view.context)}
 
 
 def _legend(view: BridgeView) -> list:
@@ -182,6 +185,7 @@ def _legend(view: BridgeView) -> list:
         out += [dot(COLORS["bridge"], "bridge entity (named by the rewrite)", "D"),
                 line(COLORS["path"], "chain from a seed to the bridge (round 1's G_Ans)")]
     if view.answer_edges:
-        out += [dot(COLORS["answer_node"], "entity naming the answer"), line(COLORS["answer"], "next hop to the answer")]
+        out += [dot(COLORS["answer_node"], "entity naming the answer"),
+                line(COLORS["answer"], "next hop to the answer")]
     out.append(line(COLORS["context"], "other G_Ans triples (context)", 1.4))
     return out

@@ -48,7 +48,7 @@ def bridge_entities(question: str, rewrite: Optional[str], G_Ans: Sequence) -> l
     a small model that copies a triple into the "rewrite" names the triple's
     entities without having rewritten anything.
     """
-    if not is_question_rewrite(question, rewrite):
+    if rewrite is None or not is_question_rewrite(question, rewrite):
         return []
     ents = dict.fromkeys(e for t in G_Ans for e in ((t[0], t[2]) if isinstance(t, (list, tuple)) else (t.head, t.tail)))
     return [e for e in ents if _mentions(rewrite, e) and not _mentions(question, e)]

@@ -2,9 +2,9 @@
 
 - :func:`case_from_dataset`: KGIR-RAG on one question of a dataset (the run's workspace, its KG,
   indexes and LLM cache; :func:`kgir_lib.pipeline.workspace`);
-- :func:`case_from_passages`: a free question over a small corpus the user supplies, through the public API
-  (:class:`kgir_lib.api.KGIRPipeline`): its triples are extracted with the profile's LLM first (the offline
-  stage of §2.1), nothing stored; :func:`case_from_pipeline` the same on a pipeline already indexed;
+- :func:`case_from_pipeline`: a free question over a small corpus the user supplies (checked by
+  :func:`checked_passages`), indexed through the public API (:meth:`kgir_lib.api.KGIRPipeline.index`: its
+  triples are extracted with the profile's LLM first, the offline stage of §2.1, nothing stored);
 - :func:`case_from_output`: trace -> case (rounds read by :meth:`LoopRound.from_dict`).
 
 :data:`FIGURE6_EXAMPLE` is the paper's own Fig. 6 question over a six-passage corpus written for this
@@ -114,29 +114,18 @@ def _checked(question: str, answers) -> tuple:
 def case_from_pipeline(rag: KGIRPipeline, question: str, answers: Sequence[str] = (), *,
                        decomposition: Sequence = ()) -> CaseStudy:
     """KGIR-RAG (the pipeline's method) on a free ``question`` over the passages the public API indexed
-    (:meth:`kgir_lib.api.KGIRPipeline.index`); ``answers`` and ``decomposition`` as :func:`case_from_passages`
-    reads them."""
-    question, answers = _checked(question, answers)
-    q = _free_question(question, answers, decomposition, rag.workspace.dataset.corpus.passages)
-    [out] = rag.answer([q])
-    return case_from_output(rag.workspace, q, out)
+    (:meth:`kgir_lib.api.KGIRPipeline.index`).
 
-
-def case_from_passages(cfg: Config, question: str, passages: Sequence, answers: Sequence[str] = (),
-                       *, llm=None, encoder=None, method: Any = None, decomposition: Sequence = ()) -> CaseStudy:
-    """KGIR-RAG (``method``, default the full method) on a free ``question`` over user-supplied ``passages``
-    (``(title, text)`` pairs), through the public API (:class:`kgir_lib.api.KGIRPipeline`).
-
-    The passages' triples are extracted first with the profile's LLM (cached);
-    ``answers`` (gold answer and aliases, may be empty) score the final answer.
-    ``decomposition`` (:func:`free_gold_hops`) gives the question its gold chain, which the oracle study
-    variants read (``kgir_oracle_rewrite``: the ideal rewrite), and its gold passages, the hops' supporting
-    passages (as MuSiQue's are, §3.3.3), so the case reports Recall@k and marks them in what the reflection and
-    the reader read; without one there are no gold passages and no Recall@k. KGIR-RAG itself reads no gold.
+    ``answers`` (gold answer and aliases, may be empty) score the final answer. ``decomposition``
+    (:func:`free_gold_hops`) gives the question its gold chain, which the oracle study variants read
+    (``kgir_oracle_rewrite``: the ideal rewrite), and its gold passages, the hops' supporting passages (as MuSiQue's
+    are, §3.3.3), so the case reports Recall@k and marks them in what the reflection and the reader read; without
+    one there are no gold passages and no Recall@k. KGIR-RAG itself reads no gold.
     """
     question, answers = _checked(question, answers)
-    ps = checked_passages(passages)
-    q = _free_question(question, answers, decomposition, ps)
-    rag = KGIRPipeline(cfg, llm=llm, encoder=encoder, method=method).index(ps, name=FREE_DATASET)
+    ws = rag.workspace
+    if ws is None:
+        raise CaseStudyError("a free question needs a pipeline that has indexed its passages (KGIRPipeline.index)")
+    q = _free_question(question, answers, decomposition, ws.dataset.corpus.passages)
     [out] = rag.answer([q])
-    return case_from_output(rag.workspace, q, out)
+    return case_from_output(ws, q, out)

@@ -23,6 +23,7 @@ import pandas as pd
 
 from ...kgir.rounds import trace_rounds
 from .bridges import bridge_features
+from .records import CaseStudy
 
 __all__ = ["CHAIN", "GOLD_CHAIN", "STEP_CLAUSES", "CaseChoice", "heuristic_chain", "gold_chain", "chain_table",
            "choose_case", "chain_clause", "case_chain", "case_chain_note", "gold_bridge_names", "INTERVENTIONS",
@@ -83,7 +84,7 @@ def gold_chain(data_dir, datasets: Sequence[str] = (), mode: str = "contains") -
         best = max(rounds, key=lambda s: sum(s[k] for k in keys), default={k: False for k in keys})
         return tuple(bool(best[k]) for k in keys)
 
-    chain.steps = GOLD_CHAIN
+    chain.steps = GOLD_CHAIN  # type: ignore[attr-defined]  # (the step names, read beside the function)
     return chain
 
 
@@ -174,9 +175,11 @@ def choose_case(records: Sequence[dict], dataset: Optional[str] = None, qid: Opt
                f"{chain_clause(steps[0], False)}); this is the best-scored trace by the Fig. 6 features")
     else:
         taken = ", ".join(chain_clause(x, True) for x in steps[:reached])
-        why = f"NO trace completes the chain; this one goes furthest: {taken}, but {chain_clause(steps[reached], False)}"
+        why = (f"NO trace completes the chain; this one goes furthest: {taken}, "
+               f"but {chain_clause(steps[reached], False)}")
     return CaseChoice(str(top["dataset"]), str(top["qid"]), reached, reached == len(steps),
-                      f"question {top['qid']} of {top['dataset']}: {why}. {count[0].upper() + count[1:]}.", table, steps)
+                      f"question {top['qid']} of {top['dataset']}: {why}. {count[0].upper() + count[1:]}.",
+                      table, steps)
 
 
 WHOLE = "— (the whole chain)"  # case_chain's "breaks at" when every step is taken
@@ -305,7 +308,7 @@ def case_chain_note(chain: pd.DataFrame) -> str:
     return note
 
 
-def next_hop_reading(cases: Mapping[str, object], next_hop_titles: Sequence[str]) -> pd.DataFrame:
+def next_hop_reading(cases: Mapping[str, CaseStudy], next_hop_titles: Sequence[str]) -> pd.DataFrame:
     """Round 1 of several runs of one free question, side by side (notebook 07 §9: the model's rewrite against the
     oracle rewrite): who wrote the rewrite, the rewrite, the best rank of a next-hop passage (by title) in ``D_1``
     and in ``D'_1``, whether the reflection read one (``P_1``), whether the final answer's context held one, the
@@ -315,7 +318,7 @@ def next_hop_reading(cases: Mapping[str, object], next_hop_titles: Sequence[str]
         r = case.rounds[0]
         hop = {p.pid for p in case.ws.dataset.corpus.passages if p.title in set(next_hop_titles)}
 
-        def rank(pids: Sequence[str]) -> Optional[int]:
+        def rank(pids: Sequence[str], hop: set = hop) -> Optional[int]:  # this case's next-hop passages, bound now
             return next((i for i, p in enumerate(pids, 1) if p in hop), None)
         context = next((list(x.final.context_pids) for x in reversed(case.rounds) if x.final is not None), [])
         rows.append({"run": label, "rewrite by": "the gold (oracle)" if r.rewrite_note.get("form") == "oracle" else "the model",

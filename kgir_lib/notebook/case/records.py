@@ -22,8 +22,8 @@ KGIR_METHOD = "KGIR-RAG"
 FREE_DATASET = "free"
 FREE_QID = "free"
 # ``answered_by`` of a trace, in words: what ended the loop
-STOPPED_BY = {"reflection": "the reflection's verdict", "forced_reader": "the round cap",
-              "reader": "the variant's fixed rounds (no reflection stop)"}
+STOPPED_BY: dict[Optional[str], str] = {"reflection": "the reflection's verdict", "forced_reader": "the round cap",
+                                         "reader": "the variant's fixed rounds (no reflection stop)"}
 
 
 class CaseStudyError(ValueError):
@@ -45,7 +45,7 @@ class CaseStudy:
     f1: float
     rounds: list
     output: MethodOutput
-    ws: Workspace = field(repr=False, compare=False, default=None)
+    ws: Workspace = field(repr=False, compare=False)
 
     @property
     def recall(self) -> dict:
