@@ -25,7 +25,7 @@ from kgir_lib.llm.response_log import LOG_NAME, export_run_cache, sync_run_cache
 
 from conftest import SHARED_DATA, BagOfWordsEncoder
 
-MARKER = "Blueheronsecret"
+MARKER = "Blueheron" + "secret"  # built, so that this file, itself tracked, does not hold it
 MEMO = [("Memo", f"{MARKER} Memo: the merger code is kept in the blue drawer.")]
 
 

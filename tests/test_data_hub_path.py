@@ -134,12 +134,17 @@ def test_a_full_set_whose_sample_questions_differ_from_the_manifest_is_refused_n
 
 
 # ------------------------------------------------------------------ a host that never answers, HTTP errors named
+FAKE_KEY = "sk-kgirhub-Wq2Lp6Rt3YHn4Kd9"  # a mirror's credentials in the endpoint: masked in every message
+
+
 def test_a_host_that_accepts_and_never_answers_is_given_up_on_within_30_s_by_the_full_command(tmp_path):
     with silent_host() as url:
+        endpoint = url.replace("http://", f"http://user:{FAKE_KEY}@")
         out, seconds = cli("full", "musique", "--target", str(tmp_path / "dl"), env={
-            "KGIR_HF_ENDPOINT": url, "HF_HUB_CACHE": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0"}, timeout=120)
+            "KGIR_HF_ENDPOINT": endpoint, "HF_HUB_CACHE": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0"}, timeout=120)
     assert out.returncode == 1 and seconds < 30, (seconds, out.stderr)
     assert "accepted the connection but sent no answer within 10 s" in out.stderr and "Traceback" not in out.stderr
+    assert f"http://***@{url.removeprefix('http://')}/datasets/" in out.stderr and FAKE_KEY not in out.stderr
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]
 
 
@@ -167,11 +172,13 @@ def test_an_http_error_of_the_hub_is_named_with_its_status_and_url_not_as_out_of
 @pytest.mark.parametrize("status", [500, 404])
 def test_an_http_error_of_a_sample_host_is_named_with_its_status_and_url(tmp_path, status):
     with status_host(status) as url:
+        endpoint = url.replace("http://", f"http://user:{FAKE_KEY}@")
         out, _ = cli("fetch", "musique_train", "--target", str(tmp_path / "s"), "--cache", str(tmp_path / "u"),
-                     env={"KGIR_GITHUB_RAW_URL": url, "KGIR_HF_ENDPOINT": url, "HF_HUB_CACHE": str(tmp_path / "hf"),
-                          "HF_HUB_OFFLINE": "0"})
-    assert out.returncode == 1
-    assert f"could not download {url}/OSU-NLP-Group/HippoRAG/" in out.stderr and f"answered HTTP {status}" in out.stderr
+                     env={"KGIR_GITHUB_RAW_URL": endpoint, "KGIR_HF_ENDPOINT": url,
+                          "HF_HUB_CACHE": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0"})
+    assert out.returncode == 1 and FAKE_KEY not in out.stderr
+    masked = url.replace("http://", "http://***@")
+    assert f"could not download {masked}/OSU-NLP-Group/HippoRAG/" in out.stderr and f"answered HTTP {status}" in out.stderr
     assert "could not reach" not in out.stderr and "machine with internet" not in out.stderr
 
 

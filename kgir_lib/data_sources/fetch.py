@@ -87,14 +87,14 @@ def download(http, url: str, dest: Path, sha256: Optional[str] = None) -> Path:
                             f"({type(exc).__name__}); nothing was kept, run the command again") from None
     except httpx.HTTPError as exc:
         part.unlink(missing_ok=True)
-        raise DownloadError(f"download of {url} broke off ({type(exc).__name__}: {exc}); nothing was kept, "
+        raise DownloadError(f"download of {mask_url(url)} broke off ({type(exc).__name__}: {exc}); nothing was kept, "
                             f"run the command again") from None
     except BaseException:
         part.unlink(missing_ok=True)
         raise
     if sha256 and h.hexdigest() != sha256:
         part.unlink(missing_ok=True)
-        raise DataError(f"{url}: SHA-256 {h.hexdigest()} is not the pinned file's {sha256}; nothing was kept")
+        raise DataError(f"{mask_url(url)}: SHA-256 {h.hexdigest()} is not the pinned file's {sha256}; nothing was kept")
     os.replace(part, dest)
     return dest
 
@@ -117,7 +117,7 @@ def _cached(http, spec: dict, upstreams: dict, cache: Path, lines: list) -> Path
     if path.is_file() and (not sha or file_sha256(path) == sha):
         return path
     download(http, url, path, sha)
-    lines.append(f"  downloaded {url} ({path.stat().st_size:,} bytes)")
+    lines.append(f"  downloaded {mask_url(url)} ({path.stat().st_size:,} bytes)")
     return path
 
 
@@ -126,7 +126,7 @@ def _load_upstream(path: Path, url: str) -> object:
     try:
         return json.loads(path.read_bytes())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(f"{url} is not valid JSON ({exc})") from None
+        raise DataError(f"{mask_url(url)} is not valid JSON ({exc})") from None
 
 
 def _build(http, name: str, entry: dict, upstreams: dict, folder: Path, cache: Path, lines: list,
@@ -143,11 +143,11 @@ def _build(http, name: str, entry: dict, upstreams: dict, folder: Path, cache: P
             path = _cached(http, spec, upstreams, cache, lines)
             used.append(path)
             raw[role] = _load_upstream(path, upstream_of(spec, upstreams)[0])
-        source = upstream_of(entry["derived_from"]["questions"], upstreams)[0]
+        source = mask_url(upstream_of(entry["derived_from"]["questions"], upstreams)[0])
         files, absent = derive(name, entry, raw["questions"], raw["corpus"], source)
         for fname, data in files.items():
             _write(folder / fname, data)
-        corpus_url = upstream_of(entry["derived_from"]["corpus"], upstreams)[0]
+        corpus_url = mask_url(upstream_of(entry["derived_from"]["corpus"], upstreams)[0])
         lines.append(f"  {name}: derived {entry['n_questions']} questions, {entry['n_passages']} passages; "
                      + (f"all of them in {corpus_url}" if not absent else
                         f"{absent} of the passages are not in {corpus_url} (the sample's pool is its questions' "
@@ -318,7 +318,7 @@ def check_full_set(name: str, files: dict, upstream: dict) -> None:
     used = [files[s["path"]] for s in specs.values()]
     try:
         raw = {role: _load_upstream(files[s["path"]], urls[role]) for role, s in specs.items()}
-        derived, _ = derive(name, entry, raw["questions"], raw["corpus"], urls["questions"])
+        derived, _ = derive(name, entry, raw["questions"], raw["corpus"], mask_url(urls["questions"]))
         by_role = {spec["role"]: json.loads(derived[fname]) for fname, spec in entry["files"].items()
                    if spec.get("derived")}
         problems = compare(name, entry, by_role["questions"], by_role["corpus"], files[specs["questions"]["path"]],

@@ -167,11 +167,11 @@ def hub_file(http, repo: str, revision: str, filename: str, lines: list, timeout
         status = exc.response.status_code if exc.response is not None else "?"
         raise HTTPStatusError(f"could not download {mask_url(url)}: HTTP {status} ({_first_line(exc)})") from None
     except OSError as exc:  # the Hub client's size check ("Consistency check failed"), a broken connection
-        raise DownloadError(f"download of {url} broke off ({type(exc).__name__}: {_first_line(exc)}); nothing "
-                            f"was kept, run the command again") from None
+        raise DownloadError(f"download of {mask_url(url)} broke off ({type(exc).__name__}: {_first_line(exc)}); "
+                            f"nothing was kept, run the command again") from None
     except HTTPError as exc:  # the client's transport errors once its retries are spent
-        raise DownloadError(f"download of {url} broke off ({type(exc).__name__}: {_first_line(exc)}); nothing "
-                            f"was kept, run the command again") from None
+        raise DownloadError(f"download of {mask_url(url)} broke off ({type(exc).__name__}: {_first_line(exc)}); "
+                            f"nothing was kept, run the command again") from None
     check_cached(path, url)
     if before is None or before != path:
         lines.append(f"  downloaded {mask_url(url)} ({path.stat().st_size:,} bytes) into the Hugging Face cache")
