@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 
 from conftest import SHARED_DATA
-from data_server import HF_REPO, gh_path, hf_path, serve, upstream_tree
+from data_server import HF_REPO, hf_path, serve, upstream_tree
 from kgir_lib.data import DataError
-from kgir_lib.data_sources import download_hipporag2, fetch_samples
+from kgir_lib.data_sources import download_hipporag2
 from kgir_lib.data_sources.hub import clean_incomplete
 
 REPO = Path(__file__).resolve().parents[1]
