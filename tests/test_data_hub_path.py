@@ -54,17 +54,33 @@ def cli(*args: str, env: dict, timeout: float = 120) -> tuple:
     return out, time.monotonic() - start
 
 
+class SilentHost(str):
+    """The URL of a host that accepts every connection and never answers a byte; ``connections`` counts them."""
+    connections: list
+
+
 @contextmanager
 def silent_host():
-    """A port that accepts connections (the kernel completes the handshake into the listen backlog) and never
-    answers a byte."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
+    url = SilentHost(f"http://127.0.0.1:{sock.getsockname()[1]}")
+    url.connections = []
+
+    def accept():
+        while True:
+            try:
+                url.connections.append(sock.accept()[0])  # kept open, never written to
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
     try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+        yield url
     finally:
         sock.close()
+        for conn in url.connections:
+            conn.close()
 
 
 @contextmanager
@@ -146,6 +162,21 @@ def test_a_host_that_accepts_and_never_answers_is_given_up_on_within_30_s_by_the
     assert "accepted the connection but sent no answer within 10 s" in out.stderr and "Traceback" not in out.stderr
     assert f"http://***@{url.removeprefix('http://')}/datasets/" in out.stderr and FAKE_KEY not in out.stderr
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+
+
+def test_with_a_warm_cache_a_host_that_never_answers_costs_one_timeout_and_the_checked_copy_is_used(tmp_path, tree,
+                                                                                                    monkeypatch):
+    hub = tmp_path / "hf"
+    with serve(tree, hf_cache=hub) as server:
+        use(server.env(), hub, monkeypatch)
+        download_hipporag2(["musique"], tmp_path / "first", timeout_s=5)
+    with silent_host() as url:
+        monkeypatch.setenv("KGIR_HF_ENDPOINT", url)
+        start = time.monotonic()
+        got = download_hipporag2(["musique"], tmp_path / "second", timeout_s=5)
+        seconds = time.monotonic() - start
+        assert len(url.connections) == 1  # the first file's probe; the second file is not asked for
+    assert seconds < 30 and got[0].read_bytes() == tree[hf_path("musique.json")]
 
 
 def test_a_host_that_accepts_and_never_answers_is_given_up_on_within_30_s_by_the_sample_fetch(tmp_path):

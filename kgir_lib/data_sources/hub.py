@@ -138,10 +138,16 @@ def clean_incomplete(repo: str) -> list:
     return removed
 
 
+_SILENT: dict = {}  # endpoint -> the Unreachable error of its probe, in this process: asked no more
+
+
 def hub_file(http, repo: str, revision: str, filename: str, lines: list, timeout_s: float = 10.0) -> Path:
     """``filename`` of dataset ``repo`` at ``revision``, from the Hub's cache or downloaded into it; the path of
-    its entry in the cache. :class:`Unreachable` (no internet, offline mode with the file not cached) and
-    :class:`DownloadError` (the Hub refused, the body broke off) name the URL and leave nothing in the cache."""
+    its entry in the cache, checked (:func:`check_cached`). The host is probed first (:func:`_probe`); one that
+    cannot be reached or does not answer is not asked again by this process, and a file the cache holds is then
+    taken from it. :class:`Unreachable` (no internet, a silent host, offline mode, each with the file not cached),
+    :class:`HTTPStatusError` (the host answered with an HTTP error) and :class:`DownloadError` (the body broke off)
+    name the URL and leave nothing in the cache."""
     from httpx2 import HTTPError  # the Hub client's HTTP library (huggingface-hub 2.x)
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
@@ -149,11 +155,22 @@ def hub_file(http, repo: str, revision: str, filename: str, lines: list, timeout
     url = hf_url(repo, revision, filename)
     clean_incomplete(repo)
     before = cached(repo, revision, filename)
-    if before is None and not offline():
-        _probe(http, url)
+    local = False  # from the cache alone: the host did not answer the probe, or did not earlier in this process
+    if not offline():
+        try:
+            if hf_endpoint() in _SILENT:
+                raise _SILENT[hf_endpoint()]
+            _probe(http, url)
+        except (Unreachable, HTTPStatusError) as exc:
+            if isinstance(exc, Unreachable):
+                _SILENT[hf_endpoint()] = exc  # one timeout a process, not one a file
+            if before is None:
+                raise
+            local = True
+            lines.append(f"  {exc}; {filename} is taken from the Hugging Face cache ({cache_dir()})")
     try:
         path = Path(hf_hub_download(repo, filename, repo_type=REPO_TYPE, revision=revision, endpoint=hf_endpoint(),
-                                    etag_timeout=timeout_s))
+                                    etag_timeout=timeout_s, local_files_only=local))
     except LocalEntryNotFoundError as exc:
         if offline():
             raise Unreachable(f"HF_HUB_OFFLINE is set and the Hugging Face cache ({cache_dir()}) does not hold "
