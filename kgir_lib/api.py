@@ -17,8 +17,8 @@ profile's committed response log (read, never written), so a question the suite 
 answered costs no model call.
 
 The pipeline keeps its run folder (LLM cache, embeddings) in a cache folder of its own, outside the
-repository: ``cache_dir``, else ``$KGIR_CACHE_DIR``, else ``$XDG_CACHE_HOME/kgir``, else
-``~/.cache/kgir`` (:func:`kgir_lib.config.fields.api_cache_dir`). What you index never reaches the
+repository: ``cache_dir``, else ``$KGIR_CACHE_DIR``, else ``$XDG_CACHE_HOME/kgir/api``, else
+``~/.cache/kgir/api`` (:func:`kgir_lib.config.fields.api_cache_dir`). What you index never reaches the
 profile's run folder (``results/<profile>/``), whose cache the runner exports into the committed
 response log; only ``use_profile_cache=True`` writes there.
 """

@@ -15,7 +15,7 @@ import json
 from typing import Iterable
 
 from .data import DataError
-from .redact import env_secrets, redact
+from .redact import env_secrets, mask_url, redact
 
 DOWNLOAD = "python -m kgir_lib.data_sources full --target data {names} && export KGIR_DATA_DIR=$PWD/data"
 
@@ -81,7 +81,7 @@ def check_servers(cfg, timeout_s: float = 10.0) -> list:
                 raise ServerError(redact(
                     f"LLM server {url} serves {sorted(models)}, not {field} {model!r}: serve that model "
                     f"(vllm serve {model} ...) or set '{field}' to the name the server lists", key))
-            lines.append(f"LLM server {url}: serves {model}")
+            lines.append(f"LLM server {mask_url(url)}: serves {model}")
     if cfg.llm_api_key_env and not key:
         lines.append(f"note: ${cfg.llm_api_key_env} (llm_api_key_env) is not set: requests go out without an API "
                      f"key, which a local vLLM server accepts and a hosted one refuses")

@@ -73,7 +73,7 @@ class BagOfWordsEncoder:
 
 @pytest.fixture(autouse=True, scope="session")
 def _api_cache_in_a_temporary_folder(tmp_path_factory):
-    """The public API's own cache folder (``$KGIR_CACHE_DIR``, default ``~/.cache/kgir``) is a temporary one for the
+    """The public API's own cache folder (``$KGIR_CACHE_DIR``, default ``~/.cache/kgir/api``) is a temporary one for the
     whole session, also for the runners and kernels the tests start: no test writes into the user's cache."""
     if not os.environ.get("KGIR_CACHE_DIR"):
         os.environ["KGIR_CACHE_DIR"] = str(tmp_path_factory.mktemp("kgir_api_cache"))

@@ -25,7 +25,7 @@ from kgir_lib.llm.response_log import LOG_NAME, export_run_cache, sync_run_cache
 
 from conftest import SHARED_DATA, BagOfWordsEncoder
 
-MARKER = "Blue" + "heron" + "secret"  # built here, so this file itself does not hold it
+MARKER = "Blueheron" + "secret"  # built, so that this file, itself tracked, does not hold it
 MEMO = [("Memo", f"{MARKER} Memo: the merger code is kept in the blue drawer.")]
 
 
@@ -97,10 +97,10 @@ def test_only_use_profile_cache_writes_into_the_profile_run_and_then_the_export_
 def test_the_cache_folder_is_the_parameter_else_the_environment_else_the_user_cache(tmp_path, monkeypatch):
     monkeypatch.delenv("KGIR_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert api_cache_dir() == tmp_path / "xdg" / "kgir"
+    assert api_cache_dir() == tmp_path / "xdg" / "kgir" / "api"
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert api_cache_dir() == tmp_path / "home" / ".cache" / "kgir"
+    assert api_cache_dir() == tmp_path / "home" / ".cache" / "kgir" / "api"
     monkeypatch.setenv("KGIR_CACHE_DIR", str(tmp_path / "env"))
     assert api_cache_dir() == tmp_path / "env" and api_cache_dir(tmp_path / "given") == tmp_path / "given"
     rag = KGIRPipeline("sample", cache_dir=tmp_path / "given", llm=object())

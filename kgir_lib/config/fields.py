@@ -266,11 +266,12 @@ def default_results_dir() -> Path:
 
 def api_cache_dir(cache_dir: Optional[Union[str, Path]] = None) -> Path:
     """The folder where the public API (:class:`kgir_lib.api.KGIRPipeline`) keeps its run folders, one a profile,
-    outside the repository: ``cache_dir``, else ``$KGIR_CACHE_DIR``, else ``$XDG_CACHE_HOME/kgir``, else
-    ``~/.cache/kgir``. The results folder of the profiles' committed runs is refused, naming ``cache_dir``."""
+    outside the repository: ``cache_dir``, else ``$KGIR_CACHE_DIR``, else ``$XDG_CACHE_HOME/kgir/api``, else
+    ``~/.cache/kgir/api`` (beside the embedded models that set-up keeps in ``kgir/models``). The results folder of
+    the profiles' committed runs is refused, naming ``cache_dir``."""
     xdg = os.environ.get("XDG_CACHE_HOME")
     folder = Path(cache_dir or os.environ.get("KGIR_CACHE_DIR") or
-                  (Path(xdg) / "kgir" if xdg else Path.home() / ".cache" / "kgir")).expanduser()
+                  (Path(xdg) if xdg else Path.home() / ".cache") / "kgir" / "api").expanduser()
     if folder.resolve() in {default_results_dir().resolve(), (PROJECT_ROOT / "results").resolve()}:
         raise ValueError(f"parameter 'cache_dir': {folder} is the results folder of the profiles' committed runs; "
                          f"give another folder, or use_profile_cache=True to write into the profile's run")

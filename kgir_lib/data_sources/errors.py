@@ -10,3 +10,8 @@ class DownloadError(DataError):
 
 class Unreachable(DownloadError):
     """A host could not be reached (no internet, wrong base URL, the Hub's offline mode with the file not cached)."""
+
+
+class HTTPStatusError(DownloadError):
+    """A host answered with an HTTP error (its status and the URL in the message): it was reached, so this is no
+    question of internet access."""

@@ -18,7 +18,10 @@ leaves no folder it made behind (``data/samples/``, ``data/upstream/``' subfolde
 
 **Offline**: one connection attempt with a short connect timeout, no retry loop; an unreachable host is a
 :class:`~kgir_lib.data.DataError` that names the two ways out (``KGIR_DATA_DIR``, or the fetch command on a
-machine with internet) within seconds. With ``HF_HUB_OFFLINE=1`` the Hugging Face files come from its cache alone.
+machine with internet) within seconds, and so is a host that accepts the connection and sends nothing for
+:data:`READ_S` seconds. A host that answers with an HTTP error is named so, with its status and the URL
+(:class:`~kgir_lib.data_sources.errors.HTTPStatusError`). With ``HF_HUB_OFFLINE=1`` the Hugging Face files come
+from its cache alone.
 """
 from __future__ import annotations
 
@@ -31,14 +34,15 @@ from typing import Iterable, Optional
 
 from ..config.fields import samples_dir
 from ..data import DataError
-from .checksums import check_set, file_sha256
+from ..redact import mask_url
+from .checksums import check_set, compare, file_sha256
 from .derive import derive
-from .errors import DownloadError, Unreachable
+from .errors import DownloadError, HTTPStatusError, Unreachable
 from .hub import copy_out, forget, hub_file
-from .sources import FETCH_COMMAND, SAMPLE_SETS, STAMP, manifest, set_digest, upstream_dir, upstream_of
+from .sources import FETCH_COMMAND, SAMPLE_SETS, STAMP, hf_url, manifest, set_digest, upstream_dir, upstream_of
 
 CONNECT_S = 5.0   # an unreachable host fails within this (DNS failures at once)
-READ_S = 60.0     # a server that stops sending mid-file
+READ_S = 20.0     # a server that sends nothing for this long (no answer, or stopped mid-file) is given up on
 
 
 def client(timeout_s: float = READ_S, connect_s: float = CONNECT_S):
@@ -60,27 +64,37 @@ def download(http, url: str, dest: Path, sha256: Optional[str] = None) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
     h = hashlib.sha256()
+    answered = False
     try:
         with http.stream("GET", url) as resp:
+            answered = True
             if resp.status_code != 200:
-                raise DownloadError(f"could not download {url}: HTTP {resp.status_code}")
+                raise HTTPStatusError(f"could not download {mask_url(url)}: it answered HTTP {resp.status_code} "
+                                      f"{resp.reason_phrase}".rstrip())
             with open(part, "wb") as fh:
                 for chunk in resp.iter_bytes():
                     fh.write(chunk)
                     h.update(chunk)
     except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
         part.unlink(missing_ok=True)
-        raise Unreachable(f"could not reach {url} ({type(exc).__name__}: {exc})") from None
+        raise Unreachable(f"could not reach {mask_url(url)} ({type(exc).__name__}: {exc})") from None
+    except httpx.TimeoutException as exc:
+        part.unlink(missing_ok=True)
+        if not answered:
+            raise Unreachable(f"{mask_url(url)}: the host accepted the connection but sent no answer within "
+                              f"{http.timeout.read:g} s ({type(exc).__name__}); it is given up on") from None
+        raise DownloadError(f"download of {mask_url(url)} broke off: nothing arrived for {http.timeout.read:g} s "
+                            f"({type(exc).__name__}); nothing was kept, run the command again") from None
     except httpx.HTTPError as exc:
         part.unlink(missing_ok=True)
-        raise DownloadError(f"download of {url} broke off ({type(exc).__name__}: {exc}); nothing was kept, "
+        raise DownloadError(f"download of {mask_url(url)} broke off ({type(exc).__name__}: {exc}); nothing was kept, "
                             f"run the command again") from None
     except BaseException:
         part.unlink(missing_ok=True)
         raise
     if sha256 and h.hexdigest() != sha256:
         part.unlink(missing_ok=True)
-        raise DataError(f"{url}: SHA-256 {h.hexdigest()} is not the pinned file's {sha256}; nothing was kept")
+        raise DataError(f"{mask_url(url)}: SHA-256 {h.hexdigest()} is not the pinned file's {sha256}; nothing was kept")
     os.replace(part, dest)
     return dest
 
@@ -103,7 +117,7 @@ def _cached(http, spec: dict, upstreams: dict, cache: Path, lines: list) -> Path
     if path.is_file() and (not sha or file_sha256(path) == sha):
         return path
     download(http, url, path, sha)
-    lines.append(f"  downloaded {url} ({path.stat().st_size:,} bytes)")
+    lines.append(f"  downloaded {mask_url(url)} ({path.stat().st_size:,} bytes)")
     return path
 
 
@@ -112,7 +126,7 @@ def _load_upstream(path: Path, url: str) -> object:
     try:
         return json.loads(path.read_bytes())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(f"{url} is not valid JSON ({exc})") from None
+        raise DataError(f"{mask_url(url)} is not valid JSON ({exc})") from None
 
 
 def _build(http, name: str, entry: dict, upstreams: dict, folder: Path, cache: Path, lines: list,
@@ -129,11 +143,11 @@ def _build(http, name: str, entry: dict, upstreams: dict, folder: Path, cache: P
             path = _cached(http, spec, upstreams, cache, lines)
             used.append(path)
             raw[role] = _load_upstream(path, upstream_of(spec, upstreams)[0])
-        source = upstream_of(entry["derived_from"]["questions"], upstreams)[0]
+        source = mask_url(upstream_of(entry["derived_from"]["questions"], upstreams)[0])
         files, absent = derive(name, entry, raw["questions"], raw["corpus"], source)
         for fname, data in files.items():
             _write(folder / fname, data)
-        corpus_url = upstream_of(entry["derived_from"]["corpus"], upstreams)[0]
+        corpus_url = mask_url(upstream_of(entry["derived_from"]["corpus"], upstreams)[0])
         lines.append(f"  {name}: derived {entry['n_questions']} questions, {entry['n_passages']} passages; "
                      + (f"all of them in {corpus_url}" if not absent else
                         f"{absent} of the passages are not in {corpus_url} (the sample's pool is its questions' "
@@ -233,6 +247,9 @@ def _fetch(names: list, man: dict, target: Path, cache: Path, lines: list) -> No
             try:
                 _build(http, name, entry, man["upstreams"], staging, cache, lines, used)
                 ok, problems = check_set(staging, name, entry)
+            except HTTPStatusError as exc:  # the host answered: no question of internet access
+                shutil.rmtree(staging, ignore_errors=True)
+                raise HTTPStatusError(f"could not download the data samples: {exc}") from None
             except DownloadError as exc:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise type(exc)(offline_help(exc)) from None
@@ -286,22 +303,59 @@ def ensure_samples(data_dir: Path, names: Iterable[str] = SAMPLE_SETS) -> list:
     return lines
 
 
+def check_full_set(name: str, files: dict, upstream: dict) -> None:
+    """Check HippoRAG 2's full set ``name`` (``files``: its release file names -> their paths in the Hub's cache)
+    against the committed manifest, as a fetched sample is checked: when the manifest derives a sample from these
+    very files (musique, hotpotqa), the sample is derived from them and every field the suite reads must match its
+    checksums (:func:`~kgir_lib.data_sources.checksums.compare`). A set that differs, or lacks a sample question, is
+    a :class:`DataError` naming the set, field and question, and its files are removed from the Hub's cache. (Every
+    file is also checked against the Hub's own checksum: :func:`~kgir_lib.data_sources.hub.check_cached`.)"""
+    entry = manifest()["sets"].get(name) or {}
+    specs = entry.get("derived_from") or {}
+    if not specs or any(s.get("source") != "hf" or s["path"] not in files for s in specs.values()):
+        return
+    urls = {role: hf_url(upstream["repo"], upstream["revision"], s["path"]) for role, s in specs.items()}
+    used = [files[s["path"]] for s in specs.values()]
+    try:
+        raw = {role: _load_upstream(files[s["path"]], urls[role]) for role, s in specs.items()}
+        derived, _ = derive(name, entry, raw["questions"], raw["corpus"], mask_url(urls["questions"]))
+        by_role = {spec["role"]: json.loads(derived[fname]) for fname, spec in entry["files"].items()
+                   if spec.get("derived")}
+        problems = compare(name, entry, by_role["questions"], by_role["corpus"], files[specs["questions"]["path"]],
+                           files[specs["corpus"]["path"]])
+    except DataError as exc:
+        for path in used:
+            forget(path)
+        raise DataError(f"HippoRAG 2's full {name}: {exc}; its files were removed from the Hugging Face cache, so "
+                        f"the next run downloads them again") from None
+    if problems:
+        for path in used:
+            forget(path)
+        raise DataError(f"HippoRAG 2's full {name} does not hold the sample's questions as the committed manifest "
+                        f"does (the upstream release may have changed, or a cached file was altered); its files "
+                        f"were removed from the Hugging Face cache:\n  " + "\n  ".join(problems))
+
+
 def download_hipporag2(names: Iterable[str], target: Path, timeout_s: float = 10.0) -> list:
     """Fetch HippoRAG 2's full 1000-question release (``osunlp/HippoRAG_2``) from the Hugging Face hub, paper
     scale (``scripts/paper.sh``). The files come through ``huggingface_hub`` (its cache, offline mode, token and
-    endpoint: :mod:`~kgir_lib.data_sources.hub`) and are copied to ``target/<name>/`` (the layout
-    :func:`kgir_lib.data.load_dataset` reads), each whole or not at all. Where the hub cannot be reached this
-    raises :class:`DataError` within seconds."""
+    endpoint: :mod:`~kgir_lib.data_sources.hub`), are checked (against the Hub's checksum, and the sample's
+    questions against the manifest: :func:`check_full_set`) and copied to ``target/<name>/`` (the layout
+    :func:`kgir_lib.data.load_dataset` reads), each whole or not at all. Where the hub cannot be reached, or
+    accepts the connection and does not answer, this raises :class:`DataError` within ``timeout_s`` seconds or
+    little more; an HTTP error is named with its status and URL."""
     up = manifest()["upstreams"]["hf"]
     got: list = []
     with client(timeout_s) as http:
         for name in names:
+            files = {}
             for fname in (f"{name}.json", f"{name}_corpus.json"):
                 try:
-                    path = hub_file(http, up["repo"], up["revision"], fname, [], timeout_s)
+                    files[fname] = hub_file(http, up["repo"], up["revision"], fname, [], timeout_s)
                 except Unreachable as exc:
                     raise DataError(f"could not reach the Hugging Face hub to download {up['repo']} ({exc}). This "
                                     f"machine may have no internet; use the samples in the data directory "
                                     f"instead.") from None
-                got.append(copy_out(path, Path(target) / name / fname))
+            check_full_set(name, files, up)
+            got += [copy_out(path, Path(target) / name / fname) for fname, path in files.items()]
     return got

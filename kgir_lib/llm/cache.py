@@ -85,6 +85,7 @@ def state_words(state: str, path: Path | str) -> str:
                 f"upgrade the cache once with `{UPGRADE} {path}`")
     return "altered after it was written"
 
+
 def cache_key(model: str, request_payload: dict) -> str:
     """SHA-256 of the model id and the request payload (``surrogatepass``: a prompt quoting a lone surrogate
     still has a key; every other text hashes exactly as plain UTF-8)."""
