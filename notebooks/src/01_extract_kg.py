@@ -75,8 +75,8 @@ from kgir_lib.notebook.opening import open_notebook
 
 pd.set_option("display.max_colwidth", 200)
 cfg, llm = open_notebook("01_extract_kg", globals(), progress=True)
-print(f"LLM extraction for {cfg.extract_datasets}: the dense top-{cfg.top_k} passages of {cfg.n_questions} "
-      f"sampled questions, at most {cfg.extract_max_passages} passages a dataset")
+print(f"LLM extraction for {cfg.extract_datasets}: the dense top-{cfg.top_k} passages of the sampled questions "
+      f"({report.questions_phrase(cfg, cfg.extract_datasets)}), at most {cfg.extract_max_passages} passages a dataset")
 
 # %% [markdown]
 # ## 1. The parser on malformed output
