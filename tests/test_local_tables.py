@@ -149,3 +149,25 @@ def test_the_local_loss_decomposition_tests_follow_the_librarys_family():
             raw.append(p)
             adjusted.append(r[f"p{col} (Holm)"])
         assert np.allclose(adjusted, holm(raw), atol=0.5e-4, rtol=0), dataset
+
+
+# ---------------------------------------------------------------------------- the counts every caption states
+def test_the_local_notes_and_captions_state_each_datasets_true_count():
+    """hotpotqa has 84 questions, not the profile's n_questions (100): the model note, the opening line and every
+    committed local caption that states the count give each dataset's, counted from the data."""
+    from kgir_lib import report
+
+    cfg = load_config("local", data_dir=str(DATA))
+    true = {d: len(qs) for d, qs in local_questions().items()}
+    assert report.question_counts(cfg) == true
+    phrase = ", ".join(f"{d} {n}" for d, n in true.items()) + " questions"
+    assert report.questions_phrase(cfg) == phrase
+    assert f"profile 'local', {phrase})" in report.model_note(cfg, short=True)
+    assert f"{phrase} (seed {cfg.seed})" in report.run_header(cfg, "05_eval")
+    stated = 0
+    for path in sorted(TABLES.glob("*.md")):
+        caption = path.read_text(encoding="utf-8").split("\n\n", 1)[0]
+        assert not any(f"{n} questions {each}" in caption for n in {cfg.n_questions, *true.values()}
+                       for each in ("a dataset", "each")), path.name  # one count for datasets of two sizes
+        stated += phrase in caption
+    assert stated >= 20

@@ -69,7 +69,8 @@ print(f"{int(suite.runs['resumed'].sum())} of {len(suite.runs)} runs read back f
 n_label = ev.questions_per_dataset(suite.scores)  # "84", or each dataset's n where they differ
 ours = ev.ours_label(cfg, n_label)
 caption_ours = (f"Ours: profile `{cfg.profile}`, reader LLM {cfg.llm_model}, encoder {cfg.embed_model}, "
-                f"{n_label} questions a dataset (seed {cfg.seed}; the same questions for every method). "
+                f"{n_label} questions{' a dataset' * n_label.isdigit()} (seed {cfg.seed}; the same questions for "
+                f"every method). "
                 f"Published numbers: separate, labelled column groups; other LLMs, retrievers and corpora.")
 caption_ours += " " + report.model_note(cfg, short=True)
 claims = cl.claims_table(suite.scores, n_boot=n_boot, seed=0)
@@ -270,7 +271,7 @@ report.save_table(report.flat_columns(pub_index), cfg, "05_indexing_cost_publish
                   "Published indexing cost, MuSiQue (HippoRAG 2 paper), millions of tokens; not our measurement.")
 
 # %%
-show_figure(viz.plot_f1_vs_tokens(cost, f"F1 vs tokens per question ({cfg.llm_model}, n={n_label} a dataset)"), cfg,
+show_figure(viz.plot_f1_vs_tokens(cost, f"F1 vs tokens per question ({cfg.llm_model}, n={n_label}{' a dataset' * n_label.isdigit()})"), cfg,
             "05_f1_vs_tokens")
 
 # %% [markdown]
