@@ -470,3 +470,21 @@ def test_the_claims_mde_reads_discordance_in_both_directions():
     expect = 100.0 * mde_mcnemar(100, 0.3, 0.05 / 2, 0.8)
     assert t.loc["musique_train", col] == t.loc["hotpotqa", col] == expect
     assert expect != 100.0 * mde_mcnemar(100, 0.15, 0.05 / 2, 0.8)
+
+
+def test_one_reading_rule_and_one_table_7_sign_in_every_place_that_reads_them():
+    """The rule (the exact tests with Holm decide; intervals are unadjusted effect sizes) and Table 7's sign are
+    each stated once, in the library: notebooks 05 and 06 print them, the README and the results page render them
+    (kgir_lib.rendered keeps those blocks equal to the constants)."""
+    from kgir_lib.config import PROJECT_ROOT
+    from kgir_lib.eval.claims import READING_RULE
+    from kgir_lib.report import TABLE7_SIGN
+
+    src = PROJECT_ROOT / "notebooks" / "src"
+    assert "cl.READING_RULE" in (src / "05_eval.py").read_text(encoding="utf-8")
+    six = (src / "06_ablation.py").read_text(encoding="utf-8")
+    assert "cl.READING_RULE" in six and "report.TABLE7_SIGN" in six
+    for doc in ("README.md", "docs/results.md"):
+        text = (PROJECT_ROOT / doc).read_text(encoding="utf-8")
+        assert text.count(READING_RULE) == 1 and text.count(TABLE7_SIGN) == 1, doc
+    assert "never a verdict" in READING_RULE and "full method minus the variant" in TABLE7_SIGN
