@@ -24,12 +24,14 @@ response log; only ``use_profile_cache=True`` writes there.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
 from .config import NULL, Config, load_config
 from .data import Corpus, Dataset, Passage, Question, load_example, passage_id
+from .kg.store import total_drops
 from .kgir.loop import Loop, Steps, output
 from .kgir.variants import KEYS, STUDY_VARIANTS, KGIRRAG, StudyKGIRRAG
 from .methods.base import Workspace
@@ -144,6 +146,15 @@ class KGIRPipeline:
         ws.ensure_kg([p.pid for p in dataset.corpus.passages])
         self.workspace = ws
         return self
+
+    @property
+    def index_report(self) -> Counter:
+        """What indexing the passages dropped, by reason (:func:`kgir_lib.kg.store.total_drops`):
+        the parser's drops and the extraction replies cut at the token limit
+        (``reply_cut_at_token_limit``, whose triples after the cut are lost)."""
+        if self.workspace is None:
+            raise ValueError("KGIRPipeline.index_report: index(passages) first")
+        return total_drops(self.workspace.kg)
 
     def answer(self, questions: Sequence[Union[str, Question]]) -> list:
         """KGIR-RAG on ``questions`` (strings, or :class:`~kgir_lib.data.Question` objects when you

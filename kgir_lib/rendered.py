@@ -86,6 +86,16 @@ def _variants(path: Path) -> list:
     return describe().splitlines()
 
 
+def _reading_rule(path: Path) -> list:
+    from .eval.claims import READING_RULE
+    return [READING_RULE]
+
+
+def _table7_sign(path: Path) -> list:
+    from .report import TABLE7_SIGN
+    return [TABLE7_SIGN]
+
+
 # the functions a marker may name -> the block's lines from the table's path (a table, or the module that declares
 # what is rendered: the Config fields, the KGIR-RAG variants)
 RENDERERS: dict = {
@@ -95,6 +105,8 @@ RENDERERS: dict = {
     "kgir_lib.eval.kg2rag_agreement.crosscheck_sentence": _kg2rag_crosscheck,
     "kgir_lib.eval.peer_iterative.crosscheck_sentence": _flashrag,
     "kgir_lib.eval.claims.claims_headline": _claims,
+    "kgir_lib.eval.claims.READING_RULE": _reading_rule,
+    "kgir_lib.report.TABLE7_SIGN": _table7_sign,
     "kgir_lib.eval.mechanism.funnel.funnel_sentence": _funnel,
     "kgir_lib.eval.mechanism.headroom.headroom_sentence": _headroom,
     "kgir_lib.eval.mechanism.calibration.natural_rounds_sentence": _rounds,

@@ -127,15 +127,16 @@ def test_ablation_table_puts_paper_drops_in_own_columns():
     t = ablation.ablation_table(res)
     m = t[t.dataset == "musique"].set_index("variant")
     assert list(m.index) == ["KGIR-RAG (full)", "w/o subgraph", "w/o reflection", "w/o rewrite"]
-    assert m.loc["w/o subgraph", "ΔEM (ours)"] == -12.5
-    assert m.loc["w/o subgraph", "ΔF1 (ours)"] == 1.0
-    assert m.loc["w/o rewrite", "ΔEM (ours)"] == -25.0
+    # full minus the variant (report.TABLE7_SIGN): what the removed part adds
+    assert m.loc["w/o subgraph", "ΔEM (ours)"] == 12.5
+    assert m.loc["w/o subgraph", "ΔF1 (ours)"] == -1.0
+    assert m.loc["w/o rewrite", "ΔEM (ours)"] == 25.0
     for label, (dem, df1) in KGIR_ABLATION_DROPS.items():
         assert m.loc[label, "ΔEM (paper, Qwen2.5-72B)"] == dem
         assert m.loc[label, "ΔF1 (paper, Qwen2.5-72B)"] == df1
     assert m.loc["KGIR-RAG (full)", "ΔEM (paper, Qwen2.5-72B)"] == 0.0
     h = t[t.dataset == "hotpotqa"].set_index("variant")
-    assert h.loc["w/o rewrite", "ΔF1 (ours)"] == 5.0
+    assert h.loc["w/o rewrite", "ΔF1 (ours)"] == -5.0
     assert h["ΔEM (paper, Qwen2.5-72B)"].isna().all()  # the paper reports MuSiQue only
     train = ablation.ablation_table(res.replace({"dataset": {"musique": "musique_train"}}))
     t_train = train[train.dataset == "musique_train"].set_index("variant")
@@ -163,7 +164,7 @@ def test_ablation_table_without_paper_columns_and_plots():
     t = ablation.ablation_table(res, labels=ablation.KG2RAG_VARIANT_LABELS, paper_drops=None)
     assert not any("paper" in c for c in t.columns)
     row = t.set_index("variant").loc["w/o expansion"]
-    assert (row["ΔEM (ours)"], row["ΔF1 (ours)"], row["R@5"]) == (-5.0, 5.0, 60.0)
+    assert (row["ΔEM (ours)"], row["ΔF1 (ours)"], row["R@5"]) == (5.0, -5.0, 60.0)
     fig, ax = plt.subplots()
     viz.plot_ablation(ax, t, "musique", full_label=ablation.KG2RAG_VARIANT_LABELS["full"])
     assert [tl.get_text() for tl in ax.get_xticklabels()] == ["w/o expansion"]
@@ -308,7 +309,7 @@ def test_plot_variant_scores_one_bar_per_dataset_and_variant():
     plt.close(fig)
 
 
-def test_variant_intervals_are_variant_minus_full_paired_by_question():
+def test_variant_intervals_are_full_minus_variant_paired_by_question():
     from kgir_lib.eval.bootstrap import paired_bootstrap
 
     per_q = pd.DataFrame({
@@ -319,14 +320,14 @@ def test_variant_intervals_are_variant_minus_full_paired_by_question():
     })
     ci = ablation.variant_intervals(per_q, n_boot=500, seed=0).set_index("metric")
     assert list(ci.index) == ["EM", "F1"] and (ci["variant"] == "no_rewrite").all() and (ci["n"] == 4).all()
-    assert ci.loc["EM", "diff"] == -50.0 and ci.loc["F1", "diff"] == pytest.approx(-37.5)
-    assert [ci.loc["EM", c] for c in ("diff", "CI lo", "CI hi")] == pytest.approx(paired_bootstrap(
-        [0.0, 100.0, 0.0, 0.0], [100.0, 100.0, 0.0, 100.0], n_boot=500, seed=0))
+    assert ci.loc["EM", "diff"] == 50.0 and ci.loc["F1", "diff"] == pytest.approx(37.5)
+    assert [ci.loc["EM", c] for c in ("diff", "CI lo", "CI hi")] == list(paired_bootstrap(
+        [100.0, 100.0, 0.0, 100.0], [0.0, 100.0, 0.0, 0.0], n_boot=500, seed=0))
     # the table carries them beside our changes; the full row has none
     means = ablation.variant_means(per_q)
     assert list(means["n"]) == [4, 4] and list(means["EM"]) == [75.0, 25.0]
     t = ablation.ablation_table(means, intervals=ablation.variant_intervals(per_q, n_boot=500)).set_index("variant")
-    assert t.loc["w/o rewrite", "ΔEM (ours)"] == -50.0
+    assert t.loc["w/o rewrite", "ΔEM (ours)"] == 50.0
     assert t.loc["w/o rewrite", "ΔEM CI lo"] == ci.loc["EM", "CI lo"]
     assert t.loc["w/o rewrite", "ΔF1 CI hi"] == ci.loc["F1", "CI hi"]
     assert np.isnan(t.loc["KGIR-RAG (full)", "ΔEM CI lo"])

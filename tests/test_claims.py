@@ -263,12 +263,20 @@ def test_headline_n_is_the_largest_n_of_the_dataset_s_rows():
 
 
 def test_ablation_claims_carry_the_paper_s_drops_as_kgir_minus_the_variant():
-    """Table 7's w/o subgraph drop is EM -4.2, F1 -4.8 (variant minus full); the claim holds +4.2, +4.8."""
-    from kgir_lib.eval.claims import _ablation
+    """Table 7's w/o subgraph row, in the suite's one sign (full minus variant, report.TABLE7_SIGN): EM +4.2, F1 +4.8;
+    the claim (KGIR-RAG minus the variant) holds the same numbers, and so does notebook 06's table."""
+    from kgir_lib.eval.claims.family import _ablation
 
     assert _ablation("w/o subgraph", "evidence subgraph") == Claim(
         "the evidence subgraph adds accuracy (Table 7)", "KGIR-RAG w/o subgraph", ("EM", "F1"), {"EM": 4.2, "F1": 4.8},
         ("musique", "musique_train"))
+    from kgir_lib.eval import ablation
+
+    means = pd.DataFrame([{"dataset": "musique", "variant": "full", "EM": 1.0, "F1": 1.0},
+                          {"dataset": "musique", "variant": "no_subgraph", "EM": 0.0, "F1": 0.0}])
+    row = ablation.ablation_table(means).set_index("variant").loc["w/o subgraph"]
+    assert (row["ΔEM (paper, Qwen2.5-72B)"], row["ΔF1 (paper, Qwen2.5-72B)"]) == (4.2, 4.8)
+    assert row["ΔEM (ours)"] == 1.0  # full minus variant, like the claim's KGIR-RAG minus the variant
 
 
 def test_drop_questions_of_two_datasets_drops_both():
@@ -317,7 +325,7 @@ def test_summary_joins_datasets_and_keeps_the_paper_number_of_a_row_with_gaps():
 
 
 def test_headline_numbers_render_nan_infinity_small_p_and_a_p_of_one():
-    from kgir_lib.eval.claims import _number
+    from kgir_lib.eval.claims.headline import _number
 
     assert (_number(float("nan"), ".1f"), _number(float("inf"), ".1f")) == ("–", "∞")
     assert _number(1.5e-05, ".2g") == "1.5e-05" and _number(0.999, ".2g") == "1.0" and _number(2.5, "+.1f") == "+2.5"
@@ -444,3 +452,39 @@ def test_old_table_mde_condition_counts_the_tested_rows_of_each_claim():
     assert table["n"].tolist() == [1, 1, 0]
     old = table.rename(columns={mde_column(table): "MDE"})
     assert table_mde_condition(old) == "α = 0.05/2, power 0.8"
+
+
+def test_the_claims_mde_reads_discordance_in_both_directions():
+    """The EM MDE of a claim row comes from the share of questions on which the two disagree, whichever got it
+    right: 30 disagreements split 15/15 or 30/0 give the same MDE (at n = 100, α = 0.05 / 2, power 0.8), and it is
+    the MDE of a 30 % discordance, not of the 15 % a one-way count would read."""
+    ref = [100.0] * 30 + [0.0] * 70
+    both_ways = [0.0] * 15 + [100.0] * 15 + [100.0] * 15 + [0.0] * 55  # 15 lost, 15 gained
+    one_way = [0.0] * 30 + [0.0] * 70  # 30 lost
+    scores = pd.concat([_scores({"KGIR-RAG": ref, "IRCoT": both_ways}, "musique_train"),
+                        _scores({"KGIR-RAG": ref, "IRCoT": one_way}, "hotpotqa")])
+    claim = Claim("ahead of IRCoT", "IRCoT", ("EM",))
+    t = claims_table(scores, [claim], n_boot=10, pooled=False).set_index("dataset")
+    assert t.loc["musique_train", "discordant"] == "15/15" and t.loc["hotpotqa", "discordant"] == "30/0"
+    col = mde_column(t.reset_index())
+    expect = 100.0 * mde_mcnemar(100, 0.3, 0.05 / 2, 0.8)
+    assert t.loc["musique_train", col] == t.loc["hotpotqa", col] == expect
+    assert expect != 100.0 * mde_mcnemar(100, 0.15, 0.05 / 2, 0.8)
+
+
+def test_one_reading_rule_and_one_table_7_sign_in_every_place_that_reads_them():
+    """The rule (the exact tests with Holm decide; intervals are unadjusted effect sizes) and Table 7's sign are
+    each stated once, in the library: notebooks 05 and 06 print them, the README and the results page render them
+    (kgir_lib.rendered keeps those blocks equal to the constants)."""
+    from kgir_lib.config import PROJECT_ROOT
+    from kgir_lib.eval.claims import READING_RULE
+    from kgir_lib.report import TABLE7_SIGN
+
+    src = PROJECT_ROOT / "notebooks" / "src"
+    assert "cl.READING_RULE" in (src / "05_eval.py").read_text(encoding="utf-8")
+    six = (src / "06_ablation.py").read_text(encoding="utf-8")
+    assert "cl.READING_RULE" in six and "report.TABLE7_SIGN" in six
+    for doc in ("README.md", "docs/results.md"):
+        text = (PROJECT_ROOT / doc).read_text(encoding="utf-8")
+        assert text.count(READING_RULE) == 1 and text.count(TABLE7_SIGN) == 1, doc
+    assert "never a verdict" in READING_RULE and "full method minus the variant" in TABLE7_SIGN

@@ -12,7 +12,7 @@ from kgir_lib.baselines.naive import NaiveRAG
 from kgir_lib.config import ConfigError, load_config
 from kgir_lib.data import Question
 from kgir_lib.eval import evaluate as ev
-from kgir_lib.eval.bootstrap import bootstrap_table, paired_bootstrap
+from kgir_lib.eval.bootstrap import ABOVE, CONTAINS, SIDE_COLUMN, bootstrap_table, paired_bootstrap
 from kgir_lib.eval.cost import indexing_cost
 from kgir_lib.kg import KnowledgeGraph
 from kgir_lib.kg.extract import update_kg
@@ -217,11 +217,12 @@ def test_cost_table_per_question():
 def test_bootstrap_table_says_which_differences_the_sample_supports():
     bt = bootstrap_table(scores_frame(), reference="KGIR-RAG", metrics=("EM",), n_boot=500)
     row = bt.set_index("baseline").loc["BM25"]
-    assert (row["mean diff"], row["CI lo"], row["CI hi"], row["supported"]) == (0.0, 0.0, 0.0, "no")
+    assert (row["mean diff"], row["CI lo"], row["CI hi"], row[SIDE_COLUMN]) == (0.0, 0.0, 0.0, CONTAINS)
     nrag = bt.set_index("baseline").loc["Naive RAG"]
     # differences (100, 0, 0, 100): a resample is all 0 or all 100 with probability 1/16 each, more than the
-    # 2.5 % of either tail, so the percentile interval is the whole [0, 100] and the difference is not supported
-    assert (nrag["mean diff"], nrag["n"], nrag["CI lo"], nrag["CI hi"], nrag["supported"]) == (50.0, 4, 0.0, 100.0, "no")
+    # 2.5 % of either tail, so the percentile interval is the whole [0, 100], which contains 0
+    assert (nrag["mean diff"], nrag["n"], nrag["CI lo"], nrag["CI hi"], nrag[SIDE_COLUMN]) == (50.0, 4, 0.0, 100.0,
+                                                                                                CONTAINS)
     assert bootstrap_table(scores_frame(), reference="absent").empty
 
 
@@ -341,12 +342,12 @@ def test_bootstrap_table_passes_its_resamples_and_seed_and_reads_every_metric():
     assert bt[["dataset", "metric"]].values.tolist() == [["musique", "F1"], ["musique", "EM"]]
     f1 = bt.iloc[0]
     assert (f1["mean diff"], f1["CI lo"], f1["CI hi"]) == paired_bootstrap(a, b, n_boot=50, seed=3)
-    assert 0 < f1["CI lo"] < 1 and f1["supported"] == "reference better"
+    assert 0 < f1["CI lo"] < 1 and f1[SIDE_COLUMN] == ABOVE
     default = bootstrap_table(scores, metrics=("F1",))
     assert tuple(default.iloc[0][["mean diff", "CI lo", "CI hi"]]) == paired_bootstrap(a, b, n_boot=2000, seed=0)
     assert paired_bootstrap(a, b, n_boot=2000, seed=0) != paired_bootstrap(a, b, n_boot=2000, seed=1)
     two = pd.concat([scores, scores.assign(dataset="hotpotqa")])
     assert bootstrap_table(two, metrics=("EM",), n_boot=20)["dataset"].tolist() == ["musique", "hotpotqa", "all"]
     assert bootstrap_table(two, metrics=("EM",), n_boot=20, pooled=False)["dataset"].tolist() == ["musique", "hotpotqa"]
-    columns = ["dataset", "baseline", "metric", "n", "mean diff", "CI lo", "CI hi", "supported"]
+    columns = ["dataset", "baseline", "metric", "n", "mean diff", "CI lo", "CI hi", SIDE_COLUMN]
     assert list(bootstrap_table(scores.iloc[:0])) == list(bootstrap_table(scores, reference="absent")) == columns

@@ -44,3 +44,21 @@ def test_variant_bars_keep_the_legend_above_the_axes():
     assert ax.get_legend().get_window_extent().y0 >= ax.get_window_extent().y1 - 1
     assert sorted(t.get_text() for t in ax.texts) == ["10.0", "20.0", "25.0", "30.0"]
     plt.close(fig)
+
+
+def test_ablation_bars_carry_their_intervals_in_the_one_sign():
+    """Each variant's bar is the full method minus the variant, its error bar the table's 95 % interval."""
+    t = pd.DataFrame({"dataset": ["m"] * 3, "variant": ["KGIR-RAG (full)", "w/o subgraph", "w/o reflection"],
+                      "ΔEM (ours)": [0.0, 5.0, -6.0], "ΔEM CI lo": [float("nan"), -1.0, -12.0],
+                      "ΔEM CI hi": [float("nan"), 11.0, -1.0], "ΔEM (paper, Qwen2.5-72B)": [0.0, 4.2, 9.4]})
+    fig, ax = plt.subplots()
+    viz.plot_ablation(ax, t, "m", "EM")
+    from matplotlib.container import BarContainer
+
+    ours = [c for c in ax.containers if isinstance(c, BarContainer)][0]
+    assert [round(b.get_height(), 6) for b in ours] == [5.0, -6.0]
+    spans = sorted(tuple(sorted(round(y, 6) for y in seg[:, 1])) for seg in ours.errorbar.lines[2][0].get_segments())
+    assert spans == [(-12.0, -1.0), (-1.0, 11.0)]
+    assert "full minus variant" in ax.get_ylabel()
+    assert "ours (95 % CI)" in [x.get_text() for x in ax.get_legend().get_texts()]
+    plt.close(fig)

@@ -1,7 +1,7 @@
 """Known answers of the table helpers and run files behind the committed numbers.
 
-The bootstrap's "supported" verdict, the n in table headers, the response log's seconds, which trace
-files a run directory holds, how a damaged trace file is read, and which passage a HotpotQA supporting
+Which side of 0 a bootstrap interval lies on (never a verdict), the n in table headers, the response log's seconds,
+which trace files a run directory holds, how a damaged trace file is read, and which passage a HotpotQA supporting
 title resolves to when the question's own paragraph is not in the corpus.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from kgir_lib import traces
 from kgir_lib.data import load_dataset, passage_id
 from kgir_lib.eval import evaluate as ev
 from kgir_lib.eval.ablation import STUDY_TRACE_DIR
-from kgir_lib.eval.bootstrap import bootstrap_table
+from kgir_lib.eval.bootstrap import ABOVE, BELOW, CONTAINS, SIDE_COLUMN, bootstrap_table
 from kgir_lib.llm import LLMCache
 from kgir_lib.llm.response_log import export_log, import_log
 
@@ -27,7 +27,7 @@ def frame(per_method: dict) -> pd.DataFrame:
                          for m, vals in per_method.items() for i, v in enumerate(vals)])
 
 
-def test_bootstrap_verdicts_for_intervals_above_below_straddling_and_touching_zero():
+def test_bootstrap_sides_of_zero_for_intervals_above_below_straddling_and_touching_zero():
     """Reference R scores 90 and 50 on the two questions. Minus `Above` (80, 40): the constant difference +10,
     interval [10, 10]; minus `Below` (100, 60): [-10, -10]. Minus `Straddle` (40, 100): differences +50 and
     -50, resampled means -50, 0, 50, interval [-50, 50]. Minus `Touch` (90, 0): differences 0 and 50,
@@ -35,9 +35,10 @@ def test_bootstrap_verdicts_for_intervals_above_below_straddling_and_touching_ze
     scores = frame({"R": [90.0, 50.0], "Above": [80.0, 40.0], "Below": [100.0, 60.0], "Straddle": [40.0, 100.0],
                     "Touch": [90.0, 0.0]})
     bt = bootstrap_table(scores, reference="R", metrics=("EM",), n_boot=2000, seed=0).set_index("baseline")
-    got = {b: (bt.loc[b, "CI lo"], bt.loc[b, "CI hi"], bt.loc[b, "supported"]) for b in bt.index}
-    assert got == {"Above": (10.0, 10.0, "reference better"), "Below": (-10.0, -10.0, "baseline better"),
-                   "Straddle": (-50.0, 50.0, "no"), "Touch": (0.0, 50.0, "no")}
+    got = {b: (bt.loc[b, "CI lo"], bt.loc[b, "CI hi"], bt.loc[b, SIDE_COLUMN]) for b in bt.index}
+    assert got == {"Above": (10.0, 10.0, ABOVE), "Below": (-10.0, -10.0, BELOW),
+                   "Straddle": (-50.0, 50.0, CONTAINS), "Touch": (0.0, 50.0, CONTAINS)}
+    assert (ABOVE, BELOW, CONTAINS) == ("above 0", "below 0", "contains 0")  # no word of a verdict
     assert list(bt["n"]) == [2, 2, 2, 2]
 
 

@@ -4,7 +4,9 @@ mutants says "partial", and the modules are the ones pyproject.toml's [tool.mutm
 from __future__ import annotations
 
 import fnmatch
+import importlib.util
 import re
+import sys
 import tomllib
 
 import pytest
@@ -137,3 +139,43 @@ def test_each_survivor_lands_in_the_group_its_diff_names(old, new, group):
     assert pinned == 1
     [(label, item)] = [(g, it) for g, items in groups.items() for it in items if it[0].endswith("_1")]
     assert label.startswith(group) and item[1] is True and item[2:] == ([old], [new])
+
+
+# ---------------------------------------------------------------- the spot mutations (benchmarks/spot_mutations.py)
+def _spot():
+    spec = importlib.util.spec_from_file_location("spot_mutations", PROJECT_ROOT / "benchmarks" / "spot_mutations.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_record_holds_every_spot_mutation_where_it_stands_and_each_was_caught():
+    """Each mutation of the script is in the record's section, its line still in its file (a changed line fails
+    here: run the script again), with at least one failing test that still exists."""
+    spot = _spot()
+    text = RECORD.read_text(encoding="utf-8")
+    assert text.count(spot.BEGIN) == 1 and text.count(spot.END) == 1, "mutation.md: no spot-mutation section"
+    section = text.split(spot.BEGIN, 1)[1].split(spot.END, 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| mutation")]
+    assert len(rows) == len(spot.MUTATIONS), "mutation.md: one row a mutation of the script"
+    for m, row in zip(spot.MUTATIONS, rows):
+        cells = [c.strip() for c in row.strip("|").split(" | ")]
+        m.line()  # the line still stands in its file, once
+        assert cells[0] == m.name and re.fullmatch(rf"`{re.escape(m.path)}:\d+`", cells[1]), (m.name, cells[:2])
+        failing = re.findall(r"`(tests/[^`:]+)::(\w+)`", cells[4])
+        assert failing, f"{m.name}: no failing test recorded"
+        for path, test in failing:
+            assert path in m.tests and f"def {test}(" in (PROJECT_ROOT / path).read_text(encoding="utf-8"), test
+    assert f"{len(rows)} of {len(rows)} caught." in section
+
+
+def test_a_spot_mutation_names_one_line_and_applies_to_a_copy(tmp_path):
+    spot = _spot()
+    (tmp_path / "m.py").write_text("x = 1\n    if a:\nx = 1\n")
+    m = spot.Mutation("t", "m.py", "if a:", "if not a:", (), "")
+    assert m.line(tmp_path) == 2
+    m.apply(tmp_path)
+    assert (tmp_path / "m.py").read_text() == "x = 1\n    if not a:\nx = 1\n"
+    with pytest.raises(ValueError, match="on 2 lines, not 1"):
+        spot.Mutation("t", "m.py", "x = 1", "x = 2", (), "").line(tmp_path)

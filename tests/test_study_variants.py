@@ -469,3 +469,20 @@ def test_study_rounds_round_trip_through_the_round_record(tiny_workspace, musiqu
         back = [json.loads(json.dumps(LoopRound.from_dict(r).to_dict())) for r in rounds]
         assert [{k: v for k, v in b.items() if k != "subgraph"} for b in back] == \
             [{k: v for k, v in r.items() if k != "subgraph"} for r in rounds], key
+
+
+def test_the_gold_seed_rule_admits_every_part_beside_a_reference_named_or_not():
+    """What the seeds oracle takes from a ``X >> relation`` hop, exactly: the whole subject when it has no #k
+    reference, else every part between its references, stripped of stop words: a name or a common noun alike."""
+    from kgir_lib.gold import GoldHop
+    from kgir_lib.kgir.study import hop_entities
+
+    def hop(text):
+        return GoldHop(text, "", "", "")
+
+    assert hop_entities(hop("Siege of Cassel >> location"), "") == ["Siege of Cassel"]
+    assert hop_entities(hop("#1 at the 1920 Summer Olympics >> country"), "") == ["1920 Summer Olympics"]
+    assert hop_entities(hop("Arrondissement of #1 >> country"), "") == ["Arrondissement"]  # a noun, admitted
+    assert hop_entities(hop("#1 Courthouse >> located in"), "") == ["Courthouse"]
+    assert hop_entities(hop("Representative of #1 , #2 >> country"), "") == ["Representative"]
+    assert hop_entities(hop("#1 >> country"), "") == []

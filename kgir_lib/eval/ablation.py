@@ -2,7 +2,7 @@
 
 - KGIR-RAG, paper §3.4 / Table 7: the full method against ``w/o subgraph``,
   ``w/o reflection`` and ``w/o rewrite`` (:func:`variant_scores`, :func:`variant_intervals`,
-  :func:`ablation_table`), with paired bootstrap intervals and the paper's reported drops
+  :func:`ablation_table`), with paired bootstrap intervals and the paper's reported differences
   (:data:`kgir_lib.report.KGIR_ABLATION_DROPS`, MuSiQue, Qwen2.5-72B) in separate,
   labelled columns beside ours.
 - KG²RAG (report, Tables 3-6 and Fig. 5): ``w/o expansion`` and ``w/o
@@ -163,11 +163,12 @@ def variant_means(per_question: pd.DataFrame) -> pd.DataFrame:
 
 def variant_intervals(per_question: pd.DataFrame, full: str = "full", metrics: Sequence[str] = ("EM", "F1"),
                       n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Paired bootstrap 95 % CI of each variant minus ``full`` (Table 7's sign: a drop is negative), per dataset.
+    """Paired bootstrap 95 % CI of ``full`` minus each variant (:data:`kgir_lib.report.TABLE7_SIGN`: what the
+    removed part adds, positive when it helps), per dataset.
 
     ``per_question`` as from :func:`variant_scores`. Rows: ``dataset``, ``variant``, ``metric``, ``n``,
     ``diff``, ``CI lo``, ``CI hi``: :func:`kgir_lib.eval.bootstrap.bootstrap_table` with ``full`` as the
-    reference, turned round (full minus variant, negated).
+    reference.
     """
     from .bootstrap import bootstrap_table
 
@@ -178,10 +179,9 @@ def variant_intervals(per_question: pd.DataFrame, full: str = "full", metrics: S
                          n_boot=n_boot, seed=seed, pooled=False)
     if bt.empty:  # the full method alone: nothing to compare
         return pd.DataFrame(columns=["dataset", "variant", "metric", "n", "diff", "CI lo", "CI hi"])
-    turned = {c: 0.0 - bt[c] for c in ("mean diff", "CI lo", "CI hi")}  # 0.0 - x: no "-0.0" for a zero bound
     return pd.DataFrame({"dataset": bt["dataset"], "variant": bt["baseline"], "metric": bt["metric"],
-                         "n": bt["n"].astype(int), "diff": turned["mean diff"], "CI lo": turned["CI hi"],
-                         "CI hi": turned["CI lo"]})
+                         "n": bt["n"].astype(int), "diff": bt["mean diff"], "CI lo": bt["CI lo"],
+                         "CI hi": bt["CI hi"]})
 
 
 def sweep(ws: Workspace, questions: Sequence, factory: Callable[[Any], MethodBase], values: Iterable[Any],
@@ -274,12 +274,13 @@ def ablation_table(results: pd.DataFrame, full: str = "full",
                    paper_datasets: Sequence[str] = KGIR_ABLATION_DATASETS,
                    paper_label: str = "paper, Qwen2.5-72B",
                    intervals: Optional[pd.DataFrame] = None) -> pd.DataFrame:
-    """Paper Table 7 beside ours: EM/F1 of each variant, our change against ``full``, the paper's drop.
+    """Paper Table 7 beside ours: EM/F1 of each variant, ``full`` minus the variant, the paper's.
 
     ``results`` has one row per (dataset, variant) with ``EM`` and ``F1`` (as from
-    :func:`variant_means`). Our columns: ``EM``, ``F1``, ``ΔEM (ours)``, ``ΔF1
-    (ours)``. The paper's drops (KGIR-RAG Table 7, MuSiQue, Qwen2.5-72B) go beside
-    the ``paper_datasets`` rows (MuSiQue's dev and train samples) in their own labelled
+    :func:`variant_means`). Our columns: ``EM``, ``F1``, ``ΔEM (ours)``, ``ΔF1 (ours)``, each the full
+    method minus the variant (:data:`kgir_lib.report.TABLE7_SIGN`: what the removed part adds, the sign of the
+    claims' KGIR-RAG minus the variant). The paper's (KGIR-RAG Table 7, MuSiQue, Qwen2.5-72B), in the same sign,
+    go beside the ``paper_datasets`` rows (MuSiQue's dev and train samples) in their own labelled
     columns; other datasets leave them empty. ``paper_drops=None`` omits the paper's columns
     (the KG²RAG report gives its ablations in words, not numbers). ``intervals`` (from
     :func:`variant_intervals`) adds ``ΔEM CI lo`` / ``ΔEM CI hi`` (and F1's) beside our changes;
@@ -301,7 +302,7 @@ def ablation_table(results: pd.DataFrame, full: str = "full",
             label = labels.get(r.variant, r.variant)
             row = {"dataset": dataset, "variant": label, "n": getattr(r, "n", np.nan),
                    "EM": float(r.EM), "F1": float(r.F1),
-                   "ΔEM (ours)": float(r.EM) - em0, "ΔF1 (ours)": float(r.F1) - f10}
+                   "ΔEM (ours)": em0 - float(r.EM), "ΔF1 (ours)": f10 - float(r.F1)}
             if intervals is not None:
                 for m in ("EM", "F1"):
                     lo, hi = ci.get((dataset, r.variant, m), (np.nan, np.nan))

@@ -2,6 +2,12 @@
 
 Per question, the difference of a metric between two methods is resampled over questions with
 replacement; the interval is the percentiles of the resampled mean differences (notebook 05, §5).
+
+**How an interval is read** (:data:`kgir_lib.eval.claims.READING_RULE`, the one rule the notebooks, the README
+and the docs state): the verdicts come from the exact paired tests with Holm's correction inside each claim's family
+(:mod:`kgir_lib.eval.claims`); a bootstrap interval is the effect size with its uncertainty, unadjusted for the
+many comparisons, and never a verdict. So :func:`bootstrap_table` says only on which side of 0 an interval lies
+(:data:`SIDE_COLUMN`), not which method is better.
 """
 from __future__ import annotations
 
@@ -9,6 +15,9 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+
+SIDE_COLUMN = "95 % CI vs 0 (unadjusted)"
+ABOVE, BELOW, CONTAINS = "above 0", "below 0", "contains 0"
 
 
 def paired_bootstrap(a: Sequence[float], b: Sequence[float], n_boot: int = 2000, seed: int = 0,
@@ -63,13 +72,14 @@ def bootstrap_table(scores: pd.DataFrame, reference: str = "KGIR-RAG", metrics: 
                     n_boot: int = 2000, seed: int = 0, pooled: bool = True) -> pd.DataFrame:
     """``reference`` minus every other method, per dataset (and pooled over datasets), paired by question.
 
-    Columns: ``n``, ``mean diff``, ``CI lo``, ``CI hi`` (95 %), and ``supported``:
-    ``reference better`` / ``baseline better`` when the CI excludes 0, else ``no``.
+    Columns: ``n``, ``mean diff``, ``CI lo``, ``CI hi`` (95 %), and :data:`SIDE_COLUMN`: where the interval lies,
+    :data:`ABOVE` / :data:`BELOW` 0 or :data:`CONTAINS` it. It is not a verdict
+    (:data:`kgir_lib.eval.claims.READING_RULE`): the interval is not adjusted for the many comparisons of the table.
     Pooled rows (dataset ``all``) resample (dataset, question) pairs together.
     """
     if scores.empty or reference not in set(scores["method"]):
         return pd.DataFrame(columns=["dataset", "baseline", "metric", "n", "mean diff", "CI lo", "CI hi",
-                                     "supported"])
+                                     SIDE_COLUMN])
     rows = []
     for d, df in dataset_groups(scores, pooled):
         for other in dict.fromkeys(df["method"]):
@@ -80,7 +90,7 @@ def bootstrap_table(scores: pd.DataFrame, reference: str = "KGIR-RAG", metrics: 
                 if a.size == 0:
                     continue
                 diff, lo, hi = paired_bootstrap(a, b, n_boot=n_boot, seed=seed)
-                verdict = "reference better" if lo > 0 else "baseline better" if hi < 0 else "no"
+                side = ABOVE if lo > 0 else BELOW if hi < 0 else CONTAINS
                 rows.append({"dataset": d, "baseline": other, "metric": m, "n": a.size, "mean diff": diff,
-                             "CI lo": lo, "CI hi": hi, "supported": verdict})
+                             "CI lo": lo, "CI hi": hi, SIDE_COLUMN: side})
     return pd.DataFrame(rows)

@@ -24,7 +24,7 @@ from ..llm import LLM
 from ..llm.prompts import chat
 from .graph import KnowledgeGraph, Triple
 from .openie import import_openie
-from .parse import parse_triples
+from .parse import CUT_REPLY, parse_triples
 from .store import (drops_of, is_stored, kg_dir, load_kg, openie_file, record_drops, save_base, save_kg,
                     total_drops)
 
@@ -40,6 +40,7 @@ class ExtractionReport:
     drops: Counter = field(default_factory=Counter)   # reason -> count, over the batch
     n_passages: int = 0
     n_unparseable: int = 0                            # passages whose output had no triple shape at all
+    n_truncated: int = 0                              # replies cut at the token budget (parse.CUT_REPLY)
     drops_by_pid: dict = field(default_factory=dict)  # pid -> Counter
     raw: dict = field(default_factory=dict)           # pid -> LLM output text
     new_calls: int = 0                                # requests that were not cache hits
@@ -71,6 +72,8 @@ def extract_triples(llm: LLM, passages: Sequence[Passage], stage: str = "extract
                            desc=f"extract triples ({len(passages)} passages)")
     for p, res in zip(passages, results):
         kept, drops = parse_triples(res.text)
+        drops[CUT_REPLY] += int(res.truncated)  # the reply hit max_tokens: what followed the cut is lost
+        report.n_truncated += int(res.truncated)
         report.triples[p.pid] = [Triple(h, r, t, p.pid) for h, r, t in kept]
         report.drops_by_pid[p.pid] = drops
         report.drops.update(drops)

@@ -33,6 +33,9 @@ from ..llm.parsing import extract_json
 TripleTuple = tuple  # (head, relation, tail), all non-empty str
 
 DROP_REASONS = ("wrong_arity", "empty_part", "head_equals_tail", "duplicate", "unparseable")
+# An extraction reply cut at its token budget (finish_reason "length"): counted once a reply beside the parser's
+# drops; the triples it would have written after the cut are lost and cannot be counted (not in drops_total).
+CUT_REPLY = "reply_cut_at_token_limit"
 
 _MAX_DEPTH = 50  # deeper nesting than any real output; deeper fragments count as unparseable
 _MAX_PART = 500  # characters kept of one part (a runaway generation is truncated, not kept whole)

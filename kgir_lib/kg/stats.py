@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..data import Corpus
 from .graph import KnowledgeGraph
-from .parse import DROP_REASONS
+from .parse import CUT_REPLY, DROP_REASONS
 from .store import total_drops
 
 
@@ -18,20 +18,24 @@ def table3(graphs: Mapping[str, tuple]) -> pd.DataFrame:
     ``graphs`` maps a name to ``(kg, drops)``; ``drops=None`` uses what the graph
     recorded (:func:`kgir_lib.kg.store.total_drops`). Drop columns are
     ``drop_<reason>``, the parser's reasons first, then any other (e.g. the import's
-    ``doc_not_in_corpus``), and ``drops_total``.
+    ``doc_not_in_corpus``), and ``drops_total``; then ``replies_cut_at_token_limit``
+    (:data:`kgir_lib.kg.parse.CUT_REPLY`): extraction replies that hit their token budget, whose
+    triples after the cut are lost uncounted (replies, not triples: not in ``drops_total``).
     """
     rows, extra = [], []
     for name, (kg, drops) in graphs.items():
         drops = Counter(drops) if drops is not None else total_drops(kg)
-        extra += [r for r in drops if r not in DROP_REASONS and r not in extra]
+        extra += [r for r in drops if r not in DROP_REASONS and r != CUT_REPLY and r not in extra]
         rows.append((name, kg.stats(), drops))
     reasons = list(DROP_REASONS) + extra
     out = []
     for name, st, drops in rows:
         out.append({"graph": name, **st, **{f"drop_{r}": int(drops.get(r, 0)) for r in reasons},
-                    "drops_total": int(sum(drops.values()))})
+                    "drops_total": int(sum(v for r, v in drops.items() if r != CUT_REPLY)),
+                    "replies_cut_at_token_limit": int(drops.get(CUT_REPLY, 0))})
     cols = ["graph", "passages", "entities", "relations", "triples", "triples_per_passage"]
-    df = pd.DataFrame(out, columns=cols + [f"drop_{r}" for r in reasons] + ["drops_total"])
+    df = pd.DataFrame(out, columns=cols + [f"drop_{r}" for r in reasons] + ["drops_total",
+                                                                         "replies_cut_at_token_limit"])
     return df.set_index("graph")
 
 

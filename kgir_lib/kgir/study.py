@@ -10,7 +10,11 @@ each step here:
 - :func:`oracle_entities` (the seeds): each hop's gold entities (:func:`hop_entities`), in hop
   order, without repeats (case aside): of a ``X >> relation`` hop, the subject ``X`` split at its
   ``#k`` references (the question does not name them), each part stripped of punctuation and of
-  stop words at either end ("#1 at the 1920 Summer Olympics" -> "1920 Summer Olympics"); of a
+  stop words at either end ("#1 at the 1920 Summer Olympics" -> "1920 Summer Olympics"). This
+  admits every such part, named entity or not: where the reference completes a name, the part
+  left is its common noun ("Arrondissement of #1 >> country" -> "Arrondissement", "#1 Courthouse"
+  -> "Courthouse"), matched to the graph like any other seed; no rule here tells a name from a
+  noun, and dropping those parts would change the oracle's committed requests. Of a
   natural-language sub-question, its supporting paragraph's title when the sub-question names it
   (:func:`kgir_lib.gold.named_form`: the whole title, without its parenthesised part, or before
   its comma), nothing else (a word of the graph the sub-question happens to contain, "city" or

@@ -100,8 +100,12 @@ VARIANTS: dict = {
     "oracle_seeds": _oracle(
         "KGIR-RAG + oracle seeds", "kgir_oracle_seeds",
         "In every round E_q is the gold entities the question's gold chain names (a X >> relation "
-        "hop's subject, a sub-question's paragraph title when it names it, on HotpotQA the "
-        "supporting titles the question names), matched to G_q by the profile's eq. 5 rule as "
+        "hop's subject, each part of it between its #k references as MuSiQue writes it: a name "
+        "('Siege of Cassel', '1920 Summer Olympics' of '#1 at the 1920 Summer Olympics') or the "
+        "common noun of a name the reference completes ('Arrondissement' of 'Arrondissement of "
+        "#1'), which the rule does not tell apart; a sub-question's paragraph title when it names "
+        "it; on HotpotQA the supporting titles the question names), matched to G_q by the "
+        "profile's eq. 5 rule as "
         "given (not grounded in the round's query); no NER call. A question whose gold names no "
         "entity runs NER as the full method.", seeds=_SEEDS),
     "oracle_rewrite": _oracle(

@@ -125,11 +125,20 @@ def plot_bootstrap(bt: pd.DataFrame, metric: str = "F1", dataset: str = "all", r
 # ----------------------------------------------------------------------------- notebook 06 figures
 def plot_ablation(ax, table: pd.DataFrame, dataset: str, metric: str = "EM",
                   full_label: str = "KGIR-RAG (full)") -> None:
-    """Bars: our change of ``metric`` per variant (from :func:`ablation_table`) beside the paper's drop."""
+    """Bars: the full method minus each variant in ``metric`` (from :func:`ablation_table`; the sign of
+    :data:`kgir_lib.report.TABLE7_SIGN`), with its paired bootstrap 95 % interval as an error bar where the table
+    has one (unadjusted, an effect size: :data:`kgir_lib.eval.claims.READING_RULE`), beside the paper's."""
     part = table[(table["dataset"] == dataset) & (table["variant"] != full_label)]
     x = np.arange(len(part))
-    bars = ax.bar(x - 0.2, part[f"Δ{metric} (ours)"], width=0.4, label="ours")
-    ax.bar_label(bars, fmt="%.1f", fontsize=9.5)  # a zero change stays readable
+    ours = part[f"Δ{metric} (ours)"].astype(float)
+    lo_col, hi_col = f"Δ{metric} CI lo", f"Δ{metric} CI hi"
+    err = None
+    if lo_col in part and hi_col in part and part[[lo_col, hi_col]].notna().any().any():
+        err = np.vstack([(ours - part[lo_col]).fillna(0.0).to_numpy(float),
+                         (part[hi_col] - ours).fillna(0.0).to_numpy(float)])
+    bars = ax.bar(x - 0.2, ours, width=0.4, yerr=err, capsize=4,
+                  label="ours (95 % CI)" if err is not None else "ours")
+    ax.bar_label(bars, fmt="%.1f", fontsize=9.5, label_type="center")  # a zero change stays readable
     col = f"Δ{metric} (paper, Qwen2.5-72B)"
     paper = part[col] if col in part else pd.Series(dtype=float)
     if paper.notna().any():
@@ -137,9 +146,11 @@ def plot_ablation(ax, table: pd.DataFrame, dataset: str, metric: str = "EM",
         ax.bar_label(bars, fmt="%.1f", fontsize=9.5)
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xticks(x, part["variant"], rotation=15)
-    ax.set_ylabel(f"Δ{metric} vs full (points)")
+    ax.set_ylabel(f"{metric}: full minus variant (points)")
     ax.set_title(f"{dataset}: {metric}")
-    shown = [0.0, *part[f"Δ{metric} (ours)"].dropna(), *paper.dropna()]
+    shown = [0.0, *ours.dropna(), *paper.dropna()]
+    if err is not None:
+        shown += [*part[lo_col].dropna(), *part[hi_col].dropna()]
     lo, hi = min(shown), max(shown)
     span = (hi - lo) or 1.0
     ax.set_ylim(lo - 0.15 * span, hi + 0.5 * span)  # a band above every bar and its label, for the legend

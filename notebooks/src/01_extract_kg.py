@@ -75,8 +75,8 @@ from kgir_lib.notebook.opening import open_notebook
 
 pd.set_option("display.max_colwidth", 200)
 cfg, llm = open_notebook("01_extract_kg", globals(), progress=True)
-print(f"LLM extraction for {cfg.extract_datasets}: the dense top-{cfg.top_k} passages of {cfg.n_questions} "
-      f"sampled questions, at most {cfg.extract_max_passages} passages a dataset")
+print(f"LLM extraction for {cfg.extract_datasets}: the dense top-{cfg.top_k} passages of the sampled questions "
+      f"({report.questions_phrase(cfg, cfg.extract_datasets)}), at most {cfg.extract_max_passages} passages a dataset")
 
 # %% [markdown]
 # ## 1. The parser on malformed output
@@ -139,7 +139,9 @@ for name in cfg.datasets:
 # The paper's Table 3 gives, per dataset, the numbers of entities, relations and triples. We add the
 # passages covered, triples per passage and the parser's drops by reason (`wrong_arity`: not three parts;
 # `empty_part`; `head_equals_tail`; `duplicate`: the same triple twice in one passage; `unparseable`: output
-# with no triple shape). For scale, the published row is KG²RAG's graph over HotpotQA-full (LLaMA3-8B, as
+# with no triple shape), and `replies_cut_at_token_limit`: extraction replies that used their whole budget
+# (`max_tokens_extract`), whose triples after the cut are lost and cannot be counted (replies, not triples: not in
+# `drops_total`). For scale, the published row is KG²RAG's graph over HotpotQA-full (LLaMA3-8B, as
 # its paper reports it); KGIR-RAG's own Table 3 is not available as text. Our graphs cover a corpus far
 # smaller than HotpotQA-full (musique_train's whole 1,890-paragraph corpus; for the datasets extracted here, the
 # profile's extraction pool, counted in the *passages* row), so only the *per-passage* figures are comparable, and
@@ -148,7 +150,8 @@ for name in cfg.datasets:
 # %%
 t3 = table3({f"{name} ({b.source}: {'gpt-3.5-turbo-1106' if b.source == 'openie' else llm.model_id})": (b.kg, b.drops)
              for name, b in builds.items()})
-caption = ("Table 3 (our graphs). Counts of passages, entities, relations, triples; parser drops by reason. "
+caption = ("Table 3 (our graphs). Counts of passages, entities, relations, triples; parser drops by reason; "
+           "extraction replies cut at the token limit (their triples after the cut lost, uncounted). "
            "musique_train: HippoRAG's published gpt-3.5-turbo-1106 OpenIE, all passages. musique / hotpotqa: "
            f"{llm.model_id}, the extraction pool of profile '{cfg.profile}' only"
            + f". {report.model_note(cfg, short=True)}")

@@ -252,7 +252,7 @@ show(per_q.set_index(["dataset", "qid"]), "Algorithm 1 per question", max_cols=8
 show(summary, "Algorithm 1 step sizes, MST removal and gold survival")
 report.save_table(summary.round(2), cfg, "03_subgraph_steps",
                   f"Algorithm 1 step sizes, MST removal and gold-passage survival; profile {cfg.profile}, "
-                  f"{cfg.n_questions} questions a dataset, top_k {cfg.top_k}, match {cfg.match_method} at "
+                  f"{report.questions_phrase(cfg)}, top_k {cfg.top_k}, match {cfg.match_method} at "
                   f"{cfg.ngram_threshold}, G_tmp reading {cfg.gtmp_reading}, edge weights "
                   f"{runs[cfg.datasets[0]]['subs'][0].weighting if runs[cfg.datasets[0]]['subs'] else '-'}.");
 

@@ -307,8 +307,8 @@ show(metrics[["n", "EM", "F1", "R@5", "dense R@5", "rounds / q", "by reflection 
 # %%
 show(metrics)
 report.save_table(metrics.round(2), cfg, "04_kgir_metrics",
-                  f"KGIR-RAG end to end: profile {cfg.profile}, reader {cfg.llm_model}, {cfg.n_questions} questions a "
-                  f"dataset (seed {cfg.seed}), max_iterations {cfg.max_iterations}, top_k {cfg.top_k}. Published "
+                  f"KGIR-RAG end to end: profile {cfg.profile}, reader {cfg.llm_model}, {report.questions_phrase(cfg)} "
+                  f"(seed {cfg.seed}), max_iterations {cfg.max_iterations}, top_k {cfg.top_k}. Published "
                   f"columns: {report.SOURCES['kgir_derived']}."
                   + f" {report.model_note(cfg, short=True)}");
 

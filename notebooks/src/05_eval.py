@@ -28,7 +28,7 @@ from IPython.display import Markdown, display
 from kgir_lib import report
 from kgir_lib.eval import claims as cl
 from kgir_lib.eval import evaluate as ev
-from kgir_lib.eval.bootstrap import bootstrap_table
+from kgir_lib.eval.bootstrap import SIDE_COLUMN, bootstrap_table
 from kgir_lib.eval.mechanism import funnel
 from kgir_lib.eval.mechanism.tables import empty_note, mechanism_tables
 from kgir_lib.notebook import narrative, viz
@@ -69,7 +69,8 @@ print(f"{int(suite.runs['resumed'].sum())} of {len(suite.runs)} runs read back f
 n_label = ev.questions_per_dataset(suite.scores)  # "84", or each dataset's n where they differ
 ours = ev.ours_label(cfg, n_label)
 caption_ours = (f"Ours: profile `{cfg.profile}`, reader LLM {cfg.llm_model}, encoder {cfg.embed_model}, "
-                f"{n_label} questions a dataset (seed {cfg.seed}; the same questions for every method). "
+                f"{n_label} questions{' a dataset' * n_label.isdigit()} (seed {cfg.seed}; the same questions for "
+                f"every method). "
                 f"Published numbers: separate, labelled column groups; other LLMs, retrievers and corpora.")
 caption_ours += " " + report.model_note(cfg, short=True)
 claims = cl.claims_table(suite.scores, n_boot=n_boot, seed=0)
@@ -100,8 +101,9 @@ if bt.empty:
     print(f"no bootstrap: {reference!r} was not run")
 else:
     bt_path = report.save_table(bt.set_index(["dataset", "baseline", "metric"]), cfg, "05_bootstrap_ci",
-                                f"{reference} minus each method, paired bootstrap 95 % CI ({n_boot} resamples). "
-                                f"{caption_ours}")
+                                f"{reference} minus each method, paired bootstrap 95 % CI ({n_boot} resamples): "
+                                "effect sizes, unadjusted for the many comparisons, never verdicts (the verdicts are "
+                                f"the exact tests with Holm of 05_claims). {caption_ours}")
     pooled = "all" if "all" in set(bt["dataset"]) else bt["dataset"].iloc[0]
     show_figure(viz.plot_bootstrap(bt, "F1", pooled, reference), cfg, "05_bootstrap_f1")
 
@@ -124,10 +126,13 @@ display(Markdown(cl.claims_headline(claims)))
 # * The verdict column of section 1 is the run's answer: a claim this run **supports** or **contradicts** passed an
 #   exact test after Holm's correction; every other reads **cannot tell**, and the MDE says how large a difference
 #   would have been needed.
-# * The intervals of section 2 are the sizes of the differences with their uncertainty; an interval across 0 and a
-#   "cannot tell" say the same thing in two ways.
+# * The intervals of section 2 are the sizes of the differences with their uncertainty, not verdicts; the rule
+#   printed below is the one notebook 06, the README and docs/results.md state too.
 # * The reading is this run's, by its model (printed at the top): a small model's verdict on a small sample is not
 #   the paper's. Notebook 04 shows where KGIR-RAG's chain breaks with this model; notebook 06 runs the ablations.
+
+# %%
+display(Markdown(f"**How tests and intervals are read.** {cl.READING_RULE}"))
 
 # %% [markdown]
 # ## Audit: every number behind this notebook
@@ -266,7 +271,7 @@ report.save_table(report.flat_columns(pub_index), cfg, "05_indexing_cost_publish
                   "Published indexing cost, MuSiQue (HippoRAG 2 paper), millions of tokens; not our measurement.")
 
 # %%
-show_figure(viz.plot_f1_vs_tokens(cost, f"F1 vs tokens per question ({cfg.llm_model}, n={n_label} a dataset)"), cfg,
+show_figure(viz.plot_f1_vs_tokens(cost, f"F1 vs tokens per question ({cfg.llm_model}, n={n_label}{' a dataset' * n_label.isdigit()})"), cfg,
             "05_f1_vs_tokens")
 
 # %% [markdown]
@@ -276,19 +281,19 @@ show_figure(viz.plot_f1_vs_tokens(cost, f"F1 vs tokens per question ({cfg.llm_mo
 # method without retrieval has none) is resampled over questions with replacement (`n_boot` times, seed 0); the 95 %
 # interval is the 2.5 and 97.5 percentiles of the resampled mean differences. Pairing by question removes the
 # variation between questions that both methods share. The interval is the size of a difference, not a verdict (the
-# saved table keeps whether it excludes 0, which is not shown here). Rows `all` pool the datasets (resampling
-# (dataset, question) pairs).
+# saved table keeps on which side of 0 it lies, unadjusted, which is not shown here). Rows `all` pool the datasets
+# (resampling (dataset, question) pairs).
 
 # %%
 if not bt.empty:
-    show(bt.drop(columns=["supported"]).set_index(["dataset", "baseline", "metric"]),
+    show(bt.drop(columns=[SIDE_COLUMN]).set_index(["dataset", "baseline", "metric"]),
          f"{reference} minus each method: mean difference and 95 % interval", digits=2, full=bt_path)
 
 # %% [markdown]
 # ### Every test of the claims
 #
-# Each claim is one family (its datasets, its metrics and the pooled `all` rows, declared in `kgir_lib/eval/claims.py`
-# before the run); Holm's adjustment inside each family keeps the chance of any false verdict within a claim at 5 %.
+# Each claim is one family (its datasets, its metrics and the pooled `all` rows, declared in
+# `kgir_lib/eval/claims/family.py` before the run); Holm's adjustment inside each family keeps the chance of any false verdict within a claim at 5 %.
 # The tests and the MDE are section 1's (the MDE's level is α divided by the family's number of tests; the column
 # header says both); the **effect size** is KGIR-RAG minus the other with its paired bootstrap 95 % interval (section
 # 2). Beside Table 7's drop, the MDE says whether a run this size could see the published effect at all. Table 7's

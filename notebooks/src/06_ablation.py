@@ -36,6 +36,7 @@ import pandas as pd
 from kgir_lib import report
 from kgir_lib.data import sample_questions
 from kgir_lib.eval import ablation
+from kgir_lib.eval import claims as cl
 from kgir_lib.eval.mechanism import calibration, forced_rounds
 from kgir_lib.eval.mechanism.tables import mechanism_tables
 from kgir_lib.notebook import viz
@@ -75,7 +76,7 @@ def kg2rag_variant(v):
 n_study = cfg.study_n_questions if cfg.study_n_questions is not None else cfg.n_questions
 if n_study is not None and cfg.n_questions is not None:
     n_study = min(n_study, cfg.n_questions)  # nested in notebook 04/05's sample
-print(f"ablations: {cfg.ablation_datasets}, {cfg.n_questions} questions each; "
+print(f"ablations: {cfg.ablation_datasets}, {report.questions_phrase(cfg, cfg.ablation_datasets, each='each')}; "
       f"sweeps/robustness: {cfg.study_datasets}, {n_study} questions each, "
       f"{len(seeds)} seeds")
 print("grid:", grid)
@@ -83,10 +84,12 @@ print("grid:", grid)
 # %% [markdown]
 # ## 1. KGIR-RAG's ablations beside the paper's Table 7
 #
-# Each bar is a variant's change against the full method on the same questions (`Δ… (ours)`), beside the paper's
-# reported drop (MuSiQue rows only: `musique` and `musique_train`, MuSiQue's train split; the paper has no other
-# dataset). The table gives each change with its paired bootstrap 95 % interval (resampling questions): an interval
-# that contains 0 cannot tell the variant from the full method.
+# Each bar is the full method minus a variant on the same questions (`Δ… (ours)`: what the removed part adds,
+# positive when it helps; the sign notebook 05's claims and the README use), with its paired bootstrap 95 % interval
+# (resampling questions) as an error bar, beside the paper's Table 7 difference in the same sign (MuSiQue rows only:
+# `musique` and `musique_train`, MuSiQue's train split; the paper has no other dataset). The intervals are effect
+# sizes; the verdicts on these comparisons are notebook 05's exact tests with Holm (its Table 7 claims). The rule
+# and the sign are printed under the figure.
 
 # %%
 kgir_per_q = pd.concat([ablation.variant_scores(ws_of(d), questions_of(d, cfg.n_questions), kgir_variant,
@@ -95,9 +98,9 @@ kgir_per_q = pd.concat([ablation.variant_scores(ws_of(d), questions_of(d, cfg.n_
 kgir_variants = ablation.variant_means(kgir_per_q)
 table7 = ablation.ablation_table(kgir_variants, intervals=ablation.variant_intervals(kgir_per_q, n_boot=n_boot))
 report.save_table(table7.set_index(["dataset", "variant"]), cfg, "06_kgir_ablation",
-                  "KGIR-RAG ablations (paper Table 7). Ours: this run, variant minus full with its paired "
-                  f"bootstrap 95 % CI ({n_boot} resamples). Paper: KGIR-RAG Table 7, MuSiQue, Qwen2.5-72B "
-                  "(drops only).")
+                  "KGIR-RAG ablations (paper Table 7). Ours: this run, full minus variant with its paired "
+                  f"bootstrap 95 % CI ({n_boot} resamples): an effect size, unadjusted. Paper: KGIR-RAG Table 7, "
+                  f"MuSiQue, Qwen2.5-72B (its differences only). {report.TABLE7_SIGN}")
 fig, axes = plt.subplots(len(cfg.ablation_datasets), 2, figsize=(9.5, 3.8 * len(cfg.ablation_datasets)),
                          squeeze=False)
 for row, d in zip(axes, report.panel_order(cfg.ablation_datasets)):
@@ -106,8 +109,10 @@ for row, d in zip(axes, report.panel_order(cfg.ablation_datasets)):
 fig.tight_layout()
 show_figure(fig, cfg, "06_kgir_ablation")
 print(report.model_note(cfg, short=True))
+print(report.TABLE7_SIGN)
+print(cl.READING_RULE)
 show(table7[[c for c in table7.columns if c.startswith(("dataset", "variant", "n", "ΔEM", "ΔF1"))]],
-     "Table 7 in this run: each variant minus the full method, with its interval, beside the paper's drop")
+     "Table 7 in this run: the full method minus each variant, with its interval, beside the paper's")
 
 # %% [markdown]
 # ## 2. Forced rounds, beside Table 7
@@ -141,9 +146,10 @@ if len(forced):
 # %% [markdown]
 # ## Reading these numbers
 #
-# - With a small CPU model (named in the first output) and this many questions, a change whose interval contains 0 is
-#   noise: the tables show that every switch of the method runs and how it changes what the reader is handed, not the
-#   paper's effect sizes. The paper-scale recipe (docs/operations.md) runs the same notebook on the `paper` profile,
+# - With a small CPU model (named in the first output) and this many questions, the verdicts are notebook 05's exact
+#   tests with Holm, and most read "cannot tell"; the intervals here are effect sizes, not verdicts. The tables show
+#   that every switch of the method runs and how it changes what the reader is handed, not the paper's effect
+#   sizes. The paper-scale recipe (docs/operations.md) runs the same notebook on the `paper` profile,
 #   where Table 7's comparison is meaningful.
 # - When the reflection answers in round 1 on nearly every question, the full method and *w/o reflection* differ only
 #   in the passages the shared reader is handed; the audit counts them (what each variant's reader reads). The forced
@@ -172,8 +178,9 @@ if len(forced):
 # ### Table 7 in full
 #
 # Our columns are computed on this run (EM, F1, Recall@2/5 of each variant's final ranked list; without the subgraph it
-# has no `G_Ans` evidence to rank first); `Δ… (ours)` is each variant minus the full method with its paired bootstrap
-# 95 % interval (`Δ… CI lo/hi`). The paper's columns hold its reported drops (MuSiQue, Qwen2.5-72B) and nothing else.
+# has no `G_Ans` evidence to rank first); `Δ… (ours)` is the full method minus each variant with its paired bootstrap
+# 95 % interval (`Δ… CI lo/hi`). The paper's columns hold its reported differences in the same sign (MuSiQue,
+# Qwen2.5-72B) and nothing else.
 
 # %%
 show(table7)
@@ -227,11 +234,12 @@ kg2_table = ablation.ablation_table(kg2_variants, labels=ablation.KG2RAG_VARIANT
                                     intervals=ablation.variant_intervals(kg2_per_q, n_boot=n_boot))
 report.save_table(kg2_table.set_index(["dataset", "variant"]), cfg, "06_kg2rag_ablation",
                   f"KG²RAG ablations (report Tables 3-4; the report gives no numbers for these on MuSiQue/HotpotQA). "
-                  f"Variant minus full with its paired bootstrap 95 % CI ({n_boot} resamples).")
+                  f"Full minus variant with its paired bootstrap 95 % CI ({n_boot} resamples): an effect size, "
+                  "unadjusted.")
 fig, axes = plt.subplots(2, 2, figsize=(11, 8))
 for i, (ax, metric) in enumerate(zip(axes.flat, ("EM", "F1", "R@2", "R@5"))):
     viz.plot_variant_scores(ax, kg2_table, metric, legend=i == 0)
-fig.suptitle(f"KG²RAG and its ablations, {cfg.n_questions} questions a dataset", fontsize=12)
+fig.suptitle(f"KG²RAG and its ablations, {report.questions_phrase(cfg, cfg.ablation_datasets)}", fontsize=12)
 fig.tight_layout()
 show_figure(fig, cfg, "06_kg2rag_ablation")
 show(kg2_table)

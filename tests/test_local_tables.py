@@ -1,0 +1,173 @@
+"""The committed ``local`` tables rebuilt by the library from what the repository commits, with no model.
+
+The ``local`` run commits its tables and its response log, not its per-question traces (``.gitignore``: they are
+rebuilt from the log with the encoder, a model load). So each table is rebuilt here as far as its committed inputs
+reach, through the library functions the notebooks call (a change to one of them that moves a committed number
+fails here):
+
+- ``04_passage_cut``: from the shared data and the profile alone (:func:`loss_decomposition.cut_table` over the
+  profile's question sample, cut at its ``passage_chars``): every cell;
+- ``05_claims`` and ``05_claims_without_tuning_questions``: every EM row's exact McNemar p and MDE from its
+  discordant counts (questions only KGIR-RAG / only the other got right) by :func:`claims.exact_test` and
+  :func:`claims.minimum_detectable` on paired scores with those counts; every family's Holm adjustment, every
+  verdict and the MDE column's header by :func:`claims.claims_table`'s own rules; the per-dataset n from the data;
+- ``04_loss_decomposition``: every test's Holm adjustment within :func:`loss_decomposition.family`, every McNemar
+  p from its counts, and the n of each dataset from the data.
+
+The bootstrap intervals and the F1 / recall tests need each question's scores, which only the traces hold: they
+are pinned on the ``sample`` run, whose traces are committed (``tests/test_pinned_tables.py``).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kgir_lib.config import PROJECT_ROOT, default_data_dir, load_config
+from kgir_lib.data import load_dataset, sample_questions, tuning_questions
+from kgir_lib.eval import claims as cl
+from kgir_lib.eval.mechanism import loss_decomposition as ld
+from kgir_lib.eval.stats import holm
+
+TABLES = PROJECT_ROOT / "results" / "local" / "tables"
+DATA = default_data_dir()
+pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"no shared data at {DATA} (set KGIR_DATA_DIR)")
+
+
+def committed(name: str) -> pd.DataFrame:
+    path = TABLES / f"{name}.csv"
+    assert path.is_file(), f"no committed local table {path.name}"
+    return pd.read_csv(path)
+
+
+def local_questions() -> dict:
+    """``{dataset: the local profile's question sample}``, as notebooks 04 and 05 draw it."""
+    cfg = load_config("local", data_dir=str(DATA))
+    return {d: sample_questions(load_dataset(d, cfg.data_path).questions, cfg.n_questions, cfg.seed)
+            for d in cfg.datasets}
+
+
+def paired_em(n: int, ref_right: int, b: int, c: int) -> tuple:
+    """Two EM vectors (0/100) over ``n`` questions with ``b`` right only in the first, ``c`` only in the second and
+    ``ref_right`` right in the first: what a McNemar test and the EM MDE read of a pair."""
+    both = ref_right - b
+    assert 0 <= both and both + b + c <= n, (n, ref_right, b, c)
+    a = np.array([100.0] * both + [100.0] * b + [0.0] * c + [0.0] * (n - both - b - c))
+    o = np.array([100.0] * both + [0.0] * b + [100.0] * c + [0.0] * (n - both - b - c))
+    return a, o
+
+
+# ---------------------------------------------------------------------------- 04_passage_cut
+def test_the_local_passage_cut_is_rebuilt_from_the_data():
+    cfg = load_config("local", data_dir=str(DATA))
+    rows = []
+    for d, questions in local_questions().items():
+        corpus = {p.pid: p for p in load_dataset(d, cfg.data_path).corpus.passages}
+        rows.append(ld.cut_table(questions, corpus, cfg.passage_chars, d))
+    rebuilt = pd.concat(rows, ignore_index=True)
+    pd.testing.assert_frame_equal(rebuilt, committed("04_passage_cut"), check_dtype=False)
+
+
+# ---------------------------------------------------------------------------- 05_claims
+def claim_tables() -> list:
+    return [(name, committed(name)) for name in ("05_claims", "05_claims_without_tuning_questions")]
+
+
+def test_the_local_claims_count_each_datasets_questions_from_the_data():
+    questions = local_questions()
+    tuned = {d: {q.qid for q in tuning_questions(load_dataset(d, load_config("local").data_path).questions,
+                                                  seed=load_config("local").seed)} for d in ("musique_train",)}
+    for name, t in claim_tables():
+        left_out = tuned if name.endswith("without_tuning_questions") else {}
+        for d, qs in questions.items():
+            expect = len([q for q in qs if q.qid not in left_out.get(d, set())])
+            # EM is defined on every question: every EM row of a dataset pairs all of them
+            em = t[(t["dataset"] == d) & (t["metric"] == "EM")]
+            assert set(em["n"]) == {expect}, (name, d, sorted(set(em["n"])), expect)
+        pooled = t[(t["dataset"] == "all") & (t["metric"] == "EM")]
+        assert set(pooled["n"]) == {sum(set(t.loc[(t["dataset"] == d) & (t["metric"] == "EM"), "n"]).pop()
+                                        for d in questions)}, name
+
+
+def test_the_local_claims_em_tests_and_mdes_are_the_librarys_on_their_counts():
+    checked = 0
+    for name, t in claim_tables():
+        mde = cl.mde_column(t)
+        for claim, rows in t.groupby("claim", sort=False):
+            k = int((rows["n"] > 0).sum())
+            for r in rows[(rows["metric"] == "EM") & (rows["n"] > 0)].to_dict("records"):
+                b, c = (int(x) for x in r["discordant"].split("/"))
+                n = int(r["n"])
+                a, o = paired_em(n, round(r["KGIR-RAG"] * n / 100), b, c)
+                assert a.mean() == pytest.approx(r["KGIR-RAG"]) and o.mean() == pytest.approx(r["other"])
+                test = cl.exact_test(a, o, "EM")
+                assert (test["test"], test["discordant"], test["p"]) == ("McNemar", r["discordant"], r["p"]), \
+                    (name, claim, r["dataset"])
+                assert cl.minimum_detectable(a, o, "EM", cl.ALPHA / k) == r[mde], (name, claim, r["dataset"])
+                checked += 1
+    assert checked >= 2 * 21  # 7 claim rows of EM a dataset and pooled, in both tables
+
+
+def test_the_local_claims_holm_verdicts_and_mde_header_follow_the_librarys_rules():
+    for name, t in claim_tables():
+        sizes = []
+        for claim, rows in t.groupby("claim", sort=False):
+            tested = rows[rows["n"] > 0]
+            sizes.append(len(tested))
+            assert list(tested["p (Holm)"]) == list(holm(tested["p"].tolist())), (name, claim)
+            for r in tested.to_dict("records"):
+                assert r["reading"] == cl.verdict(r["diff"], r["p (Holm)"]), (name, claim, r["dataset"], r["metric"])
+            assert set(rows.loc[rows["n"] == 0, "reading"]) <= {cl.NOT_RUN}
+        assert cl.mde_column(t) == cl.mde_label(cl.ALPHA, cl.POWER, sizes), name
+        assert {c.name for c in cl.PAPER_CLAIMS} == set(t["claim"]), name
+
+
+def test_the_local_claims_headline_has_each_datasets_true_count():
+    t = committed("05_claims")
+    head = cl.claims_headline(t).splitlines()[0]
+    for d, qs in local_questions().items():
+        assert f"{d} (n = {len(qs)})" in head, (head, d, len(qs))
+
+
+# ---------------------------------------------------------------------------- 04_loss_decomposition
+def test_the_local_loss_decomposition_tests_follow_the_librarys_family():
+    t = committed("04_loss_decomposition")
+    questions = local_questions()
+    for dataset, rows in t.groupby("dataset", sort=False):
+        with_gold = sum(bool(q.gold_pids) for q in questions[dataset])
+        assert set(rows["n"]) <= {with_gold} and len(set(rows["n"])) == 1, (dataset, set(rows["n"]), with_gold)
+        readers = list(dict.fromkeys(rows["reader"]))
+        keyed = rows.set_index(["reader", "condition"])
+        raw, adjusted = [], []
+        for reader, condition, against in ld.family(readers):
+            r = keyed.loc[(reader, condition)]
+            col = "" if against == "previous" else " vs first reader"
+            b, c = (int(x) for x in r[f"EM b/c{col}"].split("/"))
+            n = int(r["n"])
+            p = ld._mcnemar(*(pd.Series(v) for v in paired_em(n, b, b, c)))[0]
+            assert p == pytest.approx(r[f"p{col}"], abs=0.5e-4), (dataset, reader, condition, against)
+            raw.append(p)
+            adjusted.append(r[f"p{col} (Holm)"])
+        assert np.allclose(adjusted, holm(raw), atol=0.5e-4, rtol=0), dataset
+
+
+# ---------------------------------------------------------------------------- the counts every caption states
+def test_the_local_notes_and_captions_state_each_datasets_true_count():
+    """hotpotqa has 84 questions, not the profile's n_questions (100): the model note, the opening line and every
+    committed local caption that states the count give each dataset's, counted from the data."""
+    from kgir_lib import report
+
+    cfg = load_config("local", data_dir=str(DATA))
+    true = {d: len(qs) for d, qs in local_questions().items()}
+    assert report.question_counts(cfg) == true
+    phrase = ", ".join(f"{d} {n}" for d, n in true.items()) + " questions"
+    assert report.questions_phrase(cfg) == phrase
+    assert f"profile 'local', {phrase})" in report.model_note(cfg, short=True)
+    assert f"{phrase} (seed {cfg.seed})" in report.run_header(cfg, "05_eval")
+    stated = 0
+    for path in sorted(TABLES.glob("*.md")):
+        caption = path.read_text(encoding="utf-8").split("\n\n", 1)[0]
+        assert not any(f"{n} questions {each}" in caption for n in {cfg.n_questions, *true.values()}
+                       for each in ("a dataset", "each")), path.name  # one count for datasets of two sizes
+        stated += phrase in caption
+    assert stated >= 20
