@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -139,13 +140,13 @@ def test_a_run_prints_neither_kernel_warning_and_stores_no_absolute_output_path(
 def test_a_long_tmpdir_puts_the_kernel_sockets_in_the_first_folder_where_their_paths_fit(tmp_path):
     """A socket's path is at most SOCKET_PATH_MAX characters: a $TMPDIR of 150 is passed over for a shorter folder;
     the folder names its owner's process, and the longest socket path in it fits."""
-    long_tmp, short = padded(tmp_path, 150), tmp_path / "s"
+    long_tmp = padded(tmp_path, 150)
     long_tmp.mkdir()
-    short.mkdir()
-    folder, transport = kernel_folder([long_tmp, short], pid=4242)
-    assert (transport, folder.parent) == ("ipc", short) and folder.name.startswith(f"{FOLDER_PREFIX}4242-")
-    assert len(os.fsencode(str(folder / "kernel-999"))) <= execution.SOCKET_PATH_MAX
-    assert folder.stat().st_mode & 0o777 == 0o700  # the connection file's key is for this user alone
+    with tempfile.TemporaryDirectory(dir="/tmp") as short:  # (tmp_path itself may be too long: a test's name)
+        folder, transport = kernel_folder([long_tmp, Path(short)], pid=4242)
+        assert (transport, folder.parent) == ("ipc", Path(short)) and folder.name.startswith(f"{FOLDER_PREFIX}4242-")
+        assert len(os.fsencode(str(folder / "kernel-999"))) <= execution.SOCKET_PATH_MAX
+        assert folder.stat().st_mode & 0o777 == 0o700  # the connection file's key is for this user alone
     assert not list(long_tmp.iterdir())
 
 
