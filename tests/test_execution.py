@@ -137,16 +137,23 @@ def test_a_run_prints_neither_kernel_warning_and_stores_no_absolute_output_path(
     assert not list(Path(tmp_path).glob("nbs/kernel-*"))  # no IPC socket left beside the notebooks
 
 
-def test_a_long_tmpdir_puts_the_kernel_sockets_in_the_first_folder_where_their_paths_fit(tmp_path):
+@pytest.fixture
+def short_tmp():
+    """A folder short enough for a Unix socket's path inside it (tmp_path may be too long: a test's name, a long
+    $TMPDIR), removed afterwards."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as folder:
+        yield Path(folder)
+
+
+def test_a_long_tmpdir_puts_the_kernel_sockets_in_the_first_folder_where_their_paths_fit(tmp_path, short_tmp):
     """A socket's path is at most SOCKET_PATH_MAX characters: a $TMPDIR of 150 is passed over for a shorter folder;
     the folder names its owner's process, and the longest socket path in it fits."""
     long_tmp = padded(tmp_path, 150)
     long_tmp.mkdir()
-    with tempfile.TemporaryDirectory(dir="/tmp") as short:  # (tmp_path itself may be too long: a test's name)
-        folder, transport = kernel_folder([long_tmp, Path(short)], pid=4242)
-        assert (transport, folder.parent) == ("ipc", Path(short)) and folder.name.startswith(f"{FOLDER_PREFIX}4242-")
-        assert len(os.fsencode(str(folder / "kernel-999"))) <= execution.SOCKET_PATH_MAX
-        assert folder.stat().st_mode & 0o777 == 0o700  # the connection file's key is for this user alone
+    folder, transport = kernel_folder([long_tmp, short_tmp], pid=4242)
+    assert (transport, folder.parent) == ("ipc", short_tmp) and folder.name.startswith(f"{FOLDER_PREFIX}4242-")
+    assert len(os.fsencode(str(folder / "kernel-999"))) <= execution.SOCKET_PATH_MAX
+    assert folder.stat().st_mode & 0o777 == 0o700  # the connection file's key is for this user alone
     assert not list(long_tmp.iterdir())
 
 
@@ -175,15 +182,15 @@ def _connection_file(path: Path, port: int, age_s: float = 600) -> Path:
     return path
 
 
-def test_kernel_files_of_dead_runs_are_swept_and_a_live_runs_are_kept(tmp_path):
+def test_kernel_files_of_dead_runs_are_swept_and_a_live_runs_are_kept(short_tmp):
     """Removed: the folder of a process that is gone, an old id-less folder whose sockets nobody listens on, an old
     connection file whose kernel accepts no connection. Kept: the folder of a live process, a connection file whose
     kernel answers or that is recent (its kernel may be starting), an id-less folder with a listening socket, a JSON
     file that is no connection file."""
     old = time.time() - 600
-    dead = tmp_path / f"{FOLDER_PREFIX}{_dead_pid()}-abcdefgh"
-    live = tmp_path / f"{FOLDER_PREFIX}{os.getpid()}-abcdefgh"
-    legacy_dead, legacy_live = tmp_path / f"{FOLDER_PREFIX}deadbeef", tmp_path / f"{FOLDER_PREFIX}livebeef"
+    dead = short_tmp / f"{FOLDER_PREFIX}{_dead_pid()}-abcdefgh"
+    live = short_tmp / f"{FOLDER_PREFIX}{os.getpid()}-abcdefgh"
+    legacy_dead, legacy_live = short_tmp / f"{FOLDER_PREFIX}deadbeef", short_tmp / f"{FOLDER_PREFIX}livebeef"
     for folder in (dead, live, legacy_dead, legacy_live):
         folder.mkdir()
         (folder / "kernel.json").write_text("{}")
@@ -197,20 +204,20 @@ def test_kernel_files_of_dead_runs_are_swept_and_a_live_runs_are_kept(tmp_path):
     free = socket.create_server(("127.0.0.1", 0))
     free_port = free.getsockname()[1]
     free.close()
-    gone = _connection_file(tmp_path / "tmpgone.json", free_port)
-    answering = _connection_file(tmp_path / "tmplive.json", server.getsockname()[1])
-    recent = _connection_file(tmp_path / "tmprecent.json", free_port, age_s=0)
-    other = tmp_path / "tmpother.json"
+    gone = _connection_file(short_tmp / "tmpgone.json", free_port)
+    answering = _connection_file(short_tmp / "tmplive.json", server.getsockname()[1])
+    recent = _connection_file(short_tmp / "tmprecent.json", free_port, age_s=0)
+    other = short_tmp / "tmpother.json"
     other.write_text('{"a": 1}')
     for path in (legacy_dead, legacy_live, other):
         os.utime(path, (old, old))
     try:
-        removed = sweep_stale_kernel_files([tmp_path, tmp_path / "missing"])
+        removed = sweep_stale_kernel_files([short_tmp, short_tmp / "missing"])
     finally:
         listening.close()
         server.close()
     assert sorted(removed) == sorted([dead, legacy_dead, gone])
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+    assert sorted(p.name for p in short_tmp.iterdir()) == sorted(
         p.name for p in (live, legacy_live, answering, recent, other))
 
 
