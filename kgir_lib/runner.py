@@ -30,9 +30,16 @@ holds fewer questions than asked), and for the ``openai`` backend each server's 
 list (exit code 2 for any other refusal). The LLM cache is checked page by page and the
 response log(s) imported before the first notebook; the cache is exported to the run's
 log after every notebook, finished or failed, and a damaged cache or a failed export
-stops the job. A notebook that fails stops the job with its name and the path of its
-partial output (exit code 1); everything computed before it (cache, log, KG, tables)
-stays on disk, so a rerun resumes.
+stops the job. A notebook executes into ``notebooks/NN_name.partial.ipynb``
+(:func:`~kgir_lib.execution.partial_path`, git-ignored), which replaces ``notebooks/NN_name.ipynb``
+only once the notebook has finished: a notebook that fails stops the job (exit code 1) naming both
+files, the partial copy with its error and the last complete output, left as it was. Everything
+computed before it (cache, log, KG, tables) stays on disk, so a rerun resumes. Ctrl-C stops the
+job with one line (exit code 130).
+
+At start the runner removes what killed runs left: temporary files of atomic writes in the run
+directory, and the kernel connection files and sockets of dead runs in the temporary folders
+(:func:`kgir_lib.execution.sweep_stale_kernel_files`).
 """
 from __future__ import annotations
 
@@ -212,7 +219,20 @@ def resolve_paths(profile: str, params: dict, cwd: Path | None = None) -> str:
     return profile
 
 
+INTERRUPTED = "interrupted (Ctrl-C): the job stopped; what it saved stays on disk, so a rerun resumes"
+
+
 def main(argv=None) -> int:
+    """The main job (module docstring); its exit code. Ctrl-C ends it with one line (:data:`INTERRUPTED`) and exit
+    code 130, the kernel shut down and the response log exported on the way out, instead of a traceback."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print(f"error: {INTERRUPTED}", file=sys.stderr)
+        return 130
+
+
+def _main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Run the notebook suite with papermill.")
     ap.add_argument("--profile", default=None, help="profile name or YAML path (default: $KGIR_PROFILE, else sample)")
     ap.add_argument("--only", nargs="+", help="notebook name prefixes, e.g. 01 02")
@@ -324,7 +344,8 @@ def export_log(cfg) -> bool:
 def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "timings.tsv") -> int:
     import papermill as pm
 
-    from .execution import QuietKernelManager, tidy_output_notebook
+    from .execution import (QuietKernelManager, failure_paths, partial_path, sweep_stale_kernel_files,
+                            tidy_output_notebook)
     from .llm import LLMCacheError
 
     config, _ = split_params(params)
@@ -334,6 +355,10 @@ def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "t
     stale = remove_stale_temporaries(cfg.run_dir, cfg.fig_dir)
     if stale:
         print(f"removed {len(stale)} temporary file(s) left by killed writes (e.g. {stale[0]})", flush=True)
+    swept = sweep_stale_kernel_files()
+    if swept:
+        print(f"removed {len(swept)} kernel connection file(s) or socket folder(s) left by killed runs "
+              f"(e.g. {swept[0]})", flush=True)
     try:
         sync_log(cfg)
     except LLMCacheError as exc:
@@ -344,20 +369,22 @@ def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "t
     timings = []
     for nb in nbs:
         out = outdir / nb.name
+        partial = partial_path(out)  # replaces `out` once finished: a failure keeps the last complete output
         t0 = time.perf_counter()
         print(f"==> {nb.name} -> {out.relative_to(PROJECT_ROOT) if out.is_relative_to(PROJECT_ROOT) else out}",
               flush=True)
         try:
-            pm.execute_notebook(str(nb), str(out), parameters=nb_params, cwd=str(nb.parent), progress_bar=False,
+            pm.execute_notebook(str(nb), str(partial), parameters=nb_params, cwd=str(nb.parent), progress_bar=False,
                                 log_output=False, kernel_name="python3", kernel_manager_class=QuietKernelManager)
-            tidy_output_notebook(out)
+            tidy_output_notebook(partial, output_path=out)
+            os.replace(partial, out)
         except pm.PapermillExecutionError as exc:
             error(f"{nb.name} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}\n"
-                  f"partial output: {out}", {"llm_api_key_env": cfg.llm_api_key_env})
+                  + failure_paths(out, partial), {"llm_api_key_env": cfg.llm_api_key_env})
             return 1
         except Exception as exc:  # kernel died, kernel missing, unreadable notebook, ...
             error(f"{nb.name} could not be executed: {type(exc).__name__}: {exc}\n"
-                  f"partial output (if any): {out}", {"llm_api_key_env": cfg.llm_api_key_env})
+                  + failure_paths(out, partial), {"llm_api_key_env": cfg.llm_api_key_env})
             return 1
         finally:
             exported = export_log(cfg)  # after every notebook, finished or not: a crash still leaves the log

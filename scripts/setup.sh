@@ -57,7 +57,12 @@ echo "setup: peer systems, the 'peers' extra of pyproject.toml, without their de
 peers=$("$VENV/bin/python" -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['peers']))")
 # shellcheck disable=SC2086  # (one word a requirement)
 $pip install -q --no-deps $peers
-"$VENV/bin/python" -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (kgir)" >/dev/null
+# (ipykernel writes the kernel spec into a folder tempfile.mkdtemp(suffix="_kernels") makes, then removes the spec
+# but not that folder: it makes it in a folder of ours, removed here)
+kernels_tmp=$(mktemp -d)
+TMPDIR="$kernels_tmp" "$VENV/bin/python" -m ipykernel install --sys-prefix --name python3 \
+  --display-name "Python 3 (kgir)" >/dev/null
+rm -rf "$kernels_tmp"
 echo "setup: self-check (one token from llama.cpp in a child process)"
 if ! "$VENV/bin/python" -m kgir_lib.llm.selfcheck; then
   exit 1

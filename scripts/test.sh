@@ -8,7 +8,8 @@
 # Both tiers lint and type-check the library first (ruff, then mypy: rules and strictness in pyproject.toml), and a
 # finding fails the run before any test; test paths among the arguments (a rerun of one file) skip that.
 # Both run in parallel with pytest-xdist ($KGIR_TEST_WORKERS workers, default 2). Further arguments go to pytest.
-# Results go to a temporary folder removed at the end; KGIR_TEST_RESULTS_DIR=DIR writes them to DIR and keeps them.
+# Results and temporary files go to a scratch folder removed at the end; KGIR_TEST_RESULTS_DIR=DIR writes the
+# results to DIR and keeps them.
 # The data first: the default data folder ($KGIR_DATA_DIR, else ../shared/data, else data/samples/, fetched
 # here when missing) must hold the verified samples, so no test is skipped for want of them.
 set -euo pipefail
@@ -21,18 +22,22 @@ fi
 bash scripts/setup.sh
 .venv/bin/python -m kgir_lib.data_sources ensure
 export KGIR_PROFILE=ci
-# The tests' results (the notebooks' tables, figures, traces, caches): KGIR_TEST_RESULTS_DIR keeps them there;
-# otherwise they go to a temporary folder removed when the tests end, however they end.
+# A scratch folder removed when the tests end, however they end. The tests' results (the notebooks' tables,
+# figures, traces, caches) go there unless KGIR_TEST_RESULTS_DIR keeps them elsewhere; so do, always, pytest's
+# tmp_path folders (--basetemp: otherwise pytest keeps its last runs' under $TMPDIR/pytest-of-<user>/) and torch's
+# compiled kernels (TORCHINDUCTOR_CACHE_DIR: otherwise $TMPDIR/torchinductor_<user>/).
+scratch=$(mktemp -d -t kgir-test-XXXXXX)
+trap 'rm -rf "$scratch"' EXIT
+trap 'exit 130' INT TERM
 if [ -n "${KGIR_TEST_RESULTS_DIR:-}" ]; then
   export KGIR_RESULTS_DIR="$KGIR_TEST_RESULTS_DIR"
   kept=1
 else
-  scratch=$(mktemp -d -t kgir-test-XXXXXX)
-  trap 'rm -rf "$scratch"' EXIT
-  trap 'exit 130' INT TERM
   export KGIR_RESULTS_DIR="$scratch/results"
   kept=0
 fi
+export TORCHINDUCTOR_CACHE_DIR="$scratch/torchinductor"
+basetemp=(--basetemp "$scratch/pytest")
 export KGIR_FIGURES_DIR="$KGIR_RESULTS_DIR/../figures"
 export MPLBACKEND=Agg
 # Compiled modules are kept (in .venv/pycache, outside the checkout) even when PYTHONDONTWRITEBYTECODE is set: without
@@ -63,8 +68,8 @@ if [ ${#selection[@]} -gt 0 ]; then
   .venv/bin/python -m mypy kgir_lib
 fi
 if [ "$fast" = 1 ]; then
-  .venv/bin/python -m pytest -p no:cacheprovider -p no:nbval "${workers[@]}" -m "not slow and not notebooks" \
-    ${selection[@]+"${selection[@]}"} -q "$@"
+  .venv/bin/python -m pytest -p no:cacheprovider -p no:nbval "${workers[@]}" "${basetemp[@]}" \
+    -m "not slow and not notebooks" ${selection[@]+"${selection[@]}"} -q "$@"
   exit $?
 fi
 # The ci profile's committed LLM answers: the notebooks replay them instead of running the model again (a request
@@ -80,5 +85,5 @@ shopt -s nullglob
 if [ ${#selection[@]} -gt 0 ]; then
   selection+=(notebooks/[0-9][0-9]_*.ipynb)
 fi
-.venv/bin/python -m pytest -p no:cacheprovider "${workers[@]}" ${selection[@]+"${selection[@]}"} \
+.venv/bin/python -m pytest -p no:cacheprovider "${workers[@]}" "${basetemp[@]}" ${selection[@]+"${selection[@]}"} \
   --nbval-lax --nbval-current-env --nbval-cell-timeout=1800 -q "$@"

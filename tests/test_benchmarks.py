@@ -29,8 +29,12 @@ from typing import Optional
 
 import pytest
 
+from conftest import PEER_SETUP
+
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "benchmarks"
+# The peer environment a peer script runs in (``benchmarks/peers/setup.sh <peer>``), by the start of its name
+PEER_OF_PREFIX = {"flashrag_": "flashrag", "hipporag2_": "hipporag", "kg2rag_": "kg2rag", "graphrag_": "graphrag"}
 def _ours(p: Path) -> bool:
     """Not inside a virtualenv (``.venv``, a peer's ``.venv-<peer>``) or a peer's work folder."""
     return not any(part.startswith(".venv") or part == ".work" for part in p.parts)
@@ -79,6 +83,31 @@ def missing_here(path: Path) -> list:
         if importlib.util.find_spec(top) is None:
             out.append(top)
     return out
+
+
+def _peer(path: Path) -> Optional[str]:
+    return next((name for prefix, name in PEER_OF_PREFIX.items() if path.name.startswith(prefix)), None)
+
+
+def peer_setup(path: Path) -> str:
+    """The command that makes the peer environment a peer script runs in (the tests' summary names it); once it
+    has run, the script's ``--help`` runs in that environment (:func:`peer_python`)."""
+    return f"{PEER_SETUP} {_peer(path)}" if _peer(path) else PEER_SETUP
+
+
+def peer_python(path: Path) -> Optional[Path]:
+    """The interpreter of the peer environment a peer script runs in (None when its name names no peer)."""
+    return BENCH / "peers" / f".venv-{_peer(path)}" / "bin" / "python" if _peer(path) else None
+
+
+def test_a_peer_scripts_skip_names_the_command_that_makes_its_environment():
+    peers = BENCH / "peers"
+    assert peer_setup(peers / "flashrag_pipelines.py") == "bash benchmarks/peers/setup.sh flashrag"
+    assert peer_setup(peers / "hipporag2_upstream.py") == "bash benchmarks/peers/setup.sh hipporag"
+    assert peer_setup(peers / "peer_run.py") == "bash benchmarks/peers/setup.sh"
+    assert peer_python(peers / "flashrag_pipelines.py") == peers / ".venv-flashrag" / "bin" / "python"
+    setup = (peers / "setup.sh").read_text()
+    assert all(f"  {name})" in setup for name in PEER_OF_PREFIX.values())  # each a peer set-up.sh knows
 
 
 def _defined_names(path: Path) -> set:
@@ -156,8 +185,9 @@ def _command(path: Path) -> Optional[list]:
         return None
     if path.suffix == ".sh":
         return ["bash", str(path), "--help"]
-    if missing_here(path):
-        return None
+    if missing_here(path):  # a peer script: run in its peer environment, when that has been made
+        peer_py = peer_python(path)
+        return [str(peer_py), str(path), "--help"] if peer_py and peer_py.exists() and _has_main(_tree(path)) else None
     if _has_main(_tree(path)):
         return [sys.executable, str(path), "--help"]
     return [sys.executable, "-c", "import runpy, sys; runpy.run_path(sys.argv[1], run_name='benchmark_check')",
@@ -207,8 +237,9 @@ def test_every_script_answers_help(path, runs):
     if path.suffix == ".sh" or _has_main(_tree(path)):
         assert handles_help(path), f"{_rel(path)} does not read --help (not run: it would run for real)"
     if path not in runs:
-        pytest.skip(f"{_rel(path)} needs the peer environment (missing here: {', '.join(missing_here(path))}); "
-                    f"its syntax and kgir_lib imports are checked above")
+        pytest.skip(f"{_rel(path)} needs the peer environment (missing here: "
+                    f"{', '.join(sorted(set(missing_here(path))))}; {peer_setup(path)} makes it); its syntax and "
+                    f"kgir_lib imports are checked above")
     out = runs[path]
     assert out.returncode == 0, f"{_rel(path)}: exit {out.returncode}\n{out.stderr[-2000:]}"
     assert "Traceback" not in out.stderr

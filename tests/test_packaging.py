@@ -57,7 +57,9 @@ def test_environment_installs_the_package_with_its_gpu_extra():
 def test_environment_python_version():
     conda = [d for d in ENV["dependencies"] if isinstance(d, str)]
     assert "python=3.11" in conda and "pip" in conda
-    assert PYPROJECT["project"]["requires-python"] == ">=3.10"
+    assert PYPROJECT["project"]["requires-python"] == ">=3.11"  # set-up reads pyproject.toml with tomllib (3.11)
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert re.findall(r"Python (3\.\d+)", readme) == ["3.11"]  # one version, the one pyproject.toml asks for
 
 
 def test_every_environment_pin_matches_pyproject():

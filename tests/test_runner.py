@@ -13,6 +13,7 @@ import pytest
 
 from kgir_lib import runner
 from kgir_lib.config import default_data_dir
+from kgir_lib.execution import failure_paths, partial_path
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -99,7 +100,9 @@ def test_runs_notebooks_in_order_with_parameters(tmp_path):
     assert json.loads((run_dir / "probe.json").read_text()) == {"profile": "ci", "top_k": 4}
     assert (run_dir / "config" / "00_probe.yaml").exists()
     assert (run_dir / "notebooks" / "00_probe.ipynb").exists()   # executed copies, not the sources
-    assert (run_dir / "notebooks" / "01_fail.ipynb").exists()    # partial output kept
+    assert (run_dir / "notebooks" / "01_fail.partial.ipynb").exists()  # partial output kept beside, named so
+    assert not (run_dir / "notebooks" / "01_fail.ipynb").exists()  # (no complete output yet)
+    assert not (run_dir / "notebooks" / "00_probe.partial.ipynb").exists()  # renamed once finished
     assert not (run_dir / "notebooks" / "02_never.ipynb").exists()
     assert not (nbs / "never_ran").exists()
     executed = nbformat.read(str(run_dir / "notebooks" / "00_probe.ipynb"), as_version=4)
@@ -298,3 +301,94 @@ def test_config_fields_passed_by_name_are_not_reported_as_unknown_parameters(cap
     finally:
         log.removeFilter(f)
     assert [r.getMessage() for r in caplog.records] == ["Input notebook does not contain a cell with tag 'parameters'"]
+
+
+@pytest.mark.slow  # starts notebook kernels or loads a model: the whole suite's
+def test_a_failed_notebook_keeps_the_last_complete_output_and_names_both_files(tmp_path):
+    """The notebook executes into NN_name.partial.ipynb: a failure leaves the previous output byte for byte, the
+    partial copy (with its error) beside it, and the error names both; a later success replaces the output and
+    leaves no partial copy."""
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    _notebook(nbs / "00_work.ipynb", "print('first run')")
+    assert run("--profile", "ci", "--notebooks-dir", str(nbs), tmp_path=tmp_path).returncode == 0
+    done = tmp_path / "results" / "ci" / "notebooks" / "00_work.ipynb"
+    partial = done.with_name("00_work.partial.ipynb")
+    good = done.read_bytes()
+    assert nbformat.reads(good.decode(), as_version=4).metadata["papermill"]["output_path"] == \
+        "$KGIR_RESULTS_DIR/ci/notebooks/00_work.ipynb"  # where it went, not the partial name it ran under
+    _notebook(nbs / "00_work.ipynb", "print('second run')\nraise ValueError('scripted failure')")
+    out = run("--profile", "ci", "--notebooks-dir", str(nbs), tmp_path=tmp_path)
+    assert out.returncode == 1
+    assert done.read_bytes() == good
+    assert f"partial output: {partial}\nlast complete output, unchanged: {done}" in out.stderr, out.stderr
+    outputs = nbformat.read(partial, as_version=4).cells[-1].outputs
+    assert outputs[0]["text"] == "second run\n" and outputs[-1]["ename"] == "ValueError"
+    _notebook(nbs / "00_work.ipynb", "print('third run')")
+    assert run("--profile", "ci", "--notebooks-dir", str(nbs), tmp_path=tmp_path).returncode == 0
+    assert nbformat.read(done, as_version=4).cells[-1].outputs[0]["text"] == "third run\n"
+    assert not partial.exists()
+    if (REPO / ".git").exists():
+        ignored = subprocess.run(["git", "check-ignore", "-q", "results/sample/notebooks/02_index.partial.ipynb"],
+                                 cwd=REPO).returncode
+        assert ignored == 0
+
+
+def test_with_no_output_yet_a_failure_says_so():
+    assert failure_paths(Path("/nowhere/00_a.ipynb"), Path("/nowhere/00_a.partial.ipynb")) == (
+        "partial output: none (/nowhere/00_a.partial.ipynb was not written)\n"
+        "last complete output: none yet (/nowhere/00_a.ipynb)")
+    assert partial_path(Path("r/notebooks/02_index.ipynb")) == Path("r/notebooks/02_index.partial.ipynb")
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+@pytest.mark.slow  # starts notebook kernels or loads a model: the whole suite's
+def test_ctrl_c_ends_in_one_line_and_a_run_leaves_tmpdir_as_it_found_it_less_a_dead_runs_kernel_files(tmp_path):
+    """A run removes the kernel files a killed run left in $TMPDIR (its socket folder with the connection file, and
+    an older version's tmp*.json, both holding a signing key); interrupted with Ctrl-C while a cell runs, it ends
+    with one line and exit code 130, and $TMPDIR holds the same entries as before it (the user's own file)."""
+    import signal
+    import socket
+    import time
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    (tmp / "mine.txt").write_text("the user's own")
+    before = sorted(os.listdir(tmp))
+    left = tmp / f"kgir-kernel-{_dead_pid()}-abcdefgh"  # what a killed run of this version leaves
+    left.mkdir()
+    (left / "kernel.json").write_text(json.dumps({"key": "signing-key", "shell_port": 1, "transport": "ipc",
+                                                  "ip": str(left / "kernel")}))
+    older = tmp / "tmpk3rn3l00.json"  # what a killed run of an older version left: jupyter_client's default name
+    free = socket.create_server(("127.0.0.1", 0))  # a port nobody listens on: the older kernel is gone
+    port = free.getsockname()[1]
+    free.close()
+    older.write_text(json.dumps({"key": "signing-key", "shell_port": port, "transport": "tcp", "ip": "127.0.0.1"}))
+    os.utime(older, (time.time() - 600, time.time() - 600))
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    started = tmp_path / "started"
+    _notebook(nbs / "00_long.ipynb", f"open({str(started)!r}, 'w').close()\nimport time\ntime.sleep(300)")
+    env = {**os.environ, "KGIR_RESULTS_DIR": str(tmp_path / "results"), "KGIR_FIGURES_DIR": str(tmp_path / "figs"),
+           "TMPDIR": str(tmp)}
+    env.pop("KGIR_PROFILE", None)
+    proc = subprocess.Popen([sys.executable, "-m", "kgir_lib.runner", "--profile", "ci", "--notebooks-dir", str(nbs)],
+                            cwd=REPO, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # (as a terminal's)
+    deadline = time.monotonic() + 240
+    while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert started.exists(), proc.communicate(timeout=60)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert stderr.splitlines() == [f"error: {runner.INTERRUPTED}"]
+    assert "removed 2 kernel connection file(s) or socket folder(s) left by killed runs" in stdout
+    assert sorted(os.listdir(tmp)) == before
+    assert (tmp_path / "results" / "ci" / "notebooks" / "00_long.partial.ipynb").exists()
+    assert not (tmp_path / "results" / "ci" / "notebooks" / "00_long.ipynb").exists()
