@@ -187,7 +187,9 @@ if len(attr):
 # axis. The bars are EM; each step is the rise or fall from the bar before. First, from the traces alone: where
 # the gold passages that (b) swaps in were. A passage the loop retrieved and its context rule did not show (the
 # reader reads `G_Ans`'s triples and the *new* passages of `D'_t`, never `D_1` itself) is withheld, not missed, so
-# the step (a) → (b) mixes the context rule with retrieval; the sentences say how many of each.
+# the step (a) → (b) mixes the context rule with retrieval; the first sentences say how many of each, the last ones
+# how many of the answers (b) turns right or wrong were on questions whose every missing gold passage had been
+# retrieved (`04_missing_gold_swap`, the decomposition's own answers, no new call).
 
 # %%
 dec_runs = {d: (results[d]["ws"], results[d]["questions"], results[d]["outputs"])
@@ -207,6 +209,14 @@ if len(decomp):
     show_figure(decomposition.plot_decomposition(decomp), cfg, "04_loss_decomposition")
     display(Markdown("\n".join(f"- {decomposition.decomposition_sentence(decomp, d)}"
                                for d in report.panel_order(decomp["dataset"].unique()))))
+    swap = pd.concat([missing_gold.swap_by_class(
+        [o.to_json() for o in results[d]["outputs"]],
+        {m: a for m, a in decomp_answers[decomp_answers["dataset"] == d].groupby("reader", sort=False)}, d)
+        for d in report.panel_order(dec_runs)], ignore_index=True)
+    report.save_table(swap.set_index(["dataset", "reader", "class"]).round(4), cfg, "04_missing_gold_swap",
+                      missing_gold.SWAP_CAPTION)
+    display(Markdown("\n".join(f"- {missing_gold.swap_sentence(swap, d, m)}" for d in dict.fromkeys(swap["dataset"])
+                               for m in readers)))
 
 # %% [markdown]
 # ## 6. The run in numbers
