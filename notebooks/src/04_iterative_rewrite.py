@@ -259,9 +259,13 @@ show(metrics[["n", "EM", "F1", "R@5", "dense R@5", "rounds / q", "by reflection 
 #   scores measure mostly its first round. §2 shows what a second round can do when it happens.
 # * The funnel names the step where this model's chain breaks; the oracles of §4 say what repairing each step would
 #   be worth: a step whose oracle adds little is not where the accuracy is lost, whatever the funnel's count there.
-# * The loss decomposition of §5 books the gap to the gold passages step by step on the loop's own prompt:
-#   retrieval, the distractor passages, the triples, the passage cut, and what a larger reader adds on the same
-#   prompts.
+# * The rewrite often leaves the question as it was: §2's table counts every round's rewrite by its form (identical,
+#   a surface edit, naming an entity of `G_Ans` or the gold bridge); the forced rounds show how often a later round
+#   only repeats the question.
+# * The loss decomposition of §5 changes the loop's own prompt one thing at a time and says what each change adds,
+#   in that order: the missing gold passages, the distractor passages, the triples, the passage cut, and what a
+#   larger reader adds on the same prompts. Its first step is not retrieval alone: the counts above it say how many
+#   of the missing gold passages the first retrieval `D_1` had found and the paper's context rule withheld.
 # * The paper's LLM is Qwen2.5-72B; the numbers here are a small model's (printed at the top). Notebook 05 compares
 #   every method with the same LLM; notebook 06 runs the Table 7 ablations.
 
