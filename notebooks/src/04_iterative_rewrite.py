@@ -39,7 +39,7 @@ from kgir_lib.data import sample_questions
 from kgir_lib.eval import evaluate as ev
 from kgir_lib.eval.mechanism import calibration, forced_rounds, funnel, headroom
 from kgir_lib.eval.mechanism import loss_decomposition as decomposition
-from kgir_lib.eval.mechanism import missing_gold, rewrite_form
+from kgir_lib.eval.mechanism import loss_orders, missing_gold, rewrite_form
 from kgir_lib.eval.mechanism import step_attribution as attribution
 from kgir_lib.eval.mechanism.bridges import load_bridges
 from kgir_lib.eval.mechanism.tables import mechanism_tables, read_run
@@ -189,7 +189,9 @@ if len(attr):
 # reader reads `G_Ans`'s triples and the *new* passages of `D'_t`, never `D_1` itself) is withheld, not missed, so
 # the step (a) → (b) mixes the context rule with retrieval; the first sentences say how many of each, the last ones
 # how many of the answers (b) turns right or wrong were on questions whose every missing gold passage had been
-# retrieved (`04_missing_gold_swap`, the decomposition's own answers, no new call).
+# retrieved (`04_missing_gold_swap`, the decomposition's own answers, no new call). With `decomposition_orders`
+# the reader also reads (b) split in two, the withheld gold restored before the never-retrieved gold is added, and
+# the same five fixes in the reverse order (`04_loss_orders`): each fix's gain in both orders.
 
 # %%
 dec_runs = {d: (results[d]["ws"], results[d]["questions"], results[d]["outputs"])
@@ -217,6 +219,13 @@ if len(decomp):
                       missing_gold.SWAP_CAPTION)
     display(Markdown("\n".join(f"- {missing_gold.swap_sentence(swap, d, m)}" for d in dict.fromkeys(swap["dataset"])
                                for m in readers)))
+if len(decomp) and cfg.decomposition_orders:
+    orders, _, _ = loss_orders.loss_orders(cfg, readers, {d: (results[d]["ws"], [o.to_json() for o in
+                                                                                 results[d]["outputs"]])
+                                                          for d in dec_runs})
+    loss_orders.save(orders, cfg)
+    display(Markdown("\n".join(f"- {loss_orders.orders_sentence(orders, d, m)}"
+                               for d in report.panel_order(dec_runs) for m in readers)))
 
 # %% [markdown]
 # ## 6. The run in numbers
