@@ -88,6 +88,18 @@ def _swap(path: Path) -> list:
             for r in dict.fromkeys(table["reader"])]
 
 
+def _orders(path: Path) -> list:
+    from .eval.mechanism.loss_orders import orders_sentence
+    table = pd.read_csv(path)
+    return [f"- {orders_sentence(table, d, r)}" for d in dict.fromkeys(table["dataset"])
+            for r in dict.fromkeys(table["reader"])]
+
+
+def _repair(path: Path) -> list:
+    from .eval.mechanism.repair import repair_sentence
+    return _per_dataset(repair_sentence)(path)
+
+
 def _rewrite_form(path: Path) -> list:
     from .eval.mechanism.rewrite_form import form_sentences
     return [f"- {s}" for s in form_sentences(pd.read_csv(path, dtype={"round": str}))]
@@ -119,6 +131,8 @@ RENDERERS: dict = {
     "kgir_lib.eval.mechanism.missing_gold.missing_gold_sentence": _missing_gold,
     "kgir_lib.eval.mechanism.missing_gold.swap_sentence": _swap,
     "kgir_lib.eval.mechanism.rewrite_form.form_sentences": _rewrite_form,
+    "kgir_lib.eval.mechanism.loss_orders.orders_sentence": _orders,
+    "kgir_lib.eval.mechanism.repair.repair_sentence": _repair,
 }
 
 
