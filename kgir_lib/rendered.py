@@ -76,6 +76,35 @@ def _decomposition(path: Path) -> list:
     return _per_dataset(decomposition_sentence)(path)
 
 
+def _missing_gold(path: Path) -> list:
+    from .eval.mechanism.missing_gold import missing_gold_sentence
+    return _per_dataset(missing_gold_sentence)(path)
+
+
+def _swap(path: Path) -> list:
+    from .eval.mechanism.missing_gold import swap_sentence
+    table = pd.read_csv(path)
+    return [f"- {swap_sentence(table, d, r)}" for d in dict.fromkeys(table["dataset"])
+            for r in dict.fromkeys(table["reader"])]
+
+
+def _orders(path: Path) -> list:
+    from .eval.mechanism.loss_orders import orders_sentence
+    table = pd.read_csv(path)
+    return [f"- {orders_sentence(table, d, r)}" for d in dict.fromkeys(table["dataset"])
+            for r in dict.fromkeys(table["reader"])]
+
+
+def _repair(path: Path) -> list:
+    from .eval.mechanism.repair import repair_sentence
+    return _per_dataset(repair_sentence)(path)
+
+
+def _rewrite_form(path: Path) -> list:
+    from .eval.mechanism.rewrite_form import form_sentences
+    return [f"- {s}" for s in form_sentences(pd.read_csv(path, dtype={"round": str}))]
+
+
 def _config_fields(path: Path) -> list:
     from .config.reference import fields_markdown
     return fields_markdown()
@@ -111,6 +140,11 @@ RENDERERS: dict = {
     "kgir_lib.eval.mechanism.headroom.headroom_sentence": _headroom,
     "kgir_lib.eval.mechanism.calibration.natural_rounds_sentence": _rounds,
     "kgir_lib.eval.mechanism.loss_decomposition.decomposition_sentence": _decomposition,
+    "kgir_lib.eval.mechanism.missing_gold.missing_gold_sentence": _missing_gold,
+    "kgir_lib.eval.mechanism.missing_gold.swap_sentence": _swap,
+    "kgir_lib.eval.mechanism.rewrite_form.form_sentences": _rewrite_form,
+    "kgir_lib.eval.mechanism.loss_orders.orders_sentence": _orders,
+    "kgir_lib.eval.mechanism.repair.repair_sentence": _repair,
 }
 
 

@@ -233,3 +233,58 @@ def test_the_committed_tables_add_up(profile):
         rounds, total = g[g["round"] != "any"], g[g["round"] == "any"].iloc[0]
         assert (rounds.drop(columns=["method", "dataset", "round"]).sum() == total.drop(
             ["method", "dataset", "round"])).all()
+
+
+def test_the_swap_split_by_where_the_missing_gold_was():
+    records = [TWO_ROUNDS,  # g3 never retrieved
+               record("q4", ["g5", "g6"], [rnd("q?", ["g5", "x"], "r?", ["g6"], context=["g6"])]),  # g5 withheld
+               record("q5", ["g7"], [rnd("q?", ["g7"], "r?", ["g7"], context=["g7"])])]  # nothing missing
+    assert [mg.question_class(r) for r in records] == [mg.SOME_NEVER, mg.ALL_RETRIEVED, mg.NOTHING]
+    em = {"as_run": [0, 100, 100], "retrieval_fixed": [100, 0, 100]}
+    scored = pd.DataFrame([{"qid": q, "condition": c, "EM": v[i]} for c, v in em.items()
+                           for i, q in enumerate(["q1", "q4", "q5"])])
+    table = mg.swap_by_class(records, {"r": scored}, "ds")
+    assert table.drop(columns=["dataset", "reader"]).values.tolist() == [
+        [mg.ALL_RETRIEVED, 1, 0, 1, pytest.approx(-100 / 3)], [mg.SOME_NEVER, 1, 1, 0, pytest.approx(100 / 3)],
+        [mg.NOTHING, 1, 0, 0, 0.0]]
+    assert mg.swap_sentence(table, "ds", "r") == (
+        "ds (r): swapping the missing gold in turns 0 answers right and 1 wrong on the 1 questions whose every "
+        "missing gold passage had been retrieved (-33.3 EM), and 1 right and 0 wrong on the 1 with a gold passage "
+        "no retrieval found (+33.3 EM).")
+
+
+@pytest.mark.parametrize("profile", ["sample", "local"])
+def test_the_committed_swap_adds_up_to_the_decompositions_step(profile):
+    """The split (a) -> (b) flips, summed over the classes, are the committed decomposition's own b / c."""
+    tables = REPO / "results" / profile / "tables"
+    swap = pd.read_csv(tables / "04_missing_gold_swap.csv")
+    dec = pd.read_csv(tables / "04_loss_decomposition.csv")
+    dec = dec[dec["condition"] == "retrieval_fixed"].set_index(["dataset", "reader"])
+    for (d, r), g in swap.groupby(["dataset", "reader"]):
+        assert f"{g['wrong -> right'].sum()}/{g['right -> wrong'].sum()}" == dec.loc[(d, r), "EM b/c"]
+        assert g["ΔEM points"].sum() == pytest.approx(dec.loc[(d, r), "ΔEM"], abs=1e-3)
+        assert g["questions"].sum() == dec.loc[(d, r), "n"]
+        assert g.loc[g["class"] == mg.NOTHING, ["wrong -> right", "right -> wrong"]].sum().sum() == 0
+    where = pd.read_csv(tables / "04_missing_gold_where.csv").set_index("dataset")
+    for d, g in swap.groupby("dataset"):
+        counts = g.drop_duplicates("class").set_index("class")["questions"]
+        assert counts[mg.ALL_RETRIEVED] == where.loc[d, "questions: every missing passage retrieved"]
+        assert counts[mg.SOME_NEVER] == where.loc[d, "questions: a missing passage never retrieved"]
+
+
+def test_form_sentences_name_the_run():
+    table = pd.read_csv(REPO / "results" / "sample" / "tables" / "04_rewrite_form.csv", dtype={"round": str})
+    lines = rwf.form_sentences(table)
+    assert len(lines) == 4 and lines[0].endswith("; KGIR-RAG as run.") and lines[-1].endswith("; every round forced.")
+
+
+def test_the_words_around_the_local_counts_hold():
+    """README and the results page say 'most of those passages had been retrieved' and that none was found only by
+    a later round's D'_t: both from the committed local table."""
+    where = pd.read_csv(REPO / "results" / "local" / "tables" / "04_missing_gold_where.csv")
+    assert ((where[mg.IN_D1] + where[mg.IN_LATER]) * 2 > where["missing"]).all()
+    assert (where[mg.IN_LATER] == 0).all()
+    for doc in ("README.md", "docs/results.md"):
+        text = " ".join((REPO / doc).read_text(encoding="utf-8").split())
+        assert "most of those passages had been retrieved" in text
+        assert "retrieval accounts for" not in text and "the loss is retrieval's" not in text

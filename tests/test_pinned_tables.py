@@ -539,6 +539,34 @@ def t_passage_cut(s: Sample, name: str) -> pd.DataFrame:
     return decomposed(s)[1].set_index("dataset")
 
 
+def t_missing_gold_where(s: Sample, name: str) -> pd.DataFrame:
+    from kgir_lib.eval.mechanism import missing_gold
+
+    return pd.concat([missing_gold.missing_gold_table([o.to_json() for o in s.outputs("kgir", d)], d,
+                                                      s.cfg.context_passages)
+                      for d in report.panel_order(s.questions)], ignore_index=True).set_index("dataset")
+
+
+def t_rewrite_form(s: Sample, name: str) -> pd.DataFrame:
+    from kgir_lib.eval.mechanism import rewrite_form
+    from kgir_lib.eval.mechanism.bridges import load_bridges
+
+    return pd.concat([rewrite_form.form_table([o.to_json() for o in s.outputs(m, d)],
+                                              load_bridges(d, s.cfg.data_path), d, m)
+                      for m in ("kgir", "kgir_forced") for d in report.panel_order(s.questions)],
+                     ignore_index=True).set_index(["method", "dataset", "round"])
+
+
+def t_missing_gold_swap(s: Sample, name: str) -> pd.DataFrame:
+    from kgir_lib.eval.mechanism import missing_gold
+
+    answers = decomposed(s)[2]
+    return pd.concat([missing_gold.swap_by_class(
+        [o.to_json() for o in s.outputs("kgir", d)],
+        {m: a for m, a in answers[answers["dataset"] == d].groupby("reader", sort=False)}, d)
+        for d in report.panel_order(s.questions)], ignore_index=True).set_index(["dataset", "reader", "class"]).round(4)
+
+
 # ---------------------------------------------------------------- notebook 05
 def t_qa(s: Sample, name: str) -> pd.DataFrame:
     assert name == "05_table4_5_qa_" + "".join(c if c.isalnum() or c in "-_." else "_" for c in s.cfg.llm_model)
@@ -810,6 +838,9 @@ REBUILT: dict = {
     "04_step_attribution": Pin(mech("step_attribution", ["dataset", "key"], 4)),
     "04_loss_decomposition": Pin(t_loss_decomposition),
     "04_passage_cut": Pin(t_passage_cut),
+    "04_missing_gold_where": Pin(t_missing_gold_where),
+    "04_rewrite_form": Pin(t_rewrite_form),
+    "04_missing_gold_swap": Pin(t_missing_gold_swap),
     "05_table4_5_qa_*": Pin(t_qa),
     "05_answer_form": Pin(t_answer_form),
     "05_table6_recall": Pin(t_recall),

@@ -37,7 +37,14 @@ def test_the_documents_render_each_table_the_account_quotes():
         ("docs/operations.md", "fields_markdown", "kgir_lib/config/fields.py"),
         ("README.md", "decomposition_sentence", "results/local/tables/04_loss_decomposition.csv"),
         ("docs/results.md", "decomposition_sentence", "results/local/tables/04_loss_decomposition.csv"),
-        ("docs/results.md", "decomposition_sentence", "results/sample/tables/04_loss_decomposition.csv")}
+        ("docs/results.md", "decomposition_sentence", "results/sample/tables/04_loss_decomposition.csv"),
+        ("README.md", "missing_gold_sentence", "results/local/tables/04_missing_gold_where.csv"),
+        ("docs/results.md", "missing_gold_sentence", "results/local/tables/04_missing_gold_where.csv"),
+        ("docs/results.md", "missing_gold_sentence", "results/sample/tables/04_missing_gold_where.csv"),
+        ("README.md", "swap_sentence", "results/local/tables/04_missing_gold_swap.csv"),
+        ("docs/results.md", "swap_sentence", "results/local/tables/04_missing_gold_swap.csv"),
+        ("README.md", "form_sentences", "results/local/tables/04_rewrite_form.csv"),
+        ("docs/results.md", "form_sentences", "results/local/tables/04_rewrite_form.csv")}
 
 
 @pytest.fixture

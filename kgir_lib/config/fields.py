@@ -168,6 +168,10 @@ class Config:
     decomposition_datasets: Optional[list] = knob(None, "the datasets the loss decomposition covers, a filter on "
                                                         "datasets like attribution_datasets; null: every dataset "
                                                         "of the run")
+    decomposition_orders: bool = knob(False, "notebook 04: also read the loss decomposition with its step (b) split "
+                                             "(withheld gold restored apart from never-retrieved gold added) and its "
+                                             "fixes in the reverse order (kgir_lib.eval.mechanism.loss_orders): five "
+                                             "more prompts a question for every reader")
     study_n_questions: Optional[int] = knob(4, "questions a sweep point (null: n_questions)")
     robustness_seeds: int = knob(3, "seeds a drop fraction (KG²RAG robustness)")
     # reader context

@@ -39,7 +39,7 @@ from kgir_lib.data import sample_questions
 from kgir_lib.eval import evaluate as ev
 from kgir_lib.eval.mechanism import calibration, forced_rounds, funnel, headroom
 from kgir_lib.eval.mechanism import loss_decomposition as decomposition
-from kgir_lib.eval.mechanism import missing_gold, rewrite_form
+from kgir_lib.eval.mechanism import loss_orders, missing_gold, rewrite_form
 from kgir_lib.eval.mechanism import step_attribution as attribution
 from kgir_lib.eval.mechanism.bridges import load_bridges
 from kgir_lib.eval.mechanism.tables import mechanism_tables, read_run
@@ -187,7 +187,11 @@ if len(attr):
 # axis. The bars are EM; each step is the rise or fall from the bar before. First, from the traces alone: where
 # the gold passages that (b) swaps in were. A passage the loop retrieved and its context rule did not show (the
 # reader reads `G_Ans`'s triples and the *new* passages of `D'_t`, never `D_1` itself) is withheld, not missed, so
-# the step (a) → (b) mixes the context rule with retrieval; the sentences say how many of each.
+# the step (a) → (b) mixes the context rule with retrieval; the first sentences say how many of each, the last ones
+# how many of the answers (b) turns right or wrong were on questions whose every missing gold passage had been
+# retrieved (`04_missing_gold_swap`, the decomposition's own answers, no new call). With `decomposition_orders`
+# the reader also reads (b) split in two, the withheld gold restored before the never-retrieved gold is added, and
+# the same five fixes in the reverse order (`04_loss_orders`): each fix's gain in both orders.
 
 # %%
 dec_runs = {d: (results[d]["ws"], results[d]["questions"], results[d]["outputs"])
@@ -207,6 +211,21 @@ if len(decomp):
     show_figure(decomposition.plot_decomposition(decomp), cfg, "04_loss_decomposition")
     display(Markdown("\n".join(f"- {decomposition.decomposition_sentence(decomp, d)}"
                                for d in report.panel_order(decomp["dataset"].unique()))))
+    swap = pd.concat([missing_gold.swap_by_class(
+        [o.to_json() for o in results[d]["outputs"]],
+        {m: a for m, a in decomp_answers[decomp_answers["dataset"] == d].groupby("reader", sort=False)}, d)
+        for d in report.panel_order(dec_runs)], ignore_index=True)
+    report.save_table(swap.set_index(["dataset", "reader", "class"]).round(4), cfg, "04_missing_gold_swap",
+                      missing_gold.SWAP_CAPTION)
+    display(Markdown("\n".join(f"- {missing_gold.swap_sentence(swap, d, m)}" for d in dict.fromkeys(swap["dataset"])
+                               for m in readers)))
+if len(decomp) and cfg.decomposition_orders:
+    orders, _, _ = loss_orders.loss_orders(cfg, readers, {d: (results[d]["ws"], [o.to_json() for o in
+                                                                                 results[d]["outputs"]])
+                                                          for d in dec_runs})
+    loss_orders.save(orders, cfg)
+    display(Markdown("\n".join(f"- {loss_orders.orders_sentence(orders, d, m)}"
+                               for d in report.panel_order(dec_runs) for m in readers)))
 
 # %% [markdown]
 # ## 6. The run in numbers
@@ -249,9 +268,13 @@ show(metrics[["n", "EM", "F1", "R@5", "dense R@5", "rounds / q", "by reflection 
 #   scores measure mostly its first round. §2 shows what a second round can do when it happens.
 # * The funnel names the step where this model's chain breaks; the oracles of §4 say what repairing each step would
 #   be worth: a step whose oracle adds little is not where the accuracy is lost, whatever the funnel's count there.
-# * The loss decomposition of §5 books the gap to the gold passages step by step on the loop's own prompt:
-#   retrieval, the distractor passages, the triples, the passage cut, and what a larger reader adds on the same
-#   prompts.
+# * The rewrite often leaves the question as it was: §2's table counts every round's rewrite by its form (identical,
+#   a surface edit, naming an entity of `G_Ans` or the gold bridge); the forced rounds show how often a later round
+#   only repeats the question.
+# * The loss decomposition of §5 changes the loop's own prompt one thing at a time and says what each change adds,
+#   in that order: the missing gold passages, the distractor passages, the triples, the passage cut, and what a
+#   larger reader adds on the same prompts. Its first step is not retrieval alone: the counts above it say how many
+#   of the missing gold passages the first retrieval `D_1` had found and the paper's context rule withheld.
 # * The paper's LLM is Qwen2.5-72B; the numbers here are a small model's (printed at the top). Notebook 05 compares
 #   every method with the same LLM; notebook 06 runs the Table 7 ablations.
 

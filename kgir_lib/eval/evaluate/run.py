@@ -32,6 +32,7 @@ from ...methods.base import MethodBase, MethodOutput, Workspace
 # graph (Workspace.method_view), the others that ran cannot change a method's outputs either.
 _NEUTRAL_FIELDS = {"description", "datasets", "n_questions", "data_dir", "results_dir", "figures_dir", "run_name",
                    "eval_methods", "attribution_methods", "decomposition_readers", "decomposition_datasets",
+                   "decomposition_orders",
                    "llm_max_concurrency", "llm_timeout_s", "llm_max_retries", "llm_retry_window_s", "embed_batch_size",
                    "llm_api_key_env", "llm_base_urls", "extract_datasets", "allow_fewer_questions",
                    "llm_tensor_parallel_size", "kg_llm_base_urls"}

@@ -273,7 +273,6 @@ def run_orders(cfg, datasets: Sequence[str] = ()) -> tuple:
     (``cfg.decomposition_scope``, narrowed to ``datasets`` when given) read from the run directory, every
     reader of ``decomposition_readers``; the table is saved as ``04_loss_orders``. Resumable: every answer goes
     through the run's LLM cache (``KGIR_LLM_CACHE_ONLY=1``: none may be missing)."""
-    from ... import report
     from ...data import load_dataset
     from ...llm import build_llm
     from .tables import read_run
@@ -287,13 +286,22 @@ def run_orders(cfg, datasets: Sequence[str] = ()) -> tuple:
     readers = ld.reader_llms(cfg, build_llm(cfg, progress=False))
     runs = {d: (_Corpus(load_dataset(d, cfg.data_path)), traces[("kgir", d)]) for d in scope}
     table, answers, left = loss_orders(cfg, readers, runs)
-    report.save_table(table.set_index(["dataset", "reader", "order", "condition"]).round(4), cfg, "04_loss_orders",
-                      "The loss decomposition with (b) split (withheld gold restored, then never-retrieved gold "
-                      "added) and its five fixes in two orders, forward and reverse, on KGIR-RAG's own final "
-                      "reader prompts; McNemar's exact test against the condition above in each order and "
-                      "against the first reader, Holm within each dataset's declared family. "
-                      + report.model_note(cfg, short=True))
+    save(table, cfg)
     return table, answers, left
+
+
+CAPTION = ("The loss decomposition with (b) split (withheld gold restored, then never-retrieved gold added) and its "
+           "five fixes in two orders, forward and reverse, on KGIR-RAG's own final reader prompts; McNemar's exact "
+           "test against the condition above in each order and against the first reader, Holm within each "
+           "dataset's declared family. ")
+
+
+def save(table: pd.DataFrame, cfg):
+    """Write ``04_loss_orders`` (csv and md) into the run's tables; the path."""
+    from ... import report
+
+    return report.save_table(table.set_index(["dataset", "reader", "order", "condition"]).round(4), cfg,
+                             "04_loss_orders", CAPTION + report.model_note(cfg, short=True))
 
 
 class _Corpus:

@@ -122,3 +122,55 @@ def missing_gold_sentence(table: pd.DataFrame, dataset: str) -> str:
             f"{int(r['n'])}), {int(r[IN_LATER])} only in a later round's D'_t, and {int(r[NEVER])} in no "
             f"retrieval; on {int(r['questions: every missing passage retrieved'])} of the "
             f"{int(r['questions missing gold'])} questions every missing passage had been retrieved.")
+
+
+# ---------------------------------------------------------------------------- the (a) -> (b) step, split
+NOTHING = "nothing missing"
+ALL_RETRIEVED = "every missing passage retrieved"
+SOME_NEVER = "a missing passage never retrieved"
+CLASSES = (ALL_RETRIEVED, SOME_NEVER, NOTHING)
+
+
+def question_class(record: Mapping) -> str:
+    """Where a question's missing gold passages were (:data:`CLASSES`): all retrieved (withheld by the context
+    rule), at least one never retrieved, or nothing missing."""
+    where = where_missing(record)
+    return NOTHING if not where else SOME_NEVER if NEVER in where.values() else ALL_RETRIEVED
+
+
+SWAP_CAPTION = ("The loss decomposition's step (a) -> (b), the missing gold passages swapped into KGIR-RAG's own "
+                "reader prompt, split by where the question's missing gold was: every missing passage retrieved "
+                "(withheld by the context rule), a missing passage no retrieval found, nothing missing. The "
+                "answers are the decomposition's own (no new call); EM points over all its questions.")
+SWAP_COLUMNS = ["dataset", "reader", "class", "questions", "wrong -> right", "right -> wrong", "ΔEM points"]
+
+
+def swap_by_class(records: Sequence[Mapping], scored: Mapping[str, pd.DataFrame], dataset: str,
+                  before: str = "as_run", after: str = "retrieval_fixed") -> pd.DataFrame:
+    """The decomposition's (a) -> (b) step (``before`` -> ``after``) per reader, split by :func:`question_class`:
+    questions, answers it turned right and wrong, and the EM points (×100 / all questions) each class adds.
+    ``scored``: ``{reader: scored answers}`` (``qid, condition, EM``) of the loss decomposition."""
+    cls = {rf.qid_of(r): question_class(r) for r in records}
+    rows = []
+    for reader, s in scored.items():
+        em = s.pivot(index="qid", columns="condition", values="EM")
+        em["class"] = [cls[q] for q in em.index]
+        for c in CLASSES:
+            g = em[em["class"] == c]
+            up = int(((g[after] > 0) & (g[before] == 0)).sum())
+            down = int(((g[after] == 0) & (g[before] > 0)).sum())
+            rows.append({"dataset": dataset, "reader": reader, "class": c, "questions": len(g), "wrong -> right": up,
+                         "right -> wrong": down, "ΔEM points": 100.0 * (up - down) / len(em) if len(em) else 0.0})
+    return pd.DataFrame(rows, columns=SWAP_COLUMNS)
+
+
+def swap_sentence(table: pd.DataFrame, dataset: str, reader: str) -> str:
+    """The (a) -> (b) step of ``dataset`` read by ``reader``, split by where the missing gold was, in one
+    sentence from :func:`swap_by_class`'s table."""
+    rows = table[(table["dataset"] == dataset) & (table["reader"] == reader)].set_index("class")
+    a, n = rows.loc[ALL_RETRIEVED], rows.loc[SOME_NEVER]
+    return (f"{dataset} ({reader}): swapping the missing gold in turns {int(a['wrong -> right'])} answers right and "
+            f"{int(a['right -> wrong'])} wrong on the {int(a['questions'])} questions whose every missing gold "
+            f"passage had been retrieved ({a['ΔEM points']:+.1f} EM), and {int(n['wrong -> right'])} right and "
+            f"{int(n['right -> wrong'])} wrong on the {int(n['questions'])} with a gold passage no retrieval found "
+            f"({n['ΔEM points']:+.1f} EM).")

@@ -144,3 +144,11 @@ def form_sentence(table: pd.DataFrame, dataset: str, method: str = "kgir") -> st
             f"nothing new, {int(r[OTHER])} reworded it naming nothing new, {int(r[ENTITY])} named a G_Ans entity it "
             f"lacked and {int(r[BRIDGE])} the gold bridge ({int(r[MALFORMED])} malformed).")
 
+
+METHOD_WORDS = {"kgir": "KGIR-RAG as run", "kgir_forced": "every round forced"}
+
+
+def form_sentences(table: pd.DataFrame) -> list:
+    """:func:`form_sentence` of every method and dataset of ``table``, each followed by the run it counts."""
+    return [f"{form_sentence(table, d, m)[:-1]}; {METHOD_WORDS.get(m, m)}."
+            for m in dict.fromkeys(table["method"]) for d in dict.fromkeys(table["dataset"])]

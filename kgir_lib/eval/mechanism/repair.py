@@ -1,0 +1,57 @@
+"""The deployable repair against KGIR-RAG and Naive RAG (``04_first_and_new``): the tests declared in
+:mod:`kgir_lib.kgir.first_retrieval` (:data:`~kgir_lib.kgir.first_retrieval.FAMILY`), read from the traces.
+
+Per dataset: the repair's EM and F1 (×100) and each reference method's on the questions both answered, the
+difference, McNemar's exact test (EM) or the sign-flip test (F1), Holm within the dataset's four tests, and the
+minimum detectable EM difference (exact McNemar, power :data:`~kgir_lib.eval.claims.POWER`, level ``ALPHA`` / 4,
+from the row's own discordance).
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ...kgir.first_retrieval import FAMILY, KEY
+from ..claims import ALPHA, POWER
+from ..stats import holm, mcnemar_exact, mde_mcnemar, sign_flip_test
+from .step_attribution import question_scores
+
+MDE_COLUMN = f"MDE EM ({POWER:.0%} power, α = {ALPHA} / {len(FAMILY)})"
+COLUMNS = ["dataset", "against", "metric", "n", "repair", "reference", "Δ", "b/c", "p", "p (Holm)", MDE_COLUMN]
+
+
+def repair_table(runs: Mapping[str, Sequence[Mapping]], dataset: str) -> pd.DataFrame:
+    """``runs``: ``{method key: trace records}`` with :data:`~kgir_lib.kgir.first_retrieval.KEY` and the references
+    of the family. One row a declared test; a reference without traces leaves its rows' tests at p = 1 in Holm."""
+    mine = question_scores(runs[KEY]).set_index("qid")
+    rows = []
+    for against, metric in FAMILY:
+        row = {"dataset": dataset, "against": against, "metric": metric}
+        if against in runs:
+            ref = question_scores(runs[against]).set_index("qid")
+            both = mine.index.intersection(ref.index)
+            a, b = mine.loc[both, metric], ref.loc[both, metric]
+            row.update({"n": len(both), "repair": a.mean(), "reference": b.mean(), "Δ": a.mean() - b.mean()})
+            if metric == "EM":
+                test = mcnemar_exact((a > 0).astype(float).to_numpy(), (b > 0).astype(float).to_numpy())
+                row.update({"b/c": f"{test.b}/{test.c}", "p": test.p})
+                disc = (test.b + test.c) / len(both) if len(both) else 0.0
+                row[MDE_COLUMN] = 100.0 * mde_mcnemar(len(both), disc, ALPHA / len(FAMILY), POWER) if len(both) \
+                    else np.nan
+            else:
+                row["p"] = sign_flip_test((a - b).to_numpy())
+        rows.append(row)
+    table = pd.DataFrame(rows).reindex(columns=COLUMNS)
+    table["p (Holm)"] = holm([1.0 if pd.isna(p) else p for p in table["p"]])
+    return table
+
+
+def repair_sentence(table: pd.DataFrame, dataset: str) -> str:
+    """The repair's EM against both references on ``dataset``, every number from the table."""
+    rows = table[(table["dataset"] == dataset) & (table["metric"] == "EM")].set_index("against")
+    parts = [f"{r['repair']:.1f} against {against}'s {r['reference']:.1f} ({r['Δ']:+.1f}, {r['b/c']}, Holm p "
+             f"{r['p (Holm)']:.2g})" for against, r in rows.iterrows() if pd.notna(r["n"])]
+    n = int(rows["n"].dropna().iloc[0]) if rows["n"].notna().any() else 0
+    return f"{dataset} (n = {n}): D_1 beside D'_t reaches EM " + "; ".join(parts) + "."

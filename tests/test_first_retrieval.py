@@ -1,0 +1,65 @@
+"""The deployable repair (kgir_lib.kgir.first_retrieval): D_1's top passages beside the new passages of D'_t, one
+budget and order, as a composition of the paper's steps; the reflection and the reader read them."""
+from __future__ import annotations
+
+from kgir_lib.kgir import first_retrieval as fr
+from kgir_lib.kgir.loop import PAPER
+from kgir_lib.kgir.variants import KGIRRAG
+
+
+def script(req):
+    return {"kgir_ner": '{"named_entities": ["PC maker", "1994"]}',
+            "kgir_rewrite": "Rewritten question: Which company merged with Compaq in 2002?",
+            "kgir_reflect": "Reasoning: enough.\nAnswer: Hewlett-Packard", "kgir_reflect_verdict": "Answer: HP",
+            "reader": "Answer: HP"}[req.prompt]
+
+
+def test_first_and_new_takes_the_two_lists_in_turn_within_one_budget():
+    assert fr.first_and_new(["a", "b", "c"], ["x", "y"], 4) == ["a", "x", "b", "y"]
+    assert fr.first_and_new(["a", "b", "c"], ["x"], 4) == ["a", "x", "b", "c"]  # one runs out: the other fills
+    assert fr.first_and_new(["a", "x"], ["x", "y"], 5) == ["a", "x", "y"]  # each passage once
+    assert fr.first_and_new([], ["x", "y"], 1) == ["x"] and fr.first_and_new(["a"], [], 3) == ["a"]
+
+
+def test_the_composition_changes_only_the_passages_step_and_the_reader_reads_them(tiny_workspace):
+    steps = fr.FIRST_AND_NEW.steps
+    assert [f for f in steps.__dataclass_fields__ if getattr(steps, f) is not getattr(PAPER, f)] == ["passages"]
+    ws = tiny_workspace(script)
+    q = ws.dataset.questions[0]
+    [out] = fr.FirstAndNewKGIRRAG().run(ws, [q])
+    [paper] = KGIRRAG().run(tiny_workspace(script), [q])
+    r, p = out.trace["rounds"][0], paper.trace["rounds"][0]
+    d1 = [x[0] for x in r["retrieved"]]
+    n = ws.cfg.context_passages
+    assert r["reflection_passages"] == fr.first_and_new(d1, p["reflection_passages"], n)
+    assert r["final"]["context_pids"] == r["reflection_passages"]  # the reader reads P_t after G_Ans
+    assert out.trace["method"] == fr.FIRST_AND_NEW.name and fr.FirstAndNewKGIRRAG().key == fr.KEY
+    assert set(d1[:1]) <= set(r["final"]["context_pids"])  # D_1's best passage is shown, as the paper never does
+
+
+def test_the_family_is_declared():
+    assert fr.FAMILY == (("kgir", "EM"), ("kgir", "F1"), ("naive_rag", "EM"), ("naive_rag", "F1"))
+
+
+def test_the_repair_table_makes_the_declared_tests():
+    import pandas as pd
+    import pytest
+
+    from kgir_lib.eval.mechanism import repair
+    from kgir_lib.eval.stats import holm
+
+    def recs(answers):
+        return [{"qid": f"q{i}", "answer": a, "ranked_pids": [],
+                 "trace": {"gold_answers": ["HP"], "gold_pids": ["g"]}} for i, a in enumerate(answers)]
+
+    runs = {fr.KEY: recs(["HP", "HP", "HP", "no"]), "kgir": recs(["no", "no", "HP", "no"]),
+            "naive_rag": recs(["HP", "HP", "HP", "HP"])}
+    table = repair.repair_table(runs, "ds")
+    em = table[table["metric"] == "EM"].set_index("against")
+    assert em.loc["kgir", ["n", "repair", "reference", "Δ", "b/c"]].tolist() == [4, 75.0, 25.0, 50.0, "2/0"]
+    assert em.loc["kgir", "p"] == pytest.approx(0.5) and em.loc["naive_rag", "b/c"] == "0/1"
+    assert list(table["p (Holm)"]) == pytest.approx(list(holm(list(table["p"]))))
+    assert repair.repair_sentence(table, "ds").startswith(
+        "ds (n = 4): D_1 beside D'_t reaches EM 75.0 against kgir's 25.0 (+50.0, 2/0, Holm p")
+    without = repair.repair_table({fr.KEY: runs[fr.KEY], "kgir": runs["kgir"]}, "ds")
+    assert without["p"].isna().sum() == 2 and len(without) == 4  # a reference not run: its tests count as p = 1
