@@ -23,8 +23,8 @@ from typing import Optional, Sequence, Union
 
 from .config import Config, load_config
 from .data import Corpus, Dataset, Passage, Question, load_example, passage_id
-from .kgir.loop import Loop, Steps, output
-from .kgir.variants import KEYS, STUDY_VARIANTS, KGIRRAG, StudyKGIRRAG
+from .kgir.loop import Steps
+from .kgir.variants import KEYS, STUDY_VARIANTS, KGIRRAG, OwnKGIRRAG, StudyKGIRRAG, compose
 from .methods.base import Workspace
 
 __all__ = ["KGIRPipeline", "load_example", "passages_of"]
@@ -90,6 +90,9 @@ class KGIRPipeline:
             raise ValueError(f"parameter 'steps': a kgir_lib.kgir.loop.Steps, got "
                              f"{type(steps).__name__}")
         kind = StudyKGIRRAG if variant in STUDY_VARIANTS else KGIRRAG
+        if steps is not None:
+            method = OwnKGIRRAG(composition=compose(OWN_STEPS, "own_steps", steps,
+                                                    "A composition of one's own steps."))
         self.method = method if method is not None else kind(variant=variant)
         self.steps = steps
         self._llm = llm
@@ -128,12 +131,7 @@ class KGIRPipeline:
         dataset = self.workspace.dataset
         qs = [self._question(q, len(dataset.questions) + i) for i, q in enumerate(questions)]
         dataset.questions.extend(qs)
-        if self.steps is None:
-            return self.method.run(self.workspace, qs)
-        run = self.method.start(self.workspace, len(qs))
-        self.method.stats = run.stats
-        states = Loop(self.steps).answer(run, qs, "KGIR-RAG (own steps)")
-        return [output(s, "KGIR-RAG (own steps)", "own steps") for s in states]
+        return self.method.run(self.workspace, qs)
 
     def _question(self, q: Union[str, Question], i: int) -> Question:
         if isinstance(q, Question):
@@ -141,3 +139,6 @@ class KGIRPipeline:
         if not isinstance(q, str) or not q.strip():
             raise ValueError(f"parameter 'questions': item {i} is not a non-empty question: {q!r}")
         return Question(f"q{i + 1}", q.strip(), (), (), self.workspace.dataset.name)
+
+
+OWN_STEPS = "KGIR-RAG (own steps)"  # the name of a composition handed to KGIRPipeline(steps=...)

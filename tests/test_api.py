@@ -128,7 +128,7 @@ def test_a_variant_or_a_composition_of_ones_own(cfg, passages, tiny_dataset):
     rag = pipeline(cfg, steps=dataclasses.replace(PAPER, retrieve=FirstPassageOnly()))
     [own] = rag.index(passages).answer([question])
     assert [p for p, _ in own.trace["rounds"][0]["retrieved"]] == [rag.workspace.dataset.corpus.passages[0].pid]
-    assert own.trace["variant"] == "own steps"
+    assert own.trace["variant"] == "own_steps" and own.trace["method"] == "KGIR-RAG (own steps)"
     oracle = pipeline(cfg, method=build_method("kgir_oracle_context", max_iterations=1))
     assert oracle.method.key == "kgir_oracle_context"
 

@@ -10,6 +10,7 @@ method.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Callable, ClassVar, Optional, Sequence
 
@@ -22,11 +23,13 @@ from .study import (PARTS, GoldContextFirst, GoldNextHopFirst, GoldSeeds, IdealR
                     ReadEveryRound, RewriteNamingTheBridge, RoundAnswersNote)
 from .subgraph import resolve_weighting
 
-KINDS = ("method", "ablation", "rounds", "oracle", "ours")  # what a row is, in words: KIND_WORDS
+KINDS = ("method", "ablation", "rounds", "oracle", "ours", "own")  # what a row is: KIND_WORDS
 KIND_WORDS = {"method": "the paper's method", "ablation": "a Table 7 ablation (§3.4)",
               "rounds": "a study of the rounds, beside the method",
               "oracle": "an oracle: one step handed the gold (a study, not the paper's method)",
-              "ours": "a repair of ours, beside the paper's method"}
+              "ours": "a repair of ours, beside the paper's method",
+              "own": "a researcher's composition, registered when the run starts"}
+KEY_FORM = re.compile(r"[a-z][a-z0-9_]{0,63}")  # a registry key: it names the trace folder
 
 
 @dataclass(frozen=True)
@@ -240,3 +243,47 @@ class StudyKGIRRAG(KGIRRAG):
 
     kinds: ClassVar[tuple] = ("oracle", "ours")
 
+
+# ---------------------------------------------------------------- a researcher's own composition
+def compose(name: str, key: str, steps: Steps, description: str) -> Variant:
+    """A composition of one's own (kind ``"own"``): the loop of Algorithm 2 over ``steps``, shown
+    as ``name`` in the tables, run and stored under the registry ``key`` (lower-case letters,
+    digits, ``_``), described by ``description``. :func:`kgir_lib.registry.register` makes it a
+    method of the suite; no row of :data:`VARIANTS` is needed."""
+    for what, value in (("name", name), ("description", description)):
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"compose: parameter {what!r} must be a non-empty text, got {value!r}")
+    if not isinstance(key, str) or not KEY_FORM.fullmatch(key):
+        raise ValueError(f"compose: parameter 'key' must be lower-case letters, digits and _ "
+                         f"(it names the trace folder), got {key!r}")
+    if not isinstance(steps, Steps):
+        raise ValueError(f"compose: parameter 'steps' must be a kgir_lib.kgir.loop.Steps, got "
+                         f"{type(steps).__name__}")
+    return Variant(name, key, "own", Loop(steps), description)
+
+
+@dataclass
+class OwnKGIRRAG(KGIRRAG):
+    """A researcher's composition (:func:`compose`) run as a method of the suite, with the settings
+    of :class:`KGIRRAG`; the trace's ``variant`` is the composition's key."""
+
+    composition: Optional[Variant] = None
+    kinds: ClassVar[tuple] = ("own",)
+
+    def check_variant(self) -> None:
+        if not isinstance(self.composition, Variant) or self.composition.kind != "own":
+            raise ValueError(f"parameter 'composition': a composition of kgir_lib.compose(...), "
+                             f"got {type(self.composition).__name__}")
+        self.variant = self.composition.key
+
+    @property
+    def spec(self) -> Variant:
+        assert self.composition is not None
+        return self.composition
+
+    def params(self) -> dict:
+        """The settings, and the composition by its key, name and description (the trace-resume
+        fingerprint: a composition changed under the same words must be given a new key)."""
+        own = self.spec
+        return {**{k: v for k, v in super().params().items() if k != "composition"},
+                "composition": [own.key, own.name, own.description]}
