@@ -14,7 +14,6 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from kgir_lib import eval as _eval  # noqa: F401  (the package of the tables)
 from kgir_lib import registry, runner
 from kgir_lib.config import PROJECT_ROOT
 from kgir_lib.eval import evaluate as ev
@@ -80,7 +79,7 @@ def test_the_composition_runs_through_the_suite_the_tables_and_the_paired_tests(
         searched.extend(queries)
         return inner(queries, k)
     ws.dense.search = search
-    res = ev.run_suite(ws.cfg, ws.llm, ["tiny"], ["kgir", KEY], workspace_fn=lambda c, n, l: ws, progress=False,
+    res = ev.run_suite(ws.cfg, ws.llm, ["tiny"], ["kgir", KEY], workspace_fn=lambda c, n, llm: ws, progress=False,
                        resume=False)
     assert list(res.scores["method"]) == ["KGIR-RAG", mine.name] and list(res.scores["key"]) == ["kgir", KEY]
     q = ws.dataset.questions[0].question
@@ -112,6 +111,18 @@ def test_a_composition_is_refused_where_it_cannot_be_one(registered):
         registry.load_composition("kgir_lib.kgir.loop:NOTHING")
     with pytest.raises(ValueError, match="PAPER is a Steps, not a composition"):
         registry.load_composition("kgir_lib.kgir.loop:PAPER")
+
+
+def test_the_resume_fingerprint_reads_the_composition_s_steps(registered):
+    """Traces are reused only for the same composition: its steps in words that stay the same from one process to
+    the next (no memory address), a changed step changes them."""
+    mine = registered["MINE"]
+    words = registry.build_method(KEY).params()["composition"]
+    assert words == OwnKGIRRAG(composition=mine).params()["composition"] and "0x" not in json.dumps(words)
+    assert words[:3] == [KEY, mine.name, mine.description]
+    assert "AlsoTheQuestion" in json.dumps(words) and "ReflectionPassages" in json.dumps(words)
+    other = compose(mine.name, KEY, PAPER, mine.description)
+    assert OwnKGIRRAG(composition=other).params()["composition"] != words
 
 
 def _probe(path: Path) -> None:

@@ -10,6 +10,7 @@ method.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, replace
 from typing import Callable, ClassVar, Optional, Sequence
@@ -18,7 +19,7 @@ from ..data import Question
 from ..methods.base import MethodBase, MethodOutput, Workspace
 from .loop import PAPER, Composition, Loop, Steps, output
 from .state import STAT_KEYS, LoopState, Run
-from .steps import ReflectionPassages
+from .steps import NER, ReflectionPassages, Rewrite
 from .study import (PARTS, GoldContextFirst, GoldNextHopFirst, GoldSeeds, IdealRewrite, OracleNote,
                     ReadEveryRound, RewriteNamingTheBridge, RoundAnswersNote)
 from .subgraph import resolve_weighting
@@ -69,8 +70,8 @@ def _oracle(name: str, key: str, description: str, composition: Optional[Composi
     return replace(variant, note=OracleNote(variant.oracle))
 
 
-_SEEDS = GoldSeeds(PAPER.seeds)
-_REWRITE = IdealRewrite(PAPER.rewrite)
+_SEEDS = GoldSeeds(NER())  # the paper's steps (PAPER.seeds, PAPER.rewrite) where the gold has none
+_REWRITE = IdealRewrite(Rewrite())
 _NEXT_HOP = GoldNextHopFirst(PAPER.passages)
 
 VARIANTS: dict = {
@@ -282,8 +283,23 @@ class OwnKGIRRAG(KGIRRAG):
         return self.composition
 
     def params(self) -> dict:
-        """The settings, and the composition by its key, name and description (the trace-resume
-        fingerprint: a composition changed under the same words must be given a new key)."""
+        """The settings, and the composition by its key, name, description and steps (each step by
+        its class and, for a dataclass, its fields: :func:`step_words`), the trace-resume
+        fingerprint: traces are reused only for the same composition."""
         own = self.spec
         return {**{k: v for k, v in super().params().items() if k != "composition"},
-                "composition": [own.key, own.name, own.description]}
+                "composition": [own.key, own.name, own.description, step_words(own.composition)]}
+
+
+def step_words(x: object) -> object:
+    """``x`` (a composition, its steps, their fields) in words that stay the same from one process
+    to the next: a dataclass as its class and fields, a plain number or text as itself, any other
+    object as its class (its memory address would change every run)."""
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        kind = f"{type(x).__module__}.{type(x).__qualname__}"
+        return [kind, {f.name: step_words(getattr(x, f.name)) for f in dataclasses.fields(x)}]
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return x
+    if isinstance(x, (list, tuple)):
+        return [step_words(v) for v in x]
+    return f"{type(x).__module__}.{type(x).__qualname__}"
