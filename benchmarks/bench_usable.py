@@ -27,7 +27,7 @@ from kgir_lib.config import load_config  # noqa: E402
 from kgir_lib.data import SAMPLE_RESERVED, tuning_questions  # noqa: E402
 from kgir_lib.kg.extract import extract_triples  # noqa: E402
 from kgir_lib.kgir.variants import KGIRRAG  # noqa: E402
-from kgir_lib.kgir.rounds import seed_match_rate, usable_table  # noqa: E402
+from kgir_lib.eval.mechanism.loop_tables import seed_match_rate, usable_table  # noqa: E402
 from kgir_lib.llm import build_llm  # noqa: E402
 from kgir_lib.pipeline import workspace  # noqa: E402
 from kgir_lib.report import to_markdown  # noqa: E402

@@ -1,7 +1,9 @@
 """kgir_lib: the helper library behind the KGIR-RAG / KG²RAG reproduction notebooks.
 
 The public API (:mod:`kgir_lib.api`): ``from kgir_lib import KGIRPipeline, load_example`` indexes a
-list of passages and answers questions with KGIR-RAG, each answer with its trace.
+list of passages and answers questions with KGIR-RAG, each answer with its trace;
+``from kgir_lib import PAPER, compose, register`` makes a composition of one's own steps a method of
+the suite (:func:`kgir_lib.kgir.variants.compose`, :func:`kgir_lib.registry.register`).
 
 Packages by layer (``kgir_lib/README.md``: the paper's sections mapped to modules, and the layers): ``config``
 (the one config object, profiles, run directory), ``data`` and ``llm`` (one batched, cached LLM interface),
@@ -19,7 +21,8 @@ import os as _os
 # shared CPU, spinning threads starve each other: SmolLM2 ran 3-10x slower under contention without it.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-__all__ = ["KGIRPipeline", "load_example"]  # the public API (kgir_lib.api)
+# the public API: kgir_lib.api; a composition of one's own: the paper's steps (PAPER), compose and register
+__all__ = ["KGIRPipeline", "load_example", "PAPER", "compose", "register"]
 
 
 def __getattr__(name: str):
@@ -31,4 +34,13 @@ def __getattr__(name: str):
     if name == "load_example":
         from .data import load_example
         return load_example
+    if name == "PAPER":
+        from .kgir.loop import PAPER
+        return PAPER
+    if name == "compose":
+        from .kgir.variants import compose
+        return compose
+    if name == "register":
+        from .registry import register
+        return register
     raise AttributeError(f"module 'kgir_lib' has no attribute {name!r}")

@@ -3,11 +3,15 @@
 :data:`METHODS` maps a registry key to a factory; :func:`build_method` builds one
 (``build_method("kg2rag", m_hops=2)``); :data:`DEFAULT_METHODS` is notebook 05's
 order; :func:`check_method_keys` checks the config's ``eval_methods`` against it.
+:func:`register` adds a researcher's composition (:func:`kgir_lib.kgir.variants.compose`) under its key, with no
+edit here; the runner's ``--composition`` hands one to every notebook's kernel (``$KGIR_COMPOSITIONS``, read
+when this module is imported: :func:`register_from_environment`).
 The registry sits above the methods it lists (:mod:`kgir_lib.kgir`, :mod:`kgir_lib.baselines`);
 what they share (:class:`~kgir_lib.methods.base.MethodBase`, the reader, the context rule) sits below them.
 """
 from __future__ import annotations
 
+import os
 from typing import Iterable, Optional
 
 from .baselines.hipporag2 import HippoRAG2
@@ -20,8 +24,10 @@ from .baselines.lightrag_method import LightRAGMethod
 from .baselines.naive import NaiveGen, NaiveRAG
 from .baselines.retrievers import BM25Retriever, DenseRetriever
 from .config import ConfigError
-from .kgir.variants import STUDY_VARIANTS, VARIANTS, KGIRRAG, StudyKGIRRAG
+from .kgir.variants import STUDY_VARIANTS, VARIANTS, KGIRRAG, OwnKGIRRAG, StudyKGIRRAG, Variant
 from .methods.base import MethodBase
+
+COMPOSITIONS_ENV = "KGIR_COMPOSITIONS"  # "file.py:NAME;module:NAME": compositions the runner's kernels register
 
 
 def _variant(cls, variant: str):
@@ -77,6 +83,69 @@ DEFAULT_METHODS: list = ["naive_gen", "naive_rag", "bm25", "dense", "ircot", "it
                          "kgir_no_subgraph", "kgir_no_reflection", "kgir_no_rewrite", "lightrag", "lightrag_naive"]
 
 
+def register(composition: Variant) -> str:
+    """Make a researcher's composition (:func:`kgir_lib.kgir.variants.compose`) a method of the suite under its
+    key: :func:`build_method`, the labels of the tables, ``eval_methods`` and the paired tests then take it as
+    any registered method. The same composition registered again (its key, name and description: the file
+    read a second time) replaces the first; another under a taken key is refused. Returns the key."""
+    if not isinstance(composition, Variant) or composition.kind != "own":
+        raise ValueError(f"register: a composition of kgir_lib.compose(...), got {type(composition).__name__}")
+    key = composition.key
+    made = METHODS.get(key)
+    if made is not None:
+        before = getattr(made, "composition", None)
+        words = (composition.name, composition.description)
+        if before is None or (before.name, before.description) != words:
+            raise ValueError(f"register: the key {key!r} is taken (by {LABELS.get(key, key)!r}): give the "
+                             f"composition another key")
+
+    def make(**kw):
+        return OwnKGIRRAG(composition=composition, **kw)
+    make.composition = composition  # type: ignore[attr-defined]
+    METHODS[key] = make
+    LABELS[key] = composition.name
+    return key
+
+
+def load_composition(spec: str) -> Variant:
+    """The composition ``spec`` names: ``path/to/file.py:NAME`` or ``package.module:NAME`` (the attribute
+    ``NAME`` of that file or module); a ``ValueError`` names the spec and what is wrong."""
+    import importlib
+    import importlib.util
+    from pathlib import Path
+
+    where, sep, name = str(spec).rpartition(":")
+    if not sep or not where or not name.isidentifier():
+        raise ValueError(f"composition {spec!r}: give it as path/to/file.py:NAME or package.module:NAME")
+    try:
+        if where.endswith(".py"):
+            path = Path(where).resolve()
+            if not path.is_file():
+                raise ValueError(f"composition {spec!r}: no file {path}")
+            loader = importlib.util.spec_from_file_location(f"kgir_composition_{path.stem}", path)
+            assert loader is not None and loader.loader is not None
+            module = importlib.util.module_from_spec(loader)
+            loader.loader.exec_module(module)
+        else:
+            module = importlib.import_module(where)
+    except ImportError as exc:
+        raise ValueError(f"composition {spec!r}: cannot import {where}: {exc}") from None
+    if not hasattr(module, name):
+        raise ValueError(f"composition {spec!r}: {where} defines no {name}")
+    composition = getattr(module, name)
+    if not isinstance(composition, Variant) or composition.kind != "own":
+        raise ValueError(f"composition {spec!r}: {name} is a {type(composition).__name__}, not a composition "
+                         f"of kgir_lib.compose(...)")
+    return composition
+
+
+def register_from_environment() -> list:
+    """Register the compositions ``$KGIR_COMPOSITIONS`` names (``;``-separated specs, :func:`load_composition`):
+    how the runner hands a researcher's compositions to every notebook's kernel. Returns their keys."""
+    specs = [s for s in os.environ.get(COMPOSITIONS_ENV, "").split(";") if s.strip()]
+    return [register(load_composition(s.strip())) for s in specs]
+
+
 def build_method(name: str, **kw) -> MethodBase:
     """The method registered as ``name`` (a key of :data:`METHODS`), with constructor overrides ``kw``."""
     if name not in METHODS:
@@ -107,3 +176,4 @@ def method_label(key: str, cfg) -> str:
     return method.label(cfg) if hasattr(method, "label") else LABELS[key]
 
 
+register_from_environment()  # the runner's compositions, in every kernel that builds methods

@@ -239,6 +239,9 @@ def _main(argv=None) -> int:
     ap.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                     help="papermill parameter (YAML value) for every notebook: a config field, or one of "
                          f"{', '.join(NOTEBOOK_PARAMS)}")
+    ap.add_argument("--composition", action="append", default=[], metavar="FILE.py:NAME",
+                    help="a composition of one's own (kgir_lib.compose) to register in every notebook, as "
+                         "path/to/file.py:NAME or package.module:NAME; name its key in -p eval_methods")
     ap.add_argument("--notebooks-dir", type=Path, default=None, help="where the NN_*.ipynb notebooks are")
     ap.add_argument("--validate-only", action="store_true", help="check the profile and data, run nothing")
     ap.add_argument("--regenerate", action="store_true",
@@ -258,7 +261,9 @@ def _main(argv=None) -> int:
     try:
         params = {k: _normalise(k, v) for k, v in _parse_params(args.param).items()}
         profile = resolve_paths(profile, params)
-        scratch = None if args.write_reference else scratch_name(profile_identity(profile), params)
+        compositions = register_compositions(args.composition)
+        what = {**params, "composition": compositions} if compositions else params
+        scratch = None if args.write_reference else scratch_name(profile_identity(profile), what)
         if scratch:
             params["run_name"] = scratch
         for line in obtain_samples(profile, params):
@@ -272,7 +277,7 @@ def _main(argv=None) -> int:
         error(str(exc), params)
         return 3 if isinstance(exc, QuestionShortfall) else 2
     if scratch:
-        print(f"scratch run (parameters {', '.join(sorted(set(params) - {'run_name'} - set(WHERE_PARAMS)))} "
+        print(f"scratch run (parameters {', '.join(sorted(set(what) - {'run_name'} - set(WHERE_PARAMS)))} "
               f"given): results go to {scratch}/, the profile's own results are not touched "
               f"(--write-reference writes them)")
     if args.validate_only:
@@ -286,6 +291,29 @@ def _main(argv=None) -> int:
         print("no notebooks found: profile and data validated, nothing to run")
         return 0
     return _run_notebooks(nbs, profile, params, "timings_regenerate.tsv" if args.regenerate else "timings.tsv")
+
+
+def register_compositions(specs: list, cwd: Path | None = None) -> list:
+    """Register the researcher's compositions ``specs`` (``--composition``, :func:`kgir_lib.registry.load_composition`)
+    here, for the validation, and hand them to every notebook's kernel through ``$KGIR_COMPOSITIONS`` (a file's
+    path made absolute against ``cwd``: the kernels run in ``notebooks/``). Returns the specs as handed on (a
+    run with a composition writes a scratch directory named after them too)."""
+    from .registry import COMPOSITIONS_ENV, load_composition, register
+
+    cwd = cwd or Path.cwd()
+    handed = []
+    for spec in specs:
+        where, _, name = spec.rpartition(":")
+        if where.endswith(".py") and not Path(where).is_absolute():
+            spec = f"{(cwd / where).resolve()}:{name}"
+        try:
+            register(load_composition(spec))
+        except ValueError as exc:
+            raise ConfigError(f"--composition {spec!r}: {exc}") from None
+        handed.append(spec)
+    if handed:
+        os.environ[COMPOSITIONS_ENV] = ";".join(handed)
+    return handed
 
 
 # Parameters that say only where things are or how the LLM server is reached: they change no number, so

@@ -17,8 +17,11 @@ import sys
 import pandas as pd
 import pytest
 
+from kgir_lib.kg.store import total_drops
+
 from kgir_lib import KGIRPipeline, load_example
-from kgir_lib.config import PROJECT_ROOT
+from kgir_lib.api import passages_of
+from kgir_lib.config import PROJECT_ROOT, ConfigError
 from kgir_lib.kgir.loop import PAPER
 from kgir_lib.kgir.steps import Retrieve
 from kgir_lib.llm import LLM, ScriptedBackend
@@ -128,7 +131,7 @@ def test_a_variant_or_a_composition_of_ones_own(cfg, passages, tiny_dataset):
     rag = pipeline(cfg, steps=dataclasses.replace(PAPER, retrieve=FirstPassageOnly()))
     [own] = rag.index(passages).answer([question])
     assert [p for p, _ in own.trace["rounds"][0]["retrieved"]] == [rag.workspace.dataset.corpus.passages[0].pid]
-    assert own.trace["variant"] == "own steps"
+    assert own.trace["variant"] == "own_steps" and own.trace["method"] == "KGIR-RAG (own steps)"
     oracle = pipeline(cfg, method=build_method("kgir_oracle_context", max_iterations=1))
     assert oracle.method.key == "kgir_oracle_context"
 
@@ -156,3 +159,69 @@ def test_bad_settings_are_named(cfg):
 def test_the_example_is_the_shipped_figure6():
     ex = load_example("figure6")
     assert ex["question"] and len(ex["passages"]) == 6 and ex["answers"]
+
+
+# ---------------------------------------------------------------- the API's edges
+def test_a_bare_string_is_not_a_list_of_questions(cfg, passages):
+    rag = pipeline(cfg).index(passages)
+    calls = logged(rag.llm)
+    with pytest.raises(ValueError, match=r"parameter 'questions': a list of questions, got str 'Where\?'"):
+        rag.answer("Where?")
+    assert calls == [] and rag.workspace.dataset.questions == []  # refused before any model call
+
+
+@pytest.mark.parametrize("setting, value, match", [
+    ("top_k", 0, r"setting 'top_k': must be"), ("max_iterations", -3, r"setting 'max_iterations': must be"),
+    ("temperature", float("nan"), r"setting 'temperature': must be a finite number"),
+    ("reflection_passages", "some", r"setting 'reflection_passages': unknown value 'some'"),
+])
+def test_settings_over_a_config_are_checked_as_a_profile_s(cfg, setting, value, match):
+    with pytest.raises(ConfigError, match=match):
+        pipeline(cfg, **{setting: value})
+    with pytest.raises(ConfigError, match=f"'{setting}'"):  # and over a profile's name
+        KGIRPipeline("ci", **{setting: value})
+
+
+def test_a_config_is_validated_whatever_form_it_comes_in(cfg):
+    assert pipeline(cfg, top_k=4, max_iterations=2).cfg.top_k == 4
+    with pytest.raises(ConfigError, match="'top_k'"):
+        pipeline(dataclasses.replace(cfg, top_k=0))  # a Config built past the checks
+
+
+def test_an_unknown_setting_is_called_a_setting(cfg):
+    for make in (lambda: pipeline(cfg, tpo_k=4), lambda: KGIRPipeline("ci", tpo_k=4)):
+        with pytest.raises(ConfigError, match="setting 'tpo_k'") as caught:
+            make()
+        assert "papermill" not in str(caught.value)
+
+
+def test_variant_method_and_steps_are_one_choice(cfg):
+    with pytest.raises(ValueError, match="parameters 'variant' and 'steps': give one of"):
+        pipeline(cfg, variant="no_rewrite", steps=PAPER)
+    with pytest.raises(ValueError, match="parameters 'variant' and 'method'"):
+        pipeline(cfg, variant="full", method=build_method("kgir"))
+
+
+def test_a_prompt_cut_to_fit_the_model_is_reported_by_the_index(cfg, passages):
+    """A backend that cuts a prompt to fit its context counts it (the embedded model's, tests/test_llm_llamacpp.py);
+    the index report says how many extraction prompts were cut, and a warning says so."""
+    class Cutting(ScriptedBackend):
+        prompts_cut = 0
+
+        def run(self, requests, on_result):
+            self.prompts_cut += sum(len(r.messages[-1][1]) > 2000 for r in requests)
+            return super().run(requests, on_result)
+
+    long = ("Long", "A passage of two hundred kilobytes. " * 6000)
+    rag = KGIRPipeline(cfg, llm=LLM(Cutting(script), None, progress=False), encoder=BagOfWordsEncoder())
+    with pytest.warns(UserWarning, match="index: 1 extraction prompt"):
+        rag.index([*passages, long])
+    assert rag.index_report == {"passages": 7, "triples": len(rag.workspace.kg), "prompts_cut": 1,
+                                "drops": dict(total_drops(rag.workspace.kg))}
+    assert pipeline(cfg).index(passages).index_report["prompts_cut"] == 0
+
+
+def test_a_lone_surrogate_in_a_passage_becomes_the_replacement_character():
+    with pytest.warns(UserWarning, match=r"item 1 .*1 lone UTF-16 surrogate\(s\) replaced by U\+FFFD"):
+        ps = passages_of([("A", "plain"), ("B", "half \ud800 a pair")])
+    assert ps[1].text == "half \ufffd a pair" and len(ps[1].pid) == 16

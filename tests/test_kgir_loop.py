@@ -11,7 +11,8 @@ from kgir_lib.kgir.steps import hand_to_reader
 from kgir_lib.kgir.variants import KGIRRAG
 from kgir_lib.kgir.rewrite import (FINAL_NOTE, evidence_block, format_history, parse_reflection, parse_rewrite,
                                    reflection_requests, rewrite_requests, verdict_request, with_verdict)
-from kgir_lib.kgir.rounds import LoopRound, seed_match_rate, trace_row, usable_counts, usable_table
+from kgir_lib.eval.mechanism.loop_tables import seed_match_rate, trace_row, usable_counts, usable_table
+from kgir_lib.kgir.rounds import LoopRound
 from kgir_lib.kgir.state import LoopState, ranked_list, reflection_passages
 from kgir_lib.traces import read_traces, write_traces
 

@@ -63,7 +63,11 @@ def test_overlong_prompt_is_trimmed_in_the_middle(smol):
     head, tail = "INSTRUCTIONS: answer briefly.", "Question: what is the capital of France?"
     filler = " ".join(f"word{i}" for i in range(3000))
     req = ChatRequest.chat(None, f"{head}\n{filler}\n{tail}", max_tokens=16)
+    before = smol.prompts_cut
+    smol._fit(ChatRequest.chat(None, f"{head}\n{tail}", max_tokens=16))
+    assert smol.prompts_cut == before  # a prompt that fits is not counted
     msgs = smol._fit(req)
+    assert smol.prompts_cut == before + 1  # counted: KGIRPipeline.index reports it
     content = msgs[-1]["content"]
     assert content.startswith("INSTRUCTIONS") and content.rstrip().endswith("France?")
     assert "[...]" in content

@@ -1,10 +1,11 @@
-"""Notebook 04's picture of Algorithm 2: the counts of each step read from traces (kgir_lib.kgir.rounds.loop_counts)
+"""Notebook 04's picture of Algorithm 2: the counts of each step read from traces (kgir_lib.eval.mechanism.loop_tables.loop_counts)
 and the diagram that carries them (kgir_lib.notebook.viz.plot_loop)."""
 import matplotlib
 
 matplotlib.use("Agg")
 
-from kgir_lib.kgir.rounds import FinalCall, LoopRound, Verdict, loop_counts  # noqa: E402
+from kgir_lib.eval.mechanism.loop_tables import loop_counts  # noqa: E402
+from kgir_lib.kgir.rounds import FinalCall, LoopRound, Verdict  # noqa: E402
 from kgir_lib.kgir.subgraph import EvidenceSubgraph  # noqa: E402
 from kgir_lib.notebook.viz import LOOP_STEPS, loop_box_lines, plot_loop  # noqa: E402
 

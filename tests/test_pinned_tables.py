@@ -66,7 +66,7 @@ from kgir_lib.kg.stats import table3
 from kgir_lib.kg.store import openie_file
 from kgir_lib.kgir.entity_matching import SIMILARITIES, triple_text
 from kgir_lib.eval.algorithm1 import compare_readings, rebuild_subgraph, subgraph_row, summarise_steps
-from kgir_lib.kgir.rounds import STAGES, seed_match_rate, trace_table, usable_table
+from kgir_lib.eval.mechanism.loop_tables import STAGES, seed_match_rate, trace_table, usable_table
 from kgir_lib.kgir.subgraph import build_subgraphs
 from kgir_lib.llm import LLM, LLMCache, Usage
 from kgir_lib.llm.response_log import import_log

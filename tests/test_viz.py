@@ -4,7 +4,7 @@ from __future__ import annotations
 
 def test_render_trace_shows_every_round(tiny_workspace, tiny_dataset):
     from kgir_lib.kgir.variants import KGIRRAG
-    from kgir_lib.kgir.rounds import trace_table
+    from kgir_lib.eval.mechanism.loop_tables import trace_table
     from kgir_lib.notebook.viz import render_trace
 
     def script(req):

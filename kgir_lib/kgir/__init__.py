@@ -18,7 +18,7 @@ The paper's method:
 - :mod:`~kgir_lib.kgir.state`: a run's settings and counters, one question's state between
   rounds, the final ranked list, the reflection's passages;
 - :mod:`~kgir_lib.kgir.rounds`: :class:`~kgir_lib.kgir.rounds.LoopRound`, one round as a typed
-  record, and the tables read from KGIR-RAG traces.
+  record (the tables read from traces: :mod:`kgir_lib.eval.mechanism.loop_tables`).
 
 Beside it: :mod:`~kgir_lib.kgir.study` (the steps of the study variants: oracles, the bridge
 rewrite of ours, the forced rounds) and :mod:`~kgir_lib.kgir.variants` (every composition in one

@@ -27,7 +27,7 @@ the step (:func:`checked`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Optional, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Optional, Protocol, Sequence, TypeGuard, Union
 
 from .subgraph import EvidenceSubgraph, Seeds
 
@@ -102,7 +102,7 @@ class RewriteStep(Protocol):
     plain string is taken as :class:`Rewritten` with that question and no model reply."""
 
     def __call__(self, run: Run, states: Sequence[LoopState],
-                 rounds: Sequence[LoopRound]) -> list[Union[Rewritten, str]]:
+                 rounds: Sequence[LoopRound]) -> Sequence[Union[Rewritten, str]]:
         ...
 
 
@@ -149,7 +149,7 @@ def _is_ranked(x: object) -> bool:
         for pair in x)
 
 
-def _is_pids(x: object) -> bool:
+def _is_pids(x: object) -> TypeGuard[Sequence[str]]:
     return isinstance(x, (list, tuple)) and all(isinstance(p, str) for p in x)
 
 

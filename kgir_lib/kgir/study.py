@@ -149,7 +149,7 @@ class IdealRewrite:
     part = "rewrite"
 
     def __call__(self, run: Run, states: Sequence[LoopState],
-                 rounds: Sequence[LoopRound]) -> list[Union[Rewritten, str]]:
+                 rounds: Sequence[LoopRound]) -> Sequence[Union[Rewritten, str]]:
         out: list[Union[Rewritten, str, None]] = [None] * len(states)
         for i, (s, r) in enumerate(zip(states, rounds)):
             ideal = gold_rewrite(s.q)[0] if r.iteration == 1 else None

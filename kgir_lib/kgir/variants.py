@@ -10,6 +10,8 @@ method.
 """
 from __future__ import annotations
 
+import dataclasses
+import re
 from dataclasses import dataclass, replace
 from typing import Callable, ClassVar, Optional, Sequence
 
@@ -17,16 +19,18 @@ from ..data import Question
 from ..methods.base import MethodBase, MethodOutput, Workspace
 from .loop import PAPER, Composition, Loop, Steps, output
 from .state import STAT_KEYS, LoopState, Run
-from .steps import ReflectionPassages
+from .steps import NER, ReflectionPassages, Rewrite
 from .study import (PARTS, GoldContextFirst, GoldNextHopFirst, GoldSeeds, IdealRewrite, OracleNote,
                     ReadEveryRound, RewriteNamingTheBridge, RoundAnswersNote)
 from .subgraph import resolve_weighting
 
-KINDS = ("method", "ablation", "rounds", "oracle", "ours")  # what a row is, in words: KIND_WORDS
+KINDS = ("method", "ablation", "rounds", "oracle", "ours", "own")  # what a row is: KIND_WORDS
 KIND_WORDS = {"method": "the paper's method", "ablation": "a Table 7 ablation (§3.4)",
               "rounds": "a study of the rounds, beside the method",
               "oracle": "an oracle: one step handed the gold (a study, not the paper's method)",
-              "ours": "a repair of ours, beside the paper's method"}
+              "ours": "a repair of ours, beside the paper's method",
+              "own": "a researcher's composition, registered when the run starts"}
+KEY_FORM = re.compile(r"[a-z][a-z0-9_]{0,63}")  # a registry key: it names the trace folder
 
 
 @dataclass(frozen=True)
@@ -66,8 +70,8 @@ def _oracle(name: str, key: str, description: str, composition: Optional[Composi
     return replace(variant, note=OracleNote(variant.oracle))
 
 
-_SEEDS = GoldSeeds(PAPER.seeds)
-_REWRITE = IdealRewrite(PAPER.rewrite)
+_SEEDS = GoldSeeds(NER())  # the paper's steps (PAPER.seeds, PAPER.rewrite) where the gold has none
+_REWRITE = IdealRewrite(Rewrite())
 _NEXT_HOP = GoldNextHopFirst(PAPER.passages)
 
 VARIANTS: dict = {
@@ -244,3 +248,62 @@ class StudyKGIRRAG(KGIRRAG):
 
     kinds: ClassVar[tuple] = ("oracle", "ours")
 
+
+# ---------------------------------------------------------------- a researcher's own composition
+def compose(name: str, key: str, steps: Steps, description: str) -> Variant:
+    """A composition of one's own (kind ``"own"``): the loop of Algorithm 2 over ``steps``, shown
+    as ``name`` in the tables, run and stored under the registry ``key`` (lower-case letters,
+    digits, ``_``), described by ``description``. :func:`kgir_lib.registry.register` makes it a
+    method of the suite; no row of :data:`VARIANTS` is needed."""
+    for what, value in (("name", name), ("description", description)):
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"compose: parameter {what!r} must be a non-empty text, got {value!r}")
+    if not isinstance(key, str) or not KEY_FORM.fullmatch(key):
+        raise ValueError(f"compose: parameter 'key' must be lower-case letters, digits and _ "
+                         f"(it names the trace folder), got {key!r}")
+    if not isinstance(steps, Steps):
+        raise ValueError(f"compose: parameter 'steps' must be a kgir_lib.kgir.loop.Steps, got "
+                         f"{type(steps).__name__}")
+    return Variant(name, key, "own", Loop(steps), description)
+
+
+@dataclass
+class OwnKGIRRAG(KGIRRAG):
+    """A researcher's composition (:func:`compose`) run as a method of the suite, with the settings
+    of :class:`KGIRRAG`; the trace's ``variant`` is the composition's key."""
+
+    composition: Optional[Variant] = None
+    kinds: ClassVar[tuple] = ("own",)
+
+    def check_variant(self) -> None:
+        if not isinstance(self.composition, Variant) or self.composition.kind != "own":
+            raise ValueError(f"parameter 'composition': a composition of kgir_lib.compose(...), "
+                             f"got {type(self.composition).__name__}")
+        self.variant = self.composition.key
+
+    @property
+    def spec(self) -> Variant:
+        assert self.composition is not None
+        return self.composition
+
+    def params(self) -> dict:
+        """The settings, and the composition by its key, name, description and steps (each step by
+        its class and, for a dataclass, its fields: :func:`step_words`), the trace-resume
+        fingerprint: traces are reused only for the same composition."""
+        own = self.spec
+        return {**{k: v for k, v in super().params().items() if k != "composition"},
+                "composition": [own.key, own.name, own.description, step_words(own.composition)]}
+
+
+def step_words(x: object) -> object:
+    """``x`` (a composition, its steps, their fields) in words that stay the same from one process
+    to the next: a dataclass as its class and fields, a plain number or text as itself, any other
+    object as its class (its memory address would change every run)."""
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        kind = f"{type(x).__module__}.{type(x).__qualname__}"
+        return [kind, {f.name: step_words(getattr(x, f.name)) for f in dataclasses.fields(x)}]
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return x
+    if isinstance(x, (list, tuple)):
+        return [step_words(v) for v in x]
+    return f"{type(x).__module__}.{type(x).__qualname__}"

@@ -66,6 +66,7 @@ class LlamaCppBackend:
         self.model_path = path
         self.json_mode = json_mode
         self.n_ctx = n_ctx
+        self.prompts_cut = 0  # prompts cut in the middle to fit n_ctx (_fit)
         self.reuse_prefix = reuse_prefix
         self._settings: dict[str, Any] = dict(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed,
                                               flash_attn=flash_attn, verbose=False)
@@ -111,7 +112,8 @@ class LlamaCppBackend:
         """Messages trimmed so prompt + completion fit the context window.
 
         The longest message loses tokens from its middle (marked ``[...]``): its head
-        (instructions, few-shot examples) and its tail (the question) are kept.
+        (instructions, few-shot examples) and its tail (the question) are kept; counted in
+        ``prompts_cut``.
         """
         msgs = req.message_dicts()
         budget = self.n_ctx - req.max_tokens - self.TEMPLATE_TOKENS
@@ -120,6 +122,7 @@ class LlamaCppBackend:
         sizes = [len(self._ntok(m["content"])) for m in msgs]
         excess = sum(sizes) - budget
         if excess > 0:
+            self.prompts_cut += 1  # said, not silent: KGIRPipeline.index reports it
             longest = max(range(len(msgs)), key=lambda i: sizes[i])
             toks = self._ntok(msgs[longest]["content"])
             keep = max(self.MIN_KEEP, len(toks) - excess - 4)  # 4: the "[...]" marker

@@ -237,7 +237,7 @@ LOOP_STEPS = (  # (title, paper reference) of each box of plot_loop, left to rig
 
 def loop_box_lines(counts: dict) -> list:
     """The counts written in each box of :func:`plot_loop` (one list of lines a box, :data:`LOOP_STEPS` order),
-    from :func:`kgir_lib.kgir.rounds.loop_counts`."""
+    from :func:`kgir_lib.eval.mechanism.loop_tables.loop_counts`."""
     c = counts
     by_round = [f"round {t}: {n}" for t, n in c.get("rounds by number", {}).items()]
     return [
@@ -255,7 +255,7 @@ def plot_loop(counts: dict, title: str = "", width: float = 9.5):
     """Algorithm 2 as one diagram (notebook 04), drawn as the loop it is: retrieve -> subgraph -> rewrite along the
     top, retrieve with the rewrite -> reflect -> answer back along the bottom, and from the reflection an arrow back
     to retrieval with ``q'_t``; each box and arrow carries this run's counts
-    (:func:`kgir_lib.kgir.rounds.loop_counts`). ``width`` inches (at the suite's 120 dpi, 9.5 in is shown at its own
+    (:func:`kgir_lib.eval.mechanism.loop_tables.loop_counts`). ``width`` inches (at the suite's 120 dpi, 9.5 in is shown at its own
     size on a 1280-px page). Returns the figure."""
     import textwrap
 

@@ -44,7 +44,7 @@ from kgir_lib.eval.mechanism import step_attribution as attribution
 from kgir_lib.eval.mechanism.bridges import load_bridges
 from kgir_lib.eval.mechanism.tables import mechanism_tables, read_run
 from kgir_lib.eval.metrics import mean_recall
-from kgir_lib.kgir.rounds import STAGES, loop_counts, seed_match_rate, trace_table, usable_table
+from kgir_lib.eval.mechanism.loop_tables import STAGES, loop_counts, seed_match_rate, trace_table, usable_table
 from kgir_lib.notebook import iteration
 from kgir_lib.notebook.display import show, show_figure
 from kgir_lib.notebook.opening import open_notebook

@@ -53,7 +53,7 @@ def _seed_rounds(trace: dict) -> dict:
     """Subgraph rounds and rounds with a seed of a KGIR-RAG trace; NaN for other methods."""
     if "rounds" not in trace:
         return {k: np.nan for k in SEEDS}
-    from ...kgir.rounds import trace_row
+    from ..mechanism.loop_tables import trace_row
 
     row = trace_row(trace)
     return {k: row[k] for k in SEEDS}
