@@ -17,11 +17,10 @@ import sys
 import pandas as pd
 import pytest
 
-from kgir_lib.kg.store import total_drops
-
 from kgir_lib import KGIRPipeline, load_example
 from kgir_lib.api import passages_of
 from kgir_lib.config import PROJECT_ROOT, ConfigError
+from kgir_lib.kg.store import total_drops
 from kgir_lib.kgir.loop import PAPER
 from kgir_lib.kgir.steps import Retrieve
 from kgir_lib.llm import LLM, ScriptedBackend
