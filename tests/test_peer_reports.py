@@ -41,10 +41,11 @@ def test_seed_agreement_the_modal_share_bounds_a_fixed_reading():
 
 
 def test_padded_recall_differs_only_where_the_padding_brings_a_gold_passage():
-    assert padded_recall_from(["a", "b"], ["c", "a", "g"], ["g"], 5) == 4.0   # padded: a b c g
-    assert pd.isna(padded_recall_from(["a", "b"], ["c"], ["g"], 5))
-    assert pd.isna(padded_recall_from(["a"], ["g"], [], 5))
-    assert pd.isna(padded_recall_from(["a", "b"], ["c", "g"], ["g"], 3))      # g only at 4
+    assert padded_recall_from(["a", "b"], ["c", "a", "g"], ["g"]) == 4.0   # padded: a b c g
+    assert pd.isna(padded_recall_from(["a", "b"], ["c"], ["g"]))
+    assert pd.isna(padded_recall_from(["a"], ["g"], []))
+    assert pd.isna(padded_recall_from(["a", "b"], ["c", "g"], ["g"], k_max=3))      # g only at 4
+    assert padded_recall_from(["g", "b"], ["c", "h"], ["g", "h"]) == 4.0
 
 
 # ---------------------------------------------------------------------------- FlashRAG

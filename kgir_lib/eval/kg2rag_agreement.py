@@ -202,16 +202,17 @@ def seed_agreement(code_final: str, seed_finals: Sequence[str]) -> dict:
             "code_final_modal": code_final in modal}
 
 
-def padded_recall_from(final: Sequence[str], seeds: Sequence[str], gold: Sequence[str], k_max: int) -> float:
-    """The smallest k ≤ ``k_max`` at which Recall@k of kg2rag_code's ranked list (its final list, then the seeds
-    not in it: :func:`kgir_lib.methods.context.final_ranking`) differs from Recall@k of the final list alone (what
-    the authors' code ranks: its response's source nodes); NaN when no k does (no gold passage, or none among the
-    padding within ``k_max``)."""
+def padded_recall_from(final: Sequence[str], seeds: Sequence[str], gold: Sequence[str],
+                       k_max: Optional[int] = None) -> float:
+    """The smallest k (up to ``k_max``, default the padded list's length) at which Recall@k of kg2rag_code's ranked
+    list (its final list, then the seeds not in it: :func:`kgir_lib.methods.context.final_ranking`) differs from
+    Recall@k of the final list alone (what the authors' code ranks: its response's source nodes); NaN when no k
+    does (no gold passage, or none among the padding)."""
     gold_set = set(gold)
     if not gold_set:
         return float("nan")
     padded = list(dict.fromkeys([*final, *seeds]))
-    for k in range(1, k_max + 1):
+    for k in range(1, (len(padded) if k_max is None else k_max) + 1):
         if len(gold_set & set(padded[:k])) != len(gold_set & set(list(final)[:k])):
             return float(k)
     return float("nan")
