@@ -94,13 +94,19 @@ def code_side(ws, questions, table: dict) -> tuple:
     return rows, index, [pl["seeds"] for pl in plans]
 
 
-def triple_drops(ws) -> dict:
-    """What the suite's triple loader dropped from the graph the cross-check feeds both sides
-    (:func:`kgir_lib.kg.parse.validate`): triples whose head equals the tail up to case, and repeats of a triple up
-    to case, triples without three parts, and where the graph comes from."""
-    from kgir_lib.kg.store import openie_file, total_drops
+def triple_drops(ws, view) -> dict:
+    """What the suite's triple loader dropped (:func:`kgir_lib.kg.parse.validate`) from the passages of the graph
+    the cross-check feeds both sides (``view``'s, the method's view of ``ws``; the drops are recorded by passage in
+    the shared graph of ``ws``): triples whose head equals the tail up to case, repeats of a triple up to case,
+    triples without three parts, and where the graph comes from."""
+    from collections import Counter
 
-    drops = total_drops(ws.kg)
+    from kgir_lib.kg.store import drops_of, openie_file
+
+    by_pid = drops_of(ws.kg)
+    drops: Counter = Counter()
+    for pid in view.kg.extracted:
+        drops.update(by_pid.get(pid, {}))
     source = ("the published OpenIE file" if openie_file(ws.cfg, ws.dataset.name) is not None
               else "notebook 01's extraction and the seeds' on-demand extraction")
     return {"source": source, "head_equals_tail": int(drops.get("head_equals_tail", 0)),
@@ -165,7 +171,7 @@ def run_suite(work: Path, profile: str, datasets=None, limit=None, mst: bool = T
         table: dict = {}
         view = ws.method_view()
         code, index, seeds = code_side(view, questions, table)
-        drops[dataset] = triple_drops(view)
+        drops[dataset] = triple_drops(ws, view)
         setting = code_setting(dataset)
         out = work / dataset
         chunks = [[index.chunk_id(p.pid), p.title, _key(index, p.pid), index.text[p.pid]]
