@@ -28,6 +28,27 @@ def _load(name: str):
 
 
 # ---------------------------------------------------------------------------- KG²RAG
+def test_kg2rag_report_rebuilds_whole_from_its_committed_files():
+    """Every per-question measure recomputed from the committed input columns equals the committed CSV, and the
+    report rendered from the three committed files equals the committed report, byte for byte."""
+    report = _load("kg2rag_report")
+    text, rows = report.rebuild(BENCH)
+    assert rows.to_csv(index=False) == (BENCH / "peers_kg2rag.csv").read_text(encoding="utf-8")
+    assert text == (BENCH / "peers_kg2rag.md").read_text(encoding="utf-8")
+
+
+def test_kg2rag_committed_counts_the_report_states():
+    """The figures the issue of the report turned on, from the committed rows: the expansion agrees as a set on
+    every question and in order on fewer; the most frequent list's share is above the pairs' agreement."""
+    _, rows = _load("kg2rag_report").rebuild(BENCH)
+    n = len(rows)
+    assert n == 184
+    assert int(rows["code_expanded_same_set"].sum()) == 184 and int(rows["code_expanded_same_list"].sum()) == 133
+    assert round(100 * rows["upstream_modal_share"].mean(), 1) == 81.7
+    assert round(100 * rows["upstream_seed_pair_share"].mean(), 1) == 72.8
+    assert int(rows["code_final_in_seeds"].sum()) == 154 and int(rows["code_final_modal"].sum()) == 138
+
+
 def test_seed_agreement_the_modal_share_bounds_a_fixed_reading():
     """Three seeds of four give list A: a reading that always gives A matches 3/4 of the runs, above the pairs'
     agreement (3 of 6 pairs equal), so the pairs' agreement is no ceiling; the most frequent share is."""
@@ -46,6 +67,36 @@ def test_padded_recall_differs_only_where_the_padding_brings_a_gold_passage():
     assert pd.isna(padded_recall_from(["a"], ["g"], []))
     assert pd.isna(padded_recall_from(["a", "b"], ["c", "g"], ["g"], k_max=3))      # g only at 4
     assert padded_recall_from(["g", "b"], ["c", "h"], ["g", "h"]) == 4.0
+
+
+@needs_musique_train
+def test_kg2rag_code_expansion_matches_the_authors_recorded_lists_on_musique_train():
+    """kg2rag_code's expansion (no model: the committed seeds and scores, the published OpenIE graph) against the
+    chunks the authors' code added in its untouched run, as the committed CSV records them."""
+    from kgir_lib.baselines.kg2rag_code_chunks import ChunkIndex, expand_by_titles
+    from kgir_lib.config import load_config
+    from kgir_lib.data import load_dataset
+    from kgir_lib.kg.openie import import_openie
+    from kgir_lib.kg.store import openie_file
+
+    report = _load("kg2rag_report")
+    rows = pd.read_csv(BENCH / "peers_kg2rag.csv", dtype=str, keep_default_na=False)
+    rows = rows[rows["dataset"] == "musique_train"]
+    cfg = load_config("local", data_dir=str(SHARED_DATA))
+    ds = load_dataset("musique_train", cfg.data_path)
+    kg, drops = import_openie(openie_file(cfg, "musique_train"), ds.corpus)
+    index = ChunkIndex(ds.corpus.passages, kg, "musique")
+    same_set = same_list = 0
+    for r in rows.to_dict("records"):
+        added = [p for p, _ in expand_by_titles(index, report._seeds(r["seeds"])).added]
+        same_set += set(added) == set(r["up_expanded"].split())
+        same_list += added == r["up_expanded"].split()
+        assert added == r["code_expanded"].split(), r["qid"]
+    assert (len(rows), same_set, same_list) == (100, 100, 49)
+    # the loader's cleaning the report lists as an input difference, counted on the same file
+    head = (BENCH / "peers_kg2rag.json").read_text(encoding="utf-8")
+    assert f'"duplicate": {drops["duplicate"]}' in head and f'"head_equals_tail": {drops["head_equals_tail"]}' in head
+    assert (drops["head_equals_tail"], drops["duplicate"]) == (20, 30)
 
 
 # ---------------------------------------------------------------------------- FlashRAG
