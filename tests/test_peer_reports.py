@@ -120,3 +120,19 @@ def test_flashrag_committed_figures_the_report_states():
     assert (test["re-read − as run"], test["95% CI"]) == (3.0, "[-2.1, 8.3]")
     tests = paired_tests(rows).set_index(["method", "metric"])
     assert tests.loc[("ITER-RETGEN", "F1"), "p (Holm)"] == 0.0298
+
+
+# ---------------------------------------------------------------------------- the recorded mutations
+def test_the_recorded_mutations_still_apply_and_each_names_its_catching_test():
+    """results/benchmarks/mutation_peers.md (``benchmarks/peers/mutations.py``): every mutated line is still in its
+    file exactly once (the list can be run again), the test that caught it exists, and the record lists it caught."""
+    mutations = _load("mutations")
+    record = (BENCH / "mutation_peers.md").read_text(encoding="utf-8")
+    assert record.startswith("## Peers\n")
+    for what, rel, old, new, tests in mutations.MUTATIONS:
+        assert (ROOT / rel).read_text(encoding="utf-8").split("\n").count(old) == 1, what
+        assert old != new, what
+        path, name = tests.split("::")
+        assert f"def {name}(" in (ROOT / path).read_text(encoding="utf-8"), name
+        assert f"| {what} | `{rel}` | `{name}` | caught |" in record, what
+    assert f"{len(mutations.MUTATIONS)} of {len(mutations.MUTATIONS)} caught." in record

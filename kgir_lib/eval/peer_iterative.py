@@ -255,8 +255,8 @@ def reading_sentence(rows: pd.DataFrame) -> str:
             f"the suite's reader over FlashRAG's context (every retrieved passage, whole) reaches "
             f"{test['F1 re-read']:.1f}, {test['re-read − as run']:+.1f} (95 % paired bootstrap interval "
             f"{test['95% CI']}, exact sign-flip {p_clause(test['p'])}): a point estimate of the context's share of "
-            f"the {flash - suite:.1f}-point gap. The rest is not measured, and besides FlashRAG's bare-answer prompt it "
-            f"holds different final retrievals (the same top-5 set on {same} of {len(g)} questions), the message "
+            f"the {flash - suite:.1f}-point gap. The rest is not measured, and besides FlashRAG's bare-answer prompt "
+            f"it holds different final retrievals (the same top-5 set on {same} of {len(g)} questions), the message "
             f"roles, the prompt's layout and FlashRAG's unparsed answer.")
 
 
@@ -299,7 +299,7 @@ def crosscheck_sentence(rows: pd.DataFrame) -> str:
             r5_text = (f"{r5['flashrag']:.1f} as FlashRAG ranks it (sign-flip {p_clause(r5['p'])}) and "
                        f"{best.mean():.1f} with its pool best first")
         parts.append(f"{name}: EM {em['suite']:.1f} (suite) against {em['flashrag']:.1f} (FlashRAG) on the same "
-                     f"{int(em['n'])} questions (exact McNemar {p_clause(em['p'])}), Recall@5 {r5['suite']:.1f} against "
-                     f"{r5_text}, the same final top-5 passages on "
+                     f"{int(em['n'])} questions (exact McNemar {p_clause(em['p'])}), Recall@5 {r5['suite']:.1f} "
+                     f"against {r5_text}, the same final top-5 passages on "
                      f"{int(g['top5_same_set'].astype(bool).sum())} of {len(g)} questions")
     return "; ".join(parts) + "."
