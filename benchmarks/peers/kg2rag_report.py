@@ -216,7 +216,8 @@ def mst_rows(work: Path, datasets, upstream_mst: bool) -> tuple:
             rows.append({"dataset": d, "graph": kind, "qid": qid, "edges": len(w), "same_edges": s["kept"] == t,
                          "same_weight": abs(s["weight"] - sum(w[i] for i in t)) <= 1e-9,
                          "same_edges_nx_order": s["kept_nx_order"] == t})
-    return pd.DataFrame(rows), version
+    cols = ["dataset", "graph", "qid", "edges", "same_edges", "same_weight", "same_edges_nx_order"]
+    return pd.DataFrame(rows, columns=cols), version
 
 
 def mst_table(rows: pd.DataFrame) -> pd.DataFrame:
