@@ -51,6 +51,11 @@ def _flashrag(path: Path) -> list:
     return [crosscheck_sentence(pd.read_csv(path, dtype={"qid": str}))]
 
 
+def _flashrag_reading(path: Path) -> list:
+    from .eval.peer_iterative import reading_sentence
+    return [reading_sentence(pd.read_csv(path, dtype={"qid": str}))]
+
+
 def _claims(path: Path) -> list:
     from .eval.claims import claims_headline
     return claims_headline(pd.read_csv(path)).splitlines()
@@ -133,6 +138,7 @@ RENDERERS: dict = {
     "kgir_lib.eval.peer_agreement.crosscheck_sentence": _crosscheck,
     "kgir_lib.eval.kg2rag_agreement.crosscheck_sentence": _kg2rag_crosscheck,
     "kgir_lib.eval.peer_iterative.crosscheck_sentence": _flashrag,
+    "kgir_lib.eval.peer_iterative.reading_sentence": _flashrag_reading,
     "kgir_lib.eval.claims.claims_headline": _claims,
     "kgir_lib.eval.claims.READING_RULE": _reading_rule,
     "kgir_lib.report.TABLE7_SIGN": _table7_sign,

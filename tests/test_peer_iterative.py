@@ -217,7 +217,8 @@ def test_a_p_in_a_sentence_never_reads_p_equals_less_than():
 def test_crosscheck_sentence_words_the_rows():
     text = crosscheck_sentence(_rows())
     assert text == ("IRCoT: EM 75.0 (suite) against 25.0 (FlashRAG) on the same 4 questions (exact McNemar p = 0.5), "
-                    "Recall@5 50.0 against 25.0 (sign-flip p = 0.5), the same final top-5 passages on 2 of 4 "
+                    "Recall@5 50.0 against 25.0 as FlashRAG ranks it (sign-flip p = 0.5) and 50.0 with its pool "
+                    "best first, the same final top-5 passages on 2 of 4 "
                     "questions; ITER-RETGEN: EM 0.0 (suite) against 100.0 (FlashRAG) on the same 2 questions (exact "
                     "McNemar p = 0.5), Recall@5 50.0 against 50.0 (sign-flip p = 1), the same final top-5 passages "
                     "on 0 of 2 questions.")

@@ -22,12 +22,12 @@ from kgir_lib.data import load_dataset, sample_questions
 from kgir_lib.eval.metrics import best_em, best_f1
 from kgir_lib.eval.peer_iterative import (FAMILY, METHOD_NAMES, agreement, compare_question, crosscheck_sentence,
                                           flashrag_side, merge_rule_table, p_clause, p_value, paired_tests,
-                                          reading_split)
+                                          reading_sentence, reading_split)
 from kgir_lib.methods.reader import parse_answer
 from kgir_lib.report import to_markdown
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # records, beside this script
-from records import read_jsonl, write_gzip  # noqa: E402
+from records import read_jsonl, write_gzip, write_jsonl  # noqa: E402
 
 METHODS = ("ircot", "iter_retgen")
 OUTPUTS = "peers_flashrag_outputs.jsonl.gz"
@@ -150,13 +150,13 @@ def diagnostics(rows: pd.DataFrame) -> pd.DataFrame:
 
 def reading_section(rows: pd.DataFrame, meta: dict) -> list:
     """The report's lines on ITER-RETGEN's reading: the F1 gap split into context and the rest
-    (:func:`kgir_lib.eval.peer_iterative.reading_split`)."""
+    (:func:`kgir_lib.eval.peer_iterative.reading_split`), the split stated as a point estimate with its interval and
+    what the remainder holds besides the prompt."""
     table, test = reading_split(rows)
     return ["## ITER-RETGEN's F1 gap: the context, or the reading itself (LLM calls)\n",
             f"The suite's last round (the shared reader) read again by the same model over the same final retrieval, "
             f"now shown as FlashRAG shows it: all {meta['context_passages']} retrieved passages, whole. Only the "
-            f"context changes, so what moves F1 toward FlashRAG's is the context's share of the gap, and what stays "
-            f"is the prompt's and the answer's (items 1, 2 and 4 below). {meta['calls_made']} calls made of "
+            f"context changes between the suite as run and the re-read. {meta['calls_made']} calls made of "
             f"{meta['calls']} ({_fmt_seconds(meta['llm_seconds'])} of LLM time, {meta['prompt_tokens']:,} prompt "
             f"tokens, {meta['truncated']} replies cut by the token budget); the answers are committed as "
             f"`{READING}`, so the report and a re-score read them with no call (`flashrag_compare.py reading`).\n",
@@ -164,15 +164,23 @@ def reading_section(rows: pd.DataFrame, meta: dict) -> list:
             f"The one test declared for this check (a family of one, so no Holm): the re-read's F1 against the suite's "
             f"as run on the same {test['n']} questions, exact sign-flip, {test['questions differ']} questions differ: "
             f"{test['F1 re-read']} against {test['F1 as run']}, a difference of {test['re-read − as run']} "
-            f"(95 % paired bootstrap interval {test['95% CI']}), {p_clause(test['p'])}.\n"]
+            f"(95 % paired bootstrap interval {test['95% CI']}), {p_clause(test['p'])}.\n",
+            f"In words: {reading_sentence(rows)} (Items 1, 2 and 4 below; the layout: FlashRAG's `Doc i(Title: t)` "
+            f"passages under its instruction, against the shared reader's prompt.)\n"]
 
 
 def _fmt_seconds(s: float) -> str:
     return f"{s:,.0f} s ({s / 3600:.2f} h)"
 
 
+SUITE = "peers_flashrag_suite.jsonl.gz"  # the report's header, and per question its gold and the suite's IRCoT
+                                          # retrievals: with the CSV and the two files above, all the report reads
+
+
 def write_report(work: Path, profile: str, dataset: str, out: Path, command: str, llm_log: Optional[Path] = None,
                  wall: Optional[float] = None, rescore: bool = False) -> None:
+    """The per-question CSV, FlashRAG's records (a full run) and :data:`SUITE`, then the report rendered from the
+    committed files alone (:func:`rebuild`), so a re-render of the committed files gives the same bytes."""
     cfg = load_config(profile, results_dir=str(work / "results"))
     questions = sample_questions(load_dataset(dataset, cfg.data_path).questions, cfg.n_questions, cfg.seed)
     suite = {m: read_jsonl(work / f"suite_{m}.jsonl") for m in METHODS}
@@ -187,20 +195,60 @@ def write_report(work: Path, profile: str, dataset: str, out: Path, command: str
         meta["wall_seconds"] = wall if wall is not None else round(sum(legs), 1)
         meta["legs"] = len(legs)
         meta.update(llm_cost(llm_log or work / "llm_cache.jsonl"))
-    reading_meta, reread = read_reading(out.parent / READING)
+    _, reread = read_reading(out.parent / READING)
     rows = question_rows(questions, suite, flashrag, reread)
     if rows.empty:
         raise SystemExit(f"no question has both a suite and a FlashRAG record in {work}")
     out.parent.mkdir(parents=True, exist_ok=True)
+    rows.to_csv(out.with_suffix(".csv"), index=False)
+    if not rescore:
+        write_outputs(work, outputs, meta)
+        write_llm_cache(llm_log or work / "llm_cache.jsonl", out.parent / LLM_CACHE)
+    head = {"command": command, "machine": platform.machine(), "python": platform.python_version(),
+            "dataset": dataset, "profile": profile, "questions": len(questions), "rescore": rescore,
+            "suite": suite_meta}
+    searches = {r["qid"]: r["searches"] for r in suite["ircot"]}
+    write_jsonl(out.parent / SUITE, [{"head": head}] + [{"qid": q.qid, "gold": list(q.gold_pids),
+                                                         "ircot_searches": searches.get(q.qid)} for q in questions])
+    out.write_text(rebuild(out.parent, out.name), encoding="utf-8")
+    print(f"report{' (re-scored)' if rescore else ''}: {out}")
+
+
+def rebuild(folder: Path, name: str = "peers_flashrag.md") -> str:
+    """The report's text from its committed files in ``folder`` alone (no model, no work folder, no data): the
+    per-question CSV, FlashRAG's records (:data:`OUTPUTS`), the re-read's settings (:data:`READING`) and the
+    header with the suite's IRCoT retrievals (:data:`SUITE`)."""
+    csv = (folder / name).with_suffix(".csv")
+    for path in (csv, folder / SUITE):
+        if not path.exists():
+            raise SystemExit(f"{path}: missing (run bash benchmarks/peers/flashrag_crosscheck.sh, or --rescore)")
+    rows = pd.read_csv(csv, dtype={"qid": str})
+    meta, flashrag = read_outputs(folder / OUTPUTS)
+    reading_meta, _ = read_reading(folder / READING)
+    recs = read_jsonl(folder / SUITE)
+    if not recs or "head" not in recs[0]:
+        raise SystemExit(f"{folder / SUITE}:1: no head line (the report's command and the suite's settings)")
+    head = recs[0]["head"]
+    gold = {r["qid"]: r["gold"] for r in recs[1:]}
+    suite_ircot = [(r["qid"], r["ircot_searches"]) for r in recs[1:] if r["ircot_searches"] is not None]
+    return render(rows, meta, flashrag, reading_meta, head, gold, suite_ircot, csv.name)
+
+
+def render(rows: pd.DataFrame, meta: dict, flashrag: dict, reading_meta: Optional[dict], head: dict, gold: dict,
+           suite_ircot: list, csv_name: str) -> str:
+    """The report's text (:func:`rebuild` reads its inputs from the committed files)."""
+    suite_meta, dataset, profile, n_questions = head["suite"], head["dataset"], head["profile"], head["questions"]
     n = {m: int((rows["method"] == m).sum()) for m in METHODS}
     tests, agree = paired_tests(rows), agreement(rows)
-    partial = "" if min(n.values()) >= len(questions) else (
+    ircot = rows[rows["method"] == "ircot"]
+    ircot_calls = sum(int(r["iterations"]) for r in flashrag["ircot"])
+    partial = "" if min(n.values()) >= n_questions else (
         f" **Partial run**: FlashRAG answered {n['ircot']} (IRCoT) and {n['iter_retgen']} (ITER-RETGEN) of the "
-        f"{len(questions)} questions before it was stopped; every measure below is over those questions only. "
+        f"{n_questions} questions before it was stopped; every measure below is over those questions only. "
         f"The same command resumes it (every finished LLM call is in the proxy's cache).")
     parts = ["# IRCoT and ITER-RETGEN: the suite's reimplementations against FlashRAG's pipelines\n",
-             f"Command: `{command}` (machine: {platform.machine()}, Python {platform.python_version()}).\n",
-             f"Dataset `{dataset}`, the `{profile}` profile's {len(questions)} questions, model "
+             f"Command: `{head['command']}` (machine: {head['machine']}, Python {head['python']}).\n",
+             f"Dataset `{dataset}`, the `{profile}` profile's {n_questions} questions, model "
              f"{meta['model']} (both sides), retriever: the suite's dense index (all-MiniLM-L6-v2, whole corpus, "
              f"top-{meta['topk']}). FlashRAG `flashrag-dev` {meta['flashrag']}: `IRCOTPipeline` (max_iter "
              f"{meta['ircot_max_iter']}, {meta['max_tokens_ircot']} tokens a thought) and `IterativePipeline` "
@@ -210,8 +258,17 @@ def write_report(work: Path, profile: str, dataset: str, out: Path, command: str
              f"{suite_meta.get('dense_search', 'the suite encoder and index')}); IRCoT {suite_meta['ircot_max_steps']} "
              f"steps, ITER-RETGEN {suite_meta['iter_retgen_rounds']} rounds, the reader shown "
              f"{suite_meta['context_passages']} passages of at most {suite_meta['passage_chars']} characters. "
-             f"Per-question rows: `{out.with_suffix('.csv').name}`; FlashRAG's records: `{OUTPUTS}`.{partial}\n"]
-    if rescore:
+             f"Per-question rows: `{csv_name}`; FlashRAG's records: `{OUTPUTS}`; the header and the suite's IRCoT "
+             f"retrievals: `{SUITE}` (the report is rendered from these files and `{READING}`).{partial}\n",
+             f"**FlashRAG's IRCoT here is a configuration FlashRAG does not support.** It runs on FlashRAG's OpenAI "
+             f"client, the path that reaches the llama.cpp server both sides use, and on that path FlashRAG leaves the "
+             f"earlier thoughts out of the prompt (`PromptTemplate.get_string` adds `previous_gen` only for the other "
+             f"frameworks; IRCoT item 2 below): each thought is written from the question and the passages alone. "
+             f"The IRCoT rows measure that configuration, not IRCoT as FlashRAG runs it on its other generators. A "
+             f"second FlashRAG row with a shim that passes the earlier thoughts through the OpenAI client is not run: "
+             f"it is a new LLM run (FlashRAG's IRCoT wrote {ircot_calls} thoughts in the run above), and "
+             f"this report makes none.\n"]
+    if head.get("rescore"):
         parts.append(f"**Re-scored.** FlashRAG was not run again: its answers and retrieved lists are read from the "
                      f"committed `{OUTPUTS}`; the suite's side is this code's, cache only.\n")
     parts += ["## FlashRAG's run\n",
@@ -223,10 +280,14 @@ def write_report(work: Path, profile: str, dataset: str, out: Path, command: str
               f"wall clock), one llama.cpp server on a 2-core CPU that other jobs may share (the legs differ in "
               f"niceness and threads; mean "
               f"1-minute load average at a call's end: {meta['mean_loadavg']}).\n"]
+    best = (f" IRCoT's Recall@5 is FlashRAG's list as it runs (what its evaluator reads: ascending once a second "
+            f"retrieval is merged); FlashRAG's pool taken best first reaches "
+            f"{float(ircot['R@5_flashrag_best_first'].mean()):.1f} (the agreement table), against the suite's "
+            f"{float(ircot['R@5_suite'].mean()):.1f}." if len(ircot) and "R@5_flashrag_best_first" in ircot else "")
     parts += ["## Paired tests (suite − FlashRAG, same questions)\n",
               f"One declared family a method ({', '.join(FAMILY)}), Holm inside it; EM by the exact McNemar test, F1 "
               f"and Recall@5 by the exact sign-flip test (Monte Carlo with 100,000 assignments above 20 differing "
-              f"questions); 95 % paired bootstrap intervals. Both sides are scored by the suite's SQuAD rules.\n",
+              f"questions); 95 % paired bootstrap intervals. Both sides are scored by the suite's SQuAD rules.{best}\n",
               to_markdown(tests.assign(**{c: tests[c].map(p_value) for c in ("p", "p (Holm)")})), "",
               "## Agreement, iterations and answers, per question\n",
               "FlashRAG's final list is taken in FlashRAG's order (what its own evaluator reads): for IRCoT, once a "
@@ -234,20 +295,16 @@ def write_report(work: Path, profile: str, dataset: str, out: Path, command: str
               to_markdown(agree), "", "## The answers read another way (no LLM call)\n", to_markdown(diagnostics(rows)),
               "", f"In words: {crosscheck_sentence(rows)}\n"]
     merges = merge_rule_table({"FlashRAG's IRCoT": [(r["qid"], r["searches"]) for r in flashrag["ircot"]],
-                               "the suite's IRCoT": [(r["qid"], r["searches"]) for r in suite["ircot"]]},
-                              {q.qid: q.gold_pids for q in questions})
+                               "the suite's IRCoT": suite_ircot}, gold)
     parts += ["## IRCoT's list merging, on the same retrievals (no LLM call)\n",
               f"Each side's recorded IRCoT retrievals merged by each rule, on the questions where that side retrieved "
               f"more than once (elsewhere the three rules give the same list): FlashRAG's among the questions it "
-              f"answered, the suite's among all {len(suite['ircot'])}.\n", to_markdown(merges), ""]
-    if reread:
+              f"answered, the suite's among all {len(suite_ircot)}.\n", to_markdown(merges), ""]
+    if "F1_suite_reread" in rows and rows["F1_suite_reread"].notna().any():
+        if reading_meta is None:
+            raise SystemExit(f"the rows hold re-read answers but {READING} is missing")
         parts += reading_section(rows, reading_meta)
     notes = Path(__file__).resolve().parent / "flashrag_differences.md"
     if notes.exists():
         parts.append(notes.read_text(encoding="utf-8"))
-    rows.to_csv(out.with_suffix(".csv"), index=False)
-    out.write_text("\n".join(parts), encoding="utf-8")
-    if not rescore:
-        write_outputs(work, outputs, meta)
-        write_llm_cache(llm_log or work / "llm_cache.jsonl", out.parent / LLM_CACHE)
-    print(f"report{' (re-scored)' if rescore else ''}: {out}")
+    return "\n".join(parts)

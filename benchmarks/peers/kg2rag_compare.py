@@ -94,6 +94,25 @@ def code_side(ws, questions, table: dict) -> tuple:
     return rows, index, [pl["seeds"] for pl in plans]
 
 
+def triple_drops(ws, view) -> dict:
+    """What the suite's triple loader dropped (:func:`kgir_lib.kg.parse.validate`) from the passages of the graph
+    the cross-check feeds both sides (``view``'s, the method's view of ``ws``; the drops are recorded by passage in
+    the shared graph of ``ws``): triples whose head equals the tail up to case, repeats of a triple up to case,
+    triples without three parts, and where the graph comes from."""
+    from collections import Counter
+
+    from kgir_lib.kg.store import drops_of, openie_file
+
+    by_pid = drops_of(ws.kg)
+    drops: Counter = Counter()
+    for pid in view.kg.extracted:
+        drops.update(by_pid.get(pid, {}))
+    source = ("the published OpenIE file" if openie_file(ws.cfg, ws.dataset.name) is not None
+              else "notebook 01's extraction and the seeds' on-demand extraction")
+    return {"source": source, "head_equals_tail": int(drops.get("head_equals_tail", 0)),
+            "duplicate": int(drops.get("duplicate", 0)), "wrong_arity": int(drops.get("wrong_arity", 0))}
+
+
 def sha(text: str) -> str:
     import hashlib
 
@@ -142,6 +161,7 @@ def run_suite(work: Path, profile: str, datasets=None, limit=None, mst: bool = T
 
     cfg = cache_only_config(work, profile)
     llm = build_llm(cfg, progress=False)
+    drops: dict = {}
     for dataset in datasets or cfg.datasets:
         if dataset not in cfg.datasets:
             raise SystemExit(f"--datasets: {dataset!r} is not a dataset of the {profile!r} profile ({cfg.datasets})")
@@ -149,7 +169,9 @@ def run_suite(work: Path, profile: str, datasets=None, limit=None, mst: bool = T
         questions = questions[:limit] if limit else questions
         paper, paper_graphs = paper_side(ws.method_view(), questions)
         table: dict = {}
-        code, index, seeds = code_side(ws.method_view(), questions, table)
+        view = ws.method_view()
+        code, index, seeds = code_side(view, questions, table)
+        drops[dataset] = triple_drops(ws, view)
         setting = code_setting(dataset)
         out = work / dataset
         chunks = [[index.chunk_id(p.pid), p.title, _key(index, p.pid), index.text[p.pid]]
@@ -175,7 +197,8 @@ def run_suite(work: Path, profile: str, datasets=None, limit=None, mst: bool = T
         write_jsonl(out / "suite_mst.jsonl", suite_trees(graphs))
         print(f"suite: {dataset}: {len(questions)} questions, {len(index.facts)} chunks with triples, "
               f"{len(table)} scored texts -> {out}")
-    (work / "suite.meta.json").write_text(json.dumps({"profile": profile, "code": checkout_commit()}), encoding="utf-8")
+    (work / "suite.meta.json").write_text(json.dumps({"profile": profile, "code": checkout_commit(),
+                                                      "triple_drops": drops}), encoding="utf-8")
 
 
 def _key(index, pid: str) -> str:

@@ -29,6 +29,7 @@ one order ``kg2rag_code`` uses). A difference is
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import Optional, Sequence
 
 import numpy as np
@@ -36,7 +37,7 @@ import pandas as pd
 
 STAGES = ("expanded", "organised", "final")
 STAGE_LABELS = {
-    "expanded": "1. expansion: chunks added (set; KGRetrievePostProcessor against D_q^m)",
+    "expanded": "1. expansion: chunks added, in order (KGRetrievePostProcessor against D_q^m; classed as sets)",
     "organised": "2. organisation: chunks kept, in order (GraphFilterPostProcessor)",
     "final": "3. final top-K, in order: what the reader gets (NaivePostprocessor)",
 }
@@ -87,7 +88,8 @@ def stage_agreement(suite: Sequence[str], upstream: Sequence[str], ordered: bool
 
 
 def agrees(stage: str, a: Optional[Sequence[str]], b: Optional[Sequence[str]]) -> bool:
-    """Whether two lists of ``stage`` agree: as sets for the expansion, as lists for the later stages."""
+    """Whether two lists of ``stage`` agree: as sets for the expansion, as lists for the later stages (the classes
+    compare the expansion as a set; its order, which the organisation reads, is measured beside it)."""
     if a is None or b is None:
         return False
     return set(a) == set(b) if stage == "expanded" else list(a) == list(b)
@@ -123,10 +125,10 @@ def classify_paper(stage: str, paper: Sequence[str], upstream: Optional[Sequence
 
 def question_row(paper: dict, code: dict, upstream: dict, insertion: dict, context: int) -> dict:
     """One question's agreement and causes: ``paper``, ``code``, ``upstream`` and ``insertion`` map each stage
-    to its list (upstream's ``None`` where it raised)."""
+    to its list (upstream's ``None`` where it raised). Every stage's agreement is measured as a set and as a list
+    (the expansion's order is what the organisation reads); the classes compare the expansion as a set."""
     row: dict = {}
     for stage in STAGES:
-        ordered = stage != "expanded"
         ctx = context if stage == "final" else None
         up, ins = upstream.get(stage), insertion.get(stage)
         c_class, c_cause = classify_code(stage, code[stage], up, ins)
@@ -134,7 +136,7 @@ def question_row(paper: dict, code: dict, upstream: dict, insertion: dict, conte
         p_class, p_cause = classify_paper(stage, paper[stage], up, c_class, earlier)
         for side, lst, cls, cause in (("code", code[stage], c_class, c_cause),
                                       ("paper", paper[stage], p_class, p_cause)):
-            for k, v in stage_agreement(lst, up or [], ordered, ctx).items():
+            for k, v in stage_agreement(lst, up or [], True, ctx).items():
                 row[f"{side}_{stage}_{k}"] = v
             row[f"{side}_{stage}_class"] = cls
             row[f"{side}_{stage}_cause"] = cause
@@ -174,6 +176,48 @@ def cause_summary(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def seed_agreement(code_final: str, seed_finals: Sequence[str]) -> dict:
+    """kg2rag_code's final list (space-joined) against the final lists of the authors' code run untouched under
+    several hash seeds, and those runs against each other. With ``p`` the share of hash seeds that give each list:
+
+    - ``code_final_in_seeds``: kg2rag_code's list is one of them; ``code_final_seed_share``: the share of seeds
+      whose list it equals (the rate a deterministic reading matches one run, whose expectation is its list's p);
+    - ``upstream_seed_pair_share``: the share of pairs of seeds whose lists are equal (an estimate of Σp²; NaN for
+      one seed);
+    - ``upstream_modal_share``: the most frequent list's share (max p over the seeds tried: no deterministic reading
+      matches a run more often in expectation, and Σp² ≤ max p, so the pairs' agreement is no ceiling);
+      ``upstream_modal_lists``: how many lists tie for it; ``code_final_modal``: kg2rag_code's list is one of them.
+    """
+    n = len(seed_finals)
+    if n == 0:
+        raise ValueError("seed_agreement: no hash seed's final list (parameter 'seed_finals' is empty)")
+    pairs = [seed_finals[i] == seed_finals[j] for i in range(n) for j in range(i + 1, n)]
+    counts = Counter(seed_finals)
+    top = max(counts.values())
+    modal = {lst for lst, c in counts.items() if c == top}
+    return {"code_final_in_seeds": code_final in counts,
+            "code_final_seed_share": counts.get(code_final, 0) / n,
+            "upstream_seed_pair_share": sum(pairs) / len(pairs) if pairs else float("nan"),
+            "upstream_modal_share": top / n, "upstream_modal_lists": len(modal),
+            "code_final_modal": code_final in modal}
+
+
+def padded_recall_from(final: Sequence[str], seeds: Sequence[str], gold: Sequence[str],
+                       k_max: Optional[int] = None) -> float:
+    """The smallest k (up to ``k_max``, default the padded list's length) at which Recall@k of kg2rag_code's ranked
+    list (its final list, then the seeds not in it: :func:`kgir_lib.methods.context.final_ranking`) differs from
+    Recall@k of the final list alone (what the authors' code ranks: its response's source nodes); NaN when no k
+    does (no gold passage, or none among the padding)."""
+    gold_set = set(gold)
+    if not gold_set:
+        return float("nan")
+    padded = list(dict.fromkeys([*final, *seeds]))
+    for k in range(1, (len(padded) if k_max is None else k_max) + 1):
+        if len(gold_set & set(padded[:k])) != len(gold_set & set(list(final)[:k])):
+            return float(k)
+    return float("nan")
+
+
 def agreement_rate(rows: pd.DataFrame, side: str = "code", stage: str = "final") -> tuple:
     """``(questions whose ``stage`` list equals upstream's untouched run, questions)``."""
     col = rows[f"{side}_{stage}_same_list" if stage != "expanded" else f"{side}_{stage}_same_set"]
@@ -200,10 +244,12 @@ def crosscheck_sentence(rows: pd.DataFrame) -> str:
             f"paper-following KG²RAG on {paper} ({100 * paper / n:.1f} %)")
     if ins is not None:
         text += f"; with the code's hash order taken out, kg2rag_code gives its final list on {ins} of {n}"
-    text += f"; the code's own final list changes with PYTHONHASHSEED on {varies} questions ({seeds} seeds tried)"
+    text += (f"; the code's own final list changes with PYTHONHASHSEED on at least {varies} questions (a lower "
+             f"bound: {seeds} seeds tried, more can only find more)")
     if "upstream_seed_pair_share" in rows and rows["upstream_seed_pair_share"].notna().any():
         text += (f", two of its runs agree on {100 * rows['upstream_seed_pair_share'].mean():.1f} % of the questions "
-                 f"and kg2rag_code agrees with one on {100 * rows['code_final_seed_share'].mean():.1f} %")
+                 f"and kg2rag_code agrees with one on {100 * rows['code_final_seed_share'].mean():.1f} % (estimates "
+                 f"from those {seeds} seeds)")
     text += (f"; kg2rag_code's differences from the PYTHONHASHSEED=0 run: {int(counts.get(INPUT, 0))} input "
              f"(hash order), {int(counts.get(BUG, 0))} bug")
     return text[0].upper() + text[1:] + "."
