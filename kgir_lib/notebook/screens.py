@@ -72,9 +72,21 @@ def _table_px(table_html: str) -> float:
     if head:
         px += 16.0 * max([c.count("<br>") for c in re.findall(r"<th[^>]*>(.*?)</th>", head.group(1), re.S)] or [0])
     for row in re.findall(r"<tr>(.*?)</tr>", table_html.split("</thead>", 1)[-1], re.S):
-        lines = max([c.count("<br>") + 1 for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)] or [1])
+        lines = max([_cell_lines(c) for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)] or [1])
         px += ROW_PX + 16.0 * (lines - 1)
     return px
+
+
+def _cell_lines(cell_html: str) -> int:
+    """The lines of one table cell: its ``<br>`` breaks, and within a box ``max-width: <n>ch`` (long text, which the
+    browser breaks between words) each line's words wrapped at ``n`` characters (a character of text is narrower
+    than a ``ch``, so this is never fewer lines than the page shows)."""
+    box = re.search(r"max-width:\s*(\d+)ch", cell_html)
+    parts = re.split(r"<br\s*/?>", re.sub(r"<(?!br)[^>]+>", "", cell_html))
+    if not box:
+        return len(parts)
+    width = int(box.group(1))
+    return sum(len(textwrap.wrap(html.unescape(p), width, break_long_words=False)) or 1 for p in parts)
 
 
 def _image_px(data: str) -> float:
