@@ -1,6 +1,6 @@
 """Every committed figure can be read when projected: its smallest text stands at least 12 px high when the figure is
-shown fitted to a 1280-px page (the 1170-px output area of nbconvert's page, which
-``benchmarks/notebook_screens.py`` measures).
+shown fitted to a 1280-px page and to a 1024-px page (the 1170-px and 914-px output areas of nbconvert's page,
+:data:`kgir_lib.report.FIGURE_FITS`, which ``benchmarks/notebook_screens.py`` measures).
 
 The suite stores every figure through :func:`kgir_lib.report.figure_png`, which records in the PNG the smallest font
 its drawing put on the canvas and the dpi (:func:`kgir_lib.report.drawn_font_sizes` reads them off the renderer, so a
@@ -36,14 +36,24 @@ NOTEBOOKS = sorted(p for p in {*PROJECT_ROOT.glob("notebooks/*.ipynb"),
                                *PROJECT_ROOT.glob("results/*/notebooks/*.ipynb")} if _committed(p))
 
 
-def legibility_problem(png: bytes) -> str:
-    """Why a stored figure cannot be read when projected ('' when it can)."""
-    px = report.figure_text_px(png)
-    if px is None:
+# The figures of notebooks 02, 05 and 06 are drawn at sizes their notebooks set (being reworded elsewhere), and are
+# checked on a 1280-px page only until they are redrawn for a 1024-px one; every other figure is checked on both.
+NOT_YET_AT_1024 = ("recall_at_k", "05_", "06_")
+
+
+def legibility_problem(png: bytes, pages=tuple(report.FIGURE_FITS)) -> str:
+    """Why a stored figure cannot be read when projected on a page of each width of ``pages`` ('' when it can)."""
+    if report.figure_text_px(png) is None:
         return "records no font size (not drawn through kgir_lib.report.figure_png)"
-    if px < report.MIN_TEXT_PX:
-        return f"smallest text {px:.1f} px on a 1280-px page (at least {report.MIN_TEXT_PX})"
+    for page in pages:
+        px = report.figure_text_px(png, report.FIGURE_FITS[page])
+        if px < report.MIN_TEXT_PX:
+            return f"smallest text {px:.1f} px on a {page}-px page (at least {report.MIN_TEXT_PX})"
     return ""
+
+
+def _pages(name: str) -> tuple:
+    return (1280,) if name.startswith(NOT_YET_AT_1024) else tuple(report.FIGURE_FITS)
 
 
 def test_there_are_committed_figures():
@@ -52,16 +62,17 @@ def test_there_are_committed_figures():
 
 @pytest.mark.parametrize("path", FIGURES, ids=lambda p: p.relative_to(PROJECT_ROOT).as_posix())
 def test_every_committed_figure_is_legible_when_projected(path):
-    problem = legibility_problem(path.read_bytes())
+    problem = legibility_problem(path.read_bytes(), _pages(path.stem))
     assert not problem, f"{path.relative_to(PROJECT_ROOT)}: {problem}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.relative_to(PROJECT_ROOT).as_posix())
 def test_every_figure_of_a_stored_notebook_is_legible_when_projected(path):
     nb = nbformat.read(path, as_version=4)
+    pages = (1280,) if path.stem[:2] in ("02", "05", "06") else tuple(report.FIGURE_FITS)  # NOT_YET_AT_1024
     bad = [f"cell {i}: {problem}" for i, cell in enumerate(nb.cells) for o in cell.get("outputs", [])
            if "image/png" in o.get("data", {})
-           for problem in [legibility_problem(base64.b64decode(o["data"]["image/png"]))] if problem]
+           for problem in [legibility_problem(base64.b64decode(o["data"]["image/png"]), pages)] if problem]
     assert not bad, f"{path.relative_to(PROJECT_ROOT)}:\n" + "\n".join(bad)
 
 
@@ -88,6 +99,15 @@ def test_the_check_fails_an_illegible_figure_and_passes_a_legible_one():
     width = Image.open(io.BytesIO(wide)).size[0]
     assert report.figure_text_px(wide) == pytest.approx(10 * 120 / 72 * 1170 / width)
     assert "smallest text" in legibility_problem(wide)
+    # a figure 10 in wide, between the two output areas: 10-pt ticks are 16.7 px unshrunk on a 1280-px page and
+    # shrunk to 914 px on a 1024-px one; 7.5-pt ticks are 12.5 px at 1280 but under 12 px at 1024: it fails there alone
+    mid, small = _png((10, 3), 10), _png((10, 3), 7.5)
+    mid_w = Image.open(io.BytesIO(mid)).size[0]
+    assert 914 < mid_w < 1170 and legibility_problem(mid) == ""
+    assert report.figure_text_px(mid, 914) == pytest.approx(10 * 120 / 72 * 914 / mid_w)
+    assert legibility_problem(small, (1280,)) == ""
+    assert legibility_problem(small) == legibility_problem(small, (1024,)) != ""
+    assert "on a 1024-px page" in legibility_problem(small)
     assert "smallest text" in legibility_problem(_png((8, 3), 6))
     fig, ax = plt.subplots()
     ax.plot([0, 1])
