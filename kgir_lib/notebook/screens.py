@@ -20,7 +20,8 @@ from typing import Optional
 
 from .narrative import AUDIT_HEADING
 
-__all__ = ["audit_index", "cell_px", "core_px", "core_screens", "SCREEN_PX", "MAX_CORE_SCREENS"]
+__all__ = ["audit_index", "cell_px", "core_px", "core_screens", "code_px", "core_code_share", "input_hidden",
+           "long_code_lines", "HIDE_INPUT", "SCREEN_PX", "MAX_CORE_SCREENS", "MAX_CODE_SHARE", "CODE_CHARS_1024"]
 
 SCREEN_PX = 800          # a 1280×800 projector's page height
 MAX_CORE_SCREENS = 12    # what a lecturer projects before the audit, at most
@@ -32,6 +33,15 @@ OUT_LINE, OUT_CHARS = 17.5, 150
 ROW_PX, HEAD_PX = 33.0, 46.0   # a table row (one line of text), a table's header and caption
 HEADINGS = {1: (44.0, 58), 2: (40.0, 70), 3: (32.0, 90), 4: (28.0, 110)}  # px a line, characters a line
 CELL_PAD, OUTPUT_PAD = 22.0, 10.0
+CODE_PAD = 10.0          # px of a code input area besides its lines
+# The tag of a code cell whose input teaches nothing (imports, formatting, saving): scripts/build_notebooks.py marks
+# its input collapsed for JupyterLab (``jupyter.source_hidden``) and a rendered copy leaves it out
+# (benchmarks/notebook_screens.py renders with nbconvert's TagRemovePreprocessor on this tag); its outputs stay.
+HIDE_INPUT = "hide-input"
+MAX_CODE_SHARE = 0.10    # at most this share of a teaching core's height is code a reader sees
+# Characters of code a line holds on a 1024-px page (914-px input area, 7.8 px a character of the 13-px code font,
+# less the editor's padding): a longer line runs past the right edge.
+CODE_CHARS_1024 = 114
 
 
 def audit_index(nb) -> Optional[int]:
@@ -113,12 +123,27 @@ def _output_px(out) -> float:
     return 0.0
 
 
+def input_hidden(cell) -> bool:
+    """Whether a code cell's input is hidden from the reader: tagged :data:`HIDE_INPUT` (or collapsed in JupyterLab,
+    ``jupyter.source_hidden``)."""
+    meta = cell.get("metadata", {})
+    return HIDE_INPUT in meta.get("tags", []) or bool(meta.get("jupyter", {}).get("source_hidden"))
+
+
+def code_px(cell) -> float:
+    """The estimated height (px) of the code a reader sees in one cell on a 1280-px page: 0 for a markdown cell or
+    a hidden input."""
+    if cell.cell_type != "code" or input_hidden(cell):
+        return 0.0
+    return CODE_LINE * _wrapped(textwrap.dedent(cell.source), CODE_CHARS) + CODE_PAD
+
+
 def cell_px(cell) -> float:
-    """The estimated height (px) of one cell and its stored outputs on a 1280-px page."""
+    """The estimated height (px) of one cell and its stored outputs on a 1280-px page (a hidden input counts
+    nothing)."""
     if cell.cell_type == "markdown":
         return _markdown_px(cell.source) + CELL_PAD
-    code = CODE_LINE * _wrapped(textwrap.dedent(cell.source), CODE_CHARS) + CELL_PAD
-    return code + sum(_output_px(o) for o in cell.get("outputs", []))
+    return code_px(cell) + CELL_PAD + sum(_output_px(o) for o in cell.get("outputs", []))
 
 
 def core_px(nb) -> float:
@@ -126,6 +151,21 @@ def core_px(nb) -> float:
     none)."""
     end = audit_index(nb)
     return sum(cell_px(c) for c in nb.cells[:end])
+
+
+def core_code_share(nb) -> float:
+    """The share of the teaching core's estimated height that is code a reader sees (:func:`code_px`)."""
+    end = audit_index(nb)
+    total = core_px(nb)
+    return sum(code_px(c) for c in nb.cells[:end]) / total if total else 0.0
+
+
+def long_code_lines(nb, chars: int = CODE_CHARS_1024) -> list:
+    """``(cell index, line)`` of every line of code a reader sees in the teaching core that is longer than ``chars``
+    characters: past the right edge of a 1024-px page by default."""
+    end = audit_index(nb)
+    return [(i, line) for i, c in enumerate(nb.cells[:end]) if code_px(c)
+            for line in textwrap.dedent(c.source).splitlines() if len(line) > chars]
 
 
 def core_screens(nb, screen_px: float = SCREEN_PX) -> float:
