@@ -156,7 +156,10 @@ display(Markdown("\n".join(f"- {funnel.funnel_sentence(loop_funnel, d)}"
 # question's gold and run every other step as the full method does: the **oracles** (gold seeds, the ideal rewrite,
 # the gold next hop, cumulatively; the shared reader over the gold passages alone is the ceiling), and two repairs of
 # ours. Each bar is a variant's EM on the same questions as the full method; the sentence gives each difference with
-# its Holm-adjusted exact test (the audit defines every variant and column).
+# its **p(Holm)**: the p-value of the exact McNemar test of the two EMs (it reads only the questions one of the two
+# answers right and the other wrong), adjusted by Holm's procedure for the dataset's whole family of tests, declared
+# before the run (every study variant, on EM, F1 and R@5). A small p(Holm) says this sample separates the variant
+# from the full method; a large one says it cannot tell them apart. The audit defines every variant and column.
 
 # %% tags=["hide-input"]
 study_keys = list(STUDY_METHODS if cfg.attribution_methods is None else cfg.attribution_methods)
