@@ -36,11 +36,6 @@ NOTEBOOKS = sorted(p for p in {*PROJECT_ROOT.glob("notebooks/*.ipynb"),
                                *PROJECT_ROOT.glob("results/*/notebooks/*.ipynb")} if _committed(p))
 
 
-# The figures of notebooks 02, 05 and 06 are drawn at sizes their notebooks set (being reworded elsewhere), and are
-# checked on a 1280-px page only until they are redrawn for a 1024-px one; every other figure is checked on both.
-NOT_YET_AT_1024 = ("recall_at_k", "05_", "06_")
-
-
 def legibility_problem(png: bytes, pages=tuple(report.FIGURE_FITS)) -> str:
     """Why a stored figure cannot be read when projected on a page of each width of ``pages`` ('' when it can)."""
     if report.figure_text_px(png) is None:
@@ -52,27 +47,22 @@ def legibility_problem(png: bytes, pages=tuple(report.FIGURE_FITS)) -> str:
     return ""
 
 
-def _pages(name: str) -> tuple:
-    return (1280,) if name.startswith(NOT_YET_AT_1024) else tuple(report.FIGURE_FITS)
-
-
 def test_there_are_committed_figures():
     assert len(FIGURES) >= 30 and len(NOTEBOOKS) >= 14
 
 
 @pytest.mark.parametrize("path", FIGURES, ids=lambda p: p.relative_to(PROJECT_ROOT).as_posix())
 def test_every_committed_figure_is_legible_when_projected(path):
-    problem = legibility_problem(path.read_bytes(), _pages(path.stem))
+    problem = legibility_problem(path.read_bytes())
     assert not problem, f"{path.relative_to(PROJECT_ROOT)}: {problem}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.relative_to(PROJECT_ROOT).as_posix())
 def test_every_figure_of_a_stored_notebook_is_legible_when_projected(path):
     nb = nbformat.read(path, as_version=4)
-    pages = (1280,) if path.stem[:2] in ("02", "05", "06") else tuple(report.FIGURE_FITS)  # NOT_YET_AT_1024
     bad = [f"cell {i}: {problem}" for i, cell in enumerate(nb.cells) for o in cell.get("outputs", [])
            if "image/png" in o.get("data", {})
-           for problem in [legibility_problem(base64.b64decode(o["data"]["image/png"]), pages)] if problem]
+           for problem in [legibility_problem(base64.b64decode(o["data"]["image/png"]))] if problem]
     assert not bad, f"{path.relative_to(PROJECT_ROOT)}:\n" + "\n".join(bad)
 
 

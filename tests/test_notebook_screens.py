@@ -108,7 +108,7 @@ def test_a_hidden_input_counts_its_outputs_only_and_the_code_share_is_the_code_a
     assert screens.code_px(seen) == pytest.approx(2 * 17.5 + 10)
     nb = _nb(md, seen, hidden, collapsed)
     assert screens.core_px(nb) == pytest.approx(60 + 67 + 49.5 + 22)
-    assert screens.core_code_share(nb) == pytest.approx(45 / (60 + 67 + 49.5 + 22))
+    assert screens.core_code_share(nb) == pytest.approx(45 / (0.85 * (60 + 67 + 49.5 + 22)))
     assert screens.long_code_lines(nb) == []  # the long line is hidden
     long = nbformat.v4.new_code_cell("    z = 1  # " + "w" * 103)  # 115 characters, 111 once dedented
     assert screens.long_code_lines(_nb(long)) == []
@@ -167,3 +167,10 @@ def test_the_record_measures_every_teaching_core_within_twelve_screens_and_no_ta
                 assert int(r["core screens"]) <= screens.MAX_CORE_SCREENS, r
                 assert float(r["proxy screens"]) >= int(r["core screens"]) - 1, r  # the estimate is not below
         assert r["tables cut (core + audit)"] == "0 + 0", r  # every column on the page, at 1024 px too
+        if r["notebook"][:2] in {p.stem[:2] for p in LEAN}:
+            assert int(r["code share"].rstrip(" %")) <= 100 * screens.MAX_CODE_SHARE, r  # measured in Chromium
+            if r["window"] == "1280×800":  # the estimate is not below the measure
+                assert int(r["proxy code share"].rstrip(" %")) >= int(r["code share"].rstrip(" %")), r
+            assert r["code past the edge"] == "0", r  # no code line past the page's edge, at 1024 px too
+    assert {r["notebook"][:2] for r in now} >= {p.stem[:2] for p in LEAN}
+    assert "| smallest text at 1280 (px) | smallest text at 1024 (px) |" in text  # the figures at both widths

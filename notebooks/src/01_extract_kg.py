@@ -51,10 +51,6 @@ extract_datasets = None      # datasets extracted with the LLM; None: the profil
 n_questions = None           # sampled questions whose top-k passages are extracted
 extract_max_passages = None  # cap on passages extracted per dataset (None: the profile's value)
 top_k = None                 # dense top-k of each sampled question; None: the profile's value
-llm_backend = None           # model overrides; None keeps the profile's
-llm_model = None
-llm_model_path = None
-embed_model = None
 
 # %% tags=["hide-input"]
 import time
