@@ -178,3 +178,12 @@ def test_a_table_too_wide_for_a_1024_px_page_is_split_so_every_block_fits(monkey
     shown.clear()
     show(df.iloc[:, :3], "narrow")
     assert len([o for o in shown if isinstance(o, Table)]) == 1
+
+
+def test_a_true_or_false_cell_reads_yes_or_no():
+    """Python's True / False is not shown to a reader: a bool column and a bool among other values read yes / no;
+    the numbers 1 and 0 stay numbers."""
+    html = Table(pd.DataFrame({"gold": [True, False], "mixed": [True, "x"], "n": [1, 0]}))._repr_html_()
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", html)
+    assert cells == ["yes", "yes", "1", "no", "x", "0"]
+    assert "True" not in html and "False" not in html

@@ -25,6 +25,7 @@ everywhere:
   squeezed into a column one word wide, and the text columns of one table together keep at most
   :data:`TEXT_BUDGET_CH` (each down to :data:`SQUEEZED_CH`), so a table of many text columns still fits beside its
   keys on a 1,400-px page;
+* **words, not Python**: a true / false cell reads "yes" / "no" (the saved table keeps the values);
 * **terms defined**: ``notes`` (``{column: definition}``, e.g. a module's ``COLUMN_NOTES``) are printed under the
   table for the columns it has, so an abbreviation ("n alone", "McNemar b/c") is never left to guess.
 
@@ -203,6 +204,8 @@ def _given_lines(v) -> list:
     """A cell's text as the lines it was given (its own line breaks only); ``[]`` for a missing value."""
     if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
         return []
+    if isinstance(v, (bool, np.bool_)):
+        return ["yes" if v else "no"]  # a word, not Python's True / False
     if isinstance(v, (float, np.floating)) and float(v).is_integer() and abs(float(v)) < 1e15:
         v = int(v)  # a count in a column of mixed quantities (a transposed table) shows no ".0"
     return str(v).split("\n")
