@@ -13,7 +13,10 @@ injected into the page measures, after layout:
   keys keeps every column on screen: the row keys are its first columns, and a cut column is a column a
   projected page does not show;
 * every **figure**: its displayed width against its drawn width (a figure wider than the output area is
-  shrunk, and its text with it: ``tests/test_figures_legible.py`` checks the text stays legible).
+  shrunk, and its text with it: ``tests/test_figures_legible.py`` checks the text stays legible at both widths);
+* the **code** a reader sees in the teaching core: the height of its code input areas over the core's height
+  (a cell tagged ``hide-input`` is rendered without its input, as ``scripts/build_notebooks.py`` intends), and the
+  code cells with a line past the right edge of the page.
 
 With ``--shots DIR`` the teaching core is also saved as the screens a projector shows, one PNG a screen at each
 size, for a person to look through (not committed); the numbers come from the page itself.
@@ -46,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kgir_lib.notebook import screens as proxy  # noqa: E402
-from kgir_lib.report import FIGURE_FIT_PX  # noqa: E402
+from kgir_lib.report import FIGURE_FIT_PX, FIGURE_FITS  # noqa: E402
 from kgir_lib.notebook.narrative import AUDIT_HEADING  # noqa: E402
 
 SIZES = ((1280, 800), (1024, 768))
@@ -97,8 +100,13 @@ window.addEventListener('load', function () {
   });
   document.querySelectorAll('.jp-Cell').forEach(function (c) {
     const r = c.getBoundingClientRect();
+    const input = c.classList.contains('jp-CodeCell') ? c.querySelector('.jp-Cell-inputWrapper') : null;
+    const pres = input ? Array.from(input.querySelectorAll('pre')) : [];
+    const past = pres.some(p => p.scrollWidth > p.clientWidth + 1 ||
+                                p.getBoundingClientRect().right > visibleRight(p) + 1);
     out.cells.push({y: Math.round(r.top + window.scrollY), h: Math.round(r.height),
                     kind: c.classList.contains('jp-MarkdownCell') ? 'md' : 'code',
+                    code: input ? Math.round(input.getBoundingClientRect().height) : 0, past_edge: past,
                     text: c.textContent.trim().replace(/\s+/g, ' ').slice(0, 60)});
   });
   const o = document.querySelector('.jp-OutputArea-output');
@@ -122,11 +130,15 @@ def chromium() -> str:
 
 
 def to_html(nb_path: Path, out: Path) -> Path:
-    """``nb_path`` as nbconvert's ``lab`` HTML (code and outputs, as a reader's viewer shows them), with the
-    measuring script injected before ``</body>``."""
+    """``nb_path`` as nbconvert's ``lab`` HTML (code and outputs, as a reader's viewer shows them; the input of a cell
+    tagged :data:`kgir_lib.notebook.screens.HIDE_INPUT` left out), with the measuring script injected before
+    ``</body>``."""
     from nbconvert import HTMLExporter
+    from nbconvert.preprocessors import TagRemovePreprocessor
 
-    body, _ = HTMLExporter(template_name="lab").from_notebook_node(nbformat.read(nb_path, as_version=4))
+    exporter = HTMLExporter(template_name="lab")
+    exporter.register_preprocessor(TagRemovePreprocessor(remove_input_tags={proxy.HIDE_INPUT}), enabled=True)
+    body, _ = exporter.from_notebook_node(nbformat.read(nb_path, as_version=4))
     script = MEASURE_JS.replace("AUDIT", json.dumps(AUDIT_HEADING))
     out.write_text(body.replace("</body>", script + "</body>"), encoding="utf-8")
     return out
@@ -187,7 +199,10 @@ def screens(m: dict) -> dict:
     core = m["audit"] if m["audit"] is not None else m["page"]
     cut = [t for t in m["tables"] if t["cut"]]
     shrunk = [f for f in m["figures"] if f["drawn"] and f["shown"] < f["drawn"]]
+    code = [c for c in m["cells"] if c["y"] < core and c.get("code")]
     return {"core screens": math.ceil(core / m["height"]), "page screens": math.ceil(m["page"] / m["height"]),
+            "code share (core)": sum(c["code"] for c in code) / core if core else 0.0,
+            "code past the edge (core)": sum(bool(c.get("past_edge")) for c in code),
             "audit heading": m["audit"] is not None, "tables": len(m["tables"]),
             "tables cut (core)": sum(t["y"] < core for t in cut),
             "tables cut (audit)": sum(t["y"] >= core for t in cut),
@@ -217,7 +232,8 @@ def run(names=(), before=None, shots: Path | None = None, cells: bool = False) -
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for (stem, when), path in notebook_paths(names, before, work).items():
-            estimate = proxy.core_screens(nbformat.read(path, as_version=4))
+            nb = nbformat.read(path, as_version=4)
+            estimate, share = proxy.core_screens(nb), proxy.core_code_share(nb)
             html = to_html(path, work / f"{when}_{stem}.html")
             for w, h in SIZES:
                 m = measure(browser, html, w, h)
@@ -226,7 +242,8 @@ def run(names=(), before=None, shots: Path | None = None, cells: bool = False) -
                     for c in m["cells"]:
                         print(f"  {c['y'] / h:6.2f} {c['h']:6d} {c['kind']:4s} {c['text']}")
                 rows.append({"notebook": stem, "copy": when, **s,
-                             "proxy screens": f"{estimate:.1f}" if w == 1280 else "-"})
+                             "proxy screens": f"{estimate:.1f}" if w == 1280 else "-",
+                             "proxy code share": f"{100 * share:.0f} %" if w == 1280 else "-"})
                 print(f"{stem} ({when}) {w}x{h}: core {s['core screens']}, page {s['page screens']}, "
                       f"tables cut {s['tables cut (core)']}+{s['tables cut (audit)']}", flush=True)
                 if shots is not None and when == "now":
@@ -248,13 +265,20 @@ def record(rows: list, before: str | None) -> str:
              "window, or a scrolling output area), in the teaching core + under the audit heading. *Figures "
              "shrunk*: figures drawn wider than the output area, shown smaller. *Proxy screens*: the fast test's "
              "estimate of the core from the stored notebook alone (`kgir_lib.notebook.screens.core_screens`, "
-             "`tests/test_notebook_screens.py`), which is never below the measure.", "",
+             "`tests/test_notebook_screens.py`), which is never below the measure. *Code share*: the height of the "
+             "code input areas a reader sees in the teaching core over the core's height (a cell tagged "
+             f"`{proxy.HIDE_INPUT}` is rendered without its input); at most {100 * proxy.MAX_CODE_SHARE:.0f} % in a "
+             "teaching core. *Proxy code share*: the fast test's estimate of it (`core_code_share`). *Code past the "
+             "edge*: code cells of the teaching core with a line past the page's right edge.", "",
              "| notebook | copy | window | core screens | proxy screens | page screens | audit heading | tables | "
-             "tables cut (core + audit) | figures | figures shrunk |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "tables cut (core + audit) | figures | figures shrunk | code share | proxy code share | "
+             "code past the edge |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['notebook']} | {r['copy']} | {r['window']} | {r['core screens']} | {r['proxy screens']} | "
                      f"{r['page screens']} | {'yes' if r['audit heading'] else 'no'} | {r['tables']} | "
-                     f"{r['tables cut (core)']} + {r['tables cut (audit)']} | {r['figures']} | {r['figures shrunk']} |")
+                     f"{r['tables cut (core)']} + {r['tables cut (audit)']} | {r['figures']} | {r['figures shrunk']} | "
+                     f"{100 * r['code share (core)']:.0f} % | {r['proxy code share']} | "
+                     f"{r['code past the edge (core)']} |")
     cut = [(r, t) for r in rows for t in r["cut"] if r["copy"] == "now"]
     lines += ["", "Tables of the current copies with a column off the page: " + ("none." if not cut else "")]
     for r, t in cut:
@@ -263,25 +287,28 @@ def record(rows: list, before: str | None) -> str:
 
 
 def figure_lines() -> list:
-    """Every committed figure's smallest text on a 1280-px page, from the font size and dpi its PNG records
-    (:func:`kgir_lib.report.figure_text_px`; ``tests/test_figures_legible.py`` requires at least 12 px)."""
+    """Every committed figure's smallest text on a 1280-px and a 1024-px page, from the font size and dpi its PNG
+    records (:func:`kgir_lib.report.figure_text_px`; ``tests/test_figures_legible.py`` requires at least 12 px)."""
     from PIL import Image
 
     from kgir_lib.report import DPI_KEY, FONT_KEY, figure_text_px
 
-    out = ["## Figures: the smallest text on a 1280-px page", "",
+    out = ["## Figures: the smallest text on a 1280-px and a 1024-px page", "",
            f"Every PNG of `figures/<profile>/`: its width, the smallest font its drawing put on the canvas and its "
            f"dpi (both recorded in the PNG), and that text's height when the figure is shown in the {FIGURE_FIT_PX}-px "
-           "output area of a 1280-px page (shrunk with the figure when it is wider).", "",
-           "| figure | width (px) | smallest font (pt) | dpi | smallest text (px) |", "|---|---|---|---|---|"]
+           f"output area of a 1280-px page and in the {FIGURE_FITS[1024]}-px one of a 1024-px page (shrunk with the "
+           "figure when it is wider).", "",
+           "| figure | width (px) | smallest font (pt) | dpi | smallest text at 1280 (px) | "
+           "smallest text at 1024 (px) |",
+           "|---|---|---|---|---|---|"]
     for path in sorted((ROOT / "figures").glob("*/*.png")):
         if re.fullmatch(r".+-[0-9a-f]{8}", path.parent.name):
             continue  # a scratch run's figures (git-ignored)
         with Image.open(path) as im:
             width, info = im.size[0], dict(im.info)
-        px = figure_text_px(path.read_bytes())
+        px = [figure_text_px(path.read_bytes(), FIGURE_FITS[page]) for page in (1280, 1024)]
         out.append(f"| {path.relative_to(ROOT / 'figures').as_posix()} | {width} | {info.get(FONT_KEY, '-')} | "
-                   f"{info.get(DPI_KEY, '-')} | {'-' if px is None else f'{px:.1f}'} |")
+                   f"{info.get(DPI_KEY, '-')} | " + " | ".join('-' if p is None else f'{p:.1f}' for p in px) + " |")
     return out
 
 
@@ -313,11 +340,12 @@ def main(argv=None) -> int:
         print(text)
     bad = [r for r in rows if r["copy"] == "now" and r["notebook"][:2] in TEACHING and r["window"].startswith("1280")
            and r["core screens"] > MAX_CORE_SCREENS]
-    fit = {r["output width"] for r in rows if r["window"].startswith("1280")}
-    if fit and fit != {FIGURE_FIT_PX}:
-        print(f"the output area at 1280 px is {sorted(fit)} px, not kgir_lib.report.FIGURE_FIT_PX = {FIGURE_FIT_PX}: "
-              "the figure-legibility test fits figures to the wrong width")
-        return 1
+    for page, area in FIGURE_FITS.items():
+        fit = {r["output width"] for r in rows if r["window"].startswith(str(page))}
+        if fit and fit != {area}:
+            print(f"the output area at {page} px is {sorted(fit)} px, not kgir_lib.report.FIGURE_FITS[{page}] = "
+                  f"{area}: the figure-legibility test fits figures to the wrong width")
+            return 1
     return 1 if bad else 0
 
 

@@ -3,8 +3,9 @@
 Every figure a notebook shows or saves goes through :func:`figure_png` (:func:`kgir_lib.report.save_figure`,
 :func:`kgir_lib.notebook.display.show_figure`): a PNG at :data:`FIGURE_DPI` whose text chunks record the smallest font
 the drawing put on the canvas and the dpi, so :func:`figure_text_px` can say from the file alone how high that text
-stands when the figure is shown on a 1280-px page (``tests/test_figures_legible.py`` requires
-:data:`MIN_TEXT_PX`). :func:`panel_order` gives a figure's per-dataset panels one order in every profile.
+stands when the figure is shown on a 1280-px or a 1024-px page (:data:`FIGURE_FITS`;
+``tests/test_figures_legible.py`` requires :data:`MIN_TEXT_PX` on both). :func:`panel_order` gives a figure's
+per-dataset panels one order in every profile.
 """
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ FIGURE_DPI = 120
 # The width (px) a figure is shown at on a 1280-px page: the output area of nbconvert's lab page in a 1280-px window
 # (benchmarks/notebook_screens.py measures it; a wider figure is shrunk to it, its text with it).
 FIGURE_FIT_PX = 1170
-MIN_TEXT_PX = 12  # the smallest text a projected figure may show, in px at FIGURE_FIT_PX
+# The same on a 1024-px page (a projector's smaller width): nbconvert's output area is 914 px wide there.
+FIGURE_FIT_1024_PX = 914
+FIGURE_FITS = {1280: FIGURE_FIT_PX, 1024: FIGURE_FIT_1024_PX}  # page width -> output area width (px)
+MIN_TEXT_PX = 12  # the smallest text a projected figure may show, in px at every width of FIGURE_FITS
 # PNG text keys a saved figure records, so its legibility can be checked from the file alone (figure_text_px)
 FONT_KEY, DPI_KEY = "kgir:min-font-pt", "kgir:dpi"
 

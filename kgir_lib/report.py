@@ -14,8 +14,8 @@ from typing import Iterable, Mapping, Optional, Sequence
 
 import pandas as pd
 
-from .figures import (DPI_KEY, FIGURE_DPI, FIGURE_FIT_PX, FONT_KEY, MIN_TEXT_PX, PANEL_ORDER,  # noqa: F401
-                      drawn_font_sizes, figure_png, figure_text_px, panel_order)
+from .figures import (DPI_KEY, FIGURE_DPI, FIGURE_FIT_1024_PX, FIGURE_FIT_PX, FIGURE_FITS, FONT_KEY,  # noqa: F401
+                      MIN_TEXT_PX, PANEL_ORDER, drawn_font_sizes, figure_png, figure_text_px, panel_order)
 
 # What each LLM the suite knows is, for the caveat every notebook prints (matched by substring of llm_model).
 PAPER_LLMS = ("Qwen2.5-72B-Instruct", "Llama-3-8B-Instruct")

@@ -9,7 +9,11 @@ jupytext extension keep the pair in step). jupytext does the conversion; this sc
   the main job has executed the notebook (``results/<profile>/notebooks/NN_name.ipynb``), each code cell gets the
   outputs of the executed cell with the same source, so the readers' copy shows that run without running anything
   (``tests/test_readers_copies.py`` checks every output against the run's);
-* stable cell ids (``NN-000``, ...) so rebuilding changes no line that did not change.
+* stable cell ids (``NN-000``, ...) so rebuilding changes no line that did not change;
+* a code cell tagged ``hide-input`` (:data:`kgir_lib.notebook.screens.HIDE_INPUT`: imports, formatting, saving, code
+  that teaches nothing) gets ``jupyter.source_hidden``, so JupyterLab opens it collapsed; a rendered copy leaves its
+  input out (nbconvert's ``TagRemovePreprocessor.remove_input_tags``, as ``benchmarks/notebook_screens.py`` renders
+  it). Its outputs, and the cells a student should read, stay as they are.
 
 Usage: ``python scripts/build_notebooks.py [NN_name ...] [--profile local] [--no-outputs]``
 """
@@ -25,6 +29,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from kgir_lib.notebook.screens import HIDE_INPUT  # noqa: E402
 from kgir_lib.report import HEADLINE_PROFILE  # noqa: E402
 SRC = ROOT / "notebooks" / "src"
 OUT = ROOT / "notebooks"
@@ -38,9 +43,13 @@ METADATA = {"kernelspec": KERNELSPEC, "language_info": {"name": "python"}, "jupy
 
 
 def read_source(name: str) -> nbformat.NotebookNode:
-    """The notebook jupytext reads from ``notebooks/src/<name>.py`` (cells only, our metadata)."""
+    """The notebook jupytext reads from ``notebooks/src/<name>.py`` (cells only, our metadata; a cell tagged
+    ``hide-input`` collapsed)."""
     nb = jupytext.read(SRC / f"{name}.py", fmt="py:percent")
     nb.metadata = nbformat.from_dict(METADATA)
+    for c in nb.cells:
+        if c.cell_type == "code" and HIDE_INPUT in c.metadata.get("tags", []):
+            c.metadata["jupyter"] = {"source_hidden": True}
     return nb
 
 

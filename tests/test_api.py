@@ -63,6 +63,26 @@ def test_the_readme_block_runs_as_it_stands(tmp_path):
     assert (answer, rewrite) == (run1["answer"], run1["round-1 rewrite"]) and answered_by
 
 
+def test_the_readme_says_what_the_block_prints_and_why_from_the_committed_tables():
+    """The sentence under the block quotes the sample run's line (run 1 of notebook 07's free question: its answer,
+    the reflection ending the loop, its round-1 rewrite, the question unchanged), the oracle rewrite's answer, the
+    next hop's rank, and the local model's answer, each as the committed tables have it."""
+    text = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    after = " ".join(text.split("<!-- api block: tests/test_api.py runs it -->", 1)[1].split("```", 2)[2]
+                     .split("\n\n")[1].split())
+    sample = pd.read_csv(PROJECT_ROOT / "results" / "sample" / "tables" / "07_free_question_runs.csv")
+    local = pd.read_csv(PROJECT_ROOT / "results" / "local" / "tables" / "07_free_question_runs.csv")
+    run1, oracle = sample.iloc[0], sample.iloc[1]
+    assert run1["round-1 rewrite"] == load_example("figure6")["question"]  # the question unchanged
+    assert f"`{run1['answer']} | reflection | {run1['round-1 rewrite']}`, a wrong answer" in after
+    assert run1["EM"] == 0 and oracle["run"].startswith("run 2: oracle rewrite") and oracle["EM"] == 0
+    assert f"Handed the ideal rewrite, this model still answers {oracle['answer']}" in after
+    assert run1["next hop's rank in D_1"] == 2 and "Hewlett-Packard passage ranks second" in after
+    assert bool(run1["reflection read it (P_1)"]) and bool(run1["in the reader's context"])
+    assert local.iloc[0]["answer"] == "Hewlett-Packard" and local.iloc[0]["EM"] == 1
+    assert "1.5B model answers the same question on the same passages Hewlett-Packard" in after
+
+
 # ---------------------------------------------------------------- the pipeline is the method over the passages
 @pytest.fixture
 def passages(tiny_dataset):

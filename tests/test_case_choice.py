@@ -88,6 +88,16 @@ def test_the_bridge_drawing_marks_the_path_and_fits_30_edges(fig6_case):
     plt.close(fig)
 
 
+def test_notebook_07s_bridge_drawing_is_legible_on_a_1280_and_a_1024_px_page(fig6_case):
+    from kgir_lib import report
+    from kgir_lib.notebook.case.display import draw_case
+
+    fig = draw_case(fig6_case)
+    png = report.figure_png(fig)
+    plt.close(fig)
+    assert min(report.figure_text_px(png, w) for w in report.FIGURE_FITS.values()) >= report.MIN_TEXT_PX
+
+
 def test_nothing_to_draw_is_said_in_words(fig6_case):
     for r in fig6_case.rounds:
         r.subgraph.kept = []

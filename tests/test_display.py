@@ -51,12 +51,12 @@ def test_blocks_split_wide_tables_transpose_short_ones_and_keep_groups_together(
 def test_table_html_renders_line_breaks_and_wraps_long_text_with_plain_spaces():
     q = "Which county is the city where Harris W. Fawell was born in, and what is its seat?"
     html = Table(pd.DataFrame({"question": [q], "triples": ["(a, b, c)\n(d, e, f)"]}), caption="c", wrap=30)._repr_html_()
-    assert "(a, b, c)<br>(d, e, f)" in html
+    assert "(a, b, c)<br>(d, e, f)" in html  # a given line break is kept, short text has no box
     assert "&nbsp;" not in html  # a browser may wrap further: no table runs off the page
     assert "\\n" not in html and "<caption>c</caption>" in html
     cell = html.split("<td style=\"text-align: left; min-width: 18ch\">")[1].split("</td>")[0]
-    lines = cell.split("<br>")
-    assert len(lines) == 3 and all(len(line) <= 30 for line in lines)
+    # long text whole, in a box 30 characters wide where the browser breaks it between words
+    assert cell == f'<div style="max-width: 30ch">{q}</div>'
     short = Table(pd.DataFrame({"answer": ["HP", "Compaq"]}))._repr_html_()
     assert 'min-width: 6ch' in short  # a short text column keeps its longest line, no more
     many = Table(pd.DataFrame({c: [q] for c in ("question", "rewrite", "answer", "gold")} | {"bridge": ["Uganda"]}),
@@ -68,6 +68,32 @@ def test_table_html_renders_line_breaks_and_wraps_long_text_with_plain_spaces():
     plain = Table(pd.DataFrame({"n": [1.5]}), index=False)
     assert "<th></th>" not in plain._repr_html_() and "<td>1.5</td>" in plain._repr_html_()
     assert "county" in repr(Table(pd.DataFrame({"question": [q]})))
+
+
+def test_a_table_cell_breaks_between_words_only():
+    """A cell's text is never cut at the wrap width: a break written at 45 characters ("...the practice of<br>what
+    way...") is broken again by a narrower column, mid-phrase. The text stays whole and the browser breaks it
+    between words, as wide as the column is; a word longer than the box stays whole; the screen estimate counts the
+    lines the box makes."""
+    from kgir_lib.notebook import screens
+
+    q = ("Rostker v. Goldberg held that the practice of what way of filling armed forces vacancies was "
+         "consitutional?")
+    mark = "Conscription in the United States [next hop, gold, new]"
+    long_word = "musique_train_2hop__130712_90450_and_more"
+    html = Table(pd.DataFrame({"query": [q], "after": [mark], "id": [long_word]}), wrap=45)._repr_html_()
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", html)
+    assert cells == [f'<div style="max-width: 45ch">{q}</div>', f'<div style="max-width: 45ch">{mark}</div>',
+                     long_word]  # no <br>: no phrase cut at 45 characters
+    assert "<br>" not in html
+    from kgir_lib.notebook.display import _lines
+
+    assert _lines(q, 45) == ["Rostker v. Goldberg held that the practice of",
+                             "what way of filling armed forces vacancies",
+                             "was consitutional?"]  # the lines a 45-character column lays out, between words
+    assert _lines(long_word, 20) == [long_word]  # a long word is not split
+    assert screens._cell_lines(cells[0]) == 3 and screens._cell_lines(cells[1]) == 2
+    assert screens._cell_lines("a<br>b") == 2 and screens._cell_lines(long_word) == 1
 
 
 def test_key_columns_are_the_leading_text_columns_that_tell_rows_apart():
@@ -152,3 +178,12 @@ def test_a_table_too_wide_for_a_1024_px_page_is_split_so_every_block_fits(monkey
     shown.clear()
     show(df.iloc[:, :3], "narrow")
     assert len([o for o in shown if isinstance(o, Table)]) == 1
+
+
+def test_a_true_or_false_cell_reads_yes_or_no():
+    """Python's True / False is not shown to a reader: a bool column and a bool among other values read yes / no;
+    the numbers 1 and 0 stay numbers."""
+    html = Table(pd.DataFrame({"gold": [True, False], "mixed": [True, "x"], "n": [1, 0]}))._repr_html_()
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", html)
+    assert cells == ["yes", "yes", "1", "no", "x", "0"]
+    assert "True" not in html and "False" not in html

@@ -263,6 +263,10 @@ def test_figures_and_published_indexing():
     # KGIR-RAG and BM25 have the same tokens and F1: one shared label
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert texts[:2] == ["1", "2"] and texts[2] == "1  KGIR-RAG = BM25\n2  Naive RAG"
+    from kgir_lib import report
+
+    png = report.figure_png(fig)  # the key under the axes: narrow enough for a 1024-px page
+    assert min(report.figure_text_px(png, w) for w in report.FIGURE_FITS.values()) >= report.MIN_TEXT_PX
     bt = bootstrap_table(scores_frame(), metrics=("F1",), n_boot=200)
     fig = viz.plot_bootstrap(bt, dataset="musique")
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["Naive RAG", "BM25"]

@@ -7,7 +7,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from kgir_lib import report  # noqa: E402
 from kgir_lib.notebook import viz  # noqa: E402
+
+
+def _legible_at_both_widths(fig) -> bool:
+    png = report.figure_png(fig)
+    return min(report.figure_text_px(png, w) for w in report.FIGURE_FITS.values()) >= report.MIN_TEXT_PX
 
 
 def test_a_sweep_labels_every_point_and_names_n():
@@ -61,4 +67,28 @@ def test_ablation_bars_carry_their_intervals_in_the_one_sign():
     assert spans == [(-12.0, -1.0), (-1.0, 11.0)]
     assert "full minus variant" in ax.get_ylabel()
     assert "ours (95 % CI)" in [x.get_text() for x in ax.get_legend().get_texts()]
+    plt.close(fig)
+
+
+def test_notebook_06s_figures_at_its_sizes_are_legible_on_a_1024_px_page():
+    """The KG²RAG ablation bars on notebook 06's 11 x 8 in grid, and two sweeps on its 9 x 8 in figure, with the
+    labels notebook 06 gives them: the smallest text stands at least 12 px high on a 1280-px and a 1024-px page."""
+    variants = ["KG²RAG (full)", "w/o expansion", "w/o organisation", "as the authors' code runs it"]
+    t = pd.DataFrame([{"dataset": d, "variant": v, "EM": 30.0, "F1": 40.2, "R@2": 50.1, "R@5": 60.3}
+                      for d in ("musique_train", "hotpotqa") for v in variants])
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+    for i, (ax, metric) in enumerate(zip(axes.flat, ("EM", "F1", "R@2", "R@5"))):
+        viz.plot_variant_scores(ax, t, metric, legend=i == 0)
+    fig.suptitle("KG²RAG and its ablations, 100 questions a dataset", fontsize=12)
+    fig.tight_layout()
+    assert _legible_at_both_widths(fig)
+    plt.close(fig)
+    df = pd.DataFrame({"dataset": ["musique_train"] * 3 + ["hotpotqa"] * 3, "param": ["top_k"] * 6,
+                       "value": [5, 10, 15] * 2, "EM": [50.0, 50.0, 0.0] * 2, "F1": [60.0, 55.0, 10.0] * 2,
+                       "R@5": [70.0, 71.0, 72.0] * 2})
+    fig, axes = plt.subplots(2, 1, figsize=(9, 8))
+    for ax in axes:
+        viz.plot_sweep(ax, df, ("EM", "F1", "R@5"), "KG²RAG: seed passages k", n_questions=100)
+    fig.tight_layout()
+    assert _legible_at_both_widths(fig)
     plt.close(fig)

@@ -1,6 +1,6 @@
 """Every committed figure can be read when projected: its smallest text stands at least 12 px high when the figure is
-shown fitted to a 1280-px page (the 1170-px output area of nbconvert's page, which
-``benchmarks/notebook_screens.py`` measures).
+shown fitted to a 1280-px page and to a 1024-px page (the 1170-px and 914-px output areas of nbconvert's page,
+:data:`kgir_lib.report.FIGURE_FITS`, which ``benchmarks/notebook_screens.py`` measures).
 
 The suite stores every figure through :func:`kgir_lib.report.figure_png`, which records in the PNG the smallest font
 its drawing put on the canvas and the dpi (:func:`kgir_lib.report.drawn_font_sizes` reads them off the renderer, so a
@@ -36,13 +36,14 @@ NOTEBOOKS = sorted(p for p in {*PROJECT_ROOT.glob("notebooks/*.ipynb"),
                                *PROJECT_ROOT.glob("results/*/notebooks/*.ipynb")} if _committed(p))
 
 
-def legibility_problem(png: bytes) -> str:
-    """Why a stored figure cannot be read when projected ('' when it can)."""
-    px = report.figure_text_px(png)
-    if px is None:
+def legibility_problem(png: bytes, pages=tuple(report.FIGURE_FITS)) -> str:
+    """Why a stored figure cannot be read when projected on a page of each width of ``pages`` ('' when it can)."""
+    if report.figure_text_px(png) is None:
         return "records no font size (not drawn through kgir_lib.report.figure_png)"
-    if px < report.MIN_TEXT_PX:
-        return f"smallest text {px:.1f} px on a 1280-px page (at least {report.MIN_TEXT_PX})"
+    for page in pages:
+        px = report.figure_text_px(png, report.FIGURE_FITS[page])
+        if px < report.MIN_TEXT_PX:
+            return f"smallest text {px:.1f} px on a {page}-px page (at least {report.MIN_TEXT_PX})"
     return ""
 
 
@@ -88,6 +89,15 @@ def test_the_check_fails_an_illegible_figure_and_passes_a_legible_one():
     width = Image.open(io.BytesIO(wide)).size[0]
     assert report.figure_text_px(wide) == pytest.approx(10 * 120 / 72 * 1170 / width)
     assert "smallest text" in legibility_problem(wide)
+    # a figure 10 in wide, between the two output areas: 10-pt ticks are 16.7 px unshrunk on a 1280-px page and
+    # shrunk to 914 px on a 1024-px one; 7.5-pt ticks are 12.5 px at 1280 but under 12 px at 1024: it fails there alone
+    mid, small = _png((10, 3), 10), _png((10, 3), 7.5)
+    mid_w = Image.open(io.BytesIO(mid)).size[0]
+    assert 914 < mid_w < 1170 and legibility_problem(mid) == ""
+    assert report.figure_text_px(mid, 914) == pytest.approx(10 * 120 / 72 * 914 / mid_w)
+    assert legibility_problem(small, (1280,)) == ""
+    assert legibility_problem(small) == legibility_problem(small, (1024,)) != ""
+    assert "on a 1024-px page" in legibility_problem(small)
     assert "smallest text" in legibility_problem(_png((8, 3), 6))
     fig, ax = plt.subplots()
     ax.plot([0, 1])

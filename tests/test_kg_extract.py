@@ -265,3 +265,23 @@ def test_workspace_base_is_notebook_01s_pool_else_empty_and_none_for_a_graph_kep
     ws = workspace(cfg, ds, llm=llm, progress=False, encoder=BagOfWordsEncoder())
     assert set(ws.kg_base) == set(built.pool) and ws.method_view().kg.extracted == set(built.pool)
     assert workspace(cfg, ds, llm=llm, progress=False, encoder=BagOfWordsEncoder(), store=False).kg_base is None
+
+
+def test_build_sentence_says_what_notebook_01_built(monkeypatch):
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from kgir_lib.kg import extract
+
+    kg = KnowledgeGraph([Triple("Compaq", "merged with", "HP", "p1"), Triple("HP", "based in", "Palo Alto", "p2")],
+                        extracted=["p1", "p2", "p3"])
+    run = extract.KGBuild("hotpotqa", "llm", kg, Counter(), ["p1", "p2", "p3"],
+                          extract.ExtractionReport(n_passages=2), 5)
+    cfg = SimpleNamespace()
+    files = {"musique_train": Path("openie_musique_train_results_x.json")}
+    monkeypatch.setattr(extract, "openie_file", lambda cfg, name: files.get(name))
+    assert extract.build_sentence(cfg, run) == ("hotpotqa: extracted 2 new of 3 pooled passages; 2 triples from 3 "
+                                                "passages (5 passages in the stored graph)")
+    imported = extract.KGBuild("musique_train", "openie", kg, Counter(), [], None, 3)
+    assert extract.build_sentence(cfg, imported) == ("musique_train: imported openie_musique_train_results_x.json; "
+                                                     "2 triples from 3 passages (3 passages in the stored graph)")

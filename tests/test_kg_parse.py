@@ -177,3 +177,22 @@ def test_deep_nesting_does_not_raise():
     for _ in range(2000):
         deep = [deep]
     _check(deep)
+
+
+def test_notebook_01s_parser_table_shows_triples_and_drops_in_words():
+    """No raw Python in the table a reader reads: a kept triple is ``(head, relation, tail)``, one a line, and the
+    drops are counted in words in the parser's order of reasons (not a dict, not a tuple's repr)."""
+    from kgir_lib.kg.stats import PARSER_EXAMPLES, drops_in_words, parser_examples
+
+    t = parser_examples()
+    assert list(t.columns) == ["as written", "kept", "drops"] and t.index.name == "output"
+    assert t["as written"].to_dict() == PARSER_EXAMPLES
+    assert t[["kept", "drops"]].to_dict("index") == {
+        "numbered lines": {"kept": "(Compaq, founded in, 1982)", "drops": "1 wrong arity, 1 duplicate"},
+        "JSON": {"kept": "(Compaq, merged with, Hewlett-Packard)", "drops": "1 empty part, 1 head equals tail"},
+        "pipes + prose": {"kept": "(Compaq, top PC maker in, 1994)", "drops": "none"},
+        "prose only": {"kept": "(none)", "drops": "1 unparseable"},
+    }
+    assert parser_examples({"two": "a ## b ## c\nd ## e ## f"})["kept"].tolist() == ["(a, b, c)\n(d, e, f)"]
+    assert drops_in_words({}) == "none"
+    assert drops_in_words({"doc_not_in_corpus": 2, "duplicate": 1}) == "1 duplicate, 2 doc not in corpus"

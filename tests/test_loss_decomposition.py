@@ -183,6 +183,10 @@ def test_the_figure_draws_each_readers_waterfall_with_a_legend():
     assert [t.get_text() for t in fig.legends[0].get_texts()] == [
         "(a) KGIR-RAG's own prompt", "a step's gain", "a step's loss", "(e) uncut gold passages"]
     assert [a.get_title() for a in fig.axes] == ["mq (n = 6)", "hq (n = 6)"]
+    from kgir_lib import report
+
+    png = report.figure_png(fig)  # two datasets: legible on a 1024-px page too
+    assert min(report.figure_text_px(png, w) for w in report.FIGURE_FITS.values()) >= report.MIN_TEXT_PX
     plt.close(fig)
 
 

@@ -36,6 +36,17 @@ def test_source_and_notebook_agree(src):
 
 
 @pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)
+def test_a_cell_tagged_hide_input_opens_collapsed_and_only_such_a_cell(src):
+    """``hide-input`` (code that teaches nothing) becomes JupyterLab's ``jupyter.source_hidden`` in the readers' copy;
+    a cell the source does not tag keeps its input open, and a markdown cell is never tagged."""
+    nb = nbformat.read(REPO / "notebooks" / f"{src.stem}.ipynb", as_version=4)
+    for c in nb.cells:
+        tagged = "hide-input" in c.metadata.get("tags", [])
+        assert tagged == bool(c.metadata.get("jupyter", {}).get("source_hidden")), c.source[:60]
+        assert not (tagged and c.cell_type != "code"), c.source[:60]
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)
 def test_one_parameters_cell_then_open_notebook(src):
     cells = jupytext.read(src, fmt="py:percent").cells
     tagged = [i for i, c in enumerate(cells) if "parameters" in c.metadata.get("tags", [])]

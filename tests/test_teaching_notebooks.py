@@ -157,3 +157,13 @@ def test_chain_marks_say_where_every_step_holds():
     marks = chain_marks(t)
     assert marks["the whole chain"].tolist() == ["✓ every step holds", f"breaks at {STEPS[3]}"]
     assert marks.loc[1, STEPS[3]] == "✗" and marks.loc[0, STEPS[1]] == "✓"
+
+
+def test_notebook_04_defines_p_holm_where_it_first_uses_it():
+    """04's study-variant sentences give "p(Holm)" before notebook 05 explains it: the first "p(Holm)" a reader meets
+    in 04 is its definition, in the markdown of that section."""
+    nb = nbformat.read(PROJECT_ROOT / "notebooks" / "04_iterative_rewrite.ipynb", as_version=4)
+    text = _order(nb)
+    first = text.find("p(Holm)")
+    assert first >= 0 and text[first - 2:first + 9] == "**p(Holm)**"
+    assert "exact McNemar test" in text[first:first + 200] and "Holm's procedure" in text[first:first + 400]

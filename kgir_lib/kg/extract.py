@@ -148,6 +148,16 @@ class KGBuild:
     stored_passages: int = 0     # passages in the stored KG (may include on-demand extractions of later notebooks)
 
 
+def build_sentence(cfg, build: KGBuild) -> str:
+    """What :func:`build_kg` did for one dataset, in one line (notebook 01 §2): the published file it imported or
+    the passages it extracted, and the triples and passages of the graph."""
+    published = openie_file(cfg, build.dataset)
+    what = (f"imported {published.name}" if build.source == "openie" and published is not None
+            else f"extracted {build.report.n_passages if build.report else 0} new of {len(build.pool)} pooled passages")
+    return (f"{build.dataset}: {what}; {len(build.kg)} triples from {len(build.kg.extracted)} passages "
+            f"({build.stored_passages} passages in the stored graph)")
+
+
 class OpenedKG(NamedTuple):
     """A dataset's graph as :func:`open_graph` found it: ``how`` is ``"stored"``, ``"imported"`` or ``"empty"``;
     ``drops`` the parser drops by reason (an import's own count, with its document-level reasons)."""

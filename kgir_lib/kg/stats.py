@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..data import Corpus
 from .graph import KnowledgeGraph
-from .parse import CUT_REPLY, DROP_REASONS
+from .parse import CUT_REPLY, DROP_REASONS, parse_triples
 from .store import total_drops
 
 
@@ -59,3 +59,33 @@ def side_by_side(kg: KnowledgeGraph, corpus: Corpus, pids: Sequence[str], max_ch
             row["raw LLM output"] = raw.get(pid, "")
         rows.append(row)
     return pd.DataFrame(rows).set_index("pid")
+
+
+def drops_in_words(drops: Mapping[str, int]) -> str:
+    """The parser's drops as words, the parser's reasons first (:data:`kgir_lib.kg.parse.DROP_REASONS`), then any
+    other: ``"1 wrong arity, 1 duplicate"``; ``"none"`` when nothing was dropped."""
+    order = [r for r in DROP_REASONS if drops.get(r)] + [r for r in drops if r not in DROP_REASONS and drops[r]]
+    return ", ".join(f"{drops[r]} {r.replace('_', ' ')}" for r in order) or "none"
+
+
+# Extraction outputs of the kinds a small model writes (notebook 01 §1): numbered ``##`` lines with a two-part line
+# and a repeat, JSON with a head = tail triple and a missing tail, pipes inside prose, and prose alone.
+PARSER_EXAMPLES = {
+    "numbered lines": "1. Compaq ## founded in ## 1982\n2. Compaq ## PC maker\n3. Compaq ## founded in ## 1982",
+    "JSON": '[["Compaq", "merged with", "Hewlett-Packard"], ["HP", "is", "HP"], ["Compaq", "based in", ""]]',
+    "pipes + prose": "Here are the facts:\nCompaq | top PC maker in | 1994\nThat is all.",
+    "prose only": "I could not find any facts.",
+}
+
+
+def parser_examples(outputs: Mapping[str, str] = PARSER_EXAMPLES) -> pd.DataFrame:
+    """What :func:`kgir_lib.kg.parse.parse_triples` keeps and drops of each named extraction output (notebook 01
+    §1, KGIR-RAG §2.1; :data:`PARSER_EXAMPLES` by default): one row an output, the output as the model wrote it,
+    its kept triples one a line as ``(head, relation, tail)``, its drops in words (:func:`drops_in_words`)."""
+    rows = []
+    for name, raw in outputs.items():
+        kept, drops = parse_triples(raw)
+        rows.append({"output": name, "as written": raw,
+                     "kept": "\n".join(f"({h}, {r}, {t})" for h, r, t in kept) or "(none)",
+                     "drops": drops_in_words(drops)})
+    return pd.DataFrame(rows, columns=["output", "as written", "kept", "drops"]).set_index("output")

@@ -19,11 +19,13 @@ everywhere:
   published column group has numbers for a few methods only) and says so;
 * **long tables cut**: more than ``max_rows`` rows show the first ``max_rows``, with a line saying how many
   there are and where the whole table is saved (``full``: the path :func:`kgir_lib.report.save_table` returned);
-* **text readable**: a line break in a cell is a line break; long text wraps at about ``wrap`` characters and
-  a browser may wrap it further at any space, so no table runs off a projected page; a text column keeps a
-  minimum width (:data:`MIN_TEXT_CH` characters), so a question is never squeezed into a column one word wide,
-  and the text columns of one table together keep at most :data:`TEXT_BUDGET_CH` (each down to
-  :data:`SQUEEZED_CH`), so a table of many text columns still fits beside its keys on a 1,400-px page;
+* **text readable**: a line break in a cell is a line break; long text wraps between words in a box about ``wrap``
+  characters wide (the browser breaks it, narrower when the page is, never inside a word), so no table runs off a
+  projected page; a text column keeps a minimum width (:data:`MIN_TEXT_CH` characters), so a question is never
+  squeezed into a column one word wide, and the text columns of one table together keep at most
+  :data:`TEXT_BUDGET_CH` (each down to :data:`SQUEEZED_CH`), so a table of many text columns still fits beside its
+  keys on a 1,400-px page;
+* **words, not Python**: a true / false cell reads "yes" / "no" (the saved table keeps the values);
 * **terms defined**: ``notes`` (``{column: definition}``, e.g. a module's ``COLUMN_NOTES``) are printed under the
   table for the columns it has, so an abbreviation ("n alone", "McNemar b/c") is never left to guess.
 
@@ -198,21 +200,36 @@ def notes_markdown(df: pd.DataFrame, notes: Optional[Mapping[str, str]]) -> str:
     return "  \n".join(lines)
 
 
-def _lines(v, wrap: int) -> list:
+def _given_lines(v) -> list:
+    """A cell's text as the lines it was given (its own line breaks only); ``[]`` for a missing value."""
     if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
         return []
+    if isinstance(v, (bool, np.bool_)):
+        return ["yes" if v else "no"]  # a word, not Python's True / False
     if isinstance(v, (float, np.floating)) and float(v).is_integer() and abs(float(v)) < 1e15:
         v = int(v)  # a count in a column of mixed quantities (a transposed table) shows no ".0"
+    return str(v).split("\n")
+
+
+def _lines(v, wrap: int) -> list:
+    """A cell's lines as a browser lays them out in a column ``wrap`` characters wide: its own line breaks, then
+    breaks between words only (a word longer than ``wrap`` stays whole)."""
     lines = []
-    for raw in str(v).split("\n"):
-        lines.extend(textwrap.wrap(raw, wrap, break_on_hyphens=False) or [""])
+    for raw in _given_lines(v):
+        lines.extend(textwrap.wrap(raw, wrap, break_on_hyphens=False, break_long_words=False) or [""])
     return lines
 
 
 def _cell_html(v, wrap: int) -> str:
-    """A cell's text escaped, a line break (given, or after about ``wrap`` characters) as ``<br>``; plain spaces,
-    so a browser can wrap a line further rather than run off the page."""
-    return "<br>".join(html.escape(line) for line in _lines(v, wrap))
+    """A cell's text escaped, its own line breaks as ``<br>``. Text longer than ``wrap`` characters sits in a box
+    at most ``wrap`` characters wide (``max-width: <wrap>ch``), where the browser breaks it between words, as
+    narrow as the column is: no break is written into the text, so a phrase is never cut at a fixed width and then
+    cut again by a narrower page."""
+    lines = _given_lines(v)
+    body = "<br>".join(html.escape(line) for line in lines)
+    if any(len(line) > wrap for line in lines):
+        return f'<div style="max-width: {wrap}ch">{body}</div>'
+    return body
 
 
 def _min_width(col: pd.Series, wrap: int) -> int:

@@ -4,8 +4,9 @@
 deterministically. :func:`place_labels` moves every node and edge label to the first spot where it overlaps no
 label placed before it and no node marker, so edge labels around a hub do not print over the names of its
 neighbours. :data:`FIGSIZE`, :data:`NODE_FONT`, :data:`EDGE_FONT`, :data:`TITLE_FONT`, :data:`LEGEND_FONT` and
-:data:`NOTE_FONT` are the sizes a lecture hall can read: a panel is shrunk to the 1170-px output area of a 1280-px
-page, and its smallest text (an edge label) still stands at least 12 px high there (``tests/test_figures_legible.py``).
+:data:`NOTE_FONT` are the sizes a lecture hall can read: a panel is shrunk to the output area of the page (1170 px on a
+1280-px page, 914 px on a 1024-px one), and its smallest text (an edge label) still stands at least 12 px high on
+both (``tests/test_figures_legible.py``).
 """
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ import networkx as nx
 __all__ = ["FIGSIZE", "NODE_FONT", "EDGE_FONT", "TITLE_FONT", "LEGEND_FONT", "NOTE_FONT", "layout", "short_label",
            "place_labels"]
 
-FIGSIZE = (12.0, 6.8)   # inches of one panel (1440 px at the suite's 120 dpi, shown 1170 px wide on a 1280-px page)
-NODE_FONT, EDGE_FONT = 10.5, 9.5   # pt: 14 and 13 px high on that page
-TITLE_FONT, LEGEND_FONT, NOTE_FONT = 12.0, 10.5, 10.5
+FIGSIZE = (10.0, 6.8)   # inches of one panel: 1200 px at the suite's 120 dpi, about 1250 with the legend beside it
+NODE_FONT, EDGE_FONT = 11.0, 10.5   # pt: 14 and 13 px high when the panel is shrunk to a 1024-px page
+TITLE_FONT, LEGEND_FONT, NOTE_FONT = 12.0, 11.0, 11.0
 
 
 def layout(g: nx.Graph, seeds: Sequence[str] = ()) -> dict:

@@ -20,7 +20,8 @@ from typing import Optional
 
 from .narrative import AUDIT_HEADING
 
-__all__ = ["audit_index", "cell_px", "core_px", "core_screens", "SCREEN_PX", "MAX_CORE_SCREENS"]
+__all__ = ["audit_index", "cell_px", "core_px", "core_screens", "code_px", "core_code_share", "input_hidden",
+           "long_code_lines", "HIDE_INPUT", "SCREEN_PX", "MAX_CORE_SCREENS", "MAX_CODE_SHARE", "CODE_CHARS_1024"]
 
 SCREEN_PX = 800          # a 1280×800 projector's page height
 MAX_CORE_SCREENS = 12    # what a lecturer projects before the audit, at most
@@ -32,6 +33,20 @@ OUT_LINE, OUT_CHARS = 17.5, 150
 ROW_PX, HEAD_PX = 33.0, 46.0   # a table row (one line of text), a table's header and caption
 HEADINGS = {1: (44.0, 58), 2: (40.0, 70), 3: (32.0, 90), 4: (28.0, 110)}  # px a line, characters a line
 CELL_PAD, OUTPUT_PAD = 22.0, 10.0
+CODE_PAD = 10.0          # px of a code input area besides its lines
+# The tag of a code cell whose input teaches nothing (imports, formatting, saving): scripts/build_notebooks.py marks
+# its input collapsed for JupyterLab (``jupyter.source_hidden``) and a rendered copy leaves it out
+# (benchmarks/notebook_screens.py renders with nbconvert's TagRemovePreprocessor on this tag); its outputs stay.
+HIDE_INPUT = "hide-input"
+MAX_CODE_SHARE = 0.10    # at most this share of a teaching core's height is code a reader sees
+# The estimate of a core is never below Chromium's height; Chromium's is at least this share of it (0.85 to 0.90 on
+# the readers' copies of 01, 03, 04, 05 and 07), so the code share divides by this share of the estimate: never
+# below the share Chromium measures. The code's own height is estimated line for line (within 2 % of the measure).
+CORE_LOW = 0.85
+# Characters of code a line holds on a 1024-px page (914-px input area, 7.8 px a character of the 13-px code font,
+# less the editor's padding): a longer line runs past the right edge. Measured in Chromium with the benchmark's page:
+# a line of 114 characters fits, one of 115 scrolls.
+CODE_CHARS_1024 = 114
 
 
 def audit_index(nb) -> Optional[int]:
@@ -72,9 +87,21 @@ def _table_px(table_html: str) -> float:
     if head:
         px += 16.0 * max([c.count("<br>") for c in re.findall(r"<th[^>]*>(.*?)</th>", head.group(1), re.S)] or [0])
     for row in re.findall(r"<tr>(.*?)</tr>", table_html.split("</thead>", 1)[-1], re.S):
-        lines = max([c.count("<br>") + 1 for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)] or [1])
+        lines = max([_cell_lines(c) for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)] or [1])
         px += ROW_PX + 16.0 * (lines - 1)
     return px
+
+
+def _cell_lines(cell_html: str) -> int:
+    """The lines of one table cell: its ``<br>`` breaks, and within a box ``max-width: <n>ch`` (long text, which the
+    browser breaks between words) each line's words wrapped at ``n`` characters (a character of text is narrower
+    than a ``ch``, so this is never fewer lines than the page shows)."""
+    box = re.search(r"max-width:\s*(\d+)ch", cell_html)
+    parts = re.split(r"<br\s*/?>", re.sub(r"<(?!br)[^>]+>", "", cell_html))
+    if not box:
+        return len(parts)
+    width = int(box.group(1))
+    return sum(len(textwrap.wrap(html.unescape(p), width, break_long_words=False)) or 1 for p in parts)
 
 
 def _image_px(data: str) -> float:
@@ -101,12 +128,27 @@ def _output_px(out) -> float:
     return 0.0
 
 
+def input_hidden(cell) -> bool:
+    """Whether a code cell's input is hidden from the reader: tagged :data:`HIDE_INPUT` (or collapsed in JupyterLab,
+    ``jupyter.source_hidden``)."""
+    meta = cell.get("metadata", {})
+    return HIDE_INPUT in meta.get("tags", []) or bool(meta.get("jupyter", {}).get("source_hidden"))
+
+
+def code_px(cell) -> float:
+    """The estimated height (px) of the code a reader sees in one cell on a 1280-px page: 0 for a markdown cell or
+    a hidden input."""
+    if cell.cell_type != "code" or input_hidden(cell):
+        return 0.0
+    return CODE_LINE * _wrapped(textwrap.dedent(cell.source), CODE_CHARS) + CODE_PAD
+
+
 def cell_px(cell) -> float:
-    """The estimated height (px) of one cell and its stored outputs on a 1280-px page."""
+    """The estimated height (px) of one cell and its stored outputs on a 1280-px page (a hidden input counts
+    nothing)."""
     if cell.cell_type == "markdown":
         return _markdown_px(cell.source) + CELL_PAD
-    code = CODE_LINE * _wrapped(textwrap.dedent(cell.source), CODE_CHARS) + CELL_PAD
-    return code + sum(_output_px(o) for o in cell.get("outputs", []))
+    return code_px(cell) + CELL_PAD + sum(_output_px(o) for o in cell.get("outputs", []))
 
 
 def core_px(nb) -> float:
@@ -114,6 +156,22 @@ def core_px(nb) -> float:
     none)."""
     end = audit_index(nb)
     return sum(cell_px(c) for c in nb.cells[:end])
+
+
+def core_code_share(nb) -> float:
+    """The share of the teaching core's height that is code a reader sees (:func:`code_px`), the core taken at
+    :data:`CORE_LOW` of its estimate, so that the share is never below Chromium's measure."""
+    end = audit_index(nb)
+    total = CORE_LOW * core_px(nb)
+    return sum(code_px(c) for c in nb.cells[:end]) / total if total else 0.0
+
+
+def long_code_lines(nb, chars: int = CODE_CHARS_1024) -> list:
+    """``(cell index, line)`` of every line of code a reader sees in the teaching core that is longer than ``chars``
+    characters: past the right edge of a 1024-px page by default."""
+    end = audit_index(nb)
+    return [(i, line) for i, c in enumerate(nb.cells[:end]) if code_px(c)
+            for line in textwrap.dedent(c.source).splitlines() if len(line) > chars]
 
 
 def core_screens(nb, screen_px: float = SCREEN_PX) -> float:

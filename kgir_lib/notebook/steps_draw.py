@@ -19,7 +19,7 @@ from ..kg import Triple
 from .graph_draw import EDGE_FONT, FIGSIZE, LEGEND_FONT, NODE_FONT, NOTE_FONT, TITLE_FONT, place_labels, short_label
 from .steps_viz import KEPT, PRUNED, SEEDLESS, STEPS, FocusView, covers_G_q
 
-TITLE_CHARS = 110  # a panel's title wraps here (at TITLE_FONT, about the panel's width)
+TITLE_CHARS = 90  # a panel's title wraps here (at TITLE_FONT, about the panel's width)
 
 __all__ = ["STEP_TITLES", "COLORS", "step_title", "step_legend", "draw_step", "steps_figure"]
 
@@ -185,5 +185,5 @@ def steps_figure():
     import matplotlib.pyplot as plt
 
     fig = plt.figure(figsize=FIGSIZE, dpi=100)
-    ax = fig.add_axes((0.01, 0.02, 0.76, 0.86))
+    ax = fig.add_axes((0.01, 0.02, 0.70, 0.86))
     return fig, ax

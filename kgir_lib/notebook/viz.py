@@ -89,7 +89,8 @@ def plot_f1_vs_tokens(cost: pd.DataFrame, title: str = "", ax=None):
     for i, ((xi, yi), names) in enumerate(groups.items(), start=1):
         ax.annotate(str(i), (xi, yi), textcoords="offset points", xytext=(3, 3), fontsize=9.5)
         legend.append(f"{i}  {' = '.join(names)}")
-    ax.text(1.02, 1.0, "\n".join(legend), transform=ax.transAxes, va="top", fontsize=9.5, family="monospace")
+    # the key under the axes, not beside them: the figure stays narrow enough to show unshrunk on a 1024-px page
+    ax.text(0.0, -0.2, "\n".join(legend), transform=ax.transAxes, va="top", fontsize=9.5, family="monospace")
     if len(x) and (x > 0).all():
         ax.set_xscale("log")
         ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
@@ -157,6 +158,10 @@ def plot_ablation(ax, table: pd.DataFrame, dataset: str, metric: str = "EM",
     ax.legend(fontsize=9.5, loc="upper center", ncol=2, frameon=False)
 
 
+VARIANT_PT = 11.0  # plot_variant_scores' labels: legible when notebook 06's 11-in figure is shrunk to a 1024-px page
+SWEEP_PT = 9.5     # plot_sweep's and plot_robustness' point labels and legends, likewise for their 9-in figures
+
+
 def plot_variant_scores(ax, table: pd.DataFrame, metric: str = "F1", legend: bool = True) -> None:
     """Grouped bars: ``metric`` of each variant (x) for each dataset (colour), from :func:`ablation_table`.
 
@@ -171,13 +176,15 @@ def plot_variant_scores(ax, table: pd.DataFrame, metric: str = "F1", legend: boo
         part = table[table["dataset"] == d].set_index("variant").reindex(variants)
         x = np.arange(len(variants)) - 0.4 + width * (i + 0.5)
         bars = ax.bar(x, part[metric], width=width, label=d)
-        ax.bar_label(bars, fmt="%.1f", fontsize=9, padding=2)
-    ax.set_xticks(np.arange(len(variants)), [textwrap.fill(str(v), 16) for v in variants], fontsize=9)
-    ax.set_ylabel(f"{metric} (×100)", fontsize=10)
-    ax.set_title(metric, fontsize=11)
+        ax.bar_label(bars, fmt="%.1f", fontsize=VARIANT_PT, padding=2)
+    ax.set_xticks(np.arange(len(variants)), [textwrap.fill(str(v), 14) for v in variants], fontsize=VARIANT_PT)
+    ax.tick_params(axis="y", labelsize=VARIANT_PT)
+    ax.set_ylabel(f"{metric} (×100)", fontsize=11)
+    ax.set_title(metric, fontsize=12)
     ax.margins(y=0.18)
     if legend:
-        ax.legend(fontsize=9, loc="lower left", bbox_to_anchor=(0.0, 1.08), ncol=len(datasets), frameon=False)
+        ax.legend(fontsize=VARIANT_PT, loc="lower left", bbox_to_anchor=(0.0, 1.08), ncol=len(datasets),
+                  frameon=False)
 
 
 def plot_sweep(ax, df: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), title: str = "",
@@ -194,7 +201,7 @@ def plot_sweep(ax, df: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), titl
                 ax.plot(xs, ys, marker=markers[i % len(markers)], label=f"{dataset} {m}")
                 for x, y in zip(xs, ys):
                     ax.annotate(f"{y:.0f}", (x, y), textcoords="offset points", xytext=(0, 5), ha="center",
-                                fontsize=8)
+                                fontsize=SWEEP_PT)
     if len(df):
         ax.set_xticks(sorted({float(v) for v in df["value"]}))
     ax.set_xlabel(str(df["param"].iloc[0]) if len(df) else "value", fontsize=10)
@@ -203,7 +210,7 @@ def plot_sweep(ax, df: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), titl
     note = f"\nn = {n_questions} questions a point: one question = {100 / n_questions:.0f} EM points" \
         if n_questions else ""
     ax.set_title(title + note, fontsize=10)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.legend(fontsize=SWEEP_PT, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
 def plot_robustness(ax, summary: pd.DataFrame, metrics: Sequence[str] = ("EM", "F1"), title: str = "",
@@ -225,7 +232,7 @@ def plot_robustness(ax, summary: pd.DataFrame, metrics: Sequence[str] = ("EM", "
     parts = [p for p in (f"n = {n_questions} questions" if n_questions else "",
                          f"{seeds_n} seeds a share (dots: each seed)" if seeds_n and runs is not None else "") if p]
     ax.set_title(title + ("\n" + ", ".join(parts) if parts else ""), fontsize=10)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.legend(fontsize=SWEEP_PT, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
 LOOP_STEPS = (  # (title, paper reference) of each box of plot_loop, left to right

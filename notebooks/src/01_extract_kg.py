@@ -51,12 +51,8 @@ extract_datasets = None      # datasets extracted with the LLM; None: the profil
 n_questions = None           # sampled questions whose top-k passages are extracted
 extract_max_passages = None  # cap on passages extracted per dataset (None: the profile's value)
 top_k = None                 # dense top-k of each sampled question; None: the profile's value
-llm_backend = None           # model overrides; None keeps the profile's
-llm_model = None
-llm_model_path = None
-embed_model = None
 
-# %%
+# %% tags=["hide-input"]
 import time
 
 import matplotlib.pyplot as plt
@@ -66,9 +62,8 @@ from IPython.display import display
 
 from kgir_lib import pipeline, report
 from kgir_lib.data import load_dataset
-from kgir_lib.kg.extract import build_kg, raw_outputs
-from kgir_lib.kg.parse import parse_triples
-from kgir_lib.kg.stats import side_by_side, table3, triples_per_passage
+from kgir_lib.kg.extract import build_kg, build_sentence, raw_outputs
+from kgir_lib.kg.stats import parser_examples, side_by_side, table3, triples_per_passage
 from kgir_lib.kg.store import openie_file
 from kgir_lib.notebook.display import show, show_figure
 from kgir_lib.notebook.opening import open_notebook
@@ -83,17 +78,10 @@ print(f"LLM extraction for {cfg.extract_datasets}: the dense top-{cfg.top_k} pas
 #
 # A few outputs of the kinds we meet: numbered `##` lines with a two-part line and a repeat, JSON with a
 # head = tail triple and a missing tail, and prose. Each kept triple has three non-empty parts; each drop
-# is counted.
+# is counted, by its reason.
 
 # %%
-examples = {
-    "numbered lines": "1. Compaq ## founded in ## 1982\n2. Compaq ## PC maker\n3. Compaq ## founded in ## 1982",
-    "JSON": '[["Compaq", "merged with", "Hewlett-Packard"], ["HP", "is", "HP"], ["Compaq", "based in", ""]]',
-    "pipes + prose": "Here are the facts:\nCompaq | top PC maker in | 1994\nThat is all.",
-    "prose only": "I could not find any facts.",
-}
-show(pd.DataFrame([{"output": k, "kept": "\n".join(map(str, parse_triples(v)[0])), "drops": dict(parse_triples(v)[1])}
-                   for k, v in examples.items()]).set_index("output"), "what the parser keeps and drops")
+show(parser_examples(), "what the parser keeps and drops")  # kgir_lib.kg.stats.PARSER_EXAMPLES, parsed
 
 # %% [markdown]
 # ## 2. Which passages are extracted
@@ -127,11 +115,7 @@ for name in cfg.datasets:
         print(f"{name}: not in extract_datasets and no published OpenIE file: no graph built here")
         continue
     timings[name] = time.perf_counter() - t0
-    b = builds[name]
-    what = ("imported " + openie_file(cfg, name).name if b.source == "openie"
-            else f"extracted {b.report.n_passages} new of {len(b.pool)} pooled passages")
-    print(f"{name}: {what}; {len(b.kg)} triples from {len(b.kg.extracted)} passages "
-          f"({b.stored_passages} passages in the stored graph)")
+    print(build_sentence(cfg, builds[name]))
 
 # %% [markdown]
 # ## 3. Table 3: the graphs
@@ -147,7 +131,7 @@ for name in cfg.datasets:
 # profile's extraction pool, counted in the *passages* row), so only the *per-passage* figures are comparable, and
 # only for the real-LLM graph.
 
-# %%
+# %% tags=["hide-input"]
 t3 = table3({f"{name} ({b.source}: {'gpt-3.5-turbo-1106' if b.source == 'openie' else llm.model_id})": (b.kg, b.drops)
              for name, b in builds.items()})
 caption = ("Table 3 (our graphs). Counts of passages, entities, relations, triples; parser drops by reason; "
@@ -170,7 +154,7 @@ print(report.model_note(cfg, short=True))
 # KG²RAG's Fig. 4 shows a long-tailed number of triples per passage. The real-LLM graph should look like
 # that; a small model's counts also show how often it manages a well-formed triple at all.
 
-# %%
+# %% tags=["hide-input"]
 fig, axes = plt.subplots(1, len(builds), figsize=(4.5 * len(builds), 3.2), squeeze=False)
 for ax, (name, b) in zip(axes[0], builds.items()):
     counts = triples_per_passage(b.kg)
@@ -189,7 +173,7 @@ show_figure(fig, cfg, "kg_triples_per_passage")
 # Three passages of each graph. For the LLM graphs the raw model output is shown too (read back from the
 # LLM cache: no new call), so one can see what the parser kept and dropped.
 
-# %%
+# %% tags=["hide-input"]
 for name, b in builds.items():
     ds = load_dataset(name, cfg.data_path)
     pids = (b.pool or sorted(b.kg.extracted))[:3]
@@ -206,7 +190,7 @@ print(report.model_note(cfg, short=True))
 # What this execution did (passages extracted, new calls, wall time) describes the run rather than the graph: it
 # is saved beside the run, in `results/<profile>/runtime/` (not committed), and not shown here.
 
-# %%
+# %% tags=["hide-input"]
 from kgir_lib.eval.cost import extraction_cost_table
 
 cost = extraction_cost_table(cfg, builds, timings, llm.cache)

@@ -107,7 +107,7 @@ for ax, (name, curve) in zip(axes[0], curves.items()):
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
 axes[0][0].set_ylabel("Recall@k (×100)")
-axes[0][-1].legend(loc="lower right", fontsize=8)
+axes[0][-1].legend(loc="lower right", fontsize=10)
 fig.tight_layout()
 show_figure(fig, cfg, "recall_at_k")
 pd.concat(curves, names=["dataset"]).reset_index(level=0).to_csv(cfg.path("tables", "recall_curve.csv"), index=False)

@@ -27,7 +27,7 @@ qid = None              # the worked question of §2; None: a question where eve
 max_edges = None        # triples drawn in a panel; None: 25
 n_draw = None           # further questions drawn in the audit; None: 2
 
-# %%
+# %% tags=["hide-input"]
 import pandas as pd
 from IPython.display import Markdown, display
 
@@ -73,7 +73,7 @@ for name in progress(cfg.datasets, desc="datasets"):
 # `G_q` holds far more triples than a drawing can show, so every panel draws the same neighbourhood: the chain from
 # a seed to the bridge first, then the entities nearest the seeds. Each panel's title says what it leaves out.
 
-# %%
+# %% tags=["hide-input"]
 gold = {n: [q.gold_bridges for q in r["questions"]] for n, r in runs.items()}
 name, i, note = pick_case({n: r["subs"] for n, r in runs.items()},
                           {n: [q.qid for q in r["questions"]] for n, r in runs.items()}, dataset, qid, max_edges,
@@ -101,7 +101,7 @@ def draw(step: str):
 # Dense retrieval keeps the top `cfg.top_k` passages by cosine similarity to the question (eq. 2); `G_q` is the
 # triples extracted from them (eq. 3). Gold passages (those the dataset marks as supporting the answer) are flagged.
 
-# %%
+# %% tags=["hide-input"]
 if i is not None:
     show(pd.DataFrame([{"rank": r + 1, "title": titles[p], "cosine": s, "gold": p in q.gold_pids,
                         "triples": len(ws.kg.triples_of([p]))} for r, (p, s) in enumerate(sub.retrieved)]),
@@ -117,7 +117,7 @@ if i is not None:
 # that hold a seed go on (green), a component without a seed (grey, dotted) is dropped: its triples never reach
 # `G_Ans`. The gold bridge entity is a purple diamond.
 
-# %%
+# %% tags=["hide-input"]
 if i is not None:
     print(f"NER reply: {runs[name]['ner'][i].text!r} -> E_q {sub.E_q}" +
           (f"  (fallback: {sub.fallback_reason})" if sub.used_fallback else ""))
@@ -138,7 +138,7 @@ if i is not None:
 # **closes a cycle** are pruned (orange, dashed). What the trees keep is `G_Ans`, the evidence the rewrite and the
 # reflection read.
 
-# %%
+# %% tags=["hide-input"]
 if i is not None:
     reasons = pd.Series(prune_reasons(sub)).value_counts()
     print(f"The trees keep {len(sub.kept)} of the {len(sub.kept) + len(sub.pruned)} triples of the seed components "
@@ -161,7 +161,7 @@ if i is not None:
 # of the triples of the seed components; **gold survival**, the gold passages behind a `G_Ans` triple as a share of
 # the gold passages `D_q` retrieved (what the subgraph keeps of what retrieval found).
 
-# %%
+# %% tags=["hide-input"]
 rows = []
 for name_, run in runs.items():
     for q_, s in zip(run["questions"], run["subs"]):

@@ -29,7 +29,7 @@ ngram_threshold = None  # entity matching threshold (eq. 5); None: the profile's
 n_traces = None         # traces rendered in the audit; None: 3
 resume = None           # read back an identical earlier run's trace files; None: True
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
@@ -78,6 +78,8 @@ for name in progress(cfg.datasets, desc="datasets"):
                      "loop": trace_table(outputs), "dense": dense,
                      "meta": ev.read_meta(ev.trace_path(cfg, method, name))}
     print(f"{name}: {len(qs)} questions -> {report.shown(ev.trace_path(cfg, method, name))}")
+
+# %% tags=["hide-input"]
 report.save_table(llm.usage.table(), cfg, "04_iterative_rewrite", folder="usage", markdown=False)
 counts = loop_counts([o.trace for r in results.values() for o in r["outputs"]])
 show_figure(plot_loop(counts, f"KGIR-RAG's loop (Algorithm 2) in this run: {', '.join(results)}; at most "
@@ -97,7 +99,7 @@ show_figure(plot_loop(counts, f"KGIR-RAG's loop (Algorithm 2) in this run: {', '
 # or the gold bridge the question lacks). Below: every round's query and rewrite, then the round's two retrievals
 # side by side, before and after its rewrite.
 
-# %%
+# %% tags=["hide-input"]
 for name, r in progress(results.items(), desc="forced rounds"):
     r["forced"] = ev.run_method(r["ws"], build_method("kgir_forced"), r["questions"], resume=resume)
 forms = pd.concat([rewrite_form.form_table([o.to_json() for o in r[key]], load_bridges(name, cfg.data_path), name,
@@ -134,7 +136,7 @@ else:
 # and the answer is right. The **bridge funnel** (`kgir_lib.eval.mechanism.funnel`) counts, over the questions with a
 # gold bridge, how many pass each step with every step before it, in any round.
 
-# %%
+# %% tags=["hide-input"]
 mech = mechanism_tables(cfg.run_dir, list(results), data_dir=cfg.data_path, context_passages=cfg.context_passages)
 loop_funnel = mech["funnel"][mech["funnel"]["method"] == "kgir"]
 strict = loop_funnel[loop_funnel[funnel.MATCH] == funnel.STRICT]
@@ -154,9 +156,12 @@ display(Markdown("\n".join(f"- {funnel.funnel_sentence(loop_funnel, d)}"
 # question's gold and run every other step as the full method does: the **oracles** (gold seeds, the ideal rewrite,
 # the gold next hop, cumulatively; the shared reader over the gold passages alone is the ceiling), and two repairs of
 # ours. Each bar is a variant's EM on the same questions as the full method; the sentence gives each difference with
-# its Holm-adjusted exact test (the audit defines every variant and column).
+# its **p(Holm)**: the p-value of the exact McNemar test of the two EMs (it reads only the questions one of the two
+# answers right and the other wrong), adjusted by Holm's procedure for the dataset's whole family of tests, declared
+# before the run (every study variant, on EM, F1 and R@5). A small p(Holm) says this sample separates the variant
+# from the full method; a large one says it cannot tell them apart. The audit defines every variant and column.
 
-# %%
+# %% tags=["hide-input"]
 study_keys = list(STUDY_METHODS if cfg.attribution_methods is None else cfg.attribution_methods)
 check_method_keys(study_keys, "attribution_methods", STUDY_METHODS)
 attr_datasets = cfg.attribution_scope
@@ -193,7 +198,7 @@ if len(attr):
 # the reader also reads (b) split in two, the withheld gold restored before the never-retrieved gold is added, and
 # the same five fixes in the reverse order (`04_loss_orders`): each fix's gain in both orders.
 
-# %%
+# %% tags=["hide-input"]
 dec_runs = {d: (results[d]["ws"], results[d]["questions"], results[d]["outputs"])
             for d in cfg.decomposition_scope if d in results}
 where = pd.concat([missing_gold.missing_gold_table([o.to_json() for o in results[d]["outputs"]], d,
@@ -234,7 +239,7 @@ if len(decomp) and cfg.decomposition_orders:
 # beside single-step dense retrieval with the original question on the same questions, the rounds a question used and
 # who stopped the loop (the reflection's "answer", or the round cap). The audit has every column of this table.
 
-# %%
+# %% tags=["hide-input"]
 rows = {}
 for name, r in results.items():
     s, loop, qs = r["scores"], r["loop"], r["questions"]

@@ -20,11 +20,11 @@ config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "
 dataset = None          # e.g. "musique"; None: the best Fig. 6 candidate of the run's traces
 qid = None              # question id in `dataset`
 free_question = None    # None: the paper's Fig. 6 question
-free_passages = None    # [(title, text), ...]; None: the Fig. 6 corpus of kgir_lib.notebook.case.build.FIGURE6_EXAMPLE
+free_passages = None    # [(title, text), ...]; None: the Fig. 6 corpus (case.build.FIGURE6_EXAMPLE)
 free_answers = None     # gold answers of the free question (optional)
 baselines = None        # method names for the baseline comparison; None: every method
 
-# %%
+# %% tags=["hide-input"]
 import re
 
 import pandas as pd
@@ -64,7 +64,7 @@ cfg, llm = open_notebook("07_case_study", globals(), datasets=[dataset] if datas
 # `dataset` and `qid` to study any other question. The table has one row a round; the drawing is the round where the
 # chain went furthest, each step green where it holds.
 
-# %%
+# %% tags=["hide-input"]
 asked = qid is not None
 chain = gold_chain(cfg.data_path, cfg.datasets)
 choice = choose_case(load_kgir_traces(cfg, cfg.datasets), dataset, qid, chain=chain)
@@ -163,7 +163,7 @@ show(answers, "what every method answered")
 # rewrite, where the Hewlett-Packard passage (the next hop) ranks in `D_1` and in the rewritten question's `D'_1`,
 # whether the reflection and the reader read it, and the answer, by the model printed under it.
 
-# %%
+# %% tags=["hide-input"]
 example = FIGURE6_EXAMPLE
 passages = checked_passages(free_passages if free_passages is not None else example["passages"])
 rag = KGIRPipeline(cfg, llm=llm).index(passages, name=FREE_DATASET)  # the public API (README)

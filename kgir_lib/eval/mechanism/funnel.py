@@ -161,6 +161,9 @@ def funnel_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 # Figure drawing (colours, positions, labels): outside the mutation run, which covers the numbers.
 # pragma: no mutate start
+LEGEND_PT = 10.0  # the legend's font, as large as the tick labels
+
+
 def plot_funnel(table: pd.DataFrame, round_: str = "any", ax=None, order=None):
     """A funnel bar chart: steps on the y axis (first at the top), % of bridge questions passing the chain,
     one bar a dataset (``round_`` as in :func:`funnel_table`; ``order``: the datasets' order, default the table's).
@@ -186,7 +189,7 @@ def plot_funnel(table: pd.DataFrame, round_: str = "any", ax=None, order=None):
     ax.set_xlim(0, 100)
     ax.set_xlabel("% of questions with a gold bridge (chain up to the step)")
     ax.set_title("KGIR-RAG bridge funnel, " + ("over all rounds" if str(round_) == "any" else f"round {round_}"))
-    ax.legend(loc="lower right", fontsize="small")
+    ax.legend(loc="lower right", fontsize=LEGEND_PT)  # legible on a 1024-px page (kgir_lib.figures.FIGURE_FITS)
     return ax
 # pragma: no mutate end
 

@@ -341,7 +341,7 @@ def plot_decomposition(table: pd.DataFrame):
     from matplotlib.patches import Patch
 
     datasets = list(dict.fromkeys(table["dataset"]))
-    fig, axes = plt.subplots(1, max(len(datasets), 1), figsize=(6.5 * max(len(datasets), 1), 5.2), squeeze=False)
+    fig, axes = plt.subplots(1, max(len(datasets), 1), figsize=(5.5 * max(len(datasets), 1), 5.2), squeeze=False)
     for ax, ds in zip(axes[0], datasets):
         rows = table[table["dataset"] == ds]
         ticks, labels, x = [], [], 0.0
@@ -376,7 +376,7 @@ def plot_decomposition(table: pd.DataFrame):
     handles = [Patch(color="tab:blue", label="(a) KGIR-RAG's own prompt"),
                Patch(color="tab:green", label="a step's gain"), Patch(color="tab:red", label="a step's loss"),
                Patch(facecolor="none", edgecolor="black", label="(e) uncut gold passages")]
-    fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=12, frameon=False)
+    fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=12, frameon=False)
     fig.suptitle("Where the answers are lost: the same prompts changed one thing at a time", fontsize=13)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
     return fig

@@ -76,7 +76,7 @@ def draw_case(case: CaseStudy):
         return None
     fig = plt.figure(figsize=FIGSIZE, dpi=100)
     ax = fig.add_axes((0.01, 0.02, 0.6, 0.88))  # the legend beside it stays inside the figure's width
-    draw_bridge(ax, view, title=textwrap.fill(f"{case.question}", 110))
+    draw_bridge(ax, view, title=textwrap.fill(f"{case.question}", 90))
     return fig
 
 
