@@ -178,13 +178,14 @@ def sweep_stale_kernel_files(parents: list | None = None) -> list:
       sockets accepts a connection;
     * a folder ``kgir-kernel-*`` without a process id (an older version's) that has been untouched for
       :data:`STALE_AFTER_S` seconds and none of whose sockets accepts a connection;
-    * a kernel connection file ``tmp*.json`` (jupyter_client's default name, an older version's) untouched for
-      :data:`STALE_AFTER_S` seconds whose kernel accepts no connection on its shell socket.
+    * in the first of ``parents`` only (``$TMPDIR``, where jupyter_client writes them), a kernel connection file
+      ``tmp*.json`` (jupyter_client's default name, an older version's) untouched for :data:`STALE_AFTER_S` seconds
+      whose kernel accepts no connection on its shell socket.
 
     A live run's files are never touched: its process exists, its kernel answers."""
     removed = []
     now = time.time()
-    for parent in [Path(p) for p in (parents if parents is not None else socket_parents())]:
+    for n, parent in enumerate([Path(p) for p in (parents if parents is not None else socket_parents())]):
         try:
             entries = sorted(parent.iterdir())
         except OSError:
@@ -200,8 +201,11 @@ def sweep_stale_kernel_files(parents: list | None = None) -> list:
             if entry.name.startswith(FOLDER_PREFIX) and entry.is_dir():
                 m = re.match(re.escape(FOLDER_PREFIX) + r"(\d+)-", entry.name)
                 owner_gone = not _alive(int(m.group(1))) if m else now - st.st_mtime > STALE_AFTER_S
-                stale = owner_gone and not any(_answers_unix(s) for s in entry.iterdir() if s.is_socket())
-            elif (re.fullmatch(r"tmp[^/]*\.json", entry.name) and entry.is_file()
+                try:
+                    stale = owner_gone and not any(_answers_unix(s) for s in entry.iterdir() if s.is_socket())
+                except OSError:
+                    continue
+            elif (n == 0 and re.fullmatch(r"tmp[^/]*\.json", entry.name) and entry.is_file()
                   and now - st.st_mtime > STALE_AFTER_S):
                 info = _connection_info(entry)
                 stale = info is not None and not _kernel_answers(info)

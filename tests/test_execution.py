@@ -211,14 +211,18 @@ def test_kernel_files_of_dead_runs_are_swept_and_a_live_runs_are_kept(short_tmp)
     other.write_text('{"a": 1}')
     for path in (legacy_dead, legacy_live, other):
         os.utime(path, (old, old))
+    second = short_tmp / "second"  # a later parent ($XDG_RUNTIME_DIR, /tmp): no connection file is removed there
+    second.mkdir()
+    elsewhere = _connection_file(second / "tmpgone.json", free_port)
     try:
-        removed = sweep_stale_kernel_files([short_tmp, short_tmp / "missing"])
+        removed = sweep_stale_kernel_files([short_tmp, second, short_tmp / "missing"])
     finally:
         listening.close()
         server.close()
     assert sorted(removed) == sorted([dead, legacy_dead, gone])
     assert sorted(p.name for p in short_tmp.iterdir()) == sorted(
-        p.name for p in (live, legacy_live, answering, recent, other))
+        p.name for p in (live, legacy_live, answering, recent, other, second))
+    assert elsewhere.exists()
 
 
 @pytest.mark.slow  # starts notebook kernels or loads a model: the whole suite's
