@@ -1,6 +1,7 @@
 """How long ``--regenerate`` takes, notebook by notebook, and whether it leaves the committed run as it was.
 
     .venv/bin/python benchmarks/regenerate_timing.py [--profile local] [--only 03 04] [--out FILE] [--in-place]
+                                                     [--keep DIR]
 
 By default in a fresh clone of this checkout's last commit (in a temporary folder, removed at the end; its
 ``.venv`` is a link to this checkout's environment, as in ``tests/test_fresh_clone.py``), so nothing the committed
@@ -145,6 +146,8 @@ def main(argv=None) -> int:
     ap.add_argument("--in-place", action="store_true",
                     help="regenerate this checkout's run directory as it is (warm: its graph, caches and traces) "
                          "instead of a fresh clone")
+    ap.add_argument("--keep", type=Path, default=None,
+                    help="make the fresh clone here and keep it (default: a temporary folder, removed at the end)")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds a notebook may take (default: 3600)")
     args = ap.parse_args(argv)
     ids = notebook_ids(args.only)
@@ -159,7 +162,10 @@ def main(argv=None) -> int:
             repo, env = ROOT, {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
             where = "in place (this checkout's run directory, warm)"
         else:
-            repo = fresh_clone(Path(tmp))
+            if args.keep is not None and args.keep.exists():
+                raise SystemExit(f"error: --keep {args.keep}: already exists (a fresh clone needs a new folder)")
+            args.keep.mkdir(parents=True) if args.keep is not None else None
+            repo = fresh_clone(args.keep or Path(tmp))
             env = clone_env(repo, data)
             where = ("in a fresh clone of the last commit: no graph, cache or traces; warm: the environment and its "
                      "compiled modules, the embedded models' files, the data samples, the file cache")

@@ -47,3 +47,8 @@ def test_cpu_time_counts_the_processes_the_command_waited_for(bench, tmp_path):
     res = bench.timed([sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', "
                                              f"{burn!r}])"], tmp_path, dict(os.environ), 60)
     assert res["rc"] == 0 and res["cpu"] >= 0.3 and res["seconds"] >= 0.3 and len(res["load"]) == 2
+
+
+def test_keep_refuses_a_folder_that_exists(bench, tmp_path):
+    with pytest.raises(SystemExit, match="--keep .*already exists"):
+        bench.main(["--only", "03", "--keep", str(tmp_path)])
