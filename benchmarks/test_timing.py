@@ -1,17 +1,32 @@
 """How long the first minutes of a user take: the test tiers, the one-notebook rerun, the offline refusal.
 
-    .venv/bin/python benchmarks/test_timing.py [--only fast full rerun offline] [--out results/benchmarks/tests.md]
+    .venv/bin/python benchmarks/test_timing.py [--only fast full rerun offline] [--repeat 3] [--in-place]
+                                               [--out results/benchmarks/tests.md]
 
-Measures, on this machine as it is (wall time, with the 1-minute load average before and after each, since the
-machine may be shared: a figure under load is not an idle figure and says so):
+**Where.** By default in a fresh clone of this checkout's last commit (a temporary folder, removed at the end), as a
+new user would run it: its ``.venv`` is a link to this checkout's environment (set-up is the up-to-date check
+only), ``KGIR_DATA_DIR`` names the samples this checkout reads (nothing is downloaded) and no other ``KGIR_*``
+variable is set. ``--in-place`` measures this checkout as it is instead.
+
+**What is warm**, and said in the record: the environment and the compiled modules of its packages
+(``.venv/pycache``, shared with the clone through the link), the embedded models' files, the encoder's files in the
+Hugging Face cache, the data samples and the operating system's file cache. What is cold in a fresh clone: the
+library's and the tests' compiled modules (the cache prefix mirrors the source path, and the clone's path is new),
+every result folder and cache of the suite. The first of the runs pays the cold part; the others do not.
+
+**How often.** Each step runs ``--repeat`` times (default 3) in the same clone; the record gives every run, the
+minimum and the median, of the wall time and of the CPU time (user + system of the command and every process it
+waited for: what a busy machine inflates least), with the 1-minute load average before and after each run. A
+figure under load is not an idle figure and says so.
 
 - ``fast``: ``bash scripts/test.sh --fast``; the count line and the ten slowest tests (setup, call and teardown
-  together, from pytest's JUnit XML report);
+  together, from pytest's JUnit XML report of the last run);
 - ``full``: ``bash scripts/test.sh`` (the whole suite), the same;
-- ``rerun``: ``bash scripts/main.sh --only 03 -p top_k 5`` run once to warm it, then timed (a one-notebook rerun
-  with a parameter: the scratch run's caches are warm, nothing else changed);
-- ``offline``: ``bash scripts/main.sh`` in a fresh clone of this checkout's last commit with no data beside it,
-  both upstream hosts unreachable (a closed local port): the time until it refuses, naming the ways out.
+- ``rerun``: ``bash scripts/main.sh --only 03 -p top_k 5``, run once to warm it (its scratch run's caches), then
+  timed (a one-notebook rerun with a parameter: nothing else changed);
+- ``offline``: ``bash scripts/main.sh`` in a fresh clone of the last commit with no data beside it and both
+  upstream hosts unreachable (a closed local port): the time until it refuses, naming the ways out (always a new
+  clone a run, whatever ``--in-place`` says).
 
 Writes a Markdown record (default ``results/benchmarks/tests.md``) with the command, the date, the machine and
 every figure. No test asserts a time: this script is where the performance claims come from.
@@ -23,6 +38,7 @@ import os
 import platform
 import re
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -70,43 +86,48 @@ def summary_line(stdout: str) -> str:
     return lines[-1] if lines else "(no pytest summary)"
 
 
-def tier(fast: bool) -> dict:
-    """One tier of scripts/test.sh, with a JUnit report for the slowest tests."""
+def tier(fast: bool, repo: Path, env: dict) -> dict:
+    """One run of a tier of scripts/test.sh, with a JUnit report for the slowest tests."""
     with tempfile.TemporaryDirectory(prefix="kgir-timing-") as tmp:
         junit = Path(tmp) / "junit.xml"
         cmd = ["bash", "scripts/test.sh"] + (["--fast"] if fast else []) + [f"--junitxml={junit}", "-rfE"]
-        res = timed(cmd)
+        res = timed(cmd, repo, env)
         res["slowest"] = slowest(junit) if junit.exists() else []
     res["command"] = "bash scripts/test.sh" + (" --fast" if fast else "")
     res["summary"] = summary_line(res["stdout"])
     return res
 
 
-def rerun() -> dict:
-    cmd = ["bash", "scripts/main.sh", "--only", "03", "-p", "top_k", "5"]
-    warm = timed(cmd)
-    res = timed(cmd)
-    res.update(command=" ".join(cmd), warm_up=warm["seconds"], summary=_last(res["stdout"]))
+RERUN = ["bash", "scripts/main.sh", "--only", "03", "-p", "top_k", "5"]
+
+
+def rerun(repo: Path, env: dict) -> dict:
+    """One timed run of the one-notebook rerun (the caller warms it first with :func:`warm_rerun`)."""
+    res = timed(RERUN, repo, env)
+    res.update(command=" ".join(RERUN), summary=_last(res["stdout"]))
     return res
 
 
-def offline() -> dict:
-    """``bash scripts/main.sh`` in a fresh clone with both hosts unreachable (the clone shares this checkout's
+def warm_rerun(repo: Path, env: dict) -> float:
+    """The untimed first run of the one-notebook rerun (its scratch run's caches); its wall seconds."""
+    return timed(RERUN, repo, env)["seconds"]
+
+
+def offline(repo: Path, env: dict) -> dict:
+    """``bash scripts/main.sh`` in a new fresh clone with both hosts unreachable (the clone shares this checkout's
     environment, as tests/test_fresh_clone.py does, so set-up is the up-to-date check only)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with tempfile.TemporaryDirectory(prefix="kgir-timing-") as tmp:
-        repo = Path(tmp) / "repo"
-        subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(repo)], check=True)
-        (repo / ".venv").symlink_to(ROOT / ".venv")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KGIR_")}
+        clone = fresh_clone(Path(tmp))
+        env = {k: v for k, v in env.items() if not k.startswith("KGIR_")}
         url = f"http://127.0.0.1:{port}"
-        env.update(KGIR_HF_ENDPOINT=url, KGIR_GITHUB_RAW_URL=url, PYTHONPATH=str(repo),
+        env.update(KGIR_HF_ENDPOINT=url, KGIR_GITHUB_RAW_URL=url, PYTHONPATH=str(clone),
                    HF_HUB_CACHE=str(Path(tmp) / "hf"), HF_HUB_OFFLINE="0")
-        res = timed(["bash", "scripts/main.sh"], cwd=repo, env=env)
-        res["left"] = sorted(str(p.relative_to(repo)) for p in (repo / "data").rglob("*")) if (repo / "data").exists() \
-            else []
+        res = timed(["bash", "scripts/main.sh"], cwd=clone, env=env)
+        res["left"] = sorted(str(p.relative_to(clone)) for p in (clone / "data").rglob("*")) \
+            if (clone / "data").exists() else []
     res.update(command="bash scripts/main.sh (fresh clone, no data beside it, both hosts unreachable)",
                summary=_last(res["stderr"])[:200])
     return res
@@ -117,24 +138,70 @@ def _last(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def markdown(results: dict, command: str) -> str:
+def fresh_clone(folder: Path) -> Path:
+    """A clone of this checkout's last commit in ``folder/repo``, its ``.venv`` a link to this checkout's."""
+    repo = folder / "repo"
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(repo)], check=True)
+    (repo / ".venv").symlink_to(ROOT / ".venv")
+    return repo
+
+
+def clone_env(repo: Path, data_dir: Path) -> dict:
+    """A new user's shell for ``repo``: no ``KGIR_*`` variable but the samples' folder, the clone's library first."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KGIR_")}
+    return {**env, "PYTHONPATH": str(repo), "KGIR_DATA_DIR": str(data_dir)}
+
+
+def warm_state(repo: Path, env: dict) -> list:
+    """What was there before the first run, as sentences: the compiled-module cache and whose modules it holds,
+    the Hugging Face cache, the data folder."""
+    prefix = Path(env.get("PYTHONPYCACHEPREFIX") or (repo / ".venv" / "pycache"))
+    here = prefix / str(repo.resolve()).lstrip(os.sep)
+    hub = Path(env.get("HF_HUB_CACHE") or Path(env.get("HF_HOME") or Path.home() / ".cache" / "huggingface") / "hub")
+    data = Path(env.get("KGIR_DATA_DIR") or ROOT.parent / "shared" / "data")
+    return [f"compiled modules (`PYTHONPYCACHEPREFIX` {'present' if prefix.is_dir() else 'absent'}): the "
+            f"environment's {'warm' if prefix.is_dir() and any(prefix.iterdir()) else 'cold'}; this checkout's "
+            f"library and tests {'warm' if here.is_dir() else 'cold (first run compiles them)'}",
+            f"Hugging Face cache: {'present' if hub.is_dir() else 'absent'}",
+            f"data samples: {'present' if data.is_dir() else 'absent (fetched by the first run)'}",
+            "the embedded models' files: in the environment's packages", "the operating system's file cache: as "
+            "the machine left it"]
+
+
+def summarise(runs: list) -> dict:
+    """Every run of one step folded into one record: the last run's output, every wall and CPU time, their minimum
+    and median, the load of each run, the worst exit code."""
+    out = dict(runs[-1])
+    walls, cpus = [r["seconds"] for r in runs], [r["cpu"] for r in runs]
+    out.update(walls=walls, cpus=cpus, loads=[r["load"] for r in runs], rc=max(r["rc"] for r in runs),
+               min_wall=min(walls), median_wall=statistics.median(walls), min_cpu=min(cpus),
+               median_cpu=statistics.median(cpus), failed=sorted({f for r in runs for f in r.get("failed", [])}))
+    return out
+
+
+def markdown(results: dict, command: str, where: str, warm: list) -> str:
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     out = ["# Test and first-run timings", "", f"Command: `{command}`", "",
-           f"Run {now} on {os.cpu_count()} CPU core(s), Python {platform.python_version()}. The machine may be shared "
-           f"with other work: each figure carries the 1-minute load average before → after it, and a figure "
+           f"Run {now} on {os.cpu_count()} CPU core(s), Python {platform.python_version()}, {where}. The machine may be "
+           f"shared with other work: each run carries the 1-minute load average before → after it, and a figure "
            f"measured under load is not an idle figure (on 2 cores, a load of 4 roughly doubles a wall time).", "",
-           "| what | command | wall time | CPU time | exit | load avg (before → after) | result |",
-           "|---|---|---|---|---|---|---|"]
+           "Warm before the first run: " + "; ".join(warm) + ".", "",
+           "| what | command | runs | wall: min / median | CPU: min / median | every run: wall (CPU) s, load before → "
+           "after | exit | result |", "|---|---|---|---|---|---|---|---|"]
     for name in STEPS:
         r = results.get(name)
         if r is None:
             continue
-        extra = f" (warm-up run {r['warm_up']:.1f} s)" if "warm_up" in r else ""
-        out.append(f"| {name} | `{r['command']}` | **{r['seconds']:.1f} s**{extra} | {r['cpu']:.1f} s | {r['rc']} | "
-                   f"{r['load'][0]:.2f} → {r['load'][1]:.2f} | {r['summary'].replace('|', '/')} |")
+        extra = f"; warm-up run {r['warm_up']:.1f} s" if "warm_up" in r else ""
+        every = ", ".join(f"{w:.1f} ({c:.1f}), {a:.2f} → {b:.2f}" for w, c, (a, b) in zip(r["walls"], r["cpus"],
+                                                                                          r["loads"]))
+        out.append(f"| {name} | `{r['command']}` | {len(r['walls'])} | **{r['min_wall']:.1f} s** / "
+                   f"{r['median_wall']:.1f} s | {r['min_cpu']:.1f} s / {r['median_cpu']:.1f} s | {every}{extra} | "
+                   f"{r['rc']} | {r['summary'].replace('|', '/')} |")
     out += ["", "CPU time: user + system seconds of the command and every process it waited for (pytest's workers, "
                 "notebook kernels, subprocesses), on all cores together; on an idle 2-core machine a wall time is "
-                "at least half of it."]
+                "at least half of it. The first run of a step in a fresh clone compiles the library and the tests; "
+                "the minimum is a warm run's."]
     for name in ("fast", "full"):
         if results.get(name, {}).get("failed"):
             out += ["", f"Failed in `{results[name]['command']}`:", ""] + [f"- `{f}`" for f in results[name]["failed"]]
@@ -145,30 +212,69 @@ def markdown(results: dict, command: str) -> str:
     for name in ("fast", "full"):
         r = results.get(name)
         if r and r["slowest"]:
-            out += ["", f"Ten slowest tests of `{r['command']}` (seconds: setup, call and teardown together; "
-                        f"xdist runs two at a time):", "", "| seconds | test |", "|---|---|"]
+            out += ["", f"Ten slowest tests of `{r['command']}`, its last run (seconds: setup, call and teardown "
+                        f"together; xdist runs two at a time):", "", "| seconds | test |", "|---|---|"]
             out += [f"| {sec:.1f} | `{test}` |" for sec, test in r["slowest"]]
     return "\n".join(out) + "\n"
 
 
-def main(argv=None) -> int:
+def positive(text: str) -> int:
+    """``--repeat``: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return value
+
+
+def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 2)[2])
     ap.add_argument("--only", nargs="+", choices=STEPS, default=list(STEPS), help="what to measure (default: all)")
+    ap.add_argument("--repeat", type=positive, default=3, help="runs of each step (default: 3; minimum and median)")
+    ap.add_argument("--in-place", action="store_true", help="measure this checkout as it is, not a fresh clone")
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "benchmarks" / "tests.md")
-    args = ap.parse_args(argv)
-    results = {}
-    for name in args.only:
-        print(f"timing: {name} ...", flush=True)
-        results[name] = {"fast": lambda: tier(True), "full": lambda: tier(False), "rerun": rerun,
-                         "offline": offline}[name]()
-        r = results[name]
-        print(f"timing: {name}: {r['seconds']:.1f} s (exit {r['rc']}, load {r['load'][0]:.2f} → {r['load'][1]:.2f}): "
-              f"{r['summary']}", flush=True)
-    command = ".venv/bin/python benchmarks/test_timing.py" + (
-        f" --only {' '.join(args.only)}" if args.only != list(STEPS) else "")
-    args.out.write_text(markdown(results, command), encoding="utf-8")
+    return ap.parse_args(argv)
+
+
+def command_line(args: argparse.Namespace) -> str:
+    return ".venv/bin/python benchmarks/test_timing.py" + (
+        f" --only {' '.join(args.only)}" if args.only != list(STEPS) else "") + (
+        f" --repeat {args.repeat}" if args.repeat != 3 else "") + (" --in-place" if args.in_place else "")
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    from kgir_lib.config import default_data_dir
+
+    data = Path(default_data_dir()).resolve()
+    with tempfile.TemporaryDirectory(prefix="kgir-timing-") as tmp:
+        if args.in_place:
+            repo, env, where = ROOT, dict(os.environ), "in place (this checkout as it is)"
+        else:
+            repo = fresh_clone(Path(tmp))
+            env = clone_env(repo, data)
+            where = "in a fresh clone of the last commit (the environment linked, the samples named by KGIR_DATA_DIR)"
+        warm = warm_state(repo, env)
+        results = {}
+        for name in args.only:
+            print(f"timing: {name} ...", flush=True)
+            extra = {}
+            if name == "rerun":
+                extra["warm_up"] = warm_rerun(repo, env)
+            step = {"fast": lambda: tier(True, repo, env), "full": lambda: tier(False, repo, env),
+                    "rerun": lambda: rerun(repo, env), "offline": lambda: offline(repo, env)}[name]
+            runs = []
+            for i in range(args.repeat):
+                runs.append(step())
+                print(f"timing: {name} run {i + 1}: {runs[-1]['seconds']:.1f} s wall, {runs[-1]['cpu']:.1f} s CPU "
+                      f"(exit {runs[-1]['rc']}, load {runs[-1]['load'][0]:.2f} → {runs[-1]['load'][1]:.2f})", flush=True)
+            results[name] = {**summarise(runs), **extra}
+    args.out.write_text(markdown(results, command_line(args), where, warm), encoding="utf-8")
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
     return 0 if all(r["rc"] == 0 or name == "offline" for name, r in results.items()) else 1
 

@@ -28,6 +28,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
+import json
+import lzma
 import os
 import shutil
 import sqlite3
@@ -36,10 +39,12 @@ import warnings
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-__all__ = ["SEED_DIR", "SUMS", "committed_dirs", "seed_cache", "export_embeddings"]
+__all__ = ["SEED_DIR", "SUMS", "PACKED", "committed_dirs", "seed_cache", "export_embeddings", "pack_calls",
+           "unpack_calls"]
 
 SEED_DIR = "embeddings"
 SUMS = "SHA256SUMS"
+PACKED = ".xz"  # a committed encoder-calls store packed by pack_calls: ``calls.sqlite.xz``
 
 
 def _sha256(path: Path) -> str:
@@ -84,7 +89,9 @@ def seed_cache(cache_file: Path, dirs: Iterable[Path]) -> Optional[Path]:
     for folder in dirs:
         src = Path(folder) / cache_file.name
         if not src.exists():
-            continue
+            src = src.with_name(src.name + PACKED)
+            if not src.exists():
+                continue
         expected = read_sums(folder).get(src.name)
         if expected is None or _sha256(src) != expected:
             problem = "missing from " + SUMS if expected is None else "mismatch"
@@ -93,7 +100,11 @@ def seed_cache(cache_file: Path, dirs: Iterable[Path]) -> Optional[Path]:
             continue
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache_file.with_name(f".{cache_file.stem}.{os.getpid()}.seed{cache_file.suffix}")
-        shutil.copyfile(src, tmp)
+        if src.name.endswith(PACKED):
+            unpack_calls(src, tmp)
+            expected = _sha256(tmp)
+        else:
+            shutil.copyfile(src, tmp)
         os.replace(tmp, cache_file)
         # the cache's own checksum beside it (kgir_lib.retrieval.load_embeddings verifies it on every load)
         cache_file.with_name(cache_file.name + ".sha256").write_text(expected + "\n")
@@ -101,11 +112,80 @@ def seed_cache(cache_file: Path, dirs: Iterable[Path]) -> Optional[Path]:
     return None
 
 
-def export_embeddings(cfg, datasets: Sequence[str], source: Optional[Path] = None, calls_only: bool = False) -> list:
+def pack_calls(store: Path, out: Path) -> int:
+    """Pack an encoder-calls store (:class:`kgir_lib.encoder_calls.RememberedCalls`' SQLite file) into ``out``
+    (``calls.sqlite.xz``); returns the number of calls.
+
+    The vectors of one text in different calls differ only in their last bits (how a text is batched changes
+    them), so the float32 values of every call are laid out as four byte planes (all first bytes, then all
+    second bytes, ...) and LZMA-compressed: the planes of the sign, exponent and high mantissa repeat and pack
+    about three to one, where the plain file barely shrinks. A JSON header line lists each call's key and shape.
+    :func:`unpack_calls` gives back every row byte for byte (checked here before anything is written)."""
+    import numpy as np
+
+    con = sqlite3.connect(store)
+    try:
+        rows = con.execute("SELECT key, vectors FROM calls ORDER BY key").fetchall()
+    finally:
+        con.close()
+    header, chunks = [], []
+    for key, blob in rows:
+        arr = np.load(io.BytesIO(bytes(blob)))
+        if arr.dtype != np.float32 or arr.ndim != 2 or _npy(arr) != bytes(blob):
+            raise ValueError(f"{store}: call {key} is not a float32 matrix stored as np.save writes it; not packed")
+        header.append([key, int(arr.shape[0]), int(arr.shape[1])])
+        chunks.append(np.ascontiguousarray(arr, dtype="<f4").tobytes())
+    flat = np.frombuffer(b"".join(chunks), dtype=np.uint8)
+    planes = flat.reshape(-1, 4).T.tobytes() if flat.size else b""
+    tmp = Path(out).with_name(f".{Path(out).name}.{os.getpid()}.tmp")
+    tmp.write_bytes(lzma.compress(json.dumps(header).encode("utf-8") + b"\n" + planes, preset=6))
+    os.replace(tmp, out)
+    return len(header)
+
+
+def unpack_calls(packed: Path, store: Path) -> int:
+    """The SQLite store of :func:`pack_calls`' file ``packed``, written to ``store`` (a new file: rows exactly as
+    :class:`~kgir_lib.encoder_calls.RememberedCalls` writes them, each with the SHA-256 of its bytes); returns the
+    number of calls."""
+    import numpy as np
+
+    head, _, planes = lzma.decompress(Path(packed).read_bytes()).partition(b"\n")
+    header = json.loads(head)
+    values = np.frombuffer(planes, dtype=np.uint8).reshape(4, -1).T.copy().view("<f4").reshape(-1) \
+        if planes else np.zeros(0, dtype="<f4")
+    Path(store).unlink(missing_ok=True)
+    con = sqlite3.connect(store)
+    try:
+        with con:
+            con.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, vectors BLOB NOT NULL, "
+                        "sha256 TEXT NOT NULL)")
+            at = 0
+            for key, n, dim in header:
+                blob = _npy(values[at:at + n * dim].reshape(n, dim).astype(np.float32))
+                at += n * dim
+                con.execute("INSERT INTO calls VALUES (?, ?, ?)", (key, blob, hashlib.sha256(blob).hexdigest()))
+    finally:
+        con.close()
+    if at != values.size:
+        raise ValueError(f"{packed}: {values.size - at} values beyond the calls its header lists (damaged)")
+    return len(header)
+
+
+def _npy(arr) -> bytes:
+    import numpy as np
+
+    buf = io.BytesIO()
+    np.save(buf, arr)
+    return buf.getvalue()
+
+
+def export_embeddings(cfg, datasets: Sequence[str], source: Optional[Path] = None, calls_only: bool = False,
+                      pack: bool = False) -> list:
     """Write the cached embeddings of ``datasets`` and the encoder's calls (:data:`~kgir_lib.encoder_calls.CALLS_FILE`,
     when the cache holds them) to ``results/<profile>/embeddings/`` with their checksums. ``source``: the run
     directory whose cache is read (default the profile's own, ``cfg.run_dir``), e.g. the ``ci`` folder of a test run
-    kept with ``KGIR_TEST_RESULTS_DIR``; ``calls_only``: the calls alone (corpora another profile commits already)."""
+    kept with ``KGIR_TEST_RESULTS_DIR``; ``calls_only``: the calls alone (corpora another profile commits already);
+    ``pack``: the calls as ``calls.sqlite.xz`` (:func:`pack_calls`, a third of the size: the local run's calls)."""
     from .data import load_dataset
     from .encoder_calls import CALLS_FILE
     from .retrieval import Encoder, embedding_cache_file
@@ -129,15 +209,18 @@ def export_embeddings(cfg, datasets: Sequence[str], source: Optional[Path] = Non
     if calls_only and not calls.exists():
         raise FileNotFoundError(f"no encoder calls at {calls}: run the notebooks there first")
     if calls.exists():
-        dst = out_dir / CALLS_FILE
-        tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
-        tmp.unlink(missing_ok=True)
-        con = sqlite3.connect(calls)
-        try:
-            con.execute("VACUUM INTO ?", (str(tmp),))  # a compact copy, without the cache's free pages
-        finally:
-            con.close()
-        os.replace(tmp, dst)
+        dst = out_dir / (CALLS_FILE + (PACKED if pack else ""))
+        if pack:
+            pack_calls(calls, dst)
+        else:
+            tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+            tmp.unlink(missing_ok=True)
+            con = sqlite3.connect(calls)
+            try:
+                con.execute("VACUUM INTO ?", (str(tmp),))  # a compact copy, without the cache's free pages
+            finally:
+                con.close()
+            os.replace(tmp, dst)
         sums[dst.name] = _sha256(dst)
         written.append(dst)
     (out_dir / SUMS).write_text("".join(f"{d}  {n}\n" for n, d in sorted(sums.items())))
@@ -154,9 +237,10 @@ def main(argv=None) -> int:
                     help="the run directory whose cache is read (default: the profile's own), e.g. DIR/ci of "
                          "`KGIR_TEST_RESULTS_DIR=DIR bash scripts/test.sh notebooks/*.ipynb`")
     ap.add_argument("--calls-only", action="store_true", help="the encoder calls alone, no corpus embeddings")
+    ap.add_argument("--pack", action="store_true", help="write the calls packed, calls.sqlite.xz (a third of the size)")
     args = ap.parse_args(argv)
     cfg = load_config(args.profile)
-    for path in export_embeddings(cfg, list(dict.fromkeys(cfg.datasets)), args.source, args.calls_only):
+    for path in export_embeddings(cfg, list(dict.fromkeys(cfg.datasets)), args.source, args.calls_only, args.pack):
         print(path)
     return 0
 

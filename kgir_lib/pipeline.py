@@ -17,10 +17,10 @@ from typing import Optional, Sequence
 
 from .config import Config
 from .data import Dataset, load_dataset
-from .kg.extract import open_graph, update_kg
+from .kg.extract import build_kg, open_graph, update_kg
 from .kg.graph import KnowledgeGraph
 from .kg.store import kg_dir, load_base, openie_file, save_kg
-from .llm import LLM, build_llm
+from .llm import LLM, LLMUsage, build_llm
 from .methods.base import Workspace
 from .retrieval import DenseIndex, Encoder, Reranker
 
@@ -82,9 +82,32 @@ def workspace(cfg: Config, name, llm: Optional[LLM] = None, *, progress: bool = 
     """
     llm = llm or build_llm(cfg, progress=progress)
     ds = name if isinstance(name, Dataset) else load_dataset(name, cfg.data_path)
+    dense = dense_index(cfg, ds, progress, encoder)
+    if store and ds.name in cfg.extract_datasets:
+        build_base(cfg, ds, llm, dense)
     kg, ensure = open_kg(cfg, ds, llm, store=store)
     base = load_base(kg_dir(cfg, ds.name)) if store else None
     if store and base is None and openie_file(cfg, ds.name) is None:
-        base = []  # notebook 01 extracted no pool for it: each run extracts what it reads
-    return Workspace(cfg=cfg, dataset=ds, llm=llm, dense=dense_index(cfg, ds, progress, encoder), kg=kg,
+        base = []  # notebook 01 extracts no pool for it: each run extracts what it reads
+    return Workspace(cfg=cfg, dataset=ds, llm=llm, dense=dense, kg=kg,
                      reranker=reranker(cfg), ensure_kg=ensure, kg_base=tuple(base) if base is not None else None)
+
+
+def build_base(cfg: Config, dataset: Dataset, llm: LLM, dense: DenseIndex) -> bool:
+    """Build notebook 01's graph of ``dataset`` (:func:`kgir_lib.kg.extract.build_kg`: its extraction pool, stored
+    with its base) when the run directory lacks it; True if it was built here.
+
+    A notebook rerun alone on a fresh clone (``--only 04``; the graph is not committed) then starts every method
+    run from the graph the main job's run of it starts from, so its traces' fingerprints match the committed ones
+    and are read back, instead of running every method from an empty base. The extraction calls (answered by the
+    cache, filled from the response log) are notebook 01's: they are left out of ``llm``'s usage, so the notebook's
+    usage record is the same whether notebook 01 ran before it or not."""
+    directory = kg_dir(cfg, dataset.name)
+    if load_base(directory) is not None or openie_file(cfg, dataset.name) is not None:
+        return False
+    before = llm.usage.snapshot()
+    try:
+        build_kg(cfg, dataset, llm, dense)
+    finally:
+        llm.usage.stages = {k: LLMUsage(**v) for k, v in before.items()}
+    return True

@@ -67,3 +67,58 @@ def test_the_encoder_calls_are_exported_whole_and_seed_a_cache_that_has_none(tmp
     assert again.encode(["Which company merged with Compaq?", "Compaq"]).tobytes() == vectors.tobytes()
     with pytest.raises(FileNotFoundError, match="no encoder calls"):
         export_embeddings(cfg, cfg.datasets, source=tmp_path / "nothing", calls_only=True)
+
+
+def test_packed_calls_unpack_to_every_row_byte_for_byte_and_seed_the_cache(tmp_path):
+    """``--pack``: the committed calls as ``calls.sqlite.xz``; a cache seeded from it answers every call with the
+    very vectors the run stored (and the checksum guards the packed file as it guards the plain one)."""
+    import sqlite3
+
+    from conftest import BagOfWordsEncoder
+    from kgir_lib.embedding_seed import pack_calls, unpack_calls
+    from kgir_lib.encoder_calls import CALLS_FILE, RememberedCalls
+
+    made = RememberedCalls(BagOfWordsEncoder(), tmp_path / "run" / CALLS_FILE)
+    texts = [["Which company merged with Compaq?", "Compaq"], ["HP", "Dell", "Compaq merged with HP", "x"]]
+    vectors = [made.encode(t) for t in texts]
+    committed = tmp_path / "committed"
+    committed.mkdir()
+    assert pack_calls(made.path, committed / (CALLS_FILE + ".xz")) == 2
+    assert unpack_calls(committed / (CALLS_FILE + ".xz"), tmp_path / "back.sqlite") == 2
+    rows = [sqlite3.connect(p).execute("SELECT key, vectors, sha256 FROM calls ORDER BY key").fetchall()
+            for p in (made.path, tmp_path / "back.sqlite")]
+    assert rows[0] == rows[1] and len(rows[0]) == 2
+    digest = hashlib.sha256((committed / (CALLS_FILE + ".xz")).read_bytes()).hexdigest()
+    (committed / SUMS).write_text(f"{digest}  {CALLS_FILE}.xz\n")
+    cache = tmp_path / "fresh" / CALLS_FILE
+    assert seed_cache(cache, [tmp_path / "none", committed]) == committed / (CALLS_FILE + ".xz")
+
+    class NoModel(BagOfWordsEncoder):
+        def encode(self, texts, progress=False):
+            raise AssertionError("a seeded call must not reach the model")
+
+    again = RememberedCalls(NoModel(), cache)
+    for t, v in zip(texts, vectors):
+        assert again.encode(t).tobytes() == v.tobytes()
+    (committed / SUMS).write_text(f"{'0' * 64}  {CALLS_FILE}.xz\n")
+    with pytest.warns(UserWarning, match=r"calls\.sqlite\.xz: checksum mismatch"):
+        assert seed_cache(tmp_path / "other" / CALLS_FILE, [committed]) is None
+
+
+def test_packing_refuses_a_row_it_could_not_give_back_exactly(tmp_path):
+    import sqlite3
+
+    from kgir_lib.embedding_seed import pack_calls
+
+    store = tmp_path / "calls.sqlite"
+    con = sqlite3.connect(store)
+    with con:
+        con.execute("CREATE TABLE calls (key TEXT PRIMARY KEY, vectors BLOB NOT NULL, sha256 TEXT NOT NULL)")
+        import io
+        buf = io.BytesIO()
+        np.save(buf, np.ones((2, 3), dtype=np.float64))
+        con.execute("INSERT INTO calls VALUES ('k', ?, 'x')", (buf.getvalue(),))
+    con.close()
+    with pytest.raises(ValueError, match="call k is not a float32 matrix"):
+        pack_calls(store, tmp_path / "out.xz")
+    assert not (tmp_path / "out.xz").exists()

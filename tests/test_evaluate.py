@@ -117,6 +117,28 @@ def test_run_method_writes_traces_and_resumes(tiny_workspace):
         ev.run_method(m, ws, qs)
 
 
+def test_runs_usage_reads_each_runs_meta_so_a_resumed_run_counts_as_the_run_that_made_it(tiny_workspace):
+    """A notebook's usage record is the same whether it ran its methods or read them back (notebook 04)."""
+    from kgir_lib.llm import Usage
+
+    ws = tiny_workspace(lambda req: "Answer: HP")
+    qs = ws.dataset.questions
+    ev.run_method(ws, CountingNaive(), qs)
+    ev.run_method(ws, CountingNaive(top_k=3), qs, path=ws.cfg.run_dir / "other.trace.jsonl")
+    paths = [ws.cfg.run_dir / "traces" / "naive_count" / "tiny.trace.jsonl", ws.cfg.run_dir / "other.trace.jsonl"]
+    extra = Usage()
+    extra.stage("loss_decomposition m").calls = 5
+    cold = ev.runs_usage(paths, extra)
+    assert cold.stages["naive_rag_reader"].calls == 2 and cold.stages["loss_decomposition m"].calls == 5
+    assert list(cold.stages) == ["naive_rag_reader", "loss_decomposition m"] and cold.total().calls == 7
+    hits = ws.llm.usage.snapshot()
+    ev.run_method(ws, CountingNaive(), qs)  # read back: no call now, the same record
+    assert ws.llm.usage.snapshot() == hits and ev.runs_usage(paths, extra).snapshot() == cold.snapshot()
+    paths[1].with_suffix(".meta.json").unlink()
+    with pytest.raises(FileNotFoundError, match="other.trace.jsonl: no .meta.json"):
+        ev.runs_usage(paths)
+
+
 def test_run_method_checks_the_outputs(tiny_workspace):
     ws = tiny_workspace(lambda req: "Answer: HP")
 

@@ -81,3 +81,23 @@ def test_a_fresh_clone_with_no_data_beside_it_runs_the_main_job_and_reproduces_e
     assert (repo / "results" / "sample" / "runtime" / "timings.tsv").is_file(), "wall time goes to runtime/"
     diff = changed(repo)
     assert not diff, "the main job changed committed files:\n" + diff
+
+
+@pytest.mark.skipif(not (PROJECT_ROOT / ".git").exists(), reason="not a git checkout")
+@pytest.mark.skipif(not default_data_dir().is_dir(), reason="no samples beside the checkout")
+def test_rerunning_one_notebook_on_a_fresh_clone_leaves_every_committed_file_as_it_was(tmp_path):
+    """Notebook 04 alone, from the committed response log (``--regenerate``), on a clone that holds only what is
+    committed: no graph (the workspace builds notebook 01's, so every method run's fingerprint is the committed
+    trace's and the trace is read back, not rerun), no cache. ``git status`` stays empty: the traces, their meta
+    files (scores, on-demand passages, timings) and ``usage/04_iterative_rewrite.csv`` (the usage of every run the
+    notebook makes or reads back) come out byte for byte."""
+    repo = fresh_clone(tmp_path)
+    env = clone_env(repo, KGIR_DATA_DIR=str(default_data_dir()))
+    proc = subprocess.run([str(repo / ".venv" / "bin" / "python"), "-m", "kgir_lib.runner", "--profile", "sample",
+                           "--only", "04", "--regenerate"], cwd=repo, env=env, text=True, capture_output=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "done: 1 notebooks" in proc.stdout
+    assert (repo / "results" / "sample" / "kg" / "hotpotqa" / "base.json").is_file()  # notebook 01's graph, built
+    diff = changed(repo)
+    assert not diff, "rerunning notebook 04 changed committed files:\n" + diff

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from typing import ClassVar
 
 import pytest
 
@@ -13,6 +14,7 @@ from kgir_lib.kg.parse import parse_triples
 from kgir_lib.kg.store import drops_of, load_kg, save_kg
 from kgir_lib.llm import LLM, LLMCache, ScriptedBackend
 from kgir_lib.llm.prompts import load_prompt
+from kgir_lib.methods.base import MethodBase
 from kgir_lib.retrieval import DenseIndex
 
 from conftest import BagOfWordsEncoder, make_passage
@@ -285,3 +287,47 @@ def test_build_sentence_says_what_notebook_01_built(monkeypatch):
     imported = extract.KGBuild("musique_train", "openie", kg, Counter(), [], None, 3)
     assert extract.build_sentence(cfg, imported) == ("musique_train: imported openie_musique_train_results_x.json; "
                                                      "2 triples from 3 passages (3 passages in the stored graph)")
+
+
+def test_a_workspace_builds_notebook_01s_graph_when_the_run_lacks_it(tmp_path, tiny_dataset):
+    """A notebook rerun alone on a fresh clone (no stored graph) starts from the graph notebook 01 builds, so its
+    methods' fingerprints are the main job's; the extraction calls stay out of the notebook's usage."""
+    from kgir_lib.config import load_config
+    from kgir_lib.data import load_dataset
+    from kgir_lib.eval import evaluate as ev
+    from kgir_lib.kg.extract import build_kg
+    from kgir_lib.kg.store import kg_dir, load_base
+    from kgir_lib.pipeline import build_base, workspace
+
+    _write_dataset(tmp_path / "data", "tiny", tiny_dataset.corpus.passages, tiny_dataset.questions)
+    cfg = load_config("ci", data_dir=str(tmp_path / "data"), results_dir=str(tmp_path / "results"),
+                      llm_backend="scripted", extract_max_passages=3, top_k=4, extract_datasets=["tiny"])
+    ds = load_dataset("tiny", cfg.data_path)
+    llm = LLM(CountingBackend(title_script), LLMCache(tmp_path / "llm.sqlite"), progress=False)
+    llm.usage.stage("kgir_ner").calls = 2  # what the notebook counted before opening the workspace
+    ws = workspace(cfg, ds, llm=llm, progress=False, encoder=BagOfWordsEncoder())
+    assert len(llm.backend.seen) == 3  # the pool of three passages, extracted
+    assert list(llm.usage.stages) == ["kgir_ner"] and llm.usage.total().calls == 2  # not counted here
+    pool = load_base(kg_dir(cfg, "tiny"))
+    assert len(pool) == 3 and ws.kg_base == tuple(pool) and ws.method_view().kg.extracted == set(pool)
+
+    main_job = tmp_path / "main"  # the same run with notebook 01 first: the same graph, the same fingerprint
+    cfg01 = load_config("ci", data_dir=str(tmp_path / "data"), results_dir=str(main_job), llm_backend="scripted",
+                        extract_max_passages=3, top_k=4, extract_datasets=["tiny"])
+    built = build_kg(cfg01, ds, llm, ws.dense)
+    ws01 = workspace(cfg01, ds, llm=llm, progress=False, encoder=BagOfWordsEncoder())
+    assert ws01.kg_base == ws.kg_base and built.pool == pool
+    assert ev.run_fingerprint(ws01.method_view(), ReadsKG()) == ev.run_fingerprint(ws.method_view(), ReadsKG())
+    assert not build_base(cfg, ds, llm, ws.dense) and len(llm.backend.seen) == 3  # built once, from the cache
+    other = load_config("ci", data_dir=str(tmp_path / "data"), results_dir=str(tmp_path / "r2"),
+                        llm_backend="scripted", extract_max_passages=3, top_k=4)
+    assert workspace(other, ds, llm=llm, progress=False, encoder=BagOfWordsEncoder()).kg_base == ()  # not extracted
+
+
+class ReadsKG(MethodBase):
+    name: ClassVar[str] = "reads kg"
+    key: ClassVar[str] = "reads_kg"
+    uses_kg: ClassVar[bool] = True
+
+    def run(self, ws, questions):
+        return []

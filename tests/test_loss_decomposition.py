@@ -272,3 +272,18 @@ def test_the_local_reading_quotes_its_tables():
                       section)
     assert share.group(1) == f"{attr.loc[('musique_train', 'kgir_oracle_context'), 'ΔEM']:.0f}"
     assert share.group(2) == f"{t.loc[(large, 'retrieval_fixed'), 'ΔEM']:.0f}"
+
+
+def test_readers_usage_is_each_readers_decomposition_calls_since_the_snapshot(make_llm):
+    from kgir_lib.llm import ChatRequest
+
+    own, other = make_llm(lambda r: "Answer: x"), make_llm(lambda r: "Answer: y", cache=False)
+    own.generate([ChatRequest.chat(None, "before")], stage="kgir_final")  # the loop's own calls: not counted
+    readers = {"small": own, "large": other}
+    before = {m: r.usage.snapshot() for m, r in readers.items()}
+    own.generate([ChatRequest.chat(None, "a"), ChatRequest.chat(None, "b")], stage=ld.STAGE)
+    other.generate([ChatRequest.chat(None, "a")], stage=ld.STAGE)
+    used = ld.readers_usage(readers, before)
+    assert {k: v.calls for k, v in used.stages.items()} == {f"{ld.STAGE} small": 2, f"{ld.STAGE} large": 1}
+    assert ld.readers_usage(readers, {m: r.usage.snapshot() for m, r in readers.items()}).stages == {}
+

@@ -46,8 +46,10 @@ from typing import Iterable, Sequence
 from ..kg import Triple
 
 
+@lru_cache(maxsize=1 << 17, typed=True)
 def normalize_name(s: str) -> str:
-    """Lower case, accents folded, punctuation to spaces, white space folded."""
+    """Lower case, accents folded, punctuation to spaces, white space folded (remembered: the same names and
+    triple texts are normalised for every question, rebuild and method of a run)."""
     s = unicodedata.normalize("NFKD", str(s))
     s = "".join(ch for ch in s if not unicodedata.combining(ch)).lower()
     s = re.sub(r"[^\w\s]", " ", s)
@@ -235,6 +237,8 @@ def triple_matches(E_q: Sequence[str], triples: Sequence[Triple], matches: dict)
     those entries filled; entities already matched are left alone.
     """
     out = {k: list(v) for k, v in matches.items()}
+    if all(out.get(e) for e in E_q):  # every question entity matched a name: no triple text is read
+        return out
     words = [(t, set(normalize_name(triple_text(t)).split())) for t in dict.fromkeys(triples)]
     for e in E_q:
         if out.get(e):

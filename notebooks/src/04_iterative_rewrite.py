@@ -67,20 +67,18 @@ print(f"max_iterations {cfg.max_iterations}; eq. 5 matching {cfg.match_method} a
 # picture is Algorithm 2 with what happened at each step over every question, read from those traces.
 
 # %%
-results = {}
+results, ran = {}, []  # ran: the trace file of every method run of this notebook (its LLM usage, at the end)
 for name in progress(cfg.datasets, desc="datasets"):
     ws = workspace(cfg, name, llm, progress=False)
     qs = sample_questions(ws.dataset.questions, cfg.n_questions, cfg.seed)
     method = build_method("kgir")  # max_iterations, top_k, threshold: from cfg (as notebook 05 builds it)
     outputs = ev.run_method(ws, method, qs, resume=resume)
+    ran.append(ev.trace_path(cfg, method, name))
     dense = ws.dense.search([q.question for q in qs], cfg.top_k)
     results[name] = {"ws": ws, "questions": qs, "outputs": outputs, "scores": ev.score(outputs, qs),
                      "loop": trace_table(outputs), "dense": dense,
                      "meta": ev.read_meta(ev.trace_path(cfg, method, name))}
     print(f"{name}: {len(qs)} questions -> {report.shown(ev.trace_path(cfg, method, name))}")
-
-# %% tags=["hide-input"]
-report.save_table(llm.usage.table(), cfg, "04_iterative_rewrite", folder="usage", markdown=False)
 counts = loop_counts([o.trace for r in results.values() for o in r["outputs"]])
 show_figure(plot_loop(counts, f"KGIR-RAG's loop (Algorithm 2) in this run: {', '.join(results)}; at most "
                               f"{cfg.max_iterations} rounds"), cfg, "04_loop")
@@ -102,6 +100,7 @@ show_figure(plot_loop(counts, f"KGIR-RAG's loop (Algorithm 2) in this run: {', '
 # %% tags=["hide-input"]
 for name, r in progress(results.items(), desc="forced rounds"):
     r["forced"] = ev.run_method(r["ws"], build_method("kgir_forced"), r["questions"], resume=resume)
+    ran.append(ev.trace_path(cfg, build_method("kgir_forced"), name))
 forms = pd.concat([rewrite_form.form_table([o.to_json() for o in r[key]], load_bridges(name, cfg.data_path), name,
                                            method)
                    for method, key in (("kgir", "outputs"), ("kgir_forced", "forced"))
@@ -172,6 +171,7 @@ print("study variants:", "; ".join(LABELS[k] for k in study_keys) or "none (attr
 for name in progress(attr_datasets, desc="study variants"):
     for key in study_keys:
         ev.run_method(results[name]["ws"], build_method(key), results[name]["questions"], resume=resume)
+        ran.append(ev.trace_path(cfg, build_method(key), name))
 attr = mechanism_tables(cfg.run_dir, list(results), data_dir=cfg.data_path,
                         context_passages=cfg.context_passages)["step_attribution"]
 if len(attr):
@@ -210,7 +210,9 @@ report.save_table(where.set_index("dataset"), cfg, "04_missing_gold_where",
                   "in no retrieval of the loop. From the traces, no model call.")
 display(Markdown("\n".join(f"- {missing_gold.missing_gold_sentence(where, d)}" for d in where["dataset"])))
 readers = decomposition.reader_llms(cfg, llm)
+before = {model: reader.usage.snapshot() for model, reader in readers.items()}
 decomp, decomp_cut, decomp_answers, decomp_left = decomposition.loss_decomposition(cfg, readers, dec_runs)
+decomp_usage = decomposition.readers_usage(readers, before)
 print("readers:", ", ".join(readers), "| datasets:", ", ".join(dec_runs) or "none")
 if len(decomp):
     show_figure(decomposition.plot_decomposition(decomp), cfg, "04_loss_decomposition")
@@ -583,3 +585,15 @@ for name, r in results.items():
             break
         display(Markdown(f"#### [{name}]\n" + render_trace(r["outputs"][j].trace, r["ws"].dataset.corpus)))
         shown += 1
+
+# %% [markdown]
+# ### This notebook's LLM usage
+#
+# Every method run above (from its trace's `.meta.json`: what the run cost when it was made, the same when a rerun
+# reads it back) and the loss decomposition's readers, by stage: `usage/04_iterative_rewrite.csv`.
+
+# %%
+notebook_usage = ev.runs_usage(ran, decomp_usage).table()
+report.save_table(notebook_usage, cfg, "04_iterative_rewrite", folder="usage", markdown=False)
+show(report.split_runtime(notebook_usage)[0], "LLM usage of this notebook, by stage (calls and tokens; cache hits "
+     "and seconds describe one execution: runtime/usage/)")

@@ -8,11 +8,11 @@
 The package hands their names on (``from kgir_lib.eval import evaluate as ev; ev.run_method(...)``).
 """
 from .run import (StoredTimeLLM, load_outputs, method_key, method_label, read_meta, run_fingerprint,
-                  run_method, trace_path)
+                  run_method, runs_usage, trace_path)
 from .scoring import METRICS, SEEDS, USAGE, answer_form, mean_scores, score
 from .suite import SuiteResult, run_suite
 from .tables import cost_table, ours_label, questions_per_dataset, summary_table
 
 __all__ = ["StoredTimeLLM", "load_outputs", "method_key", "method_label", "read_meta", "run_fingerprint", "run_method",
-           "trace_path", "METRICS", "SEEDS", "USAGE", "answer_form", "mean_scores", "score", "SuiteResult", "run_suite",
+           "runs_usage", "trace_path", "METRICS", "SEEDS", "USAGE", "answer_form", "mean_scores", "score", "SuiteResult", "run_suite",
            "cost_table", "ours_label", "questions_per_dataset", "summary_table"]

@@ -22,7 +22,7 @@ from typing import Any, Optional, Sequence, cast
 
 from ... import traces
 from ...data import Question
-from ...llm import LLM, cache_key
+from ...llm import LLM, LLMUsage, Usage, cache_key
 from ...llm.prompts import PROMPT_DIR
 from ...llm.response_log import logged_seconds
 from ...methods.base import MethodBase, MethodOutput, Workspace
@@ -107,6 +107,32 @@ def load_outputs(path: Path) -> list:
 def read_meta(path: Path) -> Optional[dict]:
     """The ``.meta.json`` of trace file ``path`` (:func:`kgir_lib.traces.read_meta`); ``None`` if missing."""
     return traces.read_meta(path)
+
+
+def runs_usage(paths: Sequence[Path], *more: Usage) -> Usage:
+    """The LLM usage of the method runs whose trace files are ``paths`` (each ``.meta.json``'s ``stages``), plus
+    the usages ``more`` (calls made outside a method run), summed stage by stage in the order first met.
+
+    A meta records what its run cost when it was made, and :func:`run_method` keeps it when it reads the run back,
+    so this is a notebook's usage whether this execution ran its methods or resumed them (counting the LLM's own
+    usage would give the calls of a cold run on one execution and none on the next). A trace file without a meta
+    is an error naming it."""
+    out = Usage()
+    for path in paths:
+        meta = read_meta(Path(path))
+        if meta is None:
+            raise FileNotFoundError(f"{path}: no .meta.json beside the trace file, so its run's LLM usage is unknown")
+        _add(out, meta.get("stages", {}))
+    for usage in more:
+        _add(out, usage.snapshot())
+    return out
+
+
+def _add(out: Usage, stages: dict) -> None:
+    for name, counts in stages.items():
+        stage, extra = out.stage(name), LLMUsage(**counts)
+        for key, value in vars(extra).items():
+            setattr(stage, key, getattr(stage, key) + value)
 
 
 def run_method(ws: Workspace, method: MethodBase, questions: Sequence[Question], *, resume: bool = True,

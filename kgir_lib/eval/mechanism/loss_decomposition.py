@@ -302,6 +302,20 @@ def reader_llms(cfg, llm) -> dict:
     return out
 
 
+def readers_usage(readers: Mapping[str, object], before: Mapping[str, dict]) -> "Usage":
+    """The decomposition's own LLM usage: each reader's calls of stage ``loss_decomposition`` since ``before``
+    (``{model: reader.usage.snapshot()}`` taken before :func:`loss_decomposition`), one stage a reader, named
+    ``loss_decomposition <model>`` (the readers are different models; their tokens are not summed)."""
+    from ...llm import Usage
+
+    out = Usage()
+    for model, reader in readers.items():
+        since = reader.usage.since(before.get(model, {})).stages.get(STAGE)
+        if since is not None and since.calls:
+            out.stages[f"{STAGE} {model}"] = since
+    return out
+
+
 def loss_decomposition(cfg, readers: Mapping[str, object], runs: Mapping[str, tuple]) -> tuple:
     """The decomposition of a run: ``readers`` is ``{model: LLM}`` in the declared order (:func:`reader_llms`),
     ``runs`` is ``{dataset: (workspace, questions, KGIR-RAG outputs)}``.

@@ -1,0 +1,54 @@
+"""``benchmarks/regenerate_timing.py``: what it runs and what its record says (its timings come from a run, not
+from here: no test asserts a time)."""
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from kgir_lib.config import PROJECT_ROOT
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("regenerate_timing", PROJECT_ROOT / "benchmarks" /
+                                                  "regenerate_timing.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_notebooks_are_every_numbered_notebook_in_order_or_those_asked(bench):
+    assert bench.notebook_ids(None) == ["01", "02", "03", "04", "05", "06", "07"]
+    assert bench.notebook_ids(["05", "03"]) == ["03", "05"]
+    with pytest.raises(SystemExit, match="--only 09: no such notebook"):
+        bench.notebook_ids(["03", "09"])
+    with pytest.raises(SystemExit, match="no such notebook"):
+        bench.main(["--only", "3"])
+
+
+def test_the_record_sums_the_notebooks_and_says_whether_the_run_changed_committed_files(bench):
+    rows = [{"notebook": "03_subgraph_mst", "seconds": 100.4, "cpu": 80.2, "rc": 0, "load": (1.5, 2.0)},
+            {"notebook": "04_iterative_rewrite", "seconds": 50.0, "cpu": 40.0, "rc": 0, "load": (2.0, 1.0)}]
+    text = bench.markdown("local", rows, [], "cmd", "in a fresh clone")
+    assert "| 03_subgraph_mst | 100 | 80 | 0 | 1.50 → 2.00 |" in text
+    assert "| **all** | **150** (2.5 min) | **120** (2.0 min) | | |" in text
+    assert "**unchanged**" in text and "Command: `cmd`" in text and "profile `local`" in text
+    dirty = bench.markdown("local", rows, [" M results/local/config/03_subgraph_mst.yaml"], "cmd", "x")
+    assert "**1 changed**: `M results/local/config/03_subgraph_mst.yaml`" in dirty
+    assert "Committed files" not in bench.markdown("local", rows, None, "cmd", "in place")
+
+
+def test_cpu_time_counts_the_processes_the_command_waited_for(bench, tmp_path):
+    import os
+    import sys
+
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
+    res = bench.timed([sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', "
+                                             f"{burn!r}])"], tmp_path, dict(os.environ), 60)
+    assert res["rc"] == 0 and res["cpu"] >= 0.3 and res["seconds"] >= 0.3 and len(res["load"]) == 2
+
+
+def test_keep_refuses_a_folder_that_exists(bench, tmp_path):
+    with pytest.raises(SystemExit, match="--keep .*already exists"):
+        bench.main(["--only", "03", "--keep", str(tmp_path)])

@@ -1,0 +1,57 @@
+"""``benchmarks/test_timing.py``: its arguments, and what its record says it measured (the timings come from a run
+on an idle machine, not from here: no test asserts a time)."""
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from kgir_lib.config import PROJECT_ROOT
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("test_timing_bench", PROJECT_ROOT / "benchmarks" / "test_timing.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_arguments_default_to_three_runs_of_every_step_in_a_fresh_clone(bench):
+    args = bench.parse_args([])
+    assert (args.only, args.repeat, args.in_place) == (list(bench.STEPS), 3, False)
+    assert bench.command_line(args) == ".venv/bin/python benchmarks/test_timing.py"
+    args = bench.parse_args(["--only", "fast", "rerun", "--repeat", "5", "--in-place"])
+    assert bench.command_line(args) == ".venv/bin/python benchmarks/test_timing.py --only fast rerun --repeat 5 " \
+                                       "--in-place"
+
+
+@pytest.mark.parametrize("bad", [["--repeat", "0"], ["--repeat", "two"], ["--repeat", "-1"], ["--only", "slow"]])
+def test_bad_arguments_are_refused_naming_them(bench, bad, capsys):
+    with pytest.raises(SystemExit) as exc:
+        bench.parse_args(bad)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert ("--repeat" in err and "at least 1" in err) or "invalid choice: 'slow'" in err
+
+
+def test_the_record_gives_every_run_its_minimum_and_median_and_what_was_warm(bench):
+    runs = [{"seconds": s, "cpu": c, "rc": 0, "load": (1.0, 2.0), "stdout": "", "stderr": "", "failed": [],
+             "command": "bash scripts/test.sh --fast", "summary": "9 passed", "slowest": []}
+            for s, c in ((80.0, 100.0), (40.0, 60.0), (45.0, 62.0))]
+    r = bench.summarise(runs)
+    assert (r["min_wall"], r["median_wall"], r["min_cpu"], r["median_cpu"]) == (40.0, 45.0, 60.0, 62.0)
+    text = bench.markdown({"fast": r}, "cmd", "in a fresh clone", ["compiled modules: cold"])
+    assert "| fast | `bash scripts/test.sh --fast` | 3 | **40.0 s** / 45.0 s | 60.0 s / 62.0 s |" in text
+    assert "80.0 (100.0), 1.00 → 2.00, 40.0 (60.0)" in text
+    assert "Warm before the first run: compiled modules: cold." in text and "in a fresh clone" in text
+    assert bench.summarise([{**runs[0], "rc": 0}, {**runs[1], "rc": 1}])["rc"] == 1  # a failed run is not hidden
+
+
+def test_warm_state_names_the_compiled_modules_of_a_new_path_cold(bench, tmp_path):
+    prefix = tmp_path / "pycache"
+    (prefix / "site").mkdir(parents=True)
+    said = bench.warm_state(tmp_path / "repo", {"PYTHONPYCACHEPREFIX": str(prefix), "HF_HUB_CACHE": str(tmp_path / "hf"),
+                                                "KGIR_DATA_DIR": str(tmp_path)})
+    assert said[0].endswith("the environment's warm; this checkout's library and tests cold (first run compiles them)")
+    assert said[1] == "Hugging Face cache: absent" and said[2] == "data samples: present"
