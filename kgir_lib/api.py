@@ -9,9 +9,9 @@ trace (the public API, ``from kgir_lib import KGIRPipeline``)::
 :meth:`KGIRPipeline.index` builds a workspace over the passages (:func:`kgir_lib.pipeline.workspace`,
 the graph in memory only) and extracts the triples of every passage with the profile's LLM, the
 offline stage of §2.1 (:attr:`KGIRPipeline.index_report`: passages, triples, the extraction
-prompts cut to fit the model and what the parser dropped); :meth:`KGIRPipeline.answer` runs KGIR-RAG (``variant``: a row of
-:data:`kgir_lib.kgir.variants.VARIANTS`, default the paper's method; or ``steps``: a composition of
-your own, :class:`kgir_lib.kgir.loop.Steps`) and returns one
+prompts cut to fit the model and what the parser dropped); :meth:`KGIRPipeline.answer` runs KGIR-RAG
+(``variant``: a row of :data:`kgir_lib.kgir.variants.VARIANTS`, default the paper's method; or
+``steps``: a composition of your own, :class:`kgir_lib.kgir.loop.Steps`) and returns one
 :class:`~kgir_lib.methods.base.MethodOutput` per question: the answer, the final ranked passages
 and the trace of every round. Every LLM call goes through the pipeline's own cache, which starts from the
 profile's committed response log (read, never written), so a question the suite has already
