@@ -167,7 +167,7 @@ class KGIRPipeline:
         cut_before = _prompts_cut(self.llm)
         ws = workspace(self.cfg, dataset, llm=self.llm, progress=False, encoder=self._encoder,
                        store=False)
-        ws.ensure_kg([p.pid for p in dataset.corpus.passages])
+        ws.kg_for([p.pid for p in dataset.corpus.passages])  # extracts every passage's triples
         self.workspace = ws
         cut = _prompts_cut(self.llm) - cut_before
         self.index_report = {"passages": len(dataset.corpus), "triples": len(ws.kg),
@@ -190,16 +190,17 @@ class KGIRPipeline:
                              f"{type(questions).__name__} {questions!r:.60} (one question: "
                              f"answer([question]))")
         dataset = self.workspace.dataset
-        qs = [self._question(q, len(dataset.questions) + i) for i, q in enumerate(questions)]
+        qs = [self._question(q, len(dataset.questions) + i, dataset.name) for i, q in enumerate(questions)]
         dataset.questions.extend(qs)
         return self.method.run(self.workspace, qs)
 
-    def _question(self, q: Union[str, Question], i: int) -> Question:
+    @staticmethod
+    def _question(q: Union[str, Question], i: int, dataset: str) -> Question:
         if isinstance(q, Question):
             return q
         if not isinstance(q, str) or not q.strip():
             raise ValueError(f"parameter 'questions': item {i} is not a non-empty question: {q!r}")
-        return Question(f"q{i + 1}", q.strip(), (), (), self.workspace.dataset.name)
+        return Question(f"q{i + 1}", q.strip(), (), (), dataset)
 
 
 OWN_STEPS = "KGIR-RAG (own steps)"  # the name of a composition handed to KGIRPipeline(steps=...)
