@@ -9,9 +9,9 @@ trace (the public API, ``from kgir_lib import KGIRPipeline``)::
 :meth:`KGIRPipeline.index` builds a workspace over the passages (:func:`kgir_lib.pipeline.workspace`,
 the graph in memory only) and extracts the triples of every passage with the profile's LLM, the
 offline stage of §2.1 (:attr:`KGIRPipeline.index_report`: passages, triples, the extraction
-prompts cut to fit the model and what the parser dropped); :meth:`KGIRPipeline.answer` runs KGIR-RAG (``variant``: a row of
-:data:`kgir_lib.kgir.variants.VARIANTS`, default the paper's method; or ``steps``: a composition of
-your own, :class:`kgir_lib.kgir.loop.Steps`) and returns one
+prompts cut to fit the model and what the parser dropped); :meth:`KGIRPipeline.answer` runs KGIR-RAG
+(``variant``: a row of :data:`kgir_lib.kgir.variants.VARIANTS`, default the paper's method; or
+``steps``: a composition of your own, :class:`kgir_lib.kgir.loop.Steps`) and returns one
 :class:`~kgir_lib.methods.base.MethodOutput` per question: the answer, the final ranked passages
 and the trace of every round. Every LLM call goes through the pipeline's own cache, which starts from the
 profile's committed response log (read, never written), so a question the suite has already
@@ -167,7 +167,7 @@ class KGIRPipeline:
         cut_before = _prompts_cut(self.llm)
         ws = workspace(self.cfg, dataset, llm=self.llm, progress=False, encoder=self._encoder,
                        store=False)
-        ws.ensure_kg([p.pid for p in dataset.corpus.passages])
+        ws.kg_for([p.pid for p in dataset.corpus.passages])  # extracts every passage's triples
         self.workspace = ws
         cut = _prompts_cut(self.llm) - cut_before
         self.index_report = {"passages": len(dataset.corpus), "triples": len(ws.kg),
@@ -190,16 +190,17 @@ class KGIRPipeline:
                              f"{type(questions).__name__} {questions!r:.60} (one question: "
                              f"answer([question]))")
         dataset = self.workspace.dataset
-        qs = [self._question(q, len(dataset.questions) + i) for i, q in enumerate(questions)]
+        qs = [self._question(q, len(dataset.questions) + i, dataset.name) for i, q in enumerate(questions)]
         dataset.questions.extend(qs)
         return self.method.run(self.workspace, qs)
 
-    def _question(self, q: Union[str, Question], i: int) -> Question:
+    @staticmethod
+    def _question(q: Union[str, Question], i: int, dataset: str) -> Question:
         if isinstance(q, Question):
             return q
         if not isinstance(q, str) or not q.strip():
             raise ValueError(f"parameter 'questions': item {i} is not a non-empty question: {q!r}")
-        return Question(f"q{i + 1}", q.strip(), (), (), self.workspace.dataset.name)
+        return Question(f"q{i + 1}", q.strip(), (), (), dataset)
 
 
 OWN_STEPS = "KGIR-RAG (own steps)"  # the name of a composition handed to KGIRPipeline(steps=...)

@@ -259,6 +259,8 @@ def _kernel_answers(info: dict) -> bool:
     port = info.get("shell_port")
     if info.get("transport") == "ipc":
         return _answers_unix(Path(f"{info.get('ip')}-{port}"))
+    if port is None:  # no shell port recorded: nothing to connect to
+        return False
     host = str(info.get("ip") or LOOPBACK)
     host = LOOPBACK if host in ("0.0.0.0", "*", "") else host
     try:

@@ -12,7 +12,8 @@ from kgir_lib.kgir import contract
 from kgir_lib.kgir.contract import Evidence, Rewritten, StepContractError
 from kgir_lib.kgir.loop import PAPER, Loop, Steps
 from kgir_lib.kgir.rounds import LoopRound
-from kgir_lib.kgir.steps import Read, Retrieve, RetrieveRewritten, Rewrite, ShapeEvidence
+from kgir_lib.kgir.state import LoopState
+from kgir_lib.kgir.steps import Read, Reflect, Retrieve, RetrieveRewritten, Rewrite, ShapeEvidence
 from kgir_lib.kgir.variants import KGIRRAG
 
 REWRITE = "Which company did Compaq merge with in 2002?"
@@ -160,3 +161,24 @@ def test_a_rewrite_note_reaches_the_trace_and_back():
     r.record_rewrite("raw", None, "q")
     assert r.rewrite == "q" and r.rewrite_malformed and "form" not in r.to_dict()["rewrite"]
     assert Rewritten("x").note == {} and Read()(None, []) == []
+
+
+def test_a_step_reading_what_no_step_recorded_names_the_round_or_the_question(tiny_workspace):
+    """The reflection reads q'_t and P_t, the reader its context: run before the steps that record them, each stops
+    with an error naming the round or the question (no prompt is built on None, no LLM call is made)."""
+    ws = tiny_workspace(script)
+    q = ws.dataset.questions[0]
+    run = KGIRRAG().start(ws, 1)
+    state = LoopState(q=q, query=q.question)
+    r = LoopRound(iteration=1, query=q.question, retrieved=[])
+    with pytest.raises(ValueError, match=r"round 1 of query .*: no rewrite q'_t recorded"):
+        Reflect()(run, [state], [r], False)
+    assert r.record_rewrite("raw", REWRITE, q.question) == r.rewritten() == REWRITE
+    with pytest.raises(ValueError, match=r"round 1 of query .*: no passages P_t recorded"):
+        Reflect()(run, [state], [r], False)
+    with pytest.raises(ValueError, match=rf"question {q.qid}: no reader context"):
+        Read()(run, [state])
+    assert ws.llm.usage.total().calls == 0
+    r.reflection_passages = []
+    state.final_context = "(none)"
+    assert r.shown_passages() == [] and state.reader_context() == "(none)"

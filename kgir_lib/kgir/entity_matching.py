@@ -41,7 +41,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ..kg import Triple
 
@@ -165,7 +165,7 @@ DEFAULT_MATCH_METHOD = "tokens"
 DEFAULT_NGRAM_THRESHOLD = 0.7
 
 
-def _score_fn(method: str):
+def _score_fn(method: str) -> Callable[[NameFeatures, NameFeatures], float]:
     if method not in _SCORES:
         raise ValueError(f"unknown matching method {method!r} (choose from {SIMILARITIES})")
     return _SCORES[method]

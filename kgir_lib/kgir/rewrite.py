@@ -200,9 +200,12 @@ def parse_reflection(text: Optional[str]) -> Reflection:
     verdict = None
     for ln in lines:
         ma = _ANSWER.match(ln)
+        if ma is not None:
+            verdict = ("answer", ma.group(1))
+            break
         mm = _MISSING.match(ln)
-        if ma or mm:
-            verdict = ("answer", ma.group(1)) if ma else ("missing", mm.group(1))
+        if mm is not None:
+            verdict = ("missing", mm.group(1))
             break
         mr = _REASON.match(ln)
         reasoning.append(mr.group(1) if mr else ln)

@@ -152,6 +152,22 @@ class LoopRound:
             return "answer"
         return "malformed" if r.malformed else "missing"
 
+    def rewritten(self) -> str:
+        """``q'_t`` as :meth:`record_rewrite` recorded it; a ``ValueError`` naming the round when
+        there is none (a step that reads the rewrite ran before the rewrite step)."""
+        if self.rewrite is None:
+            raise ValueError(f"round {self.iteration} of query {self.query!r}: no rewrite q'_t "
+                             f"recorded (the rewrite step runs before the steps that read it)")
+        return self.rewrite
+
+    def shown_passages(self) -> list:
+        """``P_t`` as the loop recorded it; a ``ValueError`` naming the round when there is none
+        (a step that reads ``P_t`` ran before the passages step)."""
+        if self.reflection_passages is None:
+            raise ValueError(f"round {self.iteration} of query {self.query!r}: no passages P_t "
+                             f"recorded (the passages step runs before the steps that read them)")
+        return self.reflection_passages
+
     # ------------------------------------------------------------------ what the loop records
     def record_subgraph(self, sub: EvidenceSubgraph) -> None:
         """The round's ``G_Ans`` (Algorithm 1) and the sizes of ``G_q`` and ``G_tmp``."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from ..kg import Triple
 from ..llm import extract_json
@@ -59,7 +59,7 @@ def _clean_entity(s: str) -> str:
     return " ".join(s.split())
 
 
-def _listed(data) -> Optional[list]:
+def _listed(data: Any) -> Optional[list]:
     """The names a JSON reply lists (``{"named_entities": [...]}``, a single string in it, or a bare
     list), or ``None`` when the reply is no such JSON."""
     vals = data.get("named_entities", data.get("entities")) if isinstance(data, dict) else data

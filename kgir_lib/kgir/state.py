@@ -21,7 +21,7 @@ from typing import Optional, Sequence
 from ..config import Config
 from ..config.fields import REFLECTION_PASSAGES
 from ..data import Question
-from ..llm import LLMUsage
+from ..llm import ChatResult, LLMUsage
 from ..methods.base import Workspace
 from ..methods.context import interleave
 from ..methods.reader import format_passages
@@ -79,7 +79,7 @@ class LoopState:
     final_pids: list = field(default_factory=list)    # the passages of that context, in order
     notes: dict = field(default_factory=dict)         # what a composition's own steps record
 
-    def account(self, stage: str, result) -> None:
+    def account(self, stage: str, result: ChatResult) -> None:
         self.usage.add(result)
         self.stage_usage.setdefault(stage, LLMUsage()).add(result)
 
@@ -95,6 +95,14 @@ class LoopState:
         rewrite and what the reflection said was still missing (eq. 8)."""
         self.history.append({"rewrite": rewrite, "missing": missing})
         self.query = rewrite
+
+    def reader_context(self) -> str:
+        """The context the shared reader reads (:func:`~kgir_lib.kgir.steps.hand_to_reader`); a
+        ``ValueError`` naming the question when none was handed to it."""
+        if self.final_context is None:
+            raise ValueError(f"question {self.q.qid}: no reader context (a step hands one to the "
+                             f"reader before it reads)")
+        return self.final_context
 
     def ranked_pids(self) -> list:
         return ranked_list(self.evidence_weights, self.rewrite_retrievals, self.first_retrieval)

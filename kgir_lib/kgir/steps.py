@@ -164,9 +164,9 @@ def reflection_verdicts(run: Run, states: Sequence[LoopState], rounds: Sequence[
     and of the verdict turn (``reflect_verdict``). ``last``: the prompt says the model must
     answer."""
     cfg = run.cfg
-    requests = reflection_requests([r.rewrite for r in rounds], [r.evidence for r in rounds],
+    requests = reflection_requests([r.rewritten() for r in rounds], [r.evidence for r in rounds],
                                    [s.history for s in states],
-                                   [run.passages_text(r.reflection_passages) for r in rounds],
+                                   [run.passages_text(r.shown_passages()) for r in rounds],
                                    final=[last] * len(states),
                                    originals=[s.q.question for s in states],
                                    max_tokens=cfg.max_tokens("reflect"), prompt=cfg.reflect_prompt)
@@ -191,7 +191,7 @@ def reflection_verdicts(run: Run, states: Sequence[LoopState], rounds: Sequence[
         run.count("verdict_turns")
         run.count("verdict_turns_malformed", int(verdicts[i].malformed))
         r = rounds[i]
-        r.reflection = Verdict(**verdicts[i].to_dict(), raw=r.reflection.raw, final=last,
+        r.reflection = Verdict(**verdicts[i].to_dict(), raw=replies[i].text, final=last,
                                verdict_raw=res.text)
         r.usable["reflect_verdict"] = not verdicts[i].malformed
         r.truncated["reflect_verdict"] = res.truncated
@@ -229,13 +229,13 @@ class Reflect:
                     s.answer = verdict.answer
                     s.answer_source = "reflection"
                 else:
-                    hand_to_reader(run, s, r, r.reflection_passages)
+                    hand_to_reader(run, s, r, r.shown_passages())
             elif last:
-                hand_to_reader(run, s, r, r.reflection_passages)
+                hand_to_reader(run, s, r, r.shown_passages())
                 s.answered_by = "forced_reader"
                 run.count("forced_answers")
             else:
-                s.go_on(r.rewrite, verdict.missing)
+                s.go_on(r.rewritten(), verdict.missing)
                 still.append(s)
         return still
 
@@ -249,7 +249,7 @@ class Read:
         if not states:
             return []
         max_tokens = run.cfg.max_tokens("reader")
-        requests = [reader_request(s.q.question, s.final_context, max_tokens) for s in states]
+        requests = [reader_request(s.q.question, s.reader_context(), max_tokens) for s in states]
         answers = []
         for s, res in zip(states, run.ws.llm.generate(requests, stage="kgir_final")):
             s.account("kgir_final", res)

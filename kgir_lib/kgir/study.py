@@ -228,7 +228,7 @@ class OracleNote:
             plan["seeds"] = state.notes["seeds"]
         if "seeds" in plan and plan["seeds"] and all(x is None for x in plan["seeds"]):
             plan["not_applied"] = {**plan["not_applied"], "seeds": "the gold names no entity"}
-        note = {"oracle": plan}
+        note: dict[str, object] = {"oracle": plan}
         if "context" in plan["parts"] and "context" not in plan["not_applied"]:
             note["no_retrieval"] = True
         return note
@@ -322,7 +322,7 @@ class ReadEveryRound:
                  last: bool) -> list[LoopState]:
         verdicts = reflection_verdicts(run, states, rounds, last)
         for s, r in zip(states, rounds):
-            hand_to_reader(run, s, r, r.reflection_passages)
+            hand_to_reader(run, s, r, r.shown_passages())
         answers = self.read(run, states)
         still = []
         for s, verdict, r, answer in zip(states, verdicts, rounds, answers):
@@ -331,7 +331,7 @@ class ReadEveryRound:
                 s.answer = answer
                 s.answered_by = "reader"
             else:
-                s.go_on(r.rewrite, verdict.missing)
+                s.go_on(r.rewritten(), verdict.missing)
                 still.append(s)
         return still
 

@@ -64,6 +64,8 @@ from ..config.checks import check_value
 from ..config.fields import GTMP_READINGS
 from ..kg import KnowledgeGraph, Triple
 from ..kg.mst import maximum_spanning_tree, seed_components
+from ..methods.base import Workspace
+from ..retrieval import Reranker, TextEncoder
 from .entity_matching import DEFAULT_MATCH_METHOD, DEFAULT_NGRAM_THRESHOLD, seeds_of, triple_text
 from .seeds import match_question, ner_requests, parse_entities
 
@@ -71,7 +73,7 @@ WEIGHTINGS = ("reranker", "cosine", "passage")
 
 
 # ---------------------------------------------------------------- step 1-2: D_q and G_q (eq. 2, 3)
-def retrieve(ws, queries: Sequence[str], top_k: int) -> list:
+def retrieve(ws: Workspace, queries: Sequence[str], top_k: int) -> list:
     """``D_q`` for each query: the dense cosine top-``top_k`` ``(pid, score)`` over the whole
     corpus (eq. 2)."""
     top_k = check_value("top_k", top_k)  # the config's rule for the field
@@ -83,7 +85,7 @@ def question_triples(kg: KnowledgeGraph, pids: Iterable[str]) -> list:
     return kg.triples_of(list(pids))
 
 
-def graph_triples(ws, retrieved: Sequence[Sequence[tuple]]) -> list:
+def graph_triples(ws: Workspace, retrieved: Sequence[Sequence[tuple]]) -> list:
     """``G_q`` of each question from its ``D_q`` (eq. 3), the graph read through ``ws.kg_for`` so
     that passages not yet extracted are extracted first (one call for all questions)."""
     kg = ws.kg_for(list(dict.fromkeys(p for r in retrieved for p, _ in r)))
@@ -113,7 +115,8 @@ def tmp_graph(triples: Sequence[Triple], matches: dict, reading: str = "passages
 
 # ---------------------------------------------------------------- step 6: edge weights
 def edge_weights(question: str, triples: Sequence[Triple], weighting: str = "cosine", *,
-                 encoder=None, reranker=None, passage_scores: Optional[dict] = None,
+                 encoder: Optional[TextEncoder] = None, reranker: Optional[Reranker] = None,
+                 passage_scores: Optional[dict] = None,
                  question_vector: Optional[np.ndarray] = None) -> list:
     """Relevance of each triple to the question, one float per triple (§2.2, Algorithm 1).
 
@@ -142,7 +145,7 @@ def edge_weights(question: str, triples: Sequence[Triple], weighting: str = "cos
     raise ValueError(f"unknown edge weighting {weighting!r} (choose from {WEIGHTINGS})")
 
 
-def resolve_weighting(weighting: Optional[str], reranker) -> str:
+def resolve_weighting(weighting: Optional[str], reranker: Optional[Reranker]) -> str:
     """``None``/``"auto"``: the reranker when one is configured, else cosine."""
     if weighting in (None, "auto"):
         return "reranker" if reranker is not None else "cosine"
@@ -155,8 +158,8 @@ def resolve_weighting(weighting: Optional[str], reranker) -> str:
 WeightFn = Callable[[str, Sequence[Triple]], Sequence[float]]
 
 
-def question_weight_fn(ws, retrieved: Sequence[tuple], weighting: str,
-                       question_vector=None) -> WeightFn:
+def question_weight_fn(ws: Workspace, retrieved: Sequence[tuple], weighting: str,
+                       question_vector: Optional[np.ndarray] = None) -> WeightFn:
     """The edge-weight function of one question for :func:`evidence_subgraph` (see
     :func:`edge_weights`): the workspace's encoder or reranker, the question's ``D_q`` scores."""
     scores = {p: float(s) for p, s in retrieved}
@@ -316,9 +319,9 @@ class Seeds:
     ground: bool = True
 
 
-def subgraphs_of(ws, queries: Sequence[str], retrieved: Sequence[Sequence[tuple]], G_qs: Sequence,
-                 *, seeds: Sequence[Seeds], threshold: float, weighting: Optional[str] = None,
-                 reading: Optional[str] = None) -> list:
+def subgraphs_of(ws: Workspace, queries: Sequence[str], retrieved: Sequence[Sequence[tuple]],
+                 G_qs: Sequence, *, seeds: Sequence[Seeds], threshold: float,
+                 weighting: Optional[str] = None, reading: Optional[str] = None) -> list:
     """Steps 3-7 of Algorithm 1 for each query, given its ``D_q``, ``G_q`` and :class:`Seeds`:
     one :class:`EvidenceSubgraph` each, under the profile's eq. 5 rule and ``ngram_n``, the eq. 5
     ``threshold``, the edge ``weighting`` (:func:`resolve_weighting`; the query embeddings
@@ -337,7 +340,7 @@ def subgraphs_of(ws, queries: Sequence[str], retrieved: Sequence[Sequence[tuple]
     return subs
 
 
-def build_subgraphs(ws, queries: Sequence[str],
+def build_subgraphs(ws: Workspace, queries: Sequence[str],
                     retrieved: Optional[Sequence[Sequence[tuple]]] = None, *,
                     top_k: Optional[int] = None, threshold: Optional[float] = None,
                     weighting: Optional[str] = None, stage: str = "kgir_ner",

@@ -17,6 +17,7 @@ from typing import Callable, ClassVar, Optional, Sequence
 
 from ..data import Question
 from ..methods.base import MethodBase, MethodOutput, Workspace
+from .contract import PassagesStep, RewriteStep, SeedsStep
 from .loop import PAPER, Composition, Loop, Steps, output
 from .state import STAT_KEYS, LoopState, Run
 from .steps import NER, ReflectionPassages, Rewrite
@@ -62,10 +63,15 @@ class Variant:
 
 
 def _oracle(name: str, key: str, description: str, composition: Optional[Composition] = None,
-            **steps) -> Variant:
-    """A row whose composition (default: the loop over the paper's steps with ``steps`` replaced)
-    hands steps the gold, with the trace's ``oracle`` record."""
-    composition = composition or Loop(replace(PAPER, **steps))
+            *, seeds: Optional[SeedsStep] = None, rewrite: Optional[RewriteStep] = None,
+            passages: Optional[PassagesStep] = None) -> Variant:
+    """A row whose composition (default: the loop over the paper's steps with the ``seeds``,
+    ``rewrite`` and ``passages`` steps given replaced) hands steps the gold, with the trace's
+    ``oracle`` record."""
+    composition = composition or Loop(replace(
+        PAPER, seeds=PAPER.seeds if seeds is None else seeds,
+        rewrite=PAPER.rewrite if rewrite is None else rewrite,
+        passages=PAPER.passages if passages is None else passages))
     variant = Variant(name, key, "oracle", composition, description)
     return replace(variant, note=OracleNote(variant.oracle))
 
@@ -206,16 +212,19 @@ class KGIRRAG(MethodBase):
     def spec(self) -> Variant:
         return VARIANTS[self.variant]
 
+    # name, key and uses_kg (evaluate.run_fingerprint: only when it is true does the KG matter):
+    # read-only views of the row where the base class declares class-level attributes (as KG2RAG's
+    # and LightRAG's variants do)
     @property
-    def name(self) -> str:
+    def name(self) -> str:  # type: ignore[override]
         return self.spec.name
 
     @property
-    def key(self) -> str:
+    def key(self) -> str:  # type: ignore[override]
         return self.spec.key
 
     @property
-    def uses_kg(self) -> bool:  # (evaluate.run_fingerprint: only then does the KG matter)
+    def uses_kg(self) -> bool:  # type: ignore[override]
         return self.spec.steps.subgraph is not None
 
     def start(self, ws: Workspace, n_questions: int) -> Run:
@@ -234,7 +243,7 @@ class KGIRRAG(MethodBase):
         states = self.spec.composition.answer(run, list(questions), self.name)
         return [self._output(s) for s in states]
 
-    def _output(self, state) -> MethodOutput:
+    def _output(self, state: LoopState) -> MethodOutput:
         out = output(state, self.name, self.variant)
         if self.spec.note is not None:
             out.trace.update(self.spec.note(state))

@@ -262,8 +262,8 @@ def plot_loop(counts: dict, title: str = "", width: float = 9.5):
     """Algorithm 2 as one diagram (notebook 04), drawn as the loop it is: retrieve -> subgraph -> rewrite along the
     top, retrieve with the rewrite -> reflect -> answer back along the bottom, and from the reflection an arrow back
     to retrieval with ``q'_t``; each box and arrow carries this run's counts
-    (:func:`kgir_lib.eval.mechanism.loop_tables.loop_counts`). ``width`` inches (at the suite's 120 dpi, 9.5 in is shown at its own
-    size on a 1280-px page). Returns the figure."""
+    (:func:`kgir_lib.eval.mechanism.loop_tables.loop_counts`). ``width`` inches (at the suite's 120 dpi, 9.5 in is
+    shown at its own size on a 1280-px page). Returns the figure."""
     import textwrap
 
     import matplotlib.pyplot as plt

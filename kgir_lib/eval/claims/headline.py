@@ -78,8 +78,8 @@ def claims_headline(table: pd.DataFrame, datasets: Optional[Sequence[str]] = Non
         metrics = list(dict.fromkeys(part["metric"]))
         against = "" if firsts.get(name, other) == other else f": against {other}"
         label = f"{name.replace(' (Table 7)', '')}{against}, {' / '.join(metrics)}"
-        paper = [published.get(name, {}).get(m) for m in metrics]
-        if all(v is not None for v in paper):
+        paper = [v for v in (published.get(name, {}).get(m) for m in metrics) if v is not None]
+        if len(paper) == len(metrics):  # the paper states every metric of the row
             label += " (Table 7: " + " / ".join(_fmt(v) for v in paper) + ")"
         cells = [_headline_cell(part[part["dataset"] == d], mde_column(table)) for d in datasets]
         lines.append("| " + " | ".join([label, *cells]) + " |")

@@ -57,7 +57,8 @@ def scoreboard(scores: pd.DataFrame, table: pd.DataFrame, datasets: Optional[Seq
         cols[(d, "rank")] = _rank(means[[("ours", d, m) for m in metrics]])
         for m in metrics:
             cols[(d, m)] = means[("ours", d, m)].astype(float)
-    claim_of, verdict_of = {}, {}
+    claim_of: dict[str, list[str]] = {}
+    verdict_of: dict[str, list[str]] = {}
     for (name, other), part in table.groupby(["claim", "compared with"], sort=False):
         claim_of.setdefault(other, []).append(f"{name} ({' / '.join(dict.fromkeys(part['metric']))})")
         verdict_of.setdefault(other, []).append(_verdict_text(part))

@@ -81,8 +81,8 @@ def _row(claim: Claim, other: str, dataset: str, metric: str, reference: str) ->
 
 def claims_table(scores: pd.DataFrame, claims: Sequence[Claim] = PAPER_CLAIMS, reference: str = REFERENCE,
                  n_boot: int = 2000, seed: int = 0, pooled: bool = True, alpha: float = ALPHA) -> pd.DataFrame:
-    """One row per (claim, compared method, dataset, metric): our means, KGIR-RAG minus the other with its paired bootstrap
-    95 % interval, the exact test and its p, the p adjusted within the claim's family (Holm), the minimum
+    """One row per (claim, compared method, dataset, metric): our means, KGIR-RAG minus the other with its paired
+    bootstrap 95 % interval, the exact test and its p, the p adjusted within the claim's family (Holm), the minimum
     detectable effect (column :func:`mde_label`, e.g. "MDE (α = 0.05/6, power 0.8)"), the verdict, and the
     paper's difference where the paper states it.
 

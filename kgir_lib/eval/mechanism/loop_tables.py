@@ -138,5 +138,4 @@ def loop_counts(traces: Sequence[dict]) -> dict:
         stopped = trace.get("answered_by")
         out["stopped by reflection"] += int(stopped == "reflection")
         out["forced at cap"] += int(stopped == "forced_reader")
-    out["rounds by number"] = dict(sorted(by_number.items()))
-    return out
+    return {**out, "rounds by number": dict(sorted(by_number.items()))}

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -53,6 +53,9 @@ from ..stats import holm, mcnemar_exact, mde_mcnemar
 from . import loss_decomposition as ld
 from . import round_facts as rf
 from .missing_gold import retrieved
+
+if TYPE_CHECKING:
+    from ...llm import ChatRequest
 
 FORWARD = ("as_run", "withheld_restored", "retrieval_fixed", "gold_with_triples", "gold_only", "gold_uncut")
 REVERSE = ("as_run", "as_run_uncut", "uncut_no_triples", "uncut_gold_in_prompt", "uncut_plus_never_retrieved",
@@ -127,7 +130,7 @@ def new_requests(prompts: Mapping[str, Mapping[str, ld.ReaderPrompt]], passage, 
         return json.dumps(reader_request(p.question, p.context(passage), max_tokens).payload(), sort_keys=True)
 
     old = {key(p) for q in prompts.values() for c, p in q.items() if c in ld.CONDITIONS}
-    new = {}
+    new: dict[str, ChatRequest] = {}
     for q in prompts.values():
         for c in NEW:
             if key(q[c]) not in old:
@@ -263,7 +266,8 @@ def loss_orders(cfg, readers: Mapping[str, object], runs: Mapping[str, tuple]) -
         tables.append(orders_table(scored, dataset))
     columns = ["dataset", "reader", "qid", "condition", "answer", "EM", "F1"]
     return (pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=COLUMNS),
-            pd.concat(answers, ignore_index=True).reindex(columns=columns) if answers else pd.DataFrame(columns=columns),
+            pd.concat(answers, ignore_index=True).reindex(columns=columns) if answers
+            else pd.DataFrame(columns=columns),
             left_out)
 
 

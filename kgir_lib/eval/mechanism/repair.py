@@ -28,7 +28,7 @@ def repair_table(runs: Mapping[str, Sequence[Mapping]], dataset: str) -> pd.Data
     mine = question_scores(runs[KEY]).set_index("qid")
     rows = []
     for against, metric in FAMILY:
-        row = {"dataset": dataset, "against": against, "metric": metric}
+        row: dict[str, object] = {"dataset": dataset, "against": against, "metric": metric}
         if against in runs:
             ref = question_scores(runs[against]).set_index("qid")
             both = mine.index.intersection(ref.index)

@@ -321,7 +321,8 @@ def next_hop_reading(cases: Mapping[str, CaseStudy], next_hop_titles: Sequence[s
         def rank(pids: Sequence[str], hop: set = hop) -> Optional[int]:  # this case's next-hop passages, bound now
             return next((i for i, p in enumerate(pids, 1) if p in hop), None)
         context = next((list(x.final.context_pids) for x in reversed(case.rounds) if x.final is not None), [])
-        rows.append({"run": label, "rewrite by": "the gold (oracle)" if r.rewrite_note.get("form") == "oracle" else "the model",
+        rows.append({"run": label,
+                     "rewrite by": "the gold (oracle)" if r.rewrite_note.get("form") == "oracle" else "the model",
                      "round-1 rewrite": r.rewrite, "next hop's rank in D_1": rank([p for p, _ in r.retrieved]),
                      "next hop's rank in D'_1": rank([p for p, _ in r.rewrite_retrieved]),
                      "reflection read it (P_1)": bool(hop & set(r.reflection_passages or [])),
