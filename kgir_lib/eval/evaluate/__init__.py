@@ -14,5 +14,5 @@ from .suite import SuiteResult, run_suite
 from .tables import cost_table, ours_label, questions_per_dataset, summary_table
 
 __all__ = ["StoredTimeLLM", "load_outputs", "method_key", "method_label", "read_meta", "run_fingerprint", "run_method",
-           "runs_usage", "trace_path", "METRICS", "SEEDS", "USAGE", "answer_form", "mean_scores", "score", "SuiteResult", "run_suite",
-           "cost_table", "ours_label", "questions_per_dataset", "summary_table"]
+           "runs_usage", "trace_path", "METRICS", "SEEDS", "USAGE", "answer_form", "mean_scores", "score",
+           "SuiteResult", "run_suite", "cost_table", "ours_label", "questions_per_dataset", "summary_table"]

@@ -30,7 +30,7 @@ profile's ``kgir_answer_source`` is the reflection), is left out and counted (:f
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -41,6 +41,9 @@ from ...methods.reader import format_passages, parse_answer, reader_request
 from ..metrics import best_em, best_f1
 from ..stats import holm, mcnemar_exact
 from . import round_facts as rf
+
+if TYPE_CHECKING:
+    from ...llm import Usage
 
 CONDITIONS = ("as_run", "retrieval_fixed", "gold_with_triples", "gold_only", "gold_uncut")
 LABELS = {
@@ -302,7 +305,7 @@ def reader_llms(cfg, llm) -> dict:
     return out
 
 
-def readers_usage(readers: Mapping[str, object], before: Mapping[str, dict]) -> "Usage":
+def readers_usage(readers: Mapping[str, Any], before: Mapping[str, dict]) -> "Usage":
     """The decomposition's own LLM usage: each reader's calls of stage ``loss_decomposition`` since ``before``
     (``{model: reader.usage.snapshot()}`` taken before :func:`loss_decomposition`), one stage a reader, named
     ``loss_decomposition <model>`` (the readers are different models; their tokens are not summed)."""
