@@ -549,7 +549,8 @@ def t_loss_orders(s: Sample, name: str) -> pd.DataFrame:
                for m in cfg.decomposition_readers or [cfg.llm_model]}
     runs = {d: (SimpleWs(cfg, s.datasets[d]), [o.to_json() for o in s.outputs("kgir", d)])
             for d in cfg.decomposition_scope}
-    return loss_orders.loss_orders(cfg, readers, runs)[0].set_index(["dataset", "reader", "order", "condition"]).round(4)
+    table = loss_orders.loss_orders(cfg, readers, runs)[0]
+    return table.set_index(["dataset", "reader", "order", "condition"]).round(4)
 
 
 def t_missing_gold_where(s: Sample, name: str) -> pd.DataFrame:

@@ -266,7 +266,8 @@ def loss_orders(cfg, readers: Mapping[str, object], runs: Mapping[str, tuple]) -
         tables.append(orders_table(scored, dataset))
     columns = ["dataset", "reader", "qid", "condition", "answer", "EM", "F1"]
     return (pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=COLUMNS),
-            pd.concat(answers, ignore_index=True).reindex(columns=columns) if answers else pd.DataFrame(columns=columns),
+            pd.concat(answers, ignore_index=True).reindex(columns=columns) if answers
+            else pd.DataFrame(columns=columns),
             left_out)
 
 
