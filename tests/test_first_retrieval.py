@@ -49,17 +49,17 @@ def test_the_repair_table_makes_the_declared_tests():
     from kgir_lib.eval.stats import holm
 
     def recs(answers):
-        return [{"qid": f"q{i}", "answer": a, "ranked_pids": [],
-                 "trace": {"gold_answers": ["HP"], "gold_pids": ["g"]}} for i, a in enumerate(answers)]
+        return [{"qid": f"q{i}", "answer": a, "trace": {}} for i, a in enumerate(answers)]  # no gold in a trace
 
     runs = {fr.KEY: recs(["HP", "HP", "HP", "no"]), "kgir": recs(["no", "no", "HP", "no"]),
             "naive_rag": recs(["HP", "HP", "HP", "HP"])}
-    table = repair.repair_table(runs, "ds")
+    gold = {f"q{i}": ("HP",) for i in range(4)}
+    table = repair.repair_table(runs, gold, "ds")
     em = table[table["metric"] == "EM"].set_index("against")
     assert em.loc["kgir", ["n", "repair", "reference", "Δ", "b/c"]].tolist() == [4, 75.0, 25.0, 50.0, "2/0"]
     assert em.loc["kgir", "p"] == pytest.approx(0.5) and em.loc["naive_rag", "b/c"] == "0/1"
     assert list(table["p (Holm)"]) == pytest.approx(list(holm(list(table["p"]))))
     assert repair.repair_sentence(table, "ds").startswith(
         "ds (n = 4): D_1 beside D'_t reaches EM 75.0 against kgir's 25.0 (+50.0, 2/0, Holm p")
-    without = repair.repair_table({fr.KEY: runs[fr.KEY], "kgir": runs["kgir"]}, "ds")
+    without = repair.repair_table({fr.KEY: runs[fr.KEY], "kgir": runs["kgir"]}, gold, "ds")
     assert without["p"].isna().sum() == 2 and len(without) == 4  # a reference not run: its tests count as p = 1

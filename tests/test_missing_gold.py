@@ -174,8 +174,9 @@ def test_the_table_the_fix_effects_and_the_sentence():
     assert effects.loc[lo.CUT, ["forward", "reverse"]].tolist() == [25.0, 25.0]
     assert effects.loc[lo.RETRIEVAL, ["forward", "reverse", "low", "high"]].tolist() == [25.0, 25.0, 25.0, 25.0]
     assert lo.orders_sentence(table, "ds", "r").startswith(
-        "ds (n = 4, r): from KGIR-RAG's own prompt (0.0) to the uncut gold passages (100.0): the context rule adds "
-        "+50.0 in this order, +50.0 in the reverse; retrieval adds +25.0")
+        "ds (n = 4, r): from KGIR-RAG's own prompt (0.0) to the uncut gold passages (100.0): restoring the withheld "
+        "gold (the context rule) adds +50.0 in this order, +50.0 in the reverse; adding the never-retrieved gold "
+        "(retrieval) adds +25.0")
     from kgir_lib.eval.claims import ALPHA, POWER
     from kgir_lib.eval.stats import mde_mcnemar
 
@@ -288,3 +289,20 @@ def test_the_words_around_the_local_counts_hold():
         text = " ".join((REPO / doc).read_text(encoding="utf-8").split())
         assert "most of those passages had been retrieved" in text
         assert "retrieval accounts for" not in text and "the loss is retrieval's" not in text
+
+
+def test_the_results_page_words_on_the_sample_orders_hold():
+    """'its 30 tests a dataset declared' and 'every Holm p is 1 on ten questions', from the profile and the table."""
+    from kgir_lib.config import load_config
+
+    text = " ".join((REPO / "docs" / "results.md").read_text(encoding="utf-8").split())
+    sample = load_config("sample")
+    assert sample.decomposition_orders and not load_config("local").decomposition_orders
+    assert f"its {lo.family_size(sample.decomposition_readers)} tests a dataset declared" in text
+    table = pd.read_csv(REPO / "results" / "sample" / "tables" / "04_loss_orders.csv")
+    assert "every Holm p is 1 on ten questions" in text and (table["n"] == 10).all()
+    held = table[["p (Holm)", "p vs first reader (Holm)"]].to_numpy().ravel()
+    assert (held[~np.isnan(held)] == 1.0).all() and (~np.isnan(held)).sum() == 60
+    fam = table.dropna(subset=["p"]).groupby("dataset").size() + table.dropna(
+        subset=["p vs first reader"]).groupby("dataset").size()
+    assert (fam == lo.family_size(sample.decomposition_readers)).all()  # every declared test was made

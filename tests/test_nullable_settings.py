@@ -74,7 +74,8 @@ def test_open_notebook_takes_the_null_as_a_parameter_or_an_override(tmp_path, mo
     monkeypatch.setenv("KGIR_RESULTS_DIR", str(tmp_path / "results"))
     monkeypatch.setenv("KGIR_FIGURES_DIR", str(tmp_path / "figures"))
     assert load_config("ci").passage_chars == 400
-    for ns in ({"profile": "ci", "passage_chars": NULL}, {"profile": "ci", "config_overrides": {"passage_chars": NULL}}):
+    for ns in ({"profile": "ci", "passage_chars": NULL},
+               {"profile": "ci", "config_overrides": {"passage_chars": NULL}}):
         cfg, _ = open_notebook("04_iterative_rewrite", ns, llm=False, quiet=True)
         assert cfg.passage_chars is None
         written = yaml.safe_load((tmp_path / "results" / "ci" / "config" / "04_iterative_rewrite.yaml").read_text())

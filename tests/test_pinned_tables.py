@@ -539,6 +539,33 @@ def t_passage_cut(s: Sample, name: str) -> pd.DataFrame:
     return decomposed(s)[1].set_index("dataset")
 
 
+def t_loss_orders(s: Sample, name: str) -> pd.DataFrame:
+    """The split, two-order decomposition: every reader answers from the response log only (as ``decomposed``)."""
+    from kgir_lib.eval.mechanism import loss_orders
+
+    cfg = s.shared.config("04_iterative_rewrite", RUN.parent)
+    readers = {m: s.llm if m == cfg.llm_model else
+               LLM(ReplayOnly(f"{cfg.llm_backend}:{m}"), s.llm.cache, progress=False, cache_only=True)
+               for m in cfg.decomposition_readers or [cfg.llm_model]}
+    runs = {d: (SimpleWs(cfg, s.datasets[d]), [o.to_json() for o in s.outputs("kgir", d)])
+            for d in cfg.decomposition_scope}
+    table = loss_orders.loss_orders(cfg, readers, runs)[0]
+    return table.set_index(["dataset", "reader", "order", "condition"]).round(4)
+
+
+def t_first_and_new(s: Sample, name: str) -> pd.DataFrame:
+    """The deployable repair against KGIR-RAG and Naive RAG, from the three committed trace files."""
+    from kgir_lib.eval.mechanism import repair
+    from kgir_lib.eval.mechanism.tables import read_run
+    from kgir_lib.kgir.first_retrieval import KEY
+
+    names = report.panel_order(s.questions)
+    runs = read_run(RUN, names, methods=(KEY, "kgir", "naive_rag"))
+    return pd.concat([repair.repair_table({m: runs[(m, d)] for m in (KEY, "kgir", "naive_rag")},
+                                          {q.qid: q.answers for q in s.datasets[d].questions}, d)
+                      for d in names], ignore_index=True).set_index(["dataset", "against", "metric"]).round(4)
+
+
 def t_missing_gold_where(s: Sample, name: str) -> pd.DataFrame:
     from kgir_lib.eval.mechanism import missing_gold
 
@@ -841,6 +868,8 @@ REBUILT: dict = {
     "04_missing_gold_where": Pin(t_missing_gold_where),
     "04_rewrite_form": Pin(t_rewrite_form),
     "04_missing_gold_swap": Pin(t_missing_gold_swap),
+    "04_loss_orders": Pin(t_loss_orders),
+    "04_first_and_new": Pin(t_first_and_new),
     "05_table4_5_qa_*": Pin(t_qa),
     "05_answer_form": Pin(t_answer_form),
     "05_table6_recall": Pin(t_recall),

@@ -45,7 +45,9 @@ def test_the_documents_render_each_table_the_account_quotes():
         ("README.md", "swap_sentence", "results/local/tables/04_missing_gold_swap.csv"),
         ("docs/results.md", "swap_sentence", "results/local/tables/04_missing_gold_swap.csv"),
         ("README.md", "form_sentences", "results/local/tables/04_rewrite_form.csv"),
-        ("docs/results.md", "form_sentences", "results/local/tables/04_rewrite_form.csv")}
+        ("docs/results.md", "form_sentences", "results/local/tables/04_rewrite_form.csv"),
+        ("docs/results.md", "orders_sentence", "results/sample/tables/04_loss_orders.csv"),
+        ("docs/results.md", "repair_sentence", "results/sample/tables/04_first_and_new.csv")}
 
 
 @pytest.fixture

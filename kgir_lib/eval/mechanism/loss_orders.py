@@ -66,6 +66,9 @@ NEW = tuple(c for c in ALL if c not in ld.CONDITIONS)  # the 5 this module adds 
 CONTEXT_RULE, RETRIEVAL, DISTRACTORS, TRIPLES, CUT = ("the context rule", "retrieval", "distractor passages",
                                                       "triples", "the passage cut")
 FIXES = (CONTEXT_RULE, RETRIEVAL, DISTRACTORS, TRIPLES, CUT)
+FIX_WORDS = {CONTEXT_RULE: "restoring the withheld gold (the context rule)",
+             RETRIEVAL: "adding the never-retrieved gold (retrieval)", DISTRACTORS: "removing the distractor passages",
+             TRIPLES: "removing the triples", CUT: "lifting the cut"}
 # the fix each condition adds to the one before it, per order
 STEPS = {"forward": dict(zip(FORWARD[1:], FIXES)), "reverse": dict(zip(REVERSE[1:], FIXES[::-1]))}
 LABELS = {
@@ -238,12 +241,12 @@ def fix_effects(table: pd.DataFrame, dataset: str, reader: str) -> pd.DataFrame:
 
 
 def orders_sentence(table: pd.DataFrame, dataset: str, reader: str) -> str:
-    """The five fixes of ``dataset`` read by ``reader`` in one sentence: each fix's gain, in this order and in the
-    reverse, every number from the table."""
+    """The five fixes of ``dataset`` read by ``reader`` in one sentence: each fix's gain in the forward order ("in
+    this order") and in the reverse, every number from the table."""
     effects = fix_effects(table, dataset, reader)
     mine = table[(table["dataset"] == dataset) & (table["reader"] == reader) & (table["order"] == "forward")]
     mine = mine.set_index("condition")
-    parts = "; ".join(f"{r.fix} adds {r.forward:+.1f} in this order, {r.reverse:+.1f} in the reverse"
+    parts = "; ".join(f"{FIX_WORDS[r.fix]} adds {r.forward:+.1f} in this order, {r.reverse:+.1f} in the reverse"
                       for r in effects.itertuples())
     return (f"{dataset} (n = {int(mine.loc['as_run', 'n'])}, {reader}): from KGIR-RAG's own prompt "
             f"({mine.loc['as_run', 'EM']:.1f}) to the uncut gold passages ({mine.loc['gold_uncut', 'EM']:.1f}): "

@@ -16,21 +16,35 @@ import pandas as pd
 from ...kgir.first_retrieval import FAMILY, KEY
 from ..claims import ALPHA, POWER
 from ..stats import holm, mcnemar_exact, mde_mcnemar, sign_flip_test
-from .step_attribution import question_scores
+from ..metrics import best_em, best_f1
+from . import round_facts as rf
 
+CAPTION = ("KGIR-RAG with D_1's top passages beside the new passages of D'_t (ours, kgir_lib.kgir.first_retrieval) "
+           "against KGIR-RAG and Naive RAG on the same questions: McNemar's exact test (EM), the sign-flip test "
+           "(F1), Holm within each dataset's four declared tests. ")
 MDE_COLUMN = f"MDE EM ({POWER:.0%} power, α = {ALPHA} / {len(FAMILY)})"
 COLUMNS = ["dataset", "against", "metric", "n", "repair", "reference", "Δ", "b/c", "p", "p (Holm)", MDE_COLUMN]
 
 
-def repair_table(runs: Mapping[str, Sequence[Mapping]], dataset: str) -> pd.DataFrame:
+def scores(records: Sequence[Mapping], gold: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+    """EM and F1 (×100) of each trace-file line against the question's gold answers (``gold``: ``{qid: answers}``,
+    from the dataset: not every method's trace records them), indexed by qid."""
+    rows = [{"qid": rf.qid_of(r), "EM": 100.0 * best_em(rf.final_answer(r), gold[rf.qid_of(r)]),
+             "F1": 100.0 * best_f1(rf.final_answer(r), gold[rf.qid_of(r)])} for r in records]
+    return pd.DataFrame(rows, columns=["qid", "EM", "F1"]).set_index("qid")
+
+
+def repair_table(runs: Mapping[str, Sequence[Mapping]], gold: Mapping[str, Sequence[str]],
+                 dataset: str) -> pd.DataFrame:
     """``runs``: ``{method key: trace records}`` with :data:`~kgir_lib.kgir.first_retrieval.KEY` and the references
-    of the family. One row a declared test; a reference without traces leaves its rows' tests at p = 1 in Holm."""
-    mine = question_scores(runs[KEY]).set_index("qid")
+    of the family; ``gold``: ``{qid: gold answers}``. One row a declared test; a reference without traces leaves its
+    rows' tests at p = 1 in Holm."""
+    mine = scores(runs[KEY], gold)
     rows = []
     for against, metric in FAMILY:
         row: dict[str, object] = {"dataset": dataset, "against": against, "metric": metric}
         if against in runs:
-            ref = question_scores(runs[against]).set_index("qid")
+            ref = scores(runs[against], gold)
             both = mine.index.intersection(ref.index)
             a, b = mine.loc[both, metric], ref.loc[both, metric]
             row.update({"n": len(both), "repair": a.mean(), "reference": b.mean(), "Δ": a.mean() - b.mean()})
