@@ -126,3 +126,18 @@ def test_an_answer_does_not_depend_on_the_request_before_it(smol):
     assert [mixed[i].text for i in (1, 3, 4)] == [alone] * 3
     assert fresh.prefix_hits - hits == 3  # y after x, x after y, x after x reused it; z and x after z did not
     fresh.close()
+
+
+def test_the_dev_null_files_llama_cpp_opens_at_import_are_closed_at_exit():
+    """llama-cpp-python opens /dev/null twice at import and never closes it: a process with warnings shown reports
+    it at exit (the cause, checked first); imported through the backend's import_llama, nothing is reported."""
+    import subprocess
+    import sys
+
+    bare = subprocess.run([sys.executable, "-W", "default", "-c", "import llama_cpp"], capture_output=True, text=True,
+                          timeout=120)
+    assert "ResourceWarning: unclosed file" in bare.stderr and "/dev/null" in bare.stderr
+    ours = subprocess.run([sys.executable, "-W", "default", "-c",
+                           "from kgir_lib.llm.llamacpp import import_llama; import_llama()"], capture_output=True,
+                          text=True, timeout=120)
+    assert ours.returncode == 0 and ours.stderr == "", ours.stderr

