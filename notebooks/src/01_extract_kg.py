@@ -129,9 +129,8 @@ for name in cfg.datasets:
     timings[name] = time.perf_counter() - t0
     b = builds[name]
     what = ("imported " + openie_file(cfg, name).name if b.source == "openie"
-            else f"extracted {b.report.n_passages} new of {len(b.pool)} pooled passages")
-    print(f"{name}: {what}; {len(b.kg)} triples from {len(b.kg.extracted)} passages "
-          f"({b.stored_passages} passages in the stored graph)")
+            else f"extracted the pool of {len(b.pool)} passages")
+    print(f"{name}: {what}; {len(b.kg)} triples from {len(b.kg.extracted)} passages")
 
 # %% [markdown]
 # ## 3. Table 3: the graphs
