@@ -60,8 +60,9 @@ def test_the_readme_states_the_recorded_time():
     import re
 
     record = (PROJECT_ROOT / "results" / "benchmarks" / "regenerate.md").read_text(encoding="utf-8")
-    wall, minutes, cpu = re.search(r"\| \*\*all\*\* \| \*\*(\d+)\*\* \(([\d.]+) min\) \| \*\*(\d+)\*\*", record).groups()
-    notebooks = re.findall(r"^\| (\d\d)_\w+ \|", record, flags=re.M)
+    total = re.search(r"\| \*\*all\*\* \| \*\*(\d+)\*\* \(([\d.]+) min\) \| \*\*(\d+)\*\*", record)
+    wall, minutes, cpu = total.groups()
+    notebooks = re.findall(r"^\| (\d\d)_\w+ \|", record, flags=re.MULTILINE)
     readme = " ".join((PROJECT_ROOT / "README.md").read_text(encoding="utf-8").split())
     span = f"{notebooks[0]}-{notebooks[-1]}" if len(notebooks) < 7 else "01-07"
     assert f"notebooks {span} took {minutes} minutes ({cpu} s of CPU time)" in readme, (span, minutes, cpu)
