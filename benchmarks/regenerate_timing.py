@@ -117,7 +117,8 @@ def markdown(profile: str, rows: list, dirty: list | None, command: str, where: 
            f"1-minute load average before → after it; a wall time measured under load is not an idle one (on 2 "
            f"cores, a load of 4 roughly doubles it), the CPU time (user + system of the runner, the notebook's "
            f"kernel and every process they waited for, on all cores together) is the figure load inflates least.",
-           "", "| notebook | wall seconds | CPU seconds | exit | load avg (before → after) |", "|---|---|---|---|---|"]
+           "", "| notebook | wall seconds | CPU seconds | exit | load avg (before → after) |",
+           "|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| {r['notebook']} | {r['seconds']:.0f} | {r['cpu']:.0f} | {r['rc']} | "
                    f"{r['load'][0]:.2f} → {r['load'][1]:.2f} |")

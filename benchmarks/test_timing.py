@@ -182,12 +182,12 @@ def summarise(runs: list) -> dict:
 def markdown(results: dict, command: str, where: str, warm: list) -> str:
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     out = ["# Test and first-run timings", "", f"Command: `{command}`", "",
-           f"Run {now} on {os.cpu_count()} CPU core(s), Python {platform.python_version()}, {where}. The machine may be "
-           f"shared with other work: each run carries the 1-minute load average before → after it, and a figure "
+           f"Run {now} on {os.cpu_count()} CPU core(s), Python {platform.python_version()}, {where}. The machine may "
+           f"be shared with other work: each run carries the 1-minute load average before → after it, and a figure "
            f"measured under load is not an idle figure (on 2 cores, a load of 4 roughly doubles a wall time).", "",
            "Warm before the first run: " + "; ".join(warm) + ".", "",
-           "| what | command | runs | wall: min / median | CPU: min / median | every run: wall (CPU) s, load before → "
-           "after | exit | result |", "|---|---|---|---|---|---|---|---|"]
+           "| what | command | runs | wall: min / median | CPU: min / median | every run: wall (CPU) s, load "
+           "before → after | exit | result |", "|---|---|---|---|---|---|---|---|"]
     for name in STEPS:
         r = results.get(name)
         if r is None:
@@ -271,8 +271,9 @@ def main(argv=None) -> int:
             runs = []
             for i in range(args.repeat):
                 runs.append(step())
-                print(f"timing: {name} run {i + 1}: {runs[-1]['seconds']:.1f} s wall, {runs[-1]['cpu']:.1f} s CPU "
-                      f"(exit {runs[-1]['rc']}, load {runs[-1]['load'][0]:.2f} → {runs[-1]['load'][1]:.2f})", flush=True)
+                last = runs[-1]
+                print(f"timing: {name} run {i + 1}: {last['seconds']:.1f} s wall, {last['cpu']:.1f} s CPU "
+                      f"(exit {last['rc']}, load {last['load'][0]:.2f} → {last['load'][1]:.2f})", flush=True)
             results[name] = {**summarise(runs), **extra}
     args.out.write_text(markdown(results, command_line(args), where, warm), encoding="utf-8")
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")

@@ -282,11 +282,10 @@ def test_build_sentence_says_what_notebook_01_built(monkeypatch):
     cfg = SimpleNamespace()
     files = {"musique_train": Path("openie_musique_train_results_x.json")}
     monkeypatch.setattr(extract, "openie_file", lambda cfg, name: files.get(name))
-    assert extract.build_sentence(cfg, run) == ("hotpotqa: extracted 2 new of 3 pooled passages; 2 triples from 3 "
-                                                "passages (5 passages in the stored graph)")
+    assert extract.build_sentence(cfg, run) == "hotpotqa: extracted the pool of 3 passages; 2 triples from 3 passages"
     imported = extract.KGBuild("musique_train", "openie", kg, Counter(), [], None, 3)
     assert extract.build_sentence(cfg, imported) == ("musique_train: imported openie_musique_train_results_x.json; "
-                                                     "2 triples from 3 passages (3 passages in the stored graph)")
+                                                     "2 triples from 3 passages")
 
 
 def test_a_workspace_builds_notebook_01s_graph_when_the_run_lacks_it(tmp_path, tiny_dataset):
@@ -331,3 +330,26 @@ class ReadsKG(MethodBase):
 
     def run(self, ws, questions):
         return []
+
+
+def test_notebook_01s_usage_counts_the_whole_pool_whether_extracted_now_or_found_stored(tmp_path, tiny_dataset):
+    """A rerun of notebook 01 finds the graph stored; its usage record must still be the pool's calls (asked of
+    the cache, no model call), or a second rerun would rewrite the committed record."""
+    from kgir_lib.config import load_config
+    from kgir_lib.data import load_dataset
+    from kgir_lib.kg.extract import build_kg
+
+    _write_dataset(tmp_path / "data", "tiny", tiny_dataset.corpus.passages, tiny_dataset.questions)
+    cfg = load_config("ci", data_dir=str(tmp_path / "data"), results_dir=str(tmp_path / "results"),
+                      llm_backend="scripted", extract_max_passages=3, top_k=4)
+    ds = load_dataset("tiny", cfg.data_path)
+    dense = DenseIndex(ds.corpus.passages, BagOfWordsEncoder(), progress=False)
+    backend = CountingBackend(title_script)
+    cold = LLM(backend, LLMCache(tmp_path / "llm.sqlite"), progress=False)
+    build_kg(cfg, ds, cold, dense)
+    warm = LLM(backend, LLMCache(tmp_path / "llm.sqlite"), progress=False)
+    again = build_kg(cfg, ds, warm, dense)
+    assert again.report.n_passages == 0 and len(backend.seen) == 3  # nothing extracted, no model call
+    counts = [{k: v for k, v in u.snapshot()["extract"].items() if k not in ("cache_hits", "seconds")}
+              for u in (cold.usage, warm.usage)]
+    assert counts[0] == counts[1] and counts[0]["calls"] == 3

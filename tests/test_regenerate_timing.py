@@ -52,3 +52,18 @@ def test_cpu_time_counts_the_processes_the_command_waited_for(bench, tmp_path):
 def test_keep_refuses_a_folder_that_exists(bench, tmp_path):
     with pytest.raises(SystemExit, match="--keep .*already exists"):
         bench.main(["--only", "03", "--keep", str(tmp_path)])
+
+
+def test_the_readme_states_the_recorded_time():
+    """The README's regenerate time is the committed record's total (minutes of wall time, seconds of CPU), and
+    the record says the run left every committed file as it was."""
+    import re
+
+    record = (PROJECT_ROOT / "results" / "benchmarks" / "regenerate.md").read_text(encoding="utf-8")
+    total = re.search(r"\| \*\*all\*\* \| \*\*(\d+)\*\* \(([\d.]+) min\) \| \*\*(\d+)\*\*", record)
+    wall, minutes, cpu = total.groups()
+    notebooks = re.findall(r"^\| (\d\d)_\w+ \|", record, flags=re.MULTILINE)
+    readme = " ".join((PROJECT_ROOT / "README.md").read_text(encoding="utf-8").split())
+    span = f"{notebooks[0]}-{notebooks[-1]}" if len(notebooks) < 7 else "01-07"
+    assert f"notebooks {span} took {minutes} minutes ({cpu} s of CPU time)" in readme, (span, minutes, cpu)
+    assert "Committed files after the run: **unchanged**" in record and int(wall) > 0

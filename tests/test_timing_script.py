@@ -51,7 +51,7 @@ def test_the_record_gives_every_run_its_minimum_and_median_and_what_was_warm(ben
 def test_warm_state_names_the_compiled_modules_of_a_new_path_cold(bench, tmp_path):
     prefix = tmp_path / "pycache"
     (prefix / "site").mkdir(parents=True)
-    said = bench.warm_state(tmp_path / "repo", {"PYTHONPYCACHEPREFIX": str(prefix), "HF_HUB_CACHE": str(tmp_path / "hf"),
-                                                "KGIR_DATA_DIR": str(tmp_path)})
+    said = bench.warm_state(tmp_path / "repo", {"PYTHONPYCACHEPREFIX": str(prefix),
+                                                "HF_HUB_CACHE": str(tmp_path / "hf"), "KGIR_DATA_DIR": str(tmp_path)})
     assert said[0].endswith("the environment's warm; this checkout's library and tests cold (first run compiles them)")
     assert said[1] == "Hugging Face cache: absent" and said[2] == "data samples: present"
