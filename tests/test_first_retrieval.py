@@ -83,6 +83,15 @@ def test_the_repair_is_a_registered_method_listed_where_a_profile_names_it():
         "full": "KGIR-RAG (full)", "no_subgraph": "w/o subgraph", "no_reflection": "w/o reflection",
         "no_rewrite": "w/o rewrite", "first_and_new": "+ D_1 beside D'_t (ours, a repair)"}
     assert registry.build_method(f"kgir_{list(ablation.KGIR_REPAIR_LABELS)[0]}").key == fr.KEY  # 06's factory
+    # REPAIR_SIGN's reading: the full method minus the repair, negative when the repair answers more; no paper value
+    import pandas as pd
+    labels = ablation.kgir_ablation_labels(["kgir", fr.KEY])
+    means = pd.DataFrame({"dataset": "musique_train", "variant": ["full", "no_rewrite", "first_and_new"],
+                          "EM": [20.0, 10.0, 30.0], "F1": [25.0, 20.0, 27.5]})
+    t = ablation.ablation_table(means, labels=labels).set_index("variant")
+    assert t.loc["+ D_1 beside D'_t (ours, a repair)", ["ΔEM (ours)", "ΔF1 (ours)"]].tolist() == [-10.0, -2.5]
+    assert pd.isna(t.loc["+ D_1 beside D'_t (ours, a repair)", "ΔEM (paper, Qwen2.5-72B)"])
+    assert t.loc["w/o rewrite", "ΔEM (ours)"] == 10.0 and pd.notna(t.loc["w/o rewrite", "ΔEM (paper, Qwen2.5-72B)"])
     assert repair.listing_note(["kgir"], "local") == (
         "*KGIR-RAG + D_1 beside D'_t (ours)* (`kgir_first_and_new`; ours, a deployable repair, not the paper's "
         "method): not among this profile's (local) methods. The repair ran on the sample profile only (its calls "

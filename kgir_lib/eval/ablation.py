@@ -38,6 +38,8 @@ KGIR_VARIANT_LABELS = {"full": "KGIR-RAG (full)", "no_subgraph": "w/o subgraph",
 # Repairs of ours (never the paper's) that the KGIR-RAG ablation lists beside Table 7's rows when the profile runs
 # them (its notebook 05 methods): variant -> row label; the registry key is "kgir_<variant>".
 KGIR_REPAIR_LABELS = {FIRST_AND_NEW_KEY.removeprefix("kgir_"): "+ D_1 beside D'_t (ours, a repair)"}
+REPAIR_SIGN = ("A repair's row (ours) is, as every row, the full method minus it: negative when the repair answers "
+               "more; the paper has no such row.")
 
 
 def kgir_ablation_labels(method_keys: Iterable[str]) -> dict:

@@ -113,6 +113,8 @@ show_figure(fig, cfg, "06_kgir_ablation")
 print(report.model_note(cfg, short=True))
 print(report.TABLE7_SIGN)
 print(repair.listing_note(cfg.eval_methods or DEFAULT_METHODS, cfg.profile))
+if set(kgir_labels) - set(ablation.KGIR_VARIANT_LABELS):
+    print(ablation.REPAIR_SIGN)
 print(cl.READING_RULE)
 show(table7[[c for c in table7.columns if c.startswith(("dataset", "variant", "n", "ΔEM", "ΔF1"))]],
      "Table 7 in this run: the full method minus each variant, with its interval, beside the paper's")
