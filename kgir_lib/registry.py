@@ -24,6 +24,7 @@ from .baselines.lightrag_method import LightRAGMethod
 from .baselines.naive import NaiveGen, NaiveRAG
 from .baselines.retrievers import BM25Retriever, DenseRetriever
 from .config import ConfigError
+from .kgir.first_retrieval import FIRST_AND_NEW, FirstAndNewKGIRRAG
 from .kgir.variants import STUDY_VARIANTS, VARIANTS, KGIRRAG, OwnKGIRRAG, StudyKGIRRAG, Variant
 from .methods.base import MethodBase
 
@@ -58,6 +59,9 @@ METHODS: dict = {
     "lightrag_naive": _variant(LightRAGMethod, "naive"),  # a check of LightRAG's vector search against Naive RAG
     # study variants of KGIR-RAG (notebook 04's step attribution; kgir_lib.kgir.variants): oracles and two of ours
     **{spec.key: _variant(StudyKGIRRAG, v) for v, spec in STUDY_VARIANTS.items()},
+    # a deployable repair of ours (kgir_lib.kgir.first_retrieval): D_1's top passages beside the new passages of
+    # D'_t; a composition of the paper's steps beside the method, listed where a profile names it
+    FIRST_AND_NEW.key: FirstAndNewKGIRRAG,
 }
 
 # Display names of the registry keys (each built method's ``name``); a run's tables are indexed by
@@ -70,7 +74,11 @@ LABELS: dict = {
     "hipporag2": "HippoRAG 2", "lightrag": "LightRAG (hybrid; shared reader)",
     "lightrag_naive": "LightRAG (naive; shared reader)",
     **{row.key: row.name for row in VARIANTS.values()},  # KGIR-RAG and its variants: their table
+    FIRST_AND_NEW.key: FIRST_AND_NEW.name,
 }
+# What each KGIR-RAG composition outside the paper's table of variants does (the table's rows describe themselves:
+# kgir_lib.kgir.variants.describe).
+DESCRIPTIONS: dict = {FIRST_AND_NEW.key: FIRST_AND_NEW.description}
 # Notebook 04's step attribution (kgir_lib.eval.mechanism.step_attribution): the oracle variants, then ours.
 STUDY_METHODS: list = [spec.key for spec in STUDY_VARIANTS.values()]
 

@@ -63,3 +63,41 @@ def test_the_repair_table_makes_the_declared_tests():
         "ds (n = 4): D_1 beside D'_t reaches EM 75.0 against kgir's 25.0 (+50.0, 2/0, Holm p")
     without = repair.repair_table({fr.KEY: runs[fr.KEY], "kgir": runs["kgir"]}, gold, "ds")
     assert without["p"].isna().sum() == 2 and len(without) == 4  # a reference not run: its tests count as p = 1
+
+
+def test_the_repair_is_a_registered_method_listed_where_a_profile_names_it():
+    from kgir_lib import registry
+    from kgir_lib.eval import ablation
+    from kgir_lib.eval.mechanism import repair
+
+    method = registry.build_method("kgir_first_and_new")
+    assert isinstance(method, fr.FirstAndNewKGIRRAG) and method.key == fr.KEY == "kgir_first_and_new"
+    assert registry.LABELS[fr.KEY] == method.name == "KGIR-RAG + D_1 beside D'_t (ours)"
+    assert registry.DESCRIPTIONS[fr.KEY] == fr.FIRST_AND_NEW.description
+    assert method.spec.steps.passages == fr.FirstAndNewPassages() and method.spec.steps.rewrite == PAPER.rewrite
+    registry.check_method_keys(["kgir", fr.KEY])  # a profile's eval_methods takes it
+    # not in notebook 05's default list (a null eval_methods: the local and paper profiles), nor a study variant
+    assert fr.KEY not in registry.DEFAULT_METHODS and fr.KEY not in registry.STUDY_METHODS
+    assert list(ablation.kgir_ablation_labels(registry.DEFAULT_METHODS)) == list(ablation.KGIR_VARIANT_LABELS)
+    assert ablation.kgir_ablation_labels(["kgir", fr.KEY]) == {
+        "full": "KGIR-RAG (full)", "no_subgraph": "w/o subgraph", "no_reflection": "w/o reflection",
+        "no_rewrite": "w/o rewrite", "first_and_new": "+ D_1 beside D'_t (ours, a repair)"}
+    assert registry.build_method(f"kgir_{list(ablation.KGIR_REPAIR_LABELS)[0]}").key == fr.KEY  # 06's factory
+    # REPAIR_SIGN's reading: the full method minus the repair, negative when the repair answers more; no paper value
+    import pandas as pd
+    labels = ablation.kgir_ablation_labels(["kgir", fr.KEY])
+    means = pd.DataFrame({"dataset": "musique_train", "variant": ["full", "no_rewrite", "first_and_new"],
+                          "EM": [20.0, 10.0, 30.0], "F1": [25.0, 20.0, 27.5]})
+    t = ablation.ablation_table(means, labels=labels).set_index("variant")
+    assert t.loc["+ D_1 beside D'_t (ours, a repair)", ["ΔEM (ours)", "ΔF1 (ours)"]].tolist() == [-10.0, -2.5]
+    assert pd.isna(t.loc["+ D_1 beside D'_t (ours, a repair)", "ΔEM (paper, Qwen2.5-72B)"])
+    assert t.loc["w/o rewrite", "ΔEM (ours)"] == 10.0 and pd.notna(t.loc["w/o rewrite", "ΔEM (paper, Qwen2.5-72B)"])
+    assert repair.listing_note(["kgir"], "local") == (
+        "*KGIR-RAG + D_1 beside D'_t (ours)* (`kgir_first_and_new`; ours, a deployable repair, not the paper's "
+        "method): not among this profile's (local) methods. The repair ran on the sample profile only (its calls "
+        "are in that profile's response log). To run it here, add `kgir_first_and_new` to the profile's "
+        "`eval_methods` (null: every method of kgir_lib.registry.DEFAULT_METHODS) and run `KGIR_PROFILE=local "
+        "python -m kgir_lib.runner --only 05 06`.")
+    assert repair.listing_note(["kgir", fr.KEY], "sample") == (
+        "*KGIR-RAG + D_1 beside D'_t (ours)* (`kgir_first_and_new`; ours, a deployable repair, not the paper's "
+        "method): " + fr.FIRST_AND_NEW.description + " Listed in this profile's (sample) tables.")

@@ -85,6 +85,35 @@ def test_each_form(query, rewrite, malformed, shown, form):
     assert rwf.rewrite_form(r, (BRIDGE,)) == form
 
 
+def test_word_edits_and_what_the_rewrite_changed():
+    assert rwf.word_edits("Which consitutional court?", "which constitutional court") == [
+        ("replaced", "consitutional", "constitutional")]
+    assert rwf.word_edits("a b c", "a c d") == [("dropped", "b", ""), ("added", "", "d")]
+    assert rwf.word_edits("A b", "a b!") == []
+    change = {form: rwf.rewrite_change(rnd(q, ["p1"], rw, ["p2"], shown=shown, malformed=bad), (BRIDGE,))
+              for q, rw, bad, shown, form in [
+                  ("Who founded the top PC maker?", "who founded the top PC maker", False, (), rwf.IDENTICAL),
+                  ("Which consitutional court?", "Which constitutional court?", False, (), rwf.SURFACE),
+                  ("Who founded the top PC maker?", "Who founded Compaq?", False, (), rwf.BRIDGE),
+                  ("Who founded the top PC maker?", "Who founded Dell?", False, (("Dell", "is", "PC maker"),),
+                   rwf.ENTITY),
+                  ("Who founded the top PC maker?", "Which person started the biggest computer firm?", False, (),
+                   rwf.OTHER),
+                  ("Who founded the top PC maker?", "", True, (), rwf.MALFORMED)]}
+    assert change == {
+        rwf.IDENTICAL: "left the question as it was (case, punctuation and spacing aside)",
+        rwf.SURFACE: "made a surface edit naming no gold bridge or G_Ans entity the question lacked: replaced "
+                     "'consitutional' with 'constitutional'",
+        rwf.BRIDGE: "named the gold bridge 'Compaq', which the question lacked (replaced 'the top pc maker' with "
+                    "'compaq')",
+        rwf.ENTITY: "named the G_Ans entity 'Dell', which the question lacked (replaced 'the top pc maker' with "
+                    "'dell')",
+        rwf.OTHER: "reworded the question naming no gold bridge or G_Ans entity it lacked: replaced 'who founded' "
+                   "with 'which person started' and replaced 'top pc maker' with 'biggest computer firm'",
+        rwf.MALFORMED: "the rewrite reply held no question, so the loop kept the question as it was"}
+    assert rwf.rewrite_change(rnd("q?", ["p"])) == ""  # no rewrite call
+
+
 def test_token_edits_and_normalise():
     assert rwf.normalise(" Who's  THE maker?! ") == "who s the maker"
     assert rwf.token_edits("a b c d", "a x c") == 2 and rwf.token_edits("a b", "a b") == 0

@@ -687,8 +687,9 @@ def variants(s: Sample, factory_of: Callable, labels: dict) -> pd.DataFrame:
 
 
 def t_kgir_ablation(s: Sample, name: str) -> pd.DataFrame:
-    per_q = variants(s, lambda v: build_method("kgir" if v == "full" else f"kgir_{v}"), ablation.KGIR_VARIANT_LABELS)
-    table = ablation.ablation_table(ablation.variant_means(per_q),
+    labels = ablation.kgir_ablation_labels(s.cfg.eval_methods or DEFAULT_METHODS)  # Table 7's rows, repairs run
+    per_q = variants(s, lambda v: build_method("kgir" if v == "full" else f"kgir_{v}"), labels)
+    table = ablation.ablation_table(ablation.variant_means(per_q), labels=labels,
                                     intervals=ablation.variant_intervals(per_q, n_boot=N_BOOT))
     return table.set_index(["dataset", "variant"])
 

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from ..kgir.first_retrieval import KEY as FIRST_AND_NEW_KEY
 from ..methods.base import MethodBase, Workspace
 from ..registry import build_method
 from ..report import KGIR_ABLATION_DATASETS, KGIR_ABLATION_DROPS
@@ -34,6 +35,22 @@ from .perturb import check_fraction, perturbed_workspace, recording_workspace
 # KGIRRAG(variant=...) -> the row label of paper Table 7.
 KGIR_VARIANT_LABELS = {"full": "KGIR-RAG (full)", "no_subgraph": "w/o subgraph",
                        "no_reflection": "w/o reflection", "no_rewrite": "w/o rewrite"}
+# Repairs of ours (never the paper's) that the KGIR-RAG ablation lists beside Table 7's rows when the profile runs
+# them (its notebook 05 methods): variant -> row label; the registry key is "kgir_<variant>".
+KGIR_REPAIR_LABELS = {FIRST_AND_NEW_KEY.removeprefix("kgir_"): "+ D_1 beside D'_t (ours, a repair)"}
+REPAIR_SIGN = ("A repair's row (ours) is, as every row, the full method minus it: negative when the repair answers "
+               "more; the paper has no such row.")
+
+
+def kgir_ablation_labels(method_keys: Iterable[str]) -> dict:
+    """The KGIR-RAG ablation's rows (variant -> label): Table 7's (:data:`KGIR_VARIANT_LABELS`), then each repair
+    of :data:`KGIR_REPAIR_LABELS` whose registry key is among ``method_keys`` (the profile's ``eval_methods``, or
+    :data:`kgir_lib.registry.DEFAULT_METHODS` when it is null). A repair's ``ΔEM (ours)`` is the full method minus
+    the repair, as every row's: negative when the repair answers more."""
+    keys = set(method_keys)
+    return {**KGIR_VARIANT_LABELS, **{v: label for v, label in KGIR_REPAIR_LABELS.items() if f"kgir_{v}" in keys}}
+
+
 # KG2RAG(variant=...) -> the row label of the KG²RAG report's Tables 3-4; "code": KG²RAG as its authors' code runs it
 # (registry key kg2rag_code), beside them in the same table.
 KG2RAG_VARIANT_LABELS = {"full": "KG²RAG (full)", "no_expansion": "w/o expansion",

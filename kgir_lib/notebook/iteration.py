@@ -1,13 +1,18 @@
-"""The loop seen going round (notebook 04): one question whose round 2 (or later) rewrite retrieves the next hop.
+"""The loop seen going round (notebook 04): one question's round 2 (or later), what its rewrite changed and whether
+it retrieved the next hop.
 
 Algorithm 2 iterates: a reflection that finds something missing sends the question round again, and that round's
-rewrite ``q'_t`` retrieves ``D'_t``. Whether it does so on a run is read from the traces: :func:`find_iteration`
-takes, from the full method's traces first and then from the forced-rounds study variant's (``kgir_forced``: every
-round runs whatever the reflection says, labelled so), the first question whose round ``t >= 2`` brought a passage
-of the question's next hop (the funnel's step 4, :func:`kgir_lib.eval.mechanism.funnel.funnel_steps`) that no earlier
-retrieval of the question had held. :func:`before_after` puts that round's two retrievals side by side: ``D_t``,
-retrieved with the round's query, and ``D'_t``, retrieved with its rewrite; :func:`iteration_sentence` says it in
-words.
+rewrite ``q'_t`` retrieves ``D'_t``. :func:`find_iteration` reads every round ``t >= 2`` of the questions with a gold
+bridge from the traces, of the full method first and then of the forced-rounds study variant (``kgir_forced``: every
+round runs whatever the reflection says, labelled so), and picks, in this order of preference: a rewrite that
+changes the question by more than a surface edit (:data:`kgir_lib.eval.mechanism.rewrite_form.MORE_THAN_SURFACE`:
+it names the gold bridge or a ``G_Ans`` entity, or rewords it), a natural round over a forced one, a round whose
+``D'_t`` brought a passage of the question's next hop (the funnel's step 4,
+:func:`kgir_lib.eval.mechanism.funnel.funnel_steps`) that no earlier retrieval of the question had held, then the
+form (:data:`PREFERENCE`), the funnel's chain up to step 4, a right answer, the earliest round. When no round
+changes the question by more than a surface edit, the example is the best round the run has and
+:func:`iteration_sentence` says so, naming its form. :func:`before_after` puts that round's two retrievals side by
+side: ``D_t``, retrieved with the round's query, and ``D'_t``, retrieved with its rewrite.
 """
 from __future__ import annotations
 
@@ -16,30 +21,41 @@ from typing import Mapping, Optional, Sequence
 
 import pandas as pd
 
+from ..eval.mechanism import rewrite_form as rwf
 from ..eval.mechanism import round_facts as rf
 from ..eval.mechanism.bridges import Bridge
 from ..eval.mechanism.funnel import funnel_steps
 from ..eval.metrics import best_em
 
-__all__ = ["Iteration", "RUN_LABELS", "find_iteration", "new_next_hop", "before_after", "rewrite_history",
+__all__ = ["Iteration", "RUN_LABELS", "PREFERENCE", "find_iteration", "new_next_hop", "before_after", "rewrite_history",
            "iteration_sentence"]
 
 # The runs searched, in order (the paper's method first), and how the notebook labels each.
 RUN_LABELS = {"kgir": "KGIR-RAG as the model runs it (the reflection chose to go on)",
               "kgir_forced": "the forced-rounds study variant (every round runs whatever the reflection says)"}
+# The rewrite forms, best example first: the three that change the question by more than a surface edit, then the rest.
+PREFERENCE = (rwf.BRIDGE, rwf.ENTITY, rwf.OTHER, rwf.SURFACE, rwf.IDENTICAL, rwf.MALFORMED)
 
 
 @dataclass
 class Iteration:
-    """One question's round ``round`` whose rewrite retrieved a next-hop passage no earlier retrieval held."""
+    """One question's round ``round`` (``>= 2``), its rewrite's form and what the rewrite changed, and the next-hop
+    passages its ``D'_t`` brought that no earlier retrieval held (``()``: none)."""
 
     method: str          # "kgir" (natural) or "kgir_forced" (forced)
     dataset: str
     qid: str
     round: int
     record: dict         # the trace-file line
-    next_pids: tuple     # the next-hop passages D'_t brought, new to the question
+    next_pids: tuple     # the next-hop passages D'_t brought, new to the question (may be empty)
+    form: str = ""       # the rewrite's form (kgir_lib.eval.mechanism.rewrite_form.rewrite_form)
+    change: str = ""     # what the rewrite changed, in words (kgir_lib.eval.mechanism.rewrite_form.rewrite_change)
     natural: Optional[dict] = None  # for a forced round: the full method's own trace of the question
+
+    @property
+    def more_than_surface(self) -> bool:
+        """Whether the rewrite changed the question by more than a surface edit."""
+        return self.form in rwf.MORE_THAN_SURFACE
 
     @property
     def forced(self) -> bool:
@@ -62,41 +78,43 @@ def new_next_hop(record: Mapping, bridges: Sequence[Bridge], t: int) -> tuple:
     return tuple(p for p in rf.d_rewrite(rs[t - 1]) if p in hop and p not in before)
 
 
-def _key(it: Iteration, bridges: Sequence[Bridge]) -> tuple:
-    """Which of two candidates teaches better: the rewrite names the bridge (the funnel's chain up to step 4), the
-    answer after the round is right, then the earliest round, the first dataset, the question id."""
+def _key(it: Iteration, bridges: Sequence[Bridge], methods: Sequence[str]) -> tuple:
+    """Which of two candidates teaches better (module docstring): more than a surface edit, natural, a new
+    next-hop passage, the form, the funnel's chain up to step 4, a right answer after the round, the earliest round
+    (ties: the first dataset and question read)."""
     s = funnel_steps(it.record, bridges, it.round)
-    return (not s["chain_finds"], not s["correct"], it.round)
+    return (not it.more_than_surface, list(methods).index(it.method), not it.next_pids, PREFERENCE.index(it.form),
+            not s["chain_finds"], not s["correct"], it.round)
 
 
 def find_iteration(runs: Mapping[tuple, Sequence[Mapping]], bridges: Mapping[str, Mapping[str, Sequence[Bridge]]],
                    methods: Sequence[str] = tuple(RUN_LABELS)) -> Optional[Iteration]:
-    """The question that shows the loop going round (module docstring), or ``None`` when no round after the first
-    of any run brought a new next-hop passage. ``runs``: ``{(method, dataset): trace-file lines}``
-    (:func:`kgir_lib.eval.mechanism.tables.read_run`); ``bridges``: ``{dataset: {qid: gold bridges}}``. The methods
-    are searched in ``methods``' order: a natural round 2 wins over a forced one."""
+    """The round that shows the loop going round (module docstring), or ``None`` when no question with a gold bridge
+    went past round 1 with a rewrite in any run. ``runs``: ``{(method, dataset): trace-file lines}``
+    (:func:`kgir_lib.eval.mechanism.tables.read_run`); ``bridges``: ``{dataset: {qid: gold bridges}}``; ``methods``:
+    the runs searched, the natural one first."""
+    found = []
     for method in methods:
-        found = []
         for (m, dataset), records in runs.items():
             if m != method:
                 continue
             gold = bridges.get(dataset, {})
             for r in records:
-                b = gold.get(rf.qid_of(r))
+                b = tuple(gold.get(rf.qid_of(r)) or ())
                 if not b:
                     continue
                 for t in range(2, len(rf.rounds(r)) + 1):
-                    new = new_next_hop(r, b, t)
-                    if new:
-                        found.append((Iteration(method, dataset, rf.qid_of(r), t, dict(r), new), b))
-                        break
-        if found:
-            best = min(found, key=lambda x: _key(*x))[0]
-            if best.forced:
-                best.natural = next((dict(r) for r in runs.get(("kgir", best.dataset), ())
-                                     if rf.qid_of(r) == best.qid), None)
-            return best
-    return None
+                    rnd = rf.rounds(r)[t - 1]
+                    form = rwf.rewrite_form(rnd, b)
+                    if form:
+                        found.append((Iteration(method, dataset, rf.qid_of(r), t, dict(r), new_next_hop(r, b, t),
+                                                form, rwf.rewrite_change(rnd, b)), b))
+    if not found:
+        return None
+    best = min(found, key=lambda x: _key(x[0], x[1], methods))[0]
+    if best.forced:
+        best.natural = next((dict(r) for r in runs.get(("kgir", best.dataset), ()) if rf.qid_of(r) == best.qid), None)
+    return best
 
 
 def _mark(pid: str, it: Iteration, gold: set, new: set) -> str:
@@ -146,14 +164,18 @@ def rewrite_history(it: Iteration) -> pd.DataFrame:
 
 
 def iteration_sentence(it: Iteration, title) -> str:
-    """The example in one sentence: which run, which round, what the rewrite retrieved, the answer after it."""
+    """The example in words: which run, which round, the rewrite's form and what it changed, what its ``D'_t``
+    brought, the answer after it; when the rewrite changed the question by no more than a surface edit, first that
+    no round of the runs searched did more."""
     rnd = rf.rounds(it.record)[it.round - 1]
     after = rf.d_rewrite(rnd)
-    hops = ", ".join(f"'{title(p)}' (rank {after.index(p) + 1} of D'_{it.round})" for p in it.next_pids)
     answers, _ = rf.golds(it.record)
     forced = isinstance(rf.trace_of(it.record).get("round_answers"), list)
     answer = rf.round_answer(it.record, it.round) if forced else rf.final_answer(it.record)
     right = "right" if answer and best_em(answer, answers) else "wrong"
+    head = "" if it.more_than_surface else (
+        "No round after the first of this run, natural or forced, changed the question by more than a surface edit; "
+        "below is the best it has. ")
     if not it.forced:
         how = "A natural round: the reflection found something missing and sent the question round again."
     else:
@@ -164,6 +186,12 @@ def iteration_sentence(it: Iteration, title) -> str:
             how += (f"; KGIR-RAG as the model runs it stopped after round {n} with the answer "
                     f"'{rf.final_answer(it.natural)}'")
         how += "."
-    return (how + f" Round {it.round}'s rewrite retrieves {hops}: a passage of the question's next "
-            f"hop that no earlier retrieval of the question held. The answer after round {it.round}: "
-            f"'{answer}' ({right}; gold: {' | '.join(answers[:2])}).")
+    if it.next_pids:
+        hops = ", ".join(f"'{title(p)}' (rank {after.index(p) + 1} of D'_{it.round})" for p in it.next_pids)
+        found = (f"It retrieves {hops}: a passage of the question's next hop that no earlier retrieval of the "
+                 f"question held.")
+    else:
+        found = (f"Its retrieval D'_{it.round} brought no passage of the question's next hop that an earlier "
+                 f"retrieval of the question had not held.")
+    return (head + how + f" Round {it.round}'s rewrite ({it.form}) {it.change}. " + found
+            + f" The answer after round {it.round}: '{answer}' ({right}; gold: {' | '.join(answers[:2])}).")

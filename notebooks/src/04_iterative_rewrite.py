@@ -87,14 +87,16 @@ show_figure(plot_loop(counts, f"KGIR-RAG's loop (Algorithm 2) in this run: {', '
 # ## 2. The loop going round, on one question
 #
 # A reflection that finds something missing sends the question round again, and that round's rewrite retrieves
-# anew. The question below is the first of the run whose round 2 (or later) rewrite brought up a passage of the
-# question's **next hop** (the passage that answers the hop after the bridge, from the dataset's gold chain) that no
-# earlier retrieval had held (`kgir_lib.notebook.iteration.find_iteration`). The paper's method goes first; when its
-# reflection never sends a question round far enough, the round comes from the **forced-rounds** study variant
-# (`kgir_forced`: every round runs whatever the reflection says), and the sentence says so. First, how often the
-# rewrite changes the question at all: every round's rewrite counted by its form against the question it rewrites
-# (`kgir_lib.eval.mechanism.rewrite_form`: identical, a surface edit such as a typo fix, naming an entity of `G_Ans`
-# or the gold bridge the question lacks). Below: every round's query and rewrite, then the round's two retrievals
+# anew. First, how often the rewrite changes the question at all: every round's rewrite counted by its form against
+# the question it rewrites (`kgir_lib.eval.mechanism.rewrite_form`: identical, a surface edit such as a typo fix,
+# naming an entity of `G_Ans` or the gold bridge the question lacks, or another rewording). Then one round 2 (or
+# later) of a question with a gold bridge (`kgir_lib.notebook.iteration.find_iteration`), chosen in this order: a
+# rewrite that changes the question by more than a surface edit; a round of the paper's method, else of the
+# **forced-rounds** study variant (`kgir_forced`: every round runs whatever the reflection says), labelled so; a
+# rewrite that brought up a passage of the question's **next hop** (the passage that answers the hop after the
+# bridge, from the dataset's gold chain) that no earlier retrieval had held. When no round of the run changes the
+# question by more than a surface edit, the sentence says so and shows the best round it has, with its form. The
+# sentence says what the rewrite changed; below it, every round's query and rewrite, then the round's two retrievals
 # side by side, before and after its rewrite.
 
 # %% tags=["hide-input"]
@@ -116,12 +118,14 @@ gold_bridges = {name: load_bridges(name, cfg.data_path) for name in results}
 example = iteration.find_iteration(read_run(cfg.run_dir, list(results), methods=tuple(iteration.RUN_LABELS)),
                                    gold_bridges)
 if example is None:
-    print("No round after the first brought a new next-hop passage in this run, naturally or forced.")
+    print("No question with a gold bridge went past round 1 with a rewrite in this run, naturally or forced.")
 else:
     title = {p.pid: p.title for p in results[example.dataset]["ws"].dataset.corpus.passages}.get
     q = next(q for q in results[example.dataset]["questions"] if q.qid == example.qid)
+    hop = dict.fromkeys(p for b in gold_bridges[example.dataset][example.qid] for p in b.next_pids)
     display(Markdown(f"**[{example.dataset}] {q.question}** (gold: {' | '.join(q.answers[:2])}; next hop: "
-                     f"{', '.join(title(p) for p in example.next_pids)})  \n*Run: {example.label}.*  \n"
+                     f"{', '.join(title(p) for p in hop)})  \n*Run: {example.label}; round {example.round}'s "
+                     f"rewrite form: {example.form}.*  \n"
                      + iteration.iteration_sentence(example, title)))
     show(iteration.rewrite_history(example), "every round up to this one", index=False, wrap=45)
     show(iteration.before_after(example, title), f"round {example.round}: its two retrievals, side by side",

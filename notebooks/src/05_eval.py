@@ -29,7 +29,7 @@ from kgir_lib import report
 from kgir_lib.eval import claims as cl
 from kgir_lib.eval import evaluate as ev
 from kgir_lib.eval.bootstrap import SIDE_COLUMN, bootstrap_table
-from kgir_lib.eval.mechanism import funnel
+from kgir_lib.eval.mechanism import funnel, repair
 from kgir_lib.eval.mechanism.tables import empty_note, mechanism_tables
 from kgir_lib.notebook import narrative, viz
 from kgir_lib.notebook.display import show, show_figure
@@ -42,6 +42,7 @@ resume = True if resume is None else bool(resume)
 n_boot = 2000 if n_boot is None else int(n_boot)
 reference = reference or "KGIR-RAG"
 print(f"methods ({len(method_keys)}): {[method_label(k, cfg) if k in LABELS else k for k in method_keys]}")
+print(repair.listing_note(method_keys, cfg.profile))
 
 # %% [markdown]
 # ## 1. The answer first: every method ranked, and the paper's claims read by exact tests

@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ...kgir.first_retrieval import FAMILY, KEY
+from ...kgir.first_retrieval import FAMILY, FIRST_AND_NEW, KEY
 from ..claims import ALPHA, POWER
 from ..stats import holm, mcnemar_exact, mde_mcnemar, sign_flip_test
 from ..metrics import best_em, best_f1
@@ -69,3 +69,19 @@ def repair_sentence(table: pd.DataFrame, dataset: str) -> str:
              f"{r['p (Holm)']:.2g})" for against, r in rows.iterrows() if pd.notna(r["n"])]
     n = int(rows["n"].dropna().iloc[0]) if rows["n"].notna().any() else 0
     return f"{dataset} (n = {n}): D_1 beside D'_t reaches EM " + "; ".join(parts) + "."
+
+
+# The profile whose committed run holds the repair's calls (its response log and traces).
+RAN_ON = "sample"
+
+
+def listing_note(method_keys: Sequence[str], profile: str) -> str:
+    """Notebooks 05 and 06: whether this run lists the repair (registry key :data:`KEY`, a method of the profile's
+    ``eval_methods``), what it is, and, when it does not, where it ran and the command that would run it here."""
+    head = f"*{FIRST_AND_NEW.name}* (`{KEY}`; ours, a deployable repair, not the paper's method): "
+    if KEY in method_keys:
+        return head + FIRST_AND_NEW.description + f" Listed in this profile's ({profile}) tables."
+    return (head + f"not among this profile's ({profile}) methods. The repair ran on the {RAN_ON} profile only (its "
+            f"calls are in that profile's response log). To run it here, add `{KEY}` to the profile's `eval_methods` "
+            f"(null: every method of kgir_lib.registry.DEFAULT_METHODS) and run `KGIR_PROFILE={profile} python -m "
+            f"kgir_lib.runner --only 05 06`.")

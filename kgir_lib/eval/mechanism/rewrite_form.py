@@ -22,6 +22,7 @@ question lacks, and, among rounds of questions with a gold bridge, rewrites that
 """
 from __future__ import annotations
 
+import difflib
 import unicodedata
 from typing import Mapping, Sequence
 
@@ -83,6 +84,49 @@ def rewrite_form(rnd: Mapping, bridges: Sequence[Bridge] = ()) -> str:
     if names_new_entity(rewrite, query, shown_entities(rnd)):
         return ENTITY
     return SURFACE if token_edits(rewrite, query) <= SURFACE_EDITS else OTHER
+
+
+MORE_THAN_SURFACE = (BRIDGE, ENTITY, OTHER)  # the forms that change the question by more than a surface edit
+
+
+def word_edits(question: str, rewrite: str) -> list:
+    """The word edits turning ``question`` into ``rewrite``, over the :func:`normalise`-d words, in order:
+    ``("replaced", old, new)``, ``("dropped", old, "")``, ``("added", "", new)``; ``[]`` when identical."""
+    x, y = normalise(question).split(), normalise(rewrite).split()
+    out = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=x, b=y, autojunk=False).get_opcodes():
+        old, new = " ".join(x[i1:i2]), " ".join(y[j1:j2])
+        if op != "equal":
+            out.append(({"replace": "replaced", "delete": "dropped", "insert": "added"}[op], old, new))
+    return out
+
+
+def _edit_words(edits: Sequence[tuple]) -> str:
+    parts = [f"replaced '{o}' with '{n}'" if k == "replaced" else f"{k} '{o or n}'" for k, o, n in edits]
+    if len(parts) < 2:
+        return parts[0] if parts else "changed nothing"
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def rewrite_change(rnd: Mapping, bridges: Sequence[Bridge] = ()) -> str:
+    """What one round's rewrite changed in the question it rewrites, in words: its form
+    (:func:`rewrite_form`), the names it added (the gold bridge, the ``G_Ans``
+    entities) and its word edits (:func:`word_edits`); ``""`` for a round without a rewrite."""
+    form = rewrite_form(rnd, bridges)
+    if form in ("", MALFORMED, IDENTICAL):
+        return {"": "", MALFORMED: "the rewrite reply held no question, so the loop kept the question as it was",
+                IDENTICAL: "left the question as it was (case, punctuation and spacing aside)"}[form]
+    query, rewrite = str(rnd.get("query", "")), str(rnd["rewrite"].get("question") or "")
+    edits = _edit_words(word_edits(query, rewrite))
+    if form == BRIDGE:
+        named = [b.name for b in bridges if names_bridge(rewrite, b, query)]
+        return f"named the gold bridge {', '.join(repr(n) for n in named)}, which the question lacked ({edits})"
+    if form == ENTITY:
+        named = [e for e in shown_entities(rnd) if norm(e) and names(rewrite, norm(e)) and not names(query, norm(e))]
+        return f"named the G_Ans entity {', '.join(repr(n) for n in named)}, which the question lacked ({edits})"
+    if form == SURFACE:
+        return f"made a surface edit naming no gold bridge or G_Ans entity the question lacked: {edits}"
+    return f"reworded the question naming no gold bridge or G_Ans entity it lacked: {edits}"
 
 
 def form_rows(records: Sequence[Mapping], bridges: Mapping[str, Sequence[Bridge]]) -> pd.DataFrame:
