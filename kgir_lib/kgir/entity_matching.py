@@ -48,8 +48,8 @@ from ..kg import Triple
 
 @lru_cache(maxsize=1 << 17, typed=True)
 def normalize_name(s: str) -> str:
-    """Lower case, accents folded, punctuation to spaces, white space folded (remembered: the same names and
-    triple texts are normalised for every question, rebuild and method of a run)."""
+    """Lower case, accents folded, punctuation to spaces, white space folded (remembered: the same
+    names and triple texts are normalised for every question, rebuild and method of a run)."""
     s = unicodedata.normalize("NFKD", str(s))
     s = "".join(ch for ch in s if not unicodedata.combining(ch)).lower()
     s = re.sub(r"[^\w\s]", " ", s)
