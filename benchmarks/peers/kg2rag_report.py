@@ -263,7 +263,8 @@ META_UNCLEANED = "peers_kg2rag_uncleaned.json"  # its header: command, the self-
 def write_uncleaned(work: Path, profile: str, folder: Path, command: str) -> None:
     """The run on the uncleaned triples (``kg2rag_compare.py suite --uncleaned``, then upstream): its per-question
     rows (:data:`CSV_UNCLEANED`, the same columns as the report's CSV) and header (:data:`META_UNCLEANED`) in
-    ``folder``; the report (:func:`rebuild`) renders them beside the run on the cleaned triples."""
+    ``folder``; the report (:func:`rebuild`) renders them beside the run on the cleaned triples, and is rendered
+    again here when its files are in ``folder``."""
     meta = _meta(work)
     if meta.get("triples") != "uncleaned":
         raise SystemExit(f"{work / 'suite.meta.json'}: not a suite step on the uncleaned triples "
@@ -280,6 +281,10 @@ def write_uncleaned(work: Path, profile: str, folder: Path, command: str) -> Non
                                          encoding="utf-8")
     same = int(rows["code_final_same_list"].astype(bool).sum())
     print(f"uncleaned: {folder / CSV_UNCLEANED} (kg2rag_code = upstream's final list on {same} of {len(rows)})")
+    if (folder / "peers_kg2rag.csv").exists():  # the report, rendered again from its committed files with this run
+        text, _ = rebuild(folder)
+        (folder / "peers_kg2rag.md").write_text(text, encoding="utf-8")
+        print(f"report: {folder / 'peers_kg2rag.md'} rendered again with the run on the uncleaned triples")
 
 
 def read_uncleaned(folder: Path, context: int) -> tuple:
