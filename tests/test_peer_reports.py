@@ -61,6 +61,7 @@ def test_kg2rag_uncleaned_table_counts_agreement_and_changes():
     other.loc[i, "code_final_same_list"] = not bool(rows.loc[i, "code_final_same_list"])
     table = report.uncleaned_table(rows, other)
     line = table[(table["dataset"] == rows.loc[i, "dataset"]) & (table["stage"] == "final")].iloc[0]
+    assert list(table["compared as"][:4]) == ["set", "list (order)", "list", "list"]
     same = int(rows[rows["dataset"] == rows.loc[i, "dataset"]]["code_final_same_list"].sum())
     assert line["code: same, cleaned"] == same
     assert line["code: same, uncleaned"] == same + (-1 if rows.loc[i, "code_final_same_list"] else 1)
@@ -68,6 +69,23 @@ def test_kg2rag_uncleaned_table_counts_agreement_and_changes():
     assert int(table["changed: the code untouched"].sum()) == 1
     with pytest.raises(SystemExit, match="different questions"):
         report.uncleaned_table(rows, other.iloc[1:])
+
+
+def test_kg2rag_uncleaned_run_changes_no_list():
+    """The committed run on the uncleaned triples, recomputed from its CSV's input columns: the same 184 questions,
+    every side's agreement as on the cleaned triples, and no list of any side changed between the two runs."""
+    report = _load("kg2rag_report")
+    _, rows = report.rebuild(BENCH)
+    _, _, main_head = report.read_committed(BENCH)
+    unclean, head = report.read_uncleaned(BENCH, int(main_head["context_passages"]))
+    assert len(unclean) == 184 and head["read"]["musique_train"] == {"head_equals_tail": 20, "duplicate": 30,
+                                                                      "triples": 17234}
+    table = report.uncleaned_table(rows, unclean)
+    assert (table["code: same, cleaned"] == table["code: same, uncleaned"]).all()
+    assert (table["paper: same, cleaned"] == table["paper: same, uncleaned"]).all()
+    changed = [c for c in table if c.startswith("changed:")]
+    assert int(table[changed].to_numpy().sum()) == 0
+    assert int(unclean["code_final_same_list"].sum()) == 132
 
 
 def test_seed_agreement_the_modal_share_bounds_a_fixed_reading():

@@ -276,7 +276,8 @@ def write_uncleaned(work: Path, profile: str, folder: Path, command: str) -> Non
     folder.mkdir(parents=True, exist_ok=True)
     rows.to_csv(folder / CSV_UNCLEANED, index=False)
     head = {"command": command, "code": meta.get("code", "this checkout"),
-            "read": {d: (v or {}).get("read") for d, v in meta.get("triple_drops", {}).items()}}
+            "read": {d: (v or {}).get("read") for d, v in meta.get("triple_drops", {}).items()},
+            "touched": {d: touched(work, d) for d in cfg.datasets}}
     (folder / META_UNCLEANED).write_text(json.dumps(head, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
                                          encoding="utf-8")
     same = int(rows["code_final_same_list"].astype(bool).sum())
@@ -285,6 +286,34 @@ def write_uncleaned(work: Path, profile: str, folder: Path, command: str) -> Non
         text, _ = rebuild(folder)
         (folder / "peers_kg2rag.md").write_text(text, encoding="utf-8")
         print(f"report: {folder / 'peers_kg2rag.md'} rendered again with the run on the uncleaned triples")
+
+
+def touched(work: Path, dataset: str) -> dict:
+    """How many chunks of the uncleaned inputs hold a self-loop or a repeat up to case (what the suite's loader
+    drops), and on how many questions one of them is a seed, or in the authors' code's (untouched run's) added
+    chunks or final list."""
+    import gzip
+
+    from kgir_lib.kg.parse import validate
+
+    with gzip.open(work / dataset / "inputs.json.gz", "rt", encoding="utf-8") as fh:
+        inputs = json.load(fh)
+    held = set()
+    for cid, facts in inputs["facts"].items():
+        drops: Counter = Counter()
+        seen: set = set()
+        for f in facts:
+            validate(list(f), drops, seen)
+        if drops["head_equals_tail"] or drops["duplicate"]:
+            held.add(cid)
+    runs = list(read_jsonl(work / dataset / "upstream_seed0.jsonl"))
+
+    def hit(items) -> bool:
+        return any((x[0] if isinstance(x, list) else x) in held for x in items)
+    return {"chunks": len(held), "questions": len(inputs["questions"]),
+            "seeds": sum(any(c in held for c, _ in q["seeds"]) for q in inputs["questions"]),
+            "expanded": sum(hit(r["expanded"]) for r in runs if not r.get("error")),
+            "final": sum(hit(r["final"]) for r in runs if not r.get("error"))}
 
 
 def read_uncleaned(folder: Path, context: int) -> tuple:
@@ -312,19 +341,18 @@ def uncleaned_table(clean: pd.DataFrame, unclean: pd.DataFrame) -> pd.DataFrame:
     out = []
     for d, part in both.groupby("dataset", sort=False):
         for st in STAGES:
-            line = {"dataset": d, "stage": st, "questions": len(part)}
-            kinds = (("set", "list") if st == "expanded" else ("list",))
-            for side in ("code", "paper"):
-                for kind in kinds:
+            for kind in (("set", "list") if st == "expanded" else ("list",)):
+                line = {"dataset": d, "stage": st, "compared as": kind if st != "expanded" or kind == "set"
+                        else "list (order)", "questions": len(part)}
+                for side in ("code", "paper"):
                     col = f"{side}_{st}_same_{kind}"
-                    label = f"{side}: same {kind}" if st == "expanded" else f"{side}: same"
-                    line[f"{label}, cleaned"] = int(part[col + "_c"].astype(bool).sum())
-                    line[f"{label}, uncleaned"] = int(part[col + "_u"].astype(bool).sum())
-            for col, label in ((f"up_{st}", "changed: the code untouched"),
-                               (f"ins_{st}", "changed: the code in insertion order"),
-                               (f"code_{st}", "changed: kg2rag_code")):
-                line[label] = int((part[col + "_c"] != part[col + "_u"]).sum())
-            out.append(line)
+                    line[f"{side}: same, cleaned"] = int(part[col + "_c"].astype(bool).sum())
+                    line[f"{side}: same, uncleaned"] = int(part[col + "_u"].astype(bool).sum())
+                for col, label in ((f"up_{st}", "changed: the code untouched"),
+                                   (f"ins_{st}", "changed: the code in insertion order"),
+                                   (f"code_{st}", "changed: kg2rag_code"), (f"paper_{st}", "changed: kg2rag")):
+                    line[label] = int((part[col + "_c"] != part[col + "_u"]).sum())
+                out.append(line)
     return pd.DataFrame(out)
 
 
@@ -344,7 +372,11 @@ def uncleaned_section(clean: pd.DataFrame, unclean, head) -> list:
         f"`kgir_lib/kg/parse.py`, `validate` with `clean=False`); the graph the sides read holds {read}. The "
         f"authors' code runs untouched once (`PYTHONHASHSEED=0`) and once with the hash order taken out; the "
         f"table puts each side's agreement with the untouched run beside the cleaned run's, and counts the questions "
-        f"whose list changed between the two runs. kg2rag_code's organisation on the uncleaned triples: "
+        f"whose list changed between the two runs. Where those triples are: "
+        + "; ".join(f"{d}: {v['chunks']} chunks hold one; one of them is a seed on {v['seeds']} of {v['questions']} "
+                    f"questions, among the code's added chunks on {v['expanded']} and in its final list on "
+                    f"{v['final']}" for d, v in (head.get("touched") or {}).items())
+        + ". kg2rag_code's organisation on the uncleaned triples: "
         + ", ".join(f"{k} {v}" for k, v in paths.most_common()) + f"; upstream raised on {errors} questions.\n",
         to_markdown(uncleaned_table(clean, unclean)), "",
     ]
