@@ -59,6 +59,16 @@ def test_drop_reasons_are_counted():
     assert drops == Counter(duplicate=2, wrong_arity=2, empty_part=1, head_equals_tail=1)
 
 
+def test_uncleaned_keeps_self_loops_and_repeats_only():
+    """``clean=False`` (the KG²RAG cross-check on the triples as extracted) keeps the two cleaning rules' triples, in
+    output order, and still drops what has not three non-empty parts."""
+    raw = "\n".join(["A ## r ## B", "A ## r ## B", "a  ##  R ## b", "A ## r", "A ## ## B", "Paris ## is ## paris"])
+    kept, drops = parse_triples(raw, clean=False)
+    assert kept == [("A", "r", "B"), ("A", "r", "B"), ("a", "R", "b"), ("Paris", "is", "paris")]
+    assert drops == Counter(wrong_arity=1, empty_part=1)
+    assert parse_triples(raw)[0] == [("A", "r", "B")]
+
+
 def test_parts_are_trimmed_and_unquoted():
     kept, _ = parse_triples([['  "Compaq"  ', "was\n founded in", " 1982 "]])
     assert kept == [("Compaq", "was founded in", "1982")]
@@ -120,6 +130,9 @@ def test_real_openie_file_counts():
     # the exact numbers (also in notebook 01's Table 3 for musique_train)
     assert drops == Counter(wrong_arity=185, duplicate=30, head_equals_tail=20)
     assert kept == 17184
+    uncleaned = [parse_triples(d["extracted_triples"], clean=False) for d in docs]
+    assert sum(len(k) for k, _ in uncleaned) == 17184 + 30 + 20
+    assert sum((dr for _, dr in uncleaned), Counter()) == Counter(wrong_arity=185)
 
 
 def test_real_openie_triples_as_text_lines_parse_the_same():

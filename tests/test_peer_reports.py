@@ -49,6 +49,45 @@ def test_kg2rag_committed_counts_the_report_states():
     assert int(rows["code_final_in_seeds"].sum()) == 154 and int(rows["code_final_modal"].sum()) == 138
 
 
+def test_kg2rag_uncleaned_table_counts_agreement_and_changes():
+    """The cleaned-against-uncleaned table: each side's agreement in both runs and the questions whose list changed,
+    from the committed rows with one question's upstream final list changed in the second run; runs over different
+    questions are refused."""
+    report = _load("kg2rag_report")
+    _, rows = report.rebuild(BENCH)
+    other = rows.copy()
+    i = other.index[0]
+    other.loc[i, "up_final"] = "x"
+    other.loc[i, "code_final_same_list"] = not bool(rows.loc[i, "code_final_same_list"])
+    table = report.uncleaned_table(rows, other)
+    line = table[(table["dataset"] == rows.loc[i, "dataset"]) & (table["stage"] == "final")].iloc[0]
+    assert list(table["compared as"][:4]) == ["set", "list (order)", "list", "list"]
+    same = int(rows[rows["dataset"] == rows.loc[i, "dataset"]]["code_final_same_list"].sum())
+    assert line["code: same, cleaned"] == same
+    assert line["code: same, uncleaned"] == same + (-1 if rows.loc[i, "code_final_same_list"] else 1)
+    assert line["changed: the code untouched"] == 1 and line["changed: kg2rag_code"] == 0
+    assert int(table["changed: the code untouched"].sum()) == 1
+    with pytest.raises(SystemExit, match="different questions"):
+        report.uncleaned_table(rows, other.iloc[1:])
+
+
+def test_kg2rag_uncleaned_run_changes_no_list():
+    """The committed run on the uncleaned triples, recomputed from its CSV's input columns: the same 184 questions,
+    every side's agreement as on the cleaned triples, and no list of any side changed between the two runs."""
+    report = _load("kg2rag_report")
+    _, rows = report.rebuild(BENCH)
+    _, _, main_head = report.read_committed(BENCH)
+    unclean, head = report.read_uncleaned(BENCH, int(main_head["context_passages"]))
+    assert len(unclean) == 184 and head["read"]["musique_train"] == {"head_equals_tail": 20, "duplicate": 30,
+                                                                      "triples": 17234}
+    table = report.uncleaned_table(rows, unclean)
+    assert (table["code: same, cleaned"] == table["code: same, uncleaned"]).all()
+    assert (table["paper: same, cleaned"] == table["paper: same, uncleaned"]).all()
+    changed = [c for c in table if c.startswith("changed:")]
+    assert int(table[changed].to_numpy().sum()) == 0
+    assert int(unclean["code_final_same_list"].sum()) == 132
+
+
 def test_seed_agreement_the_modal_share_bounds_a_fixed_reading():
     """Three seeds of four give list A: a reading that always gives A matches 3/4 of the runs, above the pairs'
     agreement (3 of 6 pairs equal), so the pairs' agreement is no ceiling; the most frequent share is."""

@@ -113,6 +113,67 @@ def triple_drops(ws, view) -> dict:
             "duplicate": int(drops.get("duplicate", 0)), "wrong_arity": int(drops.get("wrong_arity", 0))}
 
 
+def uncleaned(ws):
+    """``ws`` whose shared graph holds every passage's triples as extracted, not as the suite's loader cleaned them:
+    self-loops and repeats up to case kept (:func:`kgir_lib.kg.parse.validate` with ``clean=False``; a triple
+    without three non-empty parts is still dropped: the authors' code unpacks every triple as ``h, r, t``). The
+    triples are read again from where the graph came from: the published OpenIE file, or the extraction replies
+    (cache only, from the committed response log); a passage extracted on demand later is replaced the same way."""
+    import dataclasses
+
+    from kgir_lib.kg.extract import extract_triples
+    from kgir_lib.kg.graph import Triple
+    from kgir_lib.kg.openie import import_openie
+    from kgir_lib.kg.parse import parse_triples
+    from kgir_lib.kg.store import openie_file
+
+    published = openie_file(ws.cfg, ws.dataset.name)
+    imported = import_openie(published, ws.dataset.corpus, clean=False)[0] if published is not None else None
+    done: set = set()
+
+    def unclean(pids) -> None:
+        have = ws.kg.extracted
+        todo = [p for p in dict.fromkeys(pids) if p in have and p not in done]
+        if not todo:
+            return
+        if imported is not None:
+            for p in todo:
+                ws.kg.add(p, imported.triples_of([p]))
+        else:
+            rep = extract_triples(ws.llm, [ws.dataset.corpus[p] for p in todo],
+                                  max_tokens=ws.cfg.max_tokens("extract"))
+            for p in todo:
+                ws.kg.add(p, [Triple(h, r, t, p) for h, r, t in parse_triples(rep.raw[p], clean=False)[0]])
+        done.update(todo)
+
+    unclean(ws.kg.extracted_order())
+    shared_ensure = ws.ensure_kg
+
+    def ensure(pids) -> None:
+        pids = list(pids)
+        if shared_ensure is not None:
+            shared_ensure(pids)
+        unclean(pids)
+
+    return dataclasses.replace(ws, ensure_kg=ensure)
+
+
+def loader_rules(view) -> dict:
+    """How many triples of ``view``'s graph the suite's loader would drop as a self-loop or a repeat (0 and 0 on
+    a cleaned graph)."""
+    from collections import Counter
+
+    from kgir_lib.kg.parse import validate
+
+    drops: Counter = Counter()
+    for pid in view.kg.extracted_order():
+        seen: set = set()
+        for t in view.kg.triples_of([pid]):
+            validate([t.head, t.relation, t.tail], drops, seen)
+    return {"head_equals_tail": int(drops["head_equals_tail"]), "duplicate": int(drops["duplicate"]),
+            "triples": len(view.kg)}
+
+
 def sha(text: str) -> str:
     import hashlib
 
@@ -153,9 +214,10 @@ def suite_trees(graphs: list) -> list:
     return out
 
 
-def run_suite(work: Path, profile: str, datasets=None, limit=None, mst: bool = True) -> None:
+def run_suite(work: Path, profile: str, datasets=None, limit=None, mst: bool = True, clean: bool = True) -> None:
     """The ``suite`` step (module docstring) for ``datasets`` (default: the profile's), the first ``limit``
-    questions of each (default: all); ``mst=False`` leaves out the spanning-tree graphs."""
+    questions of each (default: all); ``mst=False`` leaves out the spanning-tree graphs; ``clean=False`` feeds both
+    sides the triples as extracted (:func:`uncleaned`)."""
     from kgir_lib.baselines.kg2rag_code_chunks import code_setting
     from kgir_lib.llm import build_llm
 
@@ -166,12 +228,13 @@ def run_suite(work: Path, profile: str, datasets=None, limit=None, mst: bool = T
         if dataset not in cfg.datasets:
             raise SystemExit(f"--datasets: {dataset!r} is not a dataset of the {profile!r} profile ({cfg.datasets})")
         ws, questions = open_dataset(cfg, dataset, llm)
+        ws = ws if clean else uncleaned(ws)
         questions = questions[:limit] if limit else questions
         paper, paper_graphs = paper_side(ws.method_view(), questions)
         table: dict = {}
         view = ws.method_view()
         code, index, seeds = code_side(view, questions, table)
-        drops[dataset] = triple_drops(ws, view)
+        drops[dataset] = {**triple_drops(ws, view), "read": loader_rules(view)}
         setting = code_setting(dataset)
         out = work / dataset
         chunks = [[index.chunk_id(p.pid), p.title, _key(index, p.pid), index.text[p.pid]]
@@ -198,6 +261,7 @@ def run_suite(work: Path, profile: str, datasets=None, limit=None, mst: bool = T
         print(f"suite: {dataset}: {len(questions)} questions, {len(index.facts)} chunks with triples, "
               f"{len(table)} scored texts -> {out}")
     (work / "suite.meta.json").write_text(json.dumps({"profile": profile, "code": checkout_commit(),
+                                                      "triples": "cleaned" if clean else "uncleaned",
                                                       "triple_drops": drops}), encoding="utf-8")
 
 
@@ -214,16 +278,26 @@ def main() -> None:
     ap.add_argument("--datasets", nargs="+", help="suite step: these of the profile's datasets (default: all)")
     ap.add_argument("--limit", type=int, help="suite step: the first N questions of each dataset (default: all)")
     ap.add_argument("--no-mst", action="store_true", help="suite step: leave out the spanning-tree graphs")
+    ap.add_argument("--uncleaned", action="store_true",
+                    help="suite step: both sides read the triples as extracted (self-loops and repeats kept); "
+                         "report step: write the uncleaned run's per-question CSV beside the report instead")
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "benchmarks" / "peers_kg2rag.md")
     ap.add_argument("--command", default="bash benchmarks/peers/kg2rag_crosscheck.sh",
                     help="the command shown in the report")
     args = ap.parse_args()
     if args.step == "suite":
-        run_suite(args.work, args.profile, args.datasets, args.limit, not args.no_mst)
+        run_suite(args.work, args.profile, args.datasets, args.limit, not args.no_mst, clean=not args.uncleaned)
     else:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from kg2rag_report import write_report
 
+        if args.uncleaned:
+            if args.step != "report":
+                raise SystemExit("--uncleaned: only with the suite and report steps")
+            from kg2rag_report import write_uncleaned
+
+            write_uncleaned(args.work, args.profile, args.out.parent, args.command)
+            return
         write_report(args.work, args.profile, args.out, args.command, rescore=args.step == "rescore")
 
 

@@ -15,8 +15,13 @@
 #                                           (--order sets / views, SOURCE_SEEDS seeds); kg2rag_upstream.py mst:
 #                                           networkx's trees
 #   5. kg2rag_compare.py report             results/benchmarks/peers_kg2rag.md and .csv
-# Usage: bash benchmarks/peers/kg2rag_crosscheck.sh [--help | --dry-run | --rescore]
+# Usage: bash benchmarks/peers/kg2rag_crosscheck.sh [--uncleaned] [--help | --dry-run | --rescore]
 #   --help     print this header and exit
+#   --uncleaned  both sides read the triples as extracted (the self-loops and repeats up to case the suite's loader
+#              drops kept): steps 2 to 5 in their own work folder (default benchmarks/peers/.work/kg2rag-uncleaned),
+#              upstream untouched once (HASH_SEEDS default 1, SOURCE_SEEDS default 0) and in insertion order, no
+#              spanning trees; writes results/benchmarks/peers_kg2rag_uncleaned.csv and .json, which the report
+#              renders beside the run on the cleaned triples (re-render: kg2rag_compare.py rescore, or the rebuild)
 #   --rescore  steps 2 and a re-scored report only: this code's side against upstream's per-question lists in the
 #              committed results/benchmarks/peers_kg2rag.csv; no peer environment, no server, no LLM call (the
 #              spanning trees are compared with the main environment's networkx, and the report says so)
@@ -29,15 +34,24 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 PY="${KGIR_PYTHON:-$ROOT/.venv/bin/python}"
 source "$ROOT/benchmarks/peers/crosscheck_lib.sh"
+UNCLEANED=()  # the suite and report steps' flag: empty, or --uncleaned
+if [ "${1:-}" = "--uncleaned" ]; then UNCLEANED=(--uncleaned); shift; fi
 crosscheck_mode "$@"
 cd "$ROOT"
 VENV="$ROOT/benchmarks/peers/.venv-kg2rag"
 PEER_PY="$VENV/bin/python"
 CHECKOUT="$VENV/src/KG2RAG"
-WORK="${PEERS_WORK:-$ROOT/benchmarks/peers/.work/kg2rag}"
 PROFILE="${PROFILE:-local}"
-HASH_SEEDS="${HASH_SEEDS:-5}"
-SOURCE_SEEDS="${SOURCE_SEEDS:-3}"
+if [ ${#UNCLEANED[@]} -gt 0 ]; then
+    [ "$MODE" = rescore ] && { echo "crosscheck: --uncleaned and --rescore do not go together" >&2; exit 2; }
+    WORK="${PEERS_WORK:-$ROOT/benchmarks/peers/.work/kg2rag-uncleaned}"
+    HASH_SEEDS="${HASH_SEEDS:-1}"
+    SOURCE_SEEDS="${SOURCE_SEEDS:-0}"
+else
+    WORK="${PEERS_WORK:-$ROOT/benchmarks/peers/.work/kg2rag}"
+    HASH_SEEDS="${HASH_SEEDS:-5}"
+    SOURCE_SEEDS="${SOURCE_SEEDS:-3}"
+fi
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 if [ "$MODE" = dry ]; then
     say() { printf 'crosscheck (dry run): %s\n' "$*"; }
@@ -70,8 +84,12 @@ if [ "$MODE" = rescore ]; then
 fi
 
 bash benchmarks/peers/setup.sh kg2rag
-echo "crosscheck: the suite's side (cache only)"
-"$PY" benchmarks/peers/kg2rag_compare.py suite --work "$WORK" --profile "$PROFILE"
+echo "crosscheck: the suite's side (cache only)${UNCLEANED[*]:+, on the uncleaned triples}"
+if [ ${#UNCLEANED[@]} -gt 0 ]; then
+    "$PY" benchmarks/peers/kg2rag_compare.py suite --work "$WORK" --profile "$PROFILE" --uncleaned --no-mst
+else
+    "$PY" benchmarks/peers/kg2rag_compare.py suite --work "$WORK" --profile "$PROFILE"
+fi
 
 free_port EPORT
 "$PY" benchmarks/peers/embed_server.py --port "$EPORT" --profile "$PROFILE" >"$WORK/logs/embed_server.log" 2>&1 &
@@ -92,13 +110,19 @@ for dataset in $("$PY" -c "from kgir_lib.config import load_config; print(' '.jo
         run_upstream "$WORK/$dataset/upstream_views$seed.jsonl" views "$seed"
     done
     run_upstream "$WORK/$dataset/upstream_insertion.jsonl" insertion
+    [ ${#UNCLEANED[@]} -gt 0 ] && continue  # no spanning-tree graphs on the uncleaned triples
     "$PEER_PY" benchmarks/peers/kg2rag_upstream.py mst --graphs "$WORK/$dataset/mst_graphs.jsonl.gz" \
         --out "$WORK/$dataset/upstream_mst.jsonl"
 done
 stop_servers
 
-cmd="bash benchmarks/peers/setup.sh kg2rag && bash benchmarks/peers/kg2rag_crosscheck.sh"
+cmd="bash benchmarks/peers/setup.sh kg2rag && bash benchmarks/peers/kg2rag_crosscheck.sh${UNCLEANED[*]:+ --uncleaned}"
 [ -n "${KG2RAG_CHECKOUT:-}" ] && cmd="KG2RAG_CHECKOUT=<a local clone> $cmd"
-[ "$HASH_SEEDS" != 5 ] && cmd="HASH_SEEDS=$HASH_SEEDS $cmd"
-[ "$SOURCE_SEEDS" != 3 ] && cmd="SOURCE_SEEDS=$SOURCE_SEEDS $cmd"
-"$PY" benchmarks/peers/kg2rag_compare.py report --work "$WORK" --profile "$PROFILE" --command "$cmd"
+if [ ${#UNCLEANED[@]} -gt 0 ]; then
+    [ "$HASH_SEEDS" != 1 ] && cmd="HASH_SEEDS=$HASH_SEEDS $cmd"
+    [ "$SOURCE_SEEDS" != 0 ] && cmd="SOURCE_SEEDS=$SOURCE_SEEDS $cmd"
+else
+    [ "$HASH_SEEDS" != 5 ] && cmd="HASH_SEEDS=$HASH_SEEDS $cmd"
+    [ "$SOURCE_SEEDS" != 3 ] && cmd="SOURCE_SEEDS=$SOURCE_SEEDS $cmd"
+fi
+"$PY" benchmarks/peers/kg2rag_compare.py report --work "$WORK" --profile "$PROFILE" --command "$cmd" "${UNCLEANED[@]}"

@@ -256,6 +256,131 @@ def dataset_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 CSV_META = "peers_kg2rag.json"     # the report's header: command, machine, code, networkx, the loader's drops
 CSV_MST = "peers_kg2rag_mst.csv"   # one row a spanning-tree graph
+CSV_UNCLEANED = "peers_kg2rag_uncleaned.csv"    # the run on the uncleaned triples: one row a question, as the CSV
+META_UNCLEANED = "peers_kg2rag_uncleaned.json"  # its header: command, the self-loops and repeats the sides read
+
+
+def write_uncleaned(work: Path, profile: str, folder: Path, command: str) -> None:
+    """The run on the uncleaned triples (``kg2rag_compare.py suite --uncleaned``, then upstream): its per-question
+    rows (:data:`CSV_UNCLEANED`, the same columns as the report's CSV) and header (:data:`META_UNCLEANED`) in
+    ``folder``; the report (:func:`rebuild`) renders them beside the run on the cleaned triples, and is rendered
+    again here when its files are in ``folder``."""
+    meta = _meta(work)
+    if meta.get("triples") != "uncleaned":
+        raise SystemExit(f"{work / 'suite.meta.json'}: not a suite step on the uncleaned triples "
+                         f"(run kg2rag_compare.py suite --uncleaned first)")
+    cfg = load_config(profile, results_dir=str(work / "results"))
+    upstream = pd.concat([upstream_lists(work, d) for d in cfg.datasets], ignore_index=True)
+    upstream["upstream_record"] = f"this run ({command})"
+    rows = question_rows(suite_inputs(work, upstream, profile), cfg.context_passages)
+    folder.mkdir(parents=True, exist_ok=True)
+    rows.to_csv(folder / CSV_UNCLEANED, index=False)
+    head = {"command": command, "code": meta.get("code", "this checkout"),
+            "read": {d: (v or {}).get("read") for d, v in meta.get("triple_drops", {}).items()},
+            "touched": {d: touched(work, d) for d in cfg.datasets}}
+    (folder / META_UNCLEANED).write_text(json.dumps(head, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+                                         encoding="utf-8")
+    same = int(rows["code_final_same_list"].astype(bool).sum())
+    print(f"uncleaned: {folder / CSV_UNCLEANED} (kg2rag_code = upstream's final list on {same} of {len(rows)})")
+    if (folder / "peers_kg2rag.csv").exists():  # the report, rendered again from its committed files with this run
+        text, _ = rebuild(folder)
+        (folder / "peers_kg2rag.md").write_text(text, encoding="utf-8")
+        print(f"report: {folder / 'peers_kg2rag.md'} rendered again with the run on the uncleaned triples")
+
+
+def touched(work: Path, dataset: str) -> dict:
+    """How many chunks of the uncleaned inputs hold a self-loop or a repeat up to case (what the suite's loader
+    drops), and on how many questions one of them is a seed, or in the authors' code's (untouched run's) added
+    chunks or final list."""
+    import gzip
+
+    from kgir_lib.kg.parse import validate
+
+    with gzip.open(work / dataset / "inputs.json.gz", "rt", encoding="utf-8") as fh:
+        inputs = json.load(fh)
+    held = set()
+    for cid, facts in inputs["facts"].items():
+        drops: Counter = Counter()
+        seen: set = set()
+        for f in facts:
+            validate(list(f), drops, seen)
+        if drops["head_equals_tail"] or drops["duplicate"]:
+            held.add(cid)
+    runs = list(read_jsonl(work / dataset / "upstream_seed0.jsonl"))
+
+    def hit(items) -> bool:
+        return any((x[0] if isinstance(x, list) else x) in held for x in items)
+    return {"chunks": len(held), "questions": len(inputs["questions"]),
+            "seeds": sum(any(c in held for c, _ in q["seeds"]) for q in inputs["questions"]),
+            "expanded": sum(hit(r["expanded"]) for r in runs if not r.get("error")),
+            "final": sum(hit(r["final"]) for r in runs if not r.get("error"))}
+
+
+def read_uncleaned(folder: Path, context: int) -> tuple:
+    """``(rows, head)`` of the run on the uncleaned triples, recomputed from the committed CSV's input columns, or
+    ``(None, None)`` when it was not run."""
+    csv = folder / CSV_UNCLEANED
+    if not csv.exists():
+        return None, None
+    if not (folder / META_UNCLEANED).exists():
+        raise SystemExit(f"{folder / META_UNCLEANED}: missing beside {csv}")
+    head = json.loads((folder / META_UNCLEANED).read_text(encoding="utf-8"))
+    return question_rows(typed_inputs(pd.read_csv(csv, dtype=str, keep_default_na=False)), context), head
+
+
+def uncleaned_table(clean: pd.DataFrame, unclean: pd.DataFrame) -> pd.DataFrame:
+    """One line a (dataset, stage): each suite side's agreement with the authors' code run untouched
+    (``PYTHONHASHSEED=0``) on the cleaned triples and on the uncleaned ones (the expansion as a set and in order, the
+    later stages as lists), and on how many questions each list changed between the two runs: the authors' code
+    untouched, with the hash order taken out (insertion order), and kg2rag_code."""
+    keys = ["dataset", "qid"]
+    both = clean.merge(unclean, on=keys, suffixes=("_c", "_u"), validate="one_to_one")
+    if len(both) != len(clean) or len(both) != len(unclean):
+        raise SystemExit(f"the runs on the cleaned and the uncleaned triples hold different questions "
+                         f"({len(clean)} and {len(unclean)}, {len(both)} in both)")
+    out = []
+    for d, part in both.groupby("dataset", sort=False):
+        for st in STAGES:
+            for kind in (("set", "list") if st == "expanded" else ("list",)):
+                line = {"dataset": d, "stage": st, "compared as": kind if st != "expanded" or kind == "set"
+                        else "list (order)", "questions": len(part)}
+                for side in ("code", "paper"):
+                    col = f"{side}_{st}_same_{kind}"
+                    line[f"{side}: same, cleaned"] = int(part[col + "_c"].astype(bool).sum())
+                    line[f"{side}: same, uncleaned"] = int(part[col + "_u"].astype(bool).sum())
+                for col, label in ((f"up_{st}", "changed: the code untouched"),
+                                   (f"ins_{st}", "changed: the code in insertion order"),
+                                   (f"code_{st}", "changed: kg2rag_code"), (f"paper_{st}", "changed: kg2rag")):
+                    line[label] = int((part[col + "_c"] != part[col + "_u"]).sum())
+                out.append(line)
+    return pd.DataFrame(out)
+
+
+def uncleaned_section(clean: pd.DataFrame, unclean, head) -> list:
+    """The report's section on the run on the uncleaned triples (:func:`uncleaned_table`)."""
+    if unclean is None:
+        return []
+    read = "; ".join(f"{d}: {v['head_equals_tail']} self-loops and {v['duplicate']} repeats among {v['triples']} "
+                     f"triples" for d, v in (head.get("read") or {}).items() if v)
+    paths = Counter(unclean["code_path"])
+    errors = int((unclean["upstream_error"] != "").sum())
+    return [
+        "## The cross-check on the uncleaned triples\n",
+        f"Command: `{head['command']}` (the suite side: the code at {head['code']}). The same questions and inputs, "
+        f"except the triples: both sides read each passage's triples as extracted, with the self-loops and the "
+        f"repeats up to case the suite's loader drops (a triple without three non-empty parts is still dropped; "
+        f"`kgir_lib/kg/parse.py`, `validate` with `clean=False`); the graph the sides read holds {read}. The "
+        f"authors' code runs untouched once (`PYTHONHASHSEED=0`) and once with the hash order taken out; the "
+        f"table puts each side's agreement with the untouched run beside the cleaned run's, and counts the questions "
+        f"whose list changed between the two runs. Where those triples are: "
+        + "; ".join(f"{d}: {v['chunks']} chunks hold one; one of them is a seed on {v['seeds']} of {v['questions']} "
+                    f"questions, among the code's added chunks on {v['expanded']} and in its final list on "
+                    f"{v['final']}" for d, v in (head.get("touched") or {}).items())
+        + ". kg2rag_code's organisation on the uncleaned triples: "
+        + ", ".join(f"{k} {v}" for k, v in paths.most_common()) + f"; upstream raised on {errors} questions.\n",
+        to_markdown(uncleaned_table(clean, unclean)), "",
+    ]
+
 
 
 def write_report(work: Path, profile: str, out: Path, command: str, rescore: bool = False) -> None:
@@ -325,11 +450,13 @@ def read_committed(folder: Path, name: str = "peers_kg2rag.md") -> tuple:
 def rebuild(folder: Path, name: str = "peers_kg2rag.md") -> tuple:
     """``(report text, per-question rows)`` from the report's committed files alone (no model, no work folder)."""
     rows, mst, head = read_committed(folder, name)
-    return render(rows, mst, head, (folder / name).with_suffix(".csv").name), rows
+    unclean, unclean_head = read_uncleaned(folder, int(head["context_passages"]))
+    return render(rows, mst, head, (folder / name).with_suffix(".csv").name, unclean, unclean_head), rows
 
 
-def render(rows: pd.DataFrame, mst: pd.DataFrame, head: dict, csv_name: str) -> str:
-    """The report's text from its per-question rows, spanning-tree rows and header (:func:`write_report`)."""
+def render(rows: pd.DataFrame, mst: pd.DataFrame, head: dict, csv_name: str, unclean=None, unclean_head=None) -> str:
+    """The report's text from its per-question rows, spanning-tree rows and header (:func:`write_report`), and the
+    run on the uncleaned triples when there is one (:func:`read_uncleaned`)."""
     profile, n_seeds = head["profile"], int(rows["upstream_hash_seeds"].max())
     code_same, n = agreement_rate(rows, "code")
     paths = Counter(rows["code_path"])
@@ -411,17 +538,21 @@ def render(rows: pd.DataFrame, mst: pd.DataFrame, head: dict, csv_name: str) -> 
         "order they list the edges, the suite in the graph's (triple) order, networkx node by node through each "
         "node's neighbours in insertion order; fed networkx's order, the suite's Kruskal keeps networkx's edges. "
         "Within one passage every triple weighs the same in KG²RAG, so ties are the rule there.\n",
+        *uncleaned_section(rows, unclean, unclean_head),
         "## Differences the cross-check does not measure\n",
         f"- **Cleaned triples, an input difference.** The suite's triple loader (`kgir_lib/kg/parse.py`, `validate`) "
         f"drops a triple whose head equals its tail up to case, a repeat of a triple up to case, and a triple "
         f"without three parts, before either side sees the graph: {drop_text}, in that order. Both sides get the "
         f"cleaned triples, so the cross-check "
-        f"cannot see what the dropped ones would change; the authors' code on the uncleaned triples is not run. From "
-        f"the code: a node enters its graph only through an edge, so a single-node component comes only from a "
-        f"self-loop, and the branch that makes that self-loop's chunk a candidate (item 4 below) never runs on the "
-        f"suite's graphs; a repeat that differs in case would be an edge of its own (the code's names are "
-        f"case-sensitive), and any repeat can name a title the expansion walks to or take one of the three facts "
-        f"`use_tpt` appends.",
+        + ("cannot see what the dropped ones would change; the authors' code on the uncleaned triples is not run. "
+           if unclean is None else "above reads them as cleaned; *The cross-check on the uncleaned triples* reads "
+           "the self-loops and repeats too. ")
+        + "From "
+        "the code: a node enters its graph only through an edge, so a single-node component comes only from a "
+        "self-loop, and the branch that makes that self-loop's chunk a candidate (item 4 below) never runs on the "
+        "suite's graphs; a repeat that differs in case would be an edge of its own (the code's names are "
+        "case-sensitive), and any repeat can name a title the expansion walks to or take one of the three facts "
+        "`use_tpt` appends.",
         f"- **kg2rag_code's ranked list is padded.** The suite's Recall@k reads kg2rag_code's final list followed by "
         f"the seeds not in it (`final_ranking`); the authors' code ranks only its final list (the response's source "
         f"nodes). On these questions the two give a different Recall@k for some k on {len(padded)} of {n} "

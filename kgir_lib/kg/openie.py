@@ -54,12 +54,13 @@ def _docs(path: Path) -> list:
     return docs
 
 
-def import_openie(path: Path, corpus: Corpus) -> tuple:
+def import_openie(path: Path, corpus: Corpus, clean: bool = True) -> tuple:
     """``(KnowledgeGraph, drops)`` from a HippoRAG OpenIE file, over the passages of ``corpus``.
 
     Every matched doc is marked processed (also when it has no triple). ``drops``
     counts the parser's drop reasons plus ``doc_not_in_corpus`` (docs skipped
     because no corpus passage has their title + text) and ``duplicate_doc``.
+    ``clean=False`` keeps self-loops and repeated triples (:func:`kgir_lib.kg.parse.validate`).
     """
     path = Path(path)
     kg = KnowledgeGraph()
@@ -77,7 +78,7 @@ def import_openie(path: Path, corpus: Corpus) -> tuple:
         if pid in by_pid:
             drops["duplicate_doc"] += 1
             continue
-        kept, doc_drops = parse_triples(doc["extracted_triples"])
+        kept, doc_drops = parse_triples(doc["extracted_triples"], clean)
         kg.add(pid, [Triple(h, r, t, pid) for h, r, t in kept])
         by_pid[pid] = doc_drops
         drops.update(doc_drops)

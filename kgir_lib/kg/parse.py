@@ -155,8 +155,12 @@ def _has_shape(text: str) -> bool:
 
 
 # ---------------------------------------------------------------------------- public API
-def validate(parts: list, drops: Counter, seen: set) -> TripleTuple | None:
-    """The cleaned triple, or ``None`` after counting why it was dropped."""
+def validate(parts: list, drops: Counter, seen: set, clean: bool = True) -> TripleTuple | None:
+    """The cleaned triple, or ``None`` after counting why it was dropped.
+
+    ``clean=False`` keeps a triple whose head equals its tail up to case and a repeat of a triple up to case (the
+    two rules that only clean the graph: the KG²RAG cross-check's run on the triples as extracted); a triple
+    without three non-empty parts is still dropped."""
     if len(parts) != 3:
         drops["wrong_arity"] += 1
         return None
@@ -164,6 +168,8 @@ def validate(parts: list, drops: Counter, seen: set) -> TripleTuple | None:
     if not head or not rel or not tail:
         drops["empty_part"] += 1
         return None
+    if not clean:
+        return (head, rel, tail)
     if _fold(head) == _fold(tail):
         drops["head_equals_tail"] += 1
         return None
@@ -175,13 +181,14 @@ def validate(parts: list, drops: Counter, seen: set) -> TripleTuple | None:
     return (head, rel, tail)
 
 
-def parse_triples(raw: Any) -> tuple:
+def parse_triples(raw: Any, clean: bool = True) -> tuple:
     """Parse one extraction output into ``(kept triples, drops by reason)``; never raises.
 
     ``raw`` is the LLM's text (any format in the module docstring) or an already
     parsed object (e.g. one ``extracted_triples`` list of HippoRAG's OpenIE file).
     Kept triples are ``(head, relation, tail)`` with three non-empty parts,
-    ``head != tail``, no duplicates, in output order.
+    ``head != tail``, no duplicates, in output order; ``clean=False``: self-loops and repeats kept
+    (:func:`validate`).
     """
     drops: Counter = Counter()
     kept: list = []
@@ -190,7 +197,7 @@ def parse_triples(raw: Any) -> tuple:
         if isinstance(raw, (bytes, bytearray)):
             raw = raw.decode("utf-8", "replace")
         for parts in _walk(raw, drops):
-            triple = validate(parts, drops, seen)
+            triple = validate(parts, drops, seen, clean)
             if triple is not None:
                 kept.append(triple)
     except Exception:  # noqa: BLE001 - the contract is "never raises": count and keep what we have
