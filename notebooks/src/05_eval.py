@@ -4,10 +4,9 @@
 # **Does KGIR-RAG beat the methods it is compared with here, and how sure can we be?** Every method runs with **one
 # LLM, one index and one LLM cache** on **one fixed question sample** and answers through one shared reader, so the
 # comparison is about which passages each method finds. This notebook answers first: every method ranked, with the
-# paper's claim about it and this run's verdict; then how large the differences are; then the paper's claims at a
-# glance. Tables 4-6 with the published numbers beside ours, the cost of each method, and every test are under the
-# last heading, *Audit: every number behind this notebook*; published numbers only ever sit in their own, labelled
-# columns.
+# paper's claims about it (one a row) and this run's verdicts; then how large the differences are. Tables 4-6 with
+# the published numbers beside ours, the cost of each method, and every test are under the last heading, *Audit:
+# every number behind this notebook*; published numbers only ever sit in their own, labelled columns.
 
 # %% tags=["parameters"]
 profile = None              # None: $KGIR_PROFILE, else "sample"
@@ -84,8 +83,9 @@ claims_path = report.save_table(
 board = cl.scoreboard(suite.scores, claims, cfg.datasets)
 print(report.model_note(cfg, short=True))
 display(Markdown(f"**The answer.** {cl.scoreboard_sentence(board, claims)}"))
-show(board, "every method ranked by EM, then F1, per dataset; the paper's claims and this run's verdicts",
-     max_cols=12, wrap=60, max_rows=len(board))
+same = cl.identical_scores_note(board)  # methods that hand the reader the same passages, and so score alike
+show(board, "every method ranked by EM, then F1, per dataset; one row a paper's claim, with this run's verdicts",
+     max_cols=12, wrap=60, max_rows=len(board), notes={"method": same} if same else None)
 
 # %% [markdown]
 # ## 2. How large are the differences?
@@ -107,19 +107,6 @@ else:
                                 f"the exact tests with Holm of 05_claims). {caption_ours}")
     pooled = "all" if "all" in set(bt["dataset"]) else bt["dataset"].iloc[0]
     show_figure(viz.plot_bootstrap(bt, "F1", pooled, reference), cfg, "05_bootstrap_f1")
-
-# %% [markdown]
-# ## 3. The paper's claims at a glance
-#
-# KGIR-RAG claims that its rewrite raises Recall@k (§3.3.3), that the evidence subgraph, the reflection and the
-# rewrite each add accuracy (§3.4, Table 7), and that it answers multi-hop questions better than IRCoT, KG²RAG and
-# HippoRAG 2 (§3.3.2). Each claim is KGIR-RAG minus one method (`kgir_lib.eval.claims`), read by the tests of section
-# 1; Table 7's published drops (MuSiQue, Qwen2.5-72B) stand beside our MuSiQue rows only. The table is the README's.
-
-# %%
-print(f"At a glance (the README's table): KGIR-RAG minus the other, (Holm-adjusted p; MDE at "
-      f"{cl.table_mde_condition(claims)}), and a verdict where the test decides one")
-display(Markdown(cl.claims_headline(claims)))
 
 # %% [markdown]
 # ## What to take from this notebook
