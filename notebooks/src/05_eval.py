@@ -8,7 +8,7 @@
 # the published numbers beside ours, the cost of each method, and every test are under the last heading, *Audit:
 # every number behind this notebook*; published numbers only ever sit in their own, labelled columns.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 profile = None              # None: $KGIR_PROFILE, else "sample"
 config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "top_k": 5}; a field passed
                            # by name (papermill / runner -p NAME VALUE) reaches the config too
@@ -19,7 +19,7 @@ resume = None        # reuse an identical earlier run's trace files; None: True
 n_boot = None        # bootstrap resamples; None: 2000
 reference = None     # the method the bootstrap compares with every baseline; None: "KGIR-RAG"
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
@@ -40,7 +40,8 @@ method_keys = list(methods) if methods is not None else list(cfg.eval_methods or
 resume = True if resume is None else bool(resume)
 n_boot = 2000 if n_boot is None else int(n_boot)
 reference = reference or "KGIR-RAG"
-print(f"methods ({len(method_keys)}): {[method_label(k, cfg) if k in LABELS else k for k in method_keys]}")
+print(f"methods ({len(method_keys)}): "
+      + ", ".join(method_label(k, cfg) if k in LABELS else k for k in method_keys))
 print(repair.listing_note(method_keys, cfg.profile))
 
 # %% [markdown]
@@ -65,6 +66,10 @@ print(repair.listing_note(method_keys, cfg.profile))
 
 # %%
 suite = ev.run_suite(cfg, llm, cfg.datasets, method_keys, resume=resume)
+claims = cl.claims_table(suite.scores, n_boot=n_boot, seed=0)
+board = cl.scoreboard(suite.scores, claims, cfg.datasets)
+
+# %% tags=["hide-input"]
 print(f"{int(suite.runs['resumed'].sum())} of {len(suite.runs)} runs read back from earlier trace files")
 n_label = ev.questions_per_dataset(suite.scores)  # "84", or each dataset's n where they differ
 ours = ev.ours_label(cfg, n_label)
@@ -73,14 +78,12 @@ caption_ours = (f"Ours: profile `{cfg.profile}`, reader LLM {cfg.llm_model}, enc
                 f"every method). "
                 f"Published numbers: separate, labelled column groups; other LLMs, retrievers and corpora.")
 caption_ours += " " + report.model_note(cfg, short=True)
-claims = cl.claims_table(suite.scores, n_boot=n_boot, seed=0)
 claims_path = report.save_table(
     claims.set_index(["claim", "dataset", "metric"]), cfg, "05_claims",
     "The paper's claims: KGIR-RAG minus the compared method; verdicts from exact paired tests "
     "(McNemar for EM, sign-flip for F1 and recall), Holm-adjusted within each claim; paired bootstrap "
     f"95 % CI ({n_boot} resamples) as the effect size; MDE at {cl.table_mde_condition(claims)} (the "
     f"family's first Holm level). {caption_ours}")
-board = cl.scoreboard(suite.scores, claims, cfg.datasets)
 print(report.model_note(cfg, short=True))
 display(Markdown(f"**The answer.** {cl.scoreboard_sentence(board, claims)}"))
 same = cl.identical_scores_note(board)  # methods that hand the reader the same passages, and so score alike
@@ -96,8 +99,9 @@ show(board, "every method ranked by EM, then F1, per dataset; one row a paper's 
 # has every metric and dataset.
 
 # %%
-bt = bootstrap_table(suite.scores, reference=reference, metrics=("EM", "F1", "R@2", "R@5"), n_boot=n_boot,
-                        seed=0)
+bt = bootstrap_table(suite.scores, reference=reference, metrics=("EM", "F1", "R@2", "R@5"), n_boot=n_boot, seed=0)
+
+# %% tags=["hide-input"]
 if bt.empty:
     print(f"no bootstrap: {reference!r} was not run")
 else:
@@ -119,7 +123,7 @@ else:
 # * The reading is this run's, by its model (printed at the top): a small model's verdict on a small sample is not
 #   the paper's. Notebook 04 shows where KGIR-RAG's chain breaks with this model; notebook 06 runs the ablations.
 
-# %%
+# %% tags=["hide-input"]
 display(Markdown(f"**How tests and intervals are read.** {cl.READING_RULE}"))
 
 # %% [markdown]
