@@ -403,9 +403,9 @@ def test_scoreboard_known_answer_with_ties_a_method_not_run_pooled_rows_and_two_
     table = claims_table(scores, claims, pooled=True)
     board = scoreboard(scores, table)
     # one row a claim: IRCoT's two claims are two rows, in the table's order, each with its method's scores
-    assert list(board.index) == [("KGIR-RAG", "the method every claim is about"), ("IRCoT", "ahead of IRCoT (EM / F1)"),
-                                 ("IRCoT", "F1 over IRCoT (F1)"), ("Naive RAG", "none"),
-                                 ("HippoRAG 2", "ahead of HippoRAG 2 (EM)")]  # mean ranks 1, 2.5, 2.5, 3
+    assert list(board.index) == [("KGIR-RAG", "the method every claim is about"),
+                                 ("IRCoT", "ahead of IRCoT (EM / F1)"), ("IRCoT", "F1 over IRCoT (F1)"),
+                                 ("Naive RAG", "none"), ("HippoRAG 2", "ahead of HippoRAG 2 (EM)")]  # mean ranks 1, 2.5, 2.5, 3
     assert board.columns.names == ["dataset", ""] and board.index.names == ["method", SCOREBOARD_CLAIM]
     assert board[("musique_train", "rank")].tolist() == [1, 4, 4, 2, 2]
     assert board[("hotpotqa", "rank")].tolist() == [1, 1, 1, 3, 4]  # HippoRAG 2 has no score there
@@ -446,7 +446,8 @@ def test_scoreboard_of_one_claim_row_other_metrics_and_the_sentence_without_a_fi
     # a p below 1e-4 is written with a lower-case exponent, as the claims table's other cells
     many = _scores({"KGIR-RAG": [100.0] * 20, "IRCoT": [0.0] * 20})
     tiny_p = claims_table(many, [Claim("c", "IRCoT", ("EM",))], pooled=False)
-    assert scoreboard(many, tiny_p)[(SCOREBOARD_VERDICT, "")].iloc[1] == "musique_train: EM supports (+100.0, p 1.9e-06)"
+    assert scoreboard(many, tiny_p)[(SCOREBOARD_VERDICT, "")].iloc[1] == (
+        "musique_train: EM supports (+100.0, p 1.9e-06)")
 
 
 def test_identical_scores_note_explains_methods_that_hand_the_reader_naive_rags_passages():

@@ -1,4 +1,4 @@
-"""Notebook 05's first screen: every method ranked, with the paper's claim about it and this run's verdict."""
+"""Notebook 05's first screen: every method ranked, one row a paper's claim about it, with this run's verdicts."""
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -47,15 +47,16 @@ def _verdict_text(part: pd.DataFrame) -> str:
 
 def scoreboard(scores: pd.DataFrame, table: pd.DataFrame, datasets: Optional[Sequence[str]] = None,
                reference: str = REFERENCE, metrics: Sequence[str] = ("EM", "F1")) -> pd.DataFrame:
-    """Notebook 05's first screen: every method of the run ranked by EM (then F1) per dataset, with the paper's
-    claim about it and this run's verdict beside it.
+    """Notebook 05's first screen: every method of the run ranked by EM (then F1) per dataset, one row a paper's
+    claim about it, with this run's verdicts beside it.
 
     The means are Tables 4/5's (:func:`kgir_lib.eval.evaluate.summary_table` of the same ``scores``); the claims
-    and verdicts are ``table`` (:func:`claims_table`, the table the README's :func:`claims_headline` renders):
-    the claim column names each claim whose compared method is the row's, the verdict column gives, per
-    dataset and pooled, the verdict, KGIR-RAG minus the method and the Holm-adjusted p. Columns ``(dataset,
-    "rank" | metric)``, then ``(SCOREBOARD_CLAIM, "")`` and ``(SCOREBOARD_VERDICT, "")``. Rows: by mean rank over
-    the datasets (best first), ties in the run's order."""
+    and verdicts are ``table`` (:func:`claims_table`, the table the README's :func:`claims_headline` renders).
+    Index ``(method, SCOREBOARD_CLAIM)``: a method with two claims has two rows (its scores on both), one without
+    any has one ("none"). Columns ``(dataset, "rank" | metric)``, then ``(SCOREBOARD_VERDICT, "")``: one line a
+    dataset and pooled, each verdict labelled with its metric, KGIR-RAG minus the method and the Holm-adjusted p.
+    Rows: methods by mean rank over the datasets (best first), ties in the run's order; a method's claims in the
+    table's order."""
     from ..evaluate import summary_table
 
     if datasets is None:
