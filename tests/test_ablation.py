@@ -191,6 +191,18 @@ def test_study_grid_defaults_and_checks():
         ablation.study_grid(nope=[1])
 
 
+def test_grid_sentence_says_the_grid_in_words_not_as_a_dict():
+    assert ablation.grid_sentence(ablation.study_grid()) == (
+        "KG²RAG sweeps top_k over 5, 10, 15, 20; m_hops over 0, 1, 2. KGIR-RAG sweeps max_iterations over 1, 2, 3; "
+        "top_k over 5, 10, 15; ngram_threshold over 0.5, 0.7, 1. The robustness study drops 5 %, 10 % of the triples.")
+    g = ablation.study_grid(kg2rag={"top_k": [3]}, drop_fractions=0.2)
+    assert ablation.grid_sentence(g) == (
+        "KG²RAG sweeps top_k over 3; m_hops over 0, 1, 2. KGIR-RAG sweeps max_iterations over 1, 2, 3; "
+        "top_k over 5, 10, 15; ngram_threshold over 0.5, 0.7, 1. The robustness study drops 20 % of the triples.")
+    with pytest.raises(ValueError, match="grid: missing.*drop_fractions"):
+        ablation.grid_sentence({"kg2rag": {}, "kgir": {}})
+
+
 # ----------------------------------------------------------------------------- runners (scripted LLM)
 @dataclass
 class KGCounter(MethodBase):

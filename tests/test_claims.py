@@ -230,14 +230,15 @@ def test_scoreboard_ranks_methods_by_em_then_f1_and_carries_the_claims_verdicts(
     claim = Claim("KGIR-RAG ahead of IRCoT", "IRCoT", ("EM", "F1"))
     table = claims_table(scores, [claim], pooled=False)
     board = scoreboard(scores, table)
-    assert list(board.index) == ["KGIR-RAG", "Naive RAG", "IRCoT"]  # EM ties broken by F1
+    assert board.index.names == ["method", SCOREBOARD_CLAIM]
+    assert list(board.index) == [("KGIR-RAG", "the method every claim is about"), ("Naive RAG", "none"),
+                                 ("IRCoT", "KGIR-RAG ahead of IRCoT (EM / F1)")]  # EM ties broken by F1
     assert board[("musique_train", "rank")].tolist() == [1, 2, 3]
-    assert board.loc["IRCoT", ("musique_train", "F1")] == 50.0
-    assert board.loc["IRCoT", (SCOREBOARD_CLAIM, "")] == "KGIR-RAG ahead of IRCoT (EM / F1)"
-    assert board.loc["Naive RAG", (SCOREBOARD_CLAIM, "")] == "none"
-    assert board.loc["Naive RAG", (SCOREBOARD_VERDICT, "")] == ""
+    assert board.loc[("IRCoT", "KGIR-RAG ahead of IRCoT (EM / F1)"), ("musique_train", "F1")] == 50.0
+    assert board.loc[("Naive RAG", "none"), (SCOREBOARD_VERDICT, "")] == ""
     # 8/0 discordant on EM, every F1 difference +50: both exact p 2/256, Holm over 2 tests: 0.016
-    assert board.loc["IRCoT", (SCOREBOARD_VERDICT, "")] == "musique_train: supports\n  +100.0 / +50.0 (p 0.016 / 0.016)"
+    assert board[(SCOREBOARD_VERDICT, "")].iloc[2] == (
+        "musique_train: EM supports (+100.0, p 0.016); F1 supports (+50.0, p 0.016)")
     said = scoreboard_sentence(board, table)
     assert said.startswith("KGIR-RAG ranks 1 of 3 on musique_train (EM 100.0, F1 100.0) by EM. Of the 2 tests of "
                            "the paper's 1 claim, the verdict is 'supports' on 2, 'contradicts' on 0 and 'cannot tell' on 0.")
@@ -393,27 +394,32 @@ def test_scoreboard_known_answer_with_ties_a_method_not_run_pooled_rows_and_two_
     a tie in the run's order; each dataset's verdict lines in the run's order, ``pooled`` last, a dataset the
     claim was not run on said so without hiding the next; two claims on one method one line each, in the table's
     order (not sorted by name)."""
-    from kgir_lib.eval.claims import SCOREBOARD_CLAIM, SCOREBOARD_VERDICT, scoreboard, scoreboard_sentence
+    from kgir_lib.eval.claims import (SCOREBOARD_CLAIM, SCOREBOARD_VERDICT, identical_scores_note, scoreboard,
+                                      scoreboard_sentence)
 
     scores = _board_scores()
     claims = [Claim("ahead of IRCoT", "IRCoT", ("EM", "F1")), Claim("F1 over IRCoT", "IRCoT", ("F1",)),
               Claim("ahead of HippoRAG 2", "HippoRAG 2", ("EM",))]
     table = claims_table(scores, claims, pooled=True)
     board = scoreboard(scores, table)
-    assert list(board.index) == ["KGIR-RAG", "IRCoT", "Naive RAG", "HippoRAG 2"]  # mean ranks 1, 2.5, 2.5, 3
-    assert board.columns.names == ["dataset", ""] and board.index.name == "method"
-    assert board[("musique_train", "rank")].tolist() == [1, 4, 2, 2]
-    assert board[("hotpotqa", "rank")].tolist() == [1, 1, 3, 4]  # HippoRAG 2 has no score there
-    assert board.loc["KGIR-RAG", (SCOREBOARD_CLAIM, "")] == "the method every claim is about"
-    assert board.loc["IRCoT", (SCOREBOARD_CLAIM, "")] == "ahead of IRCoT (EM / F1)\nF1 over IRCoT (F1)"
-    assert board.loc["IRCoT", (SCOREBOARD_VERDICT, "")] == (
-        "musique_train: EM supports, F1 contradicts\n  +100.0 / -20.0 (p 0.0029 / 0.0029)\n"
-        "hotpotqa: cannot tell\n  +0.0 / +0.0 (p 1.0 / 1.0)\n"
-        "pooled: EM supports, F1 contradicts\n  +85.7 / -17.1 (p 0.0029 / 0.0029)\n"
-        "musique_train: contradicts\n  -20.0 (p 0.0015)\nhotpotqa: cannot tell\n  +0.0 (p 1.0)\n"
-        "pooled: contradicts\n  -17.1 (p 0.0015)")
-    assert board.loc["HippoRAG 2", (SCOREBOARD_VERDICT, "")] == (
-        "musique_train: cannot tell\n  +50.0 (p 0.062)\nhotpotqa: not run\npooled: cannot tell\n  +50.0 (p 0.062)")
+    # one row a claim: IRCoT's two claims are two rows, in the table's order, each with its method's scores
+    assert list(board.index) == [("KGIR-RAG", "the method every claim is about"),
+                                 ("IRCoT", "ahead of IRCoT (EM / F1)"), ("IRCoT", "F1 over IRCoT (F1)"),
+                                 ("Naive RAG", "none"), ("HippoRAG 2", "ahead of HippoRAG 2 (EM)")]  # mean ranks 1, 2.5, 2.5, 3
+    assert board.columns.names == ["dataset", ""] and board.index.names == ["method", SCOREBOARD_CLAIM]
+    assert board[("musique_train", "rank")].tolist() == [1, 4, 4, 2, 2]
+    assert board[("hotpotqa", "rank")].tolist() == [1, 1, 1, 3, 4]  # HippoRAG 2 has no score there
+    verdicts = board[(SCOREBOARD_VERDICT, "")].tolist()
+    assert verdicts[0] == verdicts[3] == ""
+    assert verdicts[1] == ("musique_train: EM supports (+100.0, p 0.0029); F1 contradicts (-20.0, p 0.0029)\n"
+                           "hotpotqa: EM cannot tell (+0.0, p 1.0); F1 cannot tell (+0.0, p 1.0)\n"
+                           "pooled: EM supports (+85.7, p 0.0029); F1 contradicts (-17.1, p 0.0029)")
+    assert verdicts[2] == ("musique_train: F1 contradicts (-20.0, p 0.0015)\nhotpotqa: F1 cannot tell (+0.0, p 1.0)\n"
+                           "pooled: F1 contradicts (-17.1, p 0.0015)")
+    assert verdicts[4] == ("musique_train: EM cannot tell (+50.0, p 0.062)\nhotpotqa: not run\n"
+                           "pooled: EM cannot tell (+50.0, p 0.062)")
+    # Naive RAG and HippoRAG 2 tie on musique_train but not on hotpotqa (HippoRAG 2 not run there): no note
+    assert identical_scores_note(board) == ""
     # the MDE range is over the datasets' EM rows only (91.7 on musique_train; hotpotqa's two questions: ∞)
     assert scoreboard_sentence(board, table) == (
         "KGIR-RAG ranks 1 of 4 on musique_train (EM 100.0, F1 80.0); 1 of 4 on hotpotqa (EM 100.0, F1 100.0) by EM. "
@@ -440,7 +446,31 @@ def test_scoreboard_of_one_claim_row_other_metrics_and_the_sentence_without_a_fi
     # a p below 1e-4 is written with a lower-case exponent, as the claims table's other cells
     many = _scores({"KGIR-RAG": [100.0] * 20, "IRCoT": [0.0] * 20})
     tiny_p = claims_table(many, [Claim("c", "IRCoT", ("EM",))], pooled=False)
-    assert scoreboard(many, tiny_p).loc["IRCoT", (SCOREBOARD_VERDICT, "")] == "musique_train: supports\n  +100.0 (p 1.9e-06)"
+    assert scoreboard(many, tiny_p)[(SCOREBOARD_VERDICT, "")].iloc[1] == (
+        "musique_train: EM supports (+100.0, p 1.9e-06)")
+
+
+def test_identical_scores_note_explains_methods_that_hand_the_reader_naive_rags_passages():
+    """Naive RAG, Dense, KG²RAG w/o organisation and LightRAG's naive mode score alike on every dataset: the note
+    names them and says why; two other methods that tie are said to tie on these questions; a lone method, none."""
+    from kgir_lib.eval.claims import identical_scores_note, scoreboard
+
+    same = [100.0, 0.0, 0.0, 100.0]
+    scores = _scores({"KGIR-RAG": [100.0] * 4, "Naive RAG": same, "Dense": same, "KG²RAG w/o organisation": same,
+                      "LightRAG (naive; suite graph; shared reader)": same, "KG²RAG (authors' code)": same,
+                      "BM25": [0.0] * 4, "IRCoT": [0.0] * 4})
+    table = claims_table(scores, [Claim("c", "IRCoT", ("EM",))], pooled=False)
+    assert identical_scores_note(scoreboard(scores, table)) == (
+        "Naive RAG, Dense, KG²RAG w/o organisation and LightRAG (naive; suite graph; shared reader) score identically "
+        "because they hand the shared reader the same passages in the same order, so it gives the same answers: "
+        "Naive RAG, the encoder's most similar passages, read by the shared reader; Dense, the same ranked list "
+        "(Naive RAG is Dense plus the reader); KG²RAG w/o organisation, its seed passages in similarity order, which "
+        "are Naive RAG's; LightRAG (naive; suite graph; shared reader), its naive mode's vector search over the same "
+        "encoder, the same passages and reader prompts. KG²RAG (authors' code) scores the same on these questions. "
+        "BM25 and IRCoT score identically on these questions.")
+    alone = _scores({"KGIR-RAG": [100.0] * 4, "IRCoT": [0.0] * 4})
+    assert identical_scores_note(scoreboard(alone, claims_table(alone, [Claim("c", "IRCoT", ("EM",))],
+                                                                pooled=False))) == ""
 
 
 def test_old_table_mde_condition_counts_the_tested_rows_of_each_claim():

@@ -115,6 +115,22 @@ def study_grid(drop_fractions: Optional[Sequence] = None, kg2rag: Optional[Mappi
     return grid
 
 
+def _listed(values: Sequence) -> str:
+    return ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values)
+
+
+def grid_sentence(grid: Mapping) -> str:
+    """The study grid (:func:`study_grid`) as one sentence a reader reads, not a dict: each method's knobs with their
+    values, then the drop fractions in per cent. Raises ``ValueError`` naming a missing key."""
+    missing = [k for k in ("kg2rag", "kgir", "drop_fractions") if k not in grid]
+    if missing:
+        raise ValueError(f"grid: missing {missing} (expected the keys of ablation.GRID)")
+    parts = [f"{name} sweeps " + "; ".join(f"{knob} over {_listed(values)}" for knob, values in grid[key].items())
+             for key, name in (("kg2rag", "KG²RAG"), ("kgir", "KGIR-RAG")) if grid[key]]
+    drops = ", ".join(f"{100 * f:g} %" for f in grid["drop_fractions"])
+    return ". ".join(parts + [f"The robustness study drops {drops} of the triples"]) + "."
+
+
 # ----------------------------------------------------------------------------- running and scoring
 STUDY_TRACE_DIR = "06_ablation"  # traces/06_ablation/<run>/<dataset>.trace.jsonl: apart from notebooks 04/05's traces
 

@@ -4,12 +4,11 @@
 # **Does KGIR-RAG beat the methods it is compared with here, and how sure can we be?** Every method runs with **one
 # LLM, one index and one LLM cache** on **one fixed question sample** and answers through one shared reader, so the
 # comparison is about which passages each method finds. This notebook answers first: every method ranked, with the
-# paper's claim about it and this run's verdict; then how large the differences are; then the paper's claims at a
-# glance. Tables 4-6 with the published numbers beside ours, the cost of each method, and every test are under the
-# last heading, *Audit: every number behind this notebook*; published numbers only ever sit in their own, labelled
-# columns.
+# paper's claims about it (one a row) and this run's verdicts; then how large the differences are. Tables 4-6 with
+# the published numbers beside ours, the cost of each method, and every test are under the last heading, *Audit:
+# every number behind this notebook*; published numbers only ever sit in their own, labelled columns.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 profile = None              # None: $KGIR_PROFILE, else "sample"
 config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "top_k": 5}; a field passed
                            # by name (papermill / runner -p NAME VALUE) reaches the config too
@@ -20,7 +19,7 @@ resume = None        # reuse an identical earlier run's trace files; None: True
 n_boot = None        # bootstrap resamples; None: 2000
 reference = None     # the method the bootstrap compares with every baseline; None: "KGIR-RAG"
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
@@ -41,7 +40,8 @@ method_keys = list(methods) if methods is not None else list(cfg.eval_methods or
 resume = True if resume is None else bool(resume)
 n_boot = 2000 if n_boot is None else int(n_boot)
 reference = reference or "KGIR-RAG"
-print(f"methods ({len(method_keys)}): {[method_label(k, cfg) if k in LABELS else k for k in method_keys]}")
+print(f"methods ({len(method_keys)}): "
+      + ", ".join(method_label(k, cfg) if k in LABELS else k for k in method_keys))
 print(repair.listing_note(method_keys, cfg.profile))
 
 # %% [markdown]
@@ -66,6 +66,10 @@ print(repair.listing_note(method_keys, cfg.profile))
 
 # %%
 suite = ev.run_suite(cfg, llm, cfg.datasets, method_keys, resume=resume)
+claims = cl.claims_table(suite.scores, n_boot=n_boot, seed=0)
+board = cl.scoreboard(suite.scores, claims, cfg.datasets)
+
+# %% tags=["hide-input"]
 print(f"{int(suite.runs['resumed'].sum())} of {len(suite.runs)} runs read back from earlier trace files")
 n_label = ev.questions_per_dataset(suite.scores)  # "84", or each dataset's n where they differ
 ours = ev.ours_label(cfg, n_label)
@@ -74,18 +78,17 @@ caption_ours = (f"Ours: profile `{cfg.profile}`, reader LLM {cfg.llm_model}, enc
                 f"every method). "
                 f"Published numbers: separate, labelled column groups; other LLMs, retrievers and corpora.")
 caption_ours += " " + report.model_note(cfg, short=True)
-claims = cl.claims_table(suite.scores, n_boot=n_boot, seed=0)
 claims_path = report.save_table(
     claims.set_index(["claim", "dataset", "metric"]), cfg, "05_claims",
     "The paper's claims: KGIR-RAG minus the compared method; verdicts from exact paired tests "
     "(McNemar for EM, sign-flip for F1 and recall), Holm-adjusted within each claim; paired bootstrap "
     f"95 % CI ({n_boot} resamples) as the effect size; MDE at {cl.table_mde_condition(claims)} (the "
     f"family's first Holm level). {caption_ours}")
-board = cl.scoreboard(suite.scores, claims, cfg.datasets)
 print(report.model_note(cfg, short=True))
 display(Markdown(f"**The answer.** {cl.scoreboard_sentence(board, claims)}"))
-show(board, "every method ranked by EM, then F1, per dataset; the paper's claims and this run's verdicts",
-     max_cols=12, wrap=60, max_rows=len(board))
+same = cl.identical_scores_note(board)  # methods that hand the reader the same passages, and so score alike
+show(board, "every method ranked by EM, then F1, per dataset; one row a paper's claim, with this run's verdicts",
+     max_cols=12, wrap=60, max_rows=len(board), notes={"method": same} if same else None)
 
 # %% [markdown]
 # ## 2. How large are the differences?
@@ -96,8 +99,9 @@ show(board, "every method ranked by EM, then F1, per dataset; the paper's claims
 # has every metric and dataset.
 
 # %%
-bt = bootstrap_table(suite.scores, reference=reference, metrics=("EM", "F1", "R@2", "R@5"), n_boot=n_boot,
-                        seed=0)
+bt = bootstrap_table(suite.scores, reference=reference, metrics=("EM", "F1", "R@2", "R@5"), n_boot=n_boot, seed=0)
+
+# %% tags=["hide-input"]
 if bt.empty:
     print(f"no bootstrap: {reference!r} was not run")
 else:
@@ -107,19 +111,6 @@ else:
                                 f"the exact tests with Holm of 05_claims). {caption_ours}")
     pooled = "all" if "all" in set(bt["dataset"]) else bt["dataset"].iloc[0]
     show_figure(viz.plot_bootstrap(bt, "F1", pooled, reference), cfg, "05_bootstrap_f1")
-
-# %% [markdown]
-# ## 3. The paper's claims at a glance
-#
-# KGIR-RAG claims that its rewrite raises Recall@k (§3.3.3), that the evidence subgraph, the reflection and the
-# rewrite each add accuracy (§3.4, Table 7), and that it answers multi-hop questions better than IRCoT, KG²RAG and
-# HippoRAG 2 (§3.3.2). Each claim is KGIR-RAG minus one method (`kgir_lib.eval.claims`), read by the tests of section
-# 1; Table 7's published drops (MuSiQue, Qwen2.5-72B) stand beside our MuSiQue rows only. The table is the README's.
-
-# %%
-print(f"At a glance (the README's table): KGIR-RAG minus the other, (Holm-adjusted p; MDE at "
-      f"{cl.table_mde_condition(claims)}), and a verdict where the test decides one")
-display(Markdown(cl.claims_headline(claims)))
 
 # %% [markdown]
 # ## What to take from this notebook
@@ -132,7 +123,7 @@ display(Markdown(cl.claims_headline(claims)))
 # * The reading is this run's, by its model (printed at the top): a small model's verdict on a small sample is not
 #   the paper's. Notebook 04 shows where KGIR-RAG's chain breaks with this model; notebook 06 runs the ablations.
 
-# %%
+# %% tags=["hide-input"]
 display(Markdown(f"**How tests and intervals are read.** {cl.READING_RULE}"))
 
 # %% [markdown]

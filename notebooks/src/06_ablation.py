@@ -15,7 +15,7 @@
 # - *w/o reflection*: one rewrite from `G_Ans`, one retrieval with the rewritten question, then the answer;
 # - *w/o rewrite*: the answer comes directly from `G_Ans` of the first retrieval.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 profile = None              # None: $KGIR_PROFILE, else "sample"
 config_overrides = {}      # any other Config field, e.g. {"llm_model": "...", "top_k": 5}; a field passed
                            # by name (papermill / runner -p NAME VALUE) reaches the config too
@@ -26,10 +26,11 @@ robustness_seeds = None     # how many seeds a drop fraction; None: the profile'
 drop_fractions = None       # None: (0.05, 0.10) as in the KG²RAG report
 kg2rag_sweeps = None        # KG²RAG's knobs swept, {knob: values}, e.g. {"top_k": [5, 10]}; a knob not given (and
                             # None) keeps ablation.GRID["kg2rag"]: top_k (the seed passages k), m_hops
-kgir_sweeps = None          # KGIR-RAG's, likewise; None: ablation.GRID["kgir"]: max_iterations, top_k, ngram_threshold
+kgir_sweeps = None          # KGIR-RAG's, likewise; None: ablation.GRID["kgir"]: max_iterations, top_k,
+                            # ngram_threshold
 n_boot = None               # bootstrap resamples of the ablation intervals; None: 2000
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import pandas as pd
 
@@ -49,6 +50,7 @@ cfg, llm = open_notebook("06_ablation", globals())
 grid = ablation.study_grid(drop_fractions=drop_fractions, kg2rag=kg2rag_sweeps, kgir=kgir_sweeps)
 seeds = list(range(cfg.robustness_seeds))
 n_boot = 2000 if n_boot is None else int(n_boot)
+kgir_labels = ablation.kgir_ablation_labels(cfg.eval_methods or DEFAULT_METHODS)  # Table 7's rows, our repairs run
 _ws = {}
 
 
@@ -76,10 +78,10 @@ def kg2rag_variant(v):
 n_study = cfg.study_n_questions if cfg.study_n_questions is not None else cfg.n_questions
 if n_study is not None and cfg.n_questions is not None:
     n_study = min(n_study, cfg.n_questions)  # nested in notebook 04/05's sample
-print(f"ablations: {cfg.ablation_datasets}, {report.questions_phrase(cfg, cfg.ablation_datasets, each='each')}; "
-      f"sweeps/robustness: {cfg.study_datasets}, {n_study} questions each, "
-      f"{len(seeds)} seeds")
-print("grid:", grid)
+print(f"ablations: {', '.join(cfg.ablation_datasets)}, "
+      f"{report.questions_phrase(cfg, cfg.ablation_datasets, each='each')}; "
+      f"sweeps/robustness: {', '.join(cfg.study_datasets)}, {n_study} questions each, {len(seeds)} seeds")
+print(ablation.grid_sentence(grid))
 
 # %% [markdown]
 # ## 1. KGIR-RAG's ablations beside the paper's Table 7
@@ -92,13 +94,13 @@ print("grid:", grid)
 # and the sign are printed under the figure.
 
 # %%
-kgir_labels = ablation.kgir_ablation_labels(cfg.eval_methods or DEFAULT_METHODS)  # Table 7's rows, our repairs run
 kgir_per_q = pd.concat([ablation.variant_scores(ws_of(d), questions_of(d, cfg.n_questions), kgir_variant,
                                                 list(kgir_labels), kgir_labels)
                         for d in cfg.ablation_datasets], ignore_index=True)
-kgir_variants = ablation.variant_means(kgir_per_q)
-table7 = ablation.ablation_table(kgir_variants, labels=kgir_labels,
+table7 = ablation.ablation_table(ablation.variant_means(kgir_per_q), labels=kgir_labels,
                                  intervals=ablation.variant_intervals(kgir_per_q, n_boot=n_boot))
+
+# %% tags=["hide-input"]
 report.save_table(table7.set_index(["dataset", "variant"]), cfg, "06_kgir_ablation",
                   "KGIR-RAG ablations (paper Table 7). Ours: this run, full minus variant with its paired "
                   f"bootstrap 95 % CI ({n_boot} resamples): an effect size, unadjusted. Paper: KGIR-RAG Table 7, "
@@ -136,6 +138,8 @@ show(table7[[c for c in table7.columns if c.startswith(("dataset", "variant", "n
 # %%
 for d in cfg.ablation_datasets:
     ablation.run_and_score(ws_of(d), questions_of(d, cfg.n_questions), build_method("kgir_forced"))
+
+# %% tags=["hide-input"]
 mech = mechanism_tables(cfg.run_dir, cfg.ablation_datasets, data_dir=cfg.data_path,
                         context_passages=cfg.context_passages)
 forced = mech["forced_rounds"]
