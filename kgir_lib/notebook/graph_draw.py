@@ -19,7 +19,7 @@ __all__ = ["FIGSIZE", "NODE_FONT", "EDGE_FONT", "TITLE_FONT", "LEGEND_FONT", "NO
            "place_labels"]
 
 FIGSIZE = (10.0, 6.8)   # inches of one panel: 1200 px at the suite's 120 dpi, about 1250 with the legend beside it
-NODE_FONT, EDGE_FONT = 11.0, 10.5   # pt: 14 and 13 px high when the panel is shrunk to a 1024-px page
+NODE_FONT, EDGE_FONT = 11.0, 11.0   # pt: at least 12 px high when a panel with its legend is shrunk to a 1024-px page
 TITLE_FONT, LEGEND_FONT, NOTE_FONT = 12.0, 11.0, 11.0
 
 
