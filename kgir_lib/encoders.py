@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any, Optional, Protocol, Sequence
 
@@ -36,6 +37,9 @@ def _load_sentence_transformer(model: str, device: Optional[str]):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
 
+    # its INFO lines name the model's folder on this machine; a notebook's output must not depend on where the
+    # environment lives, nor on whether a run loaded the model or found every call cached
+    logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
     return SentenceTransformer(location, device=device)
 
 

@@ -110,4 +110,4 @@ def test_runner_parameters_reach_every_notebook_config(tmp_path):
     executed = nbformat.read(run_dir / "notebooks" / "05_eval.ipynb", as_version=4)
     text = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code" for o in c.outputs)
     assert "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M" in text and "SmolLM2" not in text
-    assert "methods (2): ['Naive RAG', 'KGIR-RAG']" in text  # a notebook-only parameter reaches it too
+    assert "methods (2): Naive RAG, KGIR-RAG" in text  # a notebook-only parameter reaches it too
