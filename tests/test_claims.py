@@ -7,7 +7,7 @@ from kgir_lib.config import default_data_dir, load_config
 from kgir_lib.data import TUNED_ON, load_dataset, sample_questions, tuning_questions
 from kgir_lib.eval.bootstrap import paired_bootstrap
 from kgir_lib.eval.claims import (CANNOT_TELL, CONTRADICTS, NOT_RUN, PAPER_CLAIMS, PAPER_COLUMN, SUPPORTS, Claim,
-                                  claims_headline, claims_summary, claims_table, drop_questions, mde_column,
+                                  claims_headline, claims_table, drop_questions, mde_column,
                                   mde_condition, mde_label, table_mde_condition, tuned_questions, verdict)
 from kgir_lib.eval.stats import mde_mcnemar
 
@@ -115,7 +115,6 @@ def test_kg2rag_claim_reads_both_kg2rags_in_one_family():
     head = claims_headline(t, ["musique_train"], [claim]).splitlines()
     assert head[2].startswith("| KGIR-RAG ahead of KG²RAG, EM / F1 |")
     assert head[3].startswith("| KGIR-RAG ahead of KG²RAG: against KG²RAG (authors' code), EM / F1 |")
-    assert len(claims_summary(t).splitlines()) == 2
 
 
 def test_table_7_stands_beside_musique_rows_only():
@@ -126,7 +125,6 @@ def test_table_7_stands_beside_musique_rows_only():
     assert paper[("musique", "EM")] == 4.2 and paper[("musique_train", "F1")] == 4.8
     assert np.isnan(paper[("hotpotqa", "EM")])  # the paper has no HotpotQA ablation
     assert np.isnan(paper[("all", "F1")])  # nor a pooled one
-    assert claims_summary(t).endswith("Paper (MuSiQue, Qwen2.5-72B): EM +4.2, F1 +4.8.")
 
 
 def test_drop_questions_removes_only_that_datasets_questions():
@@ -135,17 +133,6 @@ def test_drop_questions_removes_only_that_datasets_questions():
     kept = drop_questions(scores, {"musique_train": ["q0", "q2"]})
     assert sorted(zip(kept["dataset"], kept["qid"])) == [("hotpotqa", "q0"), ("hotpotqa", "q1"),
                                                          ("hotpotqa", "q2"), ("musique_train", "q1")]
-
-
-def test_summary_names_each_claim_once_with_its_numbers():
-    scores = _scores({"KGIR-RAG": [100.0] * 4 + [0.0] * 4, "KGIR-RAG w/o subgraph": [0.0] * 8})
-    text = claims_summary(claims_table(scores))
-    lines = text.splitlines()
-    assert len(lines) == sum(len(c.others) for c in PAPER_CLAIMS)  # one a compared method
-    sub = next(line for line in lines if "evidence subgraph" in line)
-    assert "musique_train: EM cannot tell (+50.0 [" in sub and "n=8" in sub  # 4 of 8: p(Holm) = 2 x 1/8
-    assert sub.endswith("Paper (MuSiQue, Qwen2.5-72B): EM +4.2, F1 +4.8.")
-    assert "EM not run" in next(line for line in lines if "IRCoT" in line)
 
 
 @pytest.mark.skipif(not (default_data_dir() / "musique_train").is_dir(), reason="no shared data")
@@ -295,34 +282,6 @@ def test_tuned_questions_follow_the_config_s_seed_and_data_folder(monkeypatch):
     tuned = tuned_questions(cfg)["musique_train"]
     assert tuned == [q.qid for q in tuning_questions(questions, TUNED_ON, seed=1)]
     assert tuned != [q.qid for q in tuning_questions(questions, TUNED_ON, seed=0)]
-
-
-def test_summary_text_of_claims_in_table_order_with_one_row_each():
-    """Two claims, the second alphabetically first, each one row (one dataset, one metric), no paper number:
-    one line each, in the table's order, exactly."""
-    scores = _scores({"KGIR-RAG": [100.0, 0.0], "IRCoT": [0.0, 0.0], "HippoRAG 2": [100.0, 100.0]})
-    claims = [Claim("b: ahead of IRCoT", "IRCoT", ("EM",)), Claim("a: ahead of HippoRAG 2", "HippoRAG 2", ("EM",))]
-    text = claims_summary(claims_table(scores, claims, pooled=False, n_boot=200))
-    assert text.splitlines() == [
-        "- **b: ahead of IRCoT** (KGIR-RAG minus IRCoT). musique_train: EM cannot tell (+50.0 [+0.0, +100.0], "
-        "p(Holm)=1, n=2).",
-        "- **a: ahead of HippoRAG 2** (KGIR-RAG minus HippoRAG 2). musique_train: EM cannot tell (-50.0 [-100.0, "
-        "+0.0], p(Holm)=1, n=2)."]
-
-
-def test_summary_joins_datasets_and_keeps_the_paper_number_of_a_row_with_gaps():
-    """A claim with a paper number on musique_train only, hotpotqa first (the sample's order): the datasets are
-    joined by " | " in table order, and the paper's numbers are read off the rows that hold them, not off the
-    first dataset's (which has none), even where another column of that row is empty."""
-    scores = pd.concat([_scores({"KGIR-RAG": [100.0], "IRCoT": [0.0]}, "hotpotqa"),
-                        _scores({"KGIR-RAG": [100.0], "IRCoT": [0.0]}, "musique_train")])
-    claim = Claim("c", "IRCoT", ("EM",), {"EM": 2.0}, ("musique_train",))
-    table = claims_table(scores, [claim], pooled=False, n_boot=50)
-    table.loc[table["dataset"] == "musique_train", mde_column(table)] = np.nan
-    assert claims_summary(table) == (
-        "- **c** (KGIR-RAG minus IRCoT). hotpotqa: EM cannot tell (+100.0 [+100.0, +100.0], p(Holm)=1, n=1) | "
-        "musique_train: EM cannot tell (+100.0 [+100.0, +100.0], p(Holm)=1, n=1). Paper (MuSiQue, Qwen2.5-72B): "
-        "EM +2.0.")
 
 
 def test_headline_numbers_render_nan_infinity_small_p_and_a_p_of_one():

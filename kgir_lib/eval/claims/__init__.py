@@ -42,7 +42,7 @@ One concern a module, the package handing their names on (``from kgir_lib.eval i
 from .family import (ALPHA, BINARY_METRICS, CANNOT_TELL, COLUMN_NOTES, CONTRADICTS, NOT_RUN, PAPER_CLAIMS,
                      PAPER_COLUMN, POWER, READING_RULE, REFERENCE, SUPPORTS, Claim, drop_questions, tuned_questions,
                      verdict)
-from .headline import claims_headline, claims_summary
+from .headline import claims_headline
 from .scoreboard import (SAME_CONTEXT_AS_NAIVE_RAG, SCOREBOARD_CLAIM, SCOREBOARD_VERDICT, identical_scores_note,
                          scoreboard, scoreboard_sentence)
 from .table import (claims_table, exact_test, mde_column, mde_condition, mde_label, minimum_detectable,
@@ -50,6 +50,6 @@ from .table import (claims_table, exact_test, mde_column, mde_condition, mde_lab
 
 __all__ = ["ALPHA", "BINARY_METRICS", "CANNOT_TELL", "COLUMN_NOTES", "CONTRADICTS", "NOT_RUN", "PAPER_CLAIMS",
            "PAPER_COLUMN", "POWER", "READING_RULE", "REFERENCE", "SUPPORTS", "Claim", "drop_questions",
-           "tuned_questions", "verdict", "claims_headline", "claims_summary", "SCOREBOARD_CLAIM", "SCOREBOARD_VERDICT",
+           "tuned_questions", "verdict", "claims_headline", "SCOREBOARD_CLAIM", "SCOREBOARD_VERDICT",
            "scoreboard", "scoreboard_sentence", "identical_scores_note", "SAME_CONTEXT_AS_NAIVE_RAG", "claims_table",
            "exact_test", "mde_column", "mde_condition", "mde_label", "minimum_detectable", "table_mde_condition"]

@@ -1,4 +1,4 @@
-"""The claims table in words (:func:`claims_summary`) and as the README's headline (:func:`claims_headline`)."""
+"""The claims table as the README's headline (:func:`claims_headline`)."""
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -6,36 +6,12 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from .family import CONTRADICTS, NOT_RUN, PAPER_CLAIMS, PAPER_COLUMN, REFERENCE, SUPPORTS, Claim
+from .family import CONTRADICTS, NOT_RUN, PAPER_CLAIMS, SUPPORTS, Claim
 from .table import mde_column
 
 
 def _fmt(x: float) -> str:
     return f"{x:+.1f}"
-
-
-def _cell(r: dict) -> str:
-    if r["reading"] == NOT_RUN:
-        return f"{r['metric']} not run"
-    return (f"{r['metric']} {r['reading']} ({_fmt(r['diff'])} [{_fmt(r['CI lo'])}, {_fmt(r['CI hi'])}], "
-            f"p(Holm)={r['p (Holm)']:.2g}, n={r['n']})")
-
-
-def claims_summary(table: pd.DataFrame, reference: str = REFERENCE) -> str:
-    """The reading in words, one Markdown bullet per claim: each dataset's verdict per metric, with
-    KGIR-RAG minus the other, its interval, the adjusted p and n, and the paper's number where it has one."""
-    lines = []
-    for (name, _), part in table.groupby(["claim", "compared with"], sort=False):
-        bits = [f"{dataset}: " + "; ".join(_cell(r) for r in rows.to_dict("records"))
-                for dataset, rows in part.groupby("dataset", sort=False)]
-        paper = part.dropna(subset=[PAPER_COLUMN]).drop_duplicates("metric")  # the rows that hold one (MuSiQue's)
-        tail = ""
-        if len(paper):
-            tail = " Paper (MuSiQue, Qwen2.5-72B): " + ", ".join(
-                f"{m} {_fmt(v)}" for m, v in zip(paper["metric"], paper[PAPER_COLUMN])) + "."
-        lines.append(f"- **{name}** ({reference} minus {part['compared with'].iloc[0]}). "
-                     + " | ".join(bits) + "." + tail)
-    return "\n".join(lines)
 
 
 def _number(x: float, fmt: str) -> str:
