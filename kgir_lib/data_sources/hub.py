@@ -32,6 +32,7 @@ from typing import Optional
 
 from ..data import DataError
 from ..redact import mask_url
+from .checksums import file_sha256
 from .errors import DownloadError, HTTPStatusError, Unreachable
 from .sources import hf_endpoint, hf_url
 
@@ -87,14 +88,6 @@ def _git_blob_sha1(path: Path) -> str:
     return h.hexdigest()
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def check_cached(path: Path, url: str) -> None:
     """Check a file of the Hub's cache against the checksum the Hub gave it: its blob is named by its ETag, the
     SHA-256 of an LFS file (64 hex digits) or the git blob SHA-1 of another (40). One that differs (altered on disk)
@@ -104,7 +97,7 @@ def check_cached(path: Path, url: str) -> None:
     blob = Path(path).resolve()
     name = blob.name
     if re.fullmatch(r"[0-9a-f]{64}", name):
-        got, kind = _sha256(blob), "SHA-256"
+        got, kind = file_sha256(blob), "SHA-256"
     elif re.fullmatch(r"[0-9a-f]{40}", name):
         got, kind = _git_blob_sha1(blob), "git blob SHA-1"
     else:
