@@ -38,12 +38,10 @@ def tree() -> dict:
 
 
 def use(server_env: dict, hf_cache: Path, monkeypatch) -> None:
-    from huggingface_hub import constants
-
     for name, value in server_env.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hf_cache))
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(hf_cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
 
 
 def cli(*args: str, env: dict, timeout: float = 120) -> tuple:
@@ -241,9 +239,8 @@ def test_the_incomplete_file_a_killed_full_download_leaves_is_removed_at_the_nex
 
 def test_an_incomplete_file_whose_download_holds_its_lock_is_left_alone(tmp_path, monkeypatch):
     from filelock import FileLock
-    from huggingface_hub import constants
 
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     folder = blobs(tmp_path)
     folder.mkdir(parents=True)
     busy, stale = folder / ("a" * 64 + ".1234abcd.incomplete"), folder / ("b" * 64 + ".5678abcd.incomplete")

@@ -23,6 +23,7 @@ from kgir_lib.data_sources import (FETCH_COMMAND, SAMPLE_SETS, check_set, downlo
                                    fetch_samples, is_complete, manifest, verify_dir)
 from kgir_lib.data_sources.__main__ import build_manifest, main as cli
 from kgir_lib.data_sources.derive import paragraph_level
+from kgir_lib.data_sources.hub import cache_dir as hub_cache_dir
 from kgir_lib.data_sources import fetch as fetch_module
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,13 +41,11 @@ def tree() -> dict:
 
 def use(server, monkeypatch) -> None:
     """Point this process's downloads at ``server``: its base URLs, and the Hugging Face client at the server's
-    own cache and online (the client reads both variables when it is imported, so they are set on it too)."""
-    from huggingface_hub import constants
-
+    own cache and online (read when asked, not when the Hub's client was imported: ``hub.cache_dir``)."""
     for name, value in server.env().items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(server.hf_cache))
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(server.hf_cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
 
 
 @pytest.fixture
@@ -58,13 +57,11 @@ def upstream(tree, monkeypatch):
 
 
 def _offline(monkeypatch, hf_cache: Path) -> None:
-    from huggingface_hub import constants
-
     url = f"http://127.0.0.1:{closed_port()}"
     monkeypatch.setenv("KGIR_HF_ENDPOINT", url)
     monkeypatch.setenv("KGIR_GITHUB_RAW_URL", url)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hf_cache))
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(hf_cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
 
 
 def _hub_files(server) -> list:
@@ -174,6 +171,28 @@ def test_a_question_missing_upstream_is_named(tmp_path, tree, monkeypatch):
     with serve({**tree, hf_path("hotpotqa.json"): json.dumps(records).encode()}) as server:
         for name, value in server.env().items():
             monkeypatch.setenv(name, value)
+        with pytest.raises(DataError, match=rf"hotpotqa: 1 of the 84 sample questions are not in .*'{qid}'"):
+            fetch_samples(["hotpotqa"], target=tmp_path / "s", cache=tmp_path / "u")
+
+
+def test_the_hub_cache_is_the_one_the_environment_names_when_asked(tmp_path, tree, monkeypatch):
+    """A user's own Hugging Face cache that already holds the good file (the client's default, fixed when it was
+    imported) does not answer for the cache a later HF_HUB_CACHE names: the changed upstream file is read and
+    refused."""
+    from huggingface_hub import constants
+
+    users = tmp_path / "users-hf-cache"
+    with serve(tree, hf_cache=users) as server:
+        use(server, monkeypatch)
+        fetch_samples(["hotpotqa"], target=tmp_path / "good", cache=tmp_path / "u0")
+    assert any(users.rglob("hotpotqa.json"))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(users))
+    records = json.loads(tree[hf_path("hotpotqa.json")])
+    qid = manifest()["sets"]["hotpotqa"]["ids"][0]
+    changed = json.dumps([r for r in records if r["_id"] != qid]).encode()
+    with serve({**tree, hf_path("hotpotqa.json"): changed}) as server:
+        use(server, monkeypatch)
+        assert hub_cache_dir() == str(server.hf_cache)
         with pytest.raises(DataError, match=rf"hotpotqa: 1 of the 84 sample questions are not in .*'{qid}'"):
             fetch_samples(["hotpotqa"], target=tmp_path / "s", cache=tmp_path / "u")
 
@@ -386,11 +405,9 @@ def test_hub_offline_mode_with_a_warm_cache_fetches_nothing_and_succeeds(tmp_pat
 
 
 def test_hub_offline_mode_with_a_cold_cache_says_so_and_asks_no_host(tmp_path, tree, monkeypatch):
-    from huggingface_hub import constants
-
     with serve(tree) as server:
         use(server, monkeypatch)
-        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
         with pytest.raises(DataError, match=r"HF_HUB_OFFLINE is set and the Hugging Face cache .* does not hold "
                                             r"musique\.json of osunlp/HippoRAG_2 at main.*KGIR_DATA_DIR"):
             fetch_samples(["musique"], target=tmp_path / "s", cache=tmp_path / "u")

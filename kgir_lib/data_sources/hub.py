@@ -25,6 +25,7 @@ Two things are added around it:
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 from pathlib import Path
@@ -40,25 +41,28 @@ REPO_TYPE = "dataset"
 
 
 def cache_dir() -> str:
-    """The Hub's cache folder as the Hub's client reads it (``HF_HUB_CACHE``, else ``$HF_HOME/hub``, else
-    ``~/.cache/huggingface/hub``)."""
-    from huggingface_hub import constants
-
-    return str(constants.HF_HUB_CACHE)
+    """The Hub's cache folder, read from the environment when asked (``HF_HUB_CACHE``, else ``$HF_HOME/hub``, else
+    ``$XDG_CACHE_HOME/huggingface/hub``, else ``~/.cache/huggingface/hub``: the Hub's own rule). The Hub's client
+    fixes its default when it is imported, so a variable set later in the process (in a notebook, by a test) would
+    otherwise be ignored; every call into the client passes this folder."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return os.path.expanduser(os.environ["HF_HUB_CACHE"])
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    home = os.environ.get("HF_HOME") or os.path.join(xdg, "huggingface")
+    return os.path.join(os.path.expanduser(home), "hub")
 
 
 def offline() -> bool:
-    """Whether the Hub's offline mode is on (``HF_HUB_OFFLINE=1``): files come from its cache only."""
-    from huggingface_hub import constants
-
-    return bool(constants.is_offline_mode())
+    """Whether the Hub's offline mode is on (``HF_HUB_OFFLINE`` set to 1, true, yes or on, read when asked):
+    files come from its cache only."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "ON", "YES", "TRUE"}
 
 
 def cached(repo: str, revision: str, filename: str) -> Optional[Path]:
     """The file in the Hub's cache at ``revision`` (a branch through its ref), or None."""
     from huggingface_hub import try_to_load_from_cache
 
-    found = try_to_load_from_cache(repo, filename, revision=revision, repo_type=REPO_TYPE)
+    found = try_to_load_from_cache(repo, filename, cache_dir=cache_dir(), revision=revision, repo_type=REPO_TYPE)
     return Path(found) if isinstance(found, str) else None
 
 
@@ -163,7 +167,8 @@ def hub_file(http, repo: str, revision: str, filename: str, lines: list, timeout
             lines.append(f"  {exc}; {filename} is taken from the Hugging Face cache ({cache_dir()})")
     try:
         path = Path(hf_hub_download(repo, filename, repo_type=REPO_TYPE, revision=revision, endpoint=hf_endpoint(),
-                                    etag_timeout=timeout_s, local_files_only=local))
+                                    cache_dir=cache_dir(), etag_timeout=timeout_s,
+                                    local_files_only=local or offline()))
     except LocalEntryNotFoundError as exc:
         if offline():
             raise Unreachable(f"HF_HUB_OFFLINE is set and the Hugging Face cache ({cache_dir()}) does not hold "
