@@ -254,6 +254,17 @@ def test_sweep_scores_each_value_and_resumes(tiny_workspace, tiny_dataset):
     pd.testing.assert_frame_equal(df, again)
 
 
+def test_sweep_each_concatenates_the_study_datasets_in_order(tiny_workspace, tiny_dataset):
+    ws = tiny_workspace(echo)
+    qs = tiny_dataset.questions
+    one = ablation.sweep(ws, qs, lambda k: KGCounter(k=k), [1, 6], "k")
+    both = ablation.sweep_each({"first": (ws, qs), "second": (ws, qs)}, lambda k: KGCounter(k=k),
+                               iter([1, 6]), "k")  # a one-pass iterable serves every dataset
+    pd.testing.assert_frame_equal(both, pd.concat([one, one], ignore_index=True))
+    with pytest.raises(ValueError, match="parameter 'values'"):
+        ablation.sweep_each({"first": (ws, qs)}, lambda k: KGCounter(k=k), [], "k")
+
+
 def test_robustness_runs_perturb_the_graph(tiny_workspace, tiny_dataset):
     ws = tiny_workspace(echo)
     qs = tiny_dataset.questions

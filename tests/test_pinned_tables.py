@@ -709,8 +709,8 @@ def study_questions(s: Sample) -> dict:
 
 
 def sweep_all(s: Sample, make: Callable, values, param: str) -> pd.DataFrame:
-    return pd.concat([ablation.sweep(study_workspace(s, d), qs, make, values, param)
-                      for d, qs in study_questions(s).items()], ignore_index=True)
+    return ablation.sweep_each({d: (study_workspace(s, d), qs) for d, qs in study_questions(s).items()}, make,
+                               values, param)
 
 
 def t_kg2rag_sweep(knob: str, param: str) -> Callable:

@@ -238,6 +238,15 @@ def sweep(ws: Workspace, questions: Sequence, factory: Callable[[Any], MethodBas
     return df
 
 
+def sweep_each(studies: Mapping[str, tuple], factory: Callable[[Any], MethodBase], values: Iterable[Any],
+               param: str = "value") -> pd.DataFrame:
+    """:func:`sweep` on every study dataset, concatenated: ``studies`` maps a dataset's name to its
+    ``(workspace, questions)``, in the order the rows come out."""
+    values = list(values)
+    return pd.concat([sweep(ws, questions, factory, values, param) for ws, questions in studies.values()],
+                     ignore_index=True)
+
+
 def robustness_runs(ws: Workspace, questions: Sequence, factory: Callable[[], MethodBase],
                     fractions: Sequence[float], seeds: Sequence[int], scope: str = "read") -> pd.DataFrame:
     """One row per (fraction, seed): the method on a graph with that share of triples dropped.

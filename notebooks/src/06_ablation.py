@@ -267,18 +267,13 @@ show(kg2_table)
 
 # %%
 study_q = {d: questions_of(d, n_study) for d in cfg.study_datasets}
+studies = {d: (ws_of(d), study_q[d]) for d in cfg.study_datasets}
 print(f"sweeps and robustness: n = {n_study} questions of {', '.join(cfg.study_datasets)} a point; one question = "
       f"{100 / max(n_study, 1):.0f} EM points")
 
-
-def sweep_all(make, values, param):
-    """One sweep a study dataset, concatenated."""
-    return pd.concat([ablation.sweep(ws_of(d), study_q[d], make, values, param) for d in cfg.study_datasets],
-                     ignore_index=True)
-
-
-kg2_k = sweep_all(lambda k: build_method("kg2rag", top_k=k), grid["kg2rag"]["top_k"], "k")  # the report's k and m
-kg2_m = sweep_all(lambda m: build_method("kg2rag", m_hops=m), grid["kg2rag"]["m_hops"], "m")
+# the report's k and m, one sweep a study dataset
+kg2_k = ablation.sweep_each(studies, lambda k: build_method("kg2rag", top_k=k), grid["kg2rag"]["top_k"], "k")
+kg2_m = ablation.sweep_each(studies, lambda m: build_method("kg2rag", m_hops=m), grid["kg2rag"]["m_hops"], "m")
 report.save_table(kg2_k.set_index(["dataset", "value"]), cfg, "06_kg2rag_k",
                   "KG²RAG: sensitivity to the number of seed passages k (report Fig. 5).")
 report.save_table(kg2_m.set_index(["dataset", "value"]), cfg, "06_kg2rag_m",
@@ -326,7 +321,8 @@ show(robust)
 # is in the effective config printed at the top).
 
 # %%
-kgir_sens = pd.concat([sweep_all(lambda v, knob=knob: build_method("kgir", **{knob: v}), values, knob)
+kgir_sens = pd.concat([ablation.sweep_each(studies, lambda v, knob=knob: build_method("kgir", **{knob: v}),
+                                           values, knob)
                        for knob, values in grid["kgir"].items()], ignore_index=True)
 report.save_table(kgir_sens.set_index(["dataset", "param", "value"]), cfg, "06_kgir_sensitivity",
                   "KGIR-RAG: sensitivity to max_iterations, top_k and the matching threshold of eq. 5 (ngram_threshold).",
