@@ -1,4 +1,4 @@
-"""A researcher's composition is a method of the suite like any registered one: the README's block composes and
+"""A researcher's composition is a method of the suite like any registered one: the block of docs/api.md composes and
 registers it with public names only, and it then runs through the suite (run_suite: the tables' rows under its
 name), the paired tests against KGIR-RAG and the runner (every notebook's kernel builds it), with no edit to
 kgir/variants.py or registry.py."""
@@ -27,7 +27,7 @@ KEY = "kgir_mine"
 
 
 def composition_block() -> str:
-    return BLOCK.search((PROJECT_ROOT / "README.md").read_text(encoding="utf-8")).group(1)
+    return BLOCK.search((PROJECT_ROOT / "docs" / "api.md").read_text(encoding="utf-8")).group(1)
 
 
 @pytest.fixture
@@ -42,9 +42,9 @@ def restored():
 
 @pytest.fixture
 def registered(restored):
-    """The README's block run here."""
+    """The block of docs/api.md run here."""
     namespace: dict = {}
-    exec(compile(composition_block(), "README composition block", "exec"), namespace)
+    exec(compile(composition_block(), "docs/api.md composition block", "exec"), namespace)
     return namespace
 
 
