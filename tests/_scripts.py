@@ -6,7 +6,11 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Optional
+from typing import Callable, Optional
+
+import pytest
+
+from conftest import PEER_SETUP
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = ROOT / "benchmarks" / "peers"
@@ -29,3 +33,18 @@ def load_peer(name: str) -> ModuleType:
     if str(PEERS) not in sys.path:
         sys.path.insert(0, str(PEERS))
     return load_script(PEERS / f"{name}.py")
+
+
+def peer_python(peer: str) -> Path:
+    """The interpreter of a peer's environment (``bash benchmarks/peers/setup.sh <peer>`` makes it)."""
+    return PEERS / f".venv-{peer}" / "bin" / "python"
+
+
+def runs_in_peer_env(peer: str) -> Callable:
+    """The mark of a test that runs in ``peer``'s environment (a second interpreter importing the peer's library):
+    the whole suite's tier, skipped with the command that makes the environment when it is absent."""
+    def mark(test: Callable) -> Callable:
+        absent = pytest.mark.skipif(not peer_python(peer).exists(),
+                                    reason=f"peer environment absent ({PEER_SETUP} {peer})")
+        return pytest.mark.slow(absent(test))
+    return mark

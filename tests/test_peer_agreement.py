@@ -19,11 +19,11 @@ from kgir_lib.baselines.hippo_graph import fact_text, upstream_fold
 from kgir_lib.eval.peer_agreement import (Side, compare_question, fact_key, graph_agreement, phrase_key, pids_of_docs,
                                      set_agreement, side_by_side, summary, top_overlap)
 
-from _scripts import load_peer
+from _scripts import load_peer, peer_python, runs_in_peer_env
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = ROOT / "benchmarks" / "peers"
-PEER_PY = PEERS / ".venv-hipporag" / "bin" / "python"
+PEER_PY = peer_python("hipporag")
 
 
 def test_phrase_key_folds_like_upstream_text_processing():
@@ -129,12 +129,7 @@ def test_upstream_driver_reads_musique_and_names_bad_records(tmp_path):
         up.load_questions(path)
 
 
-def needs_peer(test):
-    """Runs in the peer environment (a second interpreter importing the peer's library): the whole suite's tier,
-    skipped when the environment is absent."""
-    absent = pytest.mark.skipif(not PEER_PY.exists(), reason="peer environment absent "
-                                                             "(bash benchmarks/peers/setup.sh hipporag)")
-    return pytest.mark.slow(absent(test))
+needs_peer = runs_in_peer_env("hipporag")
 
 
 @needs_peer

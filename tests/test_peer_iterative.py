@@ -20,11 +20,11 @@ from kgir_lib.eval.peer_iterative import (MERGE_RULES, agreement, best_first, co
                                           distribution, flashrag_side, merge_rule_table, merged_lists, paired_tests,
                                           p_clause, reading_split, top_overlap)
 
-from _scripts import load_peer
+from _scripts import load_peer, peer_python, runs_in_peer_env
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = ROOT / "benchmarks" / "peers"
-PEER_PY = PEERS / ".venv-flashrag" / "bin" / "python"
+PEER_PY = peer_python("flashrag")
 COMMITTED = ROOT / "results" / "benchmarks" / "peers_flashrag.csv"
 
 
@@ -351,12 +351,7 @@ def test_setup_flashrag_help_installs_nothing():
     assert out.returncode == 0 and "flashrag" in out.stdout and "installing" not in out.stdout
 
 
-def needs_peer(test):
-    """Runs in the peer environment (a second interpreter importing the peer's library): the whole suite's tier,
-    skipped when the environment is absent."""
-    absent = pytest.mark.skipif(not PEER_PY.exists(), reason="peer environment absent "
-                                                             "(bash benchmarks/peers/setup.sh flashrag)")
-    return pytest.mark.slow(absent(test))
+needs_peer = runs_in_peer_env("flashrag")
 
 
 @needs_peer
