@@ -34,6 +34,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _fresh_clone import clone_env, fresh_clone  # noqa: E402
 
 
 def load() -> float:
@@ -62,18 +65,6 @@ def timed(cmd: list, cwd: Path, env: dict, timeout: float) -> dict:
     cpu = (cpu1.children_user - cpu0.children_user) + (cpu1.children_system - cpu0.children_system)
     return {"seconds": wall, "cpu": cpu, "rc": out.returncode, "stdout": out.stdout, "stderr": out.stderr,
             "load": (before, load())}
-
-
-def fresh_clone(folder: Path) -> Path:
-    repo = folder / "repo"
-    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(repo)], check=True)
-    (repo / ".venv").symlink_to(ROOT / ".venv")
-    return repo
-
-
-def clone_env(repo: Path, data_dir: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KGIR_")}
-    return {**env, "PYTHONPATH": str(repo), "MPLBACKEND": "Agg", "KGIR_DATA_DIR": str(data_dir)}
 
 
 def changed(repo: Path) -> list:
@@ -167,7 +158,7 @@ def main(argv=None) -> int:
                 raise SystemExit(f"error: --keep {args.keep}: already exists (a fresh clone needs a new folder)")
             args.keep.mkdir(parents=True) if args.keep is not None else None
             repo = fresh_clone(args.keep or Path(tmp))
-            env = clone_env(repo, data)
+            env = clone_env(repo, data, MPLBACKEND="Agg")
             where = ("in a fresh clone of the last commit: no graph, cache or traces; warm: the environment and its "
                      "compiled modules, the embedded models' files, the data samples, the file cache")
         rows = run(args.profile, ids, repo, env, args.timeout)

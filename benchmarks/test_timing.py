@@ -48,6 +48,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _fresh_clone import clone_env, fresh_clone  # noqa: E402
+
 STEPS = ("fast", "full", "rerun", "offline")
 SLOWEST = 10
 
@@ -136,20 +140,6 @@ def offline(repo: Path, env: dict) -> dict:
 def _last(text: str) -> str:
     lines = [ln for ln in text.splitlines() if ln.strip()]
     return lines[-1] if lines else ""
-
-
-def fresh_clone(folder: Path) -> Path:
-    """A clone of this checkout's last commit in ``folder/repo``, its ``.venv`` a link to this checkout's."""
-    repo = folder / "repo"
-    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(repo)], check=True)
-    (repo / ".venv").symlink_to(ROOT / ".venv")
-    return repo
-
-
-def clone_env(repo: Path, data_dir: Path) -> dict:
-    """A new user's shell for ``repo``: no ``KGIR_*`` variable but the samples' folder, the clone's library first."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KGIR_")}
-    return {**env, "PYTHONPATH": str(repo), "KGIR_DATA_DIR": str(data_dir)}
 
 
 def warm_state(repo: Path, env: dict) -> list:

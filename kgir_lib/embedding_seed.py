@@ -39,20 +39,14 @@ import warnings
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
+from .data_sources.checksums import file_sha256
+
 __all__ = ["SEED_DIR", "SUMS", "PACKED", "committed_dirs", "seed_cache", "export_embeddings", "pack_calls",
            "unpack_calls"]
 
 SEED_DIR = "embeddings"
 SUMS = "SHA256SUMS"
 PACKED = ".xz"  # a committed encoder-calls store packed by pack_calls: ``calls.sqlite.xz``
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def read_sums(folder: Path) -> dict:
@@ -93,7 +87,7 @@ def seed_cache(cache_file: Path, dirs: Iterable[Path]) -> Optional[Path]:
             if not src.exists():
                 continue
         expected = read_sums(folder).get(src.name)
-        if expected is None or _sha256(src) != expected:
+        if expected is None or file_sha256(src) != expected:
             problem = "missing from " + SUMS if expected is None else "mismatch"
             warnings.warn(f"committed embeddings {src}: checksum {problem}; not used (the corpus is embedded instead)",
                           stacklevel=2)
@@ -102,7 +96,7 @@ def seed_cache(cache_file: Path, dirs: Iterable[Path]) -> Optional[Path]:
         tmp = cache_file.with_name(f".{cache_file.stem}.{os.getpid()}.seed{cache_file.suffix}")
         if src.name.endswith(PACKED):
             unpack_calls(src, tmp)
-            expected = _sha256(tmp)
+            expected = file_sha256(tmp)
         else:
             shutil.copyfile(src, tmp)
         os.replace(tmp, cache_file)
@@ -203,7 +197,7 @@ def export_embeddings(cfg, datasets: Sequence[str], source: Optional[Path] = Non
             raise FileNotFoundError(f"dataset {name!r}: no cached embeddings at {cached}; run notebook 02 first")
         dst = out_dir / cached.name
         shutil.copyfile(cached, dst)
-        sums[dst.name] = _sha256(dst)
+        sums[dst.name] = file_sha256(dst)
         written.append(dst)
     calls = cache / CALLS_FILE
     if calls_only and not calls.exists():
@@ -221,7 +215,7 @@ def export_embeddings(cfg, datasets: Sequence[str], source: Optional[Path] = Non
             finally:
                 con.close()
             os.replace(tmp, dst)
-        sums[dst.name] = _sha256(dst)
+        sums[dst.name] = file_sha256(dst)
         written.append(dst)
     (out_dir / SUMS).write_text("".join(f"{d}  {n}\n" for n, d in sorted(sums.items())))
     return written

@@ -112,10 +112,9 @@ def make_passage(title: str, text: str) -> Passage:
     return Passage(passage_id(title, text), title, text)
 
 
-@pytest.fixture
-def tiny_dataset():
-    """Six passages around the paper's Fig. 6 case (Compaq / Hewlett-Packard) and one question."""
-    ps = [
+def tiny_passages() -> list:
+    """Six passages around the paper's Fig. 6 case (Compaq / Hewlett-Packard), the gold pair first."""
+    return [
         make_passage("Compaq", "Compaq was the largest supplier of personal computers in 1994."),
         make_passage("Hewlett-Packard", "In 2002 Hewlett-Packard merged with Compaq."),
         make_passage("IBM", "IBM sold its PC business to Lenovo in 2005."),
@@ -123,6 +122,12 @@ def tiny_dataset():
         make_passage("Dell", "Dell was founded by Michael Dell in 1984."),
         make_passage("Apple", "Apple released the Macintosh in 1984."),
     ]
+
+
+@pytest.fixture
+def tiny_dataset():
+    """The six passages of :func:`tiny_passages` and one question."""
+    ps = tiny_passages()
     q = Question("q1", "Which company merged in 2002 with the top PC maker of 1994?", ("Hewlett-Packard", "HP"),
                  (ps[0].pid, ps[1].pid), "tiny", 2)
     return Dataset("tiny", [q], Corpus(ps))

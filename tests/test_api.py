@@ -1,6 +1,6 @@
 """The public API (kgir_lib.api): KGIR-RAG over a list of passages, each answer with its trace.
 
-The README's block runs as it stands, on the sample profile's embedded models with its committed response log
+The block of docs/api.md runs as it stands, on the sample profile's embedded models with its committed response log
 and no model call; the pipeline is the registry's method over the indexed passages (same requests, same
 outputs); variants, compositions of one's own and bad input.
 """
@@ -32,18 +32,21 @@ from _request_log import _mixed
 BLOCK = re.compile(r"<!-- api block: tests/test_api.py runs it -->\n```python\n(.*?)```", re.S)
 
 
-def readme_block() -> str:
-    return BLOCK.search((PROJECT_ROOT / "README.md").read_text(encoding="utf-8")).group(1)
+API_DOC = PROJECT_ROOT / "docs" / "api.md"  # the public API's page, which holds the block
 
 
-def test_the_readme_block_is_short_and_imports_only_the_package():
-    code = readme_block()
+def api_block() -> str:
+    return BLOCK.search(API_DOC.read_text(encoding="utf-8")).group(1)
+
+
+def test_the_api_block_is_short_and_imports_only_the_package():
+    code = api_block()
     assert len(code.strip().splitlines()) <= 10
     assert code.startswith("from kgir_lib import KGIRPipeline, load_example\n")
 
 
 @pytest.mark.slow
-def test_the_readme_block_runs_as_it_stands(tmp_path):
+def test_the_api_block_runs_as_it_stands(tmp_path):
     """The block, verbatim, in a fresh results folder holding only the sample profile's committed response log,
     cache-only (a request missing from the log is an error): it answers as notebook 07's first free-question run
     (results/sample/tables/07_free_question_runs.csv) with no model call."""
@@ -51,7 +54,7 @@ def test_the_readme_block_runs_as_it_stands(tmp_path):
     (results / "sample").mkdir(parents=True)
     shutil.copy(PROJECT_ROOT / "results" / "sample" / "llm_responses.jsonl.gz", results / "sample")
     script = tmp_path / "block.py"
-    script.write_text(readme_block(), encoding="utf-8")
+    script.write_text(api_block(), encoding="utf-8")
     env = {**os.environ, "KGIR_RESULTS_DIR": str(results), "KGIR_FIGURES_DIR": str(tmp_path / "figures"),
            "KGIR_LLM_CACHE_ONLY": "1"}
     done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
@@ -63,11 +66,11 @@ def test_the_readme_block_runs_as_it_stands(tmp_path):
     assert (answer, rewrite) == (run1["answer"], run1["round-1 rewrite"]) and answered_by
 
 
-def test_the_readme_says_what_the_block_prints_and_why_from_the_committed_tables():
+def test_the_api_page_says_what_the_block_prints_and_why_from_the_committed_tables():
     """The sentence under the block quotes the sample run's line (run 1 of notebook 07's free question: its answer,
     the reflection ending the loop, its round-1 rewrite, the question unchanged), the oracle rewrite's answer, the
     next hop's rank, and the local model's answer, each as the committed tables have it."""
-    text = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    text = API_DOC.read_text(encoding="utf-8")
     after = " ".join(text.split("<!-- api block: tests/test_api.py runs it -->", 1)[1].split("```", 2)[2]
                      .split("\n\n")[1].split())
     sample = pd.read_csv(PROJECT_ROOT / "results" / "sample" / "tables" / "07_free_question_runs.csv")

@@ -8,12 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from kgir_lib.llm import LLMCache, LLMCacheError
 from kgir_lib.llm.cache import salvage_rows
 from kgir_lib.llm.response_log import LOG_NAME, main as log_main, read_log, salvage
+
+from _probe import probe_notebook
 
 REPO = Path(__file__).resolve().parents[1]
 ROWS = {f"{i:064x}": f"answer {i} " + "x" * 900 for i in range(400)}
@@ -35,14 +36,7 @@ def damage(path: Path) -> None:
 
 
 def probe_notebooks(folder: Path) -> Path:
-    folder.mkdir()
-    nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell("profile = None")
-    params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell("print('probe ran')")]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, str(folder / "00_probe.ipynb"))
-    return folder
+    return probe_notebook(folder, "print('probe ran')")
 
 
 def runner(tmp_path: Path, nbs: Path) -> subprocess.CompletedProcess:

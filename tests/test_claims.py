@@ -432,6 +432,70 @@ def test_identical_scores_note_explains_methods_that_hand_the_reader_naive_rags_
                                                                 pooled=False))) == ""
 
 
+def test_identical_scores_note_says_from_the_reader_contexts_why_another_method_ties_with_naive_rag():
+    """Given the run's reader contexts, a method tied with Naive RAG's group without a declared reason is said to
+    have read Naive RAG's passages on so many questions, and how the others scored; without its contexts, the
+    plain sentence."""
+    from kgir_lib.eval.claims import claims_table, identical_scores_note, scoreboard
+
+    naive = [100.0, 0.0, 0.0, 100.0]
+    code = "KG²RAG (authors' code)"
+
+    def note(code_scores, code_contexts):
+        scores = _scores({"KGIR-RAG": [100.0] * 4, "Naive RAG": naive, "Dense": naive, code: code_scores})
+        contexts = pd.DataFrame(
+            [{"dataset": "musique_train", "method": m, "qid": f"q{i}", "context": ctx, "EM": s, "F1": s}
+             for m, ctxs, ss in (("Naive RAG", [("a", "b"), ("c",), ("d", "e"), ("f",)], naive),
+                                 ("Dense", [("a", "b"), ("c",), ("d", "e"), ("f",)], naive),
+                                 (code, code_contexts, code_scores))
+             for i, (ctx, s) in enumerate(zip(ctxs, ss))])
+        board = scoreboard(scores, claims_table(scores, [Claim("c", "IRCoT", ("EM",))], pooled=False))
+        return identical_scores_note(board, contexts).split("read by the shared reader; Dense, the same ranked list "
+                                                            "(Naive RAG is Dense plus the reader). ")[1]
+
+    same = [("a", "b"), ("c",), ("d", "e"), ("f",)]
+    assert note(naive, same) == (f"{code} scores the same: it handed the shared reader Naive RAG's passages in Naive "
+                                 "RAG's order on every one of the 4 questions.")
+    assert note(naive, [("a", "b"), ("c",), ("e", "d"), ("f",)]) == (
+        f"{code} scores the same: it handed the shared reader Naive RAG's passages in Naive RAG's order on 3 of the 4 "
+        "questions, and on the other 1 its answer scored what Naive RAG's did (EM and F1).")
+    assert note([100.0, 100.0, 0.0, 0.0], [("a", "b"), ("x",), ("d", "e"), ("y",)]) == (
+        f"{code} scores the same: it handed the shared reader Naive RAG's passages in Naive RAG's order on 2 of the 4 "
+        "questions; the other 2 score differently, and their differences cancel in the means.")
+    assert note(naive, [None] * 4) == f"{code} scores the same on these questions."
+
+
+@pytest.mark.skipif(not default_data_dir().is_dir(), reason="no data samples (python -m kgir_lib.data_sources fetch)")
+def test_the_sample_runs_tie_of_kg2rags_authors_code_with_naive_rag_is_read_from_its_traces():
+    """The sample run's KG²RAG (authors' code) ties with Naive RAG (notebook 05's note under its first table): its
+    committed traces say why, it handed the shared reader Naive RAG's passages in Naive RAG's order on all but one
+    question, and on that one both answers score nothing."""
+    from kgir_lib.config import PROJECT_ROOT
+    from kgir_lib.eval.claims import claims_table, identical_scores_note, scoreboard
+    from kgir_lib.eval.evaluate.scoring import reader_contexts, score
+    from kgir_lib.methods.base import MethodOutput
+    from kgir_lib.traces import read_traces, trace_file
+
+    cfg, code = load_config("sample"), "KG²RAG (authors' code)"
+    labels = {"kgir": "KGIR-RAG", "naive_rag": "Naive RAG", "dense": "Dense", "kg2rag_code": code}
+    scores, contexts = [], []
+    for name in cfg.datasets:
+        questions = {q.qid: q for q in load_dataset(name, cfg.data_path).questions}
+        for key, label in labels.items():
+            path = trace_file(PROJECT_ROOT / "results" / "sample", key, name)  # the committed run's traces
+            outs = [MethodOutput.from_json(r) for r in read_traces(path)]
+            df = score(outs, [questions[o.qid] for o in outs]).assign(method=label, dataset=name)
+            scores.append(df)
+            contexts.append(reader_contexts(outs).assign(dataset=name, method=label, EM=df["EM"].to_numpy(),
+                                                         F1=df["F1"].to_numpy()))
+    scores = pd.concat(scores, ignore_index=True)
+    board = scoreboard(scores, claims_table(scores, [Claim("c", "Naive RAG", ("EM",))], pooled=False))
+    n = len(scores[scores["method"] == code])
+    assert identical_scores_note(board, pd.concat(contexts, ignore_index=True)).endswith(
+        f"{code} scores the same: it handed the shared reader Naive RAG's passages in Naive RAG's order on {n - 1} "
+        f"of the {n} questions, and on the other 1 its answer scored what Naive RAG's did (EM and F1).")
+
+
 def test_old_table_mde_condition_counts_the_tested_rows_of_each_claim():
     """A table written before the MDE header: the family of a claim is its rows with questions (n > 0), so a
     one-question pair counts and a claim not run does not."""

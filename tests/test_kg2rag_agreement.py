@@ -3,9 +3,7 @@ report names produced by constructed inputs, and the cross-check's scripts (``se
 report written and re-scored from a constructed work folder, no peer environment)."""
 from __future__ import annotations
 
-import importlib.util
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +17,7 @@ from kgir_lib.eval.kg2rag_agreement import (BUG, DEVIATION, HASH_ORDER, INPUT, S
                                             cause_summary, classify_code, classify_paper, crosscheck_sentence,
                                             pair_order, question_row, stage_agreement, stage_summary)
 from kgir_lib.kg import KnowledgeGraph, Triple
+from _scripts import load_peer
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = ROOT / "benchmarks" / "peers"
@@ -118,14 +117,6 @@ def test_setup_kg2rag_help_runs():
     assert out.returncode == 0 and "--rescore" in out.stdout
 
 
-def _load(name: str):
-    sys.path.insert(0, str(PEERS))
-    spec = importlib.util.spec_from_file_location(name, PEERS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.slow  # embeds the local questions with MiniLM (a model load): no encoder calls are committed for local
 def test_committed_report_rescored_against_this_codes_side(tmp_path, monkeypatch):
     """``--rescore`` without a peer environment: this code's kg2rag_code on the first musique_train questions of
@@ -135,11 +126,11 @@ def test_committed_report_rescored_against_this_codes_side(tmp_path, monkeypatch
     if not committed.exists():
         pytest.fail(f"{committed} is missing: run bash benchmarks/peers/kg2rag_crosscheck.sh")
     monkeypatch.setenv("KGIR_LLM_CACHE_ONLY", "1")  # (the suite step sets it too: restored after the test)
-    compare = _load("kg2rag_compare")
+    compare = load_peer("kg2rag_compare")
     compare.run_suite(tmp_path, "local", datasets=["musique_train"], limit=4, mst=False)
     out = tmp_path / "peers_kg2rag.md"
     (tmp_path / "peers_kg2rag.csv").write_bytes(committed.read_bytes())
-    _load("kg2rag_report").write_report(tmp_path, "local", out, "rescore test", rescore=True)
+    load_peer("kg2rag_report").write_report(tmp_path, "local", out, "rescore test", rescore=True)
     rows = pd.read_csv(tmp_path / "peers_kg2rag.csv", dtype={"qid": str})
     was = pd.read_csv(committed, dtype={"qid": str}).set_index(["dataset", "qid"])
     assert len(rows) == 4 and set(rows["dataset"]) == {"musique_train"}

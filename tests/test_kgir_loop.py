@@ -331,15 +331,21 @@ def test_ranked_list_known_answer():
     assert ranked_list({}, [], first) == first
 
 
+def ranked_list_inputs(trace: dict) -> tuple:
+    """From a trace, what ranked_list reads: each passage's best G_Ans edge weight over the rounds, and each
+    round's D'_t ids."""
+    best: dict = {}
+    for r in trace["rounds"]:
+        for _h, _rel, _tail, pid, w in r["subgraph"]["G_Ans"]:
+            best[pid] = max(best.get(pid, -1e9), w)
+    return best, [[p for p, _ in r["rewrite_retrieved"]] for r in trace["rounds"]]
+
+
 def test_ranked_list_in_the_loop(tiny_workspace, tiny_dataset):
     ws = tiny_workspace(make_script(never))
     _, outs, _ = run(ws, tiny_dataset.questions, max_iterations=2)
     t = outs[0].trace
-    best = {}
-    for r in t["rounds"]:
-        for h, rel, tl, pid, w in r["subgraph"]["G_Ans"]:
-            best[pid] = max(best.get(pid, -1e9), w)
-    d2 = [[p for p, _ in r["rewrite_retrieved"]] for r in t["rounds"]]
+    best, d2 = ranked_list_inputs(t)
     assert outs[0].ranked_pids == ranked_list(best, d2, [p for p, _ in t["rounds"][0]["retrieved"]])
     assert set(outs[0].ranked_pids[:2]) == set(tiny_dataset.questions[0].gold_pids)
 
@@ -715,11 +721,7 @@ def test_ranked_list_ends_with_the_first_round_s_retrieval(tiny_workspace, tiny_
         return make_script(never)(req)
     method, outs, _ = run(tiny_workspace(script), tiny_dataset.questions, top_k=2, max_iterations=2)
     t = outs[0].trace
-    best = {}
-    for r in t["rounds"]:
-        for h, rel, tl, pid, w in r["subgraph"]["G_Ans"]:
-            best[pid] = max(best.get(pid, -1e9), w)
-    d2 = [[p for p, _ in r["rewrite_retrieved"]] for r in t["rounds"]]
+    best, d2 = ranked_list_inputs(t)
     d_1, d_2 = ([p for p, _ in r["retrieved"]] for r in t["rounds"])
     assert ranked_list(best, d2, d_1) != ranked_list(best, d2, d_2)  # the case tells the two apart
     assert outs[0].ranked_pids == ranked_list(best, d2, d_1)

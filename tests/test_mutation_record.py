@@ -4,14 +4,14 @@ mutants says "partial", and the modules are the ones pyproject.toml's [tool.mutm
 from __future__ import annotations
 
 import fnmatch
-import importlib.util
 import re
-import sys
 import tomllib
 
 import pytest
 
 from kgir_lib.config import PROJECT_ROOT
+
+from _scripts import load_script
 
 RECORD = PROJECT_ROOT / "results" / "benchmarks" / "mutation.md"
 # the columns of benchmarks/mutation.sh's report, copied into the record
@@ -102,11 +102,7 @@ def test_the_check_catches_numbers_that_do_not_add_up(old, new, message):
 
 
 def _groups_module():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("mutation_groups", PROJECT_ROOT / "benchmarks" / "mutation_groups.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(PROJECT_ROOT / "benchmarks" / "mutation_groups.py")
 
 
 def test_the_records_survivor_groups_add_up_to_its_survivors():
@@ -143,11 +139,7 @@ def test_each_survivor_lands_in_the_group_its_diff_names(old, new, group):
 
 # ---------------------------------------------------------------- the spot mutations (benchmarks/spot_mutations.py)
 def _spot():
-    spec = importlib.util.spec_from_file_location("spot_mutations", PROJECT_ROOT / "benchmarks" / "spot_mutations.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script(PROJECT_ROOT / "benchmarks" / "spot_mutations.py", register=True)  # (its dataclass)
 
 
 def test_the_record_holds_every_spot_mutation_where_it_stands_and_each_was_caught():

@@ -10,6 +10,8 @@ import pytest
 
 from kgir_lib.config import Config
 
+from _scripts import load_script
+
 jupytext = pytest.importorskip("jupytext")
 
 REPO = Path(__file__).resolve().parents[1]
@@ -74,11 +76,7 @@ def test_no_hard_coded_model_caveat(src):
 
 
 def test_build_copies_the_outputs_of_cells_with_the_same_source(tmp_path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("build_notebooks", REPO / "scripts" / "build_notebooks.py")
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
+    build = load_script(REPO / "scripts" / "build_notebooks.py")
     nb = build.read_source("02_index")
     assert nb.metadata["jupytext"]["formats"] == "ipynb,src//py:percent"
     code = [c for c in nb.cells if c.cell_type == "code"]

@@ -17,6 +17,8 @@ from kgir_lib.config import NULL, ConfigError, load_config
 from kgir_lib.config.fields import _FIELDS, _field_kind
 from kgir_lib.notebook.opening import open_notebook
 
+from _probe import probe_notebook
+
 REPO = Path(__file__).resolve().parents[1]
 
 # a non-null value of every nullable field, set by a profile; the null override must replace each
@@ -100,19 +102,10 @@ def test_the_runner_turns_null_into_the_explicit_null_and_refuses_it_where_not_a
 
 @pytest.mark.slow  # starts a notebook kernel
 def test_the_runner_hands_the_null_to_a_notebook(tmp_path):
-    import nbformat
-
-    nbs = tmp_path / "nbs"
-    nbs.mkdir()
-    nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell("profile = None\npassage_chars = None")
-    params.metadata["tags"] = ["parameters"]
     probe = ("from kgir_lib.notebook.opening import open_notebook\n"
              "cfg, _ = open_notebook('00_probe', globals(), llm=False)\n"
              "cfg.path('probe.txt').write_text(repr(cfg.passage_chars))")
-    nb.cells = [params, nbformat.v4.new_code_cell(probe)]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, str(nbs / "00_probe.ipynb"))
+    nbs = probe_notebook(tmp_path / "nbs", probe, "profile = None\npassage_chars = None")
     env = {**os.environ, "KGIR_RESULTS_DIR": str(tmp_path / "results"), "KGIR_FIGURES_DIR": str(tmp_path / "f")}
     env.pop("KGIR_PROFILE", None)
     out = subprocess.run([sys.executable, "-m", "kgir_lib.runner", "--profile", "ci", "--notebooks-dir", str(nbs),

@@ -1,4 +1,4 @@
-"""A researcher's composition is a method of the suite like any registered one: the README's block composes and
+"""A researcher's composition is a method of the suite like any registered one: the block of docs/api.md composes and
 registers it with public names only, and it then runs through the suite (run_suite: the tables' rows under its
 name), the paired tests against KGIR-RAG and the runner (every notebook's kernel builds it), with no edit to
 kgir/variants.py or registry.py."""
@@ -11,7 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from kgir_lib import registry, runner
@@ -22,12 +21,14 @@ from kgir_lib.eval.claims import exact_test
 from kgir_lib.kgir.loop import PAPER
 from kgir_lib.kgir.variants import OwnKGIRRAG, compose
 
+from _probe import probe_notebook
+
 BLOCK = re.compile(r"<!-- composition block: tests/test_own_composition.py runs it -->\n```python\n(.*?)```", re.S)
 KEY = "kgir_mine"
 
 
 def composition_block() -> str:
-    return BLOCK.search((PROJECT_ROOT / "README.md").read_text(encoding="utf-8")).group(1)
+    return BLOCK.search((PROJECT_ROOT / "docs" / "api.md").read_text(encoding="utf-8")).group(1)
 
 
 @pytest.fixture
@@ -42,9 +43,9 @@ def restored():
 
 @pytest.fixture
 def registered(restored):
-    """The README's block run here."""
+    """The block of docs/api.md run here."""
     namespace: dict = {}
-    exec(compile(composition_block(), "README composition block", "exec"), namespace)
+    exec(compile(composition_block(), "docs/api.md composition block", "exec"), namespace)
     return namespace
 
 
@@ -125,26 +126,19 @@ def test_the_resume_fingerprint_reads_the_composition_s_steps(registered):
     assert OwnKGIRRAG(composition=other).params()["composition"] != words
 
 
-def _probe(path: Path) -> None:
-    nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell("profile = None\neval_methods = None")
-    params.metadata["tags"] = ["parameters"]
+def _probe(folder: Path) -> Path:
     body = ("import json\nfrom kgir_lib.config import load_config\nfrom kgir_lib.registry import build_method\n"
             "from kgir_lib.notebook.opening import config_params\n"
             "cfg = load_config(profile, **config_params(globals()))\n"
             "labels = [build_method(k).name for k in cfg.eval_methods]\n"
             "cfg.path('probe.json').write_text(json.dumps(labels))\n")
-    nb.cells = [params, nbformat.v4.new_code_cell(body)]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, str(path))
+    return probe_notebook(folder, body, "profile = None\neval_methods = None")
 
 
 @pytest.mark.slow  # starts a notebook kernel
 def test_the_runner_hands_the_composition_to_every_notebook(tmp_path, restored):
     (tmp_path / "mine.py").write_text(composition_block(), encoding="utf-8")
-    nbs = tmp_path / "nbs"
-    nbs.mkdir()
-    _probe(nbs / "00_probe.ipynb")
+    nbs = _probe(tmp_path / "nbs")
     env = {**os.environ, "KGIR_RESULTS_DIR": str(tmp_path / "results"), "KGIR_FIGURES_DIR": str(tmp_path / "figs")}
     env.pop("KGIR_PROFILE", None)
     env.pop(registry.COMPOSITIONS_ENV, None)

@@ -11,10 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from conftest import SHARED_DATA
+from _probe import probe_notebook
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "paper.sh"
@@ -90,14 +90,7 @@ def test_a_server_url_with_a_user_and_key_is_echoed_masked_and_refused_before_an
 def test_the_rehearsal_profile_end_to_end_with_llama_cpp_server_standing_in_for_vllm(tmp_path):
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("uvicorn") is None:
         pytest.skip("llama-cpp-python's server extra is not installed")
-    nbs = tmp_path / "nbs"
-    nbs.mkdir()
-    nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell("profile = None")
-    params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(PROBE)]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, str(nbs / "00_probe.ipynb"))
+    nbs = probe_notebook(tmp_path / "nbs", PROBE)
 
     out = script(tmp_path, "--notebooks-dir", str(nbs), timeout=1500, KGIR_PROFILE="rehearsal",
                  KGIR_SERVER="llamacpp", KGIR_SERVER_THREADS="2", KGIR_SERVER_CTX="4096", KGIR_SERVER_TIMEOUT_S="300")

@@ -6,7 +6,6 @@ The comparison logic runs in the main environment. Checks that need the peer env
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import subprocess
 from pathlib import Path
@@ -20,16 +19,11 @@ from kgir_lib.baselines.hippo_graph import fact_text, upstream_fold
 from kgir_lib.eval.peer_agreement import (Side, compare_question, fact_key, graph_agreement, phrase_key, pids_of_docs,
                                      set_agreement, side_by_side, summary, top_overlap)
 
+from _scripts import load_peer, peer_python, runs_in_peer_env
+
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = ROOT / "benchmarks" / "peers"
-PEER_PY = PEERS / ".venv-hipporag" / "bin" / "python"
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, PEERS / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+PEER_PY = peer_python("hipporag")
 
 
 def test_phrase_key_folds_like_upstream_text_processing():
@@ -108,7 +102,7 @@ def test_graph_agreement_folds_keys_and_compares_weights():
 
 
 def test_embed_server_request_and_base64_response():
-    es = _load("embed_server")
+    es = load_peer("embed_server")
     texts, model, fmt = es.parse_request(json.dumps({"input": "hi", "model": "m", "encoding_format": "base64"}).encode())
     assert (texts, model, fmt) == (["hi"], "m", "base64")
     with pytest.raises(ValueError, match="'input'"):
@@ -123,7 +117,7 @@ def test_embed_server_request_and_base64_response():
 
 
 def test_upstream_driver_reads_musique_and_names_bad_records(tmp_path):
-    up = _load("hipporag2_upstream")
+    up = load_peer("hipporag2_upstream")
     rec = {"id": "q1", "question": "Q?", "answer": "A", "answer_aliases": ["a1"],
            "paragraphs": [{"title": "T", "paragraph_text": "x", "is_supporting": True},
                           {"title": "U", "paragraph_text": "y", "is_supporting": False}]}
@@ -135,12 +129,7 @@ def test_upstream_driver_reads_musique_and_names_bad_records(tmp_path):
         up.load_questions(path)
 
 
-def needs_peer(test):
-    """Runs in the peer environment (a second interpreter importing the peer's library): the whole suite's tier,
-    skipped when the environment is absent."""
-    absent = pytest.mark.skipif(not PEER_PY.exists(), reason="peer environment absent "
-                                                             "(bash benchmarks/peers/setup.sh hipporag)")
-    return pytest.mark.slow(absent(test))
+needs_peer = runs_in_peer_env("hipporag")
 
 
 @needs_peer
@@ -245,7 +234,7 @@ def test_crosscheck_sentence_words_the_rows():
 
 
 def test_rescore_reads_the_committed_upstream_scores_and_carries_the_graph_line(tmp_path):
-    report = _load("hipporag2_report")
+    report = load_peer("hipporag2_report")
     csv = tmp_path / "peers.csv"
     cols = {c: [1.0] for c in ("EM_upstream", "F1_upstream", "R@2_upstream", "R@5_upstream", "n_kept_upstream")}
     pd.DataFrame({"qid": ["q1"], "answer_upstream": ["x"], "all_kept_upstream": [True], "fallback_upstream": [False],

@@ -8,10 +8,8 @@ made by `bash benchmarks/peers/setup.sh flashrag`) are skipped when it is absent
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -22,19 +20,12 @@ from kgir_lib.eval.peer_iterative import (MERGE_RULES, agreement, best_first, co
                                           distribution, flashrag_side, merge_rule_table, merged_lists, paired_tests,
                                           p_clause, reading_split, top_overlap)
 
+from _scripts import load_peer, peer_python, runs_in_peer_env
+
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = ROOT / "benchmarks" / "peers"
-PEER_PY = PEERS / ".venv-flashrag" / "bin" / "python"
+PEER_PY = peer_python("flashrag")
 COMMITTED = ROOT / "results" / "benchmarks" / "peers_flashrag.csv"
-
-
-def _load(name: str):
-    if str(PEERS) not in sys.path:
-        sys.path.insert(0, str(PEERS))
-    spec = importlib.util.spec_from_file_location(name, PEERS / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 IRCOT_RECORD = {"qid": "q1", "question": "Q?", "thoughts": ["A is B.", "B is C. So the answer is: C."],
@@ -197,7 +188,7 @@ def test_the_reading_step_reads_each_last_retrieval_whole_writes_its_answers_and
                for i in range(2)]
     (work / "suite_iter_retgen.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     out = tmp_path / "benchmarks" / "peers_flashrag.md"
-    compare, report = _load("flashrag_compare"), _load("flashrag_report")
+    compare, report = load_peer("flashrag_compare"), load_peer("flashrag_report")
     compare.run_reading(work, "local", "musique_train", out)
     meta, answers = report.read_reading(out.parent / report.READING)
     assert answers == {"q0": "Paris", "q1": "Paris"} and meta["calls_made"] == 2 and meta["passage_chars"] is None
@@ -227,7 +218,7 @@ def test_crosscheck_sentence_words_the_rows():
 
 
 def test_search_server_request_and_response():
-    ss = _load("search_server")
+    ss = load_peer("search_server")
     assert ss.parse_search_request(b'{"queries": ["a", "b"], "k": 2}', 10) == (["a", "b"], 2)
     for body, field in ((b'{"queries": "a", "k": 2}', "'queries'"), (b'{"queries": ["a"], "k": 0}', "'k'"),
                         (b'{"queries": ["a"], "k": 11}', "'k'"), (b'{"queries": ["a"], "k": true}', "'k'"),
@@ -250,7 +241,7 @@ def test_search_server_answers_over_http_with_400_naming_the_field_and_404_elsew
 
     from kgir_lib.data import Passage
 
-    ss = _load("search_server")
+    ss = load_peer("search_server")
     passages = {"p1": Passage("p1", "T", "text"), "p2": Passage("p2", "U", "más")}
     handler = ss.make_handler(lambda queries, k: [[("p2", 0.9), ("p1", 0.5)][:k] for _ in queries], passages)
     server = HTTPServer(("127.0.0.1", 0), handler)
@@ -277,7 +268,7 @@ def test_search_server_answers_over_http_with_400_naming_the_field_and_404_elsew
 
 
 def test_records_round_trip_plain_and_compressed_with_reproducible_bytes(tmp_path):
-    rec = _load("records")
+    rec = load_peer("records")
     rows = [{"qid": "q1", "hits": [["p1", 0.5]]}, {"qid": "q2", "text": "más"}]
     for name in ("a.jsonl", "sub/a.jsonl.gz"):
         rec.write_jsonl(tmp_path / name, rows)
@@ -290,7 +281,7 @@ def test_records_round_trip_plain_and_compressed_with_reproducible_bytes(tmp_pat
 
 
 def test_cache_proxy_keys_loads_and_answers_from_its_cache(tmp_path):
-    cp = _load("llm_cache_proxy")
+    cp = load_peer("llm_cache_proxy")
     req = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.0}
     assert cp.prepare(req) == {**req, "repeat_penalty": 1.0} and cp.prepare({**req, "repeat_penalty": 1.3})[
         "repeat_penalty"] == 1.3
@@ -317,8 +308,8 @@ def test_rescore_reproduces_the_committed_cross_check_without_peer_environment(t
     their dense searches replayed from the committed record (no encoder), against FlashRAG's committed records,
     give the committed per-question rows cell by cell."""
     monkeypatch.setenv("KGIR_LLM_CACHE_ONLY", "")  # the re-score sets it in this process; restored afterwards
-    compare = _load("flashrag_compare")
-    report = _load("flashrag_report")
+    compare = load_peer("flashrag_compare")
+    report = load_peer("flashrag_report")
     out = tmp_path / "benchmarks" / "peers_flashrag.md"
     out.parent.mkdir()
     for name in (report.OUTPUTS, report.READING):  # FlashRAG's records, the re-read of ITER-RETGEN's last round
@@ -335,7 +326,7 @@ def test_committed_outputs_name_their_run():
     path = COMMITTED.parent / "peers_flashrag_outputs.jsonl.gz"
     if not path.exists():
         pytest.skip("the cross-check has not been committed yet")
-    meta, recs = _load("flashrag_report").read_outputs(path)
+    meta, recs = load_peer("flashrag_report").read_outputs(path)
     assert meta["flashrag"] == "0.1.2" and meta["model"] == "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M"
     assert meta["calls"] > 0 and meta["llm_seconds"] > 0
     rows = pd.read_csv(COMMITTED)
@@ -344,7 +335,7 @@ def test_committed_outputs_name_their_run():
 
 
 def test_read_outputs_names_a_bad_file(tmp_path):
-    rep = _load("flashrag_report")
+    rep = load_peer("flashrag_report")
     with pytest.raises(SystemExit, match="no committed FlashRAG records"):
         rep.read_outputs(tmp_path / "none.jsonl.gz")
     bad = tmp_path / "bad.jsonl.gz"
@@ -360,12 +351,7 @@ def test_setup_flashrag_help_installs_nothing():
     assert out.returncode == 0 and "flashrag" in out.stdout and "installing" not in out.stdout
 
 
-def needs_peer(test):
-    """Runs in the peer environment (a second interpreter importing the peer's library): the whole suite's tier,
-    skipped when the environment is absent."""
-    absent = pytest.mark.skipif(not PEER_PY.exists(), reason="peer environment absent "
-                                                             "(bash benchmarks/peers/setup.sh flashrag)")
-    return pytest.mark.slow(absent(test))
+needs_peer = runs_in_peer_env("flashrag")
 
 
 @needs_peer

@@ -2,14 +2,13 @@
 no peer environment), and kg2rag_code's expansion on musique_train against the authors' code's recorded lists."""
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from conftest import SHARED_DATA
+from _scripts import load_peer
 from kgir_lib.eval.kg2rag_agreement import padded_recall_from, seed_agreement
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,19 +18,11 @@ needs_musique_train = pytest.mark.skipif(not (SHARED_DATA / "musique_train").is_
                                          reason="no musique_train data (python -m kgir_lib.data_sources fetch)")
 
 
-def _load(name: str):
-    sys.path.insert(0, str(PEERS))
-    spec = importlib.util.spec_from_file_location(name, PEERS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 # ---------------------------------------------------------------------------- KG²RAG
 def test_kg2rag_report_rebuilds_whole_from_its_committed_files():
     """Every per-question measure recomputed from the committed input columns equals the committed CSV, and the
     report rendered from the three committed files equals the committed report, byte for byte."""
-    report = _load("kg2rag_report")
+    report = load_peer("kg2rag_report")
     text, rows = report.rebuild(BENCH)
     assert rows.to_csv(index=False) == (BENCH / "peers_kg2rag.csv").read_text(encoding="utf-8")
     assert text == (BENCH / "peers_kg2rag.md").read_text(encoding="utf-8")
@@ -40,7 +31,7 @@ def test_kg2rag_report_rebuilds_whole_from_its_committed_files():
 def test_kg2rag_committed_counts_the_report_states():
     """The figures the issue of the report turned on, from the committed rows: the expansion agrees as a set on
     every question and in order on fewer; the most frequent list's share is above the pairs' agreement."""
-    _, rows = _load("kg2rag_report").rebuild(BENCH)
+    _, rows = load_peer("kg2rag_report").rebuild(BENCH)
     n = len(rows)
     assert n == 184
     assert int(rows["code_expanded_same_set"].sum()) == 184 and int(rows["code_expanded_same_list"].sum()) == 133
@@ -53,7 +44,7 @@ def test_kg2rag_uncleaned_table_counts_agreement_and_changes():
     """The cleaned-against-uncleaned table: each side's agreement in both runs and the questions whose list changed,
     from the committed rows with one question's upstream final list changed in the second run; runs over different
     questions are refused."""
-    report = _load("kg2rag_report")
+    report = load_peer("kg2rag_report")
     _, rows = report.rebuild(BENCH)
     other = rows.copy()
     i = other.index[0]
@@ -74,7 +65,7 @@ def test_kg2rag_uncleaned_table_counts_agreement_and_changes():
 def test_kg2rag_uncleaned_run_changes_no_list():
     """The committed run on the uncleaned triples, recomputed from its CSV's input columns: the same 184 questions,
     every side's agreement as on the cleaned triples, and no list of any side changed between the two runs."""
-    report = _load("kg2rag_report")
+    report = load_peer("kg2rag_report")
     _, rows = report.rebuild(BENCH)
     _, _, main_head = report.read_committed(BENCH)
     unclean, head = report.read_uncleaned(BENCH, int(main_head["context_passages"]))
@@ -118,7 +109,7 @@ def test_kg2rag_code_expansion_matches_the_authors_recorded_lists_on_musique_tra
     from kgir_lib.kg.openie import import_openie
     from kgir_lib.kg.store import openie_file
 
-    report = _load("kg2rag_report")
+    report = load_peer("kg2rag_report")
     rows = pd.read_csv(BENCH / "peers_kg2rag.csv", dtype=str, keep_default_na=False)
     rows = rows[rows["dataset"] == "musique_train"]
     cfg = load_config("local", data_dir=str(SHARED_DATA))
@@ -142,7 +133,7 @@ def test_kg2rag_code_expansion_matches_the_authors_recorded_lists_on_musique_tra
 def test_flashrag_report_rebuilds_whole_from_its_committed_files():
     """The report rendered from the committed CSV, FlashRAG's records, the re-read's settings and the header with
     the suite's IRCoT retrievals equals the committed report, byte for byte: every test, table and sentence."""
-    text = _load("flashrag_report").rebuild(BENCH)
+    text = load_peer("flashrag_report").rebuild(BENCH)
     assert text == (BENCH / "peers_flashrag.md").read_text(encoding="utf-8")
 
 
@@ -165,7 +156,7 @@ def test_flashrag_committed_figures_the_report_states():
 def test_the_recorded_mutations_still_apply_and_each_names_its_catching_test():
     """results/benchmarks/mutation_peers.md (``benchmarks/peers/mutations.py``): every mutated line is still in its
     file exactly once (the list can be run again), the test that caught it exists, and the record lists it caught."""
-    mutations = _load("mutations")
+    mutations = load_peer("mutations")
     record = (BENCH / "mutation_peers.md").read_text(encoding="utf-8")
     assert record.startswith("## Peers\n")
     for what, rel, old, new, tests in mutations.MUTATIONS:

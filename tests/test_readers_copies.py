@@ -18,6 +18,8 @@ import pytest
 from kgir_lib.config import PROJECT_ROOT, load_config
 from kgir_lib.report import HEADLINE_PROFILE, whose_outputs
 
+from _scripts import load_script
+
 COPIES = sorted((PROJECT_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 RUN = PROJECT_ROOT / "results" / HEADLINE_PROFILE / "notebooks"
 
@@ -77,11 +79,7 @@ def test_the_line_says_which_run_the_copies_carry_for_every_profile():
 
 
 def test_the_copies_are_built_from_the_headline_run_by_default():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("build_notebooks", PROJECT_ROOT / "scripts" / "build_notebooks.py")
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
+    build = load_script(PROJECT_ROOT / "scripts" / "build_notebooks.py")
     assert build.build.__defaults__[0] == HEADLINE_PROFILE
     assert HEADLINE_PROFILE == "local"  # the README's headline is the local run's (its tables are results/local/)
 

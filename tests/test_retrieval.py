@@ -5,18 +5,11 @@ import os
 
 import numpy as np
 import pytest
-from conftest import BagOfWordsEncoder, make_passage
+from conftest import BagOfWordsEncoder, make_passage, tiny_passages
 
 from kgir_lib.retrieval import BM25Index, DenseIndex, Encoder, corpus_fingerprint, tokenize
 
-PASSAGES = [
-    make_passage("Compaq", "Compaq was the largest supplier of personal computers in 1994."),
-    make_passage("Hewlett-Packard", "In 2002 Hewlett-Packard merged with Compaq."),
-    make_passage("IBM", "IBM sold its PC business to Lenovo in 2005."),
-    make_passage("Lenovo", "Lenovo is a Chinese technology company."),
-    make_passage("Dell", "Dell was founded by Michael Dell in 1984."),
-    make_passage("Apple", "Apple released the Macintosh in 1984."),
-]
+PASSAGES = tiny_passages()
 QUERIES = ["Which company merged with Compaq?", "Who founded Dell?", "Macintosh 1984", "zzz unknown words"]
 
 

@@ -9,12 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from kgir_lib import runner
 from kgir_lib.llm import LLMCache
 from kgir_lib.llm.response_log import LOG_NAME, export_log, read_log
+
+from _probe import probe_notebook
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -39,15 +40,7 @@ cfg.path("probe.json").write_text(json.dumps({"logged": logged and logged["text"
 
 
 def probe_dir(tmp_path: Path) -> Path:
-    nbs = tmp_path / "nbs"
-    nbs.mkdir()
-    nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell("profile = None\nqid = None")
-    params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(PROBE)]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, str(nbs / "00_probe.ipynb"))
-    return nbs
+    return probe_notebook(tmp_path / "nbs", PROBE, "profile = None\nqid = None")
 
 
 def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:

@@ -8,10 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from fake_server import make_fake  # noqa: F401  (fixture)
+from _probe import probe_notebook
 from kgir_lib.config import ConfigError, load_config, start_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,14 +44,7 @@ def leaks(tmp_path: Path, out: subprocess.CompletedProcess) -> list:
 @pytest.mark.slow  # starts notebook kernels or loads a model: the whole suite's
 def test_a_401_that_echoes_the_authorization_header_leaks_nowhere(make_fake, tmp_path):
     server = make_fake(plan=["echo401"], models=[MODEL])
-    nbs = tmp_path / "nbs"
-    nbs.mkdir()
-    nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell("profile = None")
-    params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(PROBE)]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, str(nbs / "00_probe.ipynb"))
+    nbs = probe_notebook(tmp_path / "nbs", PROBE)
     out = run(tmp_path, "--notebooks-dir", str(nbs), "-p", "llm_backend", "openai", "-p", "llm_base_urls",
               f"[{server.url}]", "-p", "llm_api_key_env", "KGIR_TEST_KEY", "-p", "llm_json_mode", "none",
               "-p", "llm_max_retries", "0")
@@ -89,14 +82,7 @@ def test_a_key_pasted_as_the_variable_name_reaches_no_config_or_notebook(tmp_pat
     """``-p llm_api_key_env SKRELFOURUPPER0123456789`` used to validate, be written to config/*.yaml and the output
     notebook, and run with no key and no warning; now the run stops before any notebook, naming the parameter."""
     secret = "SKRELFOURUPPER0123456789"
-    nbs = tmp_path / "nbs"
-    nbs.mkdir()
-    nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell("profile = None")
-    params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell("print('ran')")]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, str(nbs / "00_probe.ipynb"))
+    nbs = probe_notebook(tmp_path / "nbs", "print('ran')")
     out = run(tmp_path, "--notebooks-dir", str(nbs), "-p", "llm_api_key_env", secret)
     assert out.returncode == 2 and "parameter 'llm_api_key_env'" in out.stderr and "looks like a key" in out.stderr
     assert [p for p in tmp_path.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()] == []

@@ -40,6 +40,7 @@ def digest(value: object) -> str:
 
 
 def file_sha256(path: Path) -> str:
+    """SHA-256 (hex) of the file at ``path``, read in 1 MiB blocks (a large file is never held in memory)."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):

@@ -86,7 +86,7 @@ claims_path = report.save_table(
     f"family's first Holm level). {caption_ours}")
 print(report.model_note(cfg, short=True))
 display(Markdown(f"**The answer.** {cl.scoreboard_sentence(board, claims)}"))
-same = cl.identical_scores_note(board)  # methods that hand the reader the same passages, and so score alike
+same = cl.identical_scores_note(board, suite.contexts)  # methods that hand the reader the same passages
 show(board, "every method ranked by EM, then F1, per dataset; one row a paper's claim, with this run's verdicts",
      max_cols=12, wrap=60, max_rows=len(board), notes={"method": same} if same else None)
 

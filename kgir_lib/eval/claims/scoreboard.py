@@ -122,11 +122,39 @@ def _listing(names: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def identical_scores_note(board: pd.DataFrame) -> str:
+def _shared_context(method: str, known: str, contexts: Optional[pd.DataFrame]) -> Optional[str]:
+    """Why ``method`` scores as ``known`` (a method of :data:`SAME_CONTEXT_AS_NAIVE_RAG`), from ``contexts``
+    (:attr:`kgir_lib.eval.evaluate.SuiteResult.contexts`): on how many questions it handed the shared reader
+    ``known``'s passages in ``known``'s order, and how the other questions scored. None without the traces of both."""
+    if contexts is None or contexts.empty:
+        return None
+    cols = ["dataset", "qid", "context", "EM", "F1"]
+    mine, theirs = (contexts.loc[contexts["method"] == m, cols] for m in (method, known))
+    pairs = mine.merge(theirs, on=["dataset", "qid"], suffixes=("", "_known"))
+    if pairs.empty or pairs["context"].isna().any() or pairs["context_known"].isna().any():
+        return None
+    same = pairs["context"] == pairs["context_known"]
+    n, k = len(pairs), int(same.sum())
+    why = (f"it handed the shared reader {known}'s passages in {known}'s order on "
+           + (f"every one of the {n} questions" if k == n else f"{k} of the {n} questions"))
+    if k == n:
+        return why
+    other = pairs[~same]
+    alike = int(((other["EM"] == other["EM_known"]) & (other["F1"] == other["F1_known"])).sum())
+    rest = n - k
+    if alike == rest:
+        return why + (f", and on the other {rest} its answer{'s' * (rest != 1)} scored what {known}'s did "
+                      f"(EM and F1)")
+    return why + f"; the other {rest} score differently, and their differences cancel in the means"
+
+
+def identical_scores_note(board: pd.DataFrame, contexts: Optional[pd.DataFrame] = None) -> str:
     """The note under :func:`scoreboard`: which methods score identically on every dataset and metric of the board,
     and why, where the reason is known (:data:`SAME_CONTEXT_AS_NAIVE_RAG`: they hand the shared reader Naive RAG's
     passages in Naive RAG's order, so the reader gives the same answers); any other method in the tie, or any other
-    tie, is said to score the same on these questions. Empty when no two methods score alike."""
+    tie, is said to score the same on these questions, and, given the run's reader ``contexts``
+    (:attr:`kgir_lib.eval.evaluate.SuiteResult.contexts`), on how many questions a method tied with them read the
+    same passages. Empty when no two methods score alike."""
     scored = [c for c in board.columns if c[1] not in ("rank", "")]
     methods = board.groupby(level="method", sort=False).head(1).droplevel(SCOREBOARD_CLAIM)[scored]
     groups: dict[tuple, list[str]] = {}
@@ -144,6 +172,11 @@ def identical_scores_note(board: pd.DataFrame) -> str:
         notes.append(f"{_listing([n for n, _ in known])} score identically because they hand the shared reader the "
                      "same passages in the same order, so it gives the same answers: "
                      + "; ".join(f"{n}, {r}" for n, r in known) + ".")
-        if rest:
-            notes.append(f"{_listing(rest)} score{'s' * (len(rest) == 1)} the same on these questions.")
+        ref = next((n for n, _ in known if n == "Naive RAG"), known[0][0])  # the method the others copy
+        why = {n: _shared_context(n, ref, contexts) for n in rest}
+        unexplained = [n for n in rest if why[n] is None]
+        notes += [f"{n} scores the same: {why[n]}." for n in rest if why[n] is not None]
+        if unexplained:
+            notes.append(f"{_listing(unexplained)} score{'s' * (len(unexplained) == 1)} the same on these "
+                         "questions.")
     return " ".join(notes)

@@ -49,6 +49,17 @@ def score(outputs: Sequence[MethodOutput], questions: Sequence[Question]) -> pd.
     return pd.DataFrame(rows, columns=cols)
 
 
+def reader_contexts(outputs: Sequence[MethodOutput]) -> pd.DataFrame:
+    """One row a question: ``qid`` and ``context``, the passage ids the shared reader read, in order (a tuple; the
+    trace's ``context_pids``), or None where the trace names no single reader context (a method without one,
+    KGIR-RAG's rounds)."""
+    rows = []
+    for o in outputs:
+        pids = (o.trace or {}).get("context_pids")
+        rows.append({"qid": o.qid, "context": tuple(pids) if isinstance(pids, (list, tuple)) else None})
+    return pd.DataFrame(rows, columns=["qid", "context"])
+
+
 def _seed_rounds(trace: dict) -> dict:
     """Subgraph rounds and rounds with a seed of a KGIR-RAG trace; NaN for other methods."""
     if "rounds" not in trace:

@@ -4,7 +4,7 @@ sample (notebook 05): :func:`run_suite`.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional, Sequence
 
 import pandas as pd
@@ -13,7 +13,7 @@ from ...data import sample_questions
 from ...llm import LLM
 from ..cost import indexing_cost
 from .run import method_label, read_meta, run_method, trace_path
-from .scoring import USAGE, score
+from .scoring import USAGE, reader_contexts, score
 
 
 @dataclass
@@ -21,6 +21,9 @@ class SuiteResult:
     scores: pd.DataFrame            # one row a (dataset, method, question)
     runs: pd.DataFrame              # one row a (dataset, method): wall time, resumed, LLM usage
     indexing: pd.DataFrame          # one row a dataset: the graph and its extraction cost
+    # one row a (dataset, method, question): the passages the shared reader read (scoring.reader_contexts), with
+    # the question's EM and F1
+    contexts: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def run_suite(cfg, llm: LLM, datasets: Sequence[str], method_keys: Sequence[str], *,
@@ -45,7 +48,7 @@ def run_suite(cfg, llm: LLM, datasets: Sequence[str], method_keys: Sequence[str]
     n = cfg.n_questions if n_questions is None else n_questions
     seed = cfg.seed if seed is None else seed
     kw = dict(method_kwargs or {})
-    score_frames, runs, indexing = [], [], []
+    score_frames, context_frames, runs, indexing = [], [], [], []
     bar = tqdm(total=len(datasets) * len(method_keys), desc="methods × datasets", disable=not progress)
     for name in datasets:
         ws = workspace_fn(cfg, name, llm)
@@ -67,6 +70,9 @@ def run_suite(cfg, llm: LLM, datasets: Sequence[str], method_keys: Sequence[str]
             df.insert(0, "key", key)
             df.insert(0, "dataset", name)
             score_frames.append(df)
+            read = reader_contexts(outputs)
+            context_frames.append(read.assign(dataset=name, method=label, EM=df["EM"].to_numpy(),
+                                              F1=df["F1"].to_numpy()))
             runs.append({"dataset": name, "key": key, "method": label, "n": len(questions),
                          "wall_seconds": float(meta.get("wall_seconds", elapsed)), "resumed": resumed,
                          **{f"llm_{k}": float(df[k].sum()) for k in USAGE}})
@@ -74,5 +80,6 @@ def run_suite(cfg, llm: LLM, datasets: Sequence[str], method_keys: Sequence[str]
         indexing.append(indexing_cost(ws, extract_usage=llm.usage.since(snap)))
     bar.close()
     scores = pd.concat(score_frames, ignore_index=True) if score_frames else pd.DataFrame()
+    contexts = pd.concat(context_frames, ignore_index=True) if context_frames else pd.DataFrame()
     return SuiteResult(scores, pd.DataFrame(runs), pd.DataFrame(indexing).set_index("dataset")
-                       if indexing else pd.DataFrame())
+                       if indexing else pd.DataFrame(), contexts)

@@ -141,12 +141,13 @@ def prompts_of(records: Sequence[Mapping], cut: Optional[int]) -> tuple:
 
 
 def read_prompts(llm, prompts: Mapping[str, Mapping[str, ReaderPrompt]], passage: Mapping[str, Passage],
-                 max_tokens: int) -> pd.DataFrame:
-    """One reader's answer to every prompt: one batched call a condition (stage ``loss_decomposition``);
-    ``qid, condition, answer, raw`` rows. A reply that gives no answer is kept as an empty answer (wrong)."""
+                 max_tokens: int, conditions: Sequence[str] = CONDITIONS) -> pd.DataFrame:
+    """One reader's answer to every prompt of ``conditions`` (each question's prompts hold them all): one batched
+    call a condition (stage ``loss_decomposition``); ``qid, condition, answer, raw`` rows. A reply that gives no
+    answer is kept as an empty answer (wrong)."""
     rows = []
     qids = list(prompts)
-    for condition in CONDITIONS:
+    for condition in conditions:
         requests = [reader_request(prompts[q][condition].question, prompts[q][condition].context(passage),
                                    max_tokens) for q in qids]
         for q, res in zip(qids, llm.generate(requests, stage=STAGE) if requests else []):

@@ -144,16 +144,7 @@ def new_requests(prompts: Mapping[str, Mapping[str, ld.ReaderPrompt]], passage, 
 def read_prompts(llm, prompts: Mapping[str, Mapping[str, ld.ReaderPrompt]], passage, max_tokens: int) -> pd.DataFrame:
     """One reader's answer to every prompt of :data:`ALL` (stage ``loss_decomposition``, as the decomposition's
     own calls, so its five conditions are the same cached requests); ``qid, condition, answer, raw`` rows."""
-    from ...methods.reader import parse_answer, reader_request
-
-    rows = []
-    qids = list(prompts)
-    for condition in ALL:
-        requests = [reader_request(prompts[q][condition].question, prompts[q][condition].context(passage),
-                                   max_tokens) for q in qids]
-        for q, res in zip(qids, llm.generate(requests, stage=STAGE) if requests else []):
-            rows.append({"qid": q, "condition": condition, "answer": parse_answer(res.text), "raw": res.text})
-    return pd.DataFrame(rows, columns=["qid", "condition", "answer", "raw"])
+    return ld.read_prompts(llm, prompts, passage, max_tokens, conditions=ALL)
 
 
 # ---------------------------------------------------------------------------- the declared family and the table
