@@ -21,7 +21,7 @@ from ..eval.mechanism.funnel import STEPS
 from ..eval.mechanism.missing_gold import IN_D1, IN_LATER
 from .explorer import HELD, NO_BRIDGE, read_explorer
 
-__all__ = ["NOTEBOOKS", "DOCS", "EXPLORER", "BOOK_RUNS", "MATHJAX", "copy_mathjax", "BROKE_ORDER", "page_name",
+__all__ = ["NOTEBOOKS", "DOCS", "EXPLORER", "BOOK_RUNS", "MATHJAX", "copy_mathjax", "page_count", "BROKE_ORDER", "page_name",
            "question_page", "index_page", "stage"]
 
 NOTEBOOKS = ("01_extract_kg", "02_index", "03_subgraph_mst", "04_iterative_rewrite", "05_eval", "06_ablation",
@@ -202,6 +202,15 @@ def _front_page(readme: str) -> str:
            "```{toctree}", ":hidden:", ":caption: Documentation", "", *(f"docs/{d}" for d in DOCS), "```", "",
            "```{toctree}", ":hidden:", ":caption: Every question", "", f"{EXPLORER}/index", "```", ""]
     return readme.rstrip() + "\n\n" + "\n".join(toc)
+
+
+def page_count(root: Path) -> int:
+    """The pages of the book built from checkout ``root``: the front page, the notebooks, the docs, the explorer's
+    index and one page a question of each run's explorer file (Sphinx's search and index pages aside)."""
+    from .explorer import EXPLORER_FILE
+
+    questions = sum(len(read_explorer(Path(root) / "results" / p / EXPLORER_FILE)["questions"]) for p in BOOK_RUNS)
+    return 1 + len(NOTEBOOKS) + len(DOCS) + 1 + questions
 
 
 def copy_mathjax(out: Path) -> Path:
