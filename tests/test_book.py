@@ -3,6 +3,7 @@ mechanism tables (bridge funnel, rewrite forms, withheld gold), and stage into o
 from __future__ import annotations
 
 import gzip
+import html
 import json
 from pathlib import Path
 
@@ -35,11 +36,12 @@ def test_explorer_file_is_small_and_complete(profile):
     path = ROOT / "results" / profile / EXPLORER_FILE
     assert path.stat().st_size < MAX_BYTES
     data = explorer(profile)
-    per_q = table(profile, "04_kgir_per_question") if (ROOT / "results" / profile / "tables" /
-                                                        "04_kgir_per_question.csv").exists() else None
-    assert data["profile"] == profile and data["questions"]
-    if per_q is not None and "qid" in per_q.columns:
-        assert {str(q) for q in per_q["qid"]} == {q["qid"] for q in data["questions"]}
+    per_q = table(profile, "04_kgir_per_question")
+    assert data["profile"] == profile
+    assert sorted(zip(per_q["dataset"], per_q["qid"].astype(str))) == sorted((q["dataset"], q["qid"])
+                                                                             for q in data["questions"])
+    answers = {(d, str(i)): a for d, i, a in zip(per_q["dataset"], per_q["qid"], per_q["answer"].fillna(""))}
+    assert all(answers[(q["dataset"], q["qid"])] == q["answer"] for q in data["questions"])
     for q in data["questions"]:
         assert q["rounds"] and q["methods"][0]["method"] == "KGIR-RAG" and q["methods"][0]["answer"] == q["answer"]
         assert q["broke_at"] in BROKE_ORDER
@@ -117,7 +119,6 @@ def test_stage_writes_one_page_a_question(tmp_path):
     assert index.count("<tr data-run=") == len(pages)
     q = next(x for x in runs[BOOK_RUNS[0]] if any(r["rewrite"] for r in x["rounds"]))
     text = (tmp_path / "src" / EXPLORER / f"{page_name(BOOK_RUNS[0], q)}.md").read_text(encoding="utf-8")
-    import html
     assert html.escape(q["question"]) in text and html.escape(q["answer"]) in text
     assert html.escape(next(r["rewrite"] for r in q["rounds"] if r["rewrite"])) in text
     front = (tmp_path / "src" / "index.md").read_text(encoding="utf-8")

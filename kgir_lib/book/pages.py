@@ -21,8 +21,8 @@ from ..eval.mechanism.funnel import STEPS
 from ..eval.mechanism.missing_gold import IN_D1, IN_LATER
 from .explorer import HELD, NO_BRIDGE, read_explorer
 
-__all__ = ["NOTEBOOKS", "DOCS", "EXPLORER", "BOOK_RUNS", "MATHJAX", "copy_mathjax", "page_count", "BROKE_ORDER", "page_name",
-           "question_page", "index_page", "stage"]
+__all__ = ["NOTEBOOKS", "DOCS", "EXPLORER", "BOOK_RUNS", "MATHJAX", "copy_mathjax", "page_count", "BROKE_ORDER",
+           "page_name", "question_page", "index_page", "stage"]
 
 NOTEBOOKS = ("01_extract_kg", "02_index", "03_subgraph_mst", "04_iterative_rewrite", "05_eval", "06_ablation",
              "07_case_study")
