@@ -35,4 +35,8 @@ html_theme_options = {
 # pydata-sphinx-theme reports an empty stored mode as a console error: say the mode
 html_context = {"default_mode": "light"}
 html_show_sourcelink = False
+# the search page would fetch each hit's page for a summary, which a browser refuses for a site opened from its files
+html_show_search_summary = False
+# the text as the runs wrote it: a question or an answer keeps its straight quotes
+smartquotes = False
 html_copy_source = False

@@ -36,7 +36,7 @@ from ..eval.mechanism.funnel import STEP_KEYS, STEPS, funnel_steps
 from ..eval.mechanism.missing_gold import where_missing
 from ..eval.mechanism.rewrite_form import rewrite_change, rewrite_form
 from ..methods.base import MethodOutput, Workspace
-from ..notebook.case.baselines import baseline_answers
+from ..notebook.case.baselines import all_traced_answers, baseline_answers
 from ..notebook.case.build import case_from_output, find_question
 from ..notebook.case.chain_draw import bridge_path, chain_steps
 from ..notebook.case.records import CaseStudy, load_kgir_traces
@@ -77,8 +77,10 @@ def _snippet(text: str) -> str:
     return text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS].rsplit(" ", 1)[0] + " …"
 
 
-def question_record(case: CaseStudy, record: Mapping, bridges: Sequence, n_ctx: int) -> dict:
-    """Everything the explorer page of one question shows (module docstring), from its case and trace record."""
+def question_record(case: CaseStudy, record: Mapping, bridges: Sequence, traced: Optional[dict] = None) -> dict:
+    """Everything the explorer page of one question shows (module docstring), from its case and trace record;
+    ``traced``: the question's answers in the run's traces (:func:`~kgir_lib.notebook.case.baselines.
+    all_traced_answers`), else read from them."""
     gold = set(case.gold_pids)
     next_hop = {p for b in bridges for p in b.next_pids}
     corpus = case.ws.dataset.corpus
@@ -118,7 +120,7 @@ def question_record(case: CaseStudy, record: Mapping, bridges: Sequence, n_ctx: 
             "reflection_says": (verdict.answer or verdict.missing or "") if verdict else "",
         })
     trace = case.output.trace or {}
-    answers = baseline_answers(case, run_missing=False).reset_index()
+    answers = baseline_answers(case, run_missing=False, traced=traced).reset_index()
     methods = [{"method": str(row["method"]), "answer": str(row["answer"] or ""), "EM": float(row["EM"]),
                 "F1": round(float(row["F1"]), 1)} for _, row in answers.iterrows()]
     for pid in list(gold) + list(withheld):
@@ -145,19 +147,21 @@ def explorer_records(cfg: Config, data_dir: Optional[Path] = None) -> list:
                             f"rebuild the traces from the response log: KGIR_PROFILE={cfg.profile} "
                             f"bash scripts/main.sh --regenerate)")
     datasets: dict[str, Dataset] = {}
+    traced: dict[str, dict] = {}
     out = []
     order = {d: i for i, d in enumerate(cfg.datasets)}
     for record in sorted(records, key=lambda r: order.get(r["dataset"], len(order))):
         name = record["dataset"]
         if name not in datasets:
             datasets[name] = load_dataset(name, data_dir)
+            traced[name] = all_traced_answers(cfg, name)
         ds = datasets[name]
         question = find_question(ds, rf.qid_of(record))
         # a read-only stand-in for the run's workspace: the case reads the corpus and the configuration only (the
         # trace carries G_Ans; G_q, which would need the graph, is not shown)
         view = cast(Workspace, SimpleNamespace(cfg=cfg, dataset=ds, kg=None))
         case = case_from_output(view, question, MethodOutput.from_json(dict(record)))
-        out.append(question_record(case, record, list(question.gold_bridges), cfg.context_passages))
+        out.append(question_record(case, record, list(question.gold_bridges), traced[name].get(question.qid, {})))
     return out
 
 
