@@ -125,3 +125,16 @@ def test_stage_writes_one_page_a_question(tmp_path):
     assert front.startswith((ROOT / "README.md").read_text(encoding="utf-8").rstrip())
     assert "notebooks/07_case_study" in front and f"{EXPLORER}/index" in front
     assert (tmp_path / "src" / "_mathjax" / "mathjax" / "tex-mml-chtml.js").exists()
+
+
+def test_benchmark_page_count_is_the_books():
+    """results/benchmarks/book.md's page count (benchmarks/book_timing.py counts the built site) is the count the
+    committed explorer files give, and its screenshots are committed."""
+    import re
+
+    text = (ROOT / "results" / "benchmarks" / "book.md").read_text(encoding="utf-8")
+    m = re.search(r"\*\*Pages: (\d+)\*\*", text)
+    assert m and int(m.group(1)) == page_count(ROOT)
+    for name in re.findall(r"\]\((book_explorer_\d+\.png)\)", text):
+        assert (ROOT / "results" / "benchmarks" / name).stat().st_size < 1024 * 1024
+    assert len(re.findall(r"\]\((book_explorer_\d+\.png)\)", text)) == 2

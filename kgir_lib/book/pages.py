@@ -179,7 +179,7 @@ def index_page(runs: Sequence[tuple]) -> str:
                 f'<td><a href="{_e(page_name(profile, q))}.html">{_e(q["question"])}</a></td>'
                 f'<td>{_e(q["answer"])}</td><td>{q["EM"]:.0f}</td><td>{_e(q["broke_at"])}</td>'
                 f'<td>{len(right)} of {len(q["methods"])}</td></tr>')
-    runs_words = "; ".join(f"**{p}**: {len(qs)} questions ({_md(m)})" for p, m, qs in runs)
+    runs_words = "; ".join(f"**{p}**: {len(qs)} questions ({_md(m.rstrip('.'))})" for p, m, qs in runs)
     filters = " ".join([_options("run", [p for p, _, _ in runs]), _options("dataset", dict.fromkeys(datasets)),
                         _options("broke at", BROKE_ORDER), _options("right", dict.fromkeys(methods))])
     return "\n".join([
