@@ -138,3 +138,21 @@ def test_benchmark_page_count_is_the_books():
     for name in re.findall(r"\]\((book_explorer_\d+\.png)\)", text):
         assert (ROOT / "results" / "benchmarks" / name).stat().st_size < 1024 * 1024
     assert len(re.findall(r"\]\((book_explorer_\d+\.png)\)", text)) == 2
+
+
+@pytest.mark.parametrize("profile", BOOK_RUNS)
+def test_every_methods_answers_average_to_table_4_5(profile):
+    """The answers the explorer shows for every method, scored per question, give Table 4/5's EM of each method."""
+    [path] = (ROOT / "results" / profile / "tables").glob("05_table4_5_qa_*.csv")
+    t = pd.read_csv(path).set_index("method")
+    questions = explorer(profile)["questions"]
+    checked = 0
+    for dataset in {q["dataset"] for q in questions}:
+        [col] = [c for c in t.columns if c.startswith("ours") and c.endswith(f"/ {dataset} / EM")]
+        mine = [q for q in questions if q["dataset"] == dataset]
+        for method in mine[0]["methods"]:
+            name = method["method"]
+            ems = [next(m["EM"] for m in q["methods"] if m["method"] == name) for q in mine]
+            assert sum(ems) / len(ems) == pytest.approx(float(t.loc[name, col]), abs=1e-9), (dataset, name)
+            checked += 1
+    assert checked >= 2 * len(questions[0]["methods"]) - 2
