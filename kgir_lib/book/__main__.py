@@ -29,7 +29,7 @@ def main(argv: list | None = None) -> int:
             files = [(p, ROOT / "results" / p / EXPLORER_FILE) for p in BOOK_RUNS]
             pages = stage(ROOT, args.out, files)
             print(f"staged {args.out}: {len(pages)} question pages")
-    except ExplorerError as e:
+    except (ExplorerError, FileNotFoundError) as e:
         print(f"book: {e}", file=sys.stderr)
         return 1
     return 0
