@@ -20,17 +20,20 @@ from .records import FREE_DATASET, KGIR_METHOD, CaseStudy
 
 
 def baseline_answers(case: CaseStudy, methods: Optional[Iterable[str]] = None, run_missing: bool = True,
-                     use_traces: bool = True) -> pd.DataFrame:
+                     use_traces: bool = True, traced: Optional[dict] = None) -> pd.DataFrame:
     """What every other method answered for the case's question, scored like KGIR-RAG's answer.
 
     ``methods`` are registry keys for :func:`kgir_lib.registry.build_method` (default:
     notebook 05's methods, ``cfg.eval_methods`` or every method, except KGIR-RAG and the ablation variants). An
     answer already in the run's traces (notebooks 04/05)
     is read from there (``source = "trace"``); otherwise the method runs now on
-    this one question (``source = "run"``; cached). KGIR-RAG's own row comes first.
+    this one question (``source = "run"``; cached). KGIR-RAG's own row comes first. ``traced``: the question's
+    traced answers when the caller has read them already (:func:`all_traced_answers`), else they are read here.
     """
     names = list(methods) if methods is not None else default_baselines(case.ws.cfg.eval_methods or DEFAULT_METHODS)
-    traced = traced_answers(case.ws.cfg, case.dataset, case.qid) if use_traces and case.dataset != FREE_DATASET else {}
+    if traced is None:
+        use = use_traces and case.dataset != FREE_DATASET
+        traced = traced_answers(case.ws.cfg, case.dataset, case.qid) if use else {}
     q = find_question(case.ws.dataset, case.qid)
     rows = [_answer_row(KGIR_METHOD, case.answer, case.output.ranked_pids, q, "this case")]
     for name in names:
@@ -55,15 +58,21 @@ def _method_of(record: dict, path: Path) -> str:
 
 def traced_answers(cfg: Config, dataset: str, qid: str) -> dict:
     """``{method: (answer, ranked_pids)}`` for question ``qid`` from the run's trace files."""
-    out: dict[str, tuple] = {}
+    return all_traced_answers(cfg, dataset).get(str(qid), {})
+
+
+def all_traced_answers(cfg: Config, dataset: str) -> dict:
+    """``{qid: {method: (answer, ranked_pids)}}`` for every question of ``dataset`` in the run's trace files (each
+    file read once), as :func:`traced_answers` gives them one question at a time."""
+    out: dict[str, dict] = {}
     for path in trace_files(cfg):
         if trace_dataset(path) != dataset:
             continue
         for rec in read_traces(path):
-            if str(rec.get("qid")) == str(qid):
-                found = (rec.get("answer", ""), rec.get("ranked_pids", []))
-                out.setdefault(_method_of(rec, path), found)  # by the trace's method name ...
-                out.setdefault(path.parent.name, found)        # ... and by the folder (the method's key)
+            found = (rec.get("answer", ""), rec.get("ranked_pids", []))
+            mine = out.setdefault(str(rec.get("qid")), {})
+            mine.setdefault(_method_of(rec, path), found)  # by the trace's method name ...
+            mine.setdefault(path.parent.name, found)        # ... and by the folder (the method's key)
     return out
 
 

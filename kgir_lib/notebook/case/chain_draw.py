@@ -14,7 +14,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-__all__ = ["ChainStep", "chain_steps", "draw_chain", "passage_snippet"]
+__all__ = ["ChainStep", "bridge_path", "chain_steps", "draw_chain", "passage_snippet"]
 
 FONT, LABEL_FONT, TITLE_FONT = 11.0, 11.5, 12.5
 COLORS = {True: ("#e5f5e0", "#238b45"), False: ("#fde0dd", "#cb181d")}  # (face, edge) of a step that holds / not
@@ -50,12 +50,24 @@ def passage_snippet(text: str, answers: Sequence[str], width: int = 150) -> str:
     return ("… " if start else "") + text[start:end].strip() + (" …" if end < len(text) else "")
 
 
+def bridge_path(rnd, bridges: Sequence) -> tuple:
+    """``(bridge, in_gans, path)`` of one round (a :class:`~kgir_lib.kgir.rounds.LoopRound`): the entities of its
+    ``G_Ans`` that are a gold bridge of ``bridges`` (the funnel's step 2 rule,
+    :func:`kgir_lib.eval.mechanism.bridges.entity_matches`), the first of them (else the first gold bridge's name,
+    else ``""``), and a shortest chain of ``G_Ans`` triples from a seed to it (``[]`` when it is not in ``G_Ans``)."""
+    from ...eval.mechanism.bridges import entity_matches
+    from .bridge_viz import shortest_chain
+
+    in_gans = [e for t in rnd.G_Ans for e in (t.head, t.tail) if any(entity_matches(e, b) for b in bridges)]
+    bridge = in_gans[0] if in_gans else (bridges[0].name if bridges else "")
+    path = shortest_chain(rnd.G_Ans, [x for x in rnd.seeds if x != bridge], bridge) if in_gans else []
+    return bridge, in_gans, path
+
+
 def chain_steps(case, round_no: int, bridges: Optional[Sequence] = None) -> list:
     """The five steps of the chain in round ``round_no`` of ``case`` (module docstring). ``bridges``: the gold bridges
     (default: the question's own, ``Question.gold_bridges``)."""
-    from ...eval.mechanism.bridges import entity_matches
     from ...eval.mechanism.funnel import funnel_steps
-    from .bridge_viz import shortest_chain
     from .build import find_question
 
     golds = list(bridges) if bridges is not None else list(find_question(case.ws.dataset, case.qid).gold_bridges)
@@ -65,9 +77,7 @@ def chain_steps(case, round_no: int, bridges: Optional[Sequence] = None) -> list
     s = funnel_steps(record, golds, round_no)
     r = case.round(round_no)
     seeds = list(r.seeds)
-    in_gans = [e for t in r.G_Ans for e in (t.head, t.tail) if any(entity_matches(e, b) for b in golds)]
-    bridge = in_gans[0] if in_gans else (golds[0].name if golds else "")
-    path = shortest_chain(r.G_Ans, [x for x in seeds if x != bridge], bridge) if in_gans else []
+    bridge, in_gans, path = bridge_path(r, golds)
     step1 = ("seeds: " + ", ".join(seeds[:3]) + (" …" if len(seeds) > 3 else "") +
              f"  (the question's entities: {', '.join(r.E_q[:3])})") if seeds else "no seed matched an entity of G_q"
     step2 = (f"{bridge}, by " + "; ".join(f"({t.head}, {t.relation}, {t.tail})" for t in path[:2])
