@@ -17,6 +17,8 @@ import numpy as np
 
 CALLS_FILE = "calls.sqlite"  # in a run's embedding cache, beside the corpus embeddings; committed for the main job
                              # (kgir_lib.embedding_seed), so a fresh clone's main job loads no encoder
+USED = "used"  # the table of the calls a cache was asked for (their keys): what a regenerate needs of a seed that
+               # also holds calls no run asks any more (kgir_lib.embedding_seed.pack_calls commits only those)
 
 
 class RememberedCalls:
@@ -53,6 +55,7 @@ class RememberedCalls:
         con = sqlite3.connect(self.path, timeout=60)
         con.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, vectors BLOB NOT NULL, "
                     "sha256 TEXT NOT NULL)")
+        con.execute(f"CREATE TABLE IF NOT EXISTS {USED} (key TEXT PRIMARY KEY)")
         return con
 
     def _read(self, key: str) -> Optional[np.ndarray]:
@@ -94,7 +97,17 @@ class RememberedCalls:
         if emb is None or emb.shape[0] != len(texts):
             emb = self.encoder.encode(texts, progress=progress)
             self._write(key, emb)
+        self._mark_used(key)
         return emb
+
+    def _mark_used(self, key: str) -> None:
+        """Note that this cache was asked for the call ``key`` (:data:`USED`), answered or computed."""
+        con = self._connect()
+        try:
+            with con:
+                con.execute(f"INSERT OR IGNORE INTO {USED} VALUES (?)", (key,))
+        finally:
+            con.close()
 
     @property
     def dim(self) -> int:
