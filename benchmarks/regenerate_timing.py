@@ -146,20 +146,26 @@ def markdown(profile: str, rows: list, dirty: list | None, command: str, where: 
            f"1-minute load average before → after it; a wall time measured under load is not an idle one (on 2 "
            f"cores, a load of 4 roughly doubles it), the CPU time (user + system of the runner, the notebook's "
            f"kernel and every process they waited for, on all cores together) is the figure load inflates least.",
-           "", "| notebook | wall seconds | CPU seconds | exit | load avg (before → after) | encoder: texts (calls) "
-               "computed |", "|---|---|---|---|---|---|"]
+           ""]
+    counted = all("encoded" in r for r in rows)  # (a record of a run before the column was counted has none)
+    out += ["| notebook | wall seconds | CPU seconds | exit | load avg (before → after) |"
+            + (" encoder: texts (calls) computed |" if counted else ""),
+            "|---|---|---|---|---|" + ("---|" if counted else "")]
     for r in rows:
-        calls, texts = r.get("encoded", (0, 0))
         out.append(f"| {r['notebook']} | {r['seconds']:.0f} | {r['cpu']:.0f} | {r['rc']} | "
-                   f"{r['load'][0]:.2f} → {r['load'][1]:.2f} | {texts:,} ({calls:,}) |")
-    calls, texts = (sum(r.get("encoded", (0, 0))[i] for r in rows) for i in (0, 1))
-    out.append(f"| **all** | **{wall:.0f}** ({wall / 60:.1f} min) | **{cpu:.0f}** ({cpu / 60:.1f} min) | | | "
-               f"{texts:,} ({calls:,}) |")
-    out += ["", "Each notebook is its own runner invocation (validation and the response log's import paid each "
-                "time), so the sum is a little above one `--regenerate` of them all. The last column counts the "
-                "encoder calls the notebook computed (the texts in them, and the calls) rather than found in the run's "
-                "cache (seeded from `results/<profile>/embeddings/`): MiniLM's forward passes over those texts, and "
-                "loading the encoder in a kernel that computes any, are where a cold notebook's CPU time goes."]
+                   f"{r['load'][0]:.2f} → {r['load'][1]:.2f} |"
+                   + (f" {r['encoded'][1]:,} ({r['encoded'][0]:,}) |" if counted else ""))
+    calls, texts = (sum(r["encoded"][i] for r in rows) if counted else 0 for i in (0, 1))
+    out.append(f"| **all** | **{wall:.0f}** ({wall / 60:.1f} min) | **{cpu:.0f}** ({cpu / 60:.1f} min) | | |"
+               + (f" {texts:,} ({calls:,}) |" if counted else ""))
+    note = ("Each notebook is its own runner invocation (validation and the response log's import paid each time), "
+            "so the sum is a little above one `--regenerate` of them all.")
+    if counted:
+        note += (" The last column counts the encoder calls the notebook computed (the texts in them, and the calls) "
+                 "rather than found in the run's cache (seeded from `results/<profile>/embeddings/`): MiniLM's "
+                 "forward passes over those texts, and loading the encoder in a kernel that computes any, are what "
+                 "a cold notebook spends its CPU time on besides its own work.")
+    out += ["", note]
     if dirty is not None:
         out += ["", "Committed files after the run: " + (
             "**unchanged** (`git status --porcelain` empty: every table, figure, notebook, config and usage record "

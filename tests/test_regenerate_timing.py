@@ -35,6 +35,8 @@ def test_the_record_sums_the_notebooks_and_says_whether_the_run_changed_committe
     text = bench.markdown("local", rows, [], "cmd", "in a fresh clone")
     assert "| 03_subgraph_mst | 100 | 80 | 0 | 1.50 → 2.00 | 3,400 (12) |" in text
     assert "| **all** | **150** (2.5 min) | **120** (2.0 min) | | | 3,400 (12) |" in text
+    uncounted = bench.markdown("local", [{k: v for k, v in r.items() if k != "encoded"} for r in rows], [], "c", "x")
+    assert "| 03_subgraph_mst | 100 | 80 | 0 | 1.50 → 2.00 |\n" in uncounted and "encoder" not in uncounted
     assert "**unchanged**" in text and "Command: `cmd`" in text and "profile `local`" in text
     dirty = bench.markdown("local", rows, [" M results/local/config/03_subgraph_mst.yaml"], "cmd", "x")
     assert "**1 changed**: `M results/local/config/03_subgraph_mst.yaml`" in dirty
