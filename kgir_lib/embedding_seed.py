@@ -267,7 +267,8 @@ def export_embeddings(cfg, datasets: Sequence[str], source: Optional[Path] = Non
     when the cache holds them) to ``results/<profile>/embeddings/`` with their checksums. ``source``: the run
     directory whose cache is read (default the profile's own, ``cfg.run_dir``), e.g. the ``ci`` folder of a test run
     kept with ``KGIR_TEST_RESULTS_DIR``; ``calls_only``: the calls alone (corpora another profile commits already);
-    ``pack``: the calls as ``calls.sqlite.xz`` (:func:`pack_calls`, a third of the size: the local run's calls)."""
+    ``pack``: the calls as ``calls.sqlite.xz`` (:func:`pack_calls`: each distinct row once, compressed, and only the
+    calls that fit in :data:`MAX_COMMITTED_BYTES`: the local run's calls)."""
     from .data import load_dataset
     from .encoder_calls import CALLS_FILE
     from .retrieval import Encoder, embedding_cache_file

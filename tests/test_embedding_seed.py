@@ -194,3 +194,19 @@ def test_a_size_limit_packs_the_calls_worth_the_most_work_a_byte_and_stays_under
             con.execute("INSERT INTO used VALUES ('w')")
         con.close()
         pack_calls(made.path, tmp_path / "other.xz")
+
+
+def test_no_committed_file_exceeds_5_mib():
+    """The repository's rule, which the packed encoder calls are sized for (``MAX_COMMITTED_BYTES``)."""
+    import subprocess
+
+    from kgir_lib.config import PROJECT_ROOT
+    from kgir_lib.embedding_seed import MAX_COMMITTED_BYTES
+
+    assert MAX_COMMITTED_BYTES <= 5 * 2 ** 20
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=PROJECT_ROOT, capture_output=True, check=True).stdout
+    paths = [PROJECT_ROOT / p for p in files.decode("utf-8").split("\0") if p]
+    assert len(paths) > 100
+    too_big = [(str(p.relative_to(PROJECT_ROOT)), p.stat().st_size) for p in paths
+               if p.is_file() and p.stat().st_size > 5 * 2 ** 20]
+    assert too_big == []
