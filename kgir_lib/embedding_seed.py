@@ -253,6 +253,22 @@ def unpack_calls(packed: Path, store: Path) -> int:
     return len(calls)
 
 
+def _keep_used(store: Path) -> None:
+    """Leave in ``store`` only the calls its ``used`` table names, and drop that table (a seed starts with none, so
+    the next run's table holds that run's calls alone); a store without the table is left as it is."""
+    from .encoder_calls import USED
+
+    con = sqlite3.connect(store)
+    try:
+        if con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (USED,)).fetchone():
+            with con:
+                con.execute(f"DELETE FROM calls WHERE key NOT IN (SELECT key FROM {USED})")
+                con.execute(f"DROP TABLE {USED}")
+            con.execute("VACUUM")
+    finally:
+        con.close()
+
+
 def _npy(arr) -> bytes:
     import numpy as np
 
@@ -303,6 +319,7 @@ def export_embeddings(cfg, datasets: Sequence[str], source: Optional[Path] = Non
                 con.execute("VACUUM INTO ?", (str(tmp),))  # a compact copy, without the cache's free pages
             finally:
                 con.close()
+            _keep_used(tmp)
             os.replace(tmp, dst)
         sums[dst.name] = _sha256(dst)
         written.append(dst)

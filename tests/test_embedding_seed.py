@@ -66,6 +66,16 @@ def test_the_encoder_calls_are_exported_whole_and_seed_a_cache_that_has_none(tmp
     again = RememberedCalls(BagOfWordsEncoder(), fresh)
     again.encoder.encode = None  # answered from the seed, or this fails
     assert again.encode(["Which company merged with Compaq?", "Compaq"]).tobytes() == vectors.tobytes()
+    import sqlite3
+
+    tables = {r[0] for r in sqlite3.connect(committed / CALLS_FILE).execute("SELECT name FROM sqlite_master")}
+    assert "used" not in tables  # (a seed starts a run's record of the calls it asks afresh)
+    made.encode(["a call the run asked"])
+    with sqlite3.connect(made.path) as con:
+        con.execute("DELETE FROM used WHERE key = ?", (made._key(["a call the run asked"]),))  # ... and no longer
+    export_embeddings(cfg, cfg.datasets, source=kept, calls_only=True)
+    kept_keys = {r[0] for r in sqlite3.connect(committed / CALLS_FILE).execute("SELECT key FROM calls")}
+    assert kept_keys == {made._key(["Which company merged with Compaq?", "Compaq"])}
     with pytest.raises(FileNotFoundError, match="no encoder calls"):
         export_embeddings(cfg, cfg.datasets, source=tmp_path / "nothing", calls_only=True)
 
