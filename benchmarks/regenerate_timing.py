@@ -73,17 +73,46 @@ def changed(repo: Path) -> list:
     return [ln for ln in out.stdout.splitlines() if ln.strip()]
 
 
+def encoder_calls(repo: Path, profile: str) -> tuple:
+    """``(calls, texts)`` the run's encoder-calls store holds (``results/<profile>/cache/embeddings/calls.sqlite``:
+    the seeded calls and every call computed since); ``(0, 0)`` before it exists."""
+    import io
+    import sqlite3
+
+    import numpy as np
+
+    store = repo / "results" / profile / "cache" / "embeddings" / "calls.sqlite"
+    if not store.exists():
+        return 0, 0
+    con = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=60)
+    try:
+        calls, texts = 0, 0
+        for (blob,) in con.execute("SELECT substr(vectors, 1, 256) FROM calls"):  # (the .npy header: the shape)
+            f = io.BytesIO(bytes(blob))
+            header = (np.lib.format.read_array_header_1_0 if np.lib.format.read_magic(f) == (1, 0)
+                      else np.lib.format.read_array_header_2_0)
+            shape = header(f)[0]
+            calls, texts = calls + 1, texts + (shape[0] if shape else 0)
+    finally:
+        con.close()
+    return calls, texts
+
+
 def run(profile: str, ids: list, repo: Path, env: dict, timeout: float) -> list:
     rows = []
     for nb in ids:
         cmd = [str(repo / ".venv" / "bin" / "python"), "-m", "kgir_lib.runner", "--profile", profile, "--only", nb,
                "--regenerate"]
         print(f"regenerate: {nb} ...", flush=True)
+        before = encoder_calls(repo, profile)
         res = timed(cmd, repo, env, timeout)
+        after = encoder_calls(repo, profile)
+        res["encoded"] = (after[0] - before[0], after[1] - before[1])
         res["notebook"] = next((m.group(1) for m in re.finditer(r"==> (\S+)\.ipynb", res["stdout"])), nb)
         rows.append(res)
         print(f"regenerate: {res['notebook']}: {res['seconds']:.0f} s wall, {res['cpu']:.0f} s CPU, exit {res['rc']}, "
-              f"load {res['load'][0]:.2f} -> {res['load'][1]:.2f}", flush=True)
+              f"load {res['load'][0]:.2f} -> {res['load'][1]:.2f}, encoder: {res['encoded'][1]} texts in "
+              f"{res['encoded'][0]} calls computed", flush=True)
         if res["rc"] != 0:
             print(res["stdout"][-2000:] + res["stderr"][-2000:], file=sys.stderr)
             break
@@ -108,14 +137,26 @@ def markdown(profile: str, rows: list, dirty: list | None, command: str, where: 
            f"1-minute load average before → after it; a wall time measured under load is not an idle one (on 2 "
            f"cores, a load of 4 roughly doubles it), the CPU time (user + system of the runner, the notebook's "
            f"kernel and every process they waited for, on all cores together) is the figure load inflates least.",
-           "", "| notebook | wall seconds | CPU seconds | exit | load avg (before → after) |",
-           "|---|---|---|---|---|"]
+           ""]
+    counted = all("encoded" in r for r in rows)  # (a record of a run before the column was counted has none)
+    out += ["| notebook | wall seconds | CPU seconds | exit | load avg (before → after) |"
+            + (" encoder: texts (calls) computed |" if counted else ""),
+            "|---|---|---|---|---|" + ("---|" if counted else "")]
     for r in rows:
         out.append(f"| {r['notebook']} | {r['seconds']:.0f} | {r['cpu']:.0f} | {r['rc']} | "
-                   f"{r['load'][0]:.2f} → {r['load'][1]:.2f} |")
-    out.append(f"| **all** | **{wall:.0f}** ({wall / 60:.1f} min) | **{cpu:.0f}** ({cpu / 60:.1f} min) | | |")
-    out += ["", "Each notebook is its own runner invocation (validation and the response log's import paid each "
-                "time), so the sum is a little above one `--regenerate` of them all."]
+                   f"{r['load'][0]:.2f} → {r['load'][1]:.2f} |"
+                   + (f" {r['encoded'][1]:,} ({r['encoded'][0]:,}) |" if counted else ""))
+    calls, texts = (sum(r["encoded"][i] for r in rows) if counted else 0 for i in (0, 1))
+    out.append(f"| **all** | **{wall:.0f}** ({wall / 60:.1f} min) | **{cpu:.0f}** ({cpu / 60:.1f} min) | | |"
+               + (f" {texts:,} ({calls:,}) |" if counted else ""))
+    note = ("Each notebook is its own runner invocation (validation and the response log's import paid each time), "
+            "so the sum is a little above one `--regenerate` of them all.")
+    if counted:
+        note += (" The last column counts the encoder calls the notebook computed (the texts in them, and the calls) "
+                 "rather than found in the run's cache (seeded from `results/<profile>/embeddings/`): MiniLM's "
+                 "forward passes over those texts, and loading the encoder in a kernel that computes any, are what "
+                 "a cold notebook spends its CPU time on besides its own work.")
+    out += ["", note]
     if dirty is not None:
         out += ["", "Committed files after the run: " + (
             "**unchanged** (`git status --porcelain` empty: every table, figure, notebook, config and usage record "

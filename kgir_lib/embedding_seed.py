@@ -106,47 +106,131 @@ def seed_cache(cache_file: Path, dirs: Iterable[Path]) -> Optional[Path]:
     return None
 
 
-def pack_calls(store: Path, out: Path) -> int:
-    """Pack an encoder-calls store (:class:`kgir_lib.encoder_calls.RememberedCalls`' SQLite file) into ``out``
-    (``calls.sqlite.xz``); returns the number of calls.
+MAX_COMMITTED_BYTES = 5_000_000  # a committed file stays under 5 MiB (5,242,880 bytes): the packed calls' budget
+CALL_OVERHEAD_ROWS = 10  # what computing a call costs besides its rows, in rows (tokenising, the model's dispatch:
+                         # a text encoded alone costs about ten times its share of a 64-text batch on this CPU)
+_ROW_BYTES = 1200  # a unique float32 row of 384 values packed (byte planes, LZMA): its random low mantissa bytes
 
-    The vectors of one text in different calls differ only in their last bits (how a text is batched changes
-    them), so the float32 values of every call are laid out as four byte planes (all first bytes, then all
-    second bytes, ...) and LZMA-compressed: the planes of the sign, exponent and high mantissa repeat and pack
-    about three to one, where the plain file barely shrinks. A JSON header line lists each call's key and shape.
-    :func:`unpack_calls` gives back every row byte for byte (checked here before anything is written)."""
+
+def _rows(store: Path) -> list:
+    """``[(key, matrix)]`` of an encoder-calls store, by key; the calls its ``used`` table names when it has one
+    (the calls the cache was asked for, so a seed's calls no run asks any more are left out)."""
     import numpy as np
+
+    from .encoder_calls import USED
 
     con = sqlite3.connect(store)
     try:
-        rows = con.execute("SELECT key, vectors FROM calls ORDER BY key").fetchall()
+        has_used = con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (USED,)).fetchone()
+        query = (f"SELECT key, vectors FROM calls WHERE key IN (SELECT key FROM {USED}) ORDER BY key" if has_used
+                 else "SELECT key, vectors FROM calls ORDER BY key")
+        rows = con.execute(query).fetchall()
     finally:
         con.close()
-    header, chunks = [], []
+    out = []
     for key, blob in rows:
         arr = np.load(io.BytesIO(bytes(blob)))
         if arr.dtype != np.float32 or arr.ndim != 2 or _npy(arr) != bytes(blob):
             raise ValueError(f"{store}: call {key} is not a float32 matrix stored as np.save writes it; not packed")
-        header.append([key, int(arr.shape[0]), int(arr.shape[1])])
-        chunks.append(np.ascontiguousarray(arr, dtype="<f4").tobytes())
-    flat = np.frombuffer(b"".join(chunks), dtype=np.uint8)
-    planes = flat.reshape(-1, 4).T.tobytes() if flat.size else b""
+        out.append((key, arr))
+    return out
+
+
+def _unique_rows(calls: list) -> tuple:
+    """The distinct rows (bit for bit) of the calls' matrices, in first-seen order, and each call row's index in
+    them."""
+    import numpy as np
+
+    seen: dict = {}
+    unique: list = []
+    index: list = []
+    for _, arr in calls:
+        for row in np.ascontiguousarray(arr, dtype="<f4"):
+            b = row.tobytes()
+            if b not in seen:
+                seen[b] = len(unique)
+                unique.append(b)
+            index.append(seen[b])
+    return unique, index
+
+
+def select_calls(calls: list, max_bytes: int) -> list:
+    """The calls worth committing within about ``max_bytes``: by the work a seeded call saves (its rows plus
+    :data:`CALL_OVERHEAD_ROWS`) per byte it takes, best first, until the estimate reaches the budget. A row shared
+    by several calls (the same text batched alike) is stored once, so each call is charged its share of each of
+    its rows (about 1.2 kB a row, divided among the calls that hold it bit for bit) and calls that repeat texts
+    come first. Returns the chosen calls, by key."""
+    from collections import Counter
+
+    holders = Counter(b for _, arr in calls for b in {r.tobytes() for r in arr})
+    ranked = []
+    for key, arr in calls:
+        share = sum(_ROW_BYTES / holders[b] for b in {r.tobytes() for r in arr}) + 4 * arr.shape[0] + 64
+        ranked.append(((arr.shape[0] + CALL_OVERHEAD_ROWS) / share, key, arr, share))
+    chosen, used = [], 0.0
+    for _, key, arr, share in sorted(ranked, key=lambda r: (-r[0], r[1])):
+        if used + share <= max_bytes:
+            used += share
+            chosen.append((key, arr))
+    return sorted(chosen, key=lambda c: c[0])
+
+
+def pack_calls(store: Path, out: Path, max_bytes: Optional[int] = None) -> int:
+    """Pack an encoder-calls store (:class:`kgir_lib.encoder_calls.RememberedCalls`' SQLite file) into ``out``
+    (``calls.sqlite.xz``); returns the number of calls packed.
+
+    Only the calls the store's cache was asked for (its ``used`` table, when it has one). A text's vector is the
+    same bit for bit in most calls that batch it alike, so each distinct row is stored once and every call lists
+    its rows' indices; the distinct float32 rows are laid out as four byte planes (all first bytes, then all
+    second bytes, ...), whose sign, exponent and high mantissa bytes repeat, and the whole is LZMA-compressed. A
+    JSON header line lists each call's key and shape. ``max_bytes``: the file's size limit; the calls then are
+    :func:`select_calls`' choice, shrunk until the file fits (a call left out is computed when asked, to the
+    same bits on the CPU that made the others). :func:`unpack_calls` gives back every packed row byte for byte."""
+    import numpy as np
+
+    calls = _rows(store)
+    budget = max_bytes
+    data = b""
+    while True:
+        chosen = calls if budget is None else select_calls(calls, budget)
+        unique, index = _unique_rows(chosen)
+        dims = {arr.shape[1] for _, arr in chosen}
+        if len(dims) > 1:
+            raise ValueError(f"{store}: calls of several widths {sorted(dims)}; not packed")
+        header = {"format": 2, "calls": [[key, int(arr.shape[0]), int(arr.shape[1])] for key, arr in chosen],
+                  "unique": len(unique)}
+        flat = np.frombuffer(b"".join(unique), dtype=np.uint8)
+        planes = flat.reshape(-1, 4).T.tobytes() if flat.size else b""
+        body = planes + np.asarray(index, dtype="<u4").tobytes()
+        data = lzma.compress(json.dumps(header).encode("utf-8") + b"\n" + body, preset=6)
+        if max_bytes is None or budget is None or len(data) <= max_bytes:
+            break
+        budget = int(budget * max_bytes / len(data) * 0.98)  # (the estimate of a row's bytes was low: shrink)
     tmp = Path(out).with_name(f".{Path(out).name}.{os.getpid()}.tmp")
-    tmp.write_bytes(lzma.compress(json.dumps(header).encode("utf-8") + b"\n" + planes, preset=6))
+    tmp.write_bytes(data)
     os.replace(tmp, out)
-    return len(header)
+    return len(chosen)
 
 
 def unpack_calls(packed: Path, store: Path) -> int:
     """The SQLite store of :func:`pack_calls`' file ``packed``, written to ``store`` (a new file: rows exactly as
     :class:`~kgir_lib.encoder_calls.RememberedCalls` writes them, each with the SHA-256 of its bytes); returns the
-    number of calls."""
+    number of calls (distinct rows with each call's row indices, ``"format": 2``)."""
     import numpy as np
 
-    head, _, planes = lzma.decompress(Path(packed).read_bytes()).partition(b"\n")
+    head, _, body = lzma.decompress(Path(packed).read_bytes()).partition(b"\n")
     header = json.loads(head)
-    values = np.frombuffer(planes, dtype=np.uint8).reshape(4, -1).T.copy().view("<f4").reshape(-1) \
-        if planes else np.zeros(0, dtype="<f4")
+    if not isinstance(header, dict) or header.get("format") != 2:
+        raise ValueError(f"{packed}: not a packed encoder-calls file of format 2; pack it again with pack_calls")
+    calls = header["calls"]
+    dim = calls[0][2] if calls else 0
+    width = header["unique"] * dim * 4
+    planes, index = body[:width], np.frombuffer(body[width:], dtype="<u4")
+    unique = np.frombuffer(planes, dtype=np.uint8).reshape(4, -1).T.copy().view("<f4").reshape(-1, dim) \
+        if width else np.zeros((0, dim), dtype="<f4")
+    if index.size != sum(n for _, n, _ in calls) or (index.size and int(index.max()) >= len(unique)):
+        raise ValueError(f"{packed}: its row indices do not match the calls its header lists (damaged)")
+    values = unique[index].reshape(-1) if index.size else np.zeros(0, dtype="<f4")
     Path(store).unlink(missing_ok=True)
     con = sqlite3.connect(store)
     try:
@@ -154,15 +238,29 @@ def unpack_calls(packed: Path, store: Path) -> int:
             con.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, vectors BLOB NOT NULL, "
                         "sha256 TEXT NOT NULL)")
             at = 0
-            for key, n, dim in header:
+            for key, n, dim in calls:
                 blob = _npy(values[at:at + n * dim].reshape(n, dim).astype(np.float32))
                 at += n * dim
                 con.execute("INSERT INTO calls VALUES (?, ?, ?)", (key, blob, hashlib.sha256(blob).hexdigest()))
     finally:
         con.close()
-    if at != values.size:
-        raise ValueError(f"{packed}: {values.size - at} values beyond the calls its header lists (damaged)")
-    return len(header)
+    return len(calls)
+
+
+def _keep_used(store: Path) -> None:
+    """Leave in ``store`` only the calls its ``used`` table names, and drop that table (a seed starts with none, so
+    the next run's table holds that run's calls alone); a store without the table is left as it is."""
+    from .encoder_calls import USED
+
+    con = sqlite3.connect(store)
+    try:
+        if con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (USED,)).fetchone():
+            with con:
+                con.execute(f"DELETE FROM calls WHERE key NOT IN (SELECT key FROM {USED})")
+                con.execute(f"DROP TABLE {USED}")
+            con.execute("VACUUM")
+    finally:
+        con.close()
 
 
 def _npy(arr) -> bytes:
@@ -179,7 +277,8 @@ def export_embeddings(cfg, datasets: Sequence[str], source: Optional[Path] = Non
     when the cache holds them) to ``results/<profile>/embeddings/`` with their checksums. ``source``: the run
     directory whose cache is read (default the profile's own, ``cfg.run_dir``), e.g. the ``ci`` folder of a test run
     kept with ``KGIR_TEST_RESULTS_DIR``; ``calls_only``: the calls alone (corpora another profile commits already);
-    ``pack``: the calls as ``calls.sqlite.xz`` (:func:`pack_calls`, a third of the size: the local run's calls)."""
+    ``pack``: the calls as ``calls.sqlite.xz`` (:func:`pack_calls`: each distinct row once, compressed, and only the
+    calls that fit in :data:`MAX_COMMITTED_BYTES`: the local run's calls)."""
     from .data import load_dataset
     from .encoder_calls import CALLS_FILE
     from .retrieval import Encoder, embedding_cache_file
@@ -205,7 +304,7 @@ def export_embeddings(cfg, datasets: Sequence[str], source: Optional[Path] = Non
     if calls.exists():
         dst = out_dir / (CALLS_FILE + (PACKED if pack else ""))
         if pack:
-            pack_calls(calls, dst)
+            pack_calls(calls, dst, max_bytes=MAX_COMMITTED_BYTES)
         else:
             tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
             tmp.unlink(missing_ok=True)
@@ -214,6 +313,7 @@ def export_embeddings(cfg, datasets: Sequence[str], source: Optional[Path] = Non
                 con.execute("VACUUM INTO ?", (str(tmp),))  # a compact copy, without the cache's free pages
             finally:
                 con.close()
+            _keep_used(tmp)
             os.replace(tmp, dst)
         sums[dst.name] = file_sha256(dst)
         written.append(dst)
@@ -231,7 +331,9 @@ def main(argv=None) -> int:
                     help="the run directory whose cache is read (default: the profile's own), e.g. DIR/ci of "
                          "`KGIR_TEST_RESULTS_DIR=DIR bash scripts/test.sh notebooks/*.ipynb`")
     ap.add_argument("--calls-only", action="store_true", help="the encoder calls alone, no corpus embeddings")
-    ap.add_argument("--pack", action="store_true", help="write the calls packed, calls.sqlite.xz (a third of the size)")
+    ap.add_argument("--pack", action="store_true",
+                    help="write the calls packed, calls.sqlite.xz: each distinct row once, compressed, and no more "
+                         "calls than fit in 5 MB (the calls worth the most work a byte; the others are computed)")
     args = ap.parse_args(argv)
     cfg = load_config(args.profile)
     for path in export_embeddings(cfg, list(dict.fromkeys(cfg.datasets)), args.source, args.calls_only, args.pack):

@@ -17,6 +17,8 @@ import numpy as np
 
 CALLS_FILE = "calls.sqlite"  # in a run's embedding cache, beside the corpus embeddings; committed for the main job
                              # (kgir_lib.embedding_seed), so a fresh clone's main job loads no encoder
+USED = "used"  # the table of the calls a cache was asked for (their keys): what a regenerate needs of a seed that
+               # also holds calls no run asks any more (kgir_lib.embedding_seed.pack_calls commits only those)
 
 
 class RememberedCalls:
@@ -53,16 +55,11 @@ class RememberedCalls:
         con = sqlite3.connect(self.path, timeout=60)
         con.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, vectors BLOB NOT NULL, "
                     "sha256 TEXT NOT NULL)")
+        con.execute(f"CREATE TABLE IF NOT EXISTS {USED} (key TEXT PRIMARY KEY)")
         return con
 
-    def _read(self, key: str) -> Optional[np.ndarray]:
-        if not self.path.exists():
-            return None
-        con = self._connect()
-        try:
-            row = con.execute("SELECT vectors, sha256 FROM calls WHERE key = ?", (key,)).fetchone()
-        finally:
-            con.close()
+    def _read(self, con, key: str) -> Optional[np.ndarray]:
+        row = con.execute("SELECT vectors, sha256 FROM calls WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
         data, want = bytes(row[0]), row[1]
@@ -75,25 +72,29 @@ class RememberedCalls:
                       f"recomputing them", stacklevel=3)
         return None
 
-    def _write(self, key: str, emb: np.ndarray) -> None:
+    @staticmethod
+    def _write(con, key: str, emb: np.ndarray) -> None:
         buf = io.BytesIO()
         np.save(buf, emb)
         data = buf.getvalue()
-        con = self._connect()
-        try:
-            with con:
-                con.execute("INSERT OR REPLACE INTO calls VALUES (?, ?, ?)",
-                            (key, data, hashlib.sha256(data).hexdigest()))
-        finally:
-            con.close()
+        with con:
+            con.execute("INSERT OR REPLACE INTO calls VALUES (?, ?, ?)", (key, data, hashlib.sha256(data).hexdigest()))
 
     def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        """The vectors of ``texts``: the stored call's, else the encoder's (then stored); either way the call is
+        noted in the :data:`USED` table. One connection to the store per call."""
         texts = list(texts)
         key = self._key(texts)
-        emb = self._read(key)
-        if emb is None or emb.shape[0] != len(texts):
-            emb = self.encoder.encode(texts, progress=progress)
-            self._write(key, emb)
+        con = self._connect()
+        try:
+            emb = self._read(con, key)
+            if emb is None or emb.shape[0] != len(texts):
+                emb = self.encoder.encode(texts, progress=progress)
+                self._write(con, key, emb)
+            with con:
+                con.execute(f"INSERT OR IGNORE INTO {USED} VALUES (?)", (key,))
+        finally:
+            con.close()
         return emb
 
     @property

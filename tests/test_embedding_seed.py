@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 
 import numpy as np
 import pytest
@@ -65,6 +66,16 @@ def test_the_encoder_calls_are_exported_whole_and_seed_a_cache_that_has_none(tmp
     again = RememberedCalls(BagOfWordsEncoder(), fresh)
     again.encoder.encode = None  # answered from the seed, or this fails
     assert again.encode(["Which company merged with Compaq?", "Compaq"]).tobytes() == vectors.tobytes()
+    import sqlite3
+
+    tables = {r[0] for r in sqlite3.connect(committed / CALLS_FILE).execute("SELECT name FROM sqlite_master")}
+    assert "used" not in tables  # (a seed starts a run's record of the calls it asks afresh)
+    made.encode(["a call the run asked"])
+    with sqlite3.connect(made.path) as con:
+        con.execute("DELETE FROM used WHERE key = ?", (made._key(["a call the run asked"]),))  # ... and no longer
+    export_embeddings(cfg, cfg.datasets, source=kept, calls_only=True)
+    kept_keys = {r[0] for r in sqlite3.connect(committed / CALLS_FILE).execute("SELECT key FROM calls")}
+    assert kept_keys == {made._key(["Which company merged with Compaq?", "Compaq"])}
     with pytest.raises(FileNotFoundError, match="no encoder calls"):
         export_embeddings(cfg, cfg.datasets, source=tmp_path / "nothing", calls_only=True)
 
@@ -122,3 +133,90 @@ def test_packing_refuses_a_row_it_could_not_give_back_exactly(tmp_path):
     with pytest.raises(ValueError, match="call k is not a float32 matrix"):
         pack_calls(store, tmp_path / "out.xz")
     assert not (tmp_path / "out.xz").exists()
+
+
+def test_packing_keeps_only_the_calls_the_cache_was_asked_for_and_stores_a_shared_row_once(tmp_path):
+    """A seeded cache also holds the seed's calls no run asks any more: the ``used`` table names the ones asked for,
+    and only those are packed. A row that several calls hold bit for bit is stored once (format 2), and every
+    call still unpacks byte for byte."""
+    import lzma
+    import sqlite3
+
+    from conftest import BagOfWordsEncoder
+    from kgir_lib.embedding_seed import pack_calls, unpack_calls
+    from kgir_lib.encoder_calls import CALLS_FILE, USED, RememberedCalls
+
+    made = RememberedCalls(BagOfWordsEncoder(), tmp_path / "run" / CALLS_FILE)
+    asked = [["Compaq", "HP"], ["HP", "Compaq", "Dell"], ["Dell"]]
+    vectors = [made.encode(t) for t in asked]
+    con = sqlite3.connect(made.path)
+    with con:
+        con.execute(f"DELETE FROM {USED} WHERE key = ?", (made._key(["Dell"]),))  # a call no run asks any more
+    con.close()
+    packed = tmp_path / "calls.sqlite.xz"
+    assert pack_calls(made.path, packed) == 2
+    header = json.loads(lzma.decompress(packed.read_bytes()).partition(b"\n")[0])
+    assert header["format"] == 2 and header["unique"] == 3  # Compaq, HP, Dell: five rows, three distinct
+    assert unpack_calls(packed, tmp_path / "back.sqlite") == 2
+    back = dict(sqlite3.connect(tmp_path / "back.sqlite").execute("SELECT key, vectors FROM calls").fetchall())
+    assert set(back) == {made._key(t) for t in asked[:2]}
+    for t, v in zip(asked[:2], vectors):
+        assert np.load(__import__("io").BytesIO(back[made._key(t)])).tobytes() == v.tobytes()
+
+
+def test_a_size_limit_packs_the_calls_worth_the_most_work_a_byte_and_stays_under_it(tmp_path):
+    """``max_bytes``: the calls that fit, those whose rows other calls share first; the file stays under the limit
+    and what it holds unpacks exactly."""
+    import sqlite3
+
+    from kgir_lib.embedding_seed import pack_calls, select_calls, unpack_calls
+    from kgir_lib.encoder_calls import CALLS_FILE, RememberedCalls
+
+    class Noise:
+        model_name, batch_size, dim = "noise", 8, 384
+
+        def encode(self, texts, progress=False):
+            return np.stack([np.random.default_rng(abs(hash(t)) % 2 ** 32).standard_normal(self.dim)
+                             for t in texts]).astype(np.float32)
+
+    made = RememberedCalls(Noise(), tmp_path / CALLS_FILE)
+    shared = [f"shared {i}" for i in range(20)]
+    made.encode(shared)
+    made.encode(shared[::-1])  # the same rows again: nearly free to add
+    made.encode([f"lone {i}" for i in range(40)])  # forty rows of its own
+    from kgir_lib.embedding_seed import _rows
+
+    calls = _rows(made.path)
+    chosen = {key for key, _ in select_calls(calls, 30_000)}
+    assert chosen == {made._key(shared), made._key(shared[::-1])}
+    packed = tmp_path / "calls.sqlite.xz"
+    assert pack_calls(made.path, packed, max_bytes=40_000) == 2 and packed.stat().st_size <= 40_000
+    assert unpack_calls(packed, tmp_path / "back.sqlite") == 2
+    rows = sqlite3.connect(tmp_path / "back.sqlite").execute("SELECT key FROM calls").fetchall()
+    assert {r[0] for r in rows} == chosen
+    with pytest.raises(ValueError, match="several widths"):
+        con = sqlite3.connect(made.path)
+        import io
+        buf = io.BytesIO()
+        np.save(buf, np.ones((1, 3), dtype=np.float32))
+        with con:
+            con.execute("INSERT INTO calls VALUES ('w', ?, 'x')", (buf.getvalue(),))
+            con.execute("INSERT INTO used VALUES ('w')")
+        con.close()
+        pack_calls(made.path, tmp_path / "other.xz")
+
+
+def test_no_committed_file_exceeds_5_mib():
+    """The repository's rule, which the packed encoder calls are sized for (``MAX_COMMITTED_BYTES``)."""
+    import subprocess
+
+    from kgir_lib.config import PROJECT_ROOT
+    from kgir_lib.embedding_seed import MAX_COMMITTED_BYTES
+
+    assert MAX_COMMITTED_BYTES <= 5 * 2 ** 20
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=PROJECT_ROOT, capture_output=True, check=True).stdout
+    paths = [PROJECT_ROOT / p for p in files.decode("utf-8").split("\0") if p]
+    assert len(paths) > 100
+    too_big = [(str(p.relative_to(PROJECT_ROOT)), p.stat().st_size) for p in paths
+               if p.is_file() and p.stat().st_size > 5 * 2 ** 20]
+    assert too_big == []

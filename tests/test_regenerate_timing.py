@@ -28,11 +28,15 @@ def test_notebooks_are_every_numbered_notebook_in_order_or_those_asked(bench):
 
 
 def test_the_record_sums_the_notebooks_and_says_whether_the_run_changed_committed_files(bench):
-    rows = [{"notebook": "03_subgraph_mst", "seconds": 100.4, "cpu": 80.2, "rc": 0, "load": (1.5, 2.0)},
-            {"notebook": "04_iterative_rewrite", "seconds": 50.0, "cpu": 40.0, "rc": 0, "load": (2.0, 1.0)}]
+    rows = [{"notebook": "03_subgraph_mst", "seconds": 100.4, "cpu": 80.2, "rc": 0, "load": (1.5, 2.0),
+             "encoded": (12, 3400)},
+            {"notebook": "04_iterative_rewrite", "seconds": 50.0, "cpu": 40.0, "rc": 0, "load": (2.0, 1.0),
+             "encoded": (0, 0)}]
     text = bench.markdown("local", rows, [], "cmd", "in a fresh clone")
-    assert "| 03_subgraph_mst | 100 | 80 | 0 | 1.50 → 2.00 |" in text
-    assert "| **all** | **150** (2.5 min) | **120** (2.0 min) | | |" in text
+    assert "| 03_subgraph_mst | 100 | 80 | 0 | 1.50 → 2.00 | 3,400 (12) |" in text
+    assert "| **all** | **150** (2.5 min) | **120** (2.0 min) | | | 3,400 (12) |" in text
+    uncounted = bench.markdown("local", [{k: v for k, v in r.items() if k != "encoded"} for r in rows], [], "c", "x")
+    assert "| 03_subgraph_mst | 100 | 80 | 0 | 1.50 → 2.00 |\n" in uncounted and "encoder" not in uncounted
     assert "**unchanged**" in text and "Command: `cmd`" in text and "profile `local`" in text
     dirty = bench.markdown("local", rows, [" M results/local/config/03_subgraph_mst.yaml"], "cmd", "x")
     assert "**1 changed**: `M results/local/config/03_subgraph_mst.yaml`" in dirty
@@ -67,3 +71,17 @@ def test_the_readme_states_the_recorded_time():
     span = f"{notebooks[0]}-{notebooks[-1]}" if len(notebooks) < 7 else "01-07"
     assert f"notebooks {span} took {minutes} minutes ({cpu} s of CPU time)" in readme, (span, minutes, cpu)
     assert "Committed files after the run: **unchanged**" in record and int(wall) > 0
+
+
+def test_the_encoder_calls_a_notebook_computed_are_counted_from_the_runs_store(bench, tmp_path):
+    """What the record's last column reads: the calls the run's encoder-calls store holds and their texts, so the
+    difference around a notebook is what it computed (nothing before the store exists)."""
+    from conftest import BagOfWordsEncoder
+    from kgir_lib.encoder_calls import CALLS_FILE, RememberedCalls
+
+    assert bench.encoder_calls(tmp_path, "local") == (0, 0)
+    store = RememberedCalls(BagOfWordsEncoder(), tmp_path / "results" / "local" / "cache" / "embeddings" / CALLS_FILE)
+    store.encode(["Compaq", "HP", "Dell"])
+    store.encode(["IBM"])
+    store.encode(["IBM"])  # answered from the store: nothing more computed
+    assert bench.encoder_calls(tmp_path, "local") == (2, 4)
