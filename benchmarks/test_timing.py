@@ -9,10 +9,12 @@ only), ``KGIR_DATA_DIR`` names the samples this checkout reads (nothing is downl
 variable is set. ``--in-place`` measures this checkout as it is instead.
 
 **What is warm**, and said in the record: the environment and the compiled modules of its packages
-(``.venv/pycache``, shared with the clone through the link), the embedded models' files, the encoder's files in the
-Hugging Face cache, the data samples and the operating system's file cache. What is cold in a fresh clone: the
-library's and the tests' compiled modules (the cache prefix mirrors the source path, and the clone's path is new),
-every result folder and cache of the suite. The first of the runs pays the cold part; the others do not.
+(``.venv/pycache``, shared with the clone through the link), mypy's incremental cache (``.venv/cache/mypy``, where
+scripts/test.sh keeps it: the clone's modules, at a new path, are checked by content hash), the embedded models'
+files, the encoder's files in the Hugging Face cache, the data samples and the operating system's file cache. What
+is cold in a fresh clone: the library's and the tests' compiled modules (the cache prefix mirrors the source path,
+and the clone's path is new), every result folder and cache of the suite. The first of the runs pays the cold part;
+the others do not.
 
 **How often.** Each step runs ``--repeat`` times (default 3) in the same clone; the record gives every run, the
 minimum and the median, of the wall time and of the CPU time (user + system of the command and every process it
@@ -144,14 +146,21 @@ def _last(text: str) -> str:
 
 def warm_state(repo: Path, env: dict) -> list:
     """What was there before the first run, as sentences: the compiled-module cache and whose modules it holds,
-    the Hugging Face cache, the data folder."""
+    mypy's incremental cache (scripts/test.sh keeps it beside the environment), whether ``PYTHONDONTWRITEBYTECODE``
+    is set (then ``scripts/main.sh`` compiles the library at every run), the Hugging Face cache, the data folder."""
     prefix = Path(env.get("PYTHONPYCACHEPREFIX") or (repo / ".venv" / "pycache"))
     here = prefix / str(repo.resolve()).lstrip(os.sep)
+    mypy = Path(env.get("MYPY_CACHE_DIR") or (repo / ".venv" / "cache" / "mypy"))
+    no_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))
     hub = Path(env.get("HF_HUB_CACHE") or Path(env.get("HF_HOME") or Path.home() / ".cache" / "huggingface") / "hub")
     data = Path(env.get("KGIR_DATA_DIR") or ROOT.parent / "shared" / "data")
     return [f"compiled modules (`PYTHONPYCACHEPREFIX` {'present' if prefix.is_dir() else 'absent'}): the "
             f"environment's {'warm' if prefix.is_dir() and any(prefix.iterdir()) else 'cold'}; this checkout's "
             f"library and tests {'warm' if here.is_dir() else 'cold (first run compiles them)'}",
+            "mypy's cache: " + ("warm (a new checkout path is checked by content hash)" if mypy.is_dir() else
+                                "cold (the first type check fills it: about a minute of CPU)"),
+            "`PYTHONDONTWRITEBYTECODE`: " + ("set (scripts/test.sh unsets it; scripts/main.sh compiles the library at "
+                                             "every run)" if no_bytecode else "unset"),
             f"Hugging Face cache: {'present' if hub.is_dir() else 'absent'}",
             f"data samples: {'present' if data.is_dir() else 'absent (fetched by the first run)'}",
             "the embedded models' files: in the environment's packages", "the operating system's file cache: as "

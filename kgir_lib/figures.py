@@ -9,7 +9,8 @@ per-dataset panels one order in every profile.
 """
 from __future__ import annotations
 
-from typing import Optional
+from contextlib import contextmanager
+from typing import Callable, Iterator, Optional
 
 FIGURE_DPI = 120
 # The width (px) a figure is shown at on a 1280-px page: the output area of nbconvert's lab page in a 1280-px window
@@ -35,42 +36,58 @@ def panel_order(datasets) -> list:
     return known + sorted(set(datasets) - set(known))
 
 
+@contextmanager
+def _font_sizes_recorded(record: Callable[[float], None]) -> Iterator[None]:
+    """While open, ``record(size)`` hears the size (pt) of every non-empty string the Agg renderer draws."""
+    from matplotlib.backends.backend_agg import RendererAgg
+
+    original = RendererAgg.draw_text
+
+    def recording(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        if str(s).strip():
+            record(float(prop.get_size_in_points()))
+        return original(self, gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
+
+    RendererAgg.draw_text = recording  # type: ignore[method-assign]  # (for one savefig, restored below)
+    try:
+        yield
+    finally:
+        RendererAgg.draw_text = original  # type: ignore[method-assign]
+
+
 def drawn_font_sizes(fig) -> list:
     """The size (pt) of every piece of text drawing ``fig`` puts on the canvas: titles, labels, ticks, legends,
     annotations and graph labels alike (each non-empty string the Agg renderer draws, hidden artists excluded
     because they are never drawn)."""
     import io
 
-    from matplotlib.backends.backend_agg import RendererAgg
-
-    sizes = []
-    original = RendererAgg.draw_text
-
-    def recording(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
-        if str(s).strip():
-            sizes.append(float(prop.get_size_in_points()))
-        return original(self, gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
-
-    RendererAgg.draw_text = recording  # type: ignore[method-assign]  # (for this one savefig, restored below)
-    try:
+    sizes: list = []
+    with _font_sizes_recorded(sizes.append):
         fig.savefig(io.BytesIO(), format="png", dpi=FIGURE_DPI, bbox_inches="tight")
-    finally:
-        RendererAgg.draw_text = original  # type: ignore[method-assign]
     return sizes
 
 
 def figure_png(fig) -> bytes:
     """``fig`` as the PNG bytes the suite stores and shows: :data:`FIGURE_DPI`, cropped to its content, no timestamp
     or software version, and the smallest font drawn and the dpi in its text chunks (:data:`FONT_KEY`,
-    :data:`DPI_KEY`)."""
+    :data:`DPI_KEY`; no font key when nothing is written).
+
+    The figure is drawn once: the smallest font is recorded while the canvas is drawn, into the metadata that
+    matplotlib writes into the file after the drawing (a figure's drawing is most of a notebook's time, and a second
+    drawing only to measure the fonts would double it)."""
     import io
 
-    sizes = drawn_font_sizes(fig)
-    meta = {"Software": None, DPI_KEY: str(FIGURE_DPI)}
-    if sizes:
-        meta[FONT_KEY] = f"{min(sizes):g}"
+    meta: dict = {"Software": None, DPI_KEY: str(FIGURE_DPI), FONT_KEY: None}  # (None: not written)
+    smallest: list = []
+
+    def record(size: float) -> None:
+        if not smallest or size < smallest[0]:
+            smallest[:] = [size]
+            meta[FONT_KEY] = f"{size:g}"
+
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=FIGURE_DPI, bbox_inches="tight", metadata=meta)
+    with _font_sizes_recorded(record):
+        fig.savefig(buf, format="png", dpi=FIGURE_DPI, bbox_inches="tight", metadata=meta)
     return buf.getvalue()
 
 

@@ -66,7 +66,9 @@ def test_every_difference_is_stated_in_the_profile_comments():
 
 
 @pytest.mark.skipif(not (SHARED_DATA / "musique_train").is_dir(), reason="shared data not present")
-def test_rehearsal_validates_with_run_time_urls():
+def test_rehearsal_validates_with_run_time_urls(monkeypatch):
+    monkeypatch.setenv("KGIR_DATA_DIR", str(SHARED_DATA))  # the samples the skip condition found (a fresh clone has
+    # no ../shared beside it: its samples are named by KGIR_DATA_DIR, which the fixture above clears)
     params = {"llm_base_urls": ["http://127.0.0.1:40001/v1", "http://127.0.0.1:40002/v1"],
               "datasets": ["musique_train", "hotpotqa"]}  # as scripts/rehearsal.sh passes them to notebook 01
     lines = validate("rehearsal", params)

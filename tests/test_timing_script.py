@@ -54,4 +54,9 @@ def test_warm_state_names_the_compiled_modules_of_a_new_path_cold(bench, tmp_pat
     said = bench.warm_state(tmp_path / "repo", {"PYTHONPYCACHEPREFIX": str(prefix),
                                                 "HF_HUB_CACHE": str(tmp_path / "hf"), "KGIR_DATA_DIR": str(tmp_path)})
     assert said[0].endswith("the environment's warm; this checkout's library and tests cold (first run compiles them)")
-    assert said[1] == "Hugging Face cache: absent" and said[2] == "data samples: present"
+    assert said[1].startswith("mypy's cache: cold") and said[2] == "`PYTHONDONTWRITEBYTECODE`: unset"
+    assert said[3] == "Hugging Face cache: absent" and said[4] == "data samples: present"
+    (tmp_path / "mypy").mkdir()
+    said = bench.warm_state(tmp_path / "repo", {"MYPY_CACHE_DIR": str(tmp_path / "mypy"),
+                                                "PYTHONDONTWRITEBYTECODE": "1"})
+    assert said[1].startswith("mypy's cache: warm") and said[2].startswith("`PYTHONDONTWRITEBYTECODE`: set")

@@ -47,9 +47,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported by the one table below (the method registry loads this module)
+    import pandas as pd
 
 from ..data import Question
 from ..llm import LLMUsage
@@ -271,4 +272,6 @@ def keyword_table(run_dir: Path, datasets: Sequence[str], method_key: str = "lig
     (:func:`keyword_counts`); datasets the method did not run are left out."""
     paths = {ds: trace_file(Path(run_dir), method_key, ds) for ds in datasets}
     rows = [keyword_counts(ds, read_traces(path)) for ds, path in paths.items() if path.is_file()]
+    import pandas as pd
+
     return pd.DataFrame(rows, columns=KEYWORD_COLUMNS)

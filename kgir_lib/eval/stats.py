@@ -29,7 +29,6 @@ from typing import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.stats import binom, norm
 
 EXACT_MAX = 20
 N_RESAMPLES = 100_000
@@ -63,6 +62,7 @@ def mcnemar_exact(a: ArrayLike, b: ArrayLike) -> McNemar:
     EM may be given as 0/1 or 0/100. p = min(1, 2 P(X <= min(b, c))), X ~ Binomial(b + c, 1/2); p = 1 when
     no question is discordant.
     """
+    from scipy.stats import binom  # (here: scipy.stats takes a second to import)
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape:
         raise ValueError(f"mcnemar_exact: a and b differ in shape, {a.shape} and {b.shape}")
@@ -133,6 +133,7 @@ def holm(pvalues: Sequence[float]) -> np.ndarray:
 def _mcnemar_rejection_bound(discordant: int, alpha: float) -> int:
     """The largest b at which the exact two-sided McNemar test rejects among ``discordant`` discordant
     questions at level ``alpha`` (it rejects when b <= bound or b >= discordant - bound); -1 when no b does."""
+    from scipy.stats import binom  # (here: scipy.stats takes a second to import)
     ks = np.arange(discordant + 1)
     crit = ks[2.0 * binom.cdf(ks, discordant, 0.5) <= alpha]
     return int(crit.max()) if crit.size else -1
@@ -142,6 +143,7 @@ def _mcnemar_power(n: int, discordance: float, delta: float, alpha: float) -> fl
     """Power of the exact two-sided McNemar test at level ``alpha`` with ``n`` questions, a share
     ``discordance`` of discordant questions and a true EM difference ``delta`` (fractions): the chance of
     rejecting, summed over the number of discordant questions D ~ Binomial(n, discordance)."""
+    from scipy.stats import binom  # (here: scipy.stats takes a second to import)
     if discordance <= 0 or delta > discordance:
         return 0.0
     pi = 0.5 + delta / (2.0 * discordance)  # P(a discordant question favours the first method)
@@ -176,6 +178,7 @@ def mde_paired(sd: float, n: int, alpha: float = 0.05, power: float = 0.8) -> fl
     A normal approximation of the sign-flip test's power (F1, recall); ``inf`` without questions, and when
     no per-question difference is non-zero (``sd`` 0 or undefined): the sign-flip test then has no
     discordant question to work with, as the exact McNemar test has none at zero discordance."""
+    from scipy.stats import norm  # (here: scipy.stats takes a second to import)
     if n < 1 or not np.isfinite(sd) or sd <= 0:
         return float("inf")
     return float((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * sd / np.sqrt(n))

@@ -8,9 +8,10 @@ triples.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported where a frame is made (half a second of every process that loads the graph)
+    import pandas as pd
 
 COLUMNS = ["head", "relation", "tail", "pid"]
 
@@ -85,6 +86,8 @@ class KnowledgeGraph:
 
     # ---- views ---------------------------------------------------------------
     def to_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
         return pd.DataFrame([(t.head, t.relation, t.tail, t.pid) for t in self.triples], columns=COLUMNS)
 
     @classmethod
