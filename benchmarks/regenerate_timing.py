@@ -75,15 +75,30 @@ def changed(repo: Path) -> list:
 
 def encoder_calls(repo: Path, profile: str) -> tuple:
     """``(calls, texts)`` the run's encoder-calls store holds (``results/<profile>/cache/embeddings/calls.sqlite``:
-    the seeded calls and every call computed since); ``(0, 0)`` before it exists."""
+    the seeded calls and every call computed since); before the store exists, the calls its seed will bring (the
+    committed ``results/<profile>/embeddings/calls.sqlite.xz``), so that the first notebook is not credited with
+    computing them."""
+    store = repo / "results" / profile / "cache" / "embeddings" / "calls.sqlite"
+    if store.exists():
+        return store_calls(store)
+    packed = repo / "results" / profile / "embeddings" / "calls.sqlite.xz"
+    if not packed.exists():
+        return 0, 0
+    from kgir_lib.embedding_seed import unpack_calls
+
+    with tempfile.TemporaryDirectory(prefix="kgir-seed-") as tmp:
+        unpack_calls(packed, Path(tmp) / "calls.sqlite")
+        return store_calls(Path(tmp) / "calls.sqlite")
+
+
+def store_calls(store: Path) -> tuple:
+    """``(calls, texts)`` of an encoder-calls store: its rows, and the texts of each (the first dimension of its
+    vectors)."""
     import io
     import sqlite3
 
     import numpy as np
 
-    store = repo / "results" / profile / "cache" / "embeddings" / "calls.sqlite"
-    if not store.exists():
-        return 0, 0
     con = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=60)
     try:
         calls, texts = 0, 0

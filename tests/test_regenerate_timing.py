@@ -85,3 +85,20 @@ def test_the_encoder_calls_a_notebook_computed_are_counted_from_the_runs_store(b
     store.encode(["IBM"])
     store.encode(["IBM"])  # answered from the store: nothing more computed
     assert bench.encoder_calls(tmp_path, "local") == (2, 4)
+
+
+def test_before_the_store_exists_its_seed_counts_as_held_not_computed(bench, tmp_path):
+    """A fresh clone's first notebook seeds the store from the committed packed calls: those are counted before it
+    runs, so its row counts only the calls it computed."""
+    from conftest import BagOfWordsEncoder
+    from kgir_lib.embedding_seed import pack_calls
+    from kgir_lib.encoder_calls import CALLS_FILE, RememberedCalls
+
+    made = tmp_path / "made" / CALLS_FILE
+    store = RememberedCalls(BagOfWordsEncoder(), made)
+    store.encode(["Compaq", "HP", "Dell"])
+    store.encode(["IBM"])
+    clone = tmp_path / "clone"
+    (clone / "results" / "local" / "embeddings").mkdir(parents=True)
+    assert pack_calls(made, clone / "results" / "local" / "embeddings" / "calls.sqlite.xz") == 2
+    assert bench.encoder_calls(clone, "local") == (2, 4)
