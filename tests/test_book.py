@@ -94,8 +94,29 @@ def test_explorer_file_rebuilds_from_the_traces(profile, tmp_path):
     if not (SHARED_DATA / "musique").is_dir():
         pytest.skip(f"no data samples at {SHARED_DATA}")
     rebuilt = write_explorer(cfg, tmp_path / EXPLORER_FILE)
-    assert _payload(rebuilt) == _payload(ROOT / "results" / profile / EXPLORER_FILE)
-    assert rebuilt.read_bytes() == (ROOT / "results" / profile / EXPLORER_FILE).read_bytes()
+    got, want = _payload(rebuilt), _payload(ROOT / "results" / profile / EXPLORER_FILE)
+    got_scores, want_scores = _pop_scores(got), _pop_scores(want)
+    assert got == want  # every field but the retrieval scores, exactly
+    # A retrieval score is rounded to 4 decimals from vectors whose last bits depend on the machine that computed
+    # the encoder calls the committed seed leaves out (up to 2e-7 here): a score on a rounding boundary may move by
+    # one unit of the 4th decimal, and by no more.
+    assert len(got_scores) == len(want_scores)
+    assert all((a is None) == (b is None) and (a is None or abs(a - b) <= 1.0001e-4)
+               for a, b in zip(got_scores, want_scores))
+
+
+def _pop_scores(node) -> list:
+    """Remove every ``score`` field of a payload in place; the scores in document order."""
+    found: list = []
+    if isinstance(node, dict):
+        if "score" in node:
+            found.append(node.pop("score"))
+        for value in node.values():
+            found += _pop_scores(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _pop_scores(value)
+    return found
 
 
 def test_read_explorer_names_the_file_and_fault(tmp_path):
