@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kgir_lib.book.explorer import EXPLORER_FILE, read_explorer  # noqa: E402
-from kgir_lib.book.pages import BOOK_RUNS, EXPLORER, page_count, page_name  # noqa: E402
+from kgir_lib.book.pages import BOOK_RUNS, DOCS, EXPLORER, page_count, page_name  # noqa: E402
 
 OUT = ROOT / "results" / "benchmarks"
 WIDTHS = (1280, 1024)
@@ -136,7 +136,7 @@ def main() -> int:
         *(f"| {i} | {r['wall']:.0f} | {r['cpu']:.0f} | {r['load'][0]:.2f} → {r['load'][1]:.2f} |"
           for i, r in enumerate(runs, 1)),
         "",
-        f"**Pages: {len(pages)}** (the front page, 7 notebooks, 4 docs, the explorer's index and one page a question: "
+        f"**Pages: {len(pages)}** (the front page, 7 notebooks, {len(DOCS)} docs, the explorer's index and one page a question: "
         + ", ".join(f"{p} {len(read_explorer(ROOT / 'results' / p / EXPLORER_FILE)['questions'])}" for p in BOOK_RUNS)
         + f"; Sphinx's search and index pages aside). The site weighs {size / 1e6:.0f} MB.",
         "",

@@ -135,7 +135,7 @@ def test_stage_writes_one_page_a_question(tmp_path):
     pages = stage(ROOT, tmp_path / "src", files)
     runs = {p: explorer(p)["questions"] for p in BOOK_RUNS}
     assert len(pages) == sum(len(v) for v in runs.values())
-    assert page_count(ROOT) == len(pages) + 13
+    assert page_count(ROOT) == len(pages) + 14  # the front page, 7 notebooks, 5 docs, the explorer index
     index = (tmp_path / "src" / EXPLORER / "index.md").read_text(encoding="utf-8")
     assert index.count("<tr data-run=") == len(pages)
     q = next(x for x in runs[BOOK_RUNS[0]] if any(r["rewrite"] for r in x["rounds"]))

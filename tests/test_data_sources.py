@@ -187,6 +187,7 @@ def test_the_hub_cache_is_the_one_the_environment_names_when_asked(tmp_path, tre
         fetch_samples(["hotpotqa"], target=tmp_path / "good", cache=tmp_path / "u0")
     assert any(users.rglob("hotpotqa.json"))
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(users))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # as when imported after the encoder switched it on
     records = json.loads(tree[hf_path("hotpotqa.json")])
     qid = manifest()["sets"]["hotpotqa"]["ids"][0]
     changed = json.dumps([r for r in records if r["_id"] != qid]).encode()

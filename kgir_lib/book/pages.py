@@ -26,7 +26,7 @@ __all__ = ["NOTEBOOKS", "DOCS", "EXPLORER", "BOOK_RUNS", "MATHJAX", "copy_mathja
 
 NOTEBOOKS = ("01_extract_kg", "02_index", "03_subgraph_mst", "04_iterative_rewrite", "05_eval", "06_ablation",
              "07_case_study")
-DOCS = ("results", "deviations", "operations", "library")
+DOCS = ("results", "deviations", "operations", "api", "library")
 EXPLORER = "explorer"     # the explorer's folder in the book
 BOOK_RUNS = ("local", "sample")  # the runs the explorer shows, the headline run (report.HEADLINE_PROFILE) first
 MATHJAX = "_mathjax"      # the staged folder of MathJax's files (the book's static path), from a PyPI package

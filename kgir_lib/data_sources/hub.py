@@ -165,6 +165,11 @@ def hub_file(http, repo: str, revision: str, filename: str, lines: list, timeout
                 raise
             local = True
             lines.append(f"  {exc}; {filename} is taken from the Hugging Face cache ({cache_dir()})")
+    from huggingface_hub import constants
+
+    # The client fixed its own offline switch when it was imported (the packaged encoder switches the environment's
+    # on for its process): it follows the environment as it is now, for this call.
+    was, constants.HF_HUB_OFFLINE = constants.HF_HUB_OFFLINE, offline()
     try:
         path = Path(hf_hub_download(repo, filename, repo_type=REPO_TYPE, revision=revision, endpoint=hf_endpoint(),
                                     cache_dir=cache_dir(), etag_timeout=timeout_s,
@@ -187,6 +192,8 @@ def hub_file(http, repo: str, revision: str, filename: str, lines: list, timeout
     except HTTPError as exc:  # the client's transport errors once its retries are spent
         raise DownloadError(f"download of {mask_url(url)} broke off ({type(exc).__name__}: {_first_line(exc)}); "
                             f"nothing was kept, run the command again") from None
+    finally:
+        constants.HF_HUB_OFFLINE = was
     check_cached(path, url)
     if before is None or before != path:
         lines.append(f"  downloaded {mask_url(url)} ({path.stat().st_size:,} bytes) into the Hugging Face cache")
