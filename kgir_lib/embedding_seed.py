@@ -112,6 +112,13 @@ CALL_OVERHEAD_ROWS = 10  # what computing a call costs besides its rows, in rows
 _ROW_BYTES = 1200  # a unique float32 row of 384 values packed (byte planes, LZMA): its random low mantissa bytes
 
 
+def _has_used(con: sqlite3.Connection) -> bool:
+    """Whether an encoder-calls store has the table of the calls its cache was asked for."""
+    from .encoder_calls import USED
+
+    return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (USED,)).fetchone() is not None
+
+
 def _rows(store: Path) -> list:
     """``[(key, matrix)]`` of an encoder-calls store, by key; the calls its ``used`` table names when it has one
     (the calls the cache was asked for, so a seed's calls no run asks any more are left out)."""
@@ -121,8 +128,7 @@ def _rows(store: Path) -> list:
 
     con = sqlite3.connect(store)
     try:
-        has_used = con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (USED,)).fetchone()
-        query = (f"SELECT key, vectors FROM calls WHERE key IN (SELECT key FROM {USED}) ORDER BY key" if has_used
+        query = (f"SELECT key, vectors FROM calls WHERE key IN (SELECT key FROM {USED}) ORDER BY key" if _has_used(con)
                  else "SELECT key, vectors FROM calls ORDER BY key")
         rows = con.execute(query).fetchall()
     finally:
@@ -184,8 +190,9 @@ def pack_calls(store: Path, out: Path, max_bytes: Optional[int] = None) -> int:
     its rows' indices; the distinct float32 rows are laid out as four byte planes (all first bytes, then all
     second bytes, ...), whose sign, exponent and high mantissa bytes repeat, and the whole is LZMA-compressed. A
     JSON header line lists each call's key and shape. ``max_bytes``: the file's size limit; the calls then are
-    :func:`select_calls`' choice, shrunk until the file fits (a call left out is computed when asked, to the
-    same bits on the CPU that made the others). :func:`unpack_calls` gives back every packed row byte for byte."""
+    :func:`select_calls`' choice, shrunk until the file fits (a call left out is computed when asked; on another
+    machine its last bits may differ from the committed run's). :func:`unpack_calls` gives back every packed row
+    byte for byte."""
     import numpy as np
 
     calls = _rows(store)
@@ -203,7 +210,7 @@ def pack_calls(store: Path, out: Path, max_bytes: Optional[int] = None) -> int:
         planes = flat.reshape(-1, 4).T.tobytes() if flat.size else b""
         body = planes + np.asarray(index, dtype="<u4").tobytes()
         data = lzma.compress(json.dumps(header).encode("utf-8") + b"\n" + body, preset=6)
-        if max_bytes is None or budget is None or len(data) <= max_bytes:
+        if budget is None or max_bytes is None or len(data) <= max_bytes:  # (budget is None iff max_bytes is)
             break
         budget = int(budget * max_bytes / len(data) * 0.98)  # (the estimate of a row's bytes was low: shrink)
     tmp = Path(out).with_name(f".{Path(out).name}.{os.getpid()}.tmp")
@@ -254,7 +261,7 @@ def _keep_used(store: Path) -> None:
 
     con = sqlite3.connect(store)
     try:
-        if con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (USED,)).fetchone():
+        if _has_used(con):
             with con:
                 con.execute(f"DELETE FROM calls WHERE key NOT IN (SELECT key FROM {USED})")
                 con.execute(f"DROP TABLE {USED}")
