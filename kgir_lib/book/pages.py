@@ -103,11 +103,16 @@ def _methods_table(q: Mapping) -> str:
             + "\n".join(rows) + "\n</table>")
 
 
+# The theme's right-hand column lists a page's sections; the explorer's pages give its width to their tables and
+# side-by-side passage lists instead.
+WIDE = "html_theme.sidebar_secondary.remove: true"
+
+
 def question_page(profile: str, model: str, q: Mapping) -> str:
     """The explorer page of one question (MyST markdown): its chain the way notebook 07 draws it, round by round."""
     gold = " | ".join(q["gold_answers"])
     right = "right" if q["EM"] > 0 else "wrong"
-    lines = ["---", "orphan: true", "---", "", f"# {q['dataset']} · {q['qid']} ({profile} run)", "",
+    lines = ["---", "orphan: true", WIDE, "---", "", f"# {q['dataset']} · {q['qid']} ({profile} run)", "",
              f"<p class=\"kg-run\">{_e(model)}</p>", "",
              f"**Question.** <span id=\"kg-question\">{_e(q['question'])}</span>", "",
              f"**Gold answer.** {_md(gold)}. **Gold bridge.** "
@@ -183,7 +188,7 @@ def index_page(runs: Sequence[tuple]) -> str:
     filters = " ".join([_options("run", [p for p, _, _ in runs]), _options("dataset", dict.fromkeys(datasets)),
                         _options("broke at", BROKE_ORDER), _options("right", dict.fromkeys(methods))])
     return "\n".join([
-        "# Question explorer", "",
+        "---", WIDE, "---", "", "# Question explorer", "",
         "Every question of the headline run and of the sample, each with its chain as notebook 07 draws it: the "
         "seeds and the path in G_Ans to the gold bridge, each round's rewrite with its form, D_1 and D'_t side by "
         "side with the gold and next-hop passages marked, what the reflection and the reader read (gold passages "
