@@ -10,12 +10,13 @@ import os
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Mapping, Optional, Sequence
-
-import pandas as pd
+from typing import TYPE_CHECKING, Iterable, Mapping, Optional, Sequence
 
 from .figures import (DPI_KEY, FIGURE_DPI, FIGURE_FIT_1024_PX, FIGURE_FIT_PX, FIGURE_FITS, FONT_KEY,  # noqa: F401
                       MIN_TEXT_PX, PANEL_ORDER, drawn_font_sizes, figure_png, figure_text_px, panel_order)
+
+if TYPE_CHECKING:  # pandas is imported where a table is made: a script that reads a constant here loads none
+    import pandas as pd
 
 # What each LLM the suite knows is, for the caveat every notebook prints (matched by substring of llm_model).
 PAPER_LLMS = ("Qwen2.5-72B-Instruct", "Llama-3-8B-Instruct")
@@ -182,6 +183,8 @@ SOURCES = {
 # ----------------------------------------------------------------------------- published numbers as column groups
 def _published_frame(source: str, numbers: Mapping[str, Mapping[str, tuple]], metrics: Sequence[str],
                      rename: Mapping[str, str], datasets: Sequence[str], scale: float = 1.0) -> pd.DataFrame:
+    import pandas as pd
+
     rows = {}
     for method, by_ds in numbers.items():
         row = {}
@@ -247,6 +250,8 @@ def with_published(ours: pd.DataFrame, published: Iterable[pd.DataFrame]) -> pd.
 
 def flat_columns(df: pd.DataFrame) -> pd.DataFrame:
     """Column tuples joined with " / " (for Markdown/CSV readers that dislike MultiIndex; no "|": Markdown)."""
+    import pandas as pd
+
     out = df.copy()
     if isinstance(out.columns, pd.MultiIndex):
         out.columns = [" / ".join(str(x) for x in c) for c in out.columns]
@@ -255,6 +260,8 @@ def flat_columns(df: pd.DataFrame) -> pd.DataFrame:
 
 def published_indexing() -> pd.DataFrame:
     """Indexing cost on MuSiQue as published in the HippoRAG 2 paper (millions of tokens), its own table."""
+    import pandas as pd
+
     label = f"published: {SOURCES['hipporag2']} (MuSiQue, 1000-question corpus)"
     df = pd.DataFrame({(label, "input tokens (M)"): {k: v[0] for k, v in INDEXING_TOKENS_M.items()},
                        (label, "output tokens (M)"): {k: v[1] for k, v in INDEXING_TOKENS_M.items()}})
@@ -304,6 +311,8 @@ def to_markdown(df: pd.DataFrame, floatfmt: str = ".1f", exact: Sequence[str] = 
     columns (set values such as a swept threshold 0.95 or a drop fraction 0.05), which print as given, and in
     p-value columns (:func:`is_p_column`), which print with two significant digits so that a small p does not
     read as 0.0."""
+    import pandas as pd
+
     df = df.reset_index() if not isinstance(df.index, pd.RangeIndex) else df
     cols = [str(c) for c in df.columns]
     unknown = set(exact) - set(cols)

@@ -18,10 +18,12 @@ import pytest
 CHECKS_FILE = "test_notebook_tables.py"
 # The longest units of work, started first: the notebooks under nbval and the main job on a fresh clone each take
 # most of a worker's time, so a unit started after them would end the run late; then the unit-test modules that take
-# longest for their few tests (local servers, subprocesses, the rebuilt sample run; measured with --durations, see
-# results/benchmarks/tests.md). The other units follow largest first (xdist's order: by number of tests).
+# longest for their few tests (hosts that never answer, waited out for 20 s and 5 s; local servers, subprocesses, the
+# rebuilt sample run; measured with --durations, see results/benchmarks/tests.md). The other units follow largest
+# first (xdist's order: by number of tests).
 FIRST = ("notebooks", "test_fresh_clone.py",  # a unit's name, or its module's file name
-         "test_data_sources.py", "test_pinned_tables.py", "test_llm_openai.py", "test_benchmarks.py", "test_runner.py")
+         "test_data_hub_path.py", "test_data_sources.py", "test_pinned_tables.py", "test_llm_openai.py",
+         "test_benchmarks.py", "test_runner.py")
 
 
 def _is_nbval(item) -> bool:

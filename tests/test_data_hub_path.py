@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -151,15 +152,43 @@ def test_a_full_set_whose_sample_questions_differ_from_the_manifest_is_refused_n
 FAKE_KEY = "sk-kgirhub-Wq2Lp6Rt3YHn4Kd9"  # a mirror's credentials in the endpoint: masked in every message
 
 
-def test_a_host_that_accepts_and_never_answers_is_given_up_on_within_30_s_by_the_full_command(tmp_path):
+def _full_command(url: str, folder: Path) -> tuple:
+    endpoint = url.replace("http://", f"http://user:{FAKE_KEY}@")
+    return cli("full", "musique", "--target", str(folder / "dl"), env={
+        "KGIR_HF_ENDPOINT": endpoint, "HF_HUB_CACHE": str(folder / "hf"), "HF_HUB_OFFLINE": "0"}, timeout=120)
+
+
+def _sample_fetch(url: str, folder: Path) -> tuple:
+    return cli("fetch", "musique_train", "--target", str(folder / "s"), "--cache", str(folder / "u"),
+               env={"KGIR_GITHUB_RAW_URL": url, "KGIR_HF_ENDPOINT": url, "HF_HUB_CACHE": str(folder / "hf"),
+                    "HF_HUB_OFFLINE": "0"}, timeout=120)
+
+
+def _against_a_silent_host(command, folder: Path) -> tuple:
+    """``command(url, folder)`` against a host of its own that accepts and never answers: (url, completed process,
+    seconds it took, folder)."""
     with silent_host() as url:
-        endpoint = url.replace("http://", f"http://user:{FAKE_KEY}@")
-        out, seconds = cli("full", "musique", "--target", str(tmp_path / "dl"), env={
-            "KGIR_HF_ENDPOINT": endpoint, "HF_HUB_CACHE": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0"}, timeout=120)
+        out, seconds = command(url, folder)
+    return url, out, seconds, folder
+
+
+@pytest.fixture(scope="module")
+def silent_runs(tmp_path_factory) -> dict:
+    """The full command and the sample fetch, each against a silent host, run at once: each only waits out its own
+    timeout (10 s, 20 s), so together they take the longer wait, not the sum."""
+    commands = {"full": _full_command, "fetch": _sample_fetch}
+    with ThreadPoolExecutor(len(commands)) as pool:
+        started = {name: pool.submit(_against_a_silent_host, command, tmp_path_factory.mktemp(f"silent_{name}"))
+                   for name, command in commands.items()}
+        return {name: future.result() for name, future in started.items()}
+
+
+def test_a_host_that_accepts_and_never_answers_is_given_up_on_within_30_s_by_the_full_command(silent_runs):
+    url, out, seconds, folder = silent_runs["full"]
     assert out.returncode == 1 and seconds < 30, (seconds, out.stderr)
     assert "accepted the connection but sent no answer within 10 s" in out.stderr and "Traceback" not in out.stderr
     assert f"http://***@{url.removeprefix('http://')}/datasets/" in out.stderr and FAKE_KEY not in out.stderr
-    assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert not [p for p in folder.rglob("*") if p.is_file()]
 
 
 def test_with_a_warm_cache_a_host_that_never_answers_costs_one_timeout_and_the_checked_copy_is_used(tmp_path, tree,
@@ -177,14 +206,11 @@ def test_with_a_warm_cache_a_host_that_never_answers_costs_one_timeout_and_the_c
     assert seconds < 30 and got[0].read_bytes() == tree[hf_path("musique.json")]
 
 
-def test_a_host_that_accepts_and_never_answers_is_given_up_on_within_30_s_by_the_sample_fetch(tmp_path):
-    with silent_host() as url:
-        out, seconds = cli("fetch", "musique_train", "--target", str(tmp_path / "s"), "--cache", str(tmp_path / "u"),
-                           env={"KGIR_GITHUB_RAW_URL": url, "KGIR_HF_ENDPOINT": url,
-                                "HF_HUB_CACHE": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0"}, timeout=120)
+def test_a_host_that_accepts_and_never_answers_is_given_up_on_within_30_s_by_the_sample_fetch(silent_runs):
+    _, out, seconds, folder = silent_runs["fetch"]
     assert out.returncode == 1 and seconds < 30, (seconds, out.stderr)
     assert "accepted the connection but sent no answer within 20 s" in out.stderr
-    assert not (tmp_path / "s").exists() and not (tmp_path / "u").exists()
+    assert not (folder / "s").exists() and not (folder / "u").exists()
 
 
 @pytest.mark.parametrize("status, reason", [(500, "Internal Server Error"), (404, "Not Found")])

@@ -151,3 +151,16 @@ def test_a_trace_with_malformed_rounds_is_an_error_naming_the_file(run_dir, data
     write_jsonl([{"qid": "q9", "trace": {"rounds": ["not a round"]}}], path)
     with pytest.raises(ValueError, match=r"kgir/tinymq.*record 1 \(qid 'q9'\): 'trace.rounds' must be a list"):
         mechanism_tables(run_dir, ["tinymq"], data_dir=data_dir)
+
+
+def test_the_tables_asked_for_are_computed_alone_each_as_in_the_full_result(run_dir, data_dir):
+    full = mechanism_tables(run_dir, ["tinymq"], data_dir=data_dir)
+    for name in TABLES:
+        one = mechanism_tables(run_dir, ["tinymq"], data_dir=data_dir, tables=[name])
+        assert list(one) == (["sources"] if name == "sources" else ["sources", name])
+        pd.testing.assert_frame_equal(one[name], full[name])
+        pd.testing.assert_frame_equal(one["sources"], full["sources"])
+    assert list(mechanism_tables(run_dir, ["tinymq"], data_dir=data_dir, tables=[])) == ["sources"]
+    for bad in ("funnel", ["funnels"]):
+        with pytest.raises(ValueError, match="parameter 'tables'"):
+            mechanism_tables(run_dir, ["tinymq"], data_dir=data_dir, tables=bad)

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
-import networkx as nx
 import numpy as np
 
 from ..kg import KnowledgeGraph
 from ..retrieval import top_k_stable
+
+# networkx (half a second to import) is imported where a graph is built, not by every process that imports the
+# registry (the runner's, a notebook kernel's) and builds none
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 def norm_phrase(text: str) -> str:
@@ -76,6 +80,8 @@ class PPRGraph:
         n = len(self.nodes)
         if n == 0:
             raise ValueError("personalized PageRank needs a graph with at least one node")
+        import networkx as nx
+
         adj = nx.to_scipy_sparse_array(graph, nodelist=self.nodes, weight=weight, dtype=float)
         out = np.asarray(adj.sum(axis=1)).ravel()
         inv = np.zeros_like(out)
@@ -150,6 +156,8 @@ class PPRGraph:
                     return out
                 x = np.ascontiguousarray(x[:, stay])
                 p_rows, keep_rows = p_rows[:, stay], keep_rows[:, stay]
+        import networkx as nx
+
         raise nx.PowerIterationFailedConvergence(max_iter)
 
 
@@ -179,6 +187,8 @@ def build_graph(kg: KnowledgeGraph, passage_pids: Sequence[str], phrase_vectors=
     ``phrase_vectors``: ``(phrases, matrix)`` of normalised phrase embeddings for
     synonymy edges, or ``None`` for none.
     """
+    import networkx as nx
+
     g = nx.Graph()
     g.add_nodes_from(pnode(p) for p in passage_pids)
     facts: dict = {}

@@ -31,11 +31,12 @@ import warnings
 import weakref
 from collections import Counter
 from pathlib import Path
-from typing import Mapping, Optional, TypeVar
-
-import pandas as pd
+from typing import TYPE_CHECKING, Mapping, Optional, TypeVar
 
 from .graph import COLUMNS, KnowledgeGraph, Triple
+
+if TYPE_CHECKING:  # pandas is imported where a table is made: a script that only extracts triples loads none
+    import pandas as pd
 
 
 def kg_dir(cfg, dataset: str) -> Path:
@@ -99,6 +100,8 @@ def _write_text(path: Path, text: str) -> None:
 
 def triples_frame(kg: KnowledgeGraph) -> pd.DataFrame:
     """The stored triples table: columns head, relation, tail, pid, all of dtype ``str``."""
+    import pandas as pd
+
     df = kg.to_frame()
     return df.astype({c: "str" for c in COLUMNS}) if len(df) else pd.DataFrame({c: pd.Series([], dtype="str")
                                                                                 for c in COLUMNS})
@@ -112,6 +115,8 @@ def vocabulary(kg: KnowledgeGraph, kind: str) -> pd.DataFrame:
             counts.update({t.head, t.tail})
         else:
             counts[t.relation] += 1
+    import pandas as pd
+
     rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     return pd.DataFrame(rows, columns=[kind, "triples"])
 

@@ -94,15 +94,17 @@ def empty_note(tables: dict, name: str) -> str:
 
 def mechanism_tables(run_dir: Path, datasets: Sequence[str], data_dir: Optional[Path] = None,
                      context_passages: Optional[int] = None, modes: Sequence[str] = MODES,
-                     ks: Sequence[int] = KS) -> dict:
+                     ks: Sequence[int] = KS, tables: Optional[Sequence[str]] = None) -> dict:
     """Every mechanism table (:data:`TABLES`) of the run in ``run_dir``, as DataFrames.
 
     ``context_passages`` is the run's ``cfg.context_passages`` (default: the config default), used for
     the reflection's evidence passages, the loss of ``D_1``'s context and the reader-context rule;
     ``modes`` the entity matches of the funnel's step 2 (:func:`kgir_lib.eval.mechanism.bridges.entity_matches`),
     each a full funnel named in its ``bridge match`` column. A table whose traces the run lacks is empty (the
-    funnel keeps its columns); :func:`empty_note` says why.
+    funnel keeps its columns); :func:`empty_note` says why. ``tables`` names the tables to compute (default: all
+    of :data:`TABLES`); the result then holds ``sources`` and those, each the same as in the full result.
     """
+    wanted = _wanted(tables)
     if isinstance(modes, str) or not modes or any(m not in MODES for m in modes):
         raise ValueError(f"parameter 'modes': a non-empty list of {MODES}, got {modes!r}")
     if isinstance(datasets, str) or not datasets:
@@ -113,45 +115,58 @@ def mechanism_tables(run_dir: Path, datasets: Sequence[str], data_dir: Optional[
     runs = read_run(run_dir, datasets)
     sources = pd.DataFrame([{"method": m, "dataset": ds, "questions": len(runs.get((m, ds), [])),
                              "read": (m, ds) in runs} for m in READ for ds in datasets])
-    out: dict[str, list] = {k: [] for k in TABLES if k != "sources"}
+    out: dict[str, list] = {k: [] for k in TABLES if k in wanted and k != "sources"}
     agreement = []
     for ds in datasets:
         if not any(d == ds for _, d in runs):
             continue
-        bridges = load_bridges(ds, data_dir)
-        questions = {q.qid: q for q in load_dataset(ds, data_dir).questions}
+        bridges = load_bridges(ds, data_dir) if wanted & {"funnel", "bridge_naming", "step_attribution"} else {}
         for m in LOOP_METHODS:
             recs = runs.get((m, ds))
             if not recs:
                 continue
-            for mode in modes:
-                out["funnel"].append(_with(funnel_table(funnel_rows(recs, bridges, mode, ds)), method=m,
-                                           **{MATCH: mode}))
-            out["calibration"].append(_with(calibration_table(recs, n_ctx, ds), method=m))
-            out["rewrite_retrieval"].append(_with(rewrite_retrieval_table(recs, n_ctx, ks, ds), method=m))
+            if "funnel" in wanted:
+                for mode in modes:
+                    out["funnel"].append(_with(funnel_table(funnel_rows(recs, bridges, mode, ds)), method=m,
+                                               **{MATCH: mode}))
+            if "calibration" in wanted:
+                out["calibration"].append(_with(calibration_table(recs, n_ctx, ds), method=m))
+            if "rewrite_retrieval" in wanted:
+                out["rewrite_retrieval"].append(_with(rewrite_retrieval_table(recs, n_ctx, ks, ds), method=m))
             agreement.append({"method": m, "dataset": ds, "questions": len(recs),
                               "current rule = stored ranked_pids": current_rule_agreement(recs, n_ctx)})
         forced = runs.get(("kgir_forced", ds))
-        if forced:
+        if forced and "forced_rounds" in wanted:
             out["forced_rounds"].append(forced_round_table(forced, ds))
+        if forced and "oracle_stop" in wanted:
             out["oracle_stop"].append(oracle_stop_table(forced, ds))
         naming = {m: runs[(m, ds)] for m in NAMING_METHODS if (m, ds) in runs}
-        if naming:
+        if naming and "bridge_naming" in wanted:
+            questions = {q.qid: q for q in load_dataset(ds, data_dir).questions}
             baseline = {rf.qid_of(r): rf.d_first(r) for r in runs.get(("kgir", ds), [])}
             out["bridge_naming"].append(bridge_naming_table(naming, bridges, baseline, "kgir", ds, questions))
-        if ("kgir", ds) in runs and ("kgir_no_rewrite", ds) in runs:
+        if ("kgir", ds) in runs and ("kgir_no_rewrite", ds) in runs and "ranked_list_rules" in wanted:
             out["ranked_list_rules"].append(rule_table(runs[("kgir", ds)], runs[("kgir_no_rewrite", ds)], n_ctx, ks,
                                                        ds))
         variants = {m: runs[(m, ds)] for m in VARIANTS if (m, ds) in runs}
-        if "kgir" in variants and len(variants) > 1:
+        if "kgir" in variants and len(variants) > 1 and "reader_context" in wanted:
             out["reader_context"].append(reader_context_table(variants, n_ctx, ds))
         study = {m: runs[(m, ds)] for m in ("kgir", *STUDY_ROWS) if (m, ds) in runs}
-        if "kgir" in study and len(study) > 1:
+        if "kgir" in study and len(study) > 1 and "step_attribution" in wanted:
             from ...registry import LABELS
 
-            out["step_attribution"].append(step_attribution_table(study, bridges, ds, n_ctx, LABELS, mode))
+            out["step_attribution"].append(step_attribution_table(study, bridges, ds, n_ctx, LABELS, modes[-1]))
     tables = {"sources": sources.merge(pd.DataFrame(agreement, columns=["method", "dataset", "questions",
                                                                         "current rule = stored ranked_pids"]),
                                        on=["method", "dataset", "questions"], how="left")}
     tables.update({k: _concat(v, ("method", MATCH, *TABLE_COLUMNS) if k == "funnel" else ()) for k, v in out.items()})
     return tables
+
+
+def _wanted(tables: Optional[Sequence[str]]) -> set:
+    """The tables :func:`mechanism_tables` computes: all of :data:`TABLES` for ``None``, else the named ones."""
+    if tables is None:
+        return set(TABLES)
+    if isinstance(tables, str) or any(t not in TABLES for t in tables):
+        raise ValueError(f"parameter 'tables': a list of names among {TABLES}, got {tables!r}")
+    return set(tables)
