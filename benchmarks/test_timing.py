@@ -21,8 +21,9 @@ minimum and the median, of the wall time and of the CPU time (user + system of t
 waited for: what a busy machine inflates least), with the 1-minute load average before and after each run. A
 figure under load is not an idle figure and says so.
 
-- ``fast``: ``bash scripts/test.sh --fast``; the count line and the ten slowest tests (setup, call and teardown
-  together, from pytest's JUnit XML report of the last run);
+- ``fast``: ``bash scripts/test.sh --fast``; the count line, the ten slowest tests (setup, call and teardown
+  together, from pytest's JUnit XML report of the last run) and the ten longest units of work (what one xdist
+  worker runs whole: where the wall time of a run goes);
 - ``full``: ``bash scripts/test.sh`` (the whole suite), the same;
 - ``rerun``: ``bash scripts/main.sh --only 03 -p top_k 5``, run once to warm it (its scratch run's caches), then
   timed (a one-notebook rerun with a parameter: nothing else changed);
@@ -86,6 +87,30 @@ def slowest(junit: Path, n: int = SLOWEST) -> list:
     return sorted(cases, reverse=True)[:n]
 
 
+def slowest_units(junit: Path, n: int = SLOWEST) -> list:
+    """``[(seconds, unit, tests)]`` of the ``n`` longest units of work of a JUnit XML report, longest first: the
+    seconds of a unit's tests added up, a unit being what the test suite's scheduler hands to one pytest-xdist worker
+    whole (``tests/_notebook_checks.py``: every notebook cell and table check, else a test module, a group of
+    modules or one long test). A run ends no sooner than its longest unit."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from _notebook_checks import _unit_of_work
+
+    units: dict = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        cls = case.get("classname", "")  # tests.test_x (or tests.test_x.TestClass), notebooks.01_name.ipynb
+        if cls.endswith(".ipynb"):
+            path = cls[:-len(".ipynb")].replace(".", "/") + ".ipynb"
+        else:
+            parts = cls.split(".")
+            module = next((i for i, part in enumerate(parts) if part.startswith("test_") or part.endswith("_test")),
+                          len(parts) - 1)
+            path = "/".join(parts[:module + 1]) + ".py"
+        unit = _unit_of_work(f"{path}::{case.get('name')}")
+        seconds, tests = units.get(unit, (0.0, 0))
+        units[unit] = (seconds + float(case.get("time") or 0), tests + 1)
+    return sorted(((sec, unit, k) for unit, (sec, k) in units.items()), reverse=True)[:n]
+
+
 def summary_line(stdout: str) -> str:
     """pytest's last line (``1,492 passed, 2 skipped in 79.1s``), or what ended the run."""
     lines = [ln.strip() for ln in stdout.splitlines() if re.search(r"\b(passed|failed|error)", ln)]
@@ -99,6 +124,7 @@ def tier(fast: bool, repo: Path, env: dict) -> dict:
         cmd = ["bash", "scripts/test.sh"] + (["--fast"] if fast else []) + [f"--junitxml={junit}", "-rfE"]
         res = timed(cmd, repo, env)
         res["slowest"] = slowest(junit) if junit.exists() else []
+        res["units"] = slowest_units(junit) if junit.exists() else []
     res["command"] = "bash scripts/test.sh" + (" --fast" if fast else "")
     res["summary"] = summary_line(res["stdout"])
     return res
@@ -214,6 +240,10 @@ def markdown(results: dict, command: str, where: str, warm: list) -> str:
             out += ["", f"Ten slowest tests of `{r['command']}`, its last run (seconds: setup, call and teardown "
                         f"together; xdist runs two at a time):", "", "| seconds | test |", "|---|---|"]
             out += [f"| {sec:.1f} | `{test}` |" for sec, test in r["slowest"]]
+        if r and r.get("units"):
+            out += ["", f"Ten longest units of work of `{r['command']}`, its last run (a unit runs whole on one "
+                        f"worker; seconds of its tests added up):", "", "| seconds | unit | tests |", "|---|---|---|"]
+            out += [f"| {sec:.1f} | `{unit}` | {k} |" for sec, unit, k in r["units"]]
     return "\n".join(out) + "\n"
 
 

@@ -7,7 +7,8 @@ run once). In a session without the notebooks (``pytest tests``) those tests ski
 notebooks' cells and those checks form one unit of work, run by one worker in this order (:class:`NotebookScheduling`):
 the notebooks share one kernel per notebook and one results directory, and each reads what the one before it wrote.
 Every other test module is a unit of work of its own (its imports and module fixtures are paid by one worker, not by
-both), and the longest units start first, each on a worker of its own (:data:`FIRST`).
+both), but for the tests of :data:`SPLIT` (one unit a test) and of :data:`GROUPS` (one unit for several modules' tests
+that load the same libraries in-process); the longest units start first (:data:`FIRST`).
 """
 from __future__ import annotations
 
@@ -16,14 +17,30 @@ from pathlib import Path
 import pytest
 
 CHECKS_FILE = "test_notebook_tables.py"
-# The longest units of work, started first: the notebooks under nbval and the main job on a fresh clone each take
-# most of a worker's time, so a unit started after them would end the run late; then the unit-test modules that take
-# longest for their few tests (hosts that never answer, waited out for 20 s and 5 s; local servers, subprocesses, the
-# rebuilt sample run; measured with --durations, see results/benchmarks/tests.md). The other units follow largest
-# first (xdist's order: by number of tests).
-FIRST = ("notebooks", "test_fresh_clone.py",  # a unit's name, or its module's file name
-         "test_data_hub_path.py", "test_data_sources.py", "test_pinned_tables.py", "test_llm_openai.py",
-         "test_benchmarks.py", "test_runner.py")
+# Modules whose tests are each a unit of work: long tests sharing no module fixture, which two workers can run at once
+# (the main job on a fresh clone, and notebook 04 alone on another).
+SPLIT = ("test_fresh_clone.py",)
+# Tests of several modules run as one unit, on one worker: each loads torch and the encoders' libraries in-process
+# (about 7 s of CPU to import), and the MiniLM model is loaded once per process (kgir_lib.encoders), so one worker
+# pays for them once instead of each worker once.
+GROUPS = {"encoder models": ("test_retrieval.py::test_real_minilm_loads_offline_and_embeds",
+                             "test_kg2rag_agreement.py::test_committed_report_rescored_against_this_codes_side",
+                             "test_flagembedding.py")}
+# The longest units of work, longest first, started before all others (the whole suite's CPU seconds of each, from
+# pytest's --durations): a long unit started last would end the run late while the other worker idles. The notebooks
+# under nbval and the main job on a fresh clone each take most of a worker's time; the book's browser tests build the
+# book first; the hosts that never answer are waited out (20 s and 5 s, beside the other worker's work); then the
+# units with local servers, model loads, kernels and subprocesses. Each entry names a unit
+# ("notebooks", a group of GROUPS), a module's file name (every unit of that module) or file::test. The other units
+# follow largest first (xdist's order: by number of tests).
+FIRST = ("notebooks",
+         "test_fresh_clone.py::test_a_fresh_clone_with_no_data_beside_it_runs_the_main_job_and_reproduces_every_"
+         "committed_file", "test_book_browser.py", "encoder models", "test_data_hub_path.py", "test_runner.py",
+         "test_fresh_clone.py", "test_paper_script.py", "test_pinned_tables.py", "test_llm_llamacpp.py",
+         "test_secrets.py", "test_data_sources.py", "test_api_cache.py", "test_scratch_runs.py",
+         "test_reliability_kill.py", "test_benchmarks.py", "test_llm_openai.py", "test_execution.py",
+         "test_test_script.py", "test_notebooks_params.py", "test_nullable_settings.py", "test_response_log.py",
+         "test_own_composition.py", "test_cache_salvage.py")
 
 
 def _is_nbval(item) -> bool:
@@ -43,13 +60,28 @@ class _NotebookFailures:
 
 
 def _unit_of_work(nodeid: str) -> str:
-    """The scope :class:`NotebookScheduling` gives a test: ``notebooks`` for a notebook cell or a table check, else
+    """The scope :class:`NotebookScheduling` gives a test: ``notebooks`` for a notebook cell or a table check, the
+    group's name for a test of :data:`GROUPS`, the test itself (parameters aside) in a module of :data:`SPLIT`, else
     its module (one worker imports it and builds its module-scoped fixtures, e.g. the rebuilt sample run of
     ``test_pinned_tables.py``, the ``--help`` of every benchmark script)."""
-    path = nodeid.partition("::")[0]
+    path, _, test = nodeid.partition("::")
     if path.endswith(".ipynb") or Path(path).name == CHECKS_FILE:
         return "notebooks"
+    name, function = Path(path).name, test.partition("[")[0]
+    for group, members in GROUPS.items():
+        if name in members or f"{name}::{function}" in members:
+            return group
+    if name in SPLIT and function:
+        return f"{path}::{function}"
     return path
+
+
+def _rank(scope: str) -> int:
+    """The place of a unit of work in :data:`FIRST` (its first matching entry), else ``len(FIRST)``."""
+    path, _, function = scope.partition("::")
+    name = Path(path).name
+    keys = {scope, name, f"{name}::{function}"}
+    return next((i for i, entry in enumerate(FIRST) if entry in keys), len(FIRST))
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -58,7 +90,7 @@ def pytest_xdist_make_scheduler(config, log):
     pytest-xdist's ``loadgroup`` marks a group by a suffix it writes into the test ids, which pytest 9.2 no longer
     lets it write: every cell would go to whichever worker was free, and a cell sent to another worker runs in a
     kernel that never ran the cells before it. Here the unit of work is given by the test id itself
-    (:func:`_unit_of_work`), and the units of :data:`FIRST` are handed out before all others.
+    (:func:`_unit_of_work`), and the units of :data:`FIRST` are handed out before all others, in its order.
     """
     from xdist.scheduler import LoadScopeScheduling
 
@@ -70,7 +102,7 @@ def pytest_xdist_make_scheduler(config, log):
 
         def _assign_work_unit(self, node) -> None:
             if not self._ordered:  # the queue is complete when the first unit is handed out
-                first = [scope for name in FIRST for scope in self.workqueue if name in (scope, Path(scope).name)]
+                first = sorted((scope for scope in self.workqueue if _rank(scope) < len(FIRST)), key=_rank)
                 for scope in reversed(first):
                     self.workqueue.move_to_end(scope, last=False)
                 self._ordered = True

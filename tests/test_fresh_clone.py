@@ -33,9 +33,11 @@ pytestmark = pytest.mark.slow
 
 
 def fresh_clone(tmp_path: Path) -> Path:
-    """A clone of the last commit in ``tmp_path/repo``; nothing beside it."""
+    """A clone of the last commit in ``tmp_path/repo``; nothing beside it. Its objects are hard links to this
+    checkout's where the file system allows (git's default for a local clone: an object file is never rewritten), its
+    working tree its own."""
     repo = tmp_path / "repo"
-    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(PROJECT_ROOT), str(repo)], check=True)
+    subprocess.run(["git", "clone", "-q", str(PROJECT_ROOT), str(repo)], check=True)
     (repo / ".venv").symlink_to(PROJECT_ROOT / ".venv")
     return repo
 

@@ -60,3 +60,21 @@ def test_warm_state_names_the_compiled_modules_of_a_new_path_cold(bench, tmp_pat
     said = bench.warm_state(tmp_path / "repo", {"MYPY_CACHE_DIR": str(tmp_path / "mypy"),
                                                 "PYTHONDONTWRITEBYTECODE": "1"})
     assert said[1].startswith("mypy's cache: warm") and said[2].startswith("`PYTHONDONTWRITEBYTECODE`: set")
+
+
+def test_the_longest_units_of_work_add_up_their_tests_as_the_scheduler_groups_them(bench, tmp_path):
+    """A notebook's cells and the table checks are one unit, a module another, a fresh-clone test a unit of its own."""
+    junit = tmp_path / "junit.xml"
+    junit.write_text("""<testsuites><testsuite>
+      <testcase classname="notebooks.01_extract_kg.ipynb" name="Cell 1" time="3.0"/>
+      <testcase classname="notebooks.02_index.ipynb" name="Cell 0" time="2.0"/>
+      <testcase classname="tests.test_notebook_tables" name="test_notebook_tables[01_extract_kg]" time="0.5"/>
+      <testcase classname="tests.test_runner" name="test_a" time="1.0"/>
+      <testcase classname="tests.test_runner.TestB" name="test_b" time="1.5"/>
+      <testcase classname="tests.test_fresh_clone" name="test_main_job" time="4.0"/>
+      <testcase classname="tests.test_fresh_clone" name="test_one_notebook" time="2.0"/>
+    </testsuite></testsuites>""")
+    assert bench.slowest_units(junit) == [(5.5, "notebooks", 3), (4.0, "tests/test_fresh_clone.py::test_main_job", 1),
+                                          (2.5, "tests/test_runner.py", 2),
+                                          (2.0, "tests/test_fresh_clone.py::test_one_notebook", 1)]
+    assert len(bench.slowest_units(junit, 2)) == 2
