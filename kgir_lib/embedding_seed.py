@@ -256,16 +256,18 @@ def unpack_calls(packed: Path, store: Path) -> int:
 
 def _keep_used(store: Path) -> None:
     """Leave in ``store`` only the calls its ``used`` table names, and drop that table (a seed starts with none, so
-    the next run's table holds that run's calls alone); a store without the table is left as it is."""
-    from .encoder_calls import USED
+    the next run's table holds that run's calls alone) and the table of single texts (a run's own cache: a seed
+    answers whole calls); a store without the ``used`` table keeps its calls."""
+    from .encoder_calls import TEXTS, USED
 
     con = sqlite3.connect(store)
     try:
-        if _has_used(con):
-            with con:
+        with con:
+            if _has_used(con):
                 con.execute(f"DELETE FROM calls WHERE key NOT IN (SELECT key FROM {USED})")
                 con.execute(f"DROP TABLE {USED}")
-            con.execute("VACUUM")
+            con.execute(f"DROP TABLE IF EXISTS {TEXTS}")
+        con.execute("VACUUM")
     finally:
         con.close()
 
