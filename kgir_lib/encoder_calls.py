@@ -31,16 +31,15 @@ class RememberedCalls:
 
     A call not stored is assembled text by text: each text's vector is kept too (the :data:`TEXTS` table, keyed by
     the encoder and the text), from the first call that held it, and the encoder is asked only for the texts no
-    call held before (each once, in one call of their own). The notebooks ask for the same triple texts, questions
-    and facts in many calls (notebooks 01-04 about three times each, HippoRAG 2's facts and LightRAG's records of a
-    graph again each time the graph grows), so this computes each text once per run. A vector then comes from
-    the batch of another call: how a text is batched with others can change the last bits of its vector (the
-    padding of a batch), so a call assembled this way may differ in those bits from the same call computed whole;
-    the committed tables do not depend on them (the fresh-clone regenerate of ``results/benchmarks/regenerate.md``
-    checks every committed file byte for byte). The store is one SQLite file in the run's cache
-    (:func:`kgir_lib.pipeline.dense_index` puts it beside the corpus embeddings); each row carries the SHA-256 of
-    its bytes, and a row that fails it is recomputed with a warning, never read. Every other attribute is the
-    encoder's own.
+    call held before (each once, in one call of their own). The notebooks ask for the same triple texts and questions
+    in many calls (``results/benchmarks/regenerate.md`` counts the texts each notebook computes), so this computes
+    each text once per run. A vector then comes from the batch of another call: how a text is batched with others
+    can change the last bits of its vector (the padding of a batch), so a call assembled this way may differ in
+    those bits from the same call computed whole; the committed tables do not depend on them (the fresh-clone
+    regenerate of ``results/benchmarks/regenerate.md`` checks every committed file byte for byte). The store is one
+    SQLite file in the run's cache (:func:`kgir_lib.pipeline.dense_index` puts it beside the corpus embeddings);
+    each row carries the SHA-256 of its bytes, and a row that fails it is recomputed with a warning, never read.
+    Every other attribute is the encoder's own.
     """
 
     def __init__(self, encoder, path: Path):
