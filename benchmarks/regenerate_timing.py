@@ -74,9 +74,10 @@ def changed(repo: Path) -> list:
 
 
 def encoder_calls(repo: Path, profile: str) -> tuple:
-    """``(calls, texts)`` the run's encoder-calls store holds (``results/<profile>/cache/embeddings/calls.sqlite``:
-    the seeded calls and every call computed since); before the store exists, the calls its seed will bring (the
-    committed ``results/<profile>/embeddings/calls.sqlite.xz``), so that the first notebook is not credited with
+    """``(calls, texts)`` of the run's encoder-calls store (``results/<profile>/cache/embeddings/calls.sqlite``): the
+    calls it holds (the seeded calls and every call asked since that no stored call answered) and the texts the
+    encoder computed for them; before the store exists, the calls its seed will bring (the committed
+    ``results/<profile>/embeddings/calls.sqlite.xz``) and no text, so that the first notebook is not credited with
     computing them."""
     store = repo / "results" / profile / "cache" / "embeddings" / "calls.sqlite"
     if store.exists():
@@ -92,25 +93,21 @@ def encoder_calls(repo: Path, profile: str) -> tuple:
 
 
 def store_calls(store: Path) -> tuple:
-    """``(calls, texts)`` of an encoder-calls store: its rows, and the texts of each (the first dimension of its
-    vectors)."""
-    import io
+    """``(calls, texts)`` of an encoder-calls store: its calls, and the texts the encoder computed (its table of
+    single texts, those not copied from a stored call)."""
     import sqlite3
 
-    import numpy as np
+    from kgir_lib.encoder_calls import TEXTS
 
     con = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=60)
     try:
-        calls, texts = 0, 0
-        for (blob,) in con.execute("SELECT substr(vectors, 1, 256) FROM calls"):  # (the .npy header: the shape)
-            f = io.BytesIO(bytes(blob))
-            header = (np.lib.format.read_array_header_1_0 if np.lib.format.read_magic(f) == (1, 0)
-                      else np.lib.format.read_array_header_2_0)
-            shape = header(f)[0]
-            calls, texts = calls + 1, texts + (shape[0] if shape else 0)
+        calls = con.execute("SELECT count(*) FROM calls").fetchone()[0]
+        has_texts = con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                                (TEXTS,)).fetchone()
+        texts = con.execute(f"SELECT count(*) FROM {TEXTS} WHERE computed = 1").fetchone()[0] if has_texts else 0
     finally:
         con.close()
-    return calls, texts
+    return int(calls), int(texts)
 
 
 def run(profile: str, ids: list, repo: Path, env: dict, timeout: float) -> list:
@@ -127,7 +124,7 @@ def run(profile: str, ids: list, repo: Path, env: dict, timeout: float) -> list:
         rows.append(res)
         print(f"regenerate: {res['notebook']}: {res['seconds']:.0f} s wall, {res['cpu']:.0f} s CPU, exit {res['rc']}, "
               f"load {res['load'][0]:.2f} -> {res['load'][1]:.2f}, encoder: {res['encoded'][1]} texts in "
-              f"{res['encoded'][0]} calls computed", flush=True)
+              f"{res['encoded'][0]} new calls", flush=True)
         if res["rc"] != 0:
             print(res["stdout"][-2000:] + res["stderr"][-2000:], file=sys.stderr)
             break
@@ -155,7 +152,7 @@ def markdown(profile: str, rows: list, dirty: list | None, command: str, where: 
            ""]
     counted = all("encoded" in r for r in rows)  # (a record of a run before the column was counted has none)
     out += ["| notebook | wall seconds | CPU seconds | exit | load avg (before → after) |"
-            + (" encoder: texts (calls) computed |" if counted else ""),
+            + (" encoder: texts computed (new calls) |" if counted else ""),
             "|---|---|---|---|---|" + ("---|" if counted else "")]
     for r in rows:
         out.append(f"| {r['notebook']} | {r['seconds']:.0f} | {r['cpu']:.0f} | {r['rc']} | "
@@ -167,10 +164,11 @@ def markdown(profile: str, rows: list, dirty: list | None, command: str, where: 
     note = ("Each notebook is its own runner invocation (validation and the response log's import paid each time), "
             "so the sum is a little above one `--regenerate` of them all.")
     if counted:
-        note += (" The last column counts the encoder calls the notebook computed (the texts in them, and the calls) "
-                 "rather than found in the run's cache (seeded from `results/<profile>/embeddings/`): MiniLM's "
-                 "forward passes over those texts, and loading the encoder in a kernel that computes any, are what "
-                 "a cold notebook spends its CPU time on besides its own work.")
+        note += (" The last column counts the texts the encoder computed in the notebook and, in brackets, its calls "
+                 "that no stored call answered (seeded from `results/<profile>/embeddings/` or made earlier in the "
+                 "run; each such call is assembled from the texts earlier calls held, and only the others are "
+                 "encoded): MiniLM's forward passes over those texts, and loading the encoder in a kernel that "
+                 "computes any, are what a cold notebook spends its CPU time on besides its own work.")
     out += ["", note]
     if dirty is not None:
         out += ["", "Committed files after the run: " + (

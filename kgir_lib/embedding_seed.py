@@ -14,9 +14,10 @@ sample run got its top-10 in another order, which changes prompts and so misses 
 The encoder's other calls of the main job (the questions, the triple texts of the edge weights, the entity names:
 :class:`kgir_lib.encoder_calls.RememberedCalls`) are committed the same way, as one SQLite file
 (``calls.sqlite``) that seeds a run's cache when the cache has none. Each call is stored under the exact list of
-texts it was given, so a stored vector is only ever read for the call that made it; with them a fresh clone's
-main job never loads the encoder (its library alone is seconds of CPU in every notebook), and gets the vectors
-the committed run got whatever its CPU.
+texts it was given, and a seeded call answers that call whole; with them a fresh clone's main job never loads the
+encoder (its library alone is seconds of CPU in every notebook), and gets the vectors the committed run got
+whatever its CPU. (A call the seed lacks is assembled from the texts of the calls made before it, the rest
+computed: :class:`~kgir_lib.encoder_calls.RememberedCalls`; a seed commits calls only.)
 
 ``python -m kgir_lib.embedding_seed --profile sample`` writes the files of a profile's datasets and its encoder
 calls from its cache: run it after the main job in a fresh clone (or with ``cache/`` moved aside), so the calls
@@ -256,16 +257,18 @@ def unpack_calls(packed: Path, store: Path) -> int:
 
 def _keep_used(store: Path) -> None:
     """Leave in ``store`` only the calls its ``used`` table names, and drop that table (a seed starts with none, so
-    the next run's table holds that run's calls alone); a store without the table is left as it is."""
-    from .encoder_calls import USED
+    the next run's table holds that run's calls alone) and the table of single texts (a run's own cache: a seed
+    answers whole calls); a store without the ``used`` table keeps its calls."""
+    from .encoder_calls import TEXTS, USED
 
     con = sqlite3.connect(store)
     try:
-        if _has_used(con):
-            with con:
+        with con:
+            if _has_used(con):
                 con.execute(f"DELETE FROM calls WHERE key NOT IN (SELECT key FROM {USED})")
                 con.execute(f"DROP TABLE {USED}")
-            con.execute("VACUUM")
+            con.execute(f"DROP TABLE IF EXISTS {TEXTS}")
+        con.execute("VACUUM")
     finally:
         con.close()
 

@@ -74,8 +74,8 @@ def test_the_readme_states_the_recorded_time():
 
 
 def test_the_encoder_calls_a_notebook_computed_are_counted_from_the_runs_store(bench, tmp_path):
-    """What the record's last column reads: the calls the run's encoder-calls store holds and their texts, so the
-    difference around a notebook is what it computed (nothing before the store exists)."""
+    """What the record's last column reads: the calls the run's encoder-calls store holds and the texts the encoder
+    computed, so the difference around a notebook is what it computed (nothing before the store exists)."""
     from conftest import BagOfWordsEncoder
     from kgir_lib.encoder_calls import CALLS_FILE, RememberedCalls
 
@@ -85,11 +85,13 @@ def test_the_encoder_calls_a_notebook_computed_are_counted_from_the_runs_store(b
     store.encode(["IBM"])
     store.encode(["IBM"])  # answered from the store: nothing more computed
     assert bench.encoder_calls(tmp_path, "local") == (2, 4)
+    store.encode(["Dell", "Acer", "IBM"])  # a new call: one text computed, two held
+    assert bench.encoder_calls(tmp_path, "local") == (3, 5)
 
 
 def test_before_the_store_exists_its_seed_counts_as_held_not_computed(bench, tmp_path):
     """A fresh clone's first notebook seeds the store from the committed packed calls: those are counted before it
-    runs, so its row counts only the calls it computed."""
+    runs, with no text computed, so its row counts only the calls and texts it computed."""
     from conftest import BagOfWordsEncoder
     from kgir_lib.embedding_seed import pack_calls
     from kgir_lib.encoder_calls import CALLS_FILE, RememberedCalls
@@ -101,4 +103,4 @@ def test_before_the_store_exists_its_seed_counts_as_held_not_computed(bench, tmp
     clone = tmp_path / "clone"
     (clone / "results" / "local" / "embeddings").mkdir(parents=True)
     assert pack_calls(made, clone / "results" / "local" / "embeddings" / "calls.sqlite.xz") == 2
-    assert bench.encoder_calls(clone, "local") == (2, 4)
+    assert bench.encoder_calls(clone, "local") == (2, 0)
