@@ -64,10 +64,12 @@ def read_sums(folder: Path) -> dict:
 
 
 def committed_dirs(cfg) -> list:
-    """Folders that may hold committed embeddings: the run's own, then every profile's in the project."""
+    """Folders that may hold committed embeddings: the run's own, then its profile's committed one (a scratch run
+    or a run with its results elsewhere asks for the calls its profile's run made), then every other profile's."""
     from .config import PROJECT_ROOT
 
-    dirs = [cfg.run_dir / SEED_DIR] + sorted((PROJECT_ROOT / "results").glob(f"*/{SEED_DIR}"))
+    dirs = ([cfg.run_dir / SEED_DIR, PROJECT_ROOT / "results" / cfg.profile / SEED_DIR]
+            + sorted((PROJECT_ROOT / "results").glob(f"*/{SEED_DIR}")))
     return list(dict.fromkeys(Path(d) for d in dirs))
 
 

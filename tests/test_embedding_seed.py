@@ -220,3 +220,13 @@ def test_no_committed_file_exceeds_5_mib():
     too_big = [(str(p.relative_to(PROJECT_ROOT)), p.stat().st_size) for p in paths
                if p.is_file() and p.stat().st_size > 5 * 2 ** 20]
     assert too_big == []
+
+
+def test_a_run_elsewhere_is_seeded_from_its_own_profiles_committed_calls_before_any_other(tmp_path):
+    from kgir_lib.config import PROJECT_ROOT, load_config
+    from kgir_lib.embedding_seed import SEED_DIR, committed_dirs
+
+    for profile in ("local", "sample"):
+        dirs = committed_dirs(load_config(profile, results_dir=str(tmp_path)))
+        assert dirs[:2] == [tmp_path / profile / SEED_DIR, PROJECT_ROOT / "results" / profile / SEED_DIR]
+        assert len(dirs) == len(set(dirs))  # every other profile's folder follows once
