@@ -284,6 +284,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "benchmarks" / "peers_kg2rag.md")
     ap.add_argument("--command", default="bash benchmarks/peers/kg2rag_crosscheck.sh",
                     help="the command shown in the report")
+    ap.add_argument("--hash-seeds", type=int,
+                    help="report step: read the untouched runs of hash seeds 0 to N-1 (default: every seed from 0 "
+                         "up to the first missing one)")
     args = ap.parse_args()
     if args.step == "suite":
         run_suite(args.work, args.profile, args.datasets, args.limit, not args.no_mst, clean=not args.uncleaned)
@@ -298,7 +301,8 @@ def main() -> None:
 
             write_uncleaned(args.work, args.profile, args.out.parent, args.command)
             return
-        write_report(args.work, args.profile, args.out, args.command, rescore=args.step == "rescore")
+        write_report(args.work, args.profile, args.out, args.command, rescore=args.step == "rescore",
+                     hash_seeds=args.hash_seeds)
 
 
 if __name__ == "__main__":

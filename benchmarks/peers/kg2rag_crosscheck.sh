@@ -9,11 +9,13 @@
 #   2. kg2rag_compare.py suite              the shared inputs, kg2rag and kg2rag_code stage by stage, the score
 #                                           table, the weighted graphs of the spanning-tree check
 #   3. embed_server.py on 127.0.0.1         the suite's encoder, for any text the suite never scored
-#   4. kg2rag_upstream.py run               the authors' three post-processors, untouched, once per hash seed
-#                                           (PYTHONHASHSEED = 0 .. HASH_SEEDS-1), then once with the hash order taken
-#                                           out (--order insertion), and with one source of it taken out at a time
+#   4. kg2rag_upstream.py run               the authors' three post-processors with the hash order taken out
+#                                           (--order insertion) and with one source of it taken out at a time
 #                                           (--order sets / views, SOURCE_SEEDS seeds); kg2rag_upstream.py mst:
-#                                           networkx's trees
+#                                           networkx's trees; then untouched, once per hash seed (PYTHONHASHSEED =
+#                                           0 .. HASH_SEEDS-1), seed by seed over the datasets. Each run is kept
+#                                           with a stamp of its inputs, so a stopped cross-check started again runs
+#                                           only what is missing (with a smaller HASH_SEEDS: the seeds it finished)
 #   5. kg2rag_compare.py report             results/benchmarks/peers_kg2rag.md and .csv
 # Usage: bash benchmarks/peers/kg2rag_crosscheck.sh [--uncleaned] [--help | --dry-run | --rescore]
 #   --help     print this header and exit
@@ -96,23 +98,40 @@ free_port EPORT
 PIDS+=($!)
 wait_up "${PIDS[0]}" "http://127.0.0.1:$EPORT/v1/models" "$WORK/logs/embed_server.log"
 
-for dataset in $("$PY" -c "from kgir_lib.config import load_config; print(' '.join(load_config('$PROFILE').datasets))"); do
-    run_upstream() {  # out order [hash seed]
-        PYTHONHASHSEED="${3:-0}" "$PEER_PY" benchmarks/peers/kg2rag_upstream.py run --checkout "$CHECKOUT" \
-            --inputs "$WORK/$dataset/inputs.json.gz" --scores "$WORK/$dataset/scores.jsonl.gz" \
-            --embed-url "http://127.0.0.1:$EPORT/v1" --order "$2" --out "$1" 2> >(grep -v "nltk_data\|UnsupportedFieldAttributeWarning\|warnings.warn" >&2)
-    }
-    for seed in $(seq 0 $((HASH_SEEDS - 1))); do
-        run_upstream "$WORK/$dataset/upstream_seed$seed.jsonl" as-is "$seed"
-    done
+DATASETS=$("$PY" -c "from kgir_lib.config import load_config; print(' '.join(load_config('$PROFILE').datasets))")
+# run_upstream OUT ORDER HASH_SEED DATASET: one run of the authors' code, written to OUT.part and renamed when it
+# ends, beside a stamp of its inputs (OUT.inputs: their checksums, the order and the seed). A run whose OUT and stamp
+# are there from an earlier start on the same inputs is kept, not run again: a cross-check stopped part-way resumes.
+run_upstream() {
+    local out="$1" order="$2" seed="${3:-0}" dataset="$4" stamp
+    stamp="$(for f in inputs.json.gz scores.jsonl.gz; do gzip -dc "$WORK/$dataset/$f" | sha256sum | cut -d' ' -f1; done \
+        | tr '\n' ' ')$order $seed"  # the content's checksums (a gzip header carries a time)
+    if [ -f "$out" ] && [ "$(cat "$out.inputs" 2>/dev/null)" = "$stamp" ]; then
+        echo "crosscheck: kept $(basename "$out") of $dataset (same inputs)"; return 0
+    fi
+    PYTHONHASHSEED="$seed" "$PEER_PY" benchmarks/peers/kg2rag_upstream.py run --checkout "$CHECKOUT" \
+        --inputs "$WORK/$dataset/inputs.json.gz" --scores "$WORK/$dataset/scores.jsonl.gz" \
+        --embed-url "http://127.0.0.1:$EPORT/v1" --order "$order" --out "$out.part" 2> >(grep -v "nltk_data\|UnsupportedFieldAttributeWarning\|warnings.warn" >&2)
+    mv "$out.part" "$out"
+    printf '%s' "$stamp" > "$out.inputs"
+}
+# The ordered runs and the spanning trees first (the report needs them whatever the seed count).
+for dataset in $DATASETS; do
     for seed in $(seq 0 $((SOURCE_SEEDS - 1))); do  # one source of hash order at a time
-        run_upstream "$WORK/$dataset/upstream_sets$seed.jsonl" sets "$seed"
-        run_upstream "$WORK/$dataset/upstream_views$seed.jsonl" views "$seed"
+        run_upstream "$WORK/$dataset/upstream_sets$seed.jsonl" sets "$seed" "$dataset"
+        run_upstream "$WORK/$dataset/upstream_views$seed.jsonl" views "$seed" "$dataset"
     done
-    run_upstream "$WORK/$dataset/upstream_insertion.jsonl" insertion
+    run_upstream "$WORK/$dataset/upstream_insertion.jsonl" insertion 0 "$dataset"
     [ ${#UNCLEANED[@]} -gt 0 ] && continue  # no spanning-tree graphs on the uncleaned triples
     "$PEER_PY" benchmarks/peers/kg2rag_upstream.py mst --graphs "$WORK/$dataset/mst_graphs.jsonl.gz" \
         --out "$WORK/$dataset/upstream_mst.jsonl"
+done
+# Then the untouched runs seed by seed, each seed on every dataset before the next: a run stopped part-way leaves
+# whole seeds, and a start with a smaller HASH_SEEDS keeps them all and goes on to the report (--hash-seeds).
+for seed in $(seq 0 $((HASH_SEEDS - 1))); do
+    for dataset in $DATASETS; do
+        run_upstream "$WORK/$dataset/upstream_seed$seed.jsonl" as-is "$seed" "$dataset"
+    done
 done
 stop_servers
 
@@ -125,4 +144,5 @@ else
     [ "$HASH_SEEDS" != 5 ] && cmd="HASH_SEEDS=$HASH_SEEDS $cmd"
     [ "$SOURCE_SEEDS" != 3 ] && cmd="SOURCE_SEEDS=$SOURCE_SEEDS $cmd"
 fi
-"$PY" benchmarks/peers/kg2rag_compare.py report --work "$WORK" --profile "$PROFILE" --command "$cmd" "${UNCLEANED[@]}"
+"$PY" benchmarks/peers/kg2rag_compare.py report --work "$WORK" --profile "$PROFILE" --command "$cmd" \
+    --hash-seeds "$HASH_SEEDS" "${UNCLEANED[@]}"

@@ -22,6 +22,7 @@ import platform
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Optional
 
 import pandas as pd
 
@@ -67,12 +68,31 @@ def _meta(work: Path) -> dict:
     return json.loads(meta.read_text(encoding="utf-8")) if meta.exists() else {}
 
 
-def upstream_lists(work: Path, dataset: str) -> pd.DataFrame:
+def seed_runs(folder: Path, hash_seeds: Optional[int] = None) -> list:
+    """The untouched runs' record files in ``folder``, ``upstream_seed0.jsonl`` to ``upstream_seed{n-1}.jsonl``:
+    the first ``hash_seeds`` of them (each must be there), or, with ``None``, every one from seed 0 up to the first
+    gap. A run stopped part-way leaves further seeds of one dataset only; reading a stated count keeps both
+    datasets on the same seeds."""
+    if hash_seeds is None:
+        n = 0
+        while (folder / f"upstream_seed{n}.jsonl").exists():
+            n += 1
+        return [folder / f"upstream_seed{i}.jsonl" for i in range(n)]
+    runs = [folder / f"upstream_seed{i}.jsonl" for i in range(hash_seeds)]
+    missing = [p.name for p in runs if not p.exists()]
+    if missing:
+        raise SystemExit(f"{folder}: {len(missing)} of the {hash_seeds} hash seeds' records are missing "
+                         f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): run them first")
+    return runs
+
+
+def upstream_lists(work: Path, dataset: str, hash_seeds: Optional[int] = None) -> pd.DataFrame:
     """Upstream's per-question lists (suite pids, space-joined) from its runs in ``work/<dataset>/``: the
     untouched run with ``PYTHONHASHSEED=0`` (``up_*``), the insertion-order run (``ins_*``), how many distinct
-    final lists the hash seeds gave, any exception, and the reranker's fresh (not from the suite's table) pairs."""
+    final lists the hash seeds gave (the first ``hash_seeds``: :func:`seed_runs`), any exception, and the
+    reranker's fresh (not from the suite's table) pairs."""
     to_pid = chunk_pids(work, dataset)
-    runs = sorted((work / dataset).glob("upstream_seed*.jsonl"), key=lambda p: int(p.stem.split("seed")[1]))
+    runs = seed_runs(work / dataset, hash_seeds)
     if not runs or not (work / dataset / "upstream_insertion.jsonl").exists():
         raise SystemExit(f"{work / dataset}: no upstream records (run kg2rag_upstream.py first)")
     recs = {p.stem: {r["qid"]: r for r in read_jsonl(p)} for p in runs}
@@ -356,6 +376,21 @@ def uncleaned_table(clean: pd.DataFrame, unclean: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def score_drift(clean: pd.DataFrame, unclean: pd.DataFrame) -> tuple:
+    """``(questions, of, largest)``: on how many of the questions both runs hold the seed chunks' scores differ
+    (each run computes its inputs itself, so a recomputed embedding can move a score in its last bits), and the largest
+    difference of one chunk's score. Seed sets that differ count as a difference of their common chunks' scores."""
+    keys = ["dataset", "qid"]
+    both = clean[keys + ["seeds"]].merge(unclean[keys + ["seeds"]], on=keys, suffixes=("_c", "_u"))
+    moved, largest = 0, 0.0
+    for a, b in zip(both["seeds_c"], both["seeds_u"]):
+        sa, sb = dict(_seeds(a)), dict(_seeds(b))
+        if sa != sb:
+            moved += 1
+            largest = max([largest] + [abs(float(sa[c]) - float(sb[c])) for c in sa.keys() & sb.keys()])
+    return moved, len(both), largest
+
+
 def uncleaned_section(clean: pd.DataFrame, unclean, head) -> list:
     """The report's section on the run on the uncleaned triples (:func:`uncleaned_table`)."""
     if unclean is None:
@@ -377,15 +412,25 @@ def uncleaned_section(clean: pd.DataFrame, unclean, head) -> list:
                     f"questions, among the code's added chunks on {v['expanded']} and in its final list on "
                     f"{v['final']}" for d, v in (head.get("touched") or {}).items())
         + ". kg2rag_code's organisation on the uncleaned triples: "
-        + ", ".join(f"{k} {v}" for k, v in paths.most_common()) + f"; upstream raised on {errors} questions.\n",
+        + ", ".join(f"{k} {v}" for k, v in paths.most_common()) + f"; upstream raised on {errors} questions. "
+        + _drift_words(*score_drift(clean, unclean)) + "\n",
         to_markdown(uncleaned_table(clean, unclean)), "",
     ]
 
 
+def _drift_words(moved: int, of: int, largest: float) -> str:
+    if not moved:
+        return "The two runs' seed chunks carry the same scores on every question."
+    return (f"The two runs computed their inputs separately, and their seed chunks' scores differ in the last bits on "
+            f"{moved} of {of} questions (at most {largest:.1e}): a list counted as changed may have moved with those "
+            f"scores (a near tie broken the other way) as well as with the triples.")
 
-def write_report(work: Path, profile: str, out: Path, command: str, rescore: bool = False) -> None:
+
+def write_report(work: Path, profile: str, out: Path, command: str, rescore: bool = False,
+                 hash_seeds: Optional[int] = None) -> None:
     """The per-question CSV, the spanning-tree CSV and the header (:data:`CSV_META`), then the report rendered from
-    those three files alone (:func:`rebuild`), so a re-render from the committed files gives the same bytes."""
+    those three files alone (:func:`rebuild`), so a re-render from the committed files gives the same bytes.
+    ``hash_seeds``: how many untouched runs to read (:func:`seed_runs`)."""
     cfg = load_config(profile, results_dir=str(work / "results"))
     csv = out.with_suffix(".csv")
     meta = _meta(work)
@@ -409,7 +454,7 @@ def write_report(work: Path, profile: str, out: Path, command: str, rescore: boo
             raise SystemExit(f"{work}: no suite record for any question of {csv} (run the 'suite' step first)")
         rescored = {"questions": int(len(upstream)), "of": int(total)}
     else:
-        upstream = pd.concat([upstream_lists(work, d) for d in cfg.datasets], ignore_index=True)
+        upstream = pd.concat([upstream_lists(work, d, hash_seeds) for d in cfg.datasets], ignore_index=True)
         upstream["upstream_record"] = f"this run ({command})"
         rescored = None
     rows = question_rows(suite_inputs(work, upstream, profile), cfg.context_passages)
