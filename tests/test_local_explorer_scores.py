@@ -1,0 +1,97 @@
+"""The local run's per-question scores, which its committed question explorer (``results/local/explorer.json.gz``)
+holds for KGIR-RAG and the twelve other methods of notebook 05, against the committed tables computed from the same
+scores: ``05_bootstrap_ci``'s EM and F1 rows (KGIR-RAG minus each method, paired bootstrap; the explorer holds no
+recall) and the rows of ``05_claims`` and
+``05_claims_without_tuning_questions`` that compare KGIR-RAG with one of those methods (means, difference, interval,
+discordant counts, exact McNemar p). No model: the explorer is a committed file, and the library's functions the
+notebook calls recompute each cell.
+
+EM is 0 or 100 a question, so its cells come out exactly. The explorer rounds each question's F1 to one decimal, so
+an F1 mean moves by at most 0.05 and a difference of two, or a percentile of resampled differences, by at most 0.1:
+F1 cells are compared within 0.1. The ablation variants (w/o rewrite, w/o subgraph, ...) are not in the explorer;
+their rows are pinned from their discordant counts (tests/test_local_tables.py)."""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pandas as pd
+import pytest
+
+from kgir_lib.config import PROJECT_ROOT, default_data_dir, load_config
+from kgir_lib.eval import claims as cl
+from kgir_lib.eval.bootstrap import SIDE_COLUMN, bootstrap_table, dataset_groups, paired_bootstrap, paired_scores
+
+RUN = PROJECT_ROOT / "results" / "local"
+DATA = default_data_dir()
+N_BOOT = 2000  # notebook 05's default, the local run's (its captions say 2000 resamples)
+F1_ROUNDING = 0.1  # the explorer's F1 is rounded to 0.1 a question: a difference of means moves by at most 0.1
+
+
+def explorer_scores() -> pd.DataFrame:
+    """One row a (method, dataset, question) with its EM and F1, in the explorer's question order."""
+    with gzip.open(RUN / "explorer.json.gz", "rt", encoding="utf-8") as f:
+        questions = json.load(f)["questions"]
+    return pd.DataFrame([{"method": m["method"], "dataset": q["dataset"], "qid": q["qid"], "EM": m["EM"],
+                          "F1": m["F1"]} for q in questions for m in q["methods"]])
+
+
+def _close(metric: str, got: float, want: float) -> bool:
+    return got == want if metric == "EM" else abs(got - want) <= F1_ROUNDING
+
+
+def test_the_caption_states_the_resamples_the_test_uses():
+    caption = (RUN / "tables" / "05_bootstrap_ci.md").read_text(encoding="utf-8").split("\n\n", 1)[0]
+    assert f"{N_BOOT} resamples" in caption
+
+
+def test_the_local_bootstrap_intervals_are_the_explorers_scores():
+    scores = explorer_scores()
+    committed = pd.read_csv(RUN / "tables" / "05_bootstrap_ci.csv")
+    rebuilt = bootstrap_table(scores, metrics=("EM", "F1"), n_boot=N_BOOT, seed=0)
+    both = rebuilt.merge(committed, on=["dataset", "baseline", "metric"], suffixes=("", " committed"),
+                         validate="one_to_one")
+    methods = set(scores["method"]) - {"KGIR-RAG"}
+    ours = committed[committed["baseline"].isin(methods) & committed["metric"].isin(["EM", "F1"])]
+    assert len(both) == len(rebuilt) == 2 * 3 * len(methods) == len(ours)  # every EM and F1 row of those methods
+    for r in both.to_dict("records"):
+        key = (r["dataset"], r["baseline"], r["metric"])
+        assert r["n"] == r["n committed"], key
+        for col in ("mean diff", "CI lo", "CI hi"):
+            assert _close(r["metric"], r[col], r[f"{col} committed"]), (key, col, r[col], r[f"{col} committed"])
+        if r["metric"] == "EM" or min(abs(r["CI lo"]), abs(r["CI hi"])) > F1_ROUNDING:
+            assert r[SIDE_COLUMN] == r[f"{SIDE_COLUMN} committed"], key
+
+
+def _tuning_qids() -> set:
+    from kgir_lib.data import load_dataset, tuning_questions
+
+    cfg = load_config("local", data_dir=str(DATA))
+    return {q.qid for q in tuning_questions(load_dataset("musique_train", cfg.data_path).questions, seed=cfg.seed)}
+
+
+@pytest.mark.parametrize("name", ["05_claims", "05_claims_without_tuning_questions"])
+def test_the_local_claims_against_other_methods_are_the_explorers_scores(name):
+    scores = explorer_scores()
+    if name.endswith("without_tuning_questions"):
+        if not DATA.is_dir():
+            pytest.skip(f"no shared data at {DATA} (the tuning questions are drawn from it)")
+        tuned = _tuning_qids()
+        scores = scores[~((scores["dataset"] == "musique_train") & scores["qid"].isin(tuned))]
+    table = pd.read_csv(RUN / "tables" / f"{name}.csv")
+    rows = table[table["compared with"].isin(set(scores["method"])) & (table["n"] > 0)]
+    groups = dict(dataset_groups(scores))
+    checked = 0
+    for r in rows.to_dict("records"):
+        key = (r["claim"], r["dataset"], r["metric"], r["compared with"])
+        a, b = paired_scores(groups[r["dataset"]], cl.REFERENCE, r["compared with"], r["metric"])
+        assert len(a) == r["n"], key
+        metric = r["metric"]
+        assert _close(metric, float(a.mean()), r["KGIR-RAG"]) and _close(metric, float(b.mean()), r["other"]), key
+        diff, lo, hi = paired_bootstrap(a, b, n_boot=N_BOOT, seed=0)
+        assert all(_close(metric, x, r[c]) for x, c in ((diff, "diff"), (lo, "CI lo"), (hi, "CI hi"))), key
+        if metric == "EM":
+            test = cl.exact_test(a, b, "EM")
+            assert (test["test"], test["discordant"], test["p"]) == ("McNemar", r["discordant"], r["p"]), key
+        checked += 1
+    assert checked == 4 * 3 * 2  # IRCoT, KG²RAG, KG²RAG (authors' code), HippoRAG 2; two datasets and pooled; EM, F1
