@@ -3,7 +3,7 @@ holds for KGIR-RAG and the twelve other methods of notebook 05, against the comm
 scores: ``05_bootstrap_ci``'s EM and F1 rows (KGIR-RAG minus each method, paired bootstrap; the explorer holds no
 recall) and the rows of ``05_claims`` and
 ``05_claims_without_tuning_questions`` that compare KGIR-RAG with one of those methods (means, difference, interval,
-discordant counts, exact McNemar p). No model: the explorer is a committed file, and the library's functions the
+discordant counts, exact McNemar p), and those methods' EM and F1 in Tables 4/5. No model: the explorer is a committed file, and the library's functions the
 notebook calls recompute each cell.
 
 EM is 0 or 100 a question, so its cells come out exactly. The explorer rounds each question's F1 to one decimal, so
@@ -95,3 +95,21 @@ def test_the_local_claims_against_other_methods_are_the_explorers_scores(name):
             assert (test["test"], test["discordant"], test["p"]) == ("McNemar", r["discordant"], r["p"]), key
         checked += 1
     assert checked == 4 * 3 * 2  # IRCoT, KG²RAG, KG²RAG (authors' code), HippoRAG 2; two datasets and pooled; EM, F1
+
+
+def test_the_local_tables_4_and_5_are_the_explorers_means():
+    """Our columns of Tables 4/5 (EM and F1 per dataset) for every method the explorer holds: each method's mean
+    over the dataset's questions (EM exactly, F1 within the explorer's rounding of 0.05 a mean)."""
+    scores = explorer_scores()
+    [path] = (RUN / "tables").glob("05_table4_5_qa_*.csv")
+    table = pd.read_csv(path).set_index("method")
+    ours = {c: c.rsplit(" / ", 2)[1:] for c in table.columns if c.startswith("ours (")}
+    assert sorted(ours.values()) == sorted([d, m] for d in ("musique_train", "hotpotqa") for m in ("EM", "F1"))
+    means = scores.groupby(["method", "dataset"], sort=False)[["EM", "F1"]].mean()
+    assert set(means.index.get_level_values("method")) <= set(table.index)
+    for (method, dataset), r in means.iterrows():
+        for col, (d, metric) in ours.items():
+            if d == dataset:
+                want = table.loc[method, col]
+                assert r[metric] == want if metric == "EM" else abs(r[metric] - want) <= 0.05, (method, d, metric)
+    assert len(means) == 13 * 2
