@@ -43,8 +43,8 @@ def _log(run: str) -> dict:
         return {r["key"]: r for r in map(json.loads, f)}
 
 
-def _extraction_lengths(run: str, dataset: str) -> tuple:
-    """``(budget, completion tokens of every extraction reply the run's log holds for dataset's passages)``."""
+def _extraction_replies(run: str, dataset: str) -> tuple:
+    """``(budget, every extraction reply the run's log holds for dataset's passages)``: the log's records."""
     from kgir_lib.data import load_dataset
     from kgir_lib.kg.extract import extraction_requests
     from kgir_lib.llm.cache import cache_key
@@ -56,22 +56,49 @@ def _extraction_lengths(run: str, dataset: str) -> tuple:
     log = _log(run)
     reqs = extraction_requests(list(load_dataset(dataset, cfg.data_path).corpus.passages), max_tokens=budget)
     keys = (cache_key(model, r.payload()) for r in reqs)
-    return budget, [int(log[k]["completion_tokens"]) for k in keys if k in log]
+    return budget, [log[k] for k in keys if k in log]
+
+
+def _extraction_lengths(run: str, dataset: str) -> tuple:
+    """``(budget, completion tokens of each of those replies)``."""
+    budget, replies = _extraction_replies(run, dataset)
+    return budget, [int(r["completion_tokens"]) for r in replies]
 
 
 @pytest.mark.skipif(not DATA.is_dir(), reason=f"no shared data at {DATA} (set KGIR_DATA_DIR)")
 @pytest.mark.parametrize("run", RUNS)
 def test_each_runs_cut_replies_are_its_logs_and_the_median_reply_ends_before_the_limit(run):
-    """The committed 05_indexing_cost's extraction replies and replies at the budget are the log's, counted again;
-    the median reply's length, which the log records, is below the budget, as the rendered sentence says."""
+    """The committed 05_indexing_cost's extraction replies, their tokens and the replies at the budget are the log's,
+    counted again; the median reply's length, which the log records, is below the budget, as the rendered sentence
+    says."""
     table = pd.read_csv(PROJECT_ROOT / "results" / run / "tables" / "05_indexing_cost.csv").set_index("dataset")
-    budget, lengths = _extraction_lengths(run, "hotpotqa")
+    budget, replies = _extraction_replies(run, "hotpotqa")
+    lengths = [int(r["completion_tokens"]) for r in replies]
     row = table.loc["hotpotqa"]
     assert len(lengths) == int(row["extract_calls_found"]) > 0
+    assert sum(lengths) == int(row["extract_completion_tokens"])
+    assert sum(int(r["prompt_tokens"]) for r in replies) == int(row["extract_prompt_tokens"])
     assert sum(n >= budget for n in lengths) == int(row["extract_at_budget"])
     assert statistics.median(lengths) < budget
     assert "fewer than half" in extraction_cut_sentence(table.reset_index(), "hotpotqa", budget)
     assert int(table.loc["musique_train", "extract_calls_found"]) == 0  # the published graph, imported
+
+
+def test_the_results_pages_extraction_cost_is_the_local_tables():
+    """docs/results.md's hand-written extraction cost of the local run (passages, tokens, seconds, triples) is its
+    05_indexing_cost row, with notebook 01's pool from Table 3."""
+    tables = PROJECT_ROOT / "results" / "local" / "tables"
+    r = pd.read_csv(tables / "05_indexing_cost.csv").set_index("dataset").loc["hotpotqa"]
+    t3 = pd.read_csv(tables / "table3_kg_stats.csv")
+    pool = int(t3.loc[t3["graph"].str.startswith("hotpotqa ("), "passages"].iloc[0])
+    found, seconds = int(r["extract_calls_found"]), float(r["extract_seconds"])
+    text = " ".join((PROJECT_ROOT / "docs" / "results.md").read_text(encoding="utf-8").split())
+    said = (f"{found} of the {int(r['passages_in_corpus'])} corpus passages: the {pool}-passage pool of notebook 01 "
+            f"and {found - pool} more on demand (passages the methods retrieved). {int(r['extract_prompt_tokens']):,} "
+            f"prompt + {int(r['extract_completion_tokens']):,} completion tokens, {seconds:,.0f} s of LLM time on 2 "
+            f"cores ({seconds / found:.1f} s a passage); {int(r['triples']):,} triples over {int(r['entities']):,} "
+            f"entities (`05_indexing_cost`)")
+    assert said in text
 
 
 @pytest.mark.skipif(not DATA.is_dir(), reason=f"no shared data at {DATA} (set KGIR_DATA_DIR)")
