@@ -90,6 +90,16 @@ MUTATIONS = (
              "side = ABOVE if lo > 0 else BELOW if hi < 0 else CONTAINS",
              "side = ABOVE if lo >= 0 else BELOW if hi < 0 else CONTAINS",
              ("tests/test_known_answers_tables.py",), "the interval column of 05_bootstrap_ci"),
+    Mutation("claims: the other method's mean read from KGIR-RAG's scores", "kgir_lib/eval/claims/table.py",
+             'row.update({"n": a.size, reference: float(a.mean()), "other": float(b.mean()), "diff": diff,',
+             'row.update({"n": a.size, reference: float(a.mean()), "other": float(a.mean()), "diff": diff,',
+             ("tests/test_local_explorer_scores.py",), "the 'other' column of the local 05_claims"),
+    Mutation("extraction cut: half the replies cut read as the median reply fitting", "kgir_lib/eval/cost.py",
+             'if 2 * cut < n else "half or more, so the median passage\'s reply was cut too")',
+             'if 2 * cut <= n else "half or more, so the median passage\'s reply was cut too")',
+             ("tests/test_extraction_cut_sentence.py",),
+             "the extraction-cut sentence docs/results.md renders, at exactly half the replies cut (no committed "
+             "run is there)"),
 )
 
 

@@ -110,6 +110,25 @@ def _rewrite_form(path: Path) -> list:
     return [f"- {s}" for s in form_sentences(pd.read_csv(path, dtype={"round": str}))]
 
 
+def _extraction_cut(path: Path) -> list:
+    """Per dataset, from a run's ``tables/05_indexing_cost.csv``, with notebook 01's pool from ``table3_kg_stats.csv``
+    beside it and the extraction budget from the run's config record of notebook 05 (``config/05_eval.yaml``)."""
+    import yaml
+
+    from .eval.cost import extraction_cut_sentence
+    table = pd.read_csv(path)
+    budget = int(yaml.safe_load((path.parent.parent / "config" / "05_eval.yaml").read_text(encoding="utf-8"))
+                 ["max_tokens_extract"])
+    t3 = pd.read_csv(path.parent / "table3_kg_stats.csv")
+    lines = []
+    for d in dict.fromkeys(table["dataset"]):
+        graph = t3[t3["graph"].str.startswith(f"{d} (")]
+        pool = ((int(graph["replies_cut_at_token_limit"].iloc[0]), int(graph["passages"].iloc[0]))
+                if len(graph) == 1 and str(graph["graph"].iloc[0]).startswith(f"{d} (llm") else None)
+        lines.append(f"- {extraction_cut_sentence(table, d, budget, pool)}")
+    return lines
+
+
 def _config_fields(path: Path) -> list:
     from .config.reference import fields_markdown
     return fields_markdown()
@@ -151,6 +170,7 @@ RENDERERS: dict = {
     "kgir_lib.eval.mechanism.rewrite_form.form_sentences": _rewrite_form,
     "kgir_lib.eval.mechanism.loss_orders.orders_sentence": _orders,
     "kgir_lib.eval.mechanism.repair.repair_sentence": _repair,
+    "kgir_lib.eval.cost.extraction_cut_sentence": _extraction_cut,
 }
 
 

@@ -14,8 +14,11 @@ fails here):
 - ``04_loss_decomposition``: every test's Holm adjustment within :func:`loss_decomposition.family`, every McNemar
   p from its counts, and the n of each dataset from the data.
 
-The bootstrap intervals and the F1 / recall tests need each question's scores, which only the traces hold: they
-are pinned on the ``sample`` run, whose traces are committed (``tests/test_pinned_tables.py``).
+The bootstrap intervals and the F1 / recall tests need each question's scores: the committed question explorer
+holds EM and F1 of KGIR-RAG and the twelve other methods of notebook 05, from which
+``tests/test_local_explorer_scores.py`` rebuilds those rows; the ablation variants' and recall's per-question scores
+only the traces hold, so they are pinned on the ``sample`` run, whose traces are committed
+(``tests/test_pinned_tables.py``).
 """
 from __future__ import annotations
 

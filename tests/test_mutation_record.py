@@ -155,7 +155,7 @@ def test_the_record_holds_every_spot_mutation_where_it_stands_and_each_was_caugh
         cells = [c.strip() for c in row.strip("|").split(" | ")]
         m.line()  # the line still stands in its file, once
         assert cells[0] == m.name and re.fullmatch(rf"`{re.escape(m.path)}:\d+`", cells[1]), (m.name, cells[:2])
-        failing = re.findall(r"`(tests/[^`:]+)::(\w+)`", cells[4])
+        failing = re.findall(r"`(tests/[^`:]+)::(\w+)(?:\[[^]`]*\])?`", cells[4])  # a parametrized id too
         assert failing, f"{m.name}: no failing test recorded"
         for path, test in failing:
             assert path in m.tests and f"def {test}(" in (PROJECT_ROOT / path).read_text(encoding="utf-8"), test

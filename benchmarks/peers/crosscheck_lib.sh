@@ -1,6 +1,6 @@
-# What the cross-check scripts share (sourced, not run): their one argument, and the servers they start on
-# 127.0.0.1 (free ports, waiting for a server to answer, stopping every server however the script ends).
-# The caller sets ROOT and PY (the main environment's Python) first.
+# What the cross-check scripts share (sourced, not run): their one argument, the servers they start on 127.0.0.1
+# (free ports, waiting for a server to answer, stopping every server however the script ends) and runs that resume
+# (each kept beside a stamp of its inputs). The caller sets ROOT and PY (the main environment's Python) first.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then  # run, not sourced (as with --help): say what it is
     sed -n '1,3p' "$0" | sed 's/^# \{0,1\}//'
     echo "The scripts: bash benchmarks/peers/{hipporag2,kg2rag,flashrag}_crosscheck.sh --help"
@@ -53,3 +53,42 @@ stop_servers() {
 }
 trap stop_servers EXIT
 trap 'exit 130' INT TERM
+
+# A run that resumes: its output is written to OUT.part and renamed OUT when the command ends well, then a stamp of
+# its inputs is written to OUT.inputs; a start that finds OUT with the same stamp keeps it and runs nothing.
+
+# inputs_stamp DIR ORDER SEED: prints the stamp of a run over DIR/inputs.json.gz and DIR/scores.jsonl.gz: the
+# sha256 of each file's content (not of the gzip file, whose header carries a time), then ORDER and SEED, as
+# "<inputs> <scores> ORDER SEED". Fails naming a missing input.
+inputs_stamp() {
+    local f sums=""
+    for f in inputs.json.gz scores.jsonl.gz; do
+        [ -f "$1/$f" ] || { echo "crosscheck: missing input $1/$f" >&2; return 1; }
+        sums+="$(gzip -dc "$1/$f" | sha256sum | cut -d' ' -f1) " || return 1
+    done
+    printf '%s%s %s' "$sums" "$2" "$3"
+}
+
+# run_kept OUT STAMP: true when OUT was finished by an earlier start on the same inputs (OUT.inputs holds STAMP).
+run_kept() {
+    [ -f "$1" ] && [ -f "$1.inputs" ] && [ "$(cat "$1.inputs")" = "$2" ]
+}
+
+# resumable OUT STAMP CMD...: kept (a line says so) when run_kept OUT STAMP; else runs CMD with OUT.part as its last
+# argument and, when it succeeds, renames OUT.part to OUT and writes STAMP to OUT.inputs. The earlier stamp is removed
+# just before the rename, so a start stopped between the rename and the new stamp leaves OUT without one (run again
+# next time), and a failed command leaves an earlier OUT and its stamp as they were (the failure's status returned).
+resumable() {
+    local out="$1" stamp="$2"
+    shift 2
+    if run_kept "$out" "$stamp"; then
+        echo "crosscheck: kept $(basename "$out") of $(basename "$(dirname "$out")") (same inputs)"
+        return 0
+    fi
+    rm -f "$out.part"
+    "$@" "$out.part" || return
+    [ -f "$out.part" ] || { echo "crosscheck: $* wrote no $out.part" >&2; return 1; }
+    rm -f "$out.inputs"
+    mv "$out.part" "$out"
+    printf '%s' "$stamp" > "$out.inputs"
+}

@@ -99,21 +99,20 @@ PIDS+=($!)
 wait_up "${PIDS[0]}" "http://127.0.0.1:$EPORT/v1/models" "$WORK/logs/embed_server.log"
 
 DATASETS=$("$PY" -c "from kgir_lib.config import load_config; print(' '.join(load_config('$PROFILE').datasets))")
-# run_upstream OUT ORDER HASH_SEED DATASET: one run of the authors' code, written to OUT.part and renamed when it
-# ends, beside a stamp of its inputs (OUT.inputs: their checksums, the order and the seed). A run whose OUT and stamp
-# are there from an earlier start on the same inputs is kept, not run again: a cross-check stopped part-way resumes.
+# upstream_once ORDER HASH_SEED DATASET OUT: one run of the authors' code, its stderr without the libraries' noise.
+upstream_once() {
+    PYTHONHASHSEED="$2" "$PEER_PY" benchmarks/peers/kg2rag_upstream.py run --checkout "$CHECKOUT" \
+        --inputs "$WORK/$3/inputs.json.gz" --scores "$WORK/$3/scores.jsonl.gz" \
+        --embed-url "http://127.0.0.1:$EPORT/v1" --order "$1" --out "$4" 2> >(grep -v "nltk_data\|UnsupportedFieldAttributeWarning\|warnings.warn" >&2)
+}
+# run_upstream OUT ORDER HASH_SEED DATASET: that run written to OUT.part and renamed when it ends, beside a stamp of
+# its inputs (OUT.inputs: their content's checksums, the order and the seed). A run whose OUT and stamp are there
+# from an earlier start on the same inputs is kept, not run again: a cross-check stopped part-way resumes
+# (crosscheck_lib.sh: inputs_stamp, resumable; tests/test_crosscheck_resume.py runs them with stub runs).
 run_upstream() {
     local out="$1" order="$2" seed="${3:-0}" dataset="$4" stamp
-    stamp="$(for f in inputs.json.gz scores.jsonl.gz; do gzip -dc "$WORK/$dataset/$f" | sha256sum | cut -d' ' -f1; done \
-        | tr '\n' ' ')$order $seed"  # the content's checksums (a gzip header carries a time)
-    if [ -f "$out" ] && [ "$(cat "$out.inputs" 2>/dev/null)" = "$stamp" ]; then
-        echo "crosscheck: kept $(basename "$out") of $dataset (same inputs)"; return 0
-    fi
-    PYTHONHASHSEED="$seed" "$PEER_PY" benchmarks/peers/kg2rag_upstream.py run --checkout "$CHECKOUT" \
-        --inputs "$WORK/$dataset/inputs.json.gz" --scores "$WORK/$dataset/scores.jsonl.gz" \
-        --embed-url "http://127.0.0.1:$EPORT/v1" --order "$order" --out "$out.part" 2> >(grep -v "nltk_data\|UnsupportedFieldAttributeWarning\|warnings.warn" >&2)
-    mv "$out.part" "$out"
-    printf '%s' "$stamp" > "$out.inputs"
+    stamp="$(inputs_stamp "$WORK/$dataset" "$order" "$seed")"
+    resumable "$out" "$stamp" upstream_once "$order" "$seed" "$dataset"
 }
 # The ordered runs and the spanning trees first (the report needs them whatever the seed count).
 for dataset in $DATASETS; do

@@ -247,6 +247,33 @@ def indexing_cost(ws: Workspace, extract_usage=None, stage_prefix: str = "extrac
     return row
 
 
+
+def extraction_cut_sentence(table: pd.DataFrame, dataset: str, budget: int,
+                            pool: Optional[tuple] = None) -> str:
+    """How many of ``dataset``'s extraction replies reached the token limit, and what that means, in one sentence,
+    from a run's indexing cost table (:func:`indexing_cost`: ``extract_calls_found`` replies, ``extract_at_budget``
+    of them at ``budget``, the profile's ``max_tokens_extract``). ``pool``: ``(cut, passages)`` of notebook 01's
+    extraction pool (Table 3's ``replies_cut_at_token_limit``), said beside it.
+
+    A reply that reached the limit was cut, and its triples after the cut are lost. When fewer than half were cut,
+    the middle reply by length (the median passage's) ended before the limit, so its triples fit; how long a cut
+    reply would have run is not recorded, so the limit at which every passage's triples fit is not measured."""
+    r = table.set_index("dataset").loc[dataset]
+    n, cut = int(r["extract_calls_found"]), int(r["extract_at_budget"])
+    if n == 0:
+        source = str(r["source"])
+        graph = source[source.index("(") + 1:-1] if source.endswith(")") and "(" in source else source
+        return f"{dataset}: no extraction reply (its graph: {graph}), so none was cut."
+    where = (f" ({pool[0]} of the {pool[1]} replies of notebook 01's pool, Table 3; the others extracted on demand)"
+             if pool is not None else "")
+    median = ("fewer than half, so the median passage's reply ended before the limit and its triples fit"
+              if 2 * cut < n else "half or more, so the median passage's reply was cut too")
+    return (f"{dataset}: {cut} of the {n} extraction replies ({100 * cut / n:.1f} %) reached the {budget}-token "
+            f"limit (`max_tokens_extract`) and were cut, their triples after the cut lost and uncounted{where}; "
+            f"{median}. How far a cut reply would have run is not recorded, so the limit at which every passage's "
+            f"triples fit is not measured.")
+
+
 def main(argv: Optional[list] = None) -> int:
     """``python -m kgir_lib.eval.cost OUT_STEM [--profile rehearsal] [--extract-dataset hotpotqa]`` (the run directory
     is the profile's, so set ``KGIR_RESULTS_DIR`` as for the run)."""
