@@ -1,6 +1,7 @@
 """The Hub path (``python -m kgir_lib.data_sources full``, what ``scripts/paper.sh`` uses), hardened, against local
 servers (tests/data_server.py): what it copies from the Hub's cache is checked; a host that accepts the connection
-and never answers is given up on within 30 s; an HTTP error is named with its status and URL, not as a host out of
+and never answers is given up on after the read timeout (``KGIR_DOWNLOAD_TIMEOUT_S``: the tests set 2 s; the
+defaults, 10 s and 20 s, and the variable are pinned by unit tests); an HTTP error is named with its status and URL, not as a host out of
 reach; the partial downloads a killed fetch leaves in the Hub's cache are removed at the next start.
 
 The probes that found it: a Hub-cache file altered on disk was copied with no check; a silent host was given up on
@@ -27,6 +28,7 @@ from conftest import SHARED_DATA
 from data_server import HF_REPO, hf_path, serve, upstream_tree
 from kgir_lib.data import DataError
 from kgir_lib.data_sources import download_hipporag2
+from kgir_lib.data_sources.fetch import TIMEOUT_VARIABLE
 from kgir_lib.data_sources.hub import clean_incomplete
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,6 +53,21 @@ def cli(*args: str, env: dict, timeout: float = 120) -> tuple:
     out = subprocess.run([sys.executable, "-m", "kgir_lib.data_sources", *args], cwd=REPO, capture_output=True,
                          text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": str(REPO), **env})
     return out, time.monotonic() - start
+
+
+def cli_here(*args: str, env: dict, monkeypatch, capsys) -> tuple:
+    """What :func:`cli` gives, from the command's ``main`` in this process (its imports already paid; the library
+    reads these variables when asked): (completed process, seconds it took). The silent-host tests run the
+    command itself as a child."""
+    from kgir_lib.data_sources.__main__ import main
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    capsys.readouterr()
+    start = time.monotonic()
+    code = main(list(args))
+    seconds, out = time.monotonic() - start, capsys.readouterr()
+    return subprocess.CompletedProcess(list(args), code, out.out, out.err), seconds
 
 
 class SilentHost(str):
@@ -149,19 +166,23 @@ def test_a_full_set_whose_sample_questions_differ_from_the_manifest_is_refused_n
 
 
 # ------------------------------------------------------------------ a host that never answers, HTTP errors named
+# The read timeout the commands get here (the defaults, 10 s for `full` and 20 s for the samples, would be waited out
+# for real; the unit tests below pin them and the variable that sets them)
+SHORT_S = 2
 FAKE_KEY = "sk-kgirhub-Wq2Lp6Rt3YHn4Kd9"  # a mirror's credentials in the endpoint: masked in every message
 
 
 def _full_command(url: str, folder: Path) -> tuple:
     endpoint = url.replace("http://", f"http://user:{FAKE_KEY}@")
     return cli("full", "musique", "--target", str(folder / "dl"), env={
-        "KGIR_HF_ENDPOINT": endpoint, "HF_HUB_CACHE": str(folder / "hf"), "HF_HUB_OFFLINE": "0"}, timeout=120)
+        "KGIR_HF_ENDPOINT": endpoint, "HF_HUB_CACHE": str(folder / "hf"), "HF_HUB_OFFLINE": "0",
+        TIMEOUT_VARIABLE: str(SHORT_S)}, timeout=120)
 
 
 def _sample_fetch(url: str, folder: Path) -> tuple:
     return cli("fetch", "musique_train", "--target", str(folder / "s"), "--cache", str(folder / "u"),
                env={"KGIR_GITHUB_RAW_URL": url, "KGIR_HF_ENDPOINT": url, "HF_HUB_CACHE": str(folder / "hf"),
-                    "HF_HUB_OFFLINE": "0"}, timeout=120)
+                    "HF_HUB_OFFLINE": "0", TIMEOUT_VARIABLE: str(SHORT_S)}, timeout=120)
 
 
 def _against_a_silent_host(command, folder: Path) -> tuple:
@@ -175,7 +196,7 @@ def _against_a_silent_host(command, folder: Path) -> tuple:
 @pytest.fixture(scope="module")
 def silent_runs(tmp_path_factory) -> dict:
     """The full command and the sample fetch, each against a silent host, run at once: each only waits out its own
-    timeout (10 s, 20 s), so together they take the longer wait, not the sum."""
+    timeout (:data:`SHORT_S` each), so together they take one wait, not the sum."""
     commands = {"full": _full_command, "fetch": _sample_fetch}
     with ThreadPoolExecutor(len(commands)) as pool:
         started = {name: pool.submit(_against_a_silent_host, command, tmp_path_factory.mktemp(f"silent_{name}"))
@@ -183,10 +204,52 @@ def silent_runs(tmp_path_factory) -> dict:
         return {name: future.result() for name, future in started.items()}
 
 
-def test_a_host_that_accepts_and_never_answers_is_given_up_on_within_30_s_by_the_full_command(silent_runs):
+def test_the_read_timeouts_default_to_the_documented_20_s_for_the_samples_and_10_s_for_the_full_sets(monkeypatch):
+    from kgir_lib.data_sources import fetch
+
+    monkeypatch.delenv(TIMEOUT_VARIABLE, raising=False)
+    assert (fetch.READ_S, fetch.FULL_READ_S) == (20.0, 10.0)
+    with fetch.client() as http:
+        assert (http.timeout.read, http.timeout.connect) == (20.0, 5.0)
+    asked = []
+
+    def client(timeout_s=None):  # the full sets' client: its timeout recorded, then no request
+        asked.append(timeout_s)
+        raise RuntimeError("no request")
+
+    monkeypatch.setattr(fetch, "client", client)
+    with pytest.raises(RuntimeError):
+        download_hipporag2(["musique"], Path("unused"))
+    assert asked == [10.0]
+    doc = " ".join((REPO / "docs" / "operations.md").read_text(encoding="utf-8").split())
+    assert ("(20 s for the samples, 10 s for `full`; `KGIR_DOWNLOAD_TIMEOUT_S` sets it, in seconds, for both" in doc)
+    assert TIMEOUT_VARIABLE == "KGIR_DOWNLOAD_TIMEOUT_S"
+
+
+def test_the_variable_sets_both_read_timeouts_and_cuts_the_connect_timeout(monkeypatch):
+    from kgir_lib.data_sources import fetch
+
+    monkeypatch.setenv(TIMEOUT_VARIABLE, "1.5")
+    assert fetch.read_timeout(fetch.READ_S) == fetch.read_timeout(fetch.FULL_READ_S) == 1.5
+    with fetch.client() as http:
+        assert (http.timeout.read, http.timeout.connect) == (1.5, 1.5)
+    monkeypatch.setenv(TIMEOUT_VARIABLE, "60")
+    with fetch.client() as http:
+        assert (http.timeout.read, http.timeout.connect) == (60.0, 5.0)
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "ten", "nan", "inf"])
+def test_a_read_timeout_that_is_not_a_number_above_0_is_refused_naming_it(value, monkeypatch, tmp_path):
+    monkeypatch.setenv(TIMEOUT_VARIABLE, value)
+    with pytest.raises(DataError, match=f"KGIR_DOWNLOAD_TIMEOUT_S='{value}' is not a number of seconds above 0"):
+        download_hipporag2(["musique"], tmp_path / "dl")
+    assert not (tmp_path / "dl").exists()
+
+
+def test_a_host_that_accepts_and_never_answers_is_given_up_on_after_the_read_timeout_by_the_full_command(silent_runs):
     url, out, seconds, folder = silent_runs["full"]
-    assert out.returncode == 1 and seconds < 30, (seconds, out.stderr)
-    assert "accepted the connection but sent no answer within 10 s" in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode == 1 and SHORT_S <= seconds < 30, (seconds, out.stderr)
+    assert f"accepted the connection but sent no answer within {SHORT_S} s" in out.stderr and "Traceback" not in out.stderr
     assert f"http://***@{url.removeprefix('http://')}/datasets/" in out.stderr and FAKE_KEY not in out.stderr
     assert not [p for p in folder.rglob("*") if p.is_file()]
 
@@ -200,24 +263,26 @@ def test_with_a_warm_cache_a_host_that_never_answers_costs_one_timeout_and_the_c
     with silent_host() as url:
         monkeypatch.setenv("KGIR_HF_ENDPOINT", url)
         start = time.monotonic()
-        got = download_hipporag2(["musique"], tmp_path / "second", timeout_s=5)
+        got = download_hipporag2(["musique"], tmp_path / "second", timeout_s=SHORT_S)
         seconds = time.monotonic() - start
         assert len(url.connections) == 1  # the first file's probe; the second file is not asked for
     assert seconds < 30 and got[0].read_bytes() == tree[hf_path("musique.json")]
 
 
-def test_a_host_that_accepts_and_never_answers_is_given_up_on_within_30_s_by_the_sample_fetch(silent_runs):
+def test_a_host_that_accepts_and_never_answers_is_given_up_on_after_the_read_timeout_by_the_sample_fetch(silent_runs):
     _, out, seconds, folder = silent_runs["fetch"]
-    assert out.returncode == 1 and seconds < 30, (seconds, out.stderr)
-    assert "accepted the connection but sent no answer within 20 s" in out.stderr
+    assert out.returncode == 1 and SHORT_S <= seconds < 30, (seconds, out.stderr)
+    assert f"accepted the connection but sent no answer within {SHORT_S} s" in out.stderr
     assert not (folder / "s").exists() and not (folder / "u").exists()
 
 
 @pytest.mark.parametrize("status, reason", [(500, "Internal Server Error"), (404, "Not Found")])
-def test_an_http_error_of_the_hub_is_named_with_its_status_and_url_not_as_out_of_reach(tmp_path, status, reason):
+def test_an_http_error_of_the_hub_is_named_with_its_status_and_url_not_as_out_of_reach(tmp_path, status, reason,
+                                                                                      monkeypatch, capsys):
     with status_host(status) as url:
-        out, seconds = cli("full", "musique", "--target", str(tmp_path / "dl"), env={
-            "KGIR_HF_ENDPOINT": url, "HF_HUB_CACHE": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0"})
+        out, seconds = cli_here("full", "musique", "--target", str(tmp_path / "dl"), env={
+            "KGIR_HF_ENDPOINT": url, "HF_HUB_CACHE": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0"},
+            monkeypatch=monkeypatch, capsys=capsys)
     assert out.returncode == 1 and seconds < 30
     assert (f"{url}/datasets/{HF_REPO}/resolve/main/musique.json answered HTTP {status} {reason}"
             in out.stderr), out.stderr
@@ -225,12 +290,13 @@ def test_an_http_error_of_the_hub_is_named_with_its_status_and_url_not_as_out_of
 
 
 @pytest.mark.parametrize("status", [500, 404])
-def test_an_http_error_of_a_sample_host_is_named_with_its_status_and_url(tmp_path, status):
+def test_an_http_error_of_a_sample_host_is_named_with_its_status_and_url(tmp_path, status, monkeypatch, capsys):
     with status_host(status) as url:
         endpoint = url.replace("http://", f"http://user:{FAKE_KEY}@")
-        out, _ = cli("fetch", "musique_train", "--target", str(tmp_path / "s"), "--cache", str(tmp_path / "u"),
-                     env={"KGIR_GITHUB_RAW_URL": endpoint, "KGIR_HF_ENDPOINT": url,
-                          "HF_HUB_CACHE": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0"})
+        out, _ = cli_here("fetch", "musique_train", "--target", str(tmp_path / "s"), "--cache", str(tmp_path / "u"),
+                          env={"KGIR_GITHUB_RAW_URL": endpoint, "KGIR_HF_ENDPOINT": url,
+                               "HF_HUB_CACHE": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0"},
+                          monkeypatch=monkeypatch, capsys=capsys)
     assert out.returncode == 1 and FAKE_KEY not in out.stderr
     masked = url.replace("http://", "http://***@")
     assert f"could not download {masked}/OSU-NLP-Group/HippoRAG/" in out.stderr and f"answered HTTP {status}" in out.stderr

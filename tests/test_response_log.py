@@ -323,13 +323,12 @@ def test_nothing_to_log_writes_no_log(tmp_path):
     assert export_log(LLMCache(tmp_path / "empty.sqlite"), log) == 0 and not log.exists()
 
 
-def test_the_runner_stops_on_an_empty_log_before_any_notebook(tmp_path):
-    """The runner reports the emptied log by name (exit 2) and runs nothing."""
-    import os
-    import subprocess
-    import sys
-
+def test_the_runner_stops_on_an_empty_log_before_any_notebook(tmp_path, monkeypatch, capsys):
+    """The runner reports the emptied log by name (exit 2) and runs nothing (its ``main`` in this process, in the
+    environment and folder a child would have: a notebook that ran would show in the run folder all the same)."""
     import nbformat
+
+    from kgir_lib import runner
 
     run = tmp_path / "results" / "ci"
     run.mkdir(parents=True)
@@ -341,10 +340,13 @@ def test_the_runner_stops_on_an_empty_log_before_any_notebook(tmp_path):
     nb.cells[0].metadata["tags"] = ["parameters"]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, str(nbs / "00_probe.ipynb"))
-    env = {**os.environ, "KGIR_RESULTS_DIR": str(tmp_path / "results"), "KGIR_FIGURES_DIR": str(tmp_path / "f")}
-    env.pop("KGIR_PROFILE", None)
-    out = subprocess.run([sys.executable, "-m", "kgir_lib.runner", "--profile", "ci", "--notebooks-dir", str(nbs)],
-                         cwd=Path(__file__).resolve().parents[1], env=env, text=True, capture_output=True, timeout=300)
-    assert out.returncode == 2, out.stdout + out.stderr
-    assert f"{run / LOG_NAME}: holds no response (0 bytes)" in out.stderr and "Traceback" not in out.stderr
+    monkeypatch.setenv("KGIR_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("KGIR_FIGURES_DIR", str(tmp_path / "f"))
+    monkeypatch.delenv("KGIR_PROFILE", raising=False)
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    capsys.readouterr()
+    code = runner.main(["--profile", "ci", "--notebooks-dir", str(nbs)])
+    out = capsys.readouterr()
+    assert code == 2, out.out + out.err
+    assert f"{run / LOG_NAME}: holds no response (0 bytes)" in out.err and "Traceback" not in out.err
     assert not (run / "notebooks" / "00_probe.ipynb").exists() and (run / LOG_NAME).read_bytes() == b""

@@ -25,8 +25,25 @@ def run(*args, tmp_path: Path, timeout: int = 300) -> subprocess.CompletedProces
                           capture_output=True, timeout=timeout)
 
 
-def test_validate_only_ci(tmp_path):
-    out = run("--profile", "ci", "--validate-only", tmp_path=tmp_path)
+@pytest.fixture
+def run_here(tmp_path, monkeypatch, capsys):
+    """``run_here(*args)``: what :func:`run` gives (exit code, stdout, stderr), from ``runner.main`` in this process
+    (its imports already paid; the entry point itself is run as a child in
+    :func:`test_bad_profile_exits_2_naming_it`), with the same environment and working folder."""
+    def call(*args) -> subprocess.CompletedProcess:
+        monkeypatch.setenv("KGIR_RESULTS_DIR", str(tmp_path / "results"))
+        monkeypatch.setenv("KGIR_FIGURES_DIR", str(tmp_path / "figs"))
+        monkeypatch.delenv("KGIR_PROFILE", raising=False)
+        monkeypatch.chdir(REPO)
+        capsys.readouterr()
+        code = runner.main(list(args))
+        out = capsys.readouterr()
+        return subprocess.CompletedProcess(list(args), code, out.out, out.err)
+    return call
+
+
+def test_validate_only_ci(tmp_path, run_here):
+    out = run_here("--profile", "ci", "--validate-only")
     assert out.returncode == 0, out.stderr
     assert "profile ci:" in out.stdout
     assert "hotpotqa: 84 questions, 840 passages" in out.stdout
@@ -41,28 +58,28 @@ def test_bad_profile_exits_2_naming_it(tmp_path):
     assert "no_such_profile" in out.stderr and "Traceback" not in out.stderr
 
 
-def test_bad_parameter_exits_2_naming_it(tmp_path):
-    out = run("--profile", "ci", "-p", "top_k", "0", "--validate-only", tmp_path=tmp_path)
+def test_bad_parameter_exits_2_naming_it(run_here):
+    out = run_here("--profile", "ci", "-p", "top_k", "0", "--validate-only")
     assert out.returncode == 2 and "'top_k'" in out.stderr
-    out = run("--profile", "ci", "-p", "no_field", "1", "--validate-only", tmp_path=tmp_path)
+    out = run_here("--profile", "ci", "-p", "no_field", "1", "--validate-only")
     assert out.returncode == 2 and "'no_field'" in out.stderr
 
 
-def test_bad_data_dir_exits_2(tmp_path, monkeypatch):
+def test_bad_data_dir_exits_2(tmp_path, monkeypatch, run_here):
     monkeypatch.setenv("KGIR_DATA_DIR", str(tmp_path / "nowhere"))
-    out = run("--profile", "ci", "--validate-only", tmp_path=tmp_path)
+    out = run_here("--profile", "ci", "--validate-only")
     assert out.returncode == 2 and "nowhere" in out.stderr
 
 
-def test_empty_notebooks_dir_runs_nothing(tmp_path):
+def test_empty_notebooks_dir_runs_nothing(tmp_path, run_here):
     (tmp_path / "nbs").mkdir()
-    out = run("--profile", "ci", "--notebooks-dir", str(tmp_path / "nbs"), tmp_path=tmp_path)
+    out = run_here("--profile", "ci", "--notebooks-dir", str(tmp_path / "nbs"))
     assert out.returncode == 0, out.stderr
     assert "nothing to run" in out.stdout
 
 
-def test_only_without_a_match_is_an_error(tmp_path):
-    out = run("--profile", "ci", "--only", "99", tmp_path=tmp_path)
+def test_only_without_a_match_is_an_error(run_here):
+    out = run_here("--profile", "ci", "--only", "99")
     assert out.returncode == 2 and "--only 99" in out.stderr
 
 
@@ -268,14 +285,14 @@ def test_a_profile_file_reports_its_own_run_directory(capsys, tmp_path):
     assert "/sample-" in results and not results.endswith("/sample")
 
 
-def test_the_runner_removes_temporary_files_of_killed_writes_at_start(tmp_path):
+def test_the_runner_removes_temporary_files_of_killed_writes_at_start(tmp_path, run_here):
     nbs = tmp_path / "nbs"
     nbs.mkdir()
     _notebook(nbs / "00_probe.ipynb", "print('ok')")
     stale = tmp_path / "results" / "ci" / "tables" / ".05_cost.csv.999999999.tmp"
     stale.parent.mkdir(parents=True)
     stale.write_text("half a table")
-    out = run("--profile", "ci", "--notebooks-dir", str(nbs), tmp_path=tmp_path)
+    out = run_here("--profile", "ci", "--notebooks-dir", str(nbs))
     assert out.returncode == 0, out.stderr
     assert not stale.exists() and "removed 1 temporary file(s) left by killed writes" in out.stdout
     if (REPO / ".git").exists():

@@ -7,9 +7,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
+from _warm_child import WarmPython
 from fake_server import make_fake  # noqa: F401  (fixture)
 from _probe import probe_notebook
 from kgir_lib.config import ConfigError, load_config, start_run
@@ -27,12 +29,25 @@ llm.complete([ChatRequest.chat(None, "Say hi.", max_tokens=4)])
 """
 
 
-def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+def run(tmp_path: Path, *args: str, warm: Optional[WarmPython] = None) -> subprocess.CompletedProcess:
+    """``python -m kgir_lib.runner --profile ci ARGS`` with the fake key in the environment: a subprocess, or a
+    child forked from ``warm`` (the same process boundary: all it writes on stdout and stderr is seen)."""
     env = {**os.environ, "KGIR_RESULTS_DIR": str(tmp_path / "results"), "KGIR_FIGURES_DIR": str(tmp_path / "figs"),
            "KGIR_TEST_KEY": FAKE_KEY, "KGIR_LLM_API_KEY": FAKE_KEY}
     env.pop("KGIR_PROFILE", None)
+    if warm is not None:
+        return warm.run("kgir_lib.runner", ["--profile", "ci", *args], env, REPO)
     return subprocess.run([sys.executable, "-m", "kgir_lib.runner", "--profile", "ci", *args],
                           cwd=REPO, env=env, text=True, capture_output=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def warm():
+    """The runner's refusals, each in a child of one Python that imported what validation imports (about 0.5 s of
+    CPU a run otherwise)."""
+    python = WarmPython("kgir_lib.config", "kgir_lib.data", "kgir_lib.data_sources", "kgir_lib.registry")
+    yield python
+    python.close()
 
 
 def leaks(tmp_path: Path, out: subprocess.CompletedProcess) -> list:
@@ -68,8 +83,8 @@ def test_a_401_that_echoes_the_authorization_header_leaks_nowhere(make_fake, tmp
     ["-p", "llm_api_key_env", f"[{FAKE_KEY}]"],     # YAML, but not a variable name
     ["-p", "llm_api_key_env", "SKRELFOURUPPER0123456789"],   # a key in capitals: a valid name, but a key
 ])
-def test_refused_parameters_never_echo_the_secret(tmp_path, args):
-    out = run(tmp_path, "--validate-only", *args)
+def test_refused_parameters_never_echo_the_secret(tmp_path, args, warm):
+    out = run(tmp_path, "--validate-only", *args, warm=warm)
     assert out.returncode == 2, out.stdout
     assert "error: parameter" in out.stderr and "Traceback" not in out.stderr
     assert leaks(tmp_path, out) == []
@@ -78,12 +93,12 @@ def test_refused_parameters_never_echo_the_secret(tmp_path, args):
     assert not [p for p in tmp_path.rglob("*") if p.is_file() and OTHER_KEY.encode() in p.read_bytes()]
 
 
-def test_a_key_pasted_as_the_variable_name_reaches_no_config_or_notebook(tmp_path):
+def test_a_key_pasted_as_the_variable_name_reaches_no_config_or_notebook(tmp_path, warm):
     """``-p llm_api_key_env SKRELFOURUPPER0123456789`` used to validate, be written to config/*.yaml and the output
     notebook, and run with no key and no warning; now the run stops before any notebook, naming the parameter."""
     secret = "SKRELFOURUPPER0123456789"
     nbs = probe_notebook(tmp_path / "nbs", "print('ran')")
-    out = run(tmp_path, "--notebooks-dir", str(nbs), "-p", "llm_api_key_env", secret)
+    out = run(tmp_path, "--notebooks-dir", str(nbs), "-p", "llm_api_key_env", secret, warm=warm)
     assert out.returncode == 2 and "parameter 'llm_api_key_env'" in out.stderr and "looks like a key" in out.stderr
     assert [p for p in tmp_path.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()] == []
     assert secret not in out.stdout + out.stderr and not list((tmp_path / "results").rglob("*.ipynb"))

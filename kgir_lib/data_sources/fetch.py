@@ -19,7 +19,8 @@ leaves no folder it made behind (``data/samples/``, ``data/upstream/``' subfolde
 **Offline**: one connection attempt with a short connect timeout, no retry loop; an unreachable host is a
 :class:`~kgir_lib.data.DataError` that names the two ways out (``KGIR_DATA_DIR``, or the fetch command on a
 machine with internet) within seconds, and so is a host that accepts the connection and sends nothing for
-:data:`READ_S` seconds. A host that answers with an HTTP error is named so, with its status and the URL
+:data:`READ_S` seconds (:data:`FULL_READ_S` for the full sets; ``$KGIR_DOWNLOAD_TIMEOUT_S`` sets both:
+:func:`read_timeout`). A host that answers with an HTTP error is named so, with its status and the URL
 (:class:`~kgir_lib.data_sources.errors.HTTPStatusError`). With ``HF_HUB_OFFLINE=1`` the Hugging Face files come
 from its cache alone.
 """
@@ -43,14 +44,35 @@ from .sources import FETCH_COMMAND, SAMPLE_SETS, STAMP, hf_url, manifest, set_di
 
 CONNECT_S = 5.0   # an unreachable host fails within this (DNS failures at once)
 READ_S = 20.0     # a server that sends nothing for this long (no answer, or stopped mid-file) is given up on
+FULL_READ_S = 10.0  # the same for the full sets' Hub requests (download_hipporag2)
+TIMEOUT_VARIABLE = "KGIR_DOWNLOAD_TIMEOUT_S"  # when set, the read timeout of every download, in seconds
 
 
-def client(timeout_s: float = READ_S, connect_s: float = CONNECT_S):
+def read_timeout(default: float) -> float:
+    """Seconds a download waits for a host that sends nothing: ``$KGIR_DOWNLOAD_TIMEOUT_S`` when set, else
+    ``default`` (:data:`READ_S` for the samples, :data:`FULL_READ_S` for the full sets). :class:`DataError`
+    naming the variable and its value when that is not a finite number of seconds above 0."""
+    text = os.environ.get(TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise DataError(f"{TIMEOUT_VARIABLE}={text!r} is not a number of seconds above 0 (the read timeout of the "
+                        f"downloads; unset, it is {READ_S:g} s for the samples and {FULL_READ_S:g} s for the full "
+                        f"sets)")
+    return value
+
+
+def client(timeout_s: Optional[float] = None, connect_s: float = CONNECT_S):
     """The one HTTP client of the downloads: httpx (proxy variables honoured), redirects followed, short connect
-    timeout."""
+    timeout; the read timeout ``timeout_s``, else :func:`read_timeout` of :data:`READ_S`."""
     import httpx
 
-    return httpx.Client(timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, connect_s)), follow_redirects=True)
+    read = read_timeout(READ_S) if timeout_s is None else timeout_s
+    return httpx.Client(timeout=httpx.Timeout(read, connect=min(read, connect_s)), follow_redirects=True)
 
 
 def download(http, url: str, dest: Path, sha256: Optional[str] = None) -> Path:
@@ -336,14 +358,16 @@ def check_full_set(name: str, files: dict, upstream: dict) -> None:
                         f"were removed from the Hugging Face cache:\n  " + "\n  ".join(problems))
 
 
-def download_hipporag2(names: Iterable[str], target: Path, timeout_s: float = 10.0) -> list:
+def download_hipporag2(names: Iterable[str], target: Path, timeout_s: Optional[float] = None) -> list:
     """Fetch HippoRAG 2's full 1000-question release (``osunlp/HippoRAG_2``) from the Hugging Face hub, paper
     scale (``scripts/paper.sh``). The files come through ``huggingface_hub`` (its cache, offline mode, token and
     endpoint: :mod:`~kgir_lib.data_sources.hub`), are checked (against the Hub's checksum, and the sample's
     questions against the manifest: :func:`check_full_set`) and copied to ``target/<name>/`` (the layout
     :func:`kgir_lib.data.load_dataset` reads), each whole or not at all. Where the hub cannot be reached, or
-    accepts the connection and does not answer, this raises :class:`DataError` within ``timeout_s`` seconds or
-    little more; an HTTP error is named with its status and URL."""
+    accepts the connection and does not answer, this raises :class:`DataError` within ``timeout_s`` seconds (by
+    default :func:`read_timeout` of :data:`FULL_READ_S`) or little more; an HTTP error is named with its status
+    and URL."""
+    timeout_s = read_timeout(FULL_READ_S) if timeout_s is None else timeout_s
     up = manifest()["upstreams"]["hf"]
     got: list = []
     with client(timeout_s) as http:
