@@ -115,23 +115,17 @@ CALL_OVERHEAD_ROWS = 10  # what computing a call costs besides its rows, in rows
 _ROW_BYTES = 1200  # a unique float32 row of 384 values packed (byte planes, LZMA): its random low mantissa bytes
 
 
-def _has_used(con: sqlite3.Connection) -> bool:
-    """Whether an encoder-calls store has the table of the calls its cache was asked for."""
-    from .encoder_calls import USED
-
-    return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (USED,)).fetchone() is not None
-
-
 def _rows(store: Path) -> list:
     """``[(key, matrix)]`` of an encoder-calls store, by key; the calls its ``used`` table names when it has one
     (the calls the cache was asked for, so a seed's calls no run asks any more are left out)."""
     import numpy as np
 
-    from .encoder_calls import USED
+    from .encoder_calls import USED, has_table
 
     con = sqlite3.connect(store)
     try:
-        query = (f"SELECT key, vectors FROM calls WHERE key IN (SELECT key FROM {USED}) ORDER BY key" if _has_used(con)
+        query = (f"SELECT key, vectors FROM calls WHERE key IN (SELECT key FROM {USED}) ORDER BY key"
+                 if has_table(con, USED)
                  else "SELECT key, vectors FROM calls ORDER BY key")
         rows = con.execute(query).fetchall()
     finally:
@@ -261,12 +255,12 @@ def _keep_used(store: Path) -> None:
     """Leave in ``store`` only the calls its ``used`` table names, and drop that table (a seed starts with none, so
     the next run's table holds that run's calls alone) and the table of single texts (a run's own cache: a seed
     answers whole calls); a store without the ``used`` table keeps its calls."""
-    from .encoder_calls import TEXTS, USED
+    from .encoder_calls import TEXTS, USED, has_table
 
     con = sqlite3.connect(store)
     try:
         with con:
-            if _has_used(con):
+            if has_table(con, USED):
                 con.execute(f"DELETE FROM calls WHERE key NOT IN (SELECT key FROM {USED})")
                 con.execute(f"DROP TABLE {USED}")
             con.execute(f"DROP TABLE IF EXISTS {TEXTS}")

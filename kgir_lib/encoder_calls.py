@@ -24,6 +24,12 @@ TEXTS = "texts"  # the table of every text's vector, by model and text (never co
 _CHUNK = 500  # keys a query asks for at once (SQLite's limit on a statement's parameters is 32,766 or 999)
 
 
+def has_table(con, name: str) -> bool:
+    """Whether the SQLite database of ``con`` has a table ``name`` (a store made before that table was added, or a
+    committed seed, which keeps the calls alone, lacks some)."""
+    return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+
+
 class RememberedCalls:
     """An encoder whose calls are kept on disk: each call of :meth:`encode` is stored under the encoder's
     :attr:`~Encoder.cache_name` and the exact list of texts it was given, in order, and a later call with the same
