@@ -112,7 +112,9 @@ def seed_cache(cache_file: Path, dirs: Iterable[Path]) -> Optional[Path]:
 MAX_COMMITTED_BYTES = 5_000_000  # a committed file stays under 5 MiB (5,242,880 bytes): the packed calls' budget
 CALL_OVERHEAD_ROWS = 10  # what computing a call costs besides its rows, in rows (tokenising, the model's dispatch:
                          # a text encoded alone costs about ten times its share of a 64-text batch on this CPU)
-ROW_CHARS = 40  # a short text's characters (a fact or an entity name): a row's cost when its call's is not known
+ROW_CHARS = 40  # a short text's characters, a row's cost when its call's is not known: HippoRAG 2's facts average
+                # 56, the entity names 14 (musique_train; MiniLM's CPU time per character is 0.18-0.24 ms for
+                # names, facts and passages alike: benchmarks/bench_encoder_calls.py)
 _ROW_BYTES = 1200  # a unique float32 row of 384 values packed (byte planes, LZMA): its random low mantissa bytes
 
 
@@ -172,12 +174,12 @@ def call_costs(store: Path) -> dict:
 
 def select_calls(calls: list, max_bytes: int, costs: Optional[dict] = None) -> list:
     """The calls worth committing within about ``max_bytes``: by the work a seeded call saves per byte it takes,
-    best first, until the estimate reaches the budget. A call's work is its characters (``costs``, from the store's
-    :data:`~kgir_lib.encoder_calls.COSTS` table: the encoder's time goes with them, so a call of long texts saves
-    more than one of names with as many rows) plus :data:`CALL_OVERHEAD_ROWS` short rows; a call whose cost is not
-    known counts :data:`ROW_CHARS` a row. A row shared by several calls (the same text batched alike) is stored
-    once, so each call is charged its share of each of its rows (about 1.2 kB a row, divided among the calls that
-    hold it bit for bit) and calls that repeat texts come first. Returns the chosen calls, by key."""
+    best first, until the estimate reaches the budget. A call's work, in characters: its characters (``costs``,
+    from the store's :data:`~kgir_lib.encoder_calls.COSTS` table; when not known, :data:`ROW_CHARS` a row) and
+    :data:`CALL_OVERHEAD_ROWS` rows more: the encoder's time goes with the characters, so a call of long texts
+    saves more than one of names with as many rows. A row shared by several calls (the same text batched alike) is
+    stored once, so each call is charged its share of each of its rows (about 1.2 kB a row, divided among the calls
+    that hold it bit for bit) and calls that repeat texts come first. Returns the chosen calls, by key."""
     from collections import Counter
 
     costs = costs or {}

@@ -24,8 +24,8 @@ TEXTS = "texts"  # the table of every text's vector, by model and text (never co
 COSTS = "costs"  # the table of each call's characters, each text counted up to TEXT_CHARS_CAP (never committed):
                  # what computing the call costs, for kgir_lib.embedding_seed.select_calls to weigh
 TEXT_CHARS_CAP = 1_100  # characters of a text that cost the encoder time: MiniLM reads 256 tokens, about 1,100
-                        # characters of English (its CPU time per capped character is about even across texts:
-                        # benchmarks/profile_notebook.py)
+                        # characters of English (benchmarks/bench_encoder_calls.py: its CPU time per text goes
+                        # with the text's characters, 0.18-0.24 ms each, up to there)
 _CHUNK = 500  # keys a query asks for at once (SQLite's limit on a statement's parameters is 32,766 or 999)
 
 
