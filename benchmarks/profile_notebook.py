@@ -94,7 +94,8 @@ def summary(res: dict, load: tuple, command: str) -> str:
         n = sum(c["texts"] for c in part)
         if part:
             cpu = sum(c["cpu"] for c in part)
-            out.append(f"| {lo:,}-{hi:,} texts | {len(part):,} | {n:,} | {sum(c['chars'] for c in part):,} | "
+            label = f"{lo:,}-{hi:,}" if hi < SIZES[-1][1] else f"{lo:,} or more"
+            out.append(f"| {label} texts | {len(part):,} | {n:,} | {sum(c['chars'] for c in part):,} | "
                        f"{cpu:.0f} | {1000 * cpu / n:.1f} |")
     out += ["", "cProfile, by cumulative time (the first 40 lines):", "", "```", res["cumulative"].strip(), "```"]
     return "\n".join(out) + "\n"
