@@ -11,7 +11,9 @@ answer comes from the log and nothing else is warm. Each call of the encoder-cal
 is logged with its texts and its CPU seconds (this process, all threads), beside the process's total.
 
 Prints (and writes with ``--out``) the encoder's share, its calls by size, and cProfile's top functions by
-cumulative time. A notebook run this way writes its tables and figures into the clone, not its ``.ipynb``.
+cumulative time. A notebook run this way writes its tables and figures into the clone, not its ``.ipynb``; it
+starts from what a fresh clone holds, so a notebook that reads an earlier one's traces (07 reads 04's and 05's)
+computes them itself here, unlike in a whole ``--regenerate``.
 """
 from __future__ import annotations
 
