@@ -97,14 +97,13 @@ def store_calls(store: Path) -> tuple:
     single texts, those not copied from a stored call)."""
     import sqlite3
 
-    from kgir_lib.encoder_calls import TEXTS
+    from kgir_lib.encoder_calls import TEXTS, has_table
 
     con = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=60)
     try:
         calls = con.execute("SELECT count(*) FROM calls").fetchone()[0]
-        has_texts = con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-                                (TEXTS,)).fetchone()
-        texts = con.execute(f"SELECT count(*) FROM {TEXTS} WHERE computed = 1").fetchone()[0] if has_texts else 0
+        texts = con.execute(f"SELECT count(*) FROM {TEXTS} WHERE computed = 1").fetchone()[0] \
+            if has_table(con, TEXTS) else 0
     finally:
         con.close()
     return int(calls), int(texts)

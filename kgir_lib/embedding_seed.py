@@ -112,14 +112,10 @@ def seed_cache(cache_file: Path, dirs: Iterable[Path]) -> Optional[Path]:
 MAX_COMMITTED_BYTES = 5_000_000  # a committed file stays under 5 MiB (5,242,880 bytes): the packed calls' budget
 CALL_OVERHEAD_ROWS = 10  # what computing a call costs besides its rows, in rows (tokenising, the model's dispatch:
                          # a text encoded alone costs about ten times its share of a 64-text batch on this CPU)
+ROW_CHARS = 40  # a short text's characters, a row's cost when its call's is not known: HippoRAG 2's facts average
+                # 56, the entity names 14 (musique_train; MiniLM's CPU time per character is 0.18-0.24 ms for
+                # names, facts and passages alike: benchmarks/bench_encoder_calls.py)
 _ROW_BYTES = 1200  # a unique float32 row of 384 values packed (byte planes, LZMA): its random low mantissa bytes
-
-
-def _has_used(con: sqlite3.Connection) -> bool:
-    """Whether an encoder-calls store has the table of the calls its cache was asked for."""
-    from .encoder_calls import USED
-
-    return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (USED,)).fetchone() is not None
 
 
 def _rows(store: Path) -> list:
@@ -127,11 +123,12 @@ def _rows(store: Path) -> list:
     (the calls the cache was asked for, so a seed's calls no run asks any more are left out)."""
     import numpy as np
 
-    from .encoder_calls import USED
+    from .encoder_calls import USED, has_table
 
     con = sqlite3.connect(store)
     try:
-        query = (f"SELECT key, vectors FROM calls WHERE key IN (SELECT key FROM {USED}) ORDER BY key" if _has_used(con)
+        query = (f"SELECT key, vectors FROM calls WHERE key IN (SELECT key FROM {USED}) ORDER BY key"
+                 if has_table(con, USED)
                  else "SELECT key, vectors FROM calls ORDER BY key")
         rows = con.execute(query).fetchall()
     finally:
@@ -163,19 +160,35 @@ def _unique_rows(calls: list) -> tuple:
     return unique, index
 
 
-def select_calls(calls: list, max_bytes: int) -> list:
-    """The calls worth committing within about ``max_bytes``: by the work a seeded call saves (its rows plus
-    :data:`CALL_OVERHEAD_ROWS`) per byte it takes, best first, until the estimate reaches the budget. A row shared
-    by several calls (the same text batched alike) is stored once, so each call is charged its share of each of
-    its rows (about 1.2 kB a row, divided among the calls that hold it bit for bit) and calls that repeat texts
-    come first. Returns the chosen calls, by key."""
+def call_costs(store: Path) -> dict:
+    """``{key: characters}`` of an encoder-calls store's calls whose cost it noted (its
+    :data:`~kgir_lib.encoder_calls.COSTS` table; empty for a store without it, e.g. an unpacked seed)."""
+    from .encoder_calls import COSTS, has_table
+
+    con = sqlite3.connect(store)
+    try:
+        return dict(con.execute(f"SELECT key, chars FROM {COSTS}").fetchall()) if has_table(con, COSTS) else {}
+    finally:
+        con.close()
+
+
+def select_calls(calls: list, max_bytes: int, costs: Optional[dict] = None) -> list:
+    """The calls worth committing within about ``max_bytes``: by the work a seeded call saves per byte it takes,
+    best first, until the estimate reaches the budget. A call's work, in characters: its characters (``costs``,
+    from the store's :data:`~kgir_lib.encoder_calls.COSTS` table; when not known, :data:`ROW_CHARS` a row) and
+    :data:`CALL_OVERHEAD_ROWS` rows more: the encoder's time goes with the characters, so a call of long texts
+    saves more than one of names with as many rows. A row shared by several calls (the same text batched alike) is
+    stored once, so each call is charged its share of each of its rows (about 1.2 kB a row, divided among the calls
+    that hold it bit for bit) and calls that repeat texts come first. Returns the chosen calls, by key."""
     from collections import Counter
 
+    costs = costs or {}
     holders = Counter(b for _, arr in calls for b in {r.tobytes() for r in arr})
     ranked = []
     for key, arr in calls:
         share = sum(_ROW_BYTES / holders[b] for b in {r.tobytes() for r in arr}) + 4 * arr.shape[0] + 64
-        ranked.append(((arr.shape[0] + CALL_OVERHEAD_ROWS) / share, key, arr, share))
+        work = costs.get(key, arr.shape[0] * ROW_CHARS) + CALL_OVERHEAD_ROWS * ROW_CHARS
+        ranked.append((work / share, key, arr, share))
     chosen, used = [], 0.0
     for _, key, arr, share in sorted(ranked, key=lambda r: (-r[0], r[1])):
         if used + share <= max_bytes:
@@ -193,16 +206,17 @@ def pack_calls(store: Path, out: Path, max_bytes: Optional[int] = None) -> int:
     its rows' indices; the distinct float32 rows are laid out as four byte planes (all first bytes, then all
     second bytes, ...), whose sign, exponent and high mantissa bytes repeat, and the whole is LZMA-compressed. A
     JSON header line lists each call's key and shape. ``max_bytes``: the file's size limit; the calls then are
-    :func:`select_calls`' choice, shrunk until the file fits (a call left out is computed when asked; on another
-    machine its last bits may differ from the committed run's). :func:`unpack_calls` gives back every packed row
-    byte for byte."""
+    :func:`select_calls`' choice (weighed by the costs the store noted, :func:`call_costs`), shrunk until the file
+    fits (a call left out is computed when asked; on another machine its last bits may differ from the committed
+    run's). :func:`unpack_calls` gives back every packed row byte for byte."""
     import numpy as np
 
     calls = _rows(store)
+    costs = call_costs(store)
     budget = max_bytes
     data = b""
     while True:
-        chosen = calls if budget is None else select_calls(calls, budget)
+        chosen = calls if budget is None else select_calls(calls, budget, costs)
         unique, index = _unique_rows(chosen)
         dims = {arr.shape[1] for _, arr in chosen}
         if len(dims) > 1:
@@ -259,17 +273,18 @@ def unpack_calls(packed: Path, store: Path) -> int:
 
 def _keep_used(store: Path) -> None:
     """Leave in ``store`` only the calls its ``used`` table names, and drop that table (a seed starts with none, so
-    the next run's table holds that run's calls alone) and the table of single texts (a run's own cache: a seed
-    answers whole calls); a store without the ``used`` table keeps its calls."""
-    from .encoder_calls import TEXTS, USED
+    the next run's table holds that run's calls alone), the table of single texts (a run's own cache: a seed
+    answers whole calls) and that of the calls' costs; a store without the ``used`` table keeps its calls."""
+    from .encoder_calls import COSTS, TEXTS, USED, has_table
 
     con = sqlite3.connect(store)
     try:
         with con:
-            if _has_used(con):
+            if has_table(con, USED):
                 con.execute(f"DELETE FROM calls WHERE key NOT IN (SELECT key FROM {USED})")
                 con.execute(f"DROP TABLE {USED}")
             con.execute(f"DROP TABLE IF EXISTS {TEXTS}")
+            con.execute(f"DROP TABLE IF EXISTS {COSTS}")
         con.execute("VACUUM")
     finally:
         con.close()

@@ -21,7 +21,23 @@ CALLS_FILE = "calls.sqlite"  # in a run's embedding cache, beside the corpus emb
 USED = "used"  # the table of the calls a cache was asked for (their keys): what a regenerate needs of a seed that
                # also holds calls no run asks any more (kgir_lib.embedding_seed.pack_calls commits only those)
 TEXTS = "texts"  # the table of every text's vector, by model and text (never committed: a run's cache alone)
+COSTS = "costs"  # the table of each call's characters, each text counted up to TEXT_CHARS_CAP (never committed):
+                 # what computing the call costs, for kgir_lib.embedding_seed.select_calls to weigh
+TEXT_CHARS_CAP = 1_100  # characters of a text that cost the encoder time: MiniLM reads 256 tokens, about 1,100
+                        # characters of English (benchmarks/bench_encoder_calls.py: its CPU time per text goes
+                        # with the text's characters, 0.18-0.24 ms each, up to there)
 _CHUNK = 500  # keys a query asks for at once (SQLite's limit on a statement's parameters is 32,766 or 999)
+
+
+def has_table(con, name: str) -> bool:
+    """Whether the SQLite database of ``con`` has a table ``name`` (a store made before that table was added, or a
+    committed seed, which keeps the calls alone, lacks some)."""
+    return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+
+
+def call_chars(texts: Sequence[str]) -> int:
+    """What computing a call of ``texts`` costs, in characters: each text's, up to :data:`TEXT_CHARS_CAP`."""
+    return sum(min(len(t), TEXT_CHARS_CAP) for t in texts)
 
 
 class RememberedCalls:
@@ -74,6 +90,7 @@ class RememberedCalls:
         con.execute(f"CREATE TABLE IF NOT EXISTS {USED} (key TEXT PRIMARY KEY)")
         con.execute(f"CREATE TABLE IF NOT EXISTS {TEXTS} (key TEXT PRIMARY KEY, vector BLOB NOT NULL, "
                     "sha256 TEXT NOT NULL, computed INTEGER NOT NULL)")
+        con.execute(f"CREATE TABLE IF NOT EXISTS {COSTS} (key TEXT PRIMARY KEY, chars INTEGER NOT NULL)")
         return con
 
     def _read(self, con, key: str) -> Optional[np.ndarray]:
@@ -144,7 +161,7 @@ class RememberedCalls:
     def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         """The vectors of ``texts``: the stored call's (its texts then kept one by one too), else assembled from the
         kept texts and the encoder (:meth:`_assemble`; then stored as a call); either way the call is noted in the
-        :data:`USED` table. One connection to the store per call."""
+        :data:`USED` table, with its cost (:data:`COSTS`). One connection to the store per call."""
         texts = list(texts)
         key = self._key(texts)
         con = self._connect()
@@ -157,6 +174,7 @@ class RememberedCalls:
                 self._write_texts(con, [self._text_key(t) for t in texts], emb, computed=False)
             with con:
                 con.execute(f"INSERT OR IGNORE INTO {USED} VALUES (?)", (key,))
+                con.execute(f"INSERT OR IGNORE INTO {COSTS} VALUES (?, ?)", (key, call_chars(texts)))
         finally:
             con.close()
         return emb

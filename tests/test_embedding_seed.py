@@ -206,6 +206,37 @@ def test_a_size_limit_packs_the_calls_worth_the_most_work_a_byte_and_stays_under
         pack_calls(made.path, tmp_path / "other.xz")
 
 
+def test_a_size_limit_packs_a_call_of_long_texts_before_one_of_as_many_names(tmp_path):
+    """The encoder's time goes with the characters it reads: each call's cost is noted (each text counted up to
+    ``TEXT_CHARS_CAP``), and of two calls with as many rows (so as many bytes) the one of long texts is packed
+    first; the seed a refresh writes keeps the calls alone."""
+    import sqlite3
+
+    from kgir_lib.embedding_seed import _keep_used, _rows, call_costs, select_calls
+    from kgir_lib.encoder_calls import CALLS_FILE, COSTS, TEXT_CHARS_CAP, RememberedCalls, has_table
+
+    class Noise:
+        model_name, batch_size, dim = "noise", 8, 384
+
+        def encode(self, texts, progress=False):
+            return np.stack([np.random.default_rng(abs(hash(t)) % 2 ** 32).standard_normal(self.dim)
+                             for t in texts]).astype(np.float32)
+
+    made = RememberedCalls(Noise(), tmp_path / CALLS_FILE)
+    names = [f"name {i}" for i in range(10)]
+    long = [f"passage {i} " + "x" * 5000 for i in range(10)]
+    made.encode(names)
+    made.encode(long)
+    costs = call_costs(made.path)
+    assert costs == {made._key(names): sum(len(t) for t in names), made._key(long): 10 * TEXT_CHARS_CAP}
+    calls = _rows(made.path)
+    assert {key for key, _ in select_calls(calls, 20_000, costs)} == {made._key(long)}
+    without = {key for key, _ in select_calls(calls, 20_000)}  # (rows alone: one call, whichever; ties by key)
+    assert len(without) == 1
+    _keep_used(made.path)
+    assert not has_table(sqlite3.connect(made.path), COSTS)
+
+
 def test_no_committed_file_exceeds_5_mib():
     """The repository's rule, which the packed encoder calls are sized for (``MAX_COMMITTED_BYTES``)."""
     import subprocess
