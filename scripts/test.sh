@@ -25,9 +25,11 @@ export KGIR_PROFILE=ci
 # A scratch folder removed when the tests end, however they end. The tests' results (the notebooks' tables,
 # figures, traces, caches) go there unless KGIR_TEST_RESULTS_DIR keeps them elsewhere; so do, always, pytest's
 # tmp_path folders (--basetemp: otherwise pytest keeps its last runs' under $TMPDIR/pytest-of-<user>/) and torch's
-# compiled kernels (TORCHINDUCTOR_CACHE_DIR: otherwise $TMPDIR/torchinductor_<user>/).
+# compiled kernels (TORCHINDUCTOR_CACHE_DIR: otherwise $TMPDIR/torchinductor_<user>/). The compiled modules of what
+# ran from the scratch folder (the fresh clones' library) go too: the cache prefix below mirrors each source's absolute
+# path, so they sit under $PYTHONPYCACHEPREFIX$scratch, beside the environment, and would pile up there run after run.
 scratch=$(mktemp -d -t kgir-test-XXXXXX)
-trap 'rm -rf "$scratch"' EXIT
+trap 'rm -rf "$scratch"; case "${PYTHONPYCACHEPREFIX:-}" in /*) rm -rf "$PYTHONPYCACHEPREFIX$scratch" ;; esac' EXIT
 trap 'exit 130' INT TERM
 if [ -n "${KGIR_TEST_RESULTS_DIR:-}" ]; then
   export KGIR_RESULTS_DIR="$KGIR_TEST_RESULTS_DIR"
