@@ -302,6 +302,116 @@ def test_cache_proxy_keys_loads_and_answers_from_its_cache(tmp_path):
         cp.load_cache(cache)
 
 
+def test_cache_proxy_answers_from_its_seeds_and_writes_only_the_calls_it_made(tmp_path):
+    """``--seed``: a seed file (gzip, as the committed answers are) answers a request it holds and is never written;
+    a request it lacks is forwarded once and appended to the proxy's own file, which then holds only that call."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    cp = load_peer("llm_cache_proxy")
+    req = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.0}
+    seed = tmp_path / "seed.jsonl.gz"
+    with gzip.open(seed, "wt") as fh:
+        fh.write(json.dumps({"key": cp.request_key(cp.prepare(req)),
+                             "response": {"choices": [{"message": {"content": "seeded"}}]}}) + "\n")
+    forwarded = []
+
+    class Upstream(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's name
+            forwarded.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            data = json.dumps({"choices": [{"message": {"content": "new"}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        cache = tmp_path / "own.jsonl"
+        proxy = cp.CachingProxy(f"http://127.0.0.1:{server.server_address[1]}", cache, seeds=[seed])
+        assert proxy.seeded == 1
+        status, body = proxy.chat(json.dumps(req).encode())
+        assert status == 200 and json.loads(body)["choices"][0]["message"]["content"] == "seeded"
+        assert not cache.exists() and forwarded == []
+        other = {**req, "messages": [{"role": "user", "content": "hi again"}]}
+        status, body = proxy.chat(json.dumps(other).encode())
+        assert status == 200 and json.loads(body)["choices"][0]["message"]["content"] == "new"
+        assert forwarded == [cp.prepare(other)]
+        assert [r["key"] for r in cp.load_cache(cache).values()] == [cp.request_key(cp.prepare(other))]
+        assert proxy.chat(json.dumps(other).encode())[0] == 200 and len(forwarded) == 1   # now cached
+    finally:
+        server.shutdown()
+
+
+def _kept_files(folder: Path, rep, n: Optional[int] = None) -> None:
+    """The shim's files in ``folder``, made from the committed as-run IRCoT records and rows (the first ``n``
+    questions): a shim's row whose every number must then read as the as-run IRCoT row's."""
+    meta, recs = rep.read_outputs(COMMITTED.parent / rep.OUTPUTS)
+    ircot = recs["ircot"][:n]
+    kmeta = {**meta, "ircot_thoughts": "kept", "methods": ["ircot"], "command": "IRCOT_THOUGHTS=kept bash x.sh",
+             "thoughts": sum(r["iterations"] for r in ircot), "calls": 7, "legs": 1}
+    with gzip.open(folder / rep.KEPT_OUTPUTS, "wt", encoding="utf-8") as fh:
+        fh.write("".join(json.dumps(x) + "\n" for x in [{"meta": kmeta}] + [{"method": "ircot", **r} for r in ircot]))
+    rows = pd.read_csv(COMMITTED, dtype={"qid": str})
+    kept = rows[rows["method"] == "ircot"].head(n or len(rows)).assign(method="ircot_kept")
+    kept.to_csv(folder / rep.KEPT_CSV, index=False)
+
+
+@pytest.mark.skipif(not COMMITTED.exists(), reason="the cross-check has not been committed yet")
+def test_the_report_shows_the_shims_row_beside_the_as_run_row_only_when_its_records_exist(tmp_path):
+    """Without the shim's files the report is the committed one; with them (here the as-run IRCoT data under the
+    shim's name) every as-run line stays, and each IRCoT line of the tables is there again, the same numbers under
+    the shim's name; the caveat says the row is there, and the run's cost has its line."""
+    rep = load_peer("flashrag_report")
+    for name in (COMMITTED.name, rep.OUTPUTS, rep.READING, rep.SUITE):
+        (tmp_path / name).write_bytes((COMMITTED.parent / name).read_bytes())
+    base = rep.rebuild(tmp_path)
+    if not (COMMITTED.parent / rep.KEPT_CSV).exists():   # (once the row is committed, the report holds it)
+        assert base == COMMITTED.with_suffix(".md").read_text(encoding="utf-8")
+    assert "IRCOT_THOUGHTS=kept bash benchmarks/peers/flashrag_crosscheck.sh" in base and "(shim) |" not in base
+    _kept_files(tmp_path, rep)
+    text = rep.rebuild(tmp_path)
+    lines = text.splitlines()
+    changed = [x for x in base.splitlines() if x not in lines]
+    assert len(changed) == 1 and changed[0].startswith("**FlashRAG's IRCoT here is a configuration")
+    name = "IRCoT, earlier thoughts kept (shim)"
+    ircot_lines = [x for x in base.splitlines() if x.startswith("| IRCoT | ")]
+    assert len(ircot_lines) == 3 + 13 + 3   # the paired tests, the agreement, the answers read another way
+    for x in ircot_lines:
+        assert x.replace("| IRCoT | ", f"| {name} | ", 1) in lines, x
+    merged = [x for x in base.splitlines() if x.startswith("| FlashRAG's IRCoT | ")]
+    assert len(merged) == 3 and all(x.replace("| FlashRAG's IRCoT |", f"| FlashRAG's {name} |") in lines
+                                    for x in merged)
+    assert f"The rows *{name}* are FlashRAG's IRCoT run again" in text and "on 100 of the 100 questions" in text
+    assert "- The shim's IRCoT (earlier thoughts kept; `IRCOT_THOUGHTS=kept bash x.sh`), on 100 of the 100" in text
+    assert f"The second FlashRAG IRCoT row in words: {name}: EM " in text
+
+
+@pytest.mark.skipif(not COMMITTED.exists(), reason="the cross-check has not been committed yet")
+def test_a_partial_shim_run_says_so_and_a_row_without_its_records_is_an_error(tmp_path):
+    rep = load_peer("flashrag_report")
+    for name in (COMMITTED.name, rep.OUTPUTS, rep.READING, rep.SUITE):
+        (tmp_path / name).write_bytes((COMMITTED.parent / name).read_bytes())
+    _kept_files(tmp_path, rep, n=4)
+    text = rep.rebuild(tmp_path)
+    assert "on 4 of the 100 questions (a partial run: its rows are over these 4 questions only)" in text
+    assert "| IRCoT, earlier thoughts kept (shim) | EM | 4 |" in text
+    (tmp_path / rep.KEPT_OUTPUTS).unlink()
+    with pytest.raises(SystemExit, match="peers_flashrag_ircot_kept.jsonl.gz"):
+        rep.rebuild(tmp_path)
+
+
+def test_report_kept_refuses_a_run_that_did_not_keep_the_thoughts(tmp_path):
+    rep = load_peer("flashrag_report")
+    (tmp_path / "flashrag_meta.json").write_text(json.dumps({"flashrag": "0.1.2"}))
+    with pytest.raises(SystemExit, match="flashrag_meta.json: field 'ircot_thoughts'"):
+        rep.write_kept(tmp_path, tmp_path, "local", "musique_train", tmp_path / "r.md", "cmd")
+
+
 @pytest.mark.skipif(not COMMITTED.exists(), reason="the cross-check has not been committed yet")
 def test_rescore_reproduces_the_committed_cross_check_without_peer_environment(tmp_path, monkeypatch):
     """The re-score: this code's IRCoT and ITER-RETGEN, cache only from the committed response log (no LLM call),
@@ -319,7 +429,17 @@ def test_rescore_reproduces_the_committed_cross_check_without_peer_environment(t
     assert meta["llm_calls_made"] == 0 and meta["dense_search"].startswith("replayed")
     report.write_report(tmp_path / "work", "local", "musique_train", out, "test", rescore=True)
     assert out.with_suffix(".csv").read_text() == COMMITTED.read_text()
-    assert "**Re-scored.**" in out.read_text()
+    assert "**Re-scored.**" in out.read_text() and not (out.parent / report.KEPT_CSV).exists()
+    # the shim's row is re-scored too when its records are committed: here the as-run IRCoT records under its name,
+    # so its rows are the as-run IRCoT rows under the method name ircot_kept
+    _kept_files(out.parent, report)
+    (out.parent / report.KEPT_CSV).unlink()
+    report.write_report(tmp_path / "work", "local", "musique_train", out, "test", rescore=True)
+    rows = pd.read_csv(COMMITTED, dtype={"qid": str})
+    expected = rows[rows["method"] == "ircot"].assign(method="ircot_kept").reset_index(drop=True)
+    kept = pd.read_csv(out.parent / report.KEPT_CSV, dtype={"qid": str})
+    assert set(expected.columns) - set(kept.columns) == {"EM_suite_reread", "F1_suite_reread"}  # ITER-RETGEN's
+    pd.testing.assert_frame_equal(kept, expected[list(kept.columns)], check_dtype=False)  # NaN-padded there
 
 
 def test_committed_outputs_name_their_run():
@@ -388,6 +508,56 @@ print(json.dumps({"ircot": msg, "iter": it, "same_retriever": iterative.retrieve
     assert [x["role"] for x in got["iter"]] == ["assistant", "user"]   # FlashRAG sends its system prompt as assistant
     assert "Doc 1(Title: T1) first" in got["iter"][0]["content"] and got["iter"][1]["content"] == "Question: Q?"
     assert got["same_retriever"] and (got["max_iter"], got["iter_num"]) == (3, 3)
+
+
+@needs_peer
+def test_the_shim_puts_step_ones_thought_in_step_twos_prompt_and_the_as_run_template_does_not_in_the_peer_env():
+    """FlashRAG's own ``IRCOTPipeline.run_item`` with a scripted generator and retriever, once with the as-run
+    template and once with the shim (``--ircot-thoughts kept``): the first prompt is the same on both (so the as-run
+    answers answer it); from step 2 on the shim's prompt ends with the thoughts so far, appended as FlashRAG's other
+    frameworks append ``previous_gen``, and the as-run prompt holds none of them."""
+    code = r"""
+import json, os, sys, pathlib, tempfile
+sys.path.insert(0, sys.argv[1])
+os.environ["TIKTOKEN_CACHE_DIR"] = sys.argv[2]
+import flashrag_pipelines as fp
+from flashrag.dataset import Item
+class A: pass
+def run(mode):
+    a = A(); a.model = "local-gguf"; a.llm_base_url = "http://127.0.0.1:9/v1"; a.max_input_len = 8192
+    a.dataset = "d"; a.topk = 1; a.search_url = "http://127.0.0.1:9"; a.ircot_max_iter = 3; a.iter_num = 3
+    a.max_tokens_ircot = 64; a.max_tokens_iter_retgen = 32; a.ircot_thoughts = mode
+    ircot, _, retriever = fp.build(a, pathlib.Path(tempfile.mkdtemp()))
+    hits = {"Who?": ("p1", 0.9), "A is B.": ("p2", 0.8), "B is C.": ("p3", 0.7)}
+    def post(queries, num):
+        found = [hits[q] for q in queries]
+        return ([[{"id": p, "contents": f"T{p}\nabout {p}", "title": f"T{p}", "text": f"about {p}"}] for p, _ in found],
+                [[s] for _, s in found])
+    retriever._post = post
+    class Gen:
+        prompts = []
+        def generate(self, prompt):
+            self.prompts.append(prompt)
+            return [["A is B.", "B is C.", "So the answer is: C."][len(self.prompts) - 1]]
+    ircot.generator = gen = Gen()
+    item = Item({"id": "q", "question": "Who?", "golden_answers": []})
+    ircot.run_item(item)
+    return {"template": type(ircot.prompt_template).__name__, "prompts": gen.prompts}
+print(json.dumps({m: run(m) for m in ("dropped", "kept")}))
+"""
+    out = subprocess.run([str(PEER_PY), "-c", code, str(PEERS), str(PEERS / ".venv-flashrag" / "tiktoken_cache")],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (got["dropped"]["template"], got["kept"]["template"]) == ("OneUserMessage", "KeptThoughts")
+    dropped, kept = got["dropped"]["prompts"], got["kept"]["prompts"]
+    assert len(dropped) == len(kept) == 3 and all(len(p) == 1 and p[0]["role"] == "user" for p in dropped + kept)
+    assert kept[0] == dropped[0] and dropped[0][0]["content"].endswith("about p1\n\nQuestion: Who?\nThought:")
+    ending = "Wikipedia Title: Tp1\nabout p1\n\nQuestion: Who?\nThought:"   # the pool ascending: the best last
+    assert dropped[1][0]["content"].endswith(ending) and "A is B." not in dropped[1][0]["content"]
+    assert kept[1][0]["content"] == dropped[1][0]["content"] + "A is B."
+    assert kept[2][0]["content"] == dropped[2][0]["content"] + "A is B. B is C."
+    assert "B is C." not in dropped[2][0]["content"]
 
 
 def test_a_p_below_the_kept_decimals_reads_as_such_never_as_zero():

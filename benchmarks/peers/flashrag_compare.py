@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/peers/flashrag_compare.py reading   --work DIR [--out ...md]
     .venv/bin/python benchmarks/peers/flashrag_compare.py report    --work DIR --llm-log F [--out ...md] [--command C]
     .venv/bin/python benchmarks/peers/flashrag_compare.py rescore   --work DIR [--out ...md] [--command C]
+    .venv/bin/python benchmarks/peers/flashrag_compare.py report-kept --work DIR [--kept DIR/ircot_kept] [--out ...md]
 
 ``questions``: the profile's questions of the dataset (``DIR/questions.jsonl``: qid and question only; FlashRAG's
 side sees no gold).
@@ -28,7 +29,14 @@ FlashRAG shows it (every retrieved passage, whole): one LLM call a question, wit
 the report, a re-score and a fresh clone read them with no call; with that file complete the step makes none.
 
 ``rescore``: the suite's side again (the ``suite`` step, this code, cache only) against FlashRAG's committed
-records (``peers_flashrag_outputs.jsonl.gz``): no peer environment, no server, no LLM call.
+records (``peers_flashrag_outputs.jsonl.gz``): no peer environment, no server, no LLM call. It re-scores the second
+FlashRAG IRCoT row (below) too when its records are committed.
+
+``report-kept``: the second FlashRAG IRCoT row, FlashRAG's IRCoT with its earlier thoughts kept through the OpenAI
+client (``flashrag_pipelines.py --ircot-thoughts kept``, run into ``--kept``; its proxy's file
+``--kept``/``llm_cache.jsonl`` holds only the calls the as-run answers did not) against the ``suite`` step's IRCoT:
+its records, LLM answers and rows beside the report (``peers_flashrag_ircot_kept*``), then the report rendered again
+from the committed files. The as-run files are not touched.
 """
 from __future__ import annotations
 
@@ -188,13 +196,15 @@ def run_reading(work: Path, profile: str, dataset: str, out: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("step", choices=["questions", "suite", "reading", "report", "rescore"])
+    ap.add_argument("step", choices=["questions", "suite", "reading", "report", "rescore", "report-kept"])
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--profile", default="local")
     ap.add_argument("--dataset", default="musique_train")
     ap.add_argument("--recorded-searches", type=Path, default=None,
                     help="suite: replay the dense search from this record (no encoder load)")
     ap.add_argument("--llm-log", type=Path, default=None, help="report: the caching proxy's file")
+    ap.add_argument("--kept", type=Path, default=None,
+                    help="report-kept: the shim's run folder (default: WORK/ircot_kept)")
     ap.add_argument("--wall", type=float, default=None, help="report: wall seconds of FlashRAG's run")
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "benchmarks" / "peers_flashrag.md")
     ap.add_argument("--command", default="bash benchmarks/peers/flashrag_crosscheck.sh",
@@ -206,6 +216,11 @@ def main() -> None:
         run_suite(args.work, args.profile, args.dataset, args.recorded_searches)
     elif args.step == "reading":
         run_reading(args.work, args.profile, args.dataset, args.out)
+    elif args.step == "report-kept":
+        from flashrag_report import write_kept
+
+        write_kept(args.work, args.kept or args.work / "ircot_kept", args.profile, args.dataset, args.out,
+                   args.command, llm_log=args.llm_log)
     else:
         from flashrag_report import SEARCHES, write_report
 

@@ -19,16 +19,23 @@
 #                                           peers_flashrag_llm_cache.jsonl.gz, which step 4 seeds the proxy's cache
 #                                           with when the work folder has none, so a fresh clone resumes the run;
 #                                           the suite side's dense searches as peers_flashrag_suite_searches.jsonl.gz)
+# IRCOT_THOUGHTS=kept: the second FlashRAG IRCoT row instead, FlashRAG's IRCoT with its earlier thoughts kept
+# through the OpenAI client (flashrag_pipelines.py --ircot-thoughts kept, a shim; README.md): steps 1-4 (the proxy's
+# cache is PEERS_WORK/ircot_kept/llm_cache.jsonl, seeded from peers_flashrag_ircot_kept_llm_cache.jsonl.gz when
+# empty, and answering from the as-run answers too, which it never writes: a first thought's prompt is the same),
+# step 5 for IRCoT only into PEERS_WORK/ircot_kept, no step 6, and flashrag_compare.py report-kept: the row's files
+# beside the report (peers_flashrag_ircot_kept*) and the report rendered again; the as-run files are not touched.
 # Usage: bash benchmarks/peers/flashrag_crosscheck.sh [--help | --dry-run | --rescore]
 #   --help     print this header and exit
 #   --rescore  steps 2, 3 and a re-scored report only: the suite's side of this code (cache only) against
 #              FlashRAG's committed records (results/benchmarks/peers_flashrag_outputs.jsonl.gz); no peer
-#              environment, no server, no LLM call
+#              environment, no server, no LLM call (the shim's row too, when its records are committed)
 #   --dry-run  print the steps with the knobs' values and check their inputs; start nothing, write nothing
 # Knobs (environment): KGIR_DATA_DIR (default: the suite's), PEERS_WORK (default benchmarks/peers/.work/flashrag),
 # N_THREADS (llama.cpp threads, default 1), N_CTX (default 8192), MODEL (embedded GGUF name, default the local
 # profile's), QA_N (FlashRAG answers only the first QA_N questions, e.g. 3 for a smoke run; default all), CHUNK
-# (questions a chunk, default 10).
+# (questions a chunk, default 10), IRCOT_THOUGHTS (dropped: FlashRAG's OpenAI path as published, the default; kept:
+# the shim's row, above).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 PY="${KGIR_PYTHON:-$ROOT/.venv/bin/python}"
@@ -46,6 +53,14 @@ N_THREADS="${N_THREADS:-1}"
 N_CTX="${N_CTX:-8192}"
 QA_N="${QA_N:-}"
 CHUNK="${CHUNK:-10}"
+IRCOT_THOUGHTS="${IRCOT_THOUGHTS:-dropped}"
+case "$IRCOT_THOUGHTS" in
+    dropped|kept) ;;
+    *) echo "crosscheck: IRCOT_THOUGHTS='$IRCOT_THOUGHTS': expected dropped or kept" >&2; exit 2 ;;
+esac
+KEPT_WORK="$WORK/ircot_kept"
+COMMITTED_CACHE="$ROOT/results/benchmarks/peers_flashrag_llm_cache.jsonl.gz"
+COMMITTED_KEPT_CACHE="$ROOT/results/benchmarks/peers_flashrag_ircot_kept_llm_cache.jsonl.gz"
 # the local profile's settings FlashRAG is run with: retrieval depth, loop lengths, generation budgets
 read -r TOPK STEPS ROUNDS TOK_IRCOT TOK_READER < <("$PY" -c "
 from kgir_lib.config import load_config
@@ -55,7 +70,13 @@ if [ "$MODE" = dry ]; then
     say() { printf 'crosscheck (dry run): %s\n' "$*"; }
     missing=0
     need() { if [ -e "$2" ]; then say "  ok      $1: $2"; else say "  MISSING $1: $2"; missing=1; fi; }
-    say "work folder $WORK; model $MODEL; N_THREADS=$N_THREADS N_CTX=$N_CTX QA_N=${QA_N:-all} CHUNK=$CHUNK"
+    say "work folder $WORK; model $MODEL; N_THREADS=$N_THREADS N_CTX=$N_CTX QA_N=${QA_N:-all} CHUNK=$CHUNK" \
+        "IRCOT_THOUGHTS=$IRCOT_THOUGHTS"
+    if [ "$IRCOT_THOUGHTS" = kept ]; then
+        say "the second FlashRAG IRCoT row (earlier thoughts kept, a shim): IRCoT only, into $KEPT_WORK; its proxy" \
+            "cache $KEPT_WORK/llm_cache.jsonl, seeded with the as-run answers (read only)"
+        need "committed as-run LLM answers (the shim's seed)" "$COMMITTED_CACHE"
+    fi
     say "FlashRAG settings from the local profile: top-k $TOPK, IRCoT max_iter $STEPS (thought budget $TOK_IRCOT" \
         "tokens), ITER-RETGEN iter_num $ROUNDS (generation budget $TOK_READER tokens)"
     need "main Python" "$PY"
@@ -68,9 +89,15 @@ if [ "$MODE" = dry ]; then
     need "committed FlashRAG records (for --rescore)" "$ROOT/results/benchmarks/peers_flashrag_outputs.jsonl.gz"
     if [ -x "$PEER_PY" ]; then say "  ok      peer environment: $PEER_PY"
     else say "  absent  peer environment: $PEER_PY (step 1 would build it: bash benchmarks/peers/setup.sh flashrag)"; fi
-    say "steps: 1 setup.sh flashrag; 2 flashrag_compare.py questions; 3 flashrag_compare.py suite (cache only);" \
-        "4 search_server.py + llama_cpp.server + llm_cache_proxy.py; 5 flashrag_pipelines.py;" \
-        "6 flashrag_compare.py reading; 7 flashrag_compare.py report -> results/benchmarks/peers_flashrag.md"
+    if [ "$IRCOT_THOUGHTS" = kept ]; then
+        say "steps: 1 setup.sh flashrag; 2 flashrag_compare.py questions; 3 flashrag_compare.py suite (cache only);" \
+            "4 search_server.py + llama_cpp.server + llm_cache_proxy.py; 5 flashrag_pipelines.py --ircot-thoughts" \
+            "kept; 7 flashrag_compare.py report-kept -> results/benchmarks/peers_flashrag.md"
+    else
+        say "steps: 1 setup.sh flashrag; 2 flashrag_compare.py questions; 3 flashrag_compare.py suite (cache only);" \
+            "4 search_server.py + llama_cpp.server + llm_cache_proxy.py; 5 flashrag_pipelines.py;" \
+            "6 flashrag_compare.py reading; 7 flashrag_compare.py report -> results/benchmarks/peers_flashrag.md"
+    fi
     exit "$missing"
 fi
 mkdir -p "$WORK/logs"
@@ -101,7 +128,33 @@ PIDS+=($!)
 free_port PPORT
 wait_up "${PIDS[0]}" "http://127.0.0.1:$SPORT/health" "$WORK/logs/search_server.log"
 wait_up "${PIDS[1]}" "http://127.0.0.1:$LPORT/v1/models" "$WORK/logs/llama_server.log"
-COMMITTED_CACHE="$ROOT/results/benchmarks/peers_flashrag_llm_cache.jsonl.gz"
+if [ "$IRCOT_THOUGHTS" = kept ]; then
+    # the shim's own cache holds only its new calls; the as-run answers (the work folder's, else the committed ones)
+    # answer the rest and are never written
+    mkdir -p "$KEPT_WORK"
+    if [ ! -s "$KEPT_WORK/llm_cache.jsonl" ] && [ -f "$COMMITTED_KEPT_CACHE" ]; then
+        gzip -dc "$COMMITTED_KEPT_CACHE" > "$KEPT_WORK/llm_cache.jsonl"
+    fi
+    SEEDS=("$COMMITTED_CACHE")
+    [ -s "$WORK/llm_cache.jsonl" ] && SEEDS+=("$WORK/llm_cache.jsonl")
+    "$PY" benchmarks/peers/llm_cache_proxy.py --port "$PPORT" --upstream "http://127.0.0.1:$LPORT" \
+        --cache "$KEPT_WORK/llm_cache.jsonl" --seed "${SEEDS[@]}" >"$WORK/logs/proxy_kept.log" 2>&1 &
+    PIDS+=($!)
+    wait_up "${PIDS[2]}" "http://127.0.0.1:$PPORT/v1/models" "$WORK/logs/proxy_kept.log"
+    echo "crosscheck: FlashRAG's IRCoT with its earlier thoughts kept (the shim; new LLM calls through the caching" \
+         "proxy: $KEPT_WORK/llm_cache.jsonl)"
+    TIKTOKEN_CACHE_DIR="$PEER_VENV/tiktoken_cache" "$PEER_PY" benchmarks/peers/flashrag_pipelines.py \
+        --questions "$WORK/questions.jsonl" --search-url "http://127.0.0.1:$SPORT" \
+        --llm-base-url "http://127.0.0.1:$PPORT/v1" --model "$MODEL" --out-dir "$KEPT_WORK" --dataset musique_train \
+        --topk "$TOPK" --ircot-max-iter "$STEPS" --iter-num "$ROUNDS" --max-tokens-ircot "$TOK_IRCOT" \
+        --max-tokens-iter-retgen "$TOK_READER" --max-input-len "$N_CTX" --chunk "$CHUNK" ${QA_N:+--n "$QA_N"} \
+        --ircot-thoughts kept
+    stop_servers
+    cmd="IRCOT_THOUGHTS=kept CHUNK=$CHUNK N_THREADS=$N_THREADS bash benchmarks/peers/flashrag_crosscheck.sh"
+    [ -n "$QA_N" ] && cmd="QA_N=$QA_N $cmd"
+    "$PY" benchmarks/peers/flashrag_compare.py report-kept --work "$WORK" --kept "$KEPT_WORK" --command "$cmd"
+    exit 0
+fi
 if [ ! -s "$WORK/llm_cache.jsonl" ] && [ -f "$COMMITTED_CACHE" ]; then  # resume from the committed answers
     gzip -dc "$COMMITTED_CACHE" > "$WORK/llm_cache.jsonl"
 fi

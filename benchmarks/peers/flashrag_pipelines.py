@@ -30,6 +30,10 @@ Three adaptations, each because 0.1.2 cannot run this path otherwise (``benchmar
    model name is registered with ``o200k_base`` (the encoding FlashRAG's templates count with). tiktoken reads
    its files from ``TIKTOKEN_CACHE_DIR`` (set up by ``setup.sh``; no download).
 
+One option, off by default: ``--ircot-thoughts kept`` runs IRCoT only, with :class:`KeptThoughts` as its template,
+a shim that puts the earlier thoughts in the prompt as FlashRAG's other frameworks do (``get_string`` appends
+``previous_gen`` to the prompt string); the default, ``dropped``, is FlashRAG's OpenAI path as published.
+
 Questions are processed in chunks (``--chunk``, >= 2: ``OpenaiGenerator.generate`` treats a one-prompt list as
 a single prompt), each chunk through both pipelines, so a stopped run has both methods on the same questions; a
 rerun repeats every request through the proxy's cache. Writes ``--out-dir``/``flashrag_ircot.jsonl`` and
@@ -103,6 +107,29 @@ class OneUserMessage(PromptTemplate):
         return super().truncate_prompt(prompt)
 
 
+class KeptThoughts(OneUserMessage):
+    """:class:`OneUserMessage` that keeps IRCoT's earlier thoughts, a shim off by default (``--ircot-thoughts kept``).
+
+    FlashRAG's ``PromptTemplate.get_string`` ends with ``input += previous_gen`` (the thoughts so far joined by
+    spaces, appended to the prompt string right after its closing ``Thought:``) unless the framework is ``openai``,
+    where it drops them. This template appends them the same way, under FlashRAG's own condition (``previous_gen``
+    not ``None``, ``""`` or ``" "``), to the one user message, and counts the message again with FlashRAG's
+    truncation. Nothing else of the prompt changes: a first thought's prompt is the published one, byte for byte."""
+
+    def get_string(self, question=None, retrieval_result=None, formatted_reference=None, previous_gen=None,
+                   messages=None, **params):
+        prompt = super().get_string(question=question, retrieval_result=retrieval_result,
+                                    formatted_reference=formatted_reference, previous_gen=previous_gen,
+                                    messages=messages, **params)
+        if messages is None and previous_gen is not None and previous_gen not in ["", " "]:
+            prompt[-1]["content"] += previous_gen
+            prompt = self.truncate_prompt(prompt)
+        return prompt
+
+
+IRCOT_TEMPLATES = {"dropped": OneUserMessage, "kept": KeptThoughts}   # --ircot-thoughts
+
+
 def flashrag_config(args, work: Path, max_tokens: int) -> dict:
     """The keys FlashRAG's pipelines, template, retriever base, evaluator and OpenAI generator read."""
     return {"framework": "openai", "generator_model": args.model, "generator_batch_size": 1,
@@ -124,7 +151,8 @@ def build(args, work: Path) -> tuple:
     retriever = SuiteDenseRetriever(cfg_ircot, args.search_url)
     ircot = IRCOTPipeline(cfg_ircot, retriever=retriever, generator=OpenaiGenerator(cfg_ircot),
                           max_iter=args.ircot_max_iter)
-    ircot.prompt_template.__class__ = OneUserMessage   # adaptation 1 (module docstring)
+    # adaptation 1 (module docstring); with --ircot-thoughts kept, the shim on top of it
+    ircot.prompt_template.__class__ = IRCOT_TEMPLATES[getattr(args, "ircot_thoughts", "dropped")]
     gen_iter = OpenaiGenerator(cfg_iter)
     saved = active_pipeline.get_retriever, active_pipeline.get_generator
     active_pipeline.get_retriever, active_pipeline.get_generator = (lambda c: retriever), (lambda c: gen_iter)
@@ -199,6 +227,9 @@ def main() -> None:
     ap.add_argument("--max-input-len", type=int, default=8192)
     ap.add_argument("--chunk", type=int, default=10)
     ap.add_argument("--n", type=int, default=None, help="only the first n questions (a smoke run)")
+    ap.add_argument("--ircot-thoughts", choices=sorted(IRCOT_TEMPLATES), default="dropped",
+                    help="dropped: FlashRAG's OpenAI path as published (both methods); kept: IRCoT only, with the "
+                         "KeptThoughts shim (earlier thoughts in the prompt, as FlashRAG's other frameworks)")
     args = ap.parse_args()
     if "TIKTOKEN_CACHE_DIR" not in os.environ:
         raise SystemExit("TIKTOKEN_CACHE_DIR is not set: tiktoken would download its encoding (setup.sh flashrag "
@@ -213,6 +244,9 @@ def main() -> None:
             "ircot_max_iter": args.ircot_max_iter, "iter_num": args.iter_num,
             "max_tokens_ircot": args.max_tokens_ircot, "max_tokens_iter_retgen": args.max_tokens_iter_retgen,
             "chunk": args.chunk, "questions": len(questions)}
+    kept = args.ircot_thoughts == "kept"
+    if kept:   # (the as-run records' meta stays as it was)
+        meta.update(ircot_thoughts="kept", methods=["ircot"])
     (args.out_dir / "flashrag_meta.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
     ircot, iterative, retriever = build(args, args.out_dir)
     rows_ircot, rows_iter = [], []
@@ -228,12 +262,14 @@ def main() -> None:
             item.update_output("searches", retriever.log[before:])
         ircot.evaluate(data, do_eval=False, pred_process_fun=active_pipeline.ircot_pred_parse)
         rows_ircot += [ircot_record(it, it.output.pop("searches")) for it in data]
-        data_iter = Dataset({"dataset_name": args.dataset},
-                            data=[Item({"id": q["qid"], "question": q["question"], "golden_answers": []}) for q in part])
-        iterative.run(data_iter, do_eval=False)
-        rows_iter += [iter_record(it, args.iter_num) for it in data_iter]
-        _write(args.out_dir / "flashrag_ircot.jsonl", rows_ircot)
-        _write(args.out_dir / "flashrag_iter_retgen.jsonl", rows_iter)
+        if not kept:   # the shim changes IRCoT's prompt only: ITER-RETGEN is not run again
+            data_iter = Dataset({"dataset_name": args.dataset}, data=[
+                Item({"id": q["qid"], "question": q["question"], "golden_answers": []}) for q in part])
+            iterative.run(data_iter, do_eval=False)
+            rows_iter += [iter_record(it, args.iter_num) for it in data_iter]
+        _write(args.out_dir / "flashrag_ircot.jsonl", rows_ircot)   # both methods' files on the same questions
+        if not kept:
+            _write(args.out_dir / "flashrag_iter_retgen.jsonl", rows_iter)
         with legs.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps({"leg_start": round(t0, 3), "t": round(time.time(), 3), "done": stop,
                                  "of": len(questions)}) + "\n")

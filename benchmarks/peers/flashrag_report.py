@@ -5,6 +5,11 @@ Called by ``flashrag_compare.py report`` (FlashRAG's records from the work folde
 proxy's file) or ``flashrag_compare.py rescore`` (FlashRAG's committed records and run cost); the suite's side is
 always the work folder's ``suite_*.jsonl`` of the ``suite`` step (this code, cache only). Measures and tests:
 :mod:`kgir_lib.eval.peer_iterative`.
+
+FlashRAG's IRCoT with its earlier thoughts kept through the OpenAI client (``flashrag_pipelines.py --ircot-thoughts
+kept``, a shim) is a second FlashRAG IRCoT row: ``flashrag_compare.py report-kept`` writes its records
+(:data:`KEPT_OUTPUTS`), its LLM answers (:data:`KEPT_LLM_CACHE`) and its rows (:data:`KEPT_CSV`, method
+``ircot_kept``), and the report shows that row only when these files exist.
 """
 from __future__ import annotations
 
@@ -20,9 +25,9 @@ import pandas as pd
 from kgir_lib.config import load_config
 from kgir_lib.data import load_dataset, sample_questions
 from kgir_lib.eval.metrics import best_em, best_f1
-from kgir_lib.eval.peer_iterative import (FAMILY, METHOD_NAMES, agreement, compare_question, crosscheck_sentence,
-                                          flashrag_side, merge_rule_table, p_clause, p_value, paired_tests,
-                                          reading_sentence, reading_split)
+from kgir_lib.eval.peer_iterative import (FAMILY, IRCOT_KEPT, METHOD_NAMES, agreement, compare_question,
+                                          crosscheck_sentence, flashrag_side, merge_rule_table, p_clause, p_value,
+                                          paired_tests, reading_sentence, reading_split)
 from kgir_lib.methods.reader import parse_answer
 from kgir_lib.report import to_markdown
 
@@ -35,6 +40,11 @@ READING = "peers_flashrag_reading.jsonl.gz"         # ITER-RETGEN's last round r
 SEARCHES = "peers_flashrag_suite_searches.jsonl.gz"   # the suite side's dense searches (a fast re-score replays them)
 LLM_CACHE = "peers_flashrag_llm_cache.jsonl.gz"      # FlashRAG's LLM answers by request hash: a rerun or a resumed
                                                      # run anywhere repeats no finished call (crosscheck.sh seeds it)
+# the second FlashRAG IRCoT row, earlier thoughts kept (a shim): its records, its own LLM answers (the calls the
+# as-run answers did not hold) and its per-question rows; the report shows the row only when they exist
+KEPT_OUTPUTS = "peers_flashrag_ircot_kept.jsonl.gz"
+KEPT_LLM_CACHE = "peers_flashrag_ircot_kept_llm_cache.jsonl.gz"
+KEPT_CSV = "peers_flashrag_ircot_kept.csv"
 
 
 def write_llm_cache(cache_file: Path, out: Path) -> None:
@@ -68,10 +78,11 @@ def wall_legs(work: Path) -> list:
     return [float(x) for x in old.read_text().split()] + list(spans.values()) if old.exists() else list(spans.values())
 
 
-def write_outputs(work: Path, out: Path, meta: dict) -> None:
-    """FlashRAG's per-question records of both methods, compressed, with the run's meta as the first line."""
+def write_outputs(work: Path, out: Path, meta: dict, methods: tuple = METHODS) -> None:
+    """FlashRAG's per-question records of ``methods`` (both, or IRCoT alone for the shim's run), compressed, with
+    the run's meta as the first line."""
     lines = [json.dumps({"meta": meta}, ensure_ascii=False)]
-    for m in METHODS:
+    for m in methods:
         lines += [json.dumps({"method": m, **r}, ensure_ascii=False) for r in read_jsonl(work / f"flashrag_{m}.jsonl")]
     write_gzip(out, "\n".join(lines) + "\n")
 
@@ -129,6 +140,51 @@ def question_rows(questions: list, suite: dict, flashrag: dict, reread: Optional
                     row["F1_suite_reread"] = 100.0 * best_f1(reread[q.qid], q.answers)
                 rows.append({"method": m, "qid": q.qid, **row})
     return pd.DataFrame(rows)
+
+
+def kept_rows(questions: list, suite_ircot: list, kept: list) -> pd.DataFrame:
+    """The shim's per-question rows: FlashRAG's IRCoT with its earlier thoughts kept (``kept``: its records) against
+    the suite's IRCoT, made as :func:`question_rows` makes IRCoT's, under the method name ``ircot_kept``."""
+    rows = question_rows(questions, {"ircot": suite_ircot, "iter_retgen": []}, {"ircot": kept, "iter_retgen": []})
+    return rows.assign(method=IRCOT_KEPT)
+
+
+def write_kept_csv(questions: list, suite_ircot: list, folder: Path) -> None:
+    """:data:`KEPT_CSV` from the committed :data:`KEPT_OUTPUTS` and this code's suite side, when that file exists
+    (the shim's row is not run by default: without its records nothing is written)."""
+    if not (folder / KEPT_OUTPUTS).exists():
+        return
+    _, recs = read_outputs(folder / KEPT_OUTPUTS)
+    rows = kept_rows(questions, suite_ircot, recs["ircot"])
+    if rows.empty:
+        raise SystemExit(f"{folder / KEPT_OUTPUTS}: no question has both a suite and a FlashRAG record")
+    rows.to_csv(folder / KEPT_CSV, index=False)
+
+
+def write_kept(work: Path, kept_dir: Path, profile: str, dataset: str, out: Path, command: str,
+               llm_log: Optional[Path] = None) -> None:
+    """The ``report-kept`` step: the shim's run (``kept_dir``, written by ``flashrag_pipelines.py --ircot-thoughts
+    kept``) committed beside the report (:data:`KEPT_OUTPUTS`, :data:`KEPT_LLM_CACHE`, :data:`KEPT_CSV`) against the
+    suite side of ``work`` (the ``suite`` step), then the report rendered again from the committed files. The
+    as-run files are not touched."""
+    meta_path = kept_dir / "flashrag_meta.json"
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    if meta.get("ircot_thoughts") != "kept":
+        raise SystemExit(f"{meta_path}: field 'ircot_thoughts' is {meta.get('ircot_thoughts')!r}, not 'kept' (this "
+                         f"folder is not a run of flashrag_pipelines.py --ircot-thoughts kept)")
+    cfg = load_config(profile, results_dir=str(work / "results"))
+    questions = sample_questions(load_dataset(dataset, cfg.data_path).questions, cfg.n_questions, cfg.seed)
+    recs = read_jsonl(kept_dir / "flashrag_ircot.jsonl")
+    legs = wall_legs(kept_dir)
+    meta.update(command=command, wall_seconds=round(sum(legs), 1), legs=len(legs),
+                thoughts=sum(int(r["iterations"]) for r in recs))
+    meta.update(llm_cost(llm_log or kept_dir / "llm_cache.jsonl"))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_outputs(kept_dir, out.parent / KEPT_OUTPUTS, meta, methods=("ircot",))
+    write_llm_cache(llm_log or kept_dir / "llm_cache.jsonl", out.parent / KEPT_LLM_CACHE)
+    write_kept_csv(questions, read_jsonl(work / "suite_ircot.jsonl"), out.parent)
+    out.write_text(rebuild(out.parent, out.name), encoding="utf-8")
+    print(f"report: FlashRAG's IRCoT with its earlier thoughts kept, {len(recs)} questions -> {out}")
 
 
 def diagnostics(rows: pd.DataFrame) -> pd.DataFrame:
@@ -204,6 +260,7 @@ def write_report(work: Path, profile: str, dataset: str, out: Path, command: str
     if not rescore:
         write_outputs(work, outputs, meta)
         write_llm_cache(llm_log or work / "llm_cache.jsonl", out.parent / LLM_CACHE)
+    write_kept_csv(questions, suite["ircot"], out.parent)   # the shim's row, when its records are committed
     head = {"command": command, "machine": platform.machine(), "python": platform.python_version(),
             "dataset": dataset, "profile": profile, "questions": len(questions), "rescore": rescore,
             "suite": suite_meta}
@@ -231,17 +288,62 @@ def rebuild(folder: Path, name: str = "peers_flashrag.md") -> str:
     head = recs[0]["head"]
     gold = {r["qid"]: r["gold"] for r in recs[1:]}
     suite_ircot = [(r["qid"], r["ircot_searches"]) for r in recs[1:] if r["ircot_searches"] is not None]
-    return render(rows, meta, flashrag, reading_meta, head, gold, suite_ircot, csv.name)
+    kept = None
+    if (folder / KEPT_CSV).exists():   # the second FlashRAG IRCoT row: earlier thoughts kept (a shim)
+        if not (folder / KEPT_OUTPUTS).exists():
+            raise SystemExit(f"{folder / KEPT_CSV} exists but {folder / KEPT_OUTPUTS} (its records) is missing")
+        kept_meta, kept_recs = read_outputs(folder / KEPT_OUTPUTS)
+        kept = {"rows": pd.read_csv(folder / KEPT_CSV, dtype={"qid": str}), "meta": kept_meta,
+                "records": kept_recs["ircot"]}
+    return render(rows, meta, flashrag, reading_meta, head, gold, suite_ircot, csv.name, kept)
+
+
+def with_kept(rows: pd.DataFrame, kept: Optional[pd.DataFrame]) -> pd.DataFrame:
+    """The report's rows with the shim's IRCoT rows (``kept``) placed right after IRCoT's; ``rows`` when none."""
+    if kept is None or kept.empty:
+        return rows
+    ircot = rows["method"] == "ircot"
+    return pd.concat([rows[ircot], kept, rows[~ircot]], ignore_index=True)
+
+
+def kept_run_line(meta: dict, n: int, n_questions: int) -> str:
+    """The shim's run in the section *FlashRAG's run*: its thoughts, the LLM calls it made, their cost."""
+    part = "" if n >= n_questions else f" (a partial run: its rows are over these {n} questions only)"
+    return (f"- The shim's IRCoT (earlier thoughts kept; `{meta['command']}`), on {n} of the {n_questions} "
+            f"questions{part}: "
+            f"{meta['calls']:,} LLM calls made for its {meta['thoughts']:,} thoughts (the others were answered from "
+            f"a cache seeded with the run above's answers: a first thought's prompt is the same in both), "
+            f"{_fmt_seconds(meta['llm_seconds'])} of LLM time, {meta['prompt_tokens']:,} prompt and "
+            f"{meta['completion_tokens']:,} completion tokens, {meta['finish_length']} replies cut by the token "
+            f"budget; wall clock {_fmt_seconds(meta['wall_seconds'])} in {meta['legs']} leg(s) (mean 1-minute load "
+            f"average at a call's end: {meta['mean_loadavg']}).\n")
+
+
+def kept_note(ircot: list, kept: Optional[dict], n_questions: int, max_iter: int) -> str:
+    """The end of the report's IRCoT caveat: the second FlashRAG IRCoT row (earlier thoughts kept, a shim) where it
+    is, or, not run, what running it costs. ``ircot``: the as-run records."""
+    if kept:
+        n = len(kept["rows"])
+        return (f"The rows *{METHOD_NAMES[IRCOT_KEPT]}* are FlashRAG's IRCoT run again with a shim that puts the "
+                f"earlier thoughts in the prompt as FlashRAG's other frameworks do (IRCoT item 2 below), on {n} of the "
+                f"{n_questions} questions; everything else is as in the run above.")
+    later = sum(int(r["iterations"]) > 1 for r in ircot)
+    return (f"A shim keeps the earlier thoughts through the OpenAI client (IRCoT item 2 below; "
+            f"`IRCOT_THOUGHTS=kept bash benchmarks/peers/flashrag_crosscheck.sh` runs it as a second FlashRAG IRCoT "
+            f"row), and it has not been run: its first thoughts are the run above's (the same prompts, answered from "
+            f"its cache), and the {later} questions whose first thought did not end the loop take {later} to "
+            f"{later * (max_iter - 1)} new LLM calls.")
 
 
 def render(rows: pd.DataFrame, meta: dict, flashrag: dict, reading_meta: Optional[dict], head: dict, gold: dict,
-           suite_ircot: list, csv_name: str) -> str:
-    """The report's text (:func:`rebuild` reads its inputs from the committed files)."""
+           suite_ircot: list, csv_name: str, kept: Optional[dict] = None) -> str:
+    """The report's text (:func:`rebuild` reads its inputs from the committed files); ``kept``: the shim's rows,
+    meta and records, shown as a second FlashRAG IRCoT row when given."""
     suite_meta, dataset, profile, n_questions = head["suite"], head["dataset"], head["profile"], head["questions"]
     n = {m: int((rows["method"] == m).sum()) for m in METHODS}
-    tests, agree = paired_tests(rows), agreement(rows)
+    shown = with_kept(rows, kept["rows"] if kept else None)   # the shim's IRCoT rows, when run, after IRCoT's
+    tests, agree = paired_tests(shown), agreement(shown)
     ircot = rows[rows["method"] == "ircot"]
-    ircot_calls = sum(int(r["iterations"]) for r in flashrag["ircot"])
     partial = "" if min(n.values()) >= n_questions else (
         f" **Partial run**: FlashRAG answered {n['ircot']} (IRCoT) and {n['iter_retgen']} (ITER-RETGEN) of the "
         f"{n_questions} questions before it was stopped; every measure below is over those questions only. "
@@ -264,10 +366,8 @@ def render(rows: pd.DataFrame, meta: dict, flashrag: dict, reading_meta: Optiona
              f"client, the path that reaches the llama.cpp server both sides use, and on that path FlashRAG leaves the "
              f"earlier thoughts out of the prompt (`PromptTemplate.get_string` adds `previous_gen` only for the other "
              f"frameworks; IRCoT item 2 below): each thought is written from the question and the passages alone. "
-             f"The IRCoT rows measure that configuration, not IRCoT as FlashRAG runs it on its other generators. A "
-             f"second FlashRAG row with a shim that passes the earlier thoughts through the OpenAI client is not run: "
-             f"it is a new LLM run (FlashRAG's IRCoT wrote {ircot_calls} thoughts in the run above), and "
-             f"this report makes none.\n"]
+             f"The IRCoT rows measure that configuration, not IRCoT as FlashRAG runs it on its other generators. "
+             f"{kept_note(flashrag['ircot'], kept, n_questions, int(meta['ircot_max_iter']))}\n"]
     if head.get("rescore"):
         parts.append(f"**Re-scored.** FlashRAG was not run again: its answers and retrieved lists are read from the "
                      f"committed `{OUTPUTS}`; the suite's side is this code's, cache only.\n")
@@ -280,6 +380,9 @@ def render(rows: pd.DataFrame, meta: dict, flashrag: dict, reading_meta: Optiona
               f"wall clock), one llama.cpp server on a 2-core CPU that other jobs may share (the legs differ in "
               f"niceness and threads; mean "
               f"1-minute load average at a call's end: {meta['mean_loadavg']}).\n"]
+    if kept:
+        parts[-1] = parts[-1].rstrip("\n")
+        parts.append(kept_run_line(kept["meta"], len(kept["rows"]), n_questions))
     best = (f" IRCoT's Recall@5 is FlashRAG's list as it runs (what its evaluator reads: ascending once a second "
             f"retrieval is merged); FlashRAG's pool taken best first reaches "
             f"{float(ircot['R@5_flashrag_best_first'].mean()):.1f} (the agreement table), against the suite's "
@@ -292,10 +395,14 @@ def render(rows: pd.DataFrame, meta: dict, flashrag: dict, reading_meta: Optiona
               "## Agreement, iterations and answers, per question\n",
               "FlashRAG's final list is taken in FlashRAG's order (what its own evaluator reads): for IRCoT, once a "
               "second retrieval is merged, the pool sorted by ascending score.\n",
-              to_markdown(agree), "", "## The answers read another way (no LLM call)\n", to_markdown(diagnostics(rows)),
-              "", f"In words: {crosscheck_sentence(rows)}\n"]
-    merges = merge_rule_table({"FlashRAG's IRCoT": [(r["qid"], r["searches"]) for r in flashrag["ircot"]],
-                               "the suite's IRCoT": suite_ircot}, gold)
+              to_markdown(agree), "", "## The answers read another way (no LLM call)\n",
+              to_markdown(diagnostics(shown)), "", f"In words: {crosscheck_sentence(rows)}\n"]
+    if kept:
+        parts.append(f"The second FlashRAG IRCoT row in words: {crosscheck_sentence(kept['rows'])}\n")
+    sides = {"FlashRAG's IRCoT": [(r["qid"], r["searches"]) for r in flashrag["ircot"]]}
+    if kept:
+        sides[f"FlashRAG's {METHOD_NAMES[IRCOT_KEPT]}"] = [(r["qid"], r["searches"]) for r in kept["records"]]
+    merges = merge_rule_table({**sides, "the suite's IRCoT": suite_ircot}, gold)
     parts += ["## IRCoT's list merging, on the same retrievals (no LLM call)\n",
               f"Each side's recorded IRCoT retrievals merged by each rule, on the questions where that side retrieved "
               f"more than once (elsewhere the three rules give the same list): FlashRAG's among the questions it "

@@ -7,17 +7,19 @@ as each one returns. A rerun after a kill repeats no finished call, and the file
 LLM seconds and tokens.
 
     .venv/bin/python benchmarks/peers/llm_cache_proxy.py --port P --upstream http://127.0.0.1:Q --cache F.jsonl
-        [--cache-only]
+        [--cache-only] [--seed G.jsonl.gz ...]
 
 The cache key is the SHA-256 of the request body as canonical JSON (sorted keys) after the proxy's one change:
 ``repeat_penalty`` 1.0 unless the request sets it (``llama_cpp.server`` applies 1.1 otherwise; the suite's
 in-process llama.cpp backend decodes greedily with 1.0). ``--cache-only`` answers a miss with HTTP 503 instead of
 forwarding it (a check that a finished run makes no LLM call). Only ``/v1/chat/completions`` is cached; other paths
-(``/v1/models``) are forwarded.
+(``/v1/models``) are forwarded. ``--seed`` names cache files (plain or gzip, such as a committed run's answers) that
+answer requests too but are never written: the ``--cache`` file then holds only the calls this run made.
 """
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import json
 import threading
@@ -26,7 +28,7 @@ import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 CHAT = "/v1/chat/completions"
 
@@ -49,7 +51,11 @@ def load_cache(path: Path) -> dict:
     cache: dict = {}
     if not path.exists():
         return cache
-    lines = path.read_text(encoding="utf-8").splitlines()
+    if path.suffix == ".gz":
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    else:
+        lines = path.read_text(encoding="utf-8").splitlines()
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -73,12 +79,17 @@ def _loadavg() -> Optional[float]:
 
 
 class CachingProxy:
-    """Answers chat requests from ``cache`` or forwards them to ``upstream`` one at a time, recording each."""
+    """Answers chat requests from ``cache`` (and the read-only ``seeds``) or forwards them to ``upstream`` one at a
+    time, recording each in ``cache_file``."""
 
-    def __init__(self, upstream: str, cache_file: Path, cache_only: bool = False):
+    def __init__(self, upstream: str, cache_file: Path, cache_only: bool = False, seeds: Sequence[Path] = ()):
         self.upstream = upstream.rstrip("/")
         self.cache_file = cache_file
-        self.cache = load_cache(cache_file)
+        self.cache = {}
+        for seed in seeds:
+            self.cache.update(load_cache(seed))
+        self.seeded = len(self.cache)
+        self.cache.update(load_cache(cache_file))
         self.cache_only = cache_only
         self.lock = threading.Lock()
         self.hits = self.misses = 0
@@ -156,11 +167,17 @@ def main() -> None:
     ap.add_argument("--upstream", required=True, help="the chat server's base URL (without /v1)")
     ap.add_argument("--cache", type=Path, required=True, help="the cache file (JSON lines, appended)")
     ap.add_argument("--cache-only", action="store_true", help="answer a miss with 503 instead of forwarding it")
+    ap.add_argument("--seed", type=Path, nargs="*", default=[],
+                    help="cache files (plain or .gz) that answer requests too and are never written")
     args = ap.parse_args()
+    for seed in args.seed:
+        if not seed.exists():
+            raise SystemExit(f"--seed {seed}: no such file")
     args.cache.parent.mkdir(parents=True, exist_ok=True)
-    proxy = CachingProxy(args.upstream, args.cache, args.cache_only)
+    proxy = CachingProxy(args.upstream, args.cache, args.cache_only, args.seed)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(proxy))
-    print(f"llm_cache_proxy: {len(proxy.cache)} cached responses ({args.cache}); forwarding to {args.upstream}"
+    print(f"llm_cache_proxy: {len(proxy.cache)} cached responses ({args.cache}, {proxy.seeded} of them from "
+          f"{len(args.seed)} seed file(s)); forwarding to {args.upstream}"
           f"{' (cache only)' if args.cache_only else ''} on http://127.0.0.1:{args.port}/v1", flush=True)
     server.serve_forever()
 

@@ -26,7 +26,11 @@ from .bootstrap import paired_bootstrap
 from .metrics import best_em, best_f1, normalize_answer, recall_at_k
 from .stats import holm, mcnemar_exact, sign_flip_test
 
-METHOD_NAMES = {"ircot": "IRCoT", "iter_retgen": "ITER-RETGEN"}
+RECORD_METHODS = ("ircot", "iter_retgen")   # the methods both sides run (a record's ``method``)
+# FlashRAG's IRCoT run again with the earlier thoughts kept in its prompt through the OpenAI client (a shim,
+# ``benchmarks/peers/flashrag_pipelines.py``): its rows are IRCoT rows under this method name
+IRCOT_KEPT = "ircot_kept"
+METHOD_NAMES = {"ircot": "IRCoT", "iter_retgen": "ITER-RETGEN", IRCOT_KEPT: "IRCoT, earlier thoughts kept (shim)"}
 # The claim family of each method, declared before the run: the three paired tests suite vs FlashRAG on the same
 # questions, Holm-adjusted inside the family (one family a method).
 FAMILY = ("EM", "F1", "R@5")
@@ -49,7 +53,7 @@ def suite_record(method: str, question, output) -> dict:
                    generations=[r["generation"] for r in t["rounds"]],
                    searches=[{"query": r["query"], "hits": r["hits"]} for r in t["rounds"]])
     else:
-        raise ValueError(f"method {method!r}: expected one of {sorted(METHOD_NAMES)}")
+        raise ValueError(f"method {method!r}: expected one of {list(RECORD_METHODS)}")
     return rec
 
 
@@ -71,7 +75,7 @@ def flashrag_side(method: str, record: Mapping) -> dict:
     if method == "iter_retgen":
         return {"answer": record["pred"], "ranked": list(record["final"]), "iterations": int(record["iterations"]),
                 "retrievals": len(record["rounds"])}
-    raise ValueError(f"method {method!r}: expected one of {sorted(METHOD_NAMES)}")
+    raise ValueError(f"method {method!r}: expected one of {list(RECORD_METHODS)}")
 
 
 def top_overlap(a: Sequence[str], b: Sequence[str], k: int = 5) -> float:
