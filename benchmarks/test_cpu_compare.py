@@ -45,6 +45,7 @@ def clones(folder: Path, base: str) -> dict:
 
 def run(repo: Path, paths: list, scratch: Path, data_dir: Path) -> dict:
     """One timed pytest run of ``paths`` in ``repo``."""
+    scratch.mkdir(parents=True, exist_ok=True)
     env = clone_env(repo, data_dir, KGIR_PROFILE="ci", MPLBACKEND="Agg", KGIR_RESULTS_DIR=str(scratch / "results"),
                     KGIR_FIGURES_DIR=str(scratch / "figures"))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
