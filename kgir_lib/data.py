@@ -24,6 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from .filecache import FileMemo
 from .gold import GoldError, hotpot_gold, musique_gold
 
 class DataError(ValueError):
@@ -302,17 +303,24 @@ def load_dataset(name: str, data_dir: Optional[Path] = None) -> Dataset:
 
     ``data_dir`` defaults to :func:`kgir_lib.config.default_data_dir` (``$KGIR_DATA_DIR``, else ``../shared/data``
     beside the project, else the downloaded samples in ``data/samples/``).
-    Every field's type is checked (question, passage text and answer are strings, ids strings or
-    whole numbers); an empty question set or corpus is refused, and so is a question without a
-    supporting passage unless the dataset declares it has none (:func:`declares_no_gold`).
-    Raises :class:`DataError` naming the dataset, file, record or field that is wrong.
+    Every field's type is checked (question, passage text and answer are strings, ids strings or whole numbers); an
+    empty question set or corpus is refused, and so is a question without a supporting passage unless the dataset
+    declares it has none (:func:`declares_no_gold`). Raises :class:`DataError` naming the dataset, file, record or
+    field that is wrong. Read once a process while its files are unchanged (:mod:`kgir_lib.filecache`), copied out.
     """
     from .config import default_data_dir
+    from .traces import REPLACED
 
     if not isinstance(name, str) or not name or "/" in name or "\\" in name:
         raise DataError(f"unknown dataset {name!r}: a dataset is named by a plain file stem such as 'musique'")
     data_dir = Path(data_dir) if data_dir else default_data_dir()
-    corpus = load_corpus(_find(data_dir, name, "_corpus.json"))
+    corpus_path = _find(data_dir, name, "_corpus.json")
+    key = _LOADED.key(name, corpus_path, *(d / f"{name}{s}" for s in (".json", "_meta.json")
+                                           for d in (data_dir / name, data_dir)))
+    if (held := _LOADED.get(key)) is not None:  # a fresh copy: a caller may change its lists
+        return Dataset(name, list(held.questions), Corpus(list(held.corpus.passages)))
+    replaced = REPLACED["data"]
+    corpus = load_corpus(corpus_path)
     qpath = _find(data_dir, name, ".json")
     raw = _load_json(qpath)
     if not isinstance(raw, list):
@@ -340,7 +348,12 @@ def load_dataset(name: str, data_dir: Optional[Path] = None) -> Dataset:
                             f"passages in {name}_meta.json: {{\"gold_passages\": false}}")
         seen[q.qid] = i
         questions.append(q)
+    if REPLACED["data"] == replaced:  # a file whose text was repaired is read (and warned about) at every load
+        _LOADED.put(key, Dataset(name, list(questions), Corpus(list(corpus.passages))))
     return Dataset(name, questions, corpus)
+
+
+_LOADED = FileMemo()  # load_dataset's datasets, while the files they were read from are unchanged
 
 
 def sample_questions(questions: Sequence[Question], n: Optional[int], seed: int = 0) -> list:

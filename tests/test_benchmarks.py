@@ -195,14 +195,15 @@ def _command(path: Path) -> Optional[list]:
             str(path)]
 
 
-# The scripts of this environment run in children forked from one Python that has imported pandas (and numpy), which
-# most of them import at their top: each child starts as ``python SCRIPT --help`` would (``sys.argv``, the script's
-# folder first on ``sys.path``, run as ``__main__``, its exit code and output its own), without importing pandas
-# again (about 0.7 s of CPU a script, 10 s for all). Another interpreter (a peer's) and shell scripts run as
-# subprocesses.
+# The scripts of this environment run in children forked from one Python that has imported pandas (and numpy) and the
+# library's modules most of them import at their top (config, data, llm, pipeline, report): each child starts as
+# ``python SCRIPT --help`` would (``sys.argv``, the script's folder first on ``sys.path``, run as ``__main__``, its exit
+# code and output its own), without importing them again (pandas about 0.7 s of CPU a script, 10 s for all; the
+# library's modules another 2 s for all). Another interpreter (a peer's) and shell scripts run as subprocesses.
 FORKED = r"""
 import json, os, runpy, sys, traceback
 import numpy, pandas  # noqa: F401  (imported once, for every child)
+import kgir_lib.config, kgir_lib.data, kgir_lib.llm, kgir_lib.pipeline, kgir_lib.report  # noqa: F401,E401
 base = list(sys.path[1:])
 codes = {}
 for path, argv, run_name, out, err in json.load(sys.stdin):

@@ -35,12 +35,14 @@ free_port() {
 
 # wait_up PID URL LOG: until URL answers; fails when the server exits or takes more than 300 s.
 wait_up() {
-    local t0; t0=$(date +%s)
+    local t0 n=0; t0=$(date +%s)
     until curl -sf "$2" >/dev/null; do
         if ! kill -0 "$1" 2>/dev/null || [ $(($(date +%s) - t0)) -gt 300 ]; then
             echo "crosscheck: server did not come up at $2 (log: $3)" >&2; return 1
         fi
-        sleep 1
+        # every 0.1 s for the first second (a small server is up within it), then every second (a model loading)
+        if [ "$n" -lt 10 ]; then sleep 0.1; else sleep 1; fi
+        n=$((n + 1))
     done
 }
 

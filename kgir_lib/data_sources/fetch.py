@@ -36,6 +36,7 @@ from typing import Iterable, Optional
 from ..config.fields import samples_dir
 from ..data import DataError
 from ..redact import mask_url
+from ..tls import ssl_context
 from .checksums import check_set, compare, file_sha256
 from .derive import derive
 from .errors import DownloadError, HTTPStatusError, Unreachable
@@ -68,11 +69,13 @@ def read_timeout(default: float) -> float:
 
 def client(timeout_s: Optional[float] = None, connect_s: float = CONNECT_S):
     """The one HTTP client of the downloads: httpx (proxy variables honoured), redirects followed, short connect
-    timeout; the read timeout ``timeout_s``, else :func:`read_timeout` of :data:`READ_S`."""
+    timeout; the read timeout ``timeout_s``, else :func:`read_timeout` of :data:`READ_S`; the process's shared TLS
+    context (:func:`kgir_lib.tls.ssl_context`)."""
     import httpx
 
     read = read_timeout(READ_S) if timeout_s is None else timeout_s
-    return httpx.Client(timeout=httpx.Timeout(read, connect=min(read, connect_s)), follow_redirects=True)
+    return httpx.Client(timeout=httpx.Timeout(read, connect=min(read, connect_s)), follow_redirects=True,
+                        verify=ssl_context())
 
 
 def download(http, url: str, dest: Path, sha256: Optional[str] = None) -> Path:

@@ -29,6 +29,7 @@ from typing import Callable, Optional, Sequence
 from urllib.parse import urlsplit
 
 from ..redact import env_secrets, redact
+from ..tls import ssl_context
 from .core import ChatRequest, ChatResult, LLMError
 
 
@@ -108,10 +109,10 @@ class OpenAIBackend:
         key = os.environ.get(api_key_env, "") if api_key_env else ""
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         limits = httpx.Limits(max_connections=max_concurrency * 2, max_keepalive_connections=max_concurrency)
-        transport = httpx.HTTPTransport(limits=limits)
+        transport = httpx.HTTPTransport(limits=limits, verify=ssl_context())  # one TLS context a process
         install(transport)  # every socket operation is bounded by the attempt's total deadline
         timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0))
-        self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
+        self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport, verify=ssl_context())
         self._rr = itertools.cycle(range(len(self.base_urls)))
         self._rr_lock = threading.Lock()
 
