@@ -35,9 +35,10 @@ def test_kg2rag_committed_counts_the_report_states():
     n = len(rows)
     assert n == 184
     assert int(rows["code_expanded_same_set"].sum()) == 184 and int(rows["code_expanded_same_list"].sum()) == 133
-    assert round(100 * rows["upstream_modal_share"].mean(), 1) == 79.5
-    assert round(100 * rows["upstream_seed_pair_share"].mean(), 1) == 73.9
-    assert int(rows["code_final_in_seeds"].sum()) == 171 and int(rows["code_final_modal"].sum()) == 137
+    assert set(rows["upstream_hash_seeds"]) == {40}
+    assert round(100 * rows["upstream_modal_share"].mean(), 1) == 78.6
+    assert round(100 * rows["upstream_seed_pair_share"].mean(), 1) == 73.6
+    assert int(rows["code_final_in_seeds"].sum()) == 176 and int(rows["code_final_modal"].sum()) == 133
 
 
 def test_kg2rag_score_drift_between_two_runs_is_counted_and_said():
@@ -78,31 +79,26 @@ def test_kg2rag_uncleaned_table_counts_agreement_and_changes():
         report.uncleaned_table(rows, other.iloc[1:])
 
 
-def test_kg2rag_uncleaned_run_changes_one_list_of_the_untouched_code_and_the_scores_drifted():
+def test_kg2rag_uncleaned_triples_change_no_list_on_the_same_scores():
     """The committed run on the uncleaned triples, recomputed from its CSV's input columns, against the run on the
-    cleaned triples (made later, its seed scores computed again): the same 184 questions, the suite's two sides agree
-    with the code as on the cleaned triples except on the one musique_train question whose untouched-code list
-    changed (organisation and final list), and every question's seed scores moved in their last bits, so that change
-    cannot be put on the triples alone."""
+    cleaned triples (the same encoder cache, so the same seed scores on every question): the same 184 questions, the
+    self-loops and repeats the loader drops counted, and no list of any side changed at any stage, so on these inputs
+    the cleaning changes nothing the cross-check compares; the report says the scores were the same."""
     report = load_peer("kg2rag_report")
-    _, rows = report.rebuild(BENCH)
+    text, rows = report.rebuild(BENCH)
     _, _, main_head = report.read_committed(BENCH)
     unclean, head = report.read_uncleaned(BENCH, int(main_head["context_passages"]))
     assert len(unclean) == 184 and head["read"]["musique_train"] == {"head_equals_tail": 20, "duplicate": 30,
                                                                       "triples": 17234}
+    assert head["read"]["hotpotqa"] == {"head_equals_tail": 1, "duplicate": 66, "triples": 2836}
     table = report.uncleaned_table(rows, unclean)
-    moved = table[table["changed: the code untouched"] > 0]
-    assert list(zip(moved["dataset"], moved["stage"])) == [("musique_train", "organised"), ("musique_train", "final")]
-    assert (moved["changed: the code untouched"] == 1).all()
-    assert (moved["code: same, cleaned"] == moved["code: same, uncleaned"] + 1).all()
-    same = table.drop(moved.index)
-    assert (same["code: same, cleaned"] == same["code: same, uncleaned"]).all()
+    changed = [c for c in table if c.startswith("changed:")]
+    assert len(changed) == 4 and int(table[changed].to_numpy().sum()) == 0
+    assert (table["code: same, cleaned"] == table["code: same, uncleaned"]).all()
     assert (table["paper: same, cleaned"] == table["paper: same, uncleaned"]).all()
-    others = [c for c in table if c.startswith("changed:") and c != "changed: the code untouched"]
-    assert int(table[others].to_numpy().sum()) == 0
-    assert int(unclean["code_final_same_list"].sum()) == 132
-    drift = report.score_drift(rows, unclean)
-    assert drift[:2] == (184, 184) and 0 < drift[2] < 1e-6
+    assert int(unclean["code_final_same_list"].sum()) == int(rows["code_final_same_list"].sum()) == 133
+    assert report.score_drift(rows, unclean) == (0, 184, 0.0)
+    assert "The two runs' seed chunks carry the same scores on every question." in text
 
 
 def test_seed_agreement_the_modal_share_bounds_a_fixed_reading():

@@ -22,7 +22,9 @@
 #   --uncleaned  both sides read the triples as extracted (the self-loops and repeats up to case the suite's loader
 #              drops kept): steps 2 to 5 in their own work folder (default benchmarks/peers/.work/kg2rag-uncleaned),
 #              upstream untouched once (HASH_SEEDS default 1, SOURCE_SEEDS default 0) and in insertion order, no
-#              spanning trees; writes results/benchmarks/peers_kg2rag_uncleaned.csv and .json, which the report
+#              spanning trees; the cleaned run's run directory (CLEANED_WORK, default benchmarks/peers/.work/kg2rag)
+#              is copied in first when the folder has none, so both runs score the seed chunks with the same vectors;
+#              writes results/benchmarks/peers_kg2rag_uncleaned.csv and .json, which the report
 #              renders beside the run on the cleaned triples (re-render: kg2rag_compare.py rescore, or the rebuild)
 #   --rescore  steps 2 and a re-scored report only: this code's side against upstream's per-question lists in the
 #              committed results/benchmarks/peers_kg2rag.csv; no peer environment, no server, no LLM call (the
@@ -47,6 +49,7 @@ PROFILE="${PROFILE:-local}"
 if [ ${#UNCLEANED[@]} -gt 0 ]; then
     [ "$MODE" = rescore ] && { echo "crosscheck: --uncleaned and --rescore do not go together" >&2; exit 2; }
     WORK="${PEERS_WORK:-$ROOT/benchmarks/peers/.work/kg2rag-uncleaned}"
+    CLEANED_WORK="${CLEANED_WORK:-$ROOT/benchmarks/peers/.work/kg2rag}"
     HASH_SEEDS="${HASH_SEEDS:-1}"
     SOURCE_SEEDS="${SOURCE_SEEDS:-0}"
 else
@@ -88,6 +91,12 @@ fi
 bash benchmarks/peers/setup.sh kg2rag
 echo "crosscheck: the suite's side (cache only)${UNCLEANED[*]:+, on the uncleaned triples}"
 if [ ${#UNCLEANED[@]} -gt 0 ]; then
+    # The cleaned run's run directory (its encoder cache) copied in first, when this folder has none: the seed chunks'
+    # scores are then the cleaned run's to the last bit, so the two runs differ in the triples alone.
+    if [ ! -d "$WORK/results" ] && [ -d "$CLEANED_WORK/results" ]; then
+        mkdir -p "$WORK" && cp -a "$CLEANED_WORK/results" "$WORK/results"
+        echo "crosscheck: the cleaned run's encoder cache copied from $CLEANED_WORK"
+    fi
     "$PY" benchmarks/peers/kg2rag_compare.py suite --work "$WORK" --profile "$PROFILE" --uncleaned --no-mst
 else
     "$PY" benchmarks/peers/kg2rag_compare.py suite --work "$WORK" --profile "$PROFILE"
