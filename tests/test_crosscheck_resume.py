@@ -150,3 +150,20 @@ def test_the_peers_readme_gives_the_committed_reports_seed_count():
     readme = " ".join((ROOT / "benchmarks" / "peers" / "README.md").read_text(encoding="utf-8").split())
     assert f"**Hash seeds**: 5 by default (`HASH_SEEDS`; the committed report ran {n})" in readme
     assert 'HASH_SEEDS="${HASH_SEEDS:-5}"' in SCRIPT.read_text(encoding="utf-8")
+
+
+def test_seed_run_dir_copies_the_first_runs_run_directory_only_into_a_folder_without_one(tmp_path: Path) -> None:
+    """The uncleaned run starts from the cleaned run's run directory (its encoder cache) when its folder has none;
+    a folder that has one keeps it, and a first run without one copies nothing."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    (first / "results" / "local" / "cache").mkdir(parents=True)
+    (first / "results" / "local" / "cache" / "calls.sqlite").write_bytes(b"vectors")
+    done = _bash(f'seed_run_dir "{first}" "{second}"', tmp_path)
+    assert done.returncode == 0 and "copied" in done.stdout
+    assert (second / "results" / "local" / "cache" / "calls.sqlite").read_bytes() == b"vectors"
+    (first / "results" / "local" / "cache" / "calls.sqlite").write_bytes(b"other")
+    again = _bash(f'seed_run_dir "{first}" "{second}"', tmp_path)
+    assert again.returncode == 0 and again.stdout == ""
+    assert (second / "results" / "local" / "cache" / "calls.sqlite").read_bytes() == b"vectors"
+    none = _bash(f'seed_run_dir "{tmp_path / "absent"}" "{tmp_path / "third"}"', tmp_path)
+    assert none.returncode == 0 and not (tmp_path / "third").exists()

@@ -94,3 +94,13 @@ resumable() {
     mv "$out.part" "$out"
     printf '%s' "$stamp" > "$out.inputs"
 }
+
+# seed_run_dir FROM TO: copies FROM/results (a run directory with its encoder cache) to TO/results when TO has none
+# and FROM has one, and says so; otherwise leaves TO as it is. A second run whose inputs should be scored with the
+# first run's vectors (the same to the last bit) starts from that copy.
+seed_run_dir() {
+    [ -d "$2/results" ] && return 0
+    [ -d "$1/results" ] || return 0
+    mkdir -p "$2" && cp -a "$1/results" "$2/results"
+    echo "crosscheck: the run directory (encoder cache) of $1 copied to $2"
+}

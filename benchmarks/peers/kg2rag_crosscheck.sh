@@ -93,10 +93,7 @@ echo "crosscheck: the suite's side (cache only)${UNCLEANED[*]:+, on the uncleane
 if [ ${#UNCLEANED[@]} -gt 0 ]; then
     # The cleaned run's run directory (its encoder cache) copied in first, when this folder has none: the seed chunks'
     # scores are then the cleaned run's to the last bit, so the two runs differ in the triples alone.
-    if [ ! -d "$WORK/results" ] && [ -d "$CLEANED_WORK/results" ]; then
-        mkdir -p "$WORK" && cp -a "$CLEANED_WORK/results" "$WORK/results"
-        echo "crosscheck: the cleaned run's encoder cache copied from $CLEANED_WORK"
-    fi
+    seed_run_dir "$CLEANED_WORK" "$WORK"
     "$PY" benchmarks/peers/kg2rag_compare.py suite --work "$WORK" --profile "$PROFILE" --uncleaned --no-mst
 else
     "$PY" benchmarks/peers/kg2rag_compare.py suite --work "$WORK" --profile "$PROFILE"
