@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,7 +28,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT))
 
 from _fresh_clone import clone_env, fresh_clone  # noqa: E402
-from test_timing import timed  # noqa: E402
+from test_timing import summarise, timed  # noqa: E402
 
 PYTEST = ["-m", "pytest", "-p", "no:cacheprovider", "-p", "no:nbval", "-p", "no:anyio", "-n", "0", "-q",
           "-m", "not slow and not notebooks"]
@@ -64,12 +63,13 @@ def render(base: str, paths: list, runs: dict, command: str) -> str:
              "1-minute load average before → after it; the two sides alternate, so both see the same load.", "",
              "| side | CPU: min / median (s) | wall: min / median (s) | every run: wall (CPU) s, load | result |",
              "|---|---|---|---|---|"]
-    for side, rs in runs.items():
-        cpu, wall = [r["cpu"] for r in rs], [r["seconds"] for r in rs]
-        every = ", ".join(f"{r['seconds']:.1f} ({r['cpu']:.1f}), {r['load'][0]:.2f} → {r['load'][1]:.2f}" for r in rs)
-        lines.append(f"| {side} | {min(cpu):.2f} / {statistics.median(cpu):.2f} | {min(wall):.2f} / "
-                     f"{statistics.median(wall):.2f} | {every} | {rs[-1]['summary']} |")
-    ratio = statistics.median(r["cpu"] for r in runs["base"]) / statistics.median(r["cpu"] for r in runs["last"])
+    folded = {side: summarise(rs) for side, rs in runs.items()}
+    for side, s in folded.items():
+        every = ", ".join(f"{r['seconds']:.1f} ({r['cpu']:.1f}), {r['load'][0]:.2f} → {r['load'][1]:.2f}"
+                          for r in runs[side])
+        lines.append(f"| {side} | {s['min_cpu']:.2f} / {s['median_cpu']:.2f} | {s['min_wall']:.2f} / "
+                     f"{s['median_wall']:.2f} | {every} | {s['summary']} |")
+    ratio = folded["base"]["median_cpu"] / folded["last"]["median_cpu"]
     lines += ["", f"Median CPU, base / last commit: **{ratio:.2f}x**. CPU is user + system time of pytest and every "
               "process it waited for; both clones share this checkout's environment and its compiled packages, and "
               "each side ran once untimed first.", ""]
