@@ -174,6 +174,28 @@ def test_flashrag_committed_figures_the_report_states():
     assert tests.loc[("ITER-RETGEN", "F1"), "p (Holm)"] == 0.0298
 
 
+def test_flashrag_shim_row_figures_docs_results_states():
+    """The shim row's figures docs/results.md states beside FlashRAG's as-run IRCoT: the thoughts that reach FlashRAG's
+    answer marker, the parsed answers' length, F1 and EM of both FlashRAG runs, the F1 test and Recall@5."""
+    from kgir_lib.eval.peer_iterative import paired_tests
+
+    rows = pd.read_csv(BENCH / "peers_flashrag.csv", dtype={"qid": str})
+    kept = pd.read_csv(BENCH / "peers_flashrag_ircot_kept.csv", dtype={"qid": str})
+    ircot = rows[rows["method"] == "ircot"]
+    assert len(kept) == len(ircot) == 100 and set(kept["qid"]) == set(ircot["qid"])
+    assert (int(kept["flashrag_answer_marked"].sum()), int(ircot["flashrag_answer_marked"].sum())) == (100, 56)
+    words = [round(float(t["answer_words_flashrag"].mean()), 1) for t in (ircot, kept)]
+    assert words == [26.6, 4.9]
+    f1 = [round(float(t["F1_flashrag"].mean()), 1) for t in (ircot, kept)]
+    assert f1 == [9.9, 14.7] and round(float(kept["F1_suite"].mean()), 1) == 15.5
+    assert round(float(kept["F1_flashrag"].mean() - ircot["F1_flashrag"].mean()), 1) == 4.8
+    assert [float(t["EM_flashrag"].mean()) for t in (ircot, kept)] == [3.0, 5.0]
+    assert [round(float(t["R@5_flashrag"].mean()), 1) for t in (ircot, kept)] == [27.0, 27.0]
+    tests = paired_tests(kept).set_index(["method", "metric"])
+    [(method, _)] = [k for k in tests.index if k[1] == "F1"]
+    assert round(float(tests.loc[(method, "F1"), "p"]), 2) == 0.84
+
+
 # ---------------------------------------------------------------------------- the recorded mutations
 def test_the_recorded_mutations_still_apply_and_each_names_its_catching_test():
     """results/benchmarks/mutation_peers.md (``benchmarks/peers/mutations.py``): every mutated line is still in its

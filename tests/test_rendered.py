@@ -23,6 +23,7 @@ def test_the_documents_render_each_table_the_account_quotes():
         ("docs/results.md", "crosscheck_sentence", "results/benchmarks/peers_hipporag2.csv"),
         ("docs/results.md", "crosscheck_sentence", "results/benchmarks/peers_flashrag.csv"),
         ("docs/results.md", "reading_sentence", "results/benchmarks/peers_flashrag.csv"),
+        ("docs/results.md", "crosscheck_sentence", "results/benchmarks/peers_flashrag_ircot_kept.csv"),
         ("docs/results.md", "crosscheck_sentence", "results/benchmarks/peers_kg2rag.csv"),
         ("README.md", "claims_headline", "results/local/tables/05_claims.csv"),
         ("README.md", "READING_RULE", "kgir_lib/eval/claims/family.py"),
