@@ -29,7 +29,11 @@ def test_profile_values():
     assert (sample.llm_backend, sample.embed_model, sample.n_questions) == ("llamacpp", "all-MiniLM-L6-v2", 10)
     assert sample.llm_model == "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M" and "Qwen2.5-Coder-0.5B" in sample.description
     local = load_config("local")
-    assert local.llm_model == "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M" and local.eval_methods is None  # every method
+    assert local.llm_model == "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M"
+    from kgir_lib.registry import DEFAULT_METHODS
+    # every default method, in the default order, and our deployable repair after KGIR-RAG's ablations
+    assert [m for m in local.eval_methods if m != "kgir_first_and_new"] == DEFAULT_METHODS
+    assert local.eval_methods.index("kgir_first_and_new") == local.eval_methods.index("kgir_no_rewrite") + 1
     # the paper profile runs every method on the paper's two datasets, whatever the CPU sample narrows
     assert (paper.eval_methods, paper.datasets) == (None, ["musique", "hotpotqa"])
     assert sample.eval_methods and set(sample.eval_methods) >= {"kgir", "kgir_no_subgraph", "kgir_no_reflection",

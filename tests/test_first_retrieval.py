@@ -65,6 +65,31 @@ def test_the_repair_table_makes_the_declared_tests():
     assert without["p"].isna().sum() == 2 and len(without) == 4  # a reference not run: its tests count as p = 1
 
 
+def test_the_run_table_reads_the_trace_files_of_the_repair_and_its_references(tmp_path):
+    import pytest
+
+    from kgir_lib.data import Question
+    from kgir_lib.eval.mechanism import repair
+    from kgir_lib.traces import trace_file, write_traces
+
+    def recs(answers):
+        return [{"qid": f"q{i}", "answer": a, "ranked_pids": [], "usage": None, "trace": {}}
+                for i, a in enumerate(answers)]
+
+    for key, answers in ((fr.KEY, ["HP", "HP", "no"]), ("kgir", ["no", "HP", "no"]), ("naive_rag", ["HP"] * 3)):
+        path = trace_file(tmp_path, key, "ds")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_traces(recs(answers), path)
+    questions = [Question(qid=f"q{i}", question="?", answers=("HP",), gold_pids=(), dataset="ds") for i in range(3)]
+    dataset = type("D", (), {"questions": questions})()
+    table = repair.run_table(tmp_path, {"ds": dataset})
+    assert list(table.index.names) == ["dataset", "against", "metric"] and len(table) == len(fr.FAMILY)
+    assert table.loc[("ds", "kgir", "EM"), "b/c"] == "1/0" and table.loc[("ds", "naive_rag", "EM"), "b/c"] == "0/1"
+    assert table.loc[("ds", "kgir", "EM"), "Δ"] == pytest.approx(100 / 3)
+    with pytest.raises(ValueError, match="no kgir_first_and_new trace file of other"):
+        repair.run_table(tmp_path, {"ds": dataset, "other": dataset})
+
+
 def test_the_repair_is_a_registered_method_listed_where_a_profile_names_it():
     from kgir_lib import registry
     from kgir_lib.eval import ablation
@@ -76,7 +101,7 @@ def test_the_repair_is_a_registered_method_listed_where_a_profile_names_it():
     assert registry.DESCRIPTIONS[fr.KEY] == fr.FIRST_AND_NEW.description
     assert method.spec.steps.passages == fr.FirstAndNewPassages() and method.spec.steps.rewrite == PAPER.rewrite
     registry.check_method_keys(["kgir", fr.KEY])  # a profile's eval_methods takes it
-    # not in notebook 05's default list (a null eval_methods: the local and paper profiles), nor a study variant
+    # not in notebook 05's default list (a null eval_methods: the paper profile), nor a study variant
     assert fr.KEY not in registry.DEFAULT_METHODS and fr.KEY not in registry.STUDY_METHODS
     assert list(ablation.kgir_ablation_labels(registry.DEFAULT_METHODS)) == list(ablation.KGIR_VARIANT_LABELS)
     assert ablation.kgir_ablation_labels(["kgir", fr.KEY]) == {
@@ -92,11 +117,11 @@ def test_the_repair_is_a_registered_method_listed_where_a_profile_names_it():
     assert t.loc["+ D_1 beside D'_t (ours, a repair)", ["ΔEM (ours)", "ΔF1 (ours)"]].tolist() == [-10.0, -2.5]
     assert pd.isna(t.loc["+ D_1 beside D'_t (ours, a repair)", "ΔEM (paper, Qwen2.5-72B)"])
     assert t.loc["w/o rewrite", "ΔEM (ours)"] == 10.0 and pd.notna(t.loc["w/o rewrite", "ΔEM (paper, Qwen2.5-72B)"])
-    assert repair.listing_note(["kgir"], "local") == (
+    assert repair.listing_note(["kgir"], "paper") == (
         "*KGIR-RAG + D_1 beside D'_t (ours)* (`kgir_first_and_new`; ours, a deployable repair, not the paper's "
-        "method): not among this profile's (local) methods. The repair ran on the sample profile only (its calls "
-        "are in that profile's response log). To run it here, add `kgir_first_and_new` to the profile's "
-        "`eval_methods` (null: every method of kgir_lib.registry.DEFAULT_METHODS) and run `KGIR_PROFILE=local "
+        "method): not among this profile's (paper) methods. The repair ran on the sample and local profiles (its "
+        "calls are in their response logs). To run it here, add `kgir_first_and_new` to the profile's "
+        "`eval_methods` (null: every method of kgir_lib.registry.DEFAULT_METHODS) and run `KGIR_PROFILE=paper "
         "python -m kgir_lib.runner --only 05 06`.")
     assert repair.listing_note(["kgir", fr.KEY], "sample") == (
         "*KGIR-RAG + D_1 beside D'_t (ours)* (`kgir_first_and_new`; ours, a deployable repair, not the paper's "

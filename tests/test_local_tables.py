@@ -174,3 +174,58 @@ def test_the_local_notes_and_captions_state_each_datasets_true_count():
                        for each in ("a dataset", "each")), path.name  # one count for datasets of two sizes
         stated += phrase in caption
     assert stated >= 20
+
+
+# ---------------------------------------------------------------------------- 05_first_and_new
+def test_the_local_repair_tests_are_the_librarys_on_their_counts():
+    """The deployable repair's four declared tests a dataset: each EM row's McNemar p and MDE from its discordant
+    counts (questions only the repair / only the reference got right), every n from the data, Holm within the
+    dataset's four tests (the F1 rows' p are checked against the explorer's scores in
+    tests/test_local_explorer_scores.py)."""
+    from kgir_lib.eval.mechanism import repair
+    from kgir_lib.eval.stats import mcnemar_exact, mde_mcnemar
+    from kgir_lib.kgir.first_retrieval import FAMILY
+
+    t = committed("05_first_and_new")
+    questions = local_questions()
+    assert list(t["dataset"].drop_duplicates()) == list(questions)
+    for dataset, rows in t.groupby("dataset", sort=False):
+        assert list(zip(rows["against"], rows["metric"])) == list(FAMILY), dataset
+        assert set(rows["n"]) == {len(questions[dataset])}, dataset
+        for r in rows[rows["metric"] == "EM"].to_dict("records"):
+            b, c = (int(x) for x in r["b/c"].split("/"))
+            n = int(r["n"])
+            mine, ref = paired_em(n, round(r["repair"] * n / 100), b, c)
+            assert (mine.mean(), ref.mean()) == pytest.approx((r["repair"], r["reference"]), abs=0.5e-4)
+            assert mcnemar_exact(mine > 0, ref > 0).p == pytest.approx(r["p"], abs=0.5e-4), (dataset, r["against"])
+            mde = 100 * mde_mcnemar(n, (b + c) / n, repair.ALPHA / len(FAMILY), repair.POWER)
+            assert mde == pytest.approx(r[repair.MDE_COLUMN], abs=0.5e-4), (dataset, r["against"])
+        # the table rounds p to 4 decimals; Holm multiplies a p by up to the family's size; its own rounding adds one
+        rounding = (len(FAMILY) + 1) * 0.5e-4
+        assert np.allclose(rows["p (Holm)"], holm(rows["p"].tolist()), atol=rounding, rtol=0), dataset
+        assert (rows["Δ"] - (rows["repair"] - rows["reference"])).abs().max() <= 1.5e-4, dataset  # three roundings
+
+
+def test_the_local_repair_scores_are_its_rows_in_tables_4_5_and_the_ablation():
+    """Each EM and F1 of ``05_first_and_new`` is the repair's and its reference's in notebook 05's Tables 4/5
+    (KGIR-RAG's and Naive RAG's rows are rebuilt from the explorer's scores in tests/test_local_explorer_scores.py),
+    and the repair's row of notebook 06's KGIR-RAG ablation (the full method minus the repair there)."""
+    from kgir_lib.kgir.first_retrieval import KEY
+    from kgir_lib.registry import LABELS
+
+    t = committed("05_first_and_new")
+    qa = committed("05_table4_5_qa_Qwen2.5-Coder-1.5B-Instruct-Q4_K_M").set_index("method")
+    ablation = committed("06_kgir_ablation").set_index(["dataset", "variant"])
+
+    def column(dataset: str, metric: str) -> str:
+        [name] = [c for c in qa.columns if c.startswith("ours (") and c.endswith(f" / {dataset} / {metric}")]
+        return name
+
+    for r in t.to_dict("records"):
+        col = column(r["dataset"], r["metric"])
+        assert qa.loc[LABELS[KEY], col] == pytest.approx(r["repair"], abs=0.5e-4), (r["dataset"], r["metric"])
+        assert qa.loc[LABELS[r["against"]], col] == pytest.approx(r["reference"], abs=0.5e-4), (r["dataset"], col)
+        row = ablation.loc[(r["dataset"], "+ D_1 beside D'_t (ours, a repair)")]
+        assert row[r["metric"]] == pytest.approx(r["repair"], abs=0.05), (r["dataset"], r["metric"])
+        if r["against"] == "kgir":
+            assert row[f"Δ{r['metric']} (ours)"] == pytest.approx(-r["Δ"], abs=0.05), (r["dataset"], r["metric"])

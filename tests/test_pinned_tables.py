@@ -872,7 +872,7 @@ REBUILT: dict = {
     "04_rewrite_form": Pin(t_rewrite_form),
     "04_missing_gold_swap": Pin(t_missing_gold_swap),
     "04_loss_orders": Pin(t_loss_orders),
-    "04_first_and_new": Pin(t_first_and_new),
+    "05_first_and_new": Pin(t_first_and_new),
     "05_table4_5_qa_*": Pin(t_qa),
     "05_answer_form": Pin(t_answer_form),
     "05_table6_recall": Pin(t_recall),

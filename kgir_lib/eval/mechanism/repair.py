@@ -1,4 +1,4 @@
-"""The deployable repair against KGIR-RAG and Naive RAG (``04_first_and_new``): the tests declared in
+"""The deployable repair against KGIR-RAG and Naive RAG (``05_first_and_new``): the tests declared in
 :mod:`kgir_lib.kgir.first_retrieval` (:data:`~kgir_lib.kgir.first_retrieval.FAMILY`), read from the traces.
 
 Per dataset: the repair's EM and F1 (×100) and each reference method's on the questions both answered, the
@@ -8,6 +8,7 @@ from the row's own discordance).
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -62,6 +63,23 @@ def repair_table(runs: Mapping[str, Sequence[Mapping]], gold: Mapping[str, Seque
     return table
 
 
+def run_table(run_dir: Path, datasets: Mapping[str, object]) -> pd.DataFrame:
+    """Notebook 05's ``05_first_and_new``: :func:`repair_table` of every dataset (``{name: kgir_lib.data.Dataset}``,
+    in the order of the panels) from the run's trace files of the repair and its references, indexed by dataset,
+    reference and metric. A dataset whose repair traces are missing is a ValueError naming the run directory."""
+    from .tables import read_run
+
+    references = [against for against, _ in FAMILY]
+    runs = read_run(Path(run_dir), list(datasets), methods=(KEY, *dict.fromkeys(references)))
+    missing = [d for d in datasets if (KEY, d) not in runs]
+    if missing:
+        raise ValueError(f"05_first_and_new: no {KEY} trace file of {', '.join(missing)} under {run_dir}/traces")
+    parts = [repair_table({m: runs[(m, d)] for m in (KEY, *references) if (m, d) in runs},
+                          {q.qid: q.answers for q in ds.questions}, d)  # type: ignore[attr-defined]
+             for d, ds in datasets.items()]
+    return pd.concat(parts, ignore_index=True).set_index(["dataset", "against", "metric"])
+
+
 def repair_sentence(table: pd.DataFrame, dataset: str) -> str:
     """The repair's EM against both references on ``dataset``, every number from the table."""
     rows = table[(table["dataset"] == dataset) & (table["metric"] == "EM")].set_index("against")
@@ -71,8 +89,8 @@ def repair_sentence(table: pd.DataFrame, dataset: str) -> str:
     return f"{dataset} (n = {n}): D_1 beside D'_t reaches EM " + "; ".join(parts) + "."
 
 
-# The profile whose committed run holds the repair's calls (its response log and traces).
-RAN_ON = "sample"
+# The profiles whose committed runs hold the repair's calls (their response logs).
+RAN_ON = ("sample", "local")
 
 
 def listing_note(method_keys: Sequence[str], profile: str) -> str:
@@ -81,7 +99,7 @@ def listing_note(method_keys: Sequence[str], profile: str) -> str:
     head = f"*{FIRST_AND_NEW.name}* (`{KEY}`; ours, a deployable repair, not the paper's method): "
     if KEY in method_keys:
         return head + FIRST_AND_NEW.description + f" Listed in this profile's ({profile}) tables."
-    return (head + f"not among this profile's ({profile}) methods. The repair ran on the {RAN_ON} profile only (its "
-            f"calls are in that profile's response log). To run it here, add `{KEY}` to the profile's `eval_methods` "
-            f"(null: every method of kgir_lib.registry.DEFAULT_METHODS) and run `KGIR_PROFILE={profile} python -m "
-            f"kgir_lib.runner --only 05 06`.")
+    return (head + f"not among this profile's ({profile}) methods. The repair ran on the {' and '.join(RAN_ON)} "
+            f"profiles (its calls are in their response logs). To run it here, add `{KEY}` to the profile's "
+            f"`eval_methods` (null: every method of kgir_lib.registry.DEFAULT_METHODS) and run "
+            f"`KGIR_PROFILE={profile} python -m kgir_lib.runner --only 05 06`.")
