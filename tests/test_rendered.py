@@ -43,6 +43,7 @@ def test_the_documents_render_each_table_the_account_quotes():
         ("docs/results.md", "swap_sentence", "results/local/tables/04_missing_gold_swap.csv"),
         ("docs/results.md", "form_sentences", "results/local/tables/04_rewrite_form.csv"),
         ("docs/results.md", "orders_sentence", "results/sample/tables/04_loss_orders.csv"),
+        ("docs/results.md", "orders_sentence", "results/local/tables/04_loss_orders.csv"),
         ("docs/results.md", "repair_sentence", "results/sample/tables/05_first_and_new.csv"),
         ("docs/results.md", "repair_sentence", "results/local/tables/05_first_and_new.csv"),
         ("README.md", "repair_sentence", "results/local/tables/05_first_and_new.csv"),

@@ -452,7 +452,7 @@ from kgir_lib.figures import panel_order
 if repair.KEY in method_keys:
     repair_tests = repair.run_table(cfg.run_dir, {d: load_dataset(d, cfg.data_path)
                                                   for d in panel_order(cfg.datasets)})
-    show(repair_tests, "the repair against KGIR-RAG and Naive RAG: the four declared tests a dataset", digits=4)
+    show(repair_tests, "the repair against KGIR-RAG and Naive RAG: the four declared tests a dataset")
     report.save_table(repair_tests.round(4), cfg, "05_first_and_new",
                       repair.CAPTION + report.model_note(cfg, short=True))
     for d in panel_order(cfg.datasets):
