@@ -105,6 +105,30 @@ def test_the_picture_does_not_follow_the_order_of_the_drawn_triples():
     assert png(view) == png(dataclasses.replace(view, triples=list(reversed(view.triples))))
 
 
+def test_the_picture_is_the_same_under_any_hash_seed():
+    """Labels are placed one after another, so their order decides where each lands: it must not follow a set's
+    order, which Python's string hashing changes from one process to the next (PYTHONHASHSEED)."""
+    import hashlib
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, matplotlib; matplotlib.use('Agg'); sys.path.insert(0, 'tests')\n"
+        "import io, hashlib, matplotlib.pyplot as plt\n"
+        "from test_steps_viz import subgraph\n"
+        "from kgir_lib.notebook.steps_draw import draw_step, steps_figure\n"
+        "from kgir_lib.notebook.steps_viz import focus_view\n"
+        "fig, ax = steps_figure(); draw_step(ax, focus_view(subgraph()), 'mst'); out = io.BytesIO()\n"
+        "fig.savefig(out, format='png', metadata={'Software': None})\n"
+        "print([t.get_text() for t in ax.texts], hashlib.sha256(out.getvalue()).hexdigest())\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    digests = {subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout.strip() for seed in range(4)}
+    assert len(digests) == 1, digests  # the labels in one order (so placed alike) and the same picture
+    assert len(next(iter(digests)).split()[-1]) == len(hashlib.sha256().hexdigest())  # a digest was printed
+
+
 def test_nothing_to_draw_is_said_in_words():
     sub = subgraph(entities=["Eiffel Tower"], question="How tall is the Eiffel Tower?")
     assert not sub.seeds

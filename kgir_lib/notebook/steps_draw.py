@@ -165,7 +165,8 @@ def draw_step(ax, view: FocusView, step: str, title: Optional[str] = None, label
     box = {"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85}
     node_texts = {n: ax.text(*pos[n], short_label(n, label_width), fontsize=NODE_FONT, ha="center", va="center",
                              bbox=box, zorder=4,
-                             weight="bold" if n in set(seeds) | set(bridges) else "normal") for n in visible}
+                             weight="bold" if n in set(seeds) | set(bridges) else "normal")
+                  for n in pos if n in visible}  # in the layout's order: a set's order changes with the hash seed
     edge_texts = [(u, v, ax.text(*pos[u], text, fontsize=EDGE_FONT, ha="center", va="center", bbox=box, zorder=3,
                                  color="#222222")) for (u, v), text in labels.items()]
     if legend:
