@@ -71,6 +71,10 @@ def test_the_readme_states_the_recorded_time():
     span = f"{notebooks[0]}-{notebooks[-1]}" if len(notebooks) < 7 else "01-07"
     assert f"notebooks {span} took {minutes} minutes ({cpu} s of CPU time)" in readme, (span, minutes, cpu)
     assert "Committed files after the run: **unchanged**" in record and int(wall) > 0
+    rows = re.findall(r"^\| (\d\d)_\w+ \| \d+ \| (\d+) \| \d+ \| ([\d.]+) → ([\d.]+) \|", record, flags=re.MULTILINE)
+    loads = [float(x) for r in rows for x in r[2:]]
+    share = round(100 * sum(int(r[1]) for r in rows if r[0] == "05") / int(cpu))
+    assert f"(load {min(loads):.1f}-{max(loads):.1f}), {share} % of the CPU time in notebook 05" in readme
 
 
 def test_the_encoder_calls_a_notebook_computed_are_counted_from_the_runs_store(bench, tmp_path):
