@@ -558,14 +558,8 @@ def t_loss_orders(s: Sample, name: str) -> pd.DataFrame:
 def t_first_and_new(s: Sample, name: str) -> pd.DataFrame:
     """The deployable repair against KGIR-RAG and Naive RAG, from the three committed trace files."""
     from kgir_lib.eval.mechanism import repair
-    from kgir_lib.eval.mechanism.tables import read_run
-    from kgir_lib.kgir.first_retrieval import KEY
 
-    names = report.panel_order(s.questions)
-    runs = read_run(RUN, names, methods=(KEY, "kgir", "naive_rag"))
-    return pd.concat([repair.repair_table({m: runs[(m, d)] for m in (KEY, "kgir", "naive_rag")},
-                                          {q.qid: q.answers for q in s.datasets[d].questions}, d)
-                      for d in names], ignore_index=True).set_index(["dataset", "against", "metric"]).round(4)
+    return repair.run_table(RUN, {d: s.datasets[d] for d in report.panel_order(s.questions)}).round(4)
 
 
 def t_missing_gold_where(s: Sample, name: str) -> pd.DataFrame:

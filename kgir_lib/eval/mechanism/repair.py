@@ -69,8 +69,8 @@ def run_table(run_dir: Path, datasets: Mapping[str, object]) -> pd.DataFrame:
     reference and metric. A dataset whose repair traces are missing is a ValueError naming the run directory."""
     from .tables import read_run
 
-    references = [against for against, _ in FAMILY]
-    runs = read_run(Path(run_dir), list(datasets), methods=(KEY, *dict.fromkeys(references)))
+    references = list(dict.fromkeys(against for against, _ in FAMILY))
+    runs = read_run(Path(run_dir), list(datasets), methods=(KEY, *references))
     missing = [d for d in datasets if (KEY, d) not in runs]
     if missing:
         raise ValueError(f"05_first_and_new: no {KEY} trace file of {', '.join(missing)} under {run_dir}/traces")
