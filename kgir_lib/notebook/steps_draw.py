@@ -124,7 +124,7 @@ def draw_step(ax, view: FocusView, step: str, title: Optional[str] = None, label
     drawn = {"edges": 0, KEPT: 0, PRUNED: 0, SEEDLESS: 0}
     labels: dict = {}
     # a kept triple takes the straight line; then by name, so the drawing order (which of two crossing lines is on
-    # top, a parallel edge's bend) does not follow the retrieval's order, whose near-ties can swap between runs
+    # top, a parallel edge's bend) does not follow the order the view happens to list its triples in
     order = sorted(view.triples, key=lambda t: (view.classes.get(t) != KEPT, t.head, t.tail, t.relation))
     for t in order:
         style = _style(view, step, t)
