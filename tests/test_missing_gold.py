@@ -317,6 +317,9 @@ def test_the_words_around_the_local_counts_hold():
     text = " ".join((REPO / "docs" / "results.md").read_text(encoding="utf-8").split())
     assert "most of those passages had been retrieved" in text
     assert "retrieval accounts for" not in text and "the loss is retrieval's" not in text
+    assert (where[mg.IN_D1] * 2 > where["missing"]).all()  # the README names the first retrieval alone
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    assert "On this run most gold passages missing from its final prompt had been found by the first retrieval" in readme
 
 
 def test_the_results_page_words_on_the_sample_orders_hold():
