@@ -83,9 +83,9 @@ def place_labels(ax, node_texts: dict, edge_texts: list, pos: dict, node_px: flo
     them (0 when every label found a free spot)."""
     from matplotlib.transforms import Bbox
 
-    fig = ax.figure
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
+    ax.apply_aspect()  # the axes' final place and limits (a pending autoscale settled) without drawing the figure
+    ax.autoscale_view()
+    renderer = ax.figure.canvas.get_renderer()
     to_data = ax.transData.inverted()
     placed: list = []
     markers = []
