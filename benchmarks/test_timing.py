@@ -173,7 +173,8 @@ def _last(text: str) -> str:
 def warm_state(repo: Path, env: dict) -> list:
     """What was there before the first run, as sentences: the compiled-module cache and whose modules it holds,
     mypy's incremental cache (scripts/test.sh keeps it beside the environment), whether ``PYTHONDONTWRITEBYTECODE``
-    is set (then ``scripts/main.sh`` compiles the library at every run), the Hugging Face cache, the data folder."""
+    is set (both scripts unset it and keep compiled modules beside the environment), the Hugging Face cache, the
+    data folder."""
     prefix = Path(env.get("PYTHONPYCACHEPREFIX") or (repo / ".venv" / "pycache"))
     here = prefix / str(repo.resolve()).lstrip(os.sep)
     mypy = Path(env.get("MYPY_CACHE_DIR") or (repo / ".venv" / "cache" / "mypy"))
@@ -185,8 +186,8 @@ def warm_state(repo: Path, env: dict) -> list:
             f"library and tests {'warm' if here.is_dir() else 'cold (first run compiles them)'}",
             "mypy's cache: " + ("warm (a new checkout path is checked by content hash)" if mypy.is_dir() else
                                 "cold (the first type check fills it: about a minute of CPU)"),
-            "`PYTHONDONTWRITEBYTECODE`: " + ("set (scripts/test.sh unsets it; scripts/main.sh compiles the library at "
-                                             "every run)" if no_bytecode else "unset"),
+            "`PYTHONDONTWRITEBYTECODE`: " + ("set (scripts/test.sh and scripts/main.sh unset "
+                                             "it)" if no_bytecode else "unset"),
             f"Hugging Face cache: {'present' if hub.is_dir() else 'absent'}",
             f"data samples: {'present' if data.is_dir() else 'absent (fetched by the first run)'}",
             "the embedded models' files: in the environment's packages", "the operating system's file cache: as "
