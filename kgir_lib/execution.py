@@ -48,7 +48,7 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets import TraitError
 
 __all__ = ["QuietKernelManager", "kernel_folder", "sweep_stale_kernel_files", "kernel_env",
-           "tidy_output_notebook", "strip_bar_outputs", "partial_path", "failure_paths", "INLINE_BACKEND"]
+           "tidy_output_notebook", "strip_bar_outputs", "INLINE_BACKEND"]
 
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 
@@ -268,20 +268,6 @@ def _kernel_answers(info: dict) -> bool:
             return True
     except (OSError, ValueError, TypeError):
         return False
-
-
-def partial_path(out: Path) -> Path:
-    """Where the notebook whose finished output is ``out`` executes: ``NN_name.partial.ipynb`` beside it
-    (git-ignored), renamed to ``out`` once the notebook has finished, kept with its error when it fails."""
-    return out.with_name(f"{out.stem}.partial{out.suffix}")
-
-
-def failure_paths(out: Path, partial: Path) -> str:
-    """The two files a failed notebook leaves, as the error names them."""
-    shown = [partial if partial.exists() else None, out if out.exists() else None]
-    return ((f"partial output: {partial}" if shown[0] else f"partial output: none ({partial} was not written)")
-            + "\n" + (f"last complete output, unchanged: {out}" if shown[1]
-                      else f"last complete output: none yet ({out})"))
 
 
 TIMING_KEYS = ("start_time", "end_time", "duration")

@@ -31,7 +31,7 @@ list (exit code 2 for any other refusal). The LLM cache is checked page by page 
 response log(s) imported before the first notebook; the cache is exported to the run's
 log after every notebook, finished or failed, and a damaged cache or a failed export
 stops the job. A notebook executes into ``notebooks/NN_name.partial.ipynb``
-(:func:`~kgir_lib.execution.partial_path`, git-ignored), which replaces ``notebooks/NN_name.ipynb``
+(:func:`~kgir_lib.partial_output.partial_path`, git-ignored), which replaces ``notebooks/NN_name.ipynb``
 only once the notebook has finished: a notebook that fails stops the job (exit code 1) naming both
 files, the partial copy with its error and the last complete output, left as it was. Everything
 computed before it (cache, log, KG, tables) stays on disk, so a rerun resumes. Ctrl-C stops the
@@ -261,8 +261,8 @@ def export_log(cfg) -> bool:
 def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "timings.tsv") -> int:
     import papermill as pm
 
-    from .execution import (QuietKernelManager, failure_paths, partial_path, sweep_stale_kernel_files,
-                            tidy_output_notebook)
+    from .execution import QuietKernelManager, sweep_stale_kernel_files, tidy_output_notebook
+    from .partial_output import ENGINE, failure_paths, partial_path
     from .llm import LLMCacheError
 
     config, _ = split_params(params)
@@ -292,7 +292,8 @@ def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "t
               flush=True)
         try:
             pm.execute_notebook(str(nb), str(partial), parameters=nb_params, cwd=str(nb.parent), progress_bar=False,
-                                log_output=False, kernel_name="python3", kernel_manager_class=QuietKernelManager)
+                                log_output=False, kernel_name="python3", kernel_manager_class=QuietKernelManager,
+                                engine_name=ENGINE)
             tidy_output_notebook(partial, output_path=out)
             os.replace(partial, out)
         except pm.PapermillExecutionError as exc:

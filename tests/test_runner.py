@@ -13,7 +13,7 @@ import pytest
 
 from kgir_lib import runner
 from kgir_lib.config import default_data_dir
-from kgir_lib.execution import failure_paths, partial_path
+from kgir_lib.partial_output import failure_paths, partial_path
 
 REPO = Path(__file__).resolve().parents[1]
 
