@@ -350,3 +350,52 @@ def test_the_runner_stops_on_an_empty_log_before_any_notebook(tmp_path, monkeypa
     assert code == 2, out.out + out.err
     assert f"{run / LOG_NAME}: holds no response (0 bytes)" in out.err and "Traceback" not in out.err
     assert not (run / "notebooks" / "00_probe.ipynb").exists() and (run / LOG_NAME).read_bytes() == b""
+
+
+def test_a_log_imported_whole_is_not_read_again_until_its_bytes_change(tmp_path, monkeypatch):
+    """The cache records the SHA-256 of a log it imported; the same bytes are skipped, other bytes read and checked."""
+    from kgir_lib.llm.response_log import format as fmt
+
+    log = tmp_path / "log.jsonl.gz"
+    export_log(fill(tmp_path / "a.sqlite").cache, log)
+    fresh = LLMCache(tmp_path / "fresh.sqlite")
+    assert import_log(fresh, log) == 6
+    reads: list = []
+    read = fmt.read_log
+    monkeypatch.setattr(fmt, "read_log", lambda path, *a: reads.append(path) or read(path, *a))
+    assert import_log(fresh, log) == 0 and reads == []  # the same bytes: not read
+    more = LLM(ScriptedBackend(answer), LLMCache(tmp_path / "b.sqlite"), progress=False)
+    more.generate([ChatRequest.chat("sys", "question 99", max_tokens=16)], stage="more")
+    export_log(more.cache, log)  # the log gains a row: other bytes
+    reads.clear()
+    assert import_log(fresh, log) == 1 and reads == [log]
+    damaged = bytearray(log.read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF  # damaged mid-stream: other bytes again, read, and the damage is an error
+    log.write_bytes(bytes(damaged))
+    with pytest.raises(LLMCacheError, match="unreadable"):
+        import_log(fresh, log)
+
+
+def test_an_export_with_no_new_call_leaves_the_log_unread_and_unwritten(tmp_path, monkeypatch):
+    """The cache records each export (the log's SHA-256, its own largest row id and rows): a second export with
+    nothing new merges nothing; a new call, a log replaced by other bytes or an altered cache row is seen."""
+    from kgir_lib.llm.response_log import format as fmt
+
+    llm = fill(tmp_path / "a.sqlite")
+    log = tmp_path / "log.jsonl.gz"
+    assert export_log(llm.cache, log) == 6
+    merges: list = []
+    merge = fmt.merge_into_log
+    monkeypatch.setattr(fmt, "merge_into_log", lambda rows, path, **kw: merges.append(path) or merge(rows, path, **kw))
+    assert export_log(llm.cache, log) == 6 and merges == []  # nothing new: not merged, the same bytes
+    llm.generate([ChatRequest.chat("sys", "question 99", max_tokens=16)], stage="more")
+    assert export_log(llm.cache, log) == 7 and len(merges) == 1  # a new call is merged
+    first = log.read_bytes()
+    other = tmp_path / "other.jsonl.gz"
+    export_log(fill(tmp_path / "c.sqlite").cache, other)
+    log.write_bytes(other.read_bytes())  # the log replaced (say, checked out at an older commit)
+    assert export_log(llm.cache, log) == 7 and merges.count(log) == 2 and log.read_bytes() == first
+    with sqlite3.connect(tmp_path / "a.sqlite") as conn:  # a cached text altered in place: same row ids and rows
+        conn.execute("UPDATE calls SET text = 'altered' WHERE rowid = 1")
+    with pytest.raises(LLMCacheError, match="fail their checksum"):
+        export_log(llm.cache, log)

@@ -35,6 +35,13 @@ CREATE TABLE IF NOT EXISTS calls (
     seconds REAL NOT NULL,
     created TEXT DEFAULT CURRENT_TIMESTAMP,
     checksum TEXT
+);
+CREATE TABLE IF NOT EXISTS synced (
+    log TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    state TEXT NOT NULL,
+    PRIMARY KEY (log, kind)
 )
 """
 
@@ -140,7 +147,7 @@ class LLMCache:
             try:
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute("PRAGMA synchronous=NORMAL")
-                self._conn.execute(_SCHEMA)
+                self._conn.executescript(_SCHEMA)
                 columns = {row[1] for row in self._conn.execute("PRAGMA table_info(calls)")}
                 if "checksum" not in columns:  # a cache made before rows carried a checksum
                     self._conn.execute("ALTER TABLE calls ADD COLUMN checksum TEXT")
@@ -271,6 +278,27 @@ class LLMCache:
                 return self._conn.total_changes - before
         except sqlite3.DatabaseError as exc:
             raise self._db_error(exc, "importing rows") from exc
+
+    # ------------------------------------------------------------------ what was synced with a log
+    def state(self) -> str:
+        """The largest row id and the row count: a new stored call changes it (a replaced row gets a new id)."""
+        try:
+            with self._lock:
+                return "{}/{}".format(*self._conn.execute("SELECT MAX(rowid), COUNT(*) FROM calls").fetchone())
+        except sqlite3.DatabaseError as exc:
+            raise self._db_error(exc, "counting rows") from exc
+
+    def synced(self, log: str, kind: str) -> Optional[tuple]:
+        """``(digest, state)`` recorded by :meth:`mark_synced` for ``log`` and ``kind``, or None."""
+        with self._lock:
+            row = self._conn.execute("SELECT digest, state FROM synced WHERE log=? AND kind=?", (log, kind)).fetchone()
+        return tuple(row) if row else None
+
+    def mark_synced(self, log: str, kind: str, digest: str, state: str) -> None:
+        """Record that the log ``log`` (its bytes' ``digest``) and this cache (its :meth:`state`) were synced."""
+        with self._lock:
+            self._conn.execute("INSERT OR REPLACE INTO synced VALUES (?, ?, ?, ?)", (log, kind, digest, state))
+            self._conn.commit()
 
     def __len__(self) -> int:
         try:

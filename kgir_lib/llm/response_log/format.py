@@ -115,12 +115,29 @@ class LogConflictError(LLMCacheError):
 def export_log(cache: LLMCache, path: Path) -> int:
     """Merge every row of ``cache`` into the log at ``path`` (gzipped JSONL, sorted by key), atomically;
     returns the rows of the log. See :func:`merge_into_log`. A cached row that fails its checksum is not
-    merged: the others are, then it is an :class:`~kgir_lib.llm.cache.LLMCacheError` naming it."""
+    merged: the others are, then it is an :class:`~kgir_lib.llm.cache.LLMCacheError` naming it.
+
+    The cache records each export: the log's SHA-256 as written and the cache's own state (largest row id, rows).
+    When neither changed since and no row fails its checksum, every cached row is in the log already, and the log
+    is neither read nor written (a rerun that calls no model would otherwise rewrite the same log after every
+    notebook)."""
+    path = Path(path)
+    log, state, altered = str(path.resolve()), cache.state(), cache.altered()
+    mark = cache.synced(log, "exported")
+    if mark is not None and path.exists() and not altered:
+        at, rows = mark[1].split("|")
+        if at == state and _digest(path) == mark[0]:
+            return int(rows)  # no call was stored since the cache was merged into these very bytes
     total = merge_into_log(cache.rows(), path, source=f"LLM cache {cache.path}")
-    altered = cache.altered()
     if altered:
         raise cache.altered_error(altered, f"every other row was exported to {path}, those were not")
+    if path.exists():
+        cache.mark_synced(log, "exported", _digest(path), f"{state}|{total}")
     return total
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def merge_into_log(rows: Iterable[tuple], path: Path, source: str = "the cache") -> int:
@@ -254,10 +271,14 @@ def import_log(cache: LLMCache, path: Path) -> int:
 
     A missing log imports nothing (returns 0). A key the cache already holds with another text than the
     log's is a :class:`LogConflictError` naming the key (the cached text was altered or comes from another
-    run; nothing would tell them apart later)."""
+    run; nothing would tell them apart later). The cache records the SHA-256 of each log it imported whole, and
+    the same bytes are not read again (a changed or damaged log has other bytes, and is read and checked)."""
     path = Path(path)
     if not path.exists():
         return 0
+    digest = _digest(path)
+    if (cache.synced(str(path.resolve()), "imported") or ("",))[0] == digest:
+        return 0  # every row of these very bytes was imported into this cache before
     rows = list(read_log(path))
     texts: dict = {}
     for row in rows:
@@ -277,6 +298,7 @@ def import_log(cache: LLMCache, path: Path) -> int:
                 f"LLM cache {cache.path}: holds another text than the response log {path} for {len(conflicts)} "
                 f"key(s), first {conflicts[0]}; the log is checked against its checksums, so the cache row was "
                 f"altered or comes from another run: move the cache away and rerun (the log refills it)")
+    cache.mark_synced(str(path.resolve()), "imported", digest, cache.state())
     return inserted
 
 
