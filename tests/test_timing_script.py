@@ -78,3 +78,18 @@ def test_the_longest_units_of_work_add_up_their_tests_as_the_scheduler_groups_th
                                           (2.5, "tests/test_runner.py", 2),
                                           (2.0, "tests/test_fresh_clone.py::test_one_notebook", 1)]
     assert len(bench.slowest_units(junit, 2)) == 2
+
+
+def test_the_rerun_is_split_into_the_notebook_as_the_runner_logs_it_and_the_rest(bench, tmp_path):
+    stdout = "scratch run (parameters top_k given): results go to sample-67a5fa36/, the profile's own results ...\n"
+    assert bench.notebook_seconds(stdout, tmp_path) is None  # no timings file: nothing is made up
+    runtime = tmp_path / "sample-67a5fa36" / "runtime"
+    runtime.mkdir(parents=True)
+    (runtime / "timings.tsv").write_text("03_subgraph_mst.ipynb\t5.9\n03_subgraph_mst.ipynb\t4.3\n")
+    assert bench.notebook_seconds(stdout, tmp_path) == 4.3  # the last run's line (the file is appended to)
+    assert bench.notebook_seconds("no scratch line", tmp_path) is None
+    run = {"seconds": 5.0, "cpu": 5.2, "rc": 0, "load": (1.0, 1.0), "stdout": stdout, "stderr": "", "failed": [],
+           "command": " ".join(bench.RERUN), "summary": "done: 1 notebooks in 4 s (0.1 min)", "notebook": 4.3}
+    text = bench.markdown({"rerun": {**bench.summarise([run]), "warm_up": 9.0}}, "cmd", "here", ["cold"])
+    assert "Where the rerun's time goes, its last run (5.0 s): the notebook 4.3 s" in text
+    assert "before and after it 0.7 s" in text
