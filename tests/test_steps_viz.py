@@ -107,7 +107,8 @@ def test_the_picture_does_not_follow_the_order_of_the_drawn_triples():
 
 def test_the_picture_is_the_same_under_any_hash_seed():
     """Labels are placed one after another, so their order decides where each lands: it must not follow a set's
-    order, which Python's string hashing changes from one process to the next (PYTHONHASHSEED)."""
+    order, which Python's string hashing changes from one process to the next (PYTHONHASHSEED). Two seeds are
+    enough: under seeds 0 and 1 the code that iterated a set created this panel's labels in two orders."""
     import hashlib
     import os
     import subprocess
@@ -124,7 +125,7 @@ def test_the_picture_is_the_same_under_any_hash_seed():
         "print([t.get_text() for t in ax.texts], hashlib.sha256(out.getvalue()).hexdigest())\n")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     digests = {subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True,
-                              env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout.strip() for seed in range(4)}
+                              env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout.strip() for seed in (0, 1)}
     assert len(digests) == 1, digests  # the labels in one order (so placed alike) and the same picture
     assert len(next(iter(digests)).split()[-1]) == len(hashlib.sha256().hexdigest())  # a digest was printed
 
