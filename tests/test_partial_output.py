@@ -80,3 +80,10 @@ def test_the_runner_executes_every_notebook_with_the_throttled_engine(tmp_path, 
     monkeypatch.setenv("KGIR_FIGURES_DIR", str(tmp_path / "figs"))
     assert runner.main(["--profile", "ci", "--notebooks-dir", str(nbs)]) == 0
     assert engines == [partial_output.ENGINE]
+
+
+def test_the_operations_guide_states_the_interval_the_engine_uses():
+    from kgir_lib.config import PROJECT_ROOT
+
+    guide = " ".join((PROJECT_ROOT / "docs" / "operations.md").read_text(encoding="utf-8").split())
+    assert f"after a cell when the last write is {SAVE_EVERY_S:g} seconds old" in guide
