@@ -9,7 +9,7 @@ from the row's own discordance).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -19,6 +19,9 @@ from ..claims import ALPHA, POWER
 from ..stats import holm, mcnemar_exact, mde_mcnemar, sign_flip_test
 from ..metrics import best_em, best_f1
 from . import round_facts as rf
+
+if TYPE_CHECKING:
+    from ...data import Dataset
 
 CAPTION = ("KGIR-RAG with D_1's top passages beside the new passages of D'_t (ours, kgir_lib.kgir.first_retrieval) "
            "against KGIR-RAG and Naive RAG on the same questions: McNemar's exact test (EM), the sign-flip test "
@@ -63,7 +66,7 @@ def repair_table(runs: Mapping[str, Sequence[Mapping]], gold: Mapping[str, Seque
     return table
 
 
-def run_table(run_dir: Path, datasets: Mapping[str, object]) -> pd.DataFrame:
+def run_table(run_dir: Path, datasets: Mapping[str, "Dataset"]) -> pd.DataFrame:
     """Notebook 05's ``05_first_and_new``: :func:`repair_table` of every dataset (``{name: kgir_lib.data.Dataset}``,
     in the order of the panels) from the run's trace files of the repair and its references, indexed by dataset,
     reference and metric. A dataset whose repair traces are missing is a ValueError naming the run directory."""
@@ -75,7 +78,7 @@ def run_table(run_dir: Path, datasets: Mapping[str, object]) -> pd.DataFrame:
     if missing:
         raise ValueError(f"05_first_and_new: no {KEY} trace file of {', '.join(missing)} under {run_dir}/traces")
     parts = [repair_table({m: runs[(m, d)] for m in (KEY, *references) if (m, d) in runs},
-                          {q.qid: q.answers for q in ds.questions}, d)  # type: ignore[attr-defined]
+                          {q.qid: q.answers for q in ds.questions}, d)
              for d, ds in datasets.items()]
     return pd.concat(parts, ignore_index=True).set_index(["dataset", "against", "metric"])
 
