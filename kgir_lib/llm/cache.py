@@ -22,7 +22,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -282,30 +282,32 @@ class LLMCache:
     # ------------------------------------------------------------------ what was synced with a log
     def state(self) -> str:
         """The largest row id and the row count: a new stored call changes it (a replaced row gets a new id)."""
-        try:
-            with self._lock:
-                return "{}/{}".format(*self._conn.execute("SELECT MAX(rowid), COUNT(*) FROM calls").fetchone())
-        except sqlite3.DatabaseError as exc:
-            raise self._db_error(exc, "counting rows") from exc
+        return "{}/{}".format(*self._one("SELECT MAX(rowid), COUNT(*) FROM calls", (), "counting rows"))
 
     def synced(self, log: str, kind: str) -> Optional[tuple]:
         """``(digest, state)`` recorded by :meth:`mark_synced` for ``log`` and ``kind``, or None."""
-        with self._lock:
-            row = self._conn.execute("SELECT digest, state FROM synced WHERE log=? AND kind=?", (log, kind)).fetchone()
+        row = self._one("SELECT digest, state FROM synced WHERE log=? AND kind=?", (log, kind), "reading a sync")
         return tuple(row) if row else None
 
     def mark_synced(self, log: str, kind: str, digest: str, state: str) -> None:
-        """Record that the log ``log`` (its bytes' ``digest``) and this cache (its :meth:`state`) were synced."""
-        with self._lock:
-            self._conn.execute("INSERT OR REPLACE INTO synced VALUES (?, ?, ?, ?)", (log, kind, digest, state))
-            self._conn.commit()
+        """Record that the log ``log`` (its bytes' ``digest``) and this cache were synced (``kind``: imported or
+        exported); ``state``: what the caller compares next time (:meth:`state`; an export adds ``|<log rows>``)."""
+        self._one("INSERT OR REPLACE INTO synced VALUES (?, ?, ?, ?)", (log, kind, digest, state), "recording a sync",
+                  commit=True)
 
-    def __len__(self) -> int:
+    def _one(self, sql: str, args: tuple, what: str, commit: bool = False) -> Any:
+        """The first row ``sql`` returns (None when none), committed when ``commit``; an SQLite error names ``what``."""
         try:
             with self._lock:
-                return self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+                row = self._conn.execute(sql, args).fetchone()
+                if commit:
+                    self._conn.commit()
+                return row
         except sqlite3.DatabaseError as exc:
-            raise self._db_error(exc, "counting rows") from exc
+            raise self._db_error(exc, what) from exc
+
+    def __len__(self) -> int:
+        return self._one("SELECT COUNT(*) FROM calls", (), "counting rows")[0]
 
     def close(self) -> None:
         with self._lock:
