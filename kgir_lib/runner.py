@@ -262,8 +262,8 @@ def _run_notebooks(nbs: list, profile: str, params: dict, timings_file: str = "t
     import papermill as pm
 
     from .execution import QuietKernelManager, sweep_stale_kernel_files, tidy_output_notebook
-    from .partial_output import ENGINE, failure_paths, partial_path
     from .llm import LLMCacheError
+    from .partial_output import ENGINE, failure_paths, partial_path
 
     config, _ = split_params(params)
     cfg = load_config(profile, **config)

@@ -83,8 +83,8 @@ def place_labels(ax, node_texts: dict, edge_texts: list, pos: dict, node_px: flo
     them (0 when every label found a free spot)."""
     from matplotlib.transforms import Bbox
 
-    ax.apply_aspect()  # the axes' final place and limits (a pending autoscale settled) without drawing the figure
-    ax.autoscale_view()
+    ax.autoscale_view()  # the axes' final limits and place (as a drawing settles them first) without drawing
+    ax.apply_aspect()
     renderer = ax.figure.canvas.get_renderer()
     to_data = ax.transData.inverted()
     placed: list = []
