@@ -13,11 +13,12 @@ Knowledge graph per dataset (KGIR-RAG §2.1), stored in ``<run>/kg/<dataset>/``:
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional, Sequence
 
 from .config import Config
 from .data import Dataset, load_dataset
-from .kg.extract import build_kg, open_graph, update_kg
+from .kg.extract import build_kg, open_graph, raw_outputs, update_kg
 from .kg.graph import KnowledgeGraph
 from .kg.store import kg_dir, load_base, openie_file, save_kg
 from .llm import LLM, LLMUsage, build_llm
@@ -111,3 +112,26 @@ def build_base(cfg: Config, dataset: Dataset, llm: LLM, dense: DenseIndex) -> bo
     finally:
         llm.usage.stages = {k: LLMUsage(**v) for k, v in before.items()}
     return True
+
+
+def fresh_view(ws: Workspace) -> Workspace:
+    """The workspace a notebook reads the graph through outside a method run (notebook 03's Algorithm 1), as it
+    reads it in a fresh clone: :meth:`Workspace.method_view` (notebook 01's graph and the passages this notebook
+    needs), and the extraction calls of needed passages that the stored graph already held (a later notebook of an
+    earlier run extracted them) asked of the cache too, as notebook 01 asks for its pool
+    (:func:`kgir_lib.kg.extract.build_kg`). The graph the notebook shows and the calls it counts are then the same
+    on every run of the main job, whatever the stored graph held when it started."""
+    view = ws.method_view()
+    if view is ws or view.ensure_kg is None:
+        return ws
+    extend, stored = view.ensure_kg, ws.kg
+
+    def ensure(pids: Sequence[str]) -> None:
+        pids = list(pids)
+        have = stored.extracted
+        held = [p for p in view.kg.missing(pids) if p in have]  # (before ``extend`` adds the others)
+        extend(pids)
+        if held:
+            raw_outputs(ws.llm, [ws.dataset.corpus[p] for p in held], ws.cfg.max_tokens("extract"))
+
+    return replace(view, ensure_kg=ensure)

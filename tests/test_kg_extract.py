@@ -353,3 +353,45 @@ def test_notebook_01s_usage_counts_the_whole_pool_whether_extracted_now_or_found
     counts = [{k: v for k, v in u.snapshot()["extract"].items() if k not in ("cache_hits", "seconds")}
               for u in (cold.usage, warm.usage)]
     assert counts[0] == counts[1] and counts[0]["calls"] == 3
+
+
+def test_a_notebook_reads_the_graph_and_counts_its_calls_as_on_a_fresh_run_whatever_the_stored_graph_holds(
+        tmp_path, tiny_dataset):
+    """``pipeline.fresh_view``: notebook 03 on a run whose stored graph a later notebook of an earlier run grew (the
+    main job run twice in one checkout) sees notebook 01's graph and the passages it needs, as on a fresh clone, and
+    counts the same extraction calls (those the stored graph held asked of the cache)."""
+    from kgir_lib.config import load_config
+    from kgir_lib.data import load_dataset
+    from kgir_lib.kg.extract import build_kg
+    from kgir_lib.pipeline import fresh_view, workspace
+
+    _write_dataset(tmp_path / "data", "tiny", tiny_dataset.corpus.passages, tiny_dataset.questions)
+    cfg = load_config("ci", data_dir=str(tmp_path / "data"), results_dir=str(tmp_path / "results"),
+                      llm_backend="scripted", extract_max_passages=2, top_k=2, extract_datasets=["tiny"])
+    ds = load_dataset("tiny", cfg.data_path)
+    llm = LLM(CountingBackend(title_script), LLMCache(tmp_path / "llm.sqlite"), progress=False)
+    base = build_kg(cfg, ds, llm, workspace(cfg, ds, llm=llm, progress=False, encoder=BagOfWordsEncoder()).dense).pool
+    beyond = [p for p in ds.corpus.pids if p not in base]
+    needed, later = beyond[:2], beyond[2:]
+
+    def notebook_03(extra_ids: list) -> tuple:
+        """The stored graph as the run leaves it (plus ``extra_ids``, a later notebook's), then the notebook."""
+        ws = workspace(cfg, ds, llm=llm, progress=False, encoder=BagOfWordsEncoder())
+        ws.ensure_kg(extra_ids)
+        llm.usage.stages.clear()
+        view = fresh_view(ws)
+        kg = view.kg_for(base[:1] + needed)
+        return sorted(kg.extracted), len(kg), llm.usage.total().calls, llm.usage.total().prompt_tokens
+
+    first = notebook_03([])  # the first run: the stored graph is notebook 01's
+    assert first[0] == sorted(base + needed) and first[2] == len(needed)
+    again = notebook_03(later)  # the second run: the stored graph holds those and a later notebook's passages
+    assert again == first
+    seen = len(llm.backend.seen)
+    assert notebook_03([]) == first and len(llm.backend.seen) == seen  # the cache answers: no model call
+    plain = workspace(cfg, ds, llm=llm, progress=False, encoder=BagOfWordsEncoder())
+    llm.usage.stages.clear()
+    plain.method_view().kg_for(base[:1] + needed)
+    assert llm.usage.total().calls == 0  # (what the plain method view would have counted: the cause)
+    kept = workspace(cfg, ds, llm=llm, progress=False, encoder=BagOfWordsEncoder(), store=False)
+    assert fresh_view(kept) is kept  # a graph kept in memory has no base: read as it is

@@ -40,7 +40,7 @@ from kgir_lib.notebook.display import show, show_figure
 from kgir_lib.notebook.opening import open_notebook
 from kgir_lib.notebook.steps_draw import draw_step, steps_figure
 from kgir_lib.notebook.steps_viz import edge_table, focus_view, panels, pick_case, prune_reasons
-from kgir_lib.pipeline import workspace
+from kgir_lib.pipeline import fresh_view, workspace
 from kgir_lib.progress import progress
 
 cfg, llm = open_notebook("03_subgraph_mst", globals())
@@ -51,14 +51,16 @@ display(Markdown(narrative.algorithm1_settings(cfg)))
 # %% [markdown]
 # ## 1. Algorithm 1 for every sampled question
 #
-# One workspace per dataset (the dense index over the whole corpus and the knowledge graph of notebook 01);
+# One workspace per dataset (the dense index over the whole corpus and notebook 01's knowledge graph, which grows
+# by the passages these questions retrieve: `fresh_view` reads the graph as a fresh run does, whatever later
+# notebooks of an earlier run added to the stored one);
 # `build_subgraphs` retrieves `D_q` for every sampled question, asks the LLM for every question's entities in one
 # batched call, and runs steps 4-7 per question, keeping the output of every step.
 
 # %%
 runs = {}
 for name in progress(cfg.datasets, desc="datasets"):
-    ws = workspace(cfg, name, llm, progress=True)
+    ws = fresh_view(workspace(cfg, name, llm, progress=True))
     qs = sample_questions(ws.dataset.questions, cfg.n_questions, cfg.seed)
     subs, ner = build_subgraphs(ws, [q.question for q in qs])
     runs[name] = {"ws": ws, "questions": qs, "subs": subs, "ner": ner}
