@@ -111,6 +111,18 @@ def slowest_units(junit: Path, n: int = SLOWEST) -> list:
     return sorted(((sec, unit, k) for unit, (sec, k) in units.items()), reverse=True)[:n]
 
 
+def added_up(junit: Path) -> float:
+    """The seconds of every test case of a JUnit XML report added up (setup, call and teardown): what the run would
+    take on one worker that never waited for anything."""
+    return sum(float(case.get("time") or 0) for case in ET.parse(junit).getroot().iter("testcase"))
+
+
+def worker_count(stdout: str) -> int | None:
+    """The pytest-xdist workers scripts/test.sh started (its ``test: N pytest-xdist workers`` line), or None."""
+    found = re.search(r"^test: (\d+) pytest-xdist workers$", stdout, re.M)
+    return int(found.group(1)) if found else None
+
+
 def summary_line(stdout: str) -> str:
     """pytest's last line (``1,492 passed, 2 skipped in 79.1s``), or what ended the run."""
     lines = [ln.strip() for ln in stdout.splitlines() if re.search(r"\b(passed|failed|error)", ln)]
@@ -125,6 +137,8 @@ def tier(fast: bool, repo: Path, env: dict) -> dict:
         res = timed(cmd, repo, env)
         res["slowest"] = slowest(junit) if junit.exists() else []
         res["units"] = slowest_units(junit) if junit.exists() else []
+        res["added_up"] = added_up(junit) if junit.exists() else None
+    res["workers"] = worker_count(res["stdout"])
     res["command"] = "bash scripts/test.sh" + (" --fast" if fast else "")
     res["summary"] = summary_line(res["stdout"])
     return res
@@ -256,9 +270,20 @@ def markdown(results: dict, command: str, where: str, warm: list) -> str:
                     f"`data/`."]
     for name in ("fast", "full"):
         r = results.get(name)
+        if r and r.get("added_up") is not None:
+            out += ["", f"`{r['command']}`, its last run: {r['workers']} pytest-xdist workers (scripts/test.sh's "
+                        f"default on {os.cpu_count()} cores: one more than the cores); the tests' times added up "
+                        f"(setup, call and teardown) {r['added_up']:.1f} s, against {r['cpus'][-1]:.1f} s of CPU "
+                        f"time for the whole command (collection, lint and type check included), so at least "
+                        f"{max(r['added_up'] - r['cpus'][-1], 0):.1f} s of the tests' time was spent waiting: for a "
+                        f"local server, a timeout or a child process, or, with more workers than cores, for a "
+                        f"core."]
+    for name in ("fast", "full"):
+        r = results.get(name)
         if r and r["slowest"]:
             out += ["", f"Ten slowest tests of `{r['command']}`, its last run (seconds: setup, call and teardown "
-                        f"together; xdist runs two at a time):", "", "| seconds | test |", "|---|---|"]
+                        f"together; xdist runs {r.get('workers') or 'one'} at a time):", "", "| seconds | test |",
+                    "|---|---|"]
             out += [f"| {sec:.1f} | `{test}` |" for sec, test in r["slowest"]]
         if r and r.get("units"):
             out += ["", f"Ten longest units of work of `{r['command']}`, its last run (a unit runs whole on one "

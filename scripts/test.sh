@@ -7,7 +7,8 @@
 #                                 everyday work
 # Both tiers lint and type-check the library first (ruff, then mypy: rules and strictness in pyproject.toml), and a
 # finding fails the run before any test; test paths among the arguments (a rerun of one file) skip that.
-# Both run in parallel with pytest-xdist ($KGIR_TEST_WORKERS workers, default 2). Further arguments go to pytest.
+# Both run in parallel with pytest-xdist ($KGIR_TEST_WORKERS workers; default one more than the cores, at most 8).
+# Further arguments go to pytest.
 # Results and temporary files go to a scratch folder removed at the end; KGIR_TEST_RESULTS_DIR=DIR writes the
 # results to DIR and keeps them.
 # The data first: the default data folder ($KGIR_DATA_DIR, else ../shared/data, else data/samples/, fetched
@@ -51,8 +52,14 @@ export PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-$PWD/.venv/pycache}"
 # this environment starts warm (mypy checks a module whose path changed by its content hash). A cold mypy cache costs
 # about a minute of CPU (numpy's stubs and the standard library's), a warm one two seconds.
 export MYPY_CACHE_DIR="${MYPY_CACHE_DIR:-$PWD/.venv/cache/mypy}" RUFF_CACHE_DIR="${RUFF_CACHE_DIR:-$PWD/.venv/cache/ruff}"
-workers=(-n "${KGIR_TEST_WORKERS:-2}" --dist loadgroup -p no:anyio)  # (no test uses anyio's plugin: a quarter second
-                                                                  # of every pytest process)
+# One worker more than the cores: part of the tests' time is spent waiting (on a local server, a timeout, a child
+# process; results/benchmarks/tests.md gives the share), and a spare worker runs another test meanwhile. At most 8:
+# every worker collects the whole suite and imports what its tests need, and beyond that the few long units decide
+# the wall time anyway.
+cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+n_workers="${KGIR_TEST_WORKERS:-$(( cores + 1 > 8 ? 8 : cores + 1 ))}"
+workers=(-n "$n_workers" --dist loadgroup -p no:anyio)  # (no test uses anyio's plugin: a quarter second of every
+                                                        # pytest process)
 # Test paths among the arguments (a file, a folder, file::test) replace the default selection (tests/, and the
 # notebooks in the whole suite): `bash scripts/test.sh --fast tests/test_data.py` collects that file alone.
 selection=(tests)
@@ -67,6 +74,9 @@ done
 # is not loaded, so they run in one process.
 if [ ${#selection[@]} -eq 0 ] && [ "$only_notebooks" = 1 ]; then
   workers=(-p no:xdist -p no:anyio)
+fi
+if [ "${workers[0]}" = "-n" ]; then
+  echo "test: ${workers[1]} pytest-xdist workers"
 fi
 # The default selection (no test path given): the library's lint and type check first, in both tiers.
 if [ ${#selection[@]} -gt 0 ]; then

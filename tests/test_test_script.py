@@ -34,9 +34,11 @@ case "$*" in *"$FAIL_ON"*) exit 1 ;; esac
 """
 
 
-def run_test_script(tmp_path: Path, *args: str, fail_on: str = "no such call") -> tuple[int, list[str]]:
+def run_test_script(tmp_path: Path, *args: str, fail_on: str = "no such call", cores: int | None = None,
+                    **extra_env: str) -> tuple[int, list[str]]:
     """scripts/test.sh in a copy of the checkout's layout whose set-up does nothing and whose ``.venv/bin/python``
-    records its arguments (and fails when they hold ``fail_on``): its exit code and the calls, in order."""
+    records its arguments (and fails when they hold ``fail_on``): its exit code and the calls, in order. ``cores``:
+    what ``getconf _NPROCESSORS_ONLN`` answers (a stand-in first on the ``PATH``)."""
     root = tmp_path / "checkout"
     (root / "scripts").mkdir(parents=True)
     shutil.copy(ROOT / "scripts" / "test.sh", root / "scripts" / "test.sh")
@@ -49,7 +51,13 @@ def run_test_script(tmp_path: Path, *args: str, fail_on: str = "no such call") -
     python.chmod(0o755)
     calls = tmp_path / "calls.txt"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KGIR_", "PYTEST_"))}
-    env.update(CALLS=str(calls), FAIL_ON=fail_on, TMPDIR=str(tmp_path))
+    env.update(CALLS=str(calls), FAIL_ON=fail_on, TMPDIR=str(tmp_path), **extra_env)
+    if cores is not None:
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        (bin_dir / "getconf").write_text(f"#!/usr/bin/env bash\necho {cores}\n")
+        (bin_dir / "getconf").chmod(0o755)
+        env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
     out = subprocess.run(["bash", "scripts/test.sh", *args], cwd=root, env=env, text=True, capture_output=True,
                          timeout=60)
     return out.returncode, calls.read_text().splitlines() if calls.exists() else []
@@ -68,6 +76,16 @@ def test_a_lint_or_type_finding_fails_the_run_before_any_test(tmp_path, failing)
     code, calls = run_test_script(tmp_path, "--fast", fail_on=failing)
     assert code != 0
     assert calls[-1].startswith(f"-m {failing}") and not any("pytest" in c for c in calls)
+
+
+@pytest.mark.parametrize(("cores", "setting", "expected"), [(1, None, "2"), (2, None, "3"), (7, None, "8"),
+                                                            (32, None, "8"), (2, "5", "5"), (2, "0", "0")])
+def test_the_workers_are_one_more_than_the_cores_at_most_eight_unless_set(tmp_path, cores, setting, expected):
+    extra = {} if setting is None else {"KGIR_TEST_WORKERS": setting}
+    code, calls = run_test_script(tmp_path, "--fast", cores=cores, **extra)
+    assert code == 0
+    args = calls[-1].split()
+    assert args[args.index("-n") + 1] == expected
 
 
 def test_a_test_path_runs_that_file_alone_without_the_lint(tmp_path):

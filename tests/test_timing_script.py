@@ -93,3 +93,23 @@ def test_the_rerun_is_split_into_the_notebook_as_the_runner_logs_it_and_the_rest
     text = bench.markdown({"rerun": {**bench.summarise([run]), "warm_up": 9.0}}, "cmd", "here", ["cold"])
     assert "Where the rerun's time goes, its last run (5.0 s): the notebook 4.3 s" in text
     assert "before and after it 0.7 s" in text
+
+
+def test_the_record_says_how_many_workers_ran_and_how_much_of_the_tests_time_was_waiting(bench, tmp_path):
+    junit = tmp_path / "junit.xml"
+    junit.write_text("""<testsuites><testsuite>
+      <testcase classname="tests.test_a" name="test_one" time="30.0"/>
+      <testcase classname="tests.test_b" name="test_two" time="12.5"/>
+    </testsuite></testsuites>""")
+    assert bench.added_up(junit) == 42.5
+    stdout = "test: 3 pytest-xdist workers\n...\n9 passed in 20.0s\n"
+    assert bench.worker_count(stdout) == 3 and bench.worker_count("9 passed") is None
+    run = {"seconds": 25.0, "cpu": 40.0, "rc": 0, "load": (1.0, 1.0), "stdout": stdout, "stderr": "", "failed": [],
+           "command": "bash scripts/test.sh --fast", "summary": "9 passed", "slowest": [(30.0, "tests/test_a.py::t")],
+           "units": [], "added_up": 42.5, "workers": 3}
+    text = bench.markdown({"fast": bench.summarise([run])}, "cmd", "here", ["cold"])
+    assert "3 pytest-xdist workers" in text and "added up (setup, call and teardown) 42.5 s, against 40.0 s" in text
+    assert "at least 2.5 s of the tests' time was spent waiting" in text
+    assert "xdist runs 3 at a time" in text
+    text = bench.markdown({"fast": bench.summarise([{**run, "added_up": 30.0}])}, "cmd", "here", ["cold"])
+    assert "at least 0.0 s" in text  # never a negative wait
