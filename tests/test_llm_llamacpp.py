@@ -59,9 +59,12 @@ def test_stop_sequences(smol):
     assert "," not in run_all(smol, [req])[0].text
 
 
-def test_overlong_prompt_is_trimmed_in_the_middle(smol):
+def test_overlong_prompt_is_trimmed_in_the_middle():
+    """A context of 256 tokens (what is cut does not depend on the size; llama.cpp's evaluation of the cut prompt
+    does: 1,024 tokens took four times as long)."""
+    smol = LlamaCppBackend("SmolLM2-135M-Instruct-Q4_1", n_ctx=256, n_threads=2)
     head, tail = "INSTRUCTIONS: answer briefly.", "Question: what is the capital of France?"
-    filler = " ".join(f"word{i}" for i in range(3000))
+    filler = " ".join(f"word{i}" for i in range(1000))
     req = ChatRequest.chat(None, f"{head}\n{filler}\n{tail}", max_tokens=16)
     before = smol.prompts_cut
     smol._fit(ChatRequest.chat(None, f"{head}\n{tail}", max_tokens=16))
@@ -74,6 +77,7 @@ def test_overlong_prompt_is_trimmed_in_the_middle(smol):
     assert len(smol._ntok(content)) <= smol.n_ctx - 16 - smol.TEMPLATE_TOKENS
     out = run_all(smol, [req])  # and llama.cpp accepts it
     assert out[0].prompt_tokens <= smol.n_ctx
+    smol.close()
 
 
 def test_max_tokens_larger_than_the_context_is_a_clear_error(smol):
@@ -116,9 +120,9 @@ def test_an_answer_does_not_depend_on_the_request_before_it(smol):
     """The prefix is evaluated alone from an empty context, so reuse gives the same tokens as a fresh start."""
     shots = [("system", "Continue the list with five more items."), ("user", "apple, pear"),
              ("assistant", "plum, fig, lime, kiwi, date")]
-    x = ChatRequest(messages=tuple(shots) + (("user", "red, blue"),), max_tokens=24)
-    y = ChatRequest(messages=tuple(shots) + (("user", "one, two, three"),), max_tokens=24)
-    z = ChatRequest(messages=(("system", "Reply in French."), ("user", "red, blue")), max_tokens=24)
+    x = ChatRequest(messages=tuple(shots) + (("user", "red, blue"),), max_tokens=12)
+    y = ChatRequest(messages=tuple(shots) + (("user", "one, two, three"),), max_tokens=12)
+    z = ChatRequest(messages=(("system", "Reply in French."), ("user", "red, blue")), max_tokens=12)
     fresh = LlamaCppBackend("SmolLM2-135M-Instruct-Q4_1", n_ctx=1024, n_threads=2)
     alone = run_all(fresh, [x])[0].text
     hits = fresh.prefix_hits
