@@ -1,6 +1,6 @@
 """The Hub path (``python -m kgir_lib.data_sources full``, what ``scripts/paper.sh`` uses), hardened, against local
 servers (tests/data_server.py): what it copies from the Hub's cache is checked; a host that accepts the connection
-and never answers is given up on after the read timeout (``KGIR_DOWNLOAD_TIMEOUT_S``: the tests set 2 s; the
+and never answers is given up on after the read timeout (``KGIR_DOWNLOAD_TIMEOUT_S``: the tests set 1 s; the
 defaults, 10 s and 20 s, and the variable are pinned by unit tests); an HTTP error is named with its status and URL, not as a host out of
 reach; the partial downloads a killed fetch leaves in the Hub's cache are removed at the next start.
 
@@ -169,7 +169,7 @@ def test_a_full_set_whose_sample_questions_differ_from_the_manifest_is_refused_n
 # ------------------------------------------------------------------ a host that never answers, HTTP errors named
 # The read timeout the commands get here (the defaults, 10 s for `full` and 20 s for the samples, would be waited out
 # for real; the unit tests below pin them and the variable that sets them)
-SHORT_S = 2
+SHORT_S = 1
 FAKE_KEY = "sk-kgirhub-Wq2Lp6Rt3YHn4Kd9"  # a mirror's credentials in the endpoint: masked in every message
 
 
