@@ -50,7 +50,8 @@ def test_under_two_workers_every_check_runs_on_one_worker_in_collection_order(tm
     (tmp_path / "test_fresh_clone.py").write_text(body.replace("range(12)", "range(1)"))
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # xdist alone: the other plugins cost a second a process
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "xdist", "-n", "2", "-q",
-                           str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True)
+                           "--basetemp", str(tmp_path / "basetemp"), str(tmp_path)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True)  # (its temporary folders in this test's, not in $TMPDIR)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     rows = [line.split() for line in log.read_text().splitlines()]
     checks = [(int(i), worker) for module, i, worker in rows if module == Path(CHECKS_FILE).stem]
