@@ -26,9 +26,11 @@ export KGIR_PROFILE=ci
 # A scratch folder removed when the tests end, however they end. The tests' results (the notebooks' tables,
 # figures, traces, caches) go there unless KGIR_TEST_RESULTS_DIR keeps them elsewhere; so do, always, pytest's
 # tmp_path folders (--basetemp: otherwise pytest keeps its last runs' under $TMPDIR/pytest-of-<user>/) and torch's
-# compiled kernels (TORCHINDUCTOR_CACHE_DIR: otherwise $TMPDIR/torchinductor_<user>/). The compiled modules of what
-# ran from the scratch folder (the fresh clones' library) go too: the cache prefix below mirrors each source's absolute
-# path, so they sit under $PYTHONPYCACHEPREFIX$scratch, beside the environment, and would pile up there run after run.
+# compiled kernels (TORCHINDUCTOR_CACHE_DIR: otherwise $TMPDIR/torchinductor_<user>/), and every other temporary file
+# a test or a process it starts makes ($TMPDIR is the scratch folder's tmp/ while the tests run: what one of them
+# forgets to remove goes with the folder instead of staying in the user's). The compiled modules of what ran from the
+# scratch folder (the fresh clones' library) go too: the cache prefix below mirrors each source's absolute path, so
+# they sit under $PYTHONPYCACHEPREFIX$scratch, beside the environment, and would pile up there run after run.
 scratch=$(mktemp -d -t kgir-test-XXXXXX)
 trap 'rm -rf "$scratch"; case "${PYTHONPYCACHEPREFIX:-}" in /*) rm -rf "$PYTHONPYCACHEPREFIX$scratch" ;; esac' EXIT
 trap 'exit 130' INT TERM
@@ -41,6 +43,8 @@ else
 fi
 export TORCHINDUCTOR_CACHE_DIR="$scratch/torchinductor"
 basetemp=(--basetemp "$scratch/pytest")
+mkdir "$scratch/tmp"
+export TMPDIR="$scratch/tmp"
 export KGIR_FIGURES_DIR="$KGIR_RESULTS_DIR/../figures"
 export MPLBACKEND=Agg
 # Compiled modules are kept (in .venv/pycache, outside the checkout) even when PYTHONDONTWRITEBYTECODE is set: without

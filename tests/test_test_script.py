@@ -30,6 +30,7 @@ def test_peer_skips_are_the_tests_skipped_for_the_peer_environment():
 
 FAKE_PYTHON = """#!/usr/bin/env bash
 echo "$*" >> "$CALLS"
+case "$*" in *"-m pytest"*) echo "$TMPDIR" > "$CALLS.tmpdir"; touch "$TMPDIR/left-by-a-test" ;; esac
 case "$*" in *"$FAIL_ON"*) exit 1 ;; esac
 """
 
@@ -86,6 +87,19 @@ def test_the_workers_are_one_more_than_the_cores_at_most_eight_unless_set(tmp_pa
     assert code == 0
     args = calls[-1].split()
     assert args[args.index("-n") + 1] == expected
+
+
+@pytest.mark.parametrize("tier", [["--fast"], []])
+def test_the_tests_temporary_files_go_to_the_scratch_folder_and_with_it(tmp_path, tier):
+    """pytest (here a stand-in that leaves a file in its ``$TMPDIR``, as a test or a process it starts might) runs with
+    ``$TMPDIR`` inside the scratch folder, so what it leaves goes when the folder does: the user's ``$TMPDIR`` (here
+    ``tmp_path``) ends with the entries it had."""
+    before = set(os.listdir(tmp_path))
+    code, calls = run_test_script(tmp_path, *tier)
+    assert code == 0 and calls[-1].startswith("-m pytest ")
+    seen = Path((tmp_path / "calls.txt.tmpdir").read_text().strip())
+    assert seen.parent.parent == tmp_path and seen.parent.name.startswith("kgir-test-") and seen.name == "tmp"
+    assert set(os.listdir(tmp_path)) - before == {"checkout", "calls.txt", "calls.txt.tmpdir"}
 
 
 def test_a_test_path_runs_that_file_alone_without_the_lint(tmp_path):
