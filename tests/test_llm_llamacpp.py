@@ -60,8 +60,8 @@ def test_stop_sequences(smol):
 
 
 def test_overlong_prompt_is_trimmed_in_the_middle():
-    """A context of 256 tokens (what is cut does not depend on the size; llama.cpp's evaluation of the cut prompt
-    does: 1,024 tokens took four times as long)."""
+    """A context of 256 tokens: the cut works alike at any size, and llama.cpp's evaluation of the cut prompt is most
+    of the test's time (6 s with a 1,024-token context and three times the filler, 1 s with these)."""
     smol = LlamaCppBackend("SmolLM2-135M-Instruct-Q4_1", n_ctx=256, n_threads=2)
     head, tail = "INSTRUCTIONS: answer briefly.", "Question: what is the capital of France?"
     filler = " ".join(f"word{i}" for i in range(1000))
