@@ -368,3 +368,44 @@ def test_variant_scores_one_row_a_question_and_variant(tiny_workspace, tiny_data
     assert list(per_q["qid"][: len(qs)]) == [q.qid for q in qs]
     means = ablation.variant_means(per_q)
     assert list(means["EM"]) == list(per_q.groupby("variant", sort=False)["EM"].mean())
+
+
+@dataclass
+class OtherCounter(KGCounter):
+    key: ClassVar[str] = "kg_counter_other"
+
+
+def test_a_study_lists_its_runs_so_its_usage_is_the_same_whether_it_ran_them_or_read_them_back(tiny_workspace,
+                                                                                                 tiny_dataset):
+    """Notebook 06's usage table: every helper appends each run's trace file to ``ran``, and the usage read from
+    those runs' metas is what a cold execution called, and the same again when a second execution reads every run
+    back (calling nothing)."""
+    from kgir_lib.eval import evaluate as ev
+
+    ws = tiny_workspace(echo)
+    qs = tiny_dataset.questions
+
+    def study(ran):
+        ablation.variant_scores(ws, qs, lambda v: (KGCounter if v == "6" else OtherCounter)(k=int(v), tag=v),
+                                ["6", "1"], ran=ran)
+        ablation.run_and_score(ws, qs, KGCounter(k=2, tag="forced"), ws.cfg.run_dir / "forced.trace.jsonl",
+                               ran=ran)
+        ablation.sweep_each({"tiny": (ws, qs)}, lambda k: KGCounter(k=k), [1, 6], "k", ran)
+        ablation.robustness_runs(ws, qs, lambda: KGCounter(k=6), [0.5], seeds=[0, 1], scope="all", ran=ran)
+
+    first = []
+    study(first)
+    study_dir = ws.cfg.run_dir / "traces" / "06_ablation"
+    assert first == [ws.cfg.run_dir / "traces" / "kg_counter" / "tiny.trace.jsonl",
+                     ws.cfg.run_dir / "traces" / "kg_counter_other" / "tiny.trace.jsonl",
+                     ws.cfg.run_dir / "forced.trace.jsonl",
+                     *(study_dir / run / "tiny.trace.jsonl"
+                       for run in ("kg_counter-k=1", "kg_counter-k=6", "kg_counter-drop=0",
+                                   "kg_counter-drop=0.5-seed=0", "kg_counter-drop=0.5-seed=1"))]
+    cold = ev.runs_usage(first).snapshot()
+    assert cold == ws.llm.usage.snapshot() and cold["counter"]["calls"] == 8  # one question, one call a run
+    calls = ws.llm.usage.total().calls
+    second = []
+    study(second)
+    assert ws.llm.usage.total().calls == calls  # every run read back
+    assert second == first and ev.runs_usage(second).snapshot() == cold

@@ -131,6 +131,7 @@ def test_runs_usage_reads_each_runs_meta_so_a_resumed_run_counts_as_the_run_that
     cold = ev.runs_usage(paths, extra)
     assert cold.stages["naive_rag_reader"].calls == 2 and cold.stages["loss_decomposition m"].calls == 5
     assert list(cold.stages) == ["naive_rag_reader", "loss_decomposition m"] and cold.total().calls == 7
+    assert ev.runs_usage([*paths, str(paths[0])], extra).snapshot() == cold.snapshot()  # a run listed twice: once
     hits = ws.llm.usage.snapshot()
     ev.run_method(ws, CountingNaive(), qs)  # read back: no call now, the same record
     assert ws.llm.usage.snapshot() == hits and ev.runs_usage(paths, extra).snapshot() == cold.snapshot()

@@ -210,6 +210,9 @@ def check_05(cfg) -> None:
             assert qa.set_index("method").loc[labels, c].notna().all(), f"{c}: a method has no score"
     published = [c for c in qa.columns if c.startswith("published")]
     assert published, "published numbers in their own labelled columns"
+    runs = table(cfg, "05_runs")  # every (dataset, method) run once; whether it was read back is runtime's
+    assert list(runs.columns) == ["dataset", "key", "method", "n"] and (runs["n"] == n).all()
+    assert list(zip(runs["dataset"], runs["key"])) == [(d, k) for d in cfg.datasets for k in profile_methods(cfg)]
     rec = table(cfg, "05_table6_recall")
     r2, r5 = _ours(rec, "R@2"), _ours(rec, "R@5")
     assert sorted(r2) == sorted(cfg.datasets)
@@ -340,6 +343,7 @@ def check_06(cfg) -> None:
     musique = t["dataset"].isin(KGIR_ABLATION_DATASETS) & t["variant"].isin(ablation.KGIR_VARIANT_LABELS.values())
     for c in ("ΔEM (paper, Qwen2.5-72B)", "ΔF1 (paper, Qwen2.5-72B)"):
         assert t.loc[musique, c].notna().all() and t.loc[~musique, c].isna().all(), c
+    check_06_usage(cfg)
     grid = ablation.study_grid()
     n_study = min(cfg.study_n_questions or n, n)
     for name, knob in (("06_kg2rag_k", "top_k"), ("06_kg2rag_m", "m_hops")):
@@ -358,6 +362,29 @@ def check_06(cfg) -> None:
         assert (part.loc[part["fraction"] > 0, "seeds"] == cfg.robustness_seeds).all()
         assert part["triples"].is_monotonic_decreasing, "dropping triples leaves fewer"
         in_range(part[[c for c in part.columns if c.endswith(" mean")]].stack(), *PCT, "robustness means")
+
+
+def check_06_usage(cfg) -> None:
+    """``usage/06_ablation.csv`` counts every method run of notebook 06 once, cache hits included: the calls of
+    its runs' trace records (one a question) and the extraction calls their metas record (passages extracted on
+    demand, outside any question's record) add up to its total."""
+    from kgir_lib.eval import ablation
+
+    usage = pd.read_csv(cfg.run_dir / "usage" / "06_ablation.csv").set_index("stage")
+    keys = ["kgir_forced", *(("kgir" if v == "full" else f"kgir_{v}")
+                             for v in ablation.kgir_ablation_labels(profile_methods(cfg))),
+            *(("kg2rag" if v == "full" else f"kg2rag_{v}") for v in ablation.KG2RAG_VARIANT_LABELS)]
+    runs = [cfg.run_dir / "traces" / k / f"{d}.trace.jsonl" for k in keys for d in cfg.ablation_datasets]
+    runs += sorted((cfg.run_dir / "traces" / ablation.STUDY_TRACE_DIR).glob("*/*.trace.jsonl"))
+    per_question = extract = 0
+    for path in runs:
+        per_question += sum(json.loads(line)["usage"]["calls"]
+                            for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+        meta = json.loads(path.with_name(path.name.replace(".jsonl", ".meta.json")).read_text(encoding="utf-8"))
+        extract += meta["stages"].get("extract", {}).get("calls", 0)
+    assert usage.loc["total", "calls"] == per_question + extract, "06 usage: not its runs' calls"
+    assert (usage.loc["extract", "calls"] if "extract" in usage.index else 0) == extract
+    assert usage.loc[usage.index != "total", "calls"].sum() == usage.loc["total", "calls"]
 
 
 # ----------------------------------------------------------------------------- 07

@@ -604,6 +604,11 @@ def t_recall(s: Sample, name: str) -> pd.DataFrame:
     return report.flat_columns(recall)
 
 
+def t_runs(s: Sample, name: str) -> pd.DataFrame:
+    """Notebook 05's method runs, one a (dataset, method): the committed columns of ``suite.runs``."""
+    return s.suite[1][["dataset", "key", "method", "n"]].set_index(["dataset", "key"])
+
+
 def t_cost(by_dataset: bool) -> Callable:
     return lambda s, name: ev.cost_table(s.scores, s.suite[1], by_dataset=by_dataset)
 
@@ -870,6 +875,7 @@ REBUILT: dict = {
     "05_table4_5_qa_*": Pin(t_qa),
     "05_answer_form": Pin(t_answer_form),
     "05_table6_recall": Pin(t_recall),
+    "05_runs": Pin(t_runs),
     "05_cost_per_question": Pin(t_cost(by_dataset=False)),
     "05_cost_per_question_by_dataset": Pin(t_cost(by_dataset=True)),
     "05_indexing_cost": Pin(t_indexing),

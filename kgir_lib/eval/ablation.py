@@ -150,34 +150,50 @@ def study_trace_path(ws: Workspace, method: MethodBase, run: str) -> Path:
 
 
 def run_and_score(ws: Workspace, questions: Sequence, method: MethodBase, path: Optional[Path] = None,
-                  resume: bool = True) -> tuple:
+                  resume: bool = True, ran: Optional[list] = None) -> tuple:
     """Run ``method`` (:func:`kgir_lib.eval.evaluate.run_method`, traces at ``path``) and score it.
 
     Returns ``(outputs, scores)``; ``scores`` holds ``n``, mean EM, F1, R@2, R@5
     (×100; recall NaN without retrieval) and mean LLM usage per question
-    (:func:`kgir_lib.eval.evaluate.mean_scores`; calls include cache hits).
+    (:func:`kgir_lib.eval.evaluate.mean_scores`; calls include cache hits). The run's trace file is appended to
+    ``ran`` when given (:func:`_run`).
     """
-    from .evaluate import mean_scores, run_method, score
+    from .evaluate import mean_scores, score
 
-    outputs = run_method(ws, method, list(questions), resume=resume, path=path)
+    outputs = _run(ws, method, questions, ran, resume=resume, path=path)
     return outputs, mean_scores(score(outputs, list(questions)))
 
 
+def _run(ws: Workspace, method: MethodBase, questions: Sequence, ran: Optional[list], resume: bool = True,
+         path: Optional[Path] = None) -> list:
+    """:func:`kgir_lib.eval.evaluate.run_method`, then the trace file it wrote or read back appended to ``ran``
+    (when given): a notebook's list of its runs, whose metas hold what each cost
+    (:func:`kgir_lib.eval.evaluate.runs_usage`), whether this execution made the run or read it back."""
+    from .evaluate import run_method, trace_path
+
+    outputs = run_method(ws, method, list(questions), resume=resume, path=path)
+    if ran is not None:
+        ran.append(Path(path) if path is not None else trace_path(ws.cfg, method, ws.dataset.name))
+    return outputs
+
+
 def variant_scores(ws: Workspace, questions: Sequence, factory: Callable[[str], MethodBase],
-                   variants: Sequence[str], labels: Optional[Mapping[str, str]] = None) -> pd.DataFrame:
+                   variants: Sequence[str], labels: Optional[Mapping[str, str]] = None,
+                   ran: Optional[list] = None) -> pd.DataFrame:
     """One row per (variant, question): ``factory(variant)`` run on ``questions`` of ``ws.dataset`` and scored
     (:func:`kgir_lib.eval.evaluate.score`), with ``dataset``, ``variant`` and ``label`` columns in front.
 
     Traces go to the method's own file (``traces/<key>/<dataset>.trace.jsonl``): an
     ablation variant is a method of its own (notebook 05 runs them too, and a run
-    with the same questions and settings is read back, not repeated).
+    with the same questions and settings is read back, not repeated). Each run's trace file is appended to
+    ``ran`` when given.
     """
-    from .evaluate import run_method, score
+    from .evaluate import score
 
     questions = list(questions)
     frames = []
     for variant in variants:
-        df = score(run_method(ws, factory(variant), questions), questions)
+        df = score(_run(ws, factory(variant), questions, ran), questions)
         df.insert(0, "label", (labels or {}).get(variant, variant))
         df.insert(0, "variant", variant)
         df.insert(0, "dataset", ws.dataset.name)
@@ -218,12 +234,13 @@ def variant_intervals(per_question: pd.DataFrame, full: str = "full", metrics: S
 
 
 def sweep(ws: Workspace, questions: Sequence, factory: Callable[[Any], MethodBase], values: Iterable[Any],
-          param: str = "value") -> pd.DataFrame:
+          param: str = "value", ran: Optional[list] = None) -> pd.DataFrame:
     """Sensitivity study: one row per parameter value, ``factory(value)`` run and scored on ``questions``.
 
     KG²RAG report Fig. 5 (k) and Table 5 (m); KGIR-RAG's own knobs (iterations,
     top-k, n-gram threshold). ``param`` names the swept parameter (a column and
-    part of each point's trace path, :func:`study_trace_path`).
+    part of each point's trace path, :func:`study_trace_path`). Each point's trace file is appended to ``ran``
+    when given.
     """
     values = list(values)
     if not values:
@@ -231,7 +248,8 @@ def sweep(ws: Workspace, questions: Sequence, factory: Callable[[Any], MethodBas
     rows = []
     for value in values:
         method = factory(value)
-        _, scores = run_and_score(ws, questions, method, study_trace_path(ws, method, f"{param}={value}"))
+        _, scores = run_and_score(ws, questions, method, study_trace_path(ws, method, f"{param}={value}"),
+                                  ran=ran)
         rows.append({"dataset": ws.dataset.name, "param": param, "value": value, **scores})
     df = pd.DataFrame(rows)
     df["value"] = df["value"].astype(object)  # 3 stays 3 when sweeps of ints and floats are concatenated
@@ -239,16 +257,17 @@ def sweep(ws: Workspace, questions: Sequence, factory: Callable[[Any], MethodBas
 
 
 def sweep_each(studies: Mapping[str, tuple], factory: Callable[[Any], MethodBase], values: Iterable[Any],
-               param: str = "value") -> pd.DataFrame:
+               param: str = "value", ran: Optional[list] = None) -> pd.DataFrame:
     """:func:`sweep` on every study dataset, concatenated: ``studies`` maps a dataset's name to its
     ``(workspace, questions)``, in the order the rows come out."""
     values = list(values)
-    return pd.concat([sweep(ws, questions, factory, values, param) for ws, questions in studies.values()],
+    return pd.concat([sweep(ws, questions, factory, values, param, ran) for ws, questions in studies.values()],
                      ignore_index=True)
 
 
 def robustness_runs(ws: Workspace, questions: Sequence, factory: Callable[[], MethodBase],
-                    fractions: Sequence[float], seeds: Sequence[int], scope: str = "read") -> pd.DataFrame:
+                    fractions: Sequence[float], seeds: Sequence[int], scope: str = "read",
+                    ran: Optional[list] = None) -> pd.DataFrame:
     """One row per (fraction, seed): the method on a graph with that share of triples dropped.
 
     Fraction 0 is the unperturbed run; it is the same for every seed, so it runs
@@ -261,6 +280,8 @@ def robustness_runs(ws: Workspace, questions: Sequence, factory: Callable[[], Me
     - ``"all"``: every passage extracted when the study starts (for methods that
       read the whole graph, e.g. KG²RAG's BFS over the global ``G``; stable
       where the graph is complete, e.g. musique_train or the paper profile).
+
+    Each run's trace file is appended to ``ran`` when given.
     """
     seeds = list(seeds)
     if not seeds:
@@ -272,7 +293,7 @@ def robustness_runs(ws: Workspace, questions: Sequence, factory: Callable[[], Me
     method = factory()
     # the recording run must really run (a resumed trace reads no passage)
     _, scores = run_and_score(rec_ws, questions, method, study_trace_path(ws, method, "drop=0"),
-                              resume=scope != "read")
+                              resume=scope != "read", ran=ran)
     passages = list(dict.fromkeys(read)) if scope == "read" else None
     n0 = len(ws.kg.subset(passages)) if passages is not None else len(ws.method_view().kg)
     rows = [{"dataset": ws.dataset.name, "fraction": 0.0, "seed": seeds[0], "triples": n0, **scores}]
@@ -282,7 +303,7 @@ def robustness_runs(ws: Workspace, questions: Sequence, factory: Callable[[], Me
             n_start = len(pws.method_view().kg)
             method = factory()
             _, scores = run_and_score(pws, questions, method,
-                                      study_trace_path(ws, method, f"drop={fraction:g}-seed={seed}"))
+                                      study_trace_path(ws, method, f"drop={fraction:g}-seed={seed}"), ran=ran)
             rows.append({"dataset": ws.dataset.name, "fraction": fraction, "seed": seed, "triples": n_start,
                          **scores})
     return pd.DataFrame(rows)

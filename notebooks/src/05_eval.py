@@ -70,7 +70,11 @@ claims = cl.claims_table(suite.scores, n_boot=n_boot, seed=0)
 board = cl.scoreboard(suite.scores, claims, cfg.datasets)
 
 # %% tags=["hide-input"]
-print(f"{int(suite.runs['resumed'].sum())} of {len(suite.runs)} runs read back from earlier trace files")
+runs = suite.runs[["dataset", "key", "method", "n", "wall_seconds", "resumed"]]
+runs_path = report.save_table(runs.rename(columns={"resumed": "read back this run"}).set_index(["dataset", "key"]),
+                              cfg, "05_runs", markdown=False)  # the read-back column goes to runtime/
+print(f"{len(suite.runs)} method runs: {report.shown(runs_path)}; which of them this execution read back from "
+      f"earlier trace files, and each run's wall time: {report.shown(cfg.path('runtime', 'tables', '05_runs.csv'))}")
 n_label = ev.questions_per_dataset(suite.scores)  # "84", or each dataset's n where they differ
 ours = ev.ours_label(cfg, n_label)
 caption_ours = (f"Ours: profile `{cfg.profile}`, reader LLM {cfg.llm_model}, encoder {cfg.embed_model}, "

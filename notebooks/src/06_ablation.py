@@ -38,6 +38,7 @@ from kgir_lib import report
 from kgir_lib.data import sample_questions
 from kgir_lib.eval import ablation
 from kgir_lib.eval import claims as cl
+from kgir_lib.eval import evaluate as ev
 from kgir_lib.eval.mechanism import calibration, forced_rounds, repair
 from kgir_lib.eval.mechanism.tables import mechanism_tables
 from kgir_lib.notebook import viz
@@ -52,6 +53,7 @@ seeds = list(range(cfg.robustness_seeds))
 n_boot = 2000 if n_boot is None else int(n_boot)
 kgir_labels = ablation.kgir_ablation_labels(cfg.eval_methods or DEFAULT_METHODS)  # Table 7's rows, our repairs run
 _ws = {}
+ran = []  # the trace file of every method run of this notebook (its LLM usage, at the end)
 
 
 def ws_of(name):
@@ -95,7 +97,7 @@ print(ablation.grid_sentence(grid))
 
 # %%
 kgir_per_q = pd.concat([ablation.variant_scores(ws_of(d), questions_of(d, cfg.n_questions), kgir_variant,
-                                                list(kgir_labels), kgir_labels)
+                                                list(kgir_labels), kgir_labels, ran=ran)
                         for d in cfg.ablation_datasets], ignore_index=True)
 table7 = ablation.ablation_table(ablation.variant_means(kgir_per_q), labels=kgir_labels,
                                  intervals=ablation.variant_intervals(kgir_per_q, n_boot=n_boot))
@@ -137,7 +139,7 @@ show(table7[[c for c in table7.columns if c.startswith(("dataset", "variant", "n
 
 # %%
 for d in cfg.ablation_datasets:
-    ablation.run_and_score(ws_of(d), questions_of(d, cfg.n_questions), build_method("kgir_forced"))
+    ablation.run_and_score(ws_of(d), questions_of(d, cfg.n_questions), build_method("kgir_forced"), ran=ran)
 
 # %% tags=["hide-input"]
 mech = mechanism_tables(cfg.run_dir, cfg.ablation_datasets, data_dir=cfg.data_path,
@@ -236,7 +238,8 @@ if len(reader_ctx):
 
 # %%
 kg2_per_q = pd.concat([ablation.variant_scores(ws_of(d), questions_of(d, cfg.n_questions), kg2rag_variant,
-                                               list(ablation.KG2RAG_VARIANT_LABELS), ablation.KG2RAG_VARIANT_LABELS)
+                                               list(ablation.KG2RAG_VARIANT_LABELS), ablation.KG2RAG_VARIANT_LABELS,
+                                               ran=ran)
                        for d in cfg.ablation_datasets], ignore_index=True)
 kg2_variants = ablation.variant_means(kg2_per_q)
 kg2_table = ablation.ablation_table(kg2_variants, labels=ablation.KG2RAG_VARIANT_LABELS, paper_drops=None,
@@ -272,8 +275,8 @@ print(f"sweeps and robustness: n = {n_study} questions of {', '.join(cfg.study_d
       f"{100 / max(n_study, 1):.0f} EM points")
 
 # the report's k and m, one sweep a study dataset
-kg2_k = ablation.sweep_each(studies, lambda k: build_method("kg2rag", top_k=k), grid["kg2rag"]["top_k"], "k")
-kg2_m = ablation.sweep_each(studies, lambda m: build_method("kg2rag", m_hops=m), grid["kg2rag"]["m_hops"], "m")
+kg2_k = ablation.sweep_each(studies, lambda k: build_method("kg2rag", top_k=k), grid["kg2rag"]["top_k"], "k", ran)
+kg2_m = ablation.sweep_each(studies, lambda m: build_method("kg2rag", m_hops=m), grid["kg2rag"]["m_hops"], "m", ran)
 report.save_table(kg2_k.set_index(["dataset", "value"]), cfg, "06_kg2rag_k",
                   "KG²RAG: sensitivity to the number of seed passages k (report Fig. 5).")
 report.save_table(kg2_m.set_index(["dataset", "value"]), cfg, "06_kg2rag_m",
@@ -296,7 +299,7 @@ show(kg2_m)
 
 # %%
 robust_runs = pd.concat([ablation.robustness_runs(ws_of(d), study_q[d], lambda: build_method("kg2rag"),
-                                                  grid["drop_fractions"], seeds, scope="all")
+                                                  grid["drop_fractions"], seeds, scope="all", ran=ran)
                          for d in cfg.study_datasets], ignore_index=True)
 robust = ablation.summarise_seeds(robust_runs)
 report.save_table(robust.set_index(["dataset", "fraction"]), cfg, "06_kg2rag_robustness",
@@ -322,7 +325,7 @@ show(robust)
 
 # %%
 kgir_sens = pd.concat([ablation.sweep_each(studies, lambda v, knob=knob: build_method("kgir", **{knob: v}),
-                                           values, knob)
+                                           values, knob, ran)
                        for knob, values in grid["kgir"].items()], ignore_index=True)
 report.save_table(kgir_sens.set_index(["dataset", "param", "value"]), cfg, "06_kgir_sensitivity",
                   "KGIR-RAG: sensitivity to max_iterations, top_k and the matching threshold of eq. 5 (ngram_threshold).",
@@ -337,12 +340,16 @@ show_figure(fig, cfg, "06_kgir_sensitivity")
 show(kgir_sens)
 
 # %% [markdown]
-# ### LLM usage of this notebook
+# ### This notebook's LLM usage
 #
 # Calls and tokens of each setting are in the `calls` / `prompt_tokens` / `completion_tokens` columns of the tables
-# above (cache hits included: they are what the setting costs on a fresh run); by stage, for the whole notebook:
+# above (cache hits included: they are what the setting costs on a fresh run). By stage, for the whole notebook:
+# every method run above, from its trace's `.meta.json` (what the run cost when it was made, the same when a rerun
+# reads it back, as the variants notebook 05 ran are read back here): `usage/06_ablation.csv`.
 
 # %%
 print(report.model_note(cfg, short=True))
-print("LLM usage of this notebook (calls include cache hits):")
-show(llm.usage.table(), "LLM calls of this notebook, by stage")
+notebook_usage = ev.runs_usage(ran).table()
+report.save_table(notebook_usage, cfg, "06_ablation", folder="usage", markdown=False)
+show(report.split_runtime(notebook_usage)[0], f"LLM usage of this notebook's {len(set(ran))} method runs, by stage "
+     "(calls and tokens, cache hits included; cache hits and seconds describe one execution: runtime/usage/)")

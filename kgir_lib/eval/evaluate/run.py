@@ -115,10 +115,10 @@ def runs_usage(paths: Sequence[Path], *more: Usage) -> Usage:
 
     A meta records what its run cost when it was made, and :func:`run_method` keeps it when it reads the run back,
     so this is a notebook's usage whether this execution ran its methods or resumed them (counting the LLM's own
-    usage would give the calls of a cold run on one execution and none on the next). A trace file without a meta
-    is an error naming it."""
+    usage would give the calls of a cold run on one execution and none on the next). A trace file listed twice counts
+    once: a run read twice cost what it cost. A trace file without a meta is an error naming it."""
     out = Usage()
-    for path in paths:
+    for path in dict.fromkeys(Path(p) for p in paths):
         meta = read_meta(Path(path))
         if meta is None:
             raise FileNotFoundError(f"{path}: no .meta.json beside the trace file, so its run's LLM usage is unknown")
