@@ -51,12 +51,19 @@ __all__ = ["QuietKernelManager", "kernel_folder", "sweep_stale_kernel_files", "k
            "tidy_output_notebook", "strip_bar_outputs", "INLINE_BACKEND"]
 
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+TORCH_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
 
 
-def kernel_env(env) -> dict:
+def kernel_env(env, folder: Path | None = None) -> dict:
     """The environment a notebook kernel starts with: ``env`` with matplotlib's inline backend, the one that stores
-    a figure in the notebook as a PNG (ipykernel chooses it only when ``MPLBACKEND`` is unset)."""
-    return {**env, "MPLBACKEND": INLINE_BACKEND}
+    a figure in the notebook as a PNG (ipykernel chooses it only when ``MPLBACKEND`` is unset), and, given the
+    kernel's private ``folder``, torch's compile cache inside it (``TORCHINDUCTOR_CACHE_DIR``, unless ``env`` sets
+    one): importing ``torch._dynamo``, as loading the encoder does, makes that folder, by default
+    ``$TMPDIR/torchinductor_<user>``, which nothing would remove; in the kernel's folder it goes with the kernel."""
+    out = {**env, "MPLBACKEND": INLINE_BACKEND}
+    if folder is not None and not env.get(TORCH_CACHE_ENV):
+        out[TORCH_CACHE_ENV] = str(folder / "torchinductor")
+    return out
 
 
 # The longest path a Unix domain socket may have (sun_path: 108 bytes on Linux, 104 on macOS, each with its
@@ -110,7 +117,7 @@ def kernel_folder(parents: list | None = None, pid: int | None = None) -> tuple:
 
 class QuietKernelManager(AsyncKernelManager):
     """:class:`AsyncKernelManager` over IPC sockets, without the SIGINT before its shutdown request, its kernel
-    drawing figures inline (:func:`kernel_env`).
+    drawing figures inline and keeping torch's compile cache in its own folder (:func:`kernel_env`).
 
     The connection file and the sockets live in a private folder ``kgir-kernel-<pid>-*`` (:func:`kernel_folder`:
     in ``$TMPDIR`` where the socket paths fit, TCP on the loopback address where no folder fits), made when the
@@ -125,7 +132,6 @@ class QuietKernelManager(AsyncKernelManager):
         self._ipc_dir: Path | None = None
 
     async def _async_pre_start_kernel(self, **kw):
-        kw["env"] = kernel_env(kw.get("env") or os.environ)
         if self._ipc_dir is None:
             self._ipc_dir, self.transport = kernel_folder()
             self.ip = str(self._ipc_dir / "kernel") if self.transport == "ipc" else LOOPBACK
@@ -135,6 +141,7 @@ class QuietKernelManager(AsyncKernelManager):
                 except TraitError:  # pyzmq without CurveZMQ: plain TCP, on the loopback address only
                     pass
             self.connection_file = str(self._ipc_dir / "kernel.json")
+        kw["env"] = kernel_env(kw.get("env") or os.environ, self._ipc_dir)
         try:
             return await super()._async_pre_start_kernel(**kw)
         except BaseException:

@@ -16,7 +16,8 @@ import pytest
 
 from kgir_lib.config import PROJECT_ROOT, default_data_dir
 from kgir_lib import execution
-from kgir_lib.execution import FOLDER_PREFIX, kernel_folder, sweep_stale_kernel_files, tidy_output_notebook
+from kgir_lib.execution import (FOLDER_PREFIX, INLINE_BACKEND, kernel_env, kernel_folder, sweep_stale_kernel_files,
+                                 tidy_output_notebook)
 
 
 def test_papermill_paths_are_rewritten_relative_to_the_project(tmp_path):
@@ -95,11 +96,27 @@ def padded(folder: Path, length: int) -> Path:
     return folder / ("t" * pad)
 
 
+# What importing torch._dynamo does (loading the encoder imports it): torch's cache_dir() makes the folder
+# $TORCHINDUCTOR_CACHE_DIR, by default $TMPDIR/torchinductor_<user> (torch/_inductor/runtime/cache_dir_utils.py); the
+# same rule without importing torch, seconds of CPU.
+TORCH_CACHE_DIR = """import getpass, os, tempfile
+os.makedirs(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or
+            os.path.join(tempfile.gettempdir(), "torchinductor_" + getpass.getuser()), exist_ok=True)"""
+
+
+def test_a_kernel_keeps_torchs_compile_cache_in_its_own_folder_unless_told_where(tmp_path):
+    env = {"PATH": "/bin", "MPLBACKEND": "Agg"}
+    assert kernel_env(env) == {"PATH": "/bin", "MPLBACKEND": INLINE_BACKEND}
+    assert kernel_env(env, tmp_path)["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "torchinductor")
+    assert kernel_env({**env, "TORCHINDUCTOR_CACHE_DIR": "/x"}, tmp_path)["TORCHINDUCTOR_CACHE_DIR"] == "/x"
+
+
 @pytest.mark.slow  # starts notebook kernels or loads a model: the whole suite's
 @pytest.mark.parametrize("tmpdir_length", [None, 150])
 def test_a_run_prints_neither_kernel_warning_and_stores_no_absolute_output_path(tmp_path, tmpdir_length):
     """Also: a figure is stored as a picture although the caller exported a non-inline backend (a test's Agg), and
-    the run leaves no file and no folder in its $TMPDIR (the kernel's socket folder is removed at shutdown). With a
+    the run leaves no file and no folder in its $TMPDIR (the kernel's socket folder is removed at shutdown, and
+    torch's compile cache, :data:`TORCH_CACHE_DIR`, was in it). With a
     $TMPDIR of 150 characters, too long for a socket's path, the kernel connects all the same (its sockets go to a
     shorter folder, :func:`kgir_lib.execution.kernel_folder`), and that folder is removed as well."""
     nbs = tmp_path / "nbs"
@@ -109,7 +126,8 @@ def test_a_run_prints_neither_kernel_warning_and_stores_no_absolute_output_path(
     params.metadata["tags"] = ["parameters"]
     figure = ("import matplotlib.pyplot as plt\nfrom IPython.display import display\n"
               "fig, ax = plt.subplots()\ndisplay(fig)\nplt.close(fig)")
-    nb.cells = [params, nbformat.v4.new_code_cell(figure), nbformat.v4.new_code_cell("print('ran')")]
+    nb.cells = [params, nbformat.v4.new_code_cell(TORCH_CACHE_DIR), nbformat.v4.new_code_cell(figure),
+                nbformat.v4.new_code_cell("print('ran')")]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (kgir)", "language": "python"}
     nbformat.write(nb, nbs / "00_probe.ipynb")
     (tmp_path / "data").symlink_to(default_data_dir().resolve())
