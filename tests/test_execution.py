@@ -136,7 +136,9 @@ def test_a_run_prints_neither_kernel_warning_and_stores_no_absolute_output_path(
     (private_tmp / "before").mkdir(parents=True)
     (private_tmp / "before.txt").write_text("there before the run")
     before = sorted(p.relative_to(private_tmp) for p in private_tmp.rglob("*"))
-    env = {**os.environ, "KGIR_RESULTS_DIR": str(tmp_path / "results"), "KGIR_DATA_DIR": str(tmp_path / "data"),
+    # torch's cache folder as a shell that names none has it: one the caller set would hide where the kernel puts it
+    shell = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_CACHE_DIR"}
+    env = {**shell, "KGIR_RESULTS_DIR": str(tmp_path / "results"), "KGIR_DATA_DIR": str(tmp_path / "data"),
            "PYTHONPATH": str(PROJECT_ROOT), "MPLBACKEND": "Agg", "TMPDIR": str(private_tmp)}
     proc = subprocess.Popen([sys.executable, "-m", "kgir_lib.runner", "--profile", "ci", "--notebooks-dir", str(nbs)],
                             cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
