@@ -25,10 +25,10 @@ bash scripts/setup.sh
 export KGIR_PROFILE=ci
 # A scratch folder removed when the tests end, however they end. The tests' results (the notebooks' tables,
 # figures, traces, caches) go there unless KGIR_TEST_RESULTS_DIR keeps them elsewhere; so do, always, pytest's
-# tmp_path folders (--basetemp: otherwise pytest keeps its last runs' under $TMPDIR/pytest-of-<user>/) and torch's
-# compiled kernels (TORCHINDUCTOR_CACHE_DIR: otherwise $TMPDIR/torchinductor_<user>/), and every other temporary file
-# a test or a process it starts makes ($TMPDIR is the scratch folder's tmp/ while the tests run: what one of them
-# forgets to remove goes with the folder instead of staying in the user's). The compiled modules of what ran from the
+# tmp_path folders (--basetemp: otherwise pytest keeps its last runs' under $TMPDIR/pytest-of-<user>/), and every other
+# temporary file a test or a process it starts makes ($TMPDIR is the scratch folder's tmp/ while the tests run: what
+# one of them forgets to remove, torch's $TMPDIR/torchinductor_<user>/ among them, goes with the folder instead of
+# staying in the user's; a notebook kernel keeps torch's in its own folder). The compiled modules of what ran from the
 # scratch folder (the fresh clones' library) go too: the cache prefix below mirrors each source's absolute path, so
 # they sit under $PYTHONPYCACHEPREFIX$scratch, beside the environment, and would pile up there run after run.
 scratch=$(mktemp -d -t kgir-test-XXXXXX)
@@ -41,7 +41,6 @@ else
   export KGIR_RESULTS_DIR="$scratch/results"
   kept=0
 fi
-export TORCHINDUCTOR_CACHE_DIR="$scratch/torchinductor"
 basetemp=(--basetemp "$scratch/pytest")
 mkdir "$scratch/tmp"
 export TMPDIR="$scratch/tmp"
@@ -54,7 +53,8 @@ unset PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-$PWD/.venv/pycache}"
 # mypy's incremental cache and ruff's, beside the environment too, not in the checkout: a fresh clone whose .venv is
 # this environment starts warm (mypy checks a module whose path changed by its content hash). A cold mypy cache costs
-# about a minute of CPU (numpy's stubs and the standard library's), a warm one two seconds.
+# about 12 s of CPU (numpy's stubs and the standard library's; torch and transformers are not followed:
+# pyproject.toml), a warm one about a second.
 export MYPY_CACHE_DIR="${MYPY_CACHE_DIR:-$PWD/.venv/cache/mypy}" RUFF_CACHE_DIR="${RUFF_CACHE_DIR:-$PWD/.venv/cache/ruff}"
 # One worker more than the cores: part of the tests' time is spent waiting (on a local server, a timeout, a child
 # process; results/benchmarks/tests.md gives the share), and a spare worker runs another test meanwhile. At most 8:
